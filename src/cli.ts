@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+/**
+ * The `buzz-bridge` command. It only parses the subcommand name and hands the rest of
+ * argv to that subcommand's module, loaded lazily so `mcp-proxy` and `demo-agent`
+ * (started once per agent session) do not pay for the daemon's imports.
+ *
+ * Exit codes: 0 ok, 1 usage or config error, 2 runtime failure.
+ */
+import { readFileSync } from "node:fs";
+
+export interface Command {
+  summary: string;
+  /** Loads the module that implements the command; its `main` returns the exit code. */
+  load: () => Promise<{ main: (argv: string[]) => Promise<number> }>;
+}
+
+const commands: Record<string, Command> = {
+  run: { summary: "run the daemon", load: () => import("./ops/run-command.js") },
+  check: { summary: "validate the config and print the effective settings", load: () => import("./config/check-command.js") },
+  doctor: { summary: "live self-check of relay, channels, agent and MCP servers", load: () => import("./ops/doctor-command.js") },
+  keygen: { summary: "generate a new agent keypair", load: () => import("./config/keygen-command.js") },
+  demo: { summary: "scripted demo on the embedded relay (no network, no API key)", load: () => import("./demo/demo-command.js") },
+  "dev-relay": { summary: "the Buzz-compatible development relay", load: () => import("./devrelay/command.js") },
+  "mcp-proxy": { summary: "the aggregating MCP proxy on stdio", load: () => import("./proxy/command.js") },
+  "demo-agent": { summary: "the scripted demo agent (ACP on stdio)", load: () => import("./demo/agent-command.js") },
+  post: { summary: "post a message to a channel as a given key (for trying the demo)", load: () => import("./demo/post-command.js") },
+  schema: { summary: "print the config JSON schema", load: () => import("./config/schema-command.js") },
+};
+
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
+
+function usage(): string {
+  const width = Math.max(...Object.keys(commands).map((c) => c.length));
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `usage: buzz-bridge <command> [options]\n\ncommands:\n${lines.join("\n")}\n\n` +
+    `Run 'buzz-bridge <command> --help' for a command's options. --version prints the version.\n`;
+}
+
+export async function cli(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(usage());
+    return name === undefined ? 1 : 0;
+  }
+  if (name === "--version" || name === "-V") {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  const command = commands[name];
+  if (!command) {
+    process.stderr.write(`buzz-bridge: unknown command '${name}'\n\n${usage()}`);
+    return 1;
+  }
+  const mod = await command.load();
+  return mod.main(rest);
+}
+
+cli(process.argv.slice(2)).then(
+  (code) => {
+    // Long-running commands keep the event loop alive themselves and resolve only when done.
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`buzz-bridge: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.exitCode = 2;
+  },
+);

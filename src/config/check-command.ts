@@ -1,0 +1,49 @@
+/**
+ * `buzz-bridge check [-c FILE]`: validates the config, prints the effective settings as
+ * YAML with secrets shown as [redacted]; exit 0 valid, 1 invalid (every error listed).
+ */
+import { stringify } from "yaml";
+import { parseCommandArgs, withUsage } from "../ops/args.js";
+import { ConfigError, loadConfig, resolveConfigPath } from "./load.js";
+import { DURATION_KEYS } from "./schema.js";
+import { formatDuration } from "./duration.js";
+import { npub } from "./keys.js";
+
+const HELP = `usage: buzz-bridge check [-c FILE]
+
+Validates the configuration and prints the effective settings (defaults filled in,
+secrets shown as [redacted]). Exit 0 when valid, 1 with every error as FILE:LINE:COL.
+Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml.`;
+
+export function main(argv: string[]): Promise<number> {
+  return withUsage(async () => {
+    const args = parseCommandArgs(argv, { config: { type: "string", short: "c" } }, HELP);
+    if (!args) return 0;
+    const file = resolveConfigPath(args.values.config as string | undefined);
+    try {
+      const loaded = loadConfig(file);
+      for (const w of loaded.warnings) process.stderr.write(`warning: ${w}\n`);
+      const shown = displayable(loaded.config) as Record<string, unknown>;
+      process.stdout.write(`# ${file}: valid\n# agent pubkey: ${npub(loaded.pubkey)} (${loaded.pubkey})\n`);
+      process.stdout.write(stringify(shown, { lineWidth: 0 }));
+      return 0;
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        process.stderr.write(`${err.message}\n${err.problems.length} error${err.problems.length === 1 ? "" : "s"} in ${file}\n`);
+        return 1;
+      }
+      throw err;
+    }
+  });
+}
+
+/** The config as a person would write it: durations as 15m, secrets redacted. */
+export function displayable(value: unknown, key = ""): unknown {
+  if (key === "secret_key") return "[redacted]";
+  if (DURATION_KEYS.has(key) && typeof value === "number") return formatDuration(value);
+  if (Array.isArray(value)) return value.map((v) => displayable(v));
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, displayable(v, k)]));
+  }
+  return value;
+}

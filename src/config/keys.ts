@@ -1,0 +1,53 @@
+/**
+ * Key parsing for config and CLI input. On the wire pubkeys are always 64 lowercase hex
+ * (buzz-protocol §5); people write npub1… as often as hex, so both are accepted here and
+ * normalised once. NIP-19 decoding is nostr-tools', never hand-rolled.
+ */
+import { nip19, getPublicKey } from "nostr-tools";
+import { hexToBytes, bytesToHex } from "nostr-tools/utils";
+
+const HEX64 = /^[0-9a-fA-F]{64}$/;
+
+/** npub1… or 64-hex → lowercase hex; throws with a message saying what was wrong. */
+export function parsePubkey(text: string): string {
+  const t = text.trim();
+  if (HEX64.test(t)) return t.toLowerCase();
+  if (t.startsWith("npub1")) {
+    let decoded: ReturnType<typeof nip19.decode>;
+    try {
+      decoded = nip19.decode(t);
+    } catch (err) {
+      throw new Error(`not a valid npub (${(err as Error).message})`);
+    }
+    if (decoded.type !== "npub") throw new Error(`expected an npub, got ${decoded.type}`);
+    return decoded.data;
+  }
+  if (t.startsWith("nsec1")) throw new Error("this is a secret key (nsec); a public key (npub or hex) belongs here");
+  throw new Error("expected npub1… or 64 hex characters");
+}
+
+/** nsec1… or 64-hex → secret key bytes; the error never echoes the input. */
+export function parseSecretKey(text: string): Uint8Array {
+  const t = text.trim();
+  if (HEX64.test(t)) return hexToBytes(t.toLowerCase());
+  if (t.startsWith("nsec1")) {
+    try {
+      const decoded = nip19.decode(t);
+      if (decoded.type === "nsec") return decoded.data;
+    } catch {
+      // fall through to the generic message: the input is a secret and is not repeated
+    }
+    throw new Error("not a valid nsec");
+  }
+  throw new Error("expected nsec1… or 64 hex characters");
+}
+
+export function npub(hex: string): string {
+  return nip19.npubEncode(hex);
+}
+
+export function pubkeyOf(secret: Uint8Array): string {
+  return getPublicKey(secret);
+}
+
+export { bytesToHex, hexToBytes };

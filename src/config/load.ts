@@ -1,0 +1,213 @@
+/**
+ * Loads a YAML config file: parse (the `yaml` library keeps source positions),
+ * interpolate `${NAME}` from the environment, validate against the zod schema, read the
+ * secret key. Every problem is collected and reported as `FILE:LINE:COL: key.path: message`;
+ * the daemon never starts on a config it only half understood.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from "yaml";
+import type { z } from "zod";
+import { configSchema, type Config } from "./schema.js";
+import { parseSecretKey, pubkeyOf } from "./keys.js";
+
+export interface ConfigProblem {
+  file: string;
+  line: number;
+  col: number;
+  path: string;
+  message: string;
+}
+
+export function formatProblem(p: ConfigProblem): string {
+  return `${p.file}:${p.line}:${p.col}: ${p.path ? `${p.path}: ` : ""}${p.message}`;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  constructor(readonly problems: ConfigProblem[]) {
+    super(problems.map(formatProblem).join("\n"));
+  }
+}
+
+export interface LoadedConfig {
+  file: string;
+  /** Validated config; `identity.secret_key` is replaced by "[redacted]" once read. */
+  config: Config;
+  secretKey: Uint8Array;
+  pubkey: string;
+  warnings: string[];
+}
+
+type PathPart = string | number;
+
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/** Finds the config file per design §3: -c, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml. */
+export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(flag ?? env.BUZZ_BRIDGE_CONFIG ?? "buzz-bridge.yaml");
+}
+
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `cannot read config: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }]);
+  }
+  return loadConfigText(text, file, env);
+}
+
+export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const lc = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
+  const problems: ConfigProblem[] = [];
+  const at = (offset: number | undefined, path: PathPart[], message: string) => {
+    const pos = lc.linePos(offset ?? 0);
+    problems.push({ file, line: pos.line, col: pos.col, path: formatPath(path), message });
+  };
+
+  for (const e of [...doc.errors, ...doc.warnings]) at(e.pos[0], [], e.message.split("\n")[0]!);
+  if (doc.errors.length) throw new ConfigError(problems);
+
+  interpolate(doc, env, at);
+  const raw = doc.toJS() ?? {};
+  const result = configSchema.safeParse(raw);
+  if (!result.success) {
+    for (const issue of result.error.issues) locateIssue(doc, issue, at);
+  }
+  if (problems.length || !result.success) throw new ConfigError(sortProblems(problems));
+
+  const config = result.data;
+  const baseDir = dirname(resolve(file));
+  const warnings: string[] = [];
+  const warn = (path: PathPart[], message: string) => {
+    const node = nodeAt(doc, path);
+    const pos = lc.linePos(node?.range?.[0] ?? 0);
+    warnings.push(formatProblem({ file, line: pos.line, col: pos.col, path: formatPath(path), message }));
+  };
+
+  let secretKey: Uint8Array | undefined;
+  if (config.identity.secret_key !== undefined) {
+    try {
+      secretKey = parseSecretKey(config.identity.secret_key);
+    } catch (err) {
+      at(nodeAt(doc, ["identity", "secret_key"])?.range?.[0], ["identity", "secret_key"], (err as Error).message);
+    }
+    config.identity.secret_key = "[redacted]";
+  } else if (config.identity.secret_key_file !== undefined) {
+    const keyFile = resolve(baseDir, config.identity.secret_key_file);
+    const where = nodeAt(doc, ["identity", "secret_key_file"])?.range?.[0];
+    try {
+      secretKey = readSecretFile(keyFile);
+    } catch (err) {
+      at(where, ["identity", "secret_key_file"], (err as Error).message);
+    }
+    config.identity.secret_key_file = keyFile;
+  }
+
+  if (config.defaults.respond_to === "allowlist" && config.defaults.allow.length === 0) {
+    warn(["defaults", "allow"], "respond_to is allowlist but allow is empty: only the owner will be answered");
+  }
+  config.channels.forEach((ch, i) => {
+    const mode = ch.respond_to ?? config.defaults.respond_to;
+    const allow = ch.allow ?? config.defaults.allow;
+    if (mode === "allowlist" && allow.length === 0 && ch.respond_to !== undefined) {
+      warn(["channels", i, "respond_to"], "respond_to is allowlist but allow is empty: only the owner will be answered");
+    }
+  });
+  if (!config.identity.owner) warn(["identity"], "no owner set: owner-only channels answer nobody and control commands are disabled");
+
+  if (problems.length || !secretKey) throw new ConfigError(sortProblems(problems));
+
+  config.state_dir = resolve(baseDir, config.state_dir);
+  if (config.relay.seed) config.relay.seed = resolve(baseDir, config.relay.seed);
+  return { file, config, secretKey, pubkey: pubkeyOf(secretKey), warnings };
+}
+
+/** Reads a key file, refusing one that group or others can read (it holds the agent's identity). */
+export function readSecretFile(path: string): Uint8Array {
+  let mode: number;
+  try {
+    mode = statSync(path).mode & 0o777;
+  } catch (err) {
+    throw new Error(`cannot read secret key file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  if (mode & 0o077) {
+    throw new Error(`secret key file ${path} has mode ${mode.toString(8).padStart(4, "0")}; it must not be group/world readable (chmod 600 ${path})`);
+  }
+  try {
+    return parseSecretKey(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new Error(`secret key file ${path}: ${(err as Error).message}`);
+  }
+}
+
+function interpolate(doc: Document, env: NodeJS.ProcessEnv, at: (offset: number | undefined, path: PathPart[], msg: string) => void) {
+  visit(doc, {
+    Scalar(_key, node, ancestry) {
+      if (typeof node.value !== "string" || !node.value.includes("${")) return;
+      const path = pathOf(ancestry, node);
+      node.value = node.value.replace(ENV_REF, (_m, name: string) => {
+        const v = env[name];
+        if (v === undefined) {
+          at(node.range?.[0], path, `environment variable ${name} is not set`);
+          return "";
+        }
+        return v;
+      });
+    },
+  });
+}
+
+/** Reconstructs the key path of a node from the visitor's ancestry. */
+function pathOf(ancestry: readonly unknown[], node: unknown): PathPart[] {
+  const path: PathPart[] = [];
+  const chain = [...ancestry, node];
+  for (let i = 1; i < chain.length; i++) {
+    const parent = chain[i - 1];
+    const child = chain[i];
+    if (isPair(parent) && isScalar(parent.key)) {
+      if (child === parent.value) path.push(String(parent.key.value));
+    } else if (isSeq(parent)) {
+      path.push(parent.items.indexOf(child as never));
+    }
+  }
+  return path;
+}
+
+function nodeAt(doc: Document, path: PathPart[]): Node | undefined {
+  if (path.length === 0) return doc.contents ?? undefined;
+  const n = doc.getIn(path, true);
+  return n && typeof n === "object" ? (n as Node) : undefined;
+}
+
+/** Puts a zod issue at the deepest node of its path that exists in the file. */
+function locateIssue(doc: Document, issue: z.core.$ZodIssue, at: (offset: number | undefined, path: PathPart[], msg: string) => void) {
+  const path = issue.path.filter((p): p is PathPart => typeof p !== "symbol");
+  if (issue.code === "unrecognized_keys") {
+    const parent = nodeAt(doc, path);
+    for (const key of issue.keys) {
+      let offset = parent?.range?.[0];
+      if (isMap(parent)) {
+        const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === key);
+        if (pair && isScalar(pair.key)) offset = pair.key.range?.[0];
+      }
+      at(offset, [...path, key], `unknown key '${key}'`);
+    }
+    return;
+  }
+  let depth = path.length;
+  while (depth > 0 && !nodeAt(doc, path.slice(0, depth))) depth--;
+  const missing = depth < path.length;
+  const message = missing && issue.code === "invalid_type" && issue.message.includes("undefined") ? "required key is missing" : issue.message;
+  at(nodeAt(doc, path.slice(0, depth))?.range?.[0], path, message);
+}
+
+function formatPath(path: PathPart[]): string {
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
+}
+
+function sortProblems(p: ConfigProblem[]): ConfigProblem[] {
+  return [...p].sort((a, b) => a.line - b.line || a.col - b.col);
+}

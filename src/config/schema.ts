@@ -1,0 +1,242 @@
+/**
+ * The configuration schema (design §4) as zod. Every key has a default except
+ * `identity` and `relay.url`; objects are strict so a typo is an error, not a silent
+ * default. Durations become milliseconds and pubkeys lowercase hex here, once, so the
+ * rest of the code never parses them again.
+ *
+ * `config/buzz-bridge.schema.json` is generated from this file (`buzz-bridge schema`);
+ * a test fails when it is stale.
+ */
+import { z } from "zod";
+import { parseDuration, DURATION_PATTERN } from "./duration.js";
+import { parsePubkey } from "./keys.js";
+
+/** Names of keys whose values are durations, so `check` can print them back as `15m`. */
+export const DURATION_KEYS = new Set<string>();
+
+function duration(key: string, fallback: string) {
+  DURATION_KEYS.add(key);
+  return z
+    .string()
+    .regex(new RegExp(DURATION_PATTERN), { message: `bad duration: write it as 90s, 15m or 2h` })
+    .default(fallback)
+    .transform((s) => parseDuration(s)!)
+    .describe(`duration (e.g. 90s, 15m, 2h); default ${fallback}`);
+}
+
+function optionalDuration(key: string) {
+  DURATION_KEYS.add(key);
+  return z
+    .string()
+    .regex(new RegExp(DURATION_PATTERN), { message: `bad duration: write it as 90s, 15m or 2h` })
+    .transform((s) => parseDuration(s)!)
+    .optional();
+}
+
+export const pubkey = z.string().transform((s, ctx) => {
+  try {
+    return parsePubkey(s);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: `bad pubkey: ${(err as Error).message}` });
+    return z.NEVER;
+  }
+}).describe("npub1… or 64-character hex public key");
+
+const stringMap = z.record(z.string(), z.string());
+
+export const RespondTo = z.enum(["owner-only", "allowlist", "anyone", "nobody"]);
+export const OnDenied = z.enum(["silent", "react", "reply"]);
+export const ReplyFallback = z.enum(["final_text", "notice", "off"]);
+
+const identity = z.strictObject({
+  secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
+  secret_key_file: z.string().optional().describe("file holding the nsec; must not be group/world readable"),
+  owner: pubkey.optional().describe("whom owner-only means, and who may send !cancel/!rotate/!status/!shutdown"),
+});
+
+const relay = z.strictObject({
+  url: z
+    .string()
+    .refine((u) => u === "embedded" || /^wss?:\/\/[^\s/]+/.test(u), { message: "expected ws://host, wss://host or embedded" })
+    .describe("the Buzz relay's WebSocket URL, or `embedded` to start the development relay in-process"),
+  seed: z.string().optional().describe("with url: embedded, the dev relay's seed file (channels, members)"),
+  presence: z.boolean().default(true).describe("publish kind 20001 presence (online every 60s, offline on shutdown); default true"),
+  typing: z.boolean().default(true).describe("publish kind 20002 typing indicators while a turn runs; default true"),
+  publish_timeout: duration("publish_timeout", "10s"),
+});
+
+const agent = z.strictObject({
+  command: z.string().default("claude-agent-acp").describe("the ACP agent executable; default claude-agent-acp"),
+  args: z.array(z.string()).default([]),
+  env: stringMap.default({}).describe("added to the agent's cleaned environment; the bridge's secret key never is"),
+  cwd: z.string().default("./work/{channel}").describe("agent working directory; {channel} = channel name slug; created if missing"),
+  session_scope: z.enum(["thread", "channel"]).default("thread"),
+  max_concurrent: z.number().int().min(1).max(64).default(4).describe("agent processes at once; default 4"),
+  idle_timeout: duration("idle_timeout", "15m"),
+  max_turn: duration("max_turn", "2h"),
+  idle_close: duration("idle_close", "10m"),
+  cancel_grace: duration("cancel_grace", "5s"),
+  warm_spare: z.boolean().default(true).describe("keep one initialized agent process ready; default true"),
+  permissions: z.enum(["allow", "deny", "ask-owner"]).default("allow"),
+  permission_timeout: duration("permission_timeout", "10m"),
+  mode: z.string().optional().describe("session mode to select after session/new (session/set_mode)"),
+  persona: z.string().default("").describe("the agent's own standing instructions, sent before team instructions"),
+});
+
+const mcpServer = z.strictObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: stringMap.default({}),
+  cwd: z.string().optional(),
+  prefix: z.boolean().default(true).describe("false keeps tool names as they are (the dev shell stays `shell`)"),
+  stop: z.enum(["reprompt", "wait"]).default("reprompt").describe("how the bridge treats this server's _Stop objections"),
+  on_error: z.enum(["allow", "object"]).default("allow").describe("a hook that errors or times out counts as this"),
+  timeout: optionalDuration("timeout"),
+});
+export type McpServerConfig = z.output<typeof mcpServer>;
+
+const mcp = z.strictObject({
+  servers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, { message: "server names use letters, digits and -" }), mcpServer).default({}),
+  hook_deadline: duration("hook_deadline", "2s"),
+  list_timeout: duration("list_timeout", "15s"),
+});
+
+const gates = z.strictObject({
+  enforce: z.enum(["auto", "bridge", "agent", "off"]).default("auto"),
+  max_rejections: z.number().int().min(0).max(100).default(3),
+  wait_poll: duration("wait_poll", "10s"),
+  wait_max: duration("wait_max", "30m"),
+});
+
+/** The per-channel policy keys; `defaults` has them all, a channel entry overrides any. */
+const policyShape = {
+  respond_to: RespondTo,
+  allow: z.array(pubkey),
+  on_denied: OnDenied,
+  team_instructions: z.string(),
+  require_mention: z.boolean(),
+  kinds: z.array(z.number().int().min(0)),
+  mcp: z.array(z.string()),
+  reply_fallback: ReplyFallback,
+  history: z.number().int().min(0).max(100),
+};
+
+const defaults = z.strictObject({
+  respond_to: policyShape.respond_to.default("owner-only"),
+  allow: policyShape.allow.default([]),
+  on_denied: policyShape.on_denied.default("react"),
+  team_instructions: policyShape.team_instructions.default(""),
+  require_mention: policyShape.require_mention.default(true),
+  kinds: policyShape.kinds.default([9]),
+  mcp: policyShape.mcp.optional().describe("which mcp.servers sessions get; default all of them"),
+  reply_fallback: policyShape.reply_fallback.default("final_text"),
+  history: policyShape.history.default(12).describe("thread messages fetched into each prompt; default 12"),
+});
+
+const channel = z.strictObject({
+  id: z.string().min(1).describe('channel UUID, or "*" for every channel the identity is a member of'),
+  respond_to: policyShape.respond_to.optional(),
+  allow: policyShape.allow.optional(),
+  on_denied: policyShape.on_denied.optional(),
+  team_instructions: policyShape.team_instructions.optional(),
+  require_mention: policyShape.require_mention.optional(),
+  kinds: policyShape.kinds.optional(),
+  mcp: policyShape.mcp.optional(),
+  reply_fallback: policyShape.reply_fallback.optional(),
+  history: policyShape.history.optional(),
+});
+export type ChannelEntry = z.output<typeof channel>;
+
+const http = z.strictObject({
+  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics"),
+});
+
+const log = z.strictObject({
+  level: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
+  format: z.enum(["json", "pretty"]).default("json"),
+});
+
+export const configSchema = z
+  .strictObject({
+    $schema: z.string().optional(),
+    identity,
+    relay,
+    agent: agent.prefault({}),
+    mcp: mcp.prefault({}),
+    gates: gates.prefault({}),
+    defaults: defaults.prefault({}),
+    channels: z.array(channel).default([{ id: "*" }]),
+    state_dir: z.string().default("./buzz-bridge-state").describe("SQLite state: queue, cursors, sessions"),
+    http: http.optional(),
+    log: log.prefault({}),
+    shutdown_grace: duration("shutdown_grace", "30s"),
+  })
+  .superRefine((cfg, ctx) => {
+    const { secret_key, secret_key_file } = cfg.identity;
+    if ((secret_key === undefined) === (secret_key_file === undefined)) {
+      ctx.addIssue({ code: "custom", path: ["identity"], message: "give exactly one of secret_key or secret_key_file" });
+    }
+    const seen = new Map<string, number>();
+    cfg.channels.forEach((ch, i) => {
+      const first = seen.get(ch.id);
+      if (first !== undefined) {
+        ctx.addIssue({ code: "custom", path: ["channels", i, "id"], message: `duplicate channel id ${ch.id} (also channels[${first}])` });
+      } else seen.set(ch.id, i);
+    });
+    const known = new Set(Object.keys(cfg.mcp.servers));
+    const checkList = (list: string[] | undefined, path: (string | number)[]) =>
+      list?.forEach((name, j) => {
+        if (!known.has(name)) {
+          const have = known.size ? [...known].join(", ") : "none configured";
+          ctx.addIssue({ code: "custom", path: [...path, j], message: `unknown mcp server '${name}' (mcp.servers has: ${have})` });
+        }
+      });
+    checkList(cfg.defaults.mcp, ["defaults", "mcp"]);
+    cfg.channels.forEach((ch, i) => checkList(ch.mcp, ["channels", i, "mcp"]));
+    if (cfg.relay.seed !== undefined && cfg.relay.url !== "embedded") {
+      ctx.addIssue({ code: "custom", path: ["relay", "seed"], message: "relay.seed only applies with url: embedded" });
+    }
+  });
+
+export type Config = z.output<typeof configSchema>;
+export type Policy = {
+  [K in keyof typeof policyShape]: z.output<(typeof policyShape)[K]>;
+};
+
+/** The effective policy of one channel: `defaults` overlaid with the channel's entry. */
+export function policyFor(cfg: Config, channelId: string): Policy & { explicit: Set<keyof Policy> } {
+  const entry = cfg.channels.find((c) => c.id === channelId) ?? cfg.channels.find((c) => c.id === "*");
+  const d = cfg.defaults;
+  const explicit = new Set<keyof Policy>();
+  const pick = <K extends keyof Policy>(key: K, fallback: Policy[K]): Policy[K] => {
+    const v = entry?.[key as keyof ChannelEntry] as Policy[K] | undefined;
+    if (v !== undefined) {
+      explicit.add(key);
+      return v;
+    }
+    return fallback;
+  };
+  return {
+    respond_to: pick("respond_to", d.respond_to),
+    allow: pick("allow", d.allow),
+    on_denied: pick("on_denied", d.on_denied),
+    team_instructions: pick("team_instructions", d.team_instructions),
+    require_mention: pick("require_mention", d.require_mention),
+    kinds: pick("kinds", d.kinds),
+    mcp: pick("mcp", d.mcp ?? Object.keys(cfg.mcp.servers)),
+    reply_fallback: pick("reply_fallback", d.reply_fallback),
+    history: pick("history", d.history),
+    explicit,
+  };
+}
+
+/** True when the config listens in this channel (an explicit entry, or "*"). */
+export function channelSelected(cfg: Config, channelId: string): boolean {
+  return cfg.channels.some((c) => c.id === channelId || c.id === "*");
+}
+
+/** JSON Schema for editors (`# yaml-language-server: $schema=…` in example.yaml). */
+export function jsonSchema(): unknown {
+  const schema = z.toJSONSchema(configSchema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+  return { $id: "https://buzz-bridge.dev/buzz-bridge.schema.json", title: "buzz-bridge configuration", ...schema };
+}

@@ -1,0 +1,5 @@
+import { notImplemented } from "../ops/args.js";
+
+export function main(_argv: string[]): Promise<number> {
+  return notImplemented("demo-agent");
+}

@@ -1,0 +1,5 @@
+import { notImplemented } from "./args.js";
+
+export function main(_argv: string[]): Promise<number> {
+  return notImplemented("doctor");
+}

@@ -1,0 +1,80 @@
+/**
+ * Builders for the events the bridge publishes (buzz-protocol §2): channel messages with
+ * NIP-10 thread markers and mentions, reactions, typing, presence and 40099 system
+ * messages. They return unsigned templates; signing stays with the one holder of the key.
+ */
+import type { EventTemplate, Event } from "nostr-tools";
+import { KIND } from "./kinds.js";
+
+export interface ThreadRef {
+  /** Root of the thread; equal to parent for a direct reply to a top-level message. */
+  root: string;
+  /** The event replied to. */
+  parent: string;
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/** NIP-10 marked `e` tags as Buzz builds them: root only when it differs from parent. */
+export function threadTags(ref: ThreadRef | undefined): string[][] {
+  if (!ref) return [];
+  if (ref.root === ref.parent) return [["e", ref.parent, "", "reply"]];
+  return [["e", ref.root, "", "root"], ["e", ref.parent, "", "reply"]];
+}
+
+/** The thread an event belongs to, from its own markers: its root, or itself when top-level. */
+export function threadRootOf(ev: Pick<Event, "id" | "tags">): string {
+  const root = ev.tags.find((t) => t[0] === "e" && t[3] === "root");
+  if (root?.[1]) return root[1];
+  const reply = ev.tags.find((t) => t[0] === "e" && t[3] === "reply");
+  if (reply?.[1]) return reply[1];
+  return ev.id;
+}
+
+/** Where a reply to `ev` goes: same thread, parent = ev. */
+export function replyRefFor(ev: Pick<Event, "id" | "tags">): ThreadRef {
+  return { root: threadRootOf(ev), parent: ev.id };
+}
+
+/** Pubkeys an event mentions: `p` tags and Buzz's `mention` tags, deduplicated. */
+export function mentionsOf(ev: Pick<Event, "tags">): string[] {
+  const out = new Set<string>();
+  for (const t of ev.tags) if ((t[0] === "p" || t[0] === "mention") && t[1]) out.add(t[1].toLowerCase());
+  return [...out];
+}
+
+export function channelOf(ev: Pick<Event, "tags">): string | undefined {
+  return ev.tags.find((t) => t[0] === "h")?.[1];
+}
+
+export const MENTION_CAP = 50;
+
+export function message(channel: string, content: string, opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][] } = {}): EventTemplate {
+  const mentions = [...new Set(opts.mentions ?? [])].slice(0, MENTION_CAP);
+  return {
+    kind: KIND.message,
+    created_at: now(),
+    content,
+    tags: [["h", channel], ...threadTags(opts.thread), ...mentions.map((p) => ["p", p]), ...(opts.extraTags ?? [])],
+  };
+}
+
+export function reaction(target: Pick<Event, "id" | "pubkey">, emoji: string, channel?: string): EventTemplate {
+  // Buzz's SDK adds no h tag to reactions; we add it when known so relays that scope by h accept it.
+  const tags = [["e", target.id], ["p", target.pubkey]];
+  if (channel) tags.push(["h", channel]);
+  return { kind: KIND.reaction, created_at: now(), content: emoji, tags };
+}
+
+export function typing(channel: string, thread?: ThreadRef): EventTemplate {
+  return { kind: KIND.typing, created_at: now(), content: "", tags: [["h", channel], ...threadTags(thread)] };
+}
+
+export function presence(status: "online" | "away" | "offline"): EventTemplate {
+  return { kind: KIND.presence, created_at: now(), content: status, tags: [] };
+}
+
+/** Owner control command outcome (buzz-protocol §2.3): `{type, actor, target}` in the command's thread. */
+export function systemMessage(channel: string, payload: { type: string; actor: string; target: string; [k: string]: unknown }, thread?: ThreadRef): EventTemplate {
+  return { kind: KIND.system, created_at: now(), content: JSON.stringify(payload), tags: [["h", channel], ...threadTags(thread)] };
+}

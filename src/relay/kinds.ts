@@ -1,0 +1,40 @@
+/**
+ * Buzz event kinds the bridge reads or writes (buzz-protocol §2), in one place so no
+ * module spells a number by heart.
+ */
+export const KIND = {
+  profile: 0,
+  reaction: 7,
+  message: 9,
+  messageV2: 40002,
+  edit: 40003,
+  reminder: 40007,
+  diff: 40008,
+  system: 40099,
+  approvalRequested: 46010,
+  presence: 20001,
+  typing: 20002,
+  observer: 24200,
+  auth: 22242,
+  httpAuth: 27235,
+  memberAdded: 44100,
+  memberRemoved: 44101,
+  groupMetadata: 39000,
+  groupAdmins: 39001,
+  groupMembers: 39002,
+} as const;
+
+/** Kinds only delivered to a REQ whose `#p` is exactly the authenticated key. */
+export const P_GATED_KINDS: ReadonlySet<number> = new Set([KIND.memberAdded, KIND.memberRemoved, KIND.observer, 1059, 44200]);
+
+export function isEphemeral(kind: number): boolean {
+  return kind >= 20000 && kind < 30000;
+}
+
+export function isReplaceable(kind: number): boolean {
+  return kind === 0 || kind === 3 || (kind >= 10000 && kind < 20000);
+}
+
+export function isAddressable(kind: number): boolean {
+  return kind >= 30000 && kind < 40000;
+}
