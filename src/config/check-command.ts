@@ -38,12 +38,16 @@ export function main(argv: string[]): Promise<number> {
 }
 
 /** The config as a person would write it: durations as 15m, secrets redacted. */
-export function displayable(value: unknown, key = ""): unknown {
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CREDENTIAL/i;
+
+export function displayable(value: unknown, key = "", parent = ""): unknown {
   if (key === "secret_key") return "[redacted]";
+  // env maps carry API keys and tokens: show that they are set, not what they are
+  if (parent === "env" && typeof value === "string" && value !== "" && SECRET_NAME.test(key)) return "[redacted]";
   if (DURATION_KEYS.has(key) && typeof value === "number") return formatDuration(value);
   if (Array.isArray(value)) return value.map((v) => displayable(v));
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, displayable(v, k)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, displayable(v, k, key)]));
   }
   return value;
 }

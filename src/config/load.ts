@@ -8,7 +8,7 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from "yaml";
 import type { z } from "zod";
-import { configSchema, type Config } from "./schema.js";
+import { configSchema, crossCheck, type Config } from "./schema.js";
 import { parseSecretKey, pubkeyOf } from "./keys.js";
 
 export interface ConfigProblem {
@@ -41,7 +41,8 @@ export interface LoadedConfig {
 
 type PathPart = string | number;
 
-const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/** `${NAME}` or `${NAME:-fallback}` (shell style: the fallback applies when NAME is unset or empty). */
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /** Finds the config file per design §3: -c, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml. */
 export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
@@ -73,6 +74,11 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
   interpolate(doc, env, at);
   const raw = doc.toJS() ?? {};
   const result = configSchema.safeParse(raw);
+  for (const issue of crossCheck(raw)) {
+    const path = [...issue.path];
+    while (path.length && !nodeAt(doc, path)) path.pop();
+    at(nodeAt(doc, path)?.range?.[0], issue.path, issue.message);
+  }
   if (!result.success) {
     for (const issue of result.error.issues) locateIssue(doc, issue, at);
   }
@@ -148,8 +154,9 @@ function interpolate(doc: Document, env: NodeJS.ProcessEnv, at: (offset: number 
     Scalar(_key, node, ancestry) {
       if (typeof node.value !== "string" || !node.value.includes("${")) return;
       const path = pathOf(ancestry, node);
-      node.value = node.value.replace(ENV_REF, (_m, name: string) => {
+      node.value = node.value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
         const v = env[name];
+        if (fallback !== undefined && (v === undefined || v === "")) return fallback;
         if (v === undefined) {
           at(node.range?.[0], path, `environment variable ${name} is not set`);
           return "";

@@ -170,33 +170,53 @@ export const configSchema = z
     http: http.optional(),
     log: log.prefault({}),
     shutdown_grace: duration("shutdown_grace", "30s"),
-  })
-  .superRefine((cfg, ctx) => {
-    const { secret_key, secret_key_file } = cfg.identity;
-    if ((secret_key === undefined) === (secret_key_file === undefined)) {
-      ctx.addIssue({ code: "custom", path: ["identity"], message: "give exactly one of secret_key or secret_key_file" });
-    }
-    const seen = new Map<string, number>();
-    cfg.channels.forEach((ch, i) => {
-      const first = seen.get(ch.id);
-      if (first !== undefined) {
-        ctx.addIssue({ code: "custom", path: ["channels", i, "id"], message: `duplicate channel id ${ch.id} (also channels[${first}])` });
-      } else seen.set(ch.id, i);
-    });
-    const known = new Set(Object.keys(cfg.mcp.servers));
-    const checkList = (list: string[] | undefined, path: (string | number)[]) =>
-      list?.forEach((name, j) => {
-        if (!known.has(name)) {
-          const have = known.size ? [...known].join(", ") : "none configured";
-          ctx.addIssue({ code: "custom", path: [...path, j], message: `unknown mcp server '${name}' (mcp.servers has: ${have})` });
-        }
-      });
-    checkList(cfg.defaults.mcp, ["defaults", "mcp"]);
-    cfg.channels.forEach((ch, i) => checkList(ch.mcp, ["channels", i, "mcp"]));
-    if (cfg.relay.seed !== undefined && cfg.relay.url !== "embedded") {
-      ctx.addIssue({ code: "custom", path: ["relay", "seed"], message: "relay.seed only applies with url: embedded" });
-    }
   });
+
+export interface CrossIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+/**
+ * Checks that span keys (exactly one secret source, unique channel ids, channel mcp lists
+ * naming configured servers). They run on the raw document, beside the schema rather than
+ * inside it, because zod skips refinements once any field fails: a user fixing a typo
+ * should see these errors in the same run.
+ */
+export function crossCheck(raw: unknown): CrossIssue[] {
+  const issues: CrossIssue[] = [];
+  const obj = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+  const cfg = obj(raw);
+  const id = obj(cfg.identity);
+  if ("identity" in cfg && ("secret_key" in id) === ("secret_key_file" in id)) {
+    issues.push({ path: ["identity"], message: "give exactly one of secret_key or secret_key_file" });
+  }
+  const channels = Array.isArray(cfg.channels) ? cfg.channels.map(obj) : [];
+  const seen = new Map<unknown, number>();
+  channels.forEach((ch, i) => {
+    if (typeof ch.id !== "string") return;
+    const first = seen.get(ch.id);
+    if (first !== undefined) issues.push({ path: ["channels", i, "id"], message: `duplicate channel id ${ch.id} (also channels[${first}])` });
+    else seen.set(ch.id, i);
+  });
+  const known = new Set(Object.keys(obj(obj(cfg.mcp).servers)));
+  const checkList = (list: unknown, path: (string | number)[]) => {
+    if (!Array.isArray(list)) return;
+    list.forEach((name, j) => {
+      if (typeof name === "string" && !known.has(name)) {
+        const have = known.size ? [...known].join(", ") : "none configured";
+        issues.push({ path: [...path, j], message: `unknown mcp server '${name}' (mcp.servers has: ${have})` });
+      }
+    });
+  };
+  checkList(obj(cfg.defaults).mcp, ["defaults", "mcp"]);
+  channels.forEach((ch, i) => checkList(ch.mcp, ["channels", i, "mcp"]));
+  const relay = obj(cfg.relay);
+  if (relay.seed !== undefined && relay.url !== "embedded") {
+    issues.push({ path: ["relay", "seed"], message: "relay.seed only applies with url: embedded" });
+  }
+  return issues;
+}
 
 export type Config = z.output<typeof configSchema>;
 export type Policy = {
