@@ -1,0 +1,236 @@
+/**
+ * The daemon's Prometheus metrics (served on `/metrics`, design §3/§4 `http.listen`).
+ *
+ * Every metric lives in this class's own `Registry`, not prom-client's global one, so
+ * tests (and a demo running a daemon in-process) can hold several side by side. Callers
+ * use the named methods below and never touch prom-client: metric names and label sets
+ * stay in one file, and label values stay bounded (reasons, outcomes and statuses come
+ * from fixed sets in the code that calls, never from event content).
+ *
+ * Metrics (all prefixed `buzz_bridge_`):
+ *
+ * | name | type | labels | meaning |
+ * |---|---|---|---|
+ * | events_received_total | counter | kind | relay events delivered to the gate, by Nostr kind |
+ * | gate_decisions_total | counter | decision, reason | accept / deny / drop / control, with the gate's reason |
+ * | queue_depth | gauge | | accepted events stored and not yet finished (all scopes) |
+ * | turns_total | counter | outcome | finished turns: answered / failed / cancelled |
+ * | turn_duration_seconds | histogram | outcome | wall time of a turn, 1 s … 2 h buckets |
+ * | agent_processes | gauge | | agent processes alive (working, idle and warm) |
+ * | agent_spawns_total | counter | | agent processes started |
+ * | agent_crashes_total | counter | | agent processes that exited without being asked to |
+ * | agent_circuit_open | gauge | agent | 1 while the respawn circuit breaker is open |
+ * | proxy_hook_fanouts_total | counter | hook, verdict | merged `_Stop` / `_PostCompact` answers |
+ * | proxy_hook_duration_seconds | histogram | hook | time to the merged hook answer (deadline ≈ 2 s) |
+ * | relay_reconnects_total | counter | | WebSocket reconnect attempts |
+ * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
+ * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
+ *
+ * Plus prom-client's default process metrics (`process_*`, `nodejs_*`) under their usual
+ * names, so stock Node dashboards work unchanged.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+const PREFIX = "buzz_bridge_";
+
+/** What the gate did with an event (design §6). */
+export type GateDecision = "accept" | "deny" | "drop" | "control";
+/** How a turn ended: every accepted mention ends as one of these (design §6). */
+export type TurnOutcome = "answered" | "failed" | "cancelled";
+/** The merged verdict of a hook fan-out: an objection was raised, or nobody objected. */
+export type HookVerdict = "allow" | "object";
+
+/**
+ * Turn durations span a quick answer (seconds) to `agent.max_turn` (2 h default), so the
+ * buckets grow roughly ×2–×3 from 1 s to 2 h.
+ */
+export const TURN_DURATION_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200];
+
+/** Hook fan-outs answer within `mcp.hook_deadline` (2 s default, below the agent's 2.5 s). */
+export const HOOK_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 2.5, 5];
+
+export interface MetricsOptions {
+  /** Collect prom-client's default process metrics (CPU, memory, event loop, GC). Default true. */
+  defaultMetrics?: boolean;
+}
+
+export class Metrics {
+  /** The registry `/metrics` renders; exposed for tests and for adding process-local metrics. */
+  readonly registry = new Registry();
+
+  private readonly eventsReceived: Counter<"kind">;
+  private readonly gateDecisions: Counter<"decision" | "reason">;
+  private readonly queueDepthGauge: Gauge;
+  private readonly turns: Counter<"outcome">;
+  private readonly turnDuration: Histogram<"outcome">;
+  private readonly agentProcessesGauge: Gauge;
+  private readonly agentSpawns: Counter;
+  private readonly agentCrashes: Counter;
+  private readonly circuitOpen: Gauge<"agent">;
+  private readonly hookFanouts: Counter<"hook" | "verdict">;
+  private readonly hookDuration: Histogram<"hook">;
+  private readonly relayReconnects: Counter;
+  private readonly relayStateGauge: Gauge<"state">;
+  private readonly publishes: Counter<"status">;
+  private readonly relayStatesSeen = new Set<string>();
+
+  constructor(opts: MetricsOptions = {}) {
+    const registers = [this.registry];
+    this.eventsReceived = new Counter({
+      name: `${PREFIX}events_received_total`,
+      help: "Relay events delivered to the gate, by Nostr kind.",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.gateDecisions = new Counter({
+      name: `${PREFIX}gate_decisions_total`,
+      help: "Gate decisions (accept, deny, drop, control) by reason.",
+      labelNames: ["decision", "reason"],
+      registers,
+    });
+    this.queueDepthGauge = new Gauge({
+      name: `${PREFIX}queue_depth`,
+      help: "Accepted events stored and not yet finished, over all scopes.",
+      registers,
+    });
+    this.turns = new Counter({
+      name: `${PREFIX}turns_total`,
+      help: "Finished turns by outcome (answered, failed, cancelled).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.turnDuration = new Histogram({
+      name: `${PREFIX}turn_duration_seconds`,
+      help: "Wall-clock duration of a turn, from pick-up to its result reaction.",
+      labelNames: ["outcome"],
+      buckets: TURN_DURATION_BUCKETS,
+      registers,
+    });
+    this.agentProcessesGauge = new Gauge({
+      name: `${PREFIX}agent_processes`,
+      help: "Agent processes alive (working, idle and warm).",
+      registers,
+    });
+    this.agentSpawns = new Counter({
+      name: `${PREFIX}agent_spawns_total`,
+      help: "Agent processes started.",
+      registers,
+    });
+    this.agentCrashes = new Counter({
+      name: `${PREFIX}agent_crashes_total`,
+      help: "Agent processes that exited without being asked to.",
+      registers,
+    });
+    this.circuitOpen = new Gauge({
+      name: `${PREFIX}agent_circuit_open`,
+      help: "1 while the agent respawn circuit breaker is open, else 0.",
+      labelNames: ["agent"],
+      registers,
+    });
+    this.hookFanouts = new Counter({
+      name: `${PREFIX}proxy_hook_fanouts_total`,
+      help: "Proxy hook fan-outs (_Stop, _PostCompact) by merged verdict.",
+      labelNames: ["hook", "verdict"],
+      registers,
+    });
+    this.hookDuration = new Histogram({
+      name: `${PREFIX}proxy_hook_duration_seconds`,
+      help: "Time from a hook call to the proxy's merged answer.",
+      labelNames: ["hook"],
+      buckets: HOOK_DURATION_BUCKETS,
+      registers,
+    });
+    this.relayReconnects = new Counter({
+      name: `${PREFIX}relay_reconnects_total`,
+      help: "Relay WebSocket reconnect attempts.",
+      registers,
+    });
+    this.relayStateGauge = new Gauge({
+      name: `${PREFIX}relay_state`,
+      help: "Relay connection state: 1 for the current state, 0 for states seen before.",
+      labelNames: ["state"],
+      registers,
+    });
+    this.publishes = new Counter({
+      name: `${PREFIX}publish_total`,
+      help: "Events published to the relay, by outcome (ok, refused, rate_limited, timeout, ...).",
+      labelNames: ["status"],
+      registers,
+    });
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A relay event reached the gate. */
+  eventReceived(kind: number): void {
+    this.eventsReceived.inc({ kind: String(kind) });
+  }
+
+  /** The gate decided; `reason` is the gate's fixed reason code (e.g. `not-allowed`, `own-event`). */
+  gateDecision(decision: GateDecision, reason: string): void {
+    this.gateDecisions.inc({ decision, reason });
+  }
+
+  /** Current number of accepted, unfinished events (set from the store, so it survives restarts). */
+  queueDepth(n: number): void {
+    this.queueDepthGauge.set(n);
+  }
+
+  /** A turn finished after `seconds`. */
+  turnEnded(outcome: TurnOutcome, seconds: number): void {
+    this.turns.inc({ outcome });
+    this.turnDuration.observe({ outcome }, seconds);
+  }
+
+  /** Current number of live agent processes. */
+  agentProcesses(n: number): void {
+    this.agentProcessesGauge.set(n);
+  }
+
+  agentSpawned(): void {
+    this.agentSpawns.inc();
+  }
+
+  agentCrashed(): void {
+    this.agentCrashes.inc();
+  }
+
+  /** The respawn circuit breaker opened or closed; `agent` names it when there are several. */
+  circuitState(open: boolean, agent = "agent"): void {
+    this.circuitOpen.set({ agent }, open ? 1 : 0);
+  }
+
+  /** One merged hook answer: `hook` is `_Stop` or `_PostCompact`. */
+  hookFanout(hook: string, verdict: HookVerdict, seconds: number): void {
+    this.hookFanouts.inc({ hook, verdict });
+    this.hookDuration.observe({ hook }, seconds);
+  }
+
+  relayReconnected(): void {
+    this.relayReconnects.inc();
+  }
+
+  /**
+   * The relay connection moved to `state` (e.g. `connecting`, `authenticated`,
+   * `subscribed`, `disconnected`). Enum-style: the current state reads 1, earlier ones 0,
+   * so `buzz_bridge_relay_state{state="subscribed"} == 0` alerts on trouble.
+   */
+  relayState(state: string): void {
+    this.relayStatesSeen.add(state);
+    for (const s of this.relayStatesSeen) this.relayStateGauge.set({ state: s }, s === state ? 1 : 0);
+  }
+
+  /** A publish finished with `status` (`ok`, or the refusal class). */
+  publishOutcome(status: string): void {
+    this.publishes.inc({ status });
+  }
+
+  /** Content-Type of {@link text}. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
