@@ -1,0 +1,54 @@
+/**
+ * What a turn needs from the rest of the daemon, as small interfaces. The turn never
+ * reaches back into the relay, queue or agent pool directly: the daemon hands it these.
+ */
+import type { Event, EventTemplate } from "nostr-tools";
+
+/** A text content block as ACP's `session/prompt` takes it. */
+export interface TextBlock {
+  type: "text";
+  text: string;
+}
+
+export interface AgentTurnResult {
+  stopReason: string;
+  /** Text of the agent's last message (concatenated agent_message_chunk text). */
+  finalText: string;
+  /** The agent reported a completed compaction during the turn. */
+  compacted?: boolean;
+  /** Set when the runner cancelled the turn for a timeout. */
+  timedOut?: "idle" | "max_turn";
+}
+
+/** One agent session, as the turn drives it. */
+export interface TurnAgent {
+  prompt(blocks: TextBlock[], signal?: AbortSignal): Promise<AgentTurnResult>;
+}
+
+export interface HookServerResult {
+  name: string;
+  ms: number;
+  verdict: "allow" | "object";
+  timed_out: boolean;
+  error?: string;
+  text: string;
+}
+
+export interface HookFanout {
+  text: string;
+  verdict: "allow" | "object";
+  ms: number;
+  servers: HookServerResult[];
+}
+
+/** The session's proxy, reached over the link. */
+export interface TurnHooks {
+  runHook(name: "_Stop" | "_PostCompact", opts?: { servers?: string[] }): Promise<HookFanout>;
+}
+
+/** Signs and publishes; resolves to the published event, or null when the relay refused. */
+export interface TurnPublisher {
+  publish(template: EventTemplate): Promise<Event | null>;
+  /** Fire-and-forget signals (typing, reactions): never fail a turn. */
+  signal(template: EventTemplate): void;
+}

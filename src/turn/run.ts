@@ -1,0 +1,156 @@
+/**
+ * One turn's life in the channel: signals, the agent's prompt, bridge-side stop gates,
+ * `_PostCompact` re-injection, the reply fallback and the outcome the queue records.
+ *
+ * The bridge knows exactly what the agent published because every post goes through the
+ * daemon (the proxy's `send_message` over the link): `published` is filled by the daemon
+ * while the turn runs, so a fallback can never double a tool reply.
+ */
+import type { Event } from "nostr-tools";
+import type { Logger } from "../ops/log.js";
+import { message, type ThreadRef } from "../relay/events.js";
+import type { AgentTurnResult, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
+import { TurnSignals } from "./signals.js";
+import { enforceStopGates, type StopMode } from "./stop-gates.js";
+
+export type ReplyFallback = "final_text" | "notice" | "off";
+export type Enforce = "bridge" | "agent" | "off";
+
+export interface TurnSpec {
+  turnId: string;
+  channel: string;
+  thread: ThreadRef;
+  triggers: Event[];
+  blocks: TextBlock[];
+  replyFallback: ReplyFallback;
+  typing: boolean;
+  enforce: Enforce;
+  gates: { maxRejections: number; waitPollMs: number; waitMaxMs: number; stopModes: Record<string, StopMode> };
+}
+
+export interface TurnPorts {
+  agent: TurnAgent;
+  hooks: TurnHooks | undefined;
+  out: TurnPublisher;
+  logger: Logger;
+  /** Ids the agent published during this turn (filled by the daemon's link handlers). */
+  published: Set<string>;
+  signal: AbortSignal;
+  /** Text to put at the start of the next prompt (a `_PostCompact` answer). */
+  pendingInjection?: { take(): string | undefined; set(text: string): void };
+}
+
+export type TurnOutcome =
+  | { status: "answered"; published: string[]; via: "tool" | "fallback" | "notice" | "silent" }
+  | { status: "failed"; reason: string; published: string[] }
+  | { status: "cancelled"; published: string[] };
+
+export class TurnFailed extends Error {
+  override name = "TurnFailed";
+}
+
+export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOutcome> {
+  const signals = new TurnSignals(ports.out, { channel: spec.channel, thread: spec.thread, triggers: spec.triggers, typing: spec.typing });
+  const log = ports.logger.child({ turn: spec.turnId, channel: spec.channel });
+  signals.started();
+  const injected = (): TextBlock[] => {
+    const text = ports.pendingInjection?.take();
+    return text ? [{ type: "text", text: `Context restored after compaction (merged _PostCompact):\n\n${text}` }] : [];
+  };
+  const published = () => [...ports.published];
+  try {
+    let result = await ports.agent.prompt([...injected(), ...spec.blocks], ports.signal);
+    await afterCompaction(result, ports, log);
+    if (ports.signal.aborted || result.stopReason === "cancelled") {
+      if (result.timedOut) throw new TurnFailed(timeoutReason(result.timedOut));
+      signals.finished(false);
+      return { status: "cancelled", published: published() };
+    }
+    if (result.stopReason === "refusal") throw new TurnFailed("the agent refused to answer");
+
+    if (spec.enforce === "bridge" && ports.hooks) {
+      const gate = await enforceStopGates(result, {
+        turnId: spec.turnId,
+        agent: { prompt: async (b, s) => { const r = await ports.agent.prompt(b, s); await afterCompaction(r, ports, log); return r; } },
+        hooks: ports.hooks,
+        stopModes: spec.gates.stopModes,
+        maxRejections: spec.gates.maxRejections,
+        waitPollMs: spec.gates.waitPollMs,
+        waitMaxMs: spec.gates.waitMaxMs,
+        logger: log,
+        signal: ports.signal,
+        onWaiting: () => signals.waiting(),
+        onReprompt: () => signals.startTyping(),
+        prefix: injected,
+      });
+      result = gate.result;
+      if (gate.kind === "cancelled") {
+        signals.finished(false);
+        return { status: "cancelled", published: published() };
+      }
+      if (gate.kind === "budget-exhausted") {
+        await notice(ports, spec, `The turn ended although gate ${names(gate.objectors)} still objects (${gate.rounds} re-prompt${gate.rounds === 1 ? "" : "s"} used, the limit).`);
+      } else if (gate.kind === "wait-timeout") {
+        await notice(ports, spec, `Gave up waiting for gate ${names(gate.objectors)} to allow the turn to end (waited the configured maximum).`);
+      }
+    }
+    if (result.timedOut) throw new TurnFailed(timeoutReason(result.timedOut));
+
+    const via = await replyIfSilent(result, spec, ports);
+    signals.finished(true);
+    return { status: "answered", published: published(), via };
+  } catch (err) {
+    signals.finished(false);
+    if (ports.signal.aborted) return { status: "cancelled", published: published() };
+    const reason = err instanceof Error ? err.message : String(err);
+    log.warn({ evt: "turn.error", err: reason }, "turn failed");
+    return { status: "failed", reason, published: published() };
+  }
+}
+
+async function afterCompaction(result: AgentTurnResult, ports: TurnPorts, log: Logger): Promise<void> {
+  if (!result.compacted || !ports.hooks || !ports.pendingInjection) return;
+  const fan = await ports.hooks.runHook("_PostCompact");
+  log.info({ evt: "turn.post_compact", verdict: fan.verdict, bytes: fan.text.length }, "compaction reported");
+  if (fan.text) ports.pendingInjection.set(fan.text);
+}
+
+/** The fallback of design §7: only when the agent published nothing during the turn. */
+async function replyIfSilent(result: AgentTurnResult, spec: TurnSpec, ports: TurnPorts): Promise<"tool" | "fallback" | "notice" | "silent"> {
+  if (ports.published.size > 0) return "tool";
+  const text = result.finalText.trim();
+  if (spec.replyFallback === "final_text" && text) {
+    const ev = await ports.out.publish(message(spec.channel, text, { thread: spec.thread, mentions: requesters(spec) }));
+    if (!ev) throw new TurnFailed("the relay refused the fallback reply");
+    ports.published.add(ev.id);
+    return "fallback";
+  }
+  if (spec.replyFallback === "notice" || (spec.replyFallback === "final_text" && !text)) {
+    await notice(ports, spec, "The agent finished this turn without replying.");
+    return "notice";
+  }
+  return "silent";
+}
+
+async function notice(ports: TurnPorts, spec: TurnSpec, text: string): Promise<void> {
+  const ev = await ports.out.publish(message(spec.channel, text, { thread: spec.thread, mentions: requesters(spec) }));
+  if (ev) ports.published.add(ev.id);
+}
+
+/** The people who asked, for a notice's mentions (at most 50, the Buzz cap). */
+export function requesters(spec: Pick<TurnSpec, "triggers">): string[] {
+  return [...new Set(spec.triggers.map((e) => e.pubkey))].slice(0, 50);
+}
+
+/** The one message posted when a turn fails for good. */
+export function failureNotice(channel: string, thread: ThreadRef, triggers: Event[], reason: string) {
+  return message(channel, `Sorry, I could not answer this: ${reason}.`, { thread, mentions: requesters({ triggers }), extraTags: [["buzz", "agent-failure"]] });
+}
+
+function timeoutReason(kind: "idle" | "max_turn"): string {
+  return kind === "idle" ? "the agent produced no output for too long (idle timeout)" : "the turn ran past its time limit (max_turn)";
+}
+
+function names(list: string[]): string {
+  return list.map((n) => `'${n}'`).join(", ");
+}

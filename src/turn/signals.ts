@@ -1,0 +1,64 @@
+/**
+ * What people see in the channel while a turn runs (design §7): 👀 when picked up, a
+ * typing indicator every 3 s while the agent works, ⏳ while a stop gate waits for a
+ * human, ✅ or ⚠️ at the end. All best effort: a lost signal never fails a turn.
+ */
+import type { Event } from "nostr-tools";
+import { reaction, typing, type ThreadRef } from "../relay/events.js";
+import type { TurnPublisher } from "./ports.js";
+
+export const EMOJI = { seen: "👀", answered: "✅", failed: "⚠️", waiting: "⏳", denied: "🔒" } as const;
+
+/** Buzz clients treat typing as live for 5 s; 3 s keeps it continuous without flooding. */
+export const TYPING_INTERVAL_MS = 3000;
+
+export interface SignalOptions {
+  channel: string;
+  thread: ThreadRef;
+  /** The events of the batch; reactions go on each (capped, a batch can hold 50). */
+  triggers: Pick<Event, "id" | "pubkey">[];
+  typing: boolean;
+  /** Reactions per batch at most; the newest triggers get them. */
+  maxReactions?: number;
+}
+
+export class TurnSignals {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly targets: Pick<Event, "id" | "pubkey">[];
+
+  constructor(private readonly out: TurnPublisher, private readonly opts: SignalOptions) {
+    this.targets = opts.triggers.slice(-(opts.maxReactions ?? 5));
+  }
+
+  started(): void {
+    this.react(EMOJI.seen);
+    this.startTyping();
+  }
+
+  startTyping(): void {
+    if (!this.opts.typing || this.timer) return;
+    const tick = () => this.out.signal(typing(this.opts.channel, this.opts.thread));
+    tick();
+    this.timer = setInterval(tick, TYPING_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  stopTyping(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  waiting(): void {
+    this.stopTyping();
+    this.react(EMOJI.waiting);
+  }
+
+  finished(ok: boolean): void {
+    this.stopTyping();
+    this.react(ok ? EMOJI.answered : EMOJI.failed);
+  }
+
+  private react(emoji: string): void {
+    for (const t of this.targets) this.out.signal(reaction(t, emoji, this.opts.channel));
+  }
+}

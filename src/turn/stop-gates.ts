@@ -1,0 +1,122 @@
+/**
+ * Bridge-side stop gates (design §7, issue "stop gates that work with every agent").
+ *
+ * buzz-agent calls `_Stop` itself, but every other ACP agent just ends its turn. Here the
+ * bridge asks the session's proxy for the merged `_Stop` when a turn ends:
+ * - nobody objects → done;
+ * - a `stop: reprompt` server objects → one new prompt carrying the objection, up to
+ *   `max_rejections` ROUNDS (a round with three objections costs one);
+ * - only `stop: wait` servers object → no model turn at all: the bridge re-asks just
+ *   those servers every `wait_poll` until they allow or `wait_max` passes. A human
+ *   approval can take an hour; the model's rejection budget would burn in seconds.
+ */
+import type { Logger } from "../ops/log.js";
+import type { AgentTurnResult, HookFanout, HookServerResult, TextBlock, TurnAgent, TurnHooks } from "./ports.js";
+
+export type StopMode = "reprompt" | "wait";
+
+export interface StopGateOptions {
+  turnId: string;
+  agent: TurnAgent;
+  hooks: TurnHooks;
+  /** Server name → how its objections are treated (servers absent here count as reprompt). */
+  stopModes: Record<string, StopMode>;
+  maxRejections: number;
+  waitPollMs: number;
+  waitMaxMs: number;
+  logger: Logger;
+  signal: AbortSignal;
+  /** Called when the bridge starts waiting for a human (typing stops, ⏳ shows). */
+  onWaiting?: () => void;
+  /** Called when a reprompt starts (typing resumes). */
+  onReprompt?: () => void;
+  /** Injected before the objection text (e.g. _PostCompact after a compaction). */
+  prefix?: () => TextBlock[];
+}
+
+export type StopGateOutcome =
+  | { kind: "allowed"; result: AgentTurnResult; rounds: number }
+  | { kind: "budget-exhausted"; result: AgentTurnResult; rounds: number; objectors: string[] }
+  | { kind: "wait-timeout"; result: AgentTurnResult; rounds: number; objectors: string[] }
+  | { kind: "cancelled"; result: AgentTurnResult; rounds: number };
+
+export function objectionBlock(fan: HookFanout, objecting: HookServerResult[]): TextBlock {
+  const text = objecting.map((s) => `[${s.name}] ${s.text.trim()}`).join("\n\n");
+  return {
+    type: "text",
+    text:
+      `Stop gate objection: your turn cannot end yet. The following gate server${objecting.length > 1 ? "s" : ""} ` +
+      `objected to ending the turn (merged _Stop, ${fan.ms} ms). Address the objection, then finish.\n\n${text}`,
+  };
+}
+
+export async function enforceStopGates(first: AgentTurnResult, o: StopGateOptions): Promise<StopGateOutcome> {
+  let result = first;
+  let rounds = 0;
+  let round = 0;
+  for (;;) {
+    if (o.signal.aborted) return { kind: "cancelled", result, rounds };
+    if (result.stopReason !== "end_turn") return { kind: "allowed", result, rounds };
+    const fan = await o.hooks.runHook("_Stop");
+    round++;
+    const objecting = fan.servers.filter((s) => s.verdict === "object");
+    logRound(o, round, fan, 0);
+    if (objecting.length === 0) return { kind: "allowed", result, rounds };
+
+    const reprompters = objecting.filter((s) => (o.stopModes[s.name] ?? "reprompt") === "reprompt");
+    if (reprompters.length > 0) {
+      if (rounds >= o.maxRejections) {
+        return { kind: "budget-exhausted", result, rounds, objectors: reprompters.map((s) => s.name) };
+      }
+      rounds++;
+      o.onReprompt?.();
+      result = await o.agent.prompt([...(o.prefix?.() ?? []), objectionBlock(fan, reprompters)], o.signal);
+      continue;
+    }
+
+    // Only `stop: wait` servers object: poll them without spending a model turn.
+    const waiters = objecting.map((s) => s.name);
+    o.onWaiting?.();
+    const started = Date.now();
+    for (;;) {
+      const remaining = o.waitMaxMs - (Date.now() - started);
+      if (remaining <= 0) return { kind: "wait-timeout", result, rounds, objectors: waiters };
+      const slept = await sleep(Math.min(o.waitPollMs, remaining), o.signal);
+      if (!slept) return { kind: "cancelled", result, rounds };
+      const again = await o.hooks.runHook("_Stop", { servers: waiters });
+      round++;
+      logRound(o, round, again, Date.now() - started);
+      if (again.servers.every((s) => s.verdict === "allow")) return { kind: "allowed", result, rounds };
+    }
+  }
+}
+
+function logRound(o: StopGateOptions, round: number, fan: HookFanout, waitedMs: number) {
+  o.logger.info(
+    {
+      evt: "gate.round",
+      turn: o.turnId,
+      round,
+      verdict: fan.verdict,
+      waited_ms: waitedMs,
+      servers: fan.servers.map((s) => ({ name: s.name, verdict: s.verdict, ms: s.ms, timed_out: s.timed_out, error: s.error })),
+    },
+    "stop gate round",
+  );
+}
+
+/** Resolves true after ms, false as soon as the signal aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const t = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve(false);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
