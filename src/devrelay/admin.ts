@@ -1,0 +1,129 @@
+/**
+ * Runtime administration of channels and members. Every change is also published the
+ * way Buzz announces it: relay-signed 39000/39002 state (addressable, newest wins) and
+ * 44100/44101 notices to the member concerned (`p` = member, `h` = channel).
+ */
+import { randomUUID } from "node:crypto";
+import { parseSecretKey } from "../config/keys.js";
+import { KIND } from "../relay/kinds.js";
+import { memberTags, metadataTags, type Channel } from "./channels.js";
+import type { RelayCore } from "./core.js";
+import { signWithWasm } from "./crypto.js";
+import { DevRelayAdminError } from "./errors.js";
+import type { ChannelType, SeedFile } from "./seed.js";
+
+export interface NewChannel {
+  /** Channel UUID; generated when absent. */
+  id?: string;
+  name: string;
+  about?: string;
+  /** Default `stream`. */
+  type?: ChannelType;
+  members?: string[];
+}
+
+const RELAY_MEMBERS_META = "relay_members";
+
+export class ChannelAdmin {
+  /** Last created_at used for a channel's state events, so a newer 39002 always replaces an older one. */
+  private readonly stateClock = new Map<string, number>();
+
+  constructor(private readonly core: RelayCore) {
+    const saved = core.store.getMeta(RELAY_MEMBERS_META);
+    if (saved) for (const pk of JSON.parse(saved) as string[]) core.dir.relayMembers.add(pk);
+    // A persistent store (--data) already holds the channels as relay-signed state.
+    const all = () => true;
+    const state = (kind: number) => core.store.query({ kinds: [kind], authors: [core.relayPubkey] }, all, Number.MAX_SAFE_INTEGER).map((r) => r.event);
+    const metadata = state(KIND.groupMetadata);
+    const members = state(KIND.groupMembers);
+    core.dir.restore(metadata, members);
+    for (const ev of metadata) this.stateClock.set(`m:${ev.tags.find((t) => t[0] === "d")?.[1]}`, ev.created_at);
+    for (const ev of members) this.stateClock.set(`p:${ev.tags.find((t) => t[0] === "d")?.[1]}`, ev.created_at);
+  }
+
+  addRelayMember(pubkey: string): void {
+    if (this.core.dir.relayMembers.has(pubkey)) return;
+    this.core.dir.relayMembers.add(pubkey);
+    this.core.store.setMeta(RELAY_MEMBERS_META, JSON.stringify([...this.core.dir.relayMembers]));
+  }
+
+  createChannel(c: NewChannel): string {
+    const id = c.id ?? randomUUID();
+    if (this.core.dir.channels.has(id)) throw new DevRelayAdminError(`channel ${id} already exists`);
+    const ch: Channel = { id, name: c.name, about: c.about ?? "", type: c.type ?? "stream", members: new Map() };
+    this.core.dir.channels.set(id, ch);
+    this.publishMetadata(ch);
+    this.publishMembers(ch);
+    for (const pk of c.members ?? []) this.addMember(id, pk);
+    return id;
+  }
+
+  addMember(channelId: string, pubkey: string, role = "member"): void {
+    const ch = this.channel(channelId);
+    const had = ch.members.get(pubkey);
+    ch.members.set(pubkey, role);
+    if (had === role) return;
+    if (had === undefined) this.notify(KIND.memberAdded, ch, pubkey);
+    this.publishMembers(ch);
+  }
+
+  removeMember(channelId: string, pubkey: string): void {
+    const ch = this.channel(channelId);
+    if (!ch.members.delete(pubkey)) return;
+    this.notify(KIND.memberRemoved, ch, pubkey);
+    this.publishMembers(ch);
+  }
+
+  /**
+   * Applies a seed: members, then channels. A channel already present (same id, or same
+   * name when the seed gives no id — a restart on the same `--data`) is kept and only
+   * gains missing members; initial messages are posted only into new channels.
+   */
+  applySeed(seed: SeedFile): Channel[] {
+    for (const pk of seed.members) this.addRelayMember(pk);
+    const out: Channel[] = [];
+    for (const c of seed.channels) {
+      const existing = c.id ? this.core.dir.channels.get(c.id) : this.core.dir.byName(c.name);
+      if (existing) {
+        for (const pk of c.members) if (!existing.members.has(pk)) this.addMember(existing.id, pk);
+        out.push(existing);
+        continue;
+      }
+      const id = this.createChannel({ id: c.id, name: c.name, about: c.about, type: c.type, members: c.members });
+      const now = Math.floor(Date.now() / 1000);
+      for (const m of c.messages) {
+        const sk = m.author_nsec ? parseSecretKey(m.author_nsec) : undefined;
+        const tpl = { kind: KIND.message, created_at: now, tags: [["h", id]], content: m.content };
+        if (sk) this.core.accept({ event: signWithWasm(tpl, sk), channel: id });
+        else this.core.publishAsRelay(tpl, id);
+      }
+      out.push(this.channel(id));
+    }
+    return out;
+  }
+
+  private channel(id: string): Channel {
+    const ch = this.core.dir.channels.get(id);
+    if (!ch) throw new DevRelayAdminError(`no channel with id ${id}`);
+    return ch;
+  }
+
+  private notify(kind: number, ch: Channel, pubkey: string): void {
+    this.core.publishAsRelay({ kind, created_at: Math.floor(Date.now() / 1000), tags: [["p", pubkey], ["h", ch.id]], content: "" });
+  }
+
+  private publishMetadata(ch: Channel): void {
+    this.core.publishAsRelay({ kind: KIND.groupMetadata, created_at: this.tick(`m:${ch.id}`), tags: metadataTags(ch), content: "" });
+  }
+
+  private publishMembers(ch: Channel): void {
+    this.core.publishAsRelay({ kind: KIND.groupMembers, created_at: this.tick(`p:${ch.id}`), tags: memberTags(ch), content: "" });
+  }
+
+  private tick(key: string): number {
+    const last = this.stateClock.get(key) ?? 0;
+    const t = Math.max(Math.floor(Date.now() / 1000), last + 1);
+    this.stateClock.set(key, t);
+    return t;
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The relay engine shared by the WebSocket and HTTP fronts: ingest (verify, check,
+ * store, fan out), stored queries with per-reader access, and live fan-out to every
+ * subscription whose filters match (full NIP-01 tag matching via nostr-tools) and whose
+ * reader may see the event's channel. Built directly on nostr-tools rather than
+ * @nostr-relay/core, whose live broadcast ignores tag filters and which only gates DMs
+ * (nostr-tools-and-relays.md §3).
+ */
+import type { Event, EventTemplate } from "nostr-tools";
+import { matchFilter, type Filter } from "nostr-tools/filter";
+import { isEphemeral } from "../relay/kinds.js";
+import type { Directory } from "./channels.js";
+import { signWithWasm, verifyReason } from "./crypto.js";
+import { authorizeWrite, canRead, filterAdmits, limitReason, LIMITS, shapeReason, WS_ONLY_KINDS } from "./rules.js";
+import type { EventStore, StoredRecord } from "./store.js";
+
+/** What the core needs of a live subscriber (a WebSocket connection). */
+export interface Subscriber {
+  /** The authenticated pubkey, undefined before NIP-42 succeeds. */
+  readonly pubkey: string | undefined;
+  readonly subs: ReadonlyMap<string, Filter[]>;
+  /** Sends a pre-serialised frame. */
+  sendRaw(frame: string): void;
+}
+
+export interface IngestResult {
+  accepted: boolean;
+  message: string;
+  eventId: string;
+}
+
+export interface CoreStats {
+  framesIn: number;
+  reqFrames: number;
+}
+
+export class RelayCore {
+  readonly subscribers = new Set<Subscriber>();
+  readonly stats: CoreStats = { framesIn: 0, reqFrames: 0 };
+
+  constructor(
+    readonly store: EventStore,
+    readonly dir: Directory,
+    private readonly relaySecret: Uint8Array,
+    readonly relayPubkey: string,
+  ) {}
+
+  /** One client event, from WS `EVENT` or `POST /events`, written as `author` (the authenticated key). */
+  ingest(raw: unknown, author: string, via: "ws" | "http"): IngestResult {
+    const eventId = typeof (raw as { id?: unknown })?.id === "string" ? (raw as { id: string }).id : "";
+    const refuse = (message: string): IngestResult => ({ accepted: false, message, eventId });
+    const shape = shapeReason(raw);
+    if (shape) return refuse(shape);
+    const ev = raw as Event;
+    const bad = verifyReason(ev);
+    if (bad) return refuse(bad);
+    if (via === "http" && WS_ONLY_KINDS.has(ev.kind)) return refuse(`invalid: kind ${ev.kind} is accepted on the WebSocket only`);
+    const decision = authorizeWrite(ev, author, this.dir, this.store);
+    if (!decision.ok) return refuse(decision.reason);
+    const limit = limitReason(ev, Math.floor(Date.now() / 1000));
+    if (limit) return refuse(limit);
+    return this.accept({ event: clean(ev), channel: decision.channel });
+  }
+
+  /** Stores (unless ephemeral) and fans out an event that passed every check. */
+  accept(rec: StoredRecord): IngestResult {
+    const eventId = rec.event.id;
+    if (!isEphemeral(rec.event.kind)) {
+      const put = this.store.put(rec);
+      if (put === "duplicate") return { accepted: true, message: "duplicate: already have this event", eventId };
+      if (put === "superseded") return { accepted: true, message: "duplicate: a newer version is stored", eventId };
+    }
+    this.fanout(rec);
+    return { accepted: true, message: "", eventId };
+  }
+
+  /** Signs `t` with the relay key and accepts it (NIP-29 state, membership notices). */
+  publishAsRelay(t: EventTemplate, channel?: string): Event {
+    const ev = signWithWasm(t, this.relaySecret);
+    this.accept({ event: ev, channel });
+    return ev;
+  }
+
+  /** Stored events for `filters` as `reader` sees them: per filter newest first, capped, deduplicated. */
+  query(filters: Filter[], reader: string): Event[] {
+    const seen = new Set<string>();
+    const out: Event[] = [];
+    const accept = (rec: StoredRecord) => canRead(rec, reader, this.dir);
+    for (const f of filters) {
+      const limit = Math.min(f.limit ?? LIMITS.maxStoredPerFilter, LIMITS.maxStoredPerFilter);
+      for (const rec of this.store.query(f, (r) => filterAdmits(f, r.event, reader) && accept(r), limit)) {
+        if (seen.has(rec.event.id)) continue;
+        seen.add(rec.event.id);
+        out.push(rec.event);
+      }
+    }
+    return out;
+  }
+
+  count(filters: Filter[], reader: string): number {
+    return this.query(filters.map((f) => ({ ...f, limit: undefined })), reader).length;
+  }
+
+  /** Live delivery: each subscription at most once per event, only where the reader may see it. */
+  private fanout(rec: StoredRecord): void {
+    let json: string | undefined;
+    for (const s of this.subscribers) {
+      const reader = s.pubkey;
+      if (reader === undefined || s.subs.size === 0) continue;
+      let readable: boolean | undefined;
+      for (const [subId, filters] of s.subs) {
+        if (!filters.some((f) => matchFilter(f, rec.event) && filterAdmits(f, rec.event, reader))) continue;
+        readable ??= canRead(rec, reader, this.dir);
+        if (!readable) break;
+        json ??= JSON.stringify(rec.event);
+        s.sendRaw(`["EVENT",${JSON.stringify(subId)},${json}]`);
+      }
+    }
+  }
+}
+
+/** Only the NIP-01 fields are kept, so stray client fields are neither stored nor relayed. */
+function clean(ev: Event): Event {
+  return { id: ev.id, pubkey: ev.pubkey, created_at: ev.created_at, kind: ev.kind, tags: ev.tags, content: ev.content, sig: ev.sig };
+}

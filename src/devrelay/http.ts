@@ -1,0 +1,123 @@
+/**
+ * The HTTP side of the relay's one port: Buzz's NIP-98 bridge (`POST /query`, `/events`,
+ * `/count`), a NIP-11 document and health on `GET /`, and the admin API for the
+ * subprocess form (`POST /admin/<op>`, `Authorization: Bearer <admin token>`; the token
+ * is printed by `buzz-bridge dev-relay`). Admin ops and bodies:
+ *   create-channel {id?, name, about?, type?, members?} → {id}
+ *   add-member {channel, pubkey, role?}   remove-member {channel, pubkey}
+ *   add-relay-member {pubkey}   drop-all   rechallenge   swallow-ok {on}   stats → stats()
+ */
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Filter } from "nostr-tools/filter";
+import { parsePubkey } from "../config/keys.js";
+import type { RelayCore } from "./core.js";
+import { DevRelayAdminError } from "./errors.js";
+import type { Nip98Guard } from "./nip98.js";
+import { filterReason, LIMITS } from "./rules.js";
+
+export interface HttpDeps {
+  core: RelayCore;
+  nip98: Nip98Guard;
+  adminToken: string;
+  /** Runs one admin op; throws DevRelayAdminError for a request that cannot be carried out. */
+  admin(op: string, body: Record<string, unknown>): Promise<unknown>;
+}
+
+const MAX_BODY = 2 * LIMITS.frameBytes;
+
+export async function handleHttp(req: IncomingMessage, res: ServerResponse, deps: HttpDeps): Promise<void> {
+  const path = (req.url ?? "/").split("?")[0]!;
+  if (req.method === "GET" && (path === "/" || path === "/info")) {
+    return json(res, 200, {
+      name: "buzz-bridge dev-relay",
+      description: "Buzz-compatible development relay (not a production relay)",
+      pubkey: deps.core.relayPubkey,
+      supported_nips: [1, 11, 29, 42, 45, 98],
+      software: "buzz-bridge",
+      limitation: { max_message_length: LIMITS.frameBytes, max_content_length: LIMITS.contentBytes, max_subscriptions: LIMITS.maxSubscriptions, auth_required: true, restricted_writes: true },
+    }, "application/nostr+json");
+  }
+  if (req.method === "GET" && path === "/health") return json(res, 200, { ok: true });
+  if (req.method !== "POST") return json(res, 404, { error: `no route ${req.method} ${path}` });
+  let body: Buffer;
+  try {
+    body = await readBody(req);
+  } catch (err) {
+    return json(res, 413, { error: (err as Error).message });
+  }
+  if (path.startsWith("/admin/")) return admin(req, res, path.slice(7), body, deps);
+  if (path !== "/query" && path !== "/events" && path !== "/count") return json(res, 404, { error: `no route POST ${path}` });
+  const auth = deps.nip98.check(req, body);
+  if (!auth.ok) return json(res, auth.status, { error: auth.error });
+  if (!deps.core.dir.isRelayMember(auth.pubkey)) {
+    return json(res, 403, { error: "relay_membership_required", message: "restricted: not a relay member" });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    return json(res, 400, { error: "invalid: body is not valid JSON" });
+  }
+  if (path === "/events") {
+    const r = deps.core.ingest(parsed, auth.pubkey, "http");
+    return json(res, r.accepted ? 200 : statusFor(r.message), { event_id: r.eventId, accepted: r.accepted, message: r.message });
+  }
+  const filters = Array.isArray(parsed) ? parsed : [parsed];
+  for (const f of filters) {
+    const reason = filterReason(f, auth.pubkey);
+    if (reason) return json(res, reason.startsWith("restricted") ? 403 : 400, { error: reason });
+  }
+  if (path === "/count") return json(res, 200, { count: deps.core.count(filters as Filter[], auth.pubkey) });
+  return json(res, 200, deps.core.query(filters as Filter[], auth.pubkey));
+}
+
+/** A refused write keeps Buzz's JSON body; the status says which kind of refusal it was. */
+function statusFor(message: string): number {
+  if (message.startsWith("restricted:") || message.startsWith("blocked:")) return 403;
+  if (message.startsWith("rate-limited:")) return 429;
+  return 400;
+}
+
+async function admin(req: IncomingMessage, res: ServerResponse, op: string, body: Buffer, deps: HttpDeps): Promise<void> {
+  const given = Buffer.from((req.headers.authorization ?? "").replace(/^Bearer /, ""));
+  const want = Buffer.from(deps.adminToken);
+  if (given.length !== want.length || !timingSafeEqual(given, want)) return json(res, 401, { error: "admin: missing or wrong Bearer token" });
+  let args: Record<string, unknown> = {};
+  try {
+    if (body.length > 0) args = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+  } catch {
+    return json(res, 400, { error: "admin: body is not valid JSON" });
+  }
+  try {
+    for (const k of ["pubkey"]) if (typeof args[k] === "string") args[k] = parsePubkey(args[k] as string);
+    return json(res, 200, (await deps.admin(op, args)) ?? { ok: true });
+  } catch (err) {
+    if (err instanceof DevRelayAdminError || (err instanceof Error && /npub|hex/.test(err.message))) return json(res, 400, { error: `admin: ${err.message}` });
+    throw err;
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new Error(`body larger than ${MAX_BODY} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+function json(res: ServerResponse, status: number, value: unknown, type = "application/json"): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}

@@ -1,0 +1,214 @@
+/**
+ * The embedded Buzz-compatible development relay (design §9; buzz-protocol §7): one
+ * port for WebSocket (NIP-01 + NIP-42) and the NIP-98 HTTP bridge, channels as NIP-29
+ * groups with enforced membership. Started in-process by tests and `demo` through
+ * `startDevRelay`, or as `buzz-bridge dev-relay` (command.ts).
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { join } from "node:path";
+import { generateSecretKey, getPublicKey } from "nostr-tools";
+import { bytesToHex, hexToBytes } from "nostr-tools/utils";
+import { WebSocketServer } from "ws";
+import { ChannelAdmin, type NewChannel } from "./admin.js";
+import { Directory } from "./channels.js";
+import { Connection } from "./connection.js";
+import { RelayCore } from "./core.js";
+import { initCrypto } from "./crypto.js";
+import { DevRelayAdminError } from "./errors.js";
+import { handleHttp } from "./http.js";
+import { Nip98Guard } from "./nip98.js";
+import type { RateLimit } from "./rate-limit.js";
+import { loadSeed, parseSeed, type SeedFile } from "./seed.js";
+import { MemoryStore, type EventStore } from "./store.js";
+import { SqliteStore } from "./sqlite-store.js";
+
+export { loadSeed, parseSeed, type SeedFile } from "./seed.js";
+export { SeedError, DevRelayAdminError } from "./errors.js";
+export type { NewChannel } from "./admin.js";
+export type { RateLimit } from "./rate-limit.js";
+
+export interface DevRelayOptions {
+  /** TCP port; default 0 = any free port (read `url` afterwards). */
+  port?: number;
+  /** Listen address; default 127.0.0.1 so a dev relay is never exposed by accident. */
+  host?: string;
+  /** Seed (members, channels) as an object or a YAML file path; default none. */
+  seed?: SeedFile | string;
+  /** Directory for SQLite storage (WAL) that survives restarts; default memory only. */
+  dataDir?: string;
+  /** Time a client has to answer the NIP-42 challenge; default 5000 ms like Buzz's AUTH_TIMEOUT. */
+  authTimeoutMs?: number;
+  /** Per-connection frame quota answered in Buzz's `rate-limited:` format; default off. */
+  rateLimit?: RateLimit;
+  /** Bearer token for `POST /admin/<op>`; default random (see `adminToken`). */
+  adminToken?: string;
+}
+
+export interface DevRelay {
+  /** `ws://127.0.0.1:PORT`, no trailing slash (the NIP-42 `relay` tag value). */
+  url: string;
+  /** `http://127.0.0.1:PORT` for the NIP-98 bridge. */
+  httpUrl: string;
+  /** The relay's own key, which signs 39000/39002/44100/44101. */
+  relayPubkey: string;
+  /** Bearer token of the admin HTTP API. */
+  adminToken: string;
+  port: number;
+  /** Channels created or loaded from the seed, in seed order. */
+  seeded: { id: string; name: string }[];
+  close(): Promise<void>;
+  /** Cuts every connection (clients must reconnect and re-authenticate). */
+  dropAll(): void;
+  /** Stops and starts listening again on the same port, keeping all state. */
+  restart(): Promise<void>;
+  addMember(channelId: string, pubkey: string, role?: string): Promise<void>;
+  removeMember(channelId: string, pubkey: string): Promise<void>;
+  /** Lets `pubkey` authenticate without being in any channel. */
+  addRelayMember(pubkey: string): void;
+  createChannel(c: NewChannel): Promise<string>;
+  /** Sends a fresh AUTH challenge to every connection. */
+  rechallenge(): void;
+  /** While on, EVENTs are processed but never answered with OK. */
+  setSwallowOk(on: boolean): void;
+  stats(): { connections: number; framesIn: number; reqFrames: number; events: number };
+}
+
+const RELAY_SECRET_META = "relay_secret";
+/** ws rejects frames above this itself; frames between the Buzz limit and this get a NOTICE first. */
+const WS_MAX_PAYLOAD = 8 * 1024 * 1024;
+
+export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRelay> {
+  await initCrypto();
+  const host = opts.host ?? "127.0.0.1";
+  const seed = typeof opts.seed === "string" ? loadSeed(opts.seed) : opts.seed ? parseSeed(opts.seed) : undefined;
+  let store: EventStore;
+  if (opts.dataDir) {
+    mkdirSync(opts.dataDir, { recursive: true });
+    store = new SqliteStore(join(opts.dataDir, "devrelay.sqlite"));
+  } else {
+    store = new MemoryStore();
+  }
+  // The relay key persists with the data, so relay-signed state stays attributable after a restart.
+  let secretHex = store.getMeta(RELAY_SECRET_META);
+  if (!secretHex) {
+    secretHex = bytesToHex(generateSecretKey());
+    store.setMeta(RELAY_SECRET_META, secretHex);
+  }
+  const secret = hexToBytes(secretHex);
+  const core = new RelayCore(store, new Directory(), secret, getPublicKey(secret));
+  const admin = new ChannelAdmin(core);
+  const seeded = seed ? admin.applySeed(seed).map((c) => ({ id: c.id, name: c.name })) : [];
+  const nip98 = new Nip98Guard();
+  const adminToken = opts.adminToken ?? randomBytes(16).toString("hex");
+  const connections = new Set<Connection>();
+  let swallowOk = false;
+  const connOpts = { authTimeoutMs: opts.authTimeoutMs ?? 5000, rateLimit: opts.rateLimit, swallowOk: () => swallowOk };
+
+  const relay: DevRelay = {
+    url: "",
+    httpUrl: "",
+    relayPubkey: core.relayPubkey,
+    adminToken,
+    port: 0,
+    seeded,
+    async close() {
+      await stopListening();
+      store.close();
+    },
+    dropAll() {
+      for (const c of connections) c.terminate();
+    },
+    async restart() {
+      await stopListening();
+      await listen(relay.port);
+    },
+    addMember: async (ch, pk, role) => admin.addMember(ch, pk, role),
+    removeMember: async (ch, pk) => admin.removeMember(ch, pk),
+    addRelayMember: (pk) => admin.addRelayMember(pk),
+    createChannel: async (c) => admin.createChannel(c),
+    rechallenge() {
+      for (const c of connections) c.rechallenge();
+    },
+    setSwallowOk(on) {
+      swallowOk = on;
+    },
+    stats: () => ({ connections: connections.size, framesIn: core.stats.framesIn, reqFrames: core.stats.reqFrames, events: store.count() }),
+  };
+
+  async function adminOp(op: string, a: Record<string, unknown>): Promise<unknown> {
+    const s = (k: string) => (typeof a[k] === "string" ? (a[k] as string) : undefined);
+    switch (op) {
+      case "create-channel":
+        return { id: admin.createChannel(a as unknown as NewChannel) };
+      case "add-member":
+        return admin.addMember(s("channel") ?? "", s("pubkey") ?? "", s("role"));
+      case "remove-member":
+        return admin.removeMember(s("channel") ?? "", s("pubkey") ?? "");
+      case "add-relay-member":
+        return admin.addRelayMember(s("pubkey") ?? "");
+      case "drop-all":
+        return relay.dropAll();
+      case "rechallenge":
+        return relay.rechallenge();
+      case "swallow-ok":
+        return relay.setSwallowOk(a.on === true);
+      case "stats":
+        return relay.stats();
+      default:
+        throw new DevRelayAdminError(`unknown admin op '${op}'`);
+    }
+  }
+
+  let server: Server | undefined;
+  let wss: WebSocketServer | undefined;
+
+  async function listen(port: number): Promise<void> {
+    const srv = createServer((req, res) => {
+      handleHttp(req, res, { core, nip98, adminToken, admin: adminOp }).catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: `internal error: ${(err as Error).message}` }));
+      });
+    });
+    const ws = new WebSocketServer({ server: srv, maxPayload: WS_MAX_PAYLOAD });
+    ws.on("connection", (sock, req) => {
+      const conn = new Connection(sock, req.headers.host ?? `${host}:${relay.port}`, core, connOpts);
+      connections.add(conn);
+      core.subscribers.add(conn);
+      sock.on("close", () => {
+        conn.onClose();
+        connections.delete(conn);
+        core.subscribers.delete(conn);
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      srv.once("error", reject);
+      srv.listen(port, host, () => {
+        srv.off("error", reject);
+        resolve();
+      });
+    });
+    server = srv;
+    wss = ws;
+    const addr = srv.address();
+    relay.port = typeof addr === "object" && addr ? addr.port : port;
+    const shown = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host;
+    relay.url = `ws://${shown}:${relay.port}`;
+    relay.httpUrl = `http://${shown}:${relay.port}`;
+  }
+
+  async function stopListening(): Promise<void> {
+    for (const c of connections) c.terminate();
+    const srv = server;
+    server = undefined;
+    wss?.close();
+    wss = undefined;
+    if (!srv) return;
+    srv.closeAllConnections();
+    await new Promise<void>((resolve) => srv.close(() => resolve()));
+  }
+
+  await listen(opts.port ?? 0);
+  return relay;
+}
