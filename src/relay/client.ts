@@ -1,0 +1,272 @@
+/**
+ * RelayClient: what the daemon holds of the relay (design §5). One connection with two
+ * subscriptions (every channel in ONE REQ, membership notifications in another), resubscribe
+ * from the last handled `created_at` − 5 s, de-duplication by id, publishing with typed
+ * outcomes, and the NIP-98 HTTP bridge for reads.
+ *
+ * Events reach `on('event')` de-duplicated, shape- and id-checked and scoped to what we asked
+ * for, but NOT signature-verified unless `verifySignatures` is on: the gate verifies only the
+ * events it acts on (`verifySignature` from verify.ts). Membership notifications are acted on
+ * here, so they are always verified.
+ */
+import { EventEmitter } from "node:events";
+import type { Event, EventTemplate, VerifiedEvent } from "nostr-tools";
+import { getPublicKey } from "nostr-tools/pure";
+import type { Filter } from "nostr-tools/filter";
+import type { Logger } from "../ops/log.js";
+import { silentLogger } from "../ops/log.js";
+import { RelayConnection, type ConnectionOptions, type ConnectionState } from "./connection.js";
+import { TwoGenerationDedupe } from "./dedupe.js";
+import { channelOf } from "./events.js";
+import { channelFilters, isMembershipFor, isRequested, membershipFilter, SUB_CHANNELS, SUB_MEMBERSHIP, type ChannelSubscription } from "./filters.js";
+import { RelayHttp, type RelayHttpOptions } from "./http.js";
+import { KIND } from "./kinds.js";
+import { LogThrottle } from "./log-throttle.js";
+import type { PublishOutcome } from "./outcome.js";
+import { publishWithRetry, type PublishOptions } from "./publish.js";
+import { initCrypto, signEvent, verifySignature } from "./verify.js";
+
+/** Supplies the resubscribe cursor from durable state (the queue's store); unix seconds. */
+export interface CursorProvider {
+  get(): number | undefined;
+}
+
+export interface RelayClientOptions {
+  /** `ws://host:port` or `wss://host`. */
+  url: string;
+  secretKey: Uint8Array;
+  logger?: Logger;
+  /** Durable cursor; without one the last handled `created_at` is kept in memory. */
+  cursor?: CursorProvider;
+  /** Overlap when resubscribing. Default 5 s (buzz-acp SINCE_SKEW_SECS): catches same-second events. */
+  sinceSkewSec?: number;
+  /** Ids remembered for de-duplication. Default 12 000 (buzz-acp). */
+  dedupeCapacity?: number;
+  /** Verify every channel event before emitting. Default false: the gate verifies what it acts on. */
+  verifySignatures?: boolean;
+  /** Timing of the connection (backoff, ping, auth waits); defaults suit production. */
+  connection?: Omit<ConnectionOptions, "url" | "secretKey" | "logger">;
+  /** HTTP bridge retry settings. */
+  http?: Omit<RelayHttpOptions, "url" | "secretKey" | "logger">;
+  /** Defaults for `publish`. */
+  publish?: PublishOptions;
+}
+
+export interface EventContext {
+  channel: string;
+  /** False while the relay is still replaying stored events for the current REQ. */
+  live: boolean;
+}
+
+export interface MembershipChange {
+  type: "added" | "removed";
+  channel: string;
+  /** The notification's created_at: subscribe to an added channel from here. */
+  at: number;
+  event: Event;
+}
+
+export interface RelayClientEvents {
+  event: [ev: Event, ctx: EventContext];
+  membership: [change: MembershipChange];
+  state: [state: ConnectionState];
+  "auth-failed": [reason: string];
+}
+
+export class RelayClient extends EventEmitter<RelayClientEvents> {
+  readonly pubkey: string;
+  readonly http: RelayHttp;
+  readonly counters = { emitted: 0, duplicates: 0, unrequested: 0, badSignatures: 0, membership: 0 };
+  private readonly conn: RelayConnection;
+  private readonly log: Logger;
+  private readonly throttle: LogThrottle;
+  private readonly dedupe: TwoGenerationDedupe;
+  private readonly skew: number;
+  private channels = new Map<string, ChannelSubscription>();
+  private channelsKey = "";
+  private floorsSent = new Set<string>();
+  private channelsLive = false;
+  private memCursor: number | undefined;
+  private startWatermark = Math.floor(Date.now() / 1000);
+
+  constructor(private readonly opts: RelayClientOptions) {
+    super();
+    this.pubkey = getPublicKey(opts.secretKey);
+    this.log = opts.logger ?? silentLogger();
+    this.throttle = new LogThrottle(this.log);
+    this.dedupe = new TwoGenerationDedupe(opts.dedupeCapacity);
+    this.skew = opts.sinceSkewSec ?? 5;
+    this.conn = new RelayConnection({ ...opts.connection, url: opts.url, secretKey: opts.secretKey, logger: this.log });
+    this.http = new RelayHttp({ ...opts.http, url: opts.url, secretKey: opts.secretKey, logger: this.log });
+    this.conn.on("state", (s: ConnectionState) => {
+      if (s === "closed") this.channelsLive = false;
+      this.emit("state", s);
+    });
+    this.conn.on("auth-failed", (r: string) => this.emit("auth-failed", r));
+    this.conn.on("eose", (id: string) => id === SUB_CHANNELS && this.onChannelsEose());
+    this.conn.on("event", (subId: string, ev: Event) => this.onEvent(subId, ev));
+    this.conn.setSubscription(SUB_MEMBERSHIP, () => membershipFilter(this.pubkey, this.since()));
+  }
+
+  /** Loads the wasm verifier, then connects (and keeps reconnecting until `stop()`). */
+  async start(): Promise<void> {
+    await initCrypto();
+    this.startWatermark = Math.floor(Date.now() / 1000);
+    this.conn.start();
+  }
+
+  stop(): void {
+    this.conn.stop();
+  }
+
+  get state(): ConnectionState {
+    return this.conn.state;
+  }
+
+  get lastAuthError(): string | undefined {
+    return this.conn.lastAuthError;
+  }
+
+  /** Counters for /metrics and tests. */
+  get metrics() {
+    return { ...this.conn.metrics, ...this.counters, http: { ...this.http.metrics }, dedupeSize: this.dedupe.size };
+  }
+
+  /** Channels currently subscribed. */
+  get channelIds(): string[] {
+    return [...this.channels.keys()];
+  }
+
+  /**
+   * Replaces the channel set. Sends ONE `REQ` (same subscription id, so the relay replaces the
+   * old one) and only when something changed.
+   */
+  setChannels(list: ChannelSubscription[]): void {
+    const next = new Map(list.map((c) => [c.id, { ...c }]));
+    const key = JSON.stringify([...next.values()].sort((a, b) => (a.id < b.id ? -1 : 1)));
+    if (key === this.channelsKey) return;
+    this.channelsKey = key;
+    this.channels = next;
+    this.channelsLive = false;
+    this.conn.setSubscription(SUB_CHANNELS, () => this.channelFilters());
+  }
+
+  /** Resolves true once the relay has acknowledged (EOSE) the current channel set. */
+  waitSubscribed(timeoutMs: number): Promise<boolean> {
+    if (this.channelsLive) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.conn.off("eose", onEose);
+        resolve(false);
+      }, timeoutMs);
+      const onEose = (id: string) => {
+        if (id !== SUB_CHANNELS || !this.channelsLive) return;
+        clearTimeout(t);
+        this.conn.off("eose", onEose);
+        resolve(true);
+      };
+      this.conn.on("eose", onEose);
+    });
+  }
+
+  /** Resolves true once authenticated. */
+  waitAuthenticated(timeoutMs: number): Promise<boolean> {
+    return this.conn.waitAuthenticated(timeoutMs);
+  }
+
+  sign(tpl: EventTemplate): VerifiedEvent {
+    return signEvent(tpl, this.opts.secretKey);
+  }
+
+  /** Publishes a signed event over the WebSocket, retrying only what can succeed later. */
+  publish(ev: Event, opts?: PublishOptions): Promise<PublishOutcome> {
+    return publishWithRetry(this.conn, ev, { ...this.opts.publish, ...opts }, this.log);
+  }
+
+  /** Signs `tpl` and publishes it; the signed event comes back with the outcome. */
+  async send(tpl: EventTemplate, opts?: PublishOptions): Promise<{ event: VerifiedEvent; outcome: PublishOutcome }> {
+    const event = this.sign(tpl);
+    return { event, outcome: await this.publish(event, opts) };
+  }
+
+  query(filters: Filter[]): Promise<Event[]> {
+    return this.http.query(filters);
+  }
+
+  count(filters: Filter[]): Promise<number> {
+    return this.http.count(filters);
+  }
+
+  /** The resubscribe floor: durable cursor, else last handled, else start time; minus the skew. */
+  private since(): number {
+    const base = this.opts.cursor?.get() ?? this.memCursor ?? this.startWatermark;
+    return Math.max(0, base - this.skew);
+  }
+
+  private channelFilters(): Filter[] {
+    const since = this.since();
+    this.floorsSent = new Set();
+    return channelFilters(this.channels.values(), this.pubkey, (ch) => {
+      if (ch.since === undefined || ch.since >= since) return since;
+      this.floorsSent.add(ch.id);
+      return ch.since;
+    });
+  }
+
+  /** A channel's own floor is only needed for its first replay; then the shared cursor covers it. */
+  private onChannelsEose(): void {
+    for (const id of this.floorsSent) {
+      const ch = this.channels.get(id);
+      if (ch) ch.since = undefined;
+    }
+    this.floorsSent.clear();
+    this.channelsLive = true;
+  }
+
+  private onEvent(subId: string, ev: Event): void {
+    if (subId === SUB_MEMBERSHIP) return this.onMembership(ev);
+    if (subId !== SUB_CHANNELS) return;
+    if (!isRequested(ev, this.channels, this.pubkey)) {
+      this.counters.unrequested++;
+      this.throttle.warn("relay.unrequested_event", { event: ev.id, kind: ev.kind, channel: channelOf(ev) }, "ignored an event we did not subscribe to");
+      return;
+    }
+    if (this.opts.verifySignatures && !verifySignature(ev)) return this.badSignature(ev);
+    if (!this.dedupe.add(ev.id)) {
+      this.counters.duplicates++;
+      return;
+    }
+    this.counters.emitted++;
+    this.emit("event", ev, { channel: channelOf(ev)!, live: this.channelsLive });
+    this.advanceCursor(ev);
+  }
+
+  private onMembership(ev: Event): void {
+    if (!isMembershipFor(ev, this.pubkey)) {
+      this.counters.unrequested++;
+      this.throttle.warn("relay.unrequested_event", { event: ev.id, kind: ev.kind }, "ignored a membership event not addressed to us");
+      return;
+    }
+    if (!verifySignature(ev)) return this.badSignature(ev);
+    if (!this.dedupe.add(ev.id)) {
+      this.counters.duplicates++;
+      return;
+    }
+    this.counters.membership++;
+    const change: MembershipChange = { type: ev.kind === KIND.memberAdded ? "added" : "removed", channel: channelOf(ev)!, at: ev.created_at, event: ev };
+    this.log.info({ evt: "relay.membership", type: change.type, channel: change.channel }, `membership ${change.type}`);
+    this.emit("membership", change);
+    this.advanceCursor(ev);
+  }
+
+  private badSignature(ev: Event): void {
+    this.counters.badSignatures++;
+    this.throttle.warn("relay.bad_signature", { event: ev.id, kind: ev.kind, author: ev.pubkey }, "ignored an event with an invalid signature");
+  }
+
+  /** Clamped to now: a publisher's fast clock must not push the replay floor past real events. */
+  private advanceCursor(ev: Event): void {
+    const at = Math.min(ev.created_at, Math.floor(Date.now() / 1000));
+    if (this.memCursor === undefined || at > this.memCursor) this.memCursor = at;
+  }
+}

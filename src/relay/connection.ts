@@ -1,0 +1,444 @@
+/**
+ * One WebSocket to a Buzz relay (design §5, buzz-protocol §1.2 and §4): NIP-42 auth before any
+ * REQ, re-challenges answered, `auth-required:` CLOSED answered by one re-auth, reconnect forever
+ * with jittered backoff, ping/pong liveness, `rate-limited: … retry in Ns` honoured, and
+ * publishes that await `OK`. Subscriptions are registered as filter *functions* so every
+ * (re)send carries a fresh `since`.
+ */
+import { EventEmitter } from "node:events";
+import WebSocket from "ws";
+import type { Event } from "nostr-tools";
+import type { Filter } from "nostr-tools/filter";
+import type { Logger } from "../ops/log.js";
+import { silentLogger } from "../ops/log.js";
+import { authTemplate, relayTagUrl } from "./auth.js";
+import { Backoff, type BackoffOptions, reasonPrefix, retryAfterMs, sleep } from "./backoff.js";
+import { LogThrottle } from "./log-throttle.js";
+import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
+import { eventShapeProblem } from "./validate.js";
+import { signEvent } from "./verify.js";
+
+export type ConnectionState = "idle" | "connecting" | "authenticated" | "subscribed" | "closed" | "stopped";
+
+export interface ConnectionOptions {
+  url: string;
+  secretKey: Uint8Array;
+  logger?: Logger;
+  /** Reconnect pacing. Default 1 s → 60 s, ±20 % (design §5); tests use tens of ms. */
+  backoff?: BackoffOptions;
+  /** Connected this long → backoff starts again from the base. Default 60 s. */
+  resetAfterMs?: number;
+  /** WebSocket ping period. Default 30 s, like the relay's own heartbeat. */
+  pingIntervalMs?: number;
+  /** A ping unanswered this long means the link is dead. Default 10 s (buzz-acp PONG_TIMEOUT). */
+  pongTimeoutMs?: number;
+  /** Wait for the relay's AUTH challenge this long, then go on unauthenticated. Default 5 s. */
+  challengeWaitMs?: number;
+  /** Wait for the `OK` to our AUTH this long. Default 5 s. */
+  authTimeoutMs?: number;
+  /** Rate-limit pause when the relay gives no `retry in` hint. Default 5 s (buzz-acp). */
+  defaultRateLimitMs?: number;
+}
+
+export interface SendOptions {
+  /** Wait this long for `OK`. Default 10 s. */
+  timeoutMs?: number;
+  /** Drop instead of waiting while rate-limited (typing). Default false. */
+  droppable?: boolean;
+}
+
+interface Sub {
+  filters: () => Filter[];
+  open: boolean;
+  eosed: boolean;
+  authRetried: boolean;
+}
+
+type OkWaiter = (ok: boolean, reason: string) => void;
+
+export class RelayConnection extends EventEmitter {
+  readonly url: string;
+  readonly metrics = { reconnects: 0, reqFrames: 0, closeFrames: 0, eventFrames: 0, authOk: 0, authRefused: 0, invalidFrames: 0, rateLimited: 0, dead: 0 };
+  private readonly log: Logger;
+  private readonly throttle: LogThrottle;
+  private readonly backoff: Backoff;
+  private ws: WebSocket | undefined;
+  private gen = 0;
+  private _state: ConnectionState = "idle";
+  private stopped = false;
+  private authed = false;
+  private challenge: string | undefined;
+  private authInFlight: Promise<boolean> | undefined;
+  private subs = new Map<string, Sub>();
+  private okWaiters = new Map<string, OkWaiter[]>();
+  private limitedUntil = 0;
+  private deferredReqs = new Set<string>();
+  private limitTimer: NodeJS.Timeout | undefined;
+  private timers = new Set<NodeJS.Timeout>();
+  private pongTimer: NodeJS.Timeout | undefined;
+  /** Last refusal of our AUTH, for /readyz and doctor. */
+  lastAuthError: string | undefined;
+
+  constructor(private readonly opts: ConnectionOptions) {
+    super();
+    this.url = opts.url;
+    relayTagUrl(opts.url); // validates early with a usable message
+    this.log = (opts.logger ?? silentLogger()).child({ relay: opts.url });
+    this.throttle = new LogThrottle(this.log);
+    this.backoff = new Backoff(opts.backoff);
+  }
+
+  get state(): ConnectionState {
+    return this._state;
+  }
+
+  get authenticated(): boolean {
+    return this.authed;
+  }
+
+  /** Milliseconds the relay asked us to hold back for; 0 when not limited. */
+  get rateLimitedFor(): number {
+    return Math.max(0, this.limitedUntil - Date.now());
+  }
+
+  start(): void {
+    if (this._state !== "idle") return;
+    this.connect();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    clearTimeout(this.limitTimer);
+    this.teardown("stopped");
+    this.ws?.terminate();
+    this.ws = undefined;
+    this.setState("stopped");
+  }
+
+  /** Registers (or replaces, same id = one frame) a subscription; sent now if authenticated, else after auth. */
+  setSubscription(id: string, filters: () => Filter[]): void {
+    const prev = this.subs.get(id);
+    this.subs.set(id, { filters, open: prev?.open ?? false, eosed: false, authRetried: false });
+    if (this.authed) void this.sendReq(id);
+  }
+
+  removeSubscription(id: string): void {
+    const sub = this.subs.get(id);
+    this.subs.delete(id);
+    if (sub?.open && this.authed) this.sendFrame(["CLOSE", id]) && this.metrics.closeFrames++;
+  }
+
+  /** Resolves true once authenticated (false on timeout or stop). */
+  waitAuthenticated(timeoutMs: number): Promise<boolean> {
+    if (this.authed) return Promise.resolve(true);
+    if (this.stopped) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(t);
+        this.off("state", onState);
+        resolve(ok);
+      };
+      const onState = (s: ConnectionState) => (s === "authenticated" || s === "subscribed" ? done(true) : s === "stopped" ? done(false) : undefined);
+      const t = setTimeout(() => done(false), timeoutMs);
+      this.on("state", onState);
+    });
+  }
+
+  /** One publish attempt: send `EVENT`, await `OK`. Never rejects. */
+  async sendEvent(ev: Event, opts: SendOptions = {}): Promise<PublishOutcome> {
+    const timeoutMs = opts.timeoutMs ?? 10_000;
+    while (this.rateLimitedFor > 0) {
+      if (opts.droppable) return { status: "dropped", reason: `rate-limited for another ${this.rateLimitedFor} ms` };
+      await sleep(this.rateLimitedFor);
+    }
+    if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
+    const outcome = new Promise<PublishOutcome>((resolve) => {
+      const t = setTimeout(() => {
+        this.dropWaiter(ev.id, waiter);
+        resolve({ status: "timeout", reason: `no OK within ${timeoutMs} ms` });
+      }, timeoutMs);
+      const waiter: OkWaiter = (ok, reason) => {
+        clearTimeout(t);
+        if (!ok && reason === "\0disconnected") return resolve({ status: "disconnected", reason: "connection lost before OK" });
+        resolve(outcomeFromOk(ok, reason));
+      };
+      this.okWaiters.set(ev.id, [...(this.okWaiters.get(ev.id) ?? []), waiter]);
+    });
+    if (this.sendFrame(["EVENT", ev])) this.metrics.eventFrames++;
+    const o = await outcome;
+    if (o.status === "refused") this.onRefusal(o.reason ?? "");
+    return o;
+  }
+
+  private onRefusal(reason: string): void {
+    const p = reasonPrefix(reason);
+    if (p === "rate-limited") this.rateLimit(reason);
+    else if (p === "auth-required" && this.challenge) void this.authenticate();
+  }
+
+  private connect(): void {
+    if (this.stopped) return;
+    const gen = ++this.gen;
+    this.setState("connecting");
+    const ws = new WebSocket(this.url, { handshakeTimeout: 10_000 });
+    this.ws = ws;
+    ws.on("open", () => gen === this.gen && this.onOpen());
+    ws.on("message", (data) => gen === this.gen && this.onMessage(data.toString()));
+    ws.on("pong", () => gen === this.gen && clearTimeout(this.pongTimer));
+    ws.on("error", (err) => gen === this.gen && this.throttle.warn("relay.socket_error", { err: err.message }, "relay socket error"));
+    ws.on("close", (code, reason) => gen === this.gen && this.onClose(code, reason.toString()));
+  }
+
+  private onOpen(): void {
+    this.log.info({ evt: "relay.connected" }, "connected, waiting for AUTH challenge");
+    this.later(() => {
+      if (!this.authed && !this.challenge && !this.authInFlight && this.ws) {
+        this.log.warn({ evt: "relay.no_challenge" }, "relay sent no AUTH challenge; continuing unauthenticated");
+        this.onAuthenticated();
+      }
+    }, this.opts.challengeWaitMs ?? 5000);
+    const ping = setInterval(() => {
+      if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return clearInterval(ping);
+      clearTimeout(this.pongTimer);
+      this.pongTimer = setTimeout(() => {
+        this.metrics.dead++;
+        this.log.warn({ evt: "relay.dead" }, "no pong from relay; reconnecting");
+        this.ws?.terminate();
+      }, this.opts.pongTimeoutMs ?? 10_000);
+      this.ws.ping();
+    }, this.opts.pingIntervalMs ?? 30_000);
+    this.timers.add(ping as unknown as NodeJS.Timeout);
+  }
+
+  private onClose(code: number, reason: string): void {
+    const wasAuthed = this.authed;
+    this.teardown("disconnected");
+    this.ws = undefined;
+    if (this.stopped) return;
+    const delay = this.backoff.next();
+    this.log.warn({ evt: "relay.disconnected", code, reason, was_authenticated: wasAuthed, retry_ms: delay }, "relay connection closed; reconnecting");
+    this.setState("closed");
+    this.later(() => {
+      this.metrics.reconnects++;
+      this.connect();
+    }, delay);
+  }
+
+  /** Clears per-socket state; pending publishes learn they were disconnected. */
+  private teardown(_why: string): void {
+    for (const t of this.timers) clearTimeout(t), clearInterval(t);
+    this.timers.clear();
+    clearTimeout(this.pongTimer);
+    this.authed = false;
+    this.challenge = undefined;
+    this.authInFlight = undefined;
+    for (const s of this.subs.values()) Object.assign(s, { open: false, eosed: false, authRetried: false });
+    const waiters = [...this.okWaiters.values()].flat();
+    this.okWaiters.clear();
+    for (const w of waiters) w(false, "\0disconnected");
+  }
+
+  private onMessage(text: string): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      return this.invalid("not JSON", text);
+    }
+    if (!Array.isArray(msg) || typeof msg[0] !== "string") return this.invalid("not a NIP-01 array", text);
+    const [type, a, b, c] = msg as [string, unknown, unknown, unknown];
+    switch (type) {
+      case "EVENT": {
+        if (typeof a !== "string" || !this.subs.has(a)) return this.invalid("EVENT for a subscription we do not hold", text);
+        const problem = eventShapeProblem(b);
+        if (problem) return this.invalid(`EVENT ${problem}`, text);
+        this.emit("event", a, b as Event);
+        return;
+      }
+      case "OK":
+        if (typeof a !== "string" || typeof b !== "boolean") return this.invalid("malformed OK", text);
+        return this.resolveOk(a, b, typeof c === "string" ? c : "");
+      case "EOSE":
+        if (typeof a === "string") this.onEose(a);
+        return;
+      case "CLOSED":
+        if (typeof a === "string") this.onSubClosed(a, typeof b === "string" ? b : "");
+        return;
+      case "AUTH":
+        if (typeof a !== "string") return this.invalid("AUTH without challenge", text);
+        this.challenge = a;
+        void this.authenticate();
+        return;
+      case "NOTICE": {
+        const notice = typeof a === "string" ? a : "";
+        this.log.info({ evt: "relay.notice", notice }, "relay notice");
+        if (reasonPrefix(notice) === "rate-limited") this.rateLimit(notice);
+        return;
+      }
+      default:
+        return this.invalid(`unknown frame type ${type}`, text);
+    }
+  }
+
+  private invalid(reason: string, text: string): void {
+    this.metrics.invalidFrames++;
+    this.throttle.warn("relay.invalid_frame", { reason, frame: text.slice(0, 200) }, "ignored a frame from the relay");
+  }
+
+  private resolveOk(id: string, ok: boolean, reason: string): void {
+    const ws = this.okWaiters.get(id);
+    if (!ws) return;
+    this.okWaiters.delete(id);
+    for (const w of ws) w(ok, reason);
+  }
+
+  private dropWaiter(id: string, w: OkWaiter): void {
+    const rest = (this.okWaiters.get(id) ?? []).filter((x) => x !== w);
+    if (rest.length) this.okWaiters.set(id, rest);
+    else this.okWaiters.delete(id);
+  }
+
+  /** Signs and sends AUTH for the current challenge; one at a time; never rejects. */
+  private authenticate(): Promise<boolean> {
+    if (this.authInFlight) return this.authInFlight;
+    const challenge = this.challenge;
+    if (!challenge || !this.ws) return Promise.resolve(this.authed);
+    const ev = signEvent(authTemplate(this.url, challenge), this.opts.secretKey);
+    const p = new Promise<boolean>((resolve) => {
+      const t = setTimeout(() => {
+        this.dropWaiter(ev.id, waiter);
+        this.log.warn({ evt: "relay.auth_timeout" }, "no answer to AUTH; reconnecting");
+        this.ws?.terminate();
+        resolve(false);
+      }, this.opts.authTimeoutMs ?? 5000);
+      const waiter: OkWaiter = (ok, reason) => {
+        clearTimeout(t);
+        resolve(this.onAuthAnswer(ok, reason));
+      };
+      this.okWaiters.set(ev.id, [waiter]);
+    }).finally(() => {
+      if (this.authInFlight === p) this.authInFlight = undefined;
+    });
+    this.authInFlight = p;
+    this.sendFrame(["AUTH", ev]);
+    return p;
+  }
+
+  private onAuthAnswer(ok: boolean, reason: string): boolean {
+    if (reason === "\0disconnected") return false;
+    if (ok || (this.authed && /already authenticated/i.test(reason))) {
+      this.metrics.authOk++;
+      if (!this.authed) this.onAuthenticated();
+      else this.log.info({ evt: "relay.reauthenticated" }, "answered a re-challenge");
+      return true;
+    }
+    this.metrics.authRefused++;
+    this.lastAuthError = reason;
+    this.log.error({ evt: "relay.auth_refused", reason }, `relay refused authentication: ${reason}`);
+    this.emit("auth-failed", reason);
+    this.ws?.close(); // Buzz keeps a failed auth sticky per connection: only a new one can succeed
+    return false;
+  }
+
+  private onAuthenticated(): void {
+    this.authed = true;
+    this.lastAuthError = undefined;
+    this.log.info({ evt: "relay.authenticated" }, "authenticated");
+    this.later(() => this.backoff.reset(), this.opts.resetAfterMs ?? 60_000);
+    this.setState("authenticated");
+    for (const id of this.subs.keys()) void this.sendReq(id);
+  }
+
+  private async sendReq(id: string): Promise<void> {
+    if (this.authInFlight) await this.authInFlight;
+    const sub = this.subs.get(id);
+    if (!sub || !this.authed) return;
+    if (this.rateLimitedFor > 0) {
+      this.deferredReqs.add(id);
+      return;
+    }
+    const filters = sub.filters();
+    sub.eosed = false;
+    if (filters.length === 0) {
+      // A REQ needs at least one filter; nothing to listen to means no subscription.
+      if (sub.open && this.sendFrame(["CLOSE", id])) this.metrics.closeFrames++;
+      sub.open = false;
+      sub.eosed = true;
+      return this.checkSubscribed();
+    }
+    if (this.sendFrame(["REQ", id, ...filters])) {
+      this.metrics.reqFrames++;
+      sub.open = true;
+    }
+  }
+
+  private onEose(id: string): void {
+    const sub = this.subs.get(id);
+    if (!sub) return;
+    sub.eosed = true;
+    sub.authRetried = false;
+    this.emit("eose", id);
+    this.checkSubscribed();
+  }
+
+  private checkSubscribed(): void {
+    if (this.authed && [...this.subs.values()].every((s) => s.eosed)) this.setState("subscribed");
+  }
+
+  private onSubClosed(id: string, reason: string): void {
+    const sub = this.subs.get(id);
+    if (!sub) return;
+    sub.open = false;
+    const p = reasonPrefix(reason);
+    if (p === "auth-required" && !sub.authRetried) {
+      sub.authRetried = true;
+      this.log.info({ evt: "relay.sub_reauth", sub: id, reason }, "subscription needs auth; re-authenticating once");
+      void this.authenticate().then(() => this.sendReq(id));
+      return;
+    }
+    if (p === "rate-limited") {
+      this.rateLimit(reason);
+      this.deferredReqs.add(id);
+      return;
+    }
+    this.log.error({ evt: "relay.sub_closed", sub: id, reason }, `relay closed subscription ${id}: ${reason}`);
+    this.emit("sub-closed", id, reason);
+  }
+
+  /** Holds REQs and publishes back for the relay's `retry in Ns` (at least 1 s, +0–20 % jitter). */
+  private rateLimit(reason: string): void {
+    this.metrics.rateLimited++;
+    const ms = Math.max(1000, retryAfterMs(reason) ?? this.opts.defaultRateLimitMs ?? 5000) * (1 + Math.random() * 0.2);
+    this.limitedUntil = Math.max(this.limitedUntil, Date.now() + ms);
+    this.log.warn({ evt: "relay.rate_limited", reason, pause_ms: Math.round(ms) }, "relay rate limit; holding back");
+    clearTimeout(this.limitTimer);
+    this.limitTimer = setTimeout(() => {
+      const ids = [...this.deferredReqs];
+      this.deferredReqs.clear();
+      for (const id of ids) void this.sendReq(id);
+    }, this.rateLimitedFor + 5);
+  }
+
+  private sendFrame(frame: unknown[]): boolean {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+    this.ws.send(JSON.stringify(frame));
+    return true;
+  }
+
+  private later(fn: () => void, ms: number): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    this.timers.add(t);
+  }
+
+  private setState(s: ConnectionState): void {
+    if (s === this._state) return;
+    const prev = this._state;
+    this._state = s;
+    this.emit("state", s, prev);
+  }
+}

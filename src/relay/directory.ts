@@ -1,0 +1,159 @@
+/**
+ * Channel directory (buzz-protocol §1.5): the channels this identity belongs to, from NIP-29
+ * state over `POST /query` (39002 members `#p` self → 39000 metadata by `#d`), kept current by
+ * the relay's 44100/44101 notifications. It emits `joined`/`left` so the daemon can update the
+ * one channel subscription; a joined channel carries `since` = the notification's created_at
+ * so the mention that came with the invitation is replayed.
+ */
+import { EventEmitter } from "node:events";
+import type { Event } from "nostr-tools";
+import type { Logger } from "../ops/log.js";
+import { silentLogger } from "../ops/log.js";
+import type { MembershipChange } from "./client.js";
+import { KIND } from "./kinds.js";
+
+export type ChannelType = "stream" | "private" | "dm" | "unknown";
+
+export interface ChannelInfo {
+  id: string;
+  name: string;
+  /** The channel description (39000 `about`). */
+  about: string;
+  type: ChannelType;
+  archived: boolean;
+  /** Member pubkeys from 39002, when known. */
+  members?: string[];
+}
+
+/** What the directory needs of the relay: NIP-98 `/query` and membership notifications. */
+export interface DirectorySource {
+  readonly pubkey: string;
+  query(filters: import("nostr-tools/filter").Filter[]): Promise<Event[]>;
+  on(event: "membership", fn: (c: MembershipChange) => void): unknown;
+  off(event: "membership", fn: (c: MembershipChange) => void): unknown;
+}
+
+export interface DirectoryEvents {
+  joined: [channel: ChannelInfo, since: number];
+  left: [channelId: string];
+  updated: [channel: ChannelInfo];
+}
+
+const tagValue = (ev: Event, name: string) => ev.tags.find((t) => t[0] === name)?.[1];
+const hasBare = (ev: Event, name: string) => ev.tags.some((t) => t[0] === name && (t.length === 1 || t[1] === "" || t[1] === "true"));
+
+/** `channel_type_from_tags`: t=dm or hidden → dm; t=private or private → private; else stream. */
+export function channelTypeOf(meta: Event): Exclude<ChannelType, "unknown"> {
+  const t = meta.tags.filter((x) => x[0] === "t").map((x) => x[1]);
+  if (t.includes("dm") || hasBare(meta, "hidden")) return "dm";
+  if (t.includes("private") || hasBare(meta, "private")) return "private";
+  return "stream";
+}
+
+export function channelInfoOf(id: string, meta: Event | undefined, members?: Event): ChannelInfo {
+  const memberList = members ? [...new Set(members.tags.filter((t) => t[0] === "p" && t[1]).map((t) => t[1]!))] : undefined;
+  if (!meta) return { id, name: "unknown", about: "", type: "unknown", archived: false, members: memberList };
+  return {
+    id,
+    name: tagValue(meta, "name") ?? "unknown",
+    about: tagValue(meta, "about") ?? "",
+    type: channelTypeOf(meta),
+    archived: meta.tags.some((t) => t[0] === "archived" && t[1] === "true"),
+    members: memberList,
+  };
+}
+
+/** Newest event per `d` tag (addressable events may arrive in any order and several versions). */
+function newestByD(events: Event[], kind: number): Map<string, Event> {
+  const out = new Map<string, Event>();
+  for (const ev of events) {
+    const d = tagValue(ev, "d");
+    if (ev.kind !== kind || !d) continue;
+    const prev = out.get(d);
+    if (!prev || ev.created_at > prev.created_at) out.set(d, ev);
+  }
+  return out;
+}
+
+export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
+  private channels = new Map<string, ChannelInfo>();
+  private readonly log: Logger;
+  private readonly onMembership = (c: MembershipChange) => void this.apply(c);
+
+  constructor(private readonly source: DirectorySource, logger?: Logger) {
+    super();
+    this.log = logger ?? silentLogger();
+  }
+
+  /** Non-archived channels we belong to, as last discovered. */
+  list(): ChannelInfo[] {
+    return [...this.channels.values()];
+  }
+
+  get(id: string): ChannelInfo | undefined {
+    return this.channels.get(id);
+  }
+
+  /** Full discovery; replaces the known set. Archived channels are skipped. */
+  async discover(): Promise<ChannelInfo[]> {
+    const memberLists = newestByD(await this.source.query([{ kinds: [KIND.groupMembers], "#p": [this.source.pubkey] }]), KIND.groupMembers);
+    // A member list that no longer names us (stale version) does not count.
+    const ids = [...memberLists.entries()].filter(([, ev]) => ev.tags.some((t) => t[0] === "p" && t[1] === this.source.pubkey)).map(([d]) => d);
+    const infos = await this.fetchInfo(ids, memberLists);
+    this.channels = new Map(infos.filter((c) => !c.archived).map((c) => [c.id, c]));
+    this.log.info({ evt: "relay.channels_discovered", count: this.channels.size, archived: infos.length - this.channels.size }, "channels discovered");
+    return this.list();
+  }
+
+  /** Re-reads one channel's metadata (after a 39000 update); emits `updated`. */
+  async refresh(id: string): Promise<ChannelInfo | undefined> {
+    const [info] = await this.fetchInfo([id]);
+    if (!info) return undefined;
+    if (info.archived) {
+      if (this.channels.delete(id)) this.emit("left", id);
+      return info;
+    }
+    this.channels.set(id, info);
+    this.emit("updated", info);
+    return info;
+  }
+
+  /** Follows the client's 44100/44101 notifications until `detach()`. */
+  attach(): this {
+    this.source.on("membership", this.onMembership);
+    return this;
+  }
+
+  detach(): void {
+    this.source.off("membership", this.onMembership);
+  }
+
+  /** Applies one membership change; never throws (a failed lookup still joins, as `unknown`). */
+  async apply(c: MembershipChange): Promise<void> {
+    if (c.type === "removed") {
+      if (this.channels.delete(c.channel)) this.log.info({ evt: "relay.channel_left", channel: c.channel }, "removed from channel");
+      this.emit("left", c.channel);
+      return;
+    }
+    let info: ChannelInfo;
+    try {
+      info = (await this.fetchInfo([c.channel]))[0] ?? channelInfoOf(c.channel, undefined);
+    } catch (err) {
+      this.log.warn({ evt: "relay.channel_lookup_failed", channel: c.channel, err: (err as Error).message }, "channel metadata lookup failed; joining anyway");
+      info = channelInfoOf(c.channel, undefined);
+    }
+    if (info.archived) return;
+    this.channels.set(info.id, info);
+    this.log.info({ evt: "relay.channel_joined", channel: info.id, name: info.name }, "added to channel");
+    this.emit("joined", info, c.at);
+  }
+
+  private async fetchInfo(ids: string[], memberLists?: Map<string, Event>): Promise<ChannelInfo[]> {
+    if (ids.length === 0) return [];
+    const kinds = memberLists ? [KIND.groupMetadata] : [KIND.groupMetadata, KIND.groupMembers];
+    const events = await this.source.query([{ kinds, "#d": ids }]);
+    const metas = newestByD(events, KIND.groupMetadata);
+    const members = memberLists ?? newestByD(events, KIND.groupMembers);
+    return ids.map((id) => channelInfoOf(id, metas.get(id), members.get(id)));
+  }
+}

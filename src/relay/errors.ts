@@ -1,0 +1,24 @@
+/**
+ * Failure domains of the relay client, each with a message a user can act on.
+ */
+
+/** The relay refused our NIP-42 AUTH (not a member, banned, bad clock…). */
+export class RelayAuthError extends Error {
+  override name = "RelayAuthError";
+  constructor(readonly url: string, readonly reason: string) {
+    super(`relay ${url} refused authentication: ${reason || "(no reason given)"}; check that the bridge's pubkey is a relay member and the clock is in sync`);
+  }
+}
+
+/** An HTTP bridge call (`/query`, `/count`, `/events`) failed for good. */
+export class RelayHttpError extends Error {
+  override name = "RelayHttpError";
+  constructor(readonly url: string, readonly status: number, readonly relayMessage: string) {
+    super(`relay HTTP ${url} answered ${status || "no response"}: ${relayMessage || "(empty body)"}`);
+  }
+}
+
+/** The client was used in a way that cannot work (not started, stopped, bad URL). */
+export class RelayUsageError extends Error {
+  override name = "RelayUsageError";
+}

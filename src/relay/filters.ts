@@ -1,0 +1,75 @@
+/**
+ * The subscription filters (design §5): ONE REQ for every channel, grouped so channels with the
+ * same (kinds, mention requirement, since) share one filter with a `#h` list, and ONE REQ for
+ * membership notifications. The relay admits ~50 frames per 5 s; one frame per channel would
+ * take minutes for 500 channels.
+ */
+import type { Filter } from "nostr-tools/filter";
+import type { Event } from "nostr-tools";
+import { KIND } from "./kinds.js";
+import { channelOf } from "./events.js";
+
+export interface ChannelSubscription {
+  /** Channel UUID (the `h` tag). */
+  id: string;
+  /** Kinds to receive. Default [9] (config `kinds`). Empty = every kind. */
+  kinds?: number[];
+  /** Only events that `p`-tag us. Default true (config `require_mention`). */
+  requireMention?: boolean;
+  /**
+   * Replay floor (unix seconds) for this channel, e.g. the created_at of the 44100 that added
+   * us, so a mention posted right after the invitation is not lost. Used until the first EOSE.
+   */
+  since?: number;
+}
+
+export const SUB_CHANNELS = "channels";
+export const SUB_MEMBERSHIP = "membership";
+
+const kindsKey = (kinds: number[] | undefined) => (kinds && kinds.length ? [...new Set(kinds)].sort((a, b) => a - b).join(",") : "*");
+
+/** Channel filters grouped by (kinds, requireMention, since), `#h` lists sorted for stable frames. */
+export function channelFilters(channels: Iterable<ChannelSubscription>, self: string, sinceOf: (ch: ChannelSubscription) => number | undefined): Filter[] {
+  const groups = new Map<string, { f: Filter; ids: string[] }>();
+  for (const ch of channels) {
+    const since = sinceOf(ch);
+    const mention = ch.requireMention ?? true;
+    const key = `${kindsKey(ch.kinds)}|${mention}|${since ?? ""}`;
+    let g = groups.get(key);
+    if (!g) {
+      const f: Filter = {};
+      if (ch.kinds && ch.kinds.length) f.kinds = [...new Set(ch.kinds)].sort((a, b) => a - b);
+      if (mention) f["#p"] = [self];
+      if (since !== undefined) f.since = since;
+      g = { f, ids: [] };
+      groups.set(key, g);
+    }
+    g.ids.push(ch.id);
+  }
+  return [...groups.values()].map(({ f, ids }) => ({ ...f, "#h": ids.sort() }));
+}
+
+/** 44100/44101 are p-gated: `#p` must be exactly our pubkey (buzz-protocol §2.5). */
+export function membershipFilter(self: string, since: number | undefined): Filter[] {
+  const f: Filter = { kinds: [KIND.memberAdded, KIND.memberRemoved], "#p": [self] };
+  if (since !== undefined) f.since = since;
+  return [f];
+}
+
+/**
+ * Did we ask for this event? The relay is not trusted to scope: the channel must be one we
+ * subscribe to, the kind one we asked for there, and the mention present when required.
+ * `since` is deliberately not checked: a replay sent before a filter change is still wanted.
+ */
+export function isRequested(ev: Event, channels: ReadonlyMap<string, ChannelSubscription>, self: string): boolean {
+  const h = channelOf(ev);
+  const ch = h === undefined ? undefined : channels.get(h);
+  if (!ch) return false;
+  if (ch.kinds && ch.kinds.length && !ch.kinds.includes(ev.kind)) return false;
+  if ((ch.requireMention ?? true) && !ev.tags.some((t) => t[0] === "p" && t[1] === self)) return false;
+  return true;
+}
+
+export function isMembershipFor(ev: Event, self: string): boolean {
+  return (ev.kind === KIND.memberAdded || ev.kind === KIND.memberRemoved) && ev.tags.some((t) => t[0] === "p" && t[1] === self) && channelOf(ev) !== undefined;
+}

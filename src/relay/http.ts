@@ -1,0 +1,109 @@
+/**
+ * The relay's NIP-98 HTTP bridge (buzz-protocol §1.4): `POST /query` (history, metadata,
+ * profiles), `/count` and `/events`. 429 and 5xx are retried with backoff, honouring the relay's
+ * `retry in Ns`; every attempt carries a freshly signed auth event.
+ */
+import type { Event } from "nostr-tools";
+import type { Filter } from "nostr-tools/filter";
+import type { Logger } from "../ops/log.js";
+import { silentLogger } from "../ops/log.js";
+import { httpOrigin } from "./auth.js";
+import { Backoff, retryAfterMs, sleep } from "./backoff.js";
+import { RelayHttpError } from "./errors.js";
+import { nip98Header } from "./nip98.js";
+import { eventShapeProblem } from "./validate.js";
+
+export interface RelayHttpOptions {
+  /** The relay's WebSocket URL; the HTTP origin is derived from it (ws→http, wss→https). */
+  url: string;
+  secretKey: Uint8Array;
+  logger?: Logger;
+  /** Attempts per call. Default 4 (the Buzz CLI uses 3). */
+  attempts?: number;
+  /** First retry pause. Default 500 ms, doubling, capped at 30 s like the Buzz CLI. */
+  retryBaseMs?: number;
+  /** Per-request timeout. Default 15 s. */
+  timeoutMs?: number;
+}
+
+export interface EventsWriteResult {
+  event_id: string;
+  accepted: boolean;
+  message: string;
+}
+
+export class RelayHttp {
+  readonly origin: string;
+  readonly metrics = { requests: 0, retries: 0, failures: 0 };
+  private readonly log: Logger;
+
+  constructor(private readonly opts: RelayHttpOptions) {
+    this.origin = httpOrigin(opts.url);
+    this.log = (opts.logger ?? silentLogger()).child({ relay_http: this.origin });
+  }
+
+  /** `POST /query`: events matching any filter; malformed entries are dropped. */
+  async query(filters: Filter[]): Promise<Event[]> {
+    const out = await this.post("/query", filters);
+    if (!Array.isArray(out)) throw new RelayHttpError(this.origin + "/query", 200, "response is not a JSON array");
+    return out.filter((e): e is Event => eventShapeProblem(e) === undefined);
+  }
+
+  /** `POST /count` → the number of matching events. */
+  async count(filters: Filter[]): Promise<number> {
+    const out = (await this.post("/count", filters)) as { count?: unknown };
+    if (typeof out?.count !== "number") throw new RelayHttpError(this.origin + "/count", 200, "response has no numeric count");
+    return out.count;
+  }
+
+  /** `POST /events` with one signed event (no WebSocket needed). */
+  async postEvent(ev: Event): Promise<EventsWriteResult> {
+    return (await this.post("/events", ev)) as EventsWriteResult;
+  }
+
+  /** POSTs `payload` as JSON; the NIP-98 payload hash covers exactly these bytes. */
+  async post(path: string, payload: unknown): Promise<unknown> {
+    const url = this.origin + path;
+    const body = Buffer.from(JSON.stringify(payload));
+    const attempts = Math.max(1, this.opts.attempts ?? 4);
+    const backoff = new Backoff({ baseMs: this.opts.retryBaseMs ?? 500, capMs: 30_000 });
+    let lastErr: RelayHttpError | undefined;
+    for (let i = 1; i <= attempts; i++) {
+      this.metrics.requests++;
+      let status = 0;
+      let text = "";
+      try {
+        const res = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: nip98Header(url, "POST", body, this.opts.secretKey) },
+          body,
+          signal: AbortSignal.timeout(this.opts.timeoutMs ?? 15_000),
+        });
+        status = res.status;
+        text = await res.text();
+        if (res.ok) return text ? JSON.parse(text) : null;
+      } catch (err) {
+        if (status) throw new RelayHttpError(url, status, `body is not JSON: ${text.slice(0, 120)}`);
+        text = (err as Error).message;
+      }
+      lastErr = new RelayHttpError(url, status, errorMessage(text));
+      const retryable = status === 0 || status === 429 || status >= 500;
+      if (!retryable || i === attempts) break;
+      const wait = Math.min(30_000, retryAfterMs(text) ?? backoff.next());
+      this.metrics.retries++;
+      this.log.info({ evt: "relay.http_retry", path, status, wait_ms: wait, attempt: i }, "relay HTTP call will be retried");
+      await sleep(wait);
+    }
+    this.metrics.failures++;
+    throw lastErr!;
+  }
+}
+
+function errorMessage(text: string): string {
+  try {
+    const j = JSON.parse(text) as { error?: string; message?: string };
+    return [j.error, j.message].filter(Boolean).join(": ") || text;
+  } catch {
+    return text.slice(0, 300);
+  }
+}

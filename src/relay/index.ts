@@ -1,0 +1,31 @@
+/**
+ * The relay client's public API (design §5). The daemon builds one `RelayClient`, a
+ * `ChannelDirectory` on top of it, and a `ProfileCache` for names:
+ *
+ * ```ts
+ * const client = new RelayClient({ url, secretKey, logger, cursor });
+ * const dir = new ChannelDirectory(client, logger).attach();
+ * client.on("event", (ev, ctx) => gate.offer(ev, ctx));          // deduped, NOT yet verified
+ * dir.on("joined", (ch, since) => client.setChannels([...current, { id: ch.id, kinds, requireMention, since }]));
+ * await client.start();
+ * client.setChannels((await dir.discover()).map((c) => ({ id: c.id, kinds: [9], requireMention: true })));
+ * const { outcome } = await client.send(events.message(channel, "hi"));
+ * ```
+ */
+export { RelayClient, type RelayClientOptions, type RelayClientEvents, type EventContext, type MembershipChange, type CursorProvider } from "./client.js";
+export { RelayConnection, type ConnectionOptions, type ConnectionState, type SendOptions } from "./connection.js";
+export { ChannelDirectory, channelInfoOf, channelTypeOf, type ChannelInfo, type ChannelType, type DirectorySource } from "./directory.js";
+export { ProfileCache, profileOf, shortNpub, type Profile, type ProfileCacheOptions } from "./profiles.js";
+export { RelayHttp, type RelayHttpOptions, type EventsWriteResult } from "./http.js";
+export { nip98Header, nip98Template } from "./nip98.js";
+export { initCrypto, verifySignature, signEvent, cryptoBackend, verifyStats } from "./verify.js";
+export { publishWithRetry, type PublishOptions } from "./publish.js";
+export { isRetryable, isSuccess, outcomeFromOk, type PublishOutcome, type PublishStatus } from "./outcome.js";
+export { channelFilters, membershipFilter, isRequested, SUB_CHANNELS, SUB_MEMBERSHIP, type ChannelSubscription } from "./filters.js";
+export { TwoGenerationDedupe } from "./dedupe.js";
+export { Backoff, retryAfterMs, reasonPrefix, type BackoffOptions } from "./backoff.js";
+export { relayTagUrl, httpOrigin, authTemplate } from "./auth.js";
+export { eventShapeProblem } from "./validate.js";
+export { RelayAuthError, RelayHttpError, RelayUsageError } from "./errors.js";
+export * from "./kinds.js";
+export * as events from "./events.js";

@@ -1,0 +1,106 @@
+/**
+ * Display names from kind 0 profiles (buzz-protocol §2.7), for prompts and logs. A small LRU
+ * with a TTL: names change rarely and a stale one for a few minutes is harmless, while a relay
+ * round trip per mention is not.
+ */
+import type { Event } from "nostr-tools";
+import type { Filter } from "nostr-tools/filter";
+import { npubEncode } from "nostr-tools/nip19";
+import { KIND } from "./kinds.js";
+
+export interface ProfileSource {
+  query(filters: Filter[]): Promise<Event[]>;
+}
+
+export interface Profile {
+  pubkey: string;
+  /** display_name, else name, else a short npub. */
+  displayName: string;
+  name?: string;
+  picture?: string;
+}
+
+export interface ProfileCacheOptions {
+  /** Profiles kept. Default 500: a busy team fits, memory stays trivial. */
+  capacity?: number;
+  /** Re-fetch after this long. Default 10 min. */
+  ttlMs?: number;
+}
+
+export function shortNpub(pubkey: string): string {
+  try {
+    const n = npubEncode(pubkey);
+    return `${n.slice(0, 10)}…${n.slice(-4)}`;
+  } catch {
+    return pubkey.slice(0, 8);
+  }
+}
+
+export function profileOf(pubkey: string, ev: Event | undefined): Profile {
+  let meta: Record<string, unknown> = {};
+  try {
+    if (ev) meta = JSON.parse(ev.content) as Record<string, unknown>;
+  } catch {
+    // a malformed profile is treated as no profile
+  }
+  const str = (k: string) => (typeof meta[k] === "string" && (meta[k] as string).trim() ? (meta[k] as string).trim() : undefined);
+  return { pubkey, displayName: str("display_name") ?? str("name") ?? shortNpub(pubkey), name: str("name"), picture: str("picture") };
+}
+
+export class ProfileCache {
+  private entries = new Map<string, { p: Profile; at: number }>();
+  private readonly capacity: number;
+  private readonly ttlMs: number;
+
+  constructor(private readonly source: ProfileSource, opts: ProfileCacheOptions = {}) {
+    this.capacity = opts.capacity ?? 500;
+    this.ttlMs = opts.ttlMs ?? 10 * 60_000;
+  }
+
+  /** Cached profile, or undefined (no fetch). */
+  peek(pubkey: string): Profile | undefined {
+    const e = this.entries.get(pubkey);
+    if (!e || Date.now() - e.at > this.ttlMs) return undefined;
+    this.entries.delete(pubkey); // re-insert = most recently used
+    this.entries.set(pubkey, e);
+    return e.p;
+  }
+
+  /** Profiles for `pubkeys`, fetching the missing ones in one query. A failed fetch yields short npubs. */
+  async resolve(pubkeys: string[]): Promise<Map<string, Profile>> {
+    const out = new Map<string, Profile>();
+    const missing: string[] = [];
+    for (const pk of new Set(pubkeys)) {
+      const p = this.peek(pk);
+      if (p) out.set(pk, p);
+      else missing.push(pk);
+    }
+    if (missing.length) {
+      let events: Event[] = [];
+      let fetched = true;
+      try {
+        events = await this.source.query([{ kinds: [KIND.profile], authors: missing }]);
+      } catch {
+        fetched = false; // not cached: the next call tries again
+      }
+      const newest = new Map<string, Event>();
+      for (const ev of events) if (ev.kind === KIND.profile && (!newest.has(ev.pubkey) || ev.created_at > newest.get(ev.pubkey)!.created_at)) newest.set(ev.pubkey, ev);
+      for (const pk of missing) {
+        const p = profileOf(pk, newest.get(pk));
+        if (fetched) this.put(p);
+        out.set(pk, p);
+      }
+    }
+    return out;
+  }
+
+  async displayName(pubkey: string): Promise<string> {
+    return (await this.resolve([pubkey])).get(pubkey)!.displayName;
+  }
+
+  private put(p: Profile): void {
+    this.entries.delete(p.pubkey);
+    this.entries.set(p.pubkey, { p, at: Date.now() });
+    while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+  }
+}
