@@ -1,0 +1,74 @@
+/**
+ * The proxy's end of the link: connects to the daemon's unix socket, authenticates
+ * with the session token, fetches the manifest, forwards buzz tool calls and answers
+ * the daemon's hook requests.
+ */
+import { connect, type Socket } from "node:net";
+import { createMessageConnection, SocketMessageReader, SocketMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
+import { manifestWire, type ProxyManifest } from "../proxy/manifest.js";
+import type { HookFanout } from "../proxy/hooks.js";
+import { BuzzCall, Hello, LinkError, RunHook, type BuzzToolName, type RunHookParams } from "./protocol.js";
+
+/** How long the proxy waits for the daemon's socket and hello answer (default 10 s: the daemon is local). */
+export const LINK_CONNECT_TIMEOUT_MS = 10_000;
+
+export class LinkClient {
+  private constructor(
+    private readonly conn: MessageConnection,
+    private readonly socket: Socket,
+    readonly manifest: ProxyManifest,
+  ) {}
+
+  static async connect(socketPath: string, token: string, timeoutMs = LINK_CONNECT_TIMEOUT_MS): Promise<LinkClient> {
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = connect(socketPath);
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(new LinkError(`link ${socketPath}: no connection within ${timeoutMs} ms`));
+      }, timeoutMs);
+      s.once("connect", () => {
+        clearTimeout(timer);
+        resolve(s);
+      });
+      s.once("error", (err) => {
+        clearTimeout(timer);
+        reject(new LinkError(`link ${socketPath}: ${err.message}`));
+      });
+    });
+    const conn = createMessageConnection(new SocketMessageReader(socket), new SocketMessageWriter(socket));
+    conn.listen();
+    let hello;
+    try {
+      const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new LinkError(`link ${socketPath}: no hello answer within ${timeoutMs} ms`)), timeoutMs).unref());
+      hello = await Promise.race([conn.sendRequest(Hello, { token, pid: process.pid }), timer]);
+    } catch (err) {
+      conn.dispose();
+      socket.destroy();
+      throw new LinkError(`link refused: ${(err as Error).message}`);
+    }
+    const manifest = manifestWire.safeParse(hello.manifest);
+    if (!manifest.success) {
+      conn.dispose();
+      socket.destroy();
+      throw new LinkError(`link sent an invalid manifest: ${manifest.error.message}`);
+    }
+    return new LinkClient(conn, socket, manifest.data);
+  }
+
+  callBuzzTool(tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> {
+    return this.conn.sendRequest(BuzzCall, { tool, args });
+  }
+
+  onRunHook(handler: (p: RunHookParams) => Promise<HookFanout>): void {
+    this.conn.onRequest(RunHook, (p) => handler(p));
+  }
+
+  onClose(handler: () => void): void {
+    this.conn.onClose(handler);
+  }
+
+  close(): void {
+    this.conn.dispose();
+    this.socket.destroy();
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * One downstream MCP server of the proxy: spawned with its own env, initialized,
+ * listed (tools, resources, templates, prompts), restarted with backoff when it
+ * crashes or misses two hook deadlines in a row. While it is down its last known tool
+ * list is kept, so calls to it fail fast with a clear message instead of "unknown tool".
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import {
+  ErrorCode,
+  McpError,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Prompt,
+  type Resource,
+  type ResourceTemplate,
+  type ServerCapabilities,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import type { Logger } from "../ops/log.js";
+import { downstreamEnv } from "./env.js";
+import { FastStdioClientTransport } from "./line-transport.js";
+import type { ManifestServer } from "./manifest.js";
+import { PROXY_VERSION } from "./version.js";
+
+export type DownstreamState = "starting" | "ready" | "down" | "stopped";
+
+/** setTimeout's ceiling: "no timeout" for calls whose server has none configured. */
+export const NO_TIMEOUT_MS = 2_147_483_647;
+const BACKOFF_FIRST_MS = 500;
+const BACKOFF_MAX_MS = 30_000;
+/** Up this long, a server's crash count starts over. */
+const STABLE_AFTER_MS = 30_000;
+
+/**
+ * Results are handed upstream as received; the agent's own client validates them.
+ * A full CallToolResult parse here (and again in the upstream Server) was a large
+ * share of the per-call cost.
+ */
+export const PassThroughResult = z.custom<CallToolResult>((v) => typeof v === "object" && v !== null && !Array.isArray(v));
+
+export function errorResult(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
+
+export interface DownstreamEvents {
+  /** A list the proxy aggregates changed (after a list_changed or a restart). */
+  changed(kind: "tools" | "resources" | "prompts"): void;
+}
+
+export class Downstream {
+  state: DownstreamState = "starting";
+  tools: Tool[] = [];
+  resources: Resource[] = [];
+  templates: ResourceTemplate[] = [];
+  prompts: Prompt[] = [];
+  capabilities: ServerCapabilities = {};
+  lastError?: string;
+  /** Consecutive hook deadline misses; two restart the server. */
+  hookMisses = 0;
+  private client?: Client;
+  private transport?: FastStdioClientTransport;
+  private attempt = 0;
+  private readyAt = 0;
+  private restartTimer?: NodeJS.Timeout;
+  private generation = 0;
+  private firstAttempt: Promise<void>;
+  private resolveFirst!: () => void;
+  private readyWaiters: (() => void)[] = [];
+
+  constructor(
+    readonly cfg: ManifestServer,
+    private readonly opts: { logger: Logger; listTimeoutMs: number; events: DownstreamEvents },
+  ) {
+    this.firstAttempt = new Promise((r) => (this.resolveFirst = r));
+  }
+
+  get name(): string {
+    return this.cfg.name;
+  }
+
+  /** Resolves once the first start attempt has finished, ready or failed. */
+  settled(): Promise<void> {
+    return this.firstAttempt;
+  }
+
+  /** Resolves when the server is ready (now or after a restart). */
+  whenReady(): Promise<void> {
+    if (this.state === "ready") return Promise.resolve();
+    return new Promise((r) => this.readyWaiters.push(r));
+  }
+
+  start(): Promise<void> {
+    void this.launch();
+    return this.firstAttempt;
+  }
+
+  private async launch(): Promise<void> {
+    const gen = ++this.generation;
+    this.state = "starting";
+    const log = this.opts.logger;
+    const transport = new FastStdioClientTransport({
+      command: this.cfg.command,
+      args: this.cfg.args,
+      env: downstreamEnv(this.cfg.env),
+      cwd: this.cfg.cwd,
+    });
+    const client = new Client({ name: "buzz-bridge-proxy", version: PROXY_VERSION }, { capabilities: {} });
+    client.onerror = (err) => log.warn({ evt: "proxy.server_error", server: this.name, error: err.message });
+    client.onclose = () => {
+      if (gen !== this.generation || this.state === "stopped") return;
+      this.onDown(`exited${transport.stderr.toString() ? `; stderr: ${transport.stderr.toString().slice(-500)}` : ""}`);
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(client, gen, "tools"));
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.refresh(client, gen, "resources"));
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.refresh(client, gen, "prompts"));
+    this.client = client;
+    this.transport = transport;
+    const started = Date.now();
+    try {
+      await client.connect(transport, { timeout: this.opts.listTimeoutMs });
+      this.capabilities = client.getServerCapabilities() ?? {};
+      await this.listAll(client);
+    } catch (err) {
+      if (gen !== this.generation || (this.state as DownstreamState) === "stopped") return;
+      const error = err instanceof Error ? err.message : String(err);
+      log.error({ evt: "proxy.server_failed", server: this.name, command: this.cfg.command, error, stderr: transport.stderr.toString().slice(-2000) });
+      this.lastError = error;
+      void transport.close(true);
+      this.state = "down";
+      this.resolveFirst();
+      this.scheduleRestart();
+      return;
+    }
+    if (gen !== this.generation) return;
+    const restarted = this.readyAt !== 0;
+    this.state = "ready";
+    this.readyAt = Date.now();
+    this.lastError = undefined;
+    log.info({ evt: restarted ? "proxy.server_restarted" : "proxy.server_ready", server: this.name, tools: this.tools.length, ms: Date.now() - started });
+    this.resolveFirst();
+    for (const w of this.readyWaiters.splice(0)) w();
+    if (restarted) for (const kind of ["tools", "resources", "prompts"] as const) this.opts.events.changed(kind);
+  }
+
+  private async listAll(client: Client): Promise<void> {
+    const opts = { timeout: this.opts.listTimeoutMs };
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : undefined, opts);
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    this.tools = tools;
+    // Resources and prompts are extras: a server that fails them still serves its tools.
+    const caps = this.capabilities;
+    const extra = async <T>(what: string, fn: () => Promise<T>, fallback: T): Promise<T> => {
+      try {
+        return await fn();
+      } catch (err) {
+        this.opts.logger.warn({ evt: "proxy.list_failed", server: this.name, what, error: (err as Error).message });
+        return fallback;
+      }
+    };
+    if (caps.resources) {
+      this.resources = await extra("resources", async () => (await client.listResources(undefined, opts)).resources, []);
+      this.templates = await extra("resource templates", async () => (await client.listResourceTemplates(undefined, opts)).resourceTemplates, []);
+    }
+    if (caps.prompts) this.prompts = await extra("prompts", async () => (await client.listPrompts(undefined, opts)).prompts, []);
+  }
+
+  private async refresh(client: Client, gen: number, kind: "tools" | "resources" | "prompts"): Promise<void> {
+    if (gen !== this.generation || this.state !== "ready") return;
+    const opts = { timeout: this.opts.listTimeoutMs };
+    try {
+      if (kind === "tools") this.tools = (await client.listTools(undefined, opts)).tools;
+      else if (kind === "resources") {
+        this.resources = (await client.listResources(undefined, opts)).resources;
+        this.templates = (await client.listResourceTemplates(undefined, opts)).resourceTemplates;
+      } else this.prompts = (await client.listPrompts(undefined, opts)).prompts;
+      this.opts.events.changed(kind);
+    } catch (err) {
+      this.opts.logger.warn({ evt: "proxy.list_failed", server: this.name, what: kind, error: (err as Error).message });
+    }
+  }
+
+  private onDown(reason: string): void {
+    this.state = "down";
+    this.lastError = reason;
+    this.opts.logger.error({ evt: "proxy.server_down", server: this.name, reason });
+    this.scheduleRestart();
+  }
+
+  private scheduleRestart(): void {
+    if (this.readyAt && Date.now() - this.readyAt > STABLE_AFTER_MS) this.attempt = 0;
+    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.attempt++);
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => void this.launch(), delay);
+    this.restartTimer.unref();
+  }
+
+  /** Kills and relaunches now (two missed hook deadlines). */
+  async restart(reason: string): Promise<void> {
+    if (this.state === "stopped") return;
+    this.opts.logger.warn({ evt: "proxy.server_restart", server: this.name, reason });
+    clearTimeout(this.restartTimer);
+    this.generation++;
+    this.state = "down";
+    this.lastError = reason;
+    const old = this.transport;
+    void old?.close(true);
+    void this.launch();
+  }
+
+  async stop(): Promise<void> {
+    this.state = "stopped";
+    clearTimeout(this.restartTimer);
+    await this.transport?.close();
+  }
+
+  /** Calls a tool; every failure becomes an isError result except the caller's own cancellation. */
+  async call(tool: string, args: Record<string, unknown> | undefined, options: RequestOptions & { meta?: Record<string, unknown> }): Promise<CallToolResult> {
+    const client = this.client;
+    if (this.state !== "ready" || !client) {
+      return errorResult(`MCP server '${this.name}' is ${this.state === "starting" ? "starting" : "down"}${this.lastError ? ` (${this.lastError.slice(0, 300)})` : ""}; try again shortly`);
+    }
+    const params: Record<string, unknown> = { name: tool, arguments: args ?? {} };
+    if (options.meta) params._meta = options.meta;
+    try {
+      return await client.request({ method: "tools/call", params: params as { name: string } }, PassThroughResult, {
+        timeout: this.cfg.timeout ?? NO_TIMEOUT_MS,
+        resetTimeoutOnProgress: this.cfg.timeout !== undefined,
+        ...options,
+      });
+    } catch (err) {
+      if (options.signal?.aborted) throw err;
+      if (err instanceof McpError) {
+        if (err.code === ErrorCode.RequestTimeout) return errorResult(`'${tool}' on MCP server '${this.name}' timed out after ${this.cfg.timeout} ms`);
+        if (err.code === ErrorCode.ConnectionClosed) return errorResult(`MCP server '${this.name}' exited during '${tool}'; it is being restarted`);
+        return errorResult(`MCP server '${this.name}' refused '${tool}': ${err.message}`);
+      }
+      return errorResult(`'${tool}' on MCP server '${this.name}' failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** Raw request for resources and prompts, which keep protocol errors as they are. */
+  request<T extends z.ZodType>(method: string, params: Record<string, unknown>, schema: T, options: RequestOptions = {}): Promise<z.output<T>> {
+    if (this.state !== "ready" || !this.client) {
+      return Promise.reject(new McpError(ErrorCode.InternalError, `MCP server '${this.name}' is ${this.state}${this.lastError ? ` (${this.lastError.slice(0, 300)})` : ""}`));
+    }
+    return this.client.request({ method, params }, schema, { timeout: this.opts.listTimeoutMs, ...options }) as Promise<z.output<T>>;
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * Hook fan-out and merge (design §8; peers-and-asks §4.1). A hook is a tool whose bare
+ * name starts with `_`. One upstream hook call reaches every server that has the hook
+ * exactly once, in parallel, under one deadline; late answers are discarded. The merged
+ * text is `[server] text` per objecting server in config order, blank-line separated,
+ * at most 16 KiB with a fair share each, `""` when nobody objects, never isError.
+ */
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../ops/log.js";
+import type { Downstream } from "./downstream.js";
+
+/** buzz-agent caps each hook result at 16 KiB. */
+export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
+/** Consecutive deadline misses after which a server is restarted (buzz-agent kills on the second). */
+export const HOOK_MISSES_BEFORE_RESTART = 2;
+
+export type Verdict = "allow" | "object";
+
+export interface HookServerResult {
+  name: string;
+  ms: number;
+  verdict: Verdict;
+  timed_out: boolean;
+  error?: string;
+  /** This server's answer as given (trimmed), or the on_error objection text. */
+  text: string;
+}
+
+export interface HookFanout {
+  /** The merged answer, as the agent receives it. */
+  text: string;
+  verdict: Verdict;
+  ms: number;
+  servers: HookServerResult[];
+}
+
+function resultText(r: CallToolResult): string {
+  const parts: string[] = [];
+  for (const c of r.content ?? []) if (c.type === "text") parts.push(c.text);
+  return parts.join("\n").trim();
+}
+
+const SEP = "\n\n";
+
+/** Cuts a string to at most `bytes` UTF-8 bytes without splitting a character. */
+function cutBytes(text: string, bytes: number): string {
+  const buf = Buffer.from(text, "utf8");
+  if (buf.length <= bytes) return text;
+  const marker = "…";
+  const room = Math.max(0, bytes - Buffer.byteLength(marker));
+  return buf.subarray(0, room).toString("utf8").replace(/\uFFFD+$/, "") + marker;
+}
+
+/**
+ * Merges objections in the given (config) order. When they do not fit, the budget is
+ * water-filled: short answers keep everything, long ones share what is left equally.
+ */
+export function mergeHookTexts(parts: { name: string; text: string }[], maxBytes = MAX_HOOK_TEXT_BYTES): string {
+  const items = parts.filter((p) => p.text.trim() !== "").map((p) => `[${p.name}] ${p.text.trim()}`);
+  if (items.length === 0) return "";
+  const sizes = items.map((s) => Buffer.byteLength(s, "utf8"));
+  let budget = maxBytes - Buffer.byteLength(SEP) * (items.length - 1);
+  if (sizes.reduce((a, b) => a + b, 0) <= budget) return items.join(SEP);
+  const caps = new Array<number>(items.length).fill(0);
+  const order = sizes.map((s, i) => [s, i] as const).sort((a, b) => a[0] - b[0]);
+  let left = items.length;
+  for (const [size, i] of order) {
+    const share = Math.floor(budget / left);
+    caps[i] = Math.min(size, share);
+    budget -= caps[i]!;
+    left--;
+  }
+  return items.map((s, i) => cutBytes(s, caps[i]!)).join(SEP);
+}
+
+/**
+ * Calls `hook` once on each target, all at once, and waits at most `deadlineMs`.
+ * Never throws: every failure is a per-server result.
+ */
+export async function runHookFanout(
+  hook: string,
+  targets: Downstream[],
+  opts: { deadlineMs: number; logger: Logger; args?: Record<string, unknown> },
+): Promise<HookFanout> {
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), opts.deadlineMs);
+  });
+
+  const one = async (ds: Downstream): Promise<HookServerResult> => {
+    const t0 = Date.now();
+    const onError = (error: string, timedOut: boolean): HookServerResult => {
+      const verdict = ds.cfg.on_error;
+      const text = verdict === "object" ? `${hook} could not be checked (${error}); this server is set to object on errors` : "";
+      return { name: ds.name, ms: Date.now() - t0, verdict, timed_out: timedOut, error, text };
+    };
+    const abort = new AbortController();
+    const attempt = (async () => {
+      if (ds.state === "starting") await ds.whenReady();
+      const r = await ds.call(hook, opts.args ?? {}, { signal: abort.signal });
+      return r;
+    })();
+    const outcome = await Promise.race([attempt.then((r) => ({ r }), (e: unknown) => ({ e })), deadline]);
+    if (outcome === "timeout") {
+      // The late answer is discarded; cancelling tells the slow server to stop working on it.
+      abort.abort();
+      ds.hookMisses++;
+      if (ds.hookMisses >= HOOK_MISSES_BEFORE_RESTART) {
+        ds.hookMisses = 0;
+        void ds.restart(`missed the ${hook} deadline ${HOOK_MISSES_BEFORE_RESTART} times in a row`);
+      }
+      return onError(`no answer within ${opts.deadlineMs} ms`, true);
+    }
+    ds.hookMisses = 0;
+    if ("e" in outcome) return onError((outcome.e as Error)?.message ?? String(outcome.e), false);
+    const text = resultText(outcome.r);
+    if (outcome.r.isError) return onError(text || "isError without text", false);
+    return { name: ds.name, ms: Date.now() - t0, verdict: text === "" ? "allow" : "object", timed_out: false, text };
+  };
+
+  const servers = await Promise.all(targets.map(one));
+  clearTimeout(timer);
+  const text = mergeHookTexts(servers);
+  const result: HookFanout = { text, verdict: text === "" ? "allow" : "object", ms: Date.now() - started, servers };
+  opts.logger.info({
+    evt: "hook",
+    hook,
+    ms: result.ms,
+    verdict: result.verdict,
+    servers: servers.map(({ name, ms, verdict, timed_out, error }) => ({ name, ms, verdict, timed_out, ...(error ? { error } : {}) })),
+  });
+  return result;
+}

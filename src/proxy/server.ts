@@ -1,0 +1,217 @@
+/**
+ * The aggregating proxy: one upstream MCP Server (the agent's slot) in front of the
+ * session's downstream servers. `initialize` is answered at once; everything else
+ * first waits for every downstream to have listed or failed (bounded by list_timeout).
+ *
+ * tools/call is served from the Server's fallback handler: the SDK's registered
+ * tools/call handler re-validates the request and the result with zod on every call,
+ * which a pass-through does not need (the agent's client validates what it receives).
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  ErrorCode,
+  GetPromptRequestSchema,
+  GetPromptResultSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  ReadResourceResultSchema,
+  type CallToolResult,
+  type JSONRPCRequest,
+  type Prompt,
+  type Resource,
+  type ResourceTemplate,
+  type ServerNotification,
+  type ServerRequest,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../ops/log.js";
+import type { LinkClient } from "../link/client.js";
+import { BUZZ_TOOLS, callBuzzTool, isBuzzTool } from "./buzz-tools.js";
+import { buildCatalog, type Catalog } from "./catalog.js";
+import { Downstream, errorResult } from "./downstream.js";
+import { runHookFanout, type HookFanout } from "./hooks.js";
+import type { ProxyManifest } from "./manifest.js";
+import { exposedName, isHookName } from "./naming.js";
+import { PROXY_VERSION } from "./version.js";
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+export interface ProxyOptions {
+  manifest: ProxyManifest;
+  logger: Logger;
+  /** The daemon link; without it the proxy has no buzz tools. */
+  link?: LinkClient;
+}
+
+export class AggregatingProxy {
+  readonly server: Server;
+  readonly downstreams: Downstream[];
+  private catalog?: Catalog;
+  private readyPromise?: Promise<void>;
+  private listed = false;
+  private readonly builtins: Tool[];
+
+  constructor(private readonly opts: ProxyOptions) {
+    const { manifest, logger } = opts;
+    this.builtins = opts.link ? BUZZ_TOOLS : [];
+    this.downstreams = manifest.servers.map(
+      (cfg) => new Downstream(cfg, { logger, listTimeoutMs: manifest.list_timeout, events: { changed: (kind) => this.onChanged(kind) } }),
+    );
+    this.server = new Server(
+      { name: "buzz-bridge", version: PROXY_VERSION },
+      { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } },
+    );
+    this.installHandlers();
+    opts.link?.onRunHook((p) => this.runHook(p.name, p.servers));
+  }
+
+  /** Starts every downstream in parallel and serves upstream on `transport`. */
+  async start(transport: Transport): Promise<void> {
+    for (const ds of this.downstreams) void ds.start();
+    await this.server.connect(transport);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.downstreams.map((ds) => ds.stop()));
+    await this.server.close().catch(() => {});
+  }
+
+  /** Every downstream listed or failed, or list_timeout passed: whichever is first. */
+  ready(): Promise<void> {
+    this.readyPromise ??= new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        const waiting = this.downstreams.filter((d) => d.state === "starting").map((d) => d.name);
+        this.opts.logger.error({ evt: "proxy.list_timeout", ms: this.opts.manifest.list_timeout, waiting });
+        resolve();
+      }, this.opts.manifest.list_timeout);
+      void Promise.all(this.downstreams.map((d) => d.settled())).then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return this.readyPromise;
+  }
+
+  private getCatalog(): Catalog {
+    this.catalog ??= buildCatalog(this.downstreams, this.builtins, this.opts.logger);
+    return this.catalog;
+  }
+
+  private onChanged(kind: "tools" | "resources" | "prompts"): void {
+    if (kind === "tools") this.catalog = undefined;
+    if (!this.listed) return;
+    // Some agents (buzz-agent) never re-list; the log says so when tools change.
+    this.opts.logger.warn({ evt: "proxy.list_changed", kind });
+    const send =
+      kind === "tools" ? this.server.sendToolListChanged() : kind === "resources" ? this.server.sendResourceListChanged() : this.server.sendPromptListChanged();
+    void send.catch(() => {});
+  }
+
+  /** The merged hook, for the agent's tools/call and for the daemon over the link. */
+  async runHook(name: string, only?: string[]): Promise<HookFanout> {
+    await this.ready();
+    let targets = this.getCatalog().hooks.get(name) ?? [];
+    if (only) targets = targets.filter((d) => only.includes(d.name));
+    return runHookFanout(name, targets, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger });
+  }
+
+  private installHandlers(): void {
+    const s = this.server;
+    s.setRequestHandler(ListToolsRequestSchema, async () => {
+      await this.ready();
+      this.listed = true;
+      const cat = this.getCatalog();
+      if (cat.collision) throw new McpError(ErrorCode.InternalError, cat.collision.message);
+      return { tools: cat.tools };
+    });
+    s.fallbackRequestHandler = async (request: JSONRPCRequest, extra: Extra) => {
+      if (request.method === "tools/call") return this.callTool(request, extra);
+      throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+    };
+    s.setRequestHandler(ListResourcesRequestSchema, async () => {
+      await this.ready();
+      return { resources: this.union((d) => d.resources, (d, r) => ({ ...r, name: this.label(d, r.name) })) };
+    });
+    s.setRequestHandler(ListResourceTemplatesRequestSchema, async () => {
+      await this.ready();
+      return { resourceTemplates: this.union((d) => d.templates, (d, r) => ({ ...r, name: this.label(d, r.name) })) };
+    });
+    s.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
+      await this.ready();
+      const ds = this.resourceOwner(req.params.uri);
+      if (!ds) throw new McpError(ErrorCode.InvalidParams, `no MCP server of this session offers resource ${req.params.uri}`);
+      return ds.request("resources/read", req.params, ReadResourceResultSchema, { signal: extra.signal });
+    });
+    s.setRequestHandler(ListPromptsRequestSchema, async () => {
+      await this.ready();
+      return { prompts: this.union((d) => d.prompts, (d, p) => ({ ...p, name: this.label(d, p.name) })) };
+    });
+    s.setRequestHandler(GetPromptRequestSchema, async (req, extra) => {
+      await this.ready();
+      for (const d of this.downstreams) {
+        const p = d.prompts.find((p: Prompt) => this.label(d, p.name) === req.params.name);
+        if (p) return d.request("prompts/get", { ...req.params, name: p.name }, GetPromptResultSchema, { signal: extra.signal });
+      }
+      throw new McpError(ErrorCode.InvalidParams, `unknown prompt '${req.params.name}'`);
+    });
+  }
+
+  private label(d: Downstream, name: string): string {
+    return exposedName(d.name, name, d.cfg.prefix).name;
+  }
+
+  private union<T>(pick: (d: Downstream) => T[], map: (d: Downstream, item: T) => T): T[] {
+    return this.downstreams.flatMap((d) => pick(d).map((item) => map(d, item)));
+  }
+
+  private resourceOwner(uri: string): Downstream | undefined {
+    const exact = this.downstreams.find((d) => d.resources.some((r: Resource) => r.uri === uri));
+    if (exact) return exact;
+    let best: { d: Downstream; len: number } | undefined;
+    for (const d of this.downstreams) {
+      for (const t of d.templates as ResourceTemplate[]) {
+        const literal = t.uriTemplate.split("{")[0] ?? "";
+        if (literal && uri.startsWith(literal) && (!best || literal.length > best.len)) best = { d, len: literal.length };
+      }
+    }
+    return best?.d;
+  }
+
+  private async callTool(request: JSONRPCRequest, extra: Extra): Promise<CallToolResult> {
+    const params = (request.params ?? {}) as { name?: unknown; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> };
+    const name = params.name;
+    if (typeof name !== "string") throw new McpError(ErrorCode.InvalidParams, "tools/call needs params.name");
+    if (!this.listed) await this.ready();
+    const cat = this.getCatalog();
+    const route = cat.routes.get(name);
+    if (route) {
+      const meta = params._meta;
+      const progressToken = meta?.progressToken;
+      let forwardMeta: Record<string, unknown> | undefined;
+      if (meta) {
+        const { progressToken: _drop, ...rest } = meta;
+        if (Object.keys(rest).length > 0) forwardMeta = rest;
+      }
+      return route.ds.call(route.tool, params.arguments, {
+        signal: extra.signal,
+        meta: forwardMeta,
+        onprogress:
+          progressToken === undefined
+            ? undefined
+            : (p) => void extra.sendNotification({ method: "notifications/progress", params: { ...p, progressToken: progressToken as string | number } }).catch(() => {}),
+      });
+    }
+    if (this.opts.link && isBuzzTool(name)) return callBuzzTool(this.opts.link, name, params.arguments);
+    if (isHookName(name) && cat.hooks.has(name)) {
+      const r = await runHookFanout(name, cat.hooks.get(name)!, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger, args: params.arguments });
+      return { content: [{ type: "text", text: r.text }] };
+    }
+    return errorResult(`unknown tool '${name}': this proxy has no such tool (it may belong to a server that failed to start; see tools/list)`);
+  }
+}
