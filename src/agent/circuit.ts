@@ -1,0 +1,80 @@
+/**
+ * Crash accounting for the pool: respawn backoff that grows with recent crashes, and a
+ * circuit breaker — `threshold` crashes within `windowMs` open it for `openMs`, during
+ * which no agent is started and calls fail fast (design §7: 3 in 60 s → 5 min).
+ */
+import { EventEmitter } from "node:events";
+
+export interface CircuitOptions {
+  /** Crashes within the window that open the circuit; default 3. */
+  threshold?: number;
+  /** default 60 s */
+  windowMs?: number;
+  /** How long the circuit stays open; default 5 min. */
+  openMs?: number;
+  /** First respawn delay after a crash, doubled per recent crash; default 500 ms. */
+  backoffBaseMs?: number;
+  /** default 30 s */
+  backoffMaxMs?: number;
+}
+
+export type CircuitState = "closed" | "open";
+
+/** Emits `change` with `{ state, until, crashes }`. */
+export class CrashBreaker extends EventEmitter {
+  private recent: number[] = [];
+  private openUntil = 0;
+  private timer: NodeJS.Timeout | undefined;
+  /** Earliest time the next spawn may start (backoff). */
+  nextSpawnAt = 0;
+  totalCrashes = 0;
+  private readonly o: Required<CircuitOptions>;
+
+  constructor(opts: CircuitOptions = {}) {
+    super();
+    this.o = { threshold: 3, windowMs: 60_000, openMs: 300_000, backoffBaseMs: 500, backoffMaxMs: 30_000, ...opts };
+  }
+
+  get state(): CircuitState {
+    return this.openUntil > Date.now() ? "open" : "closed";
+  }
+
+  get until(): number | undefined {
+    return this.state === "open" ? this.openUntil : undefined;
+  }
+
+  get recentCrashes(): number {
+    const now = Date.now();
+    this.recent = this.recent.filter((t) => now - t < this.o.windowMs);
+    return this.recent.length;
+  }
+
+  record(): void {
+    const now = Date.now();
+    this.totalCrashes++;
+    this.recent.push(now);
+    const n = this.recentCrashes;
+    this.nextSpawnAt = now + Math.min(this.o.backoffBaseMs * 2 ** (n - 1), this.o.backoffMaxMs);
+    if (n >= this.o.threshold && this.state === "closed") {
+      this.openUntil = now + this.o.openMs;
+      this.emit("change", { state: "open", until: this.openUntil, crashes: n });
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => {
+        this.recent = [];
+        this.nextSpawnAt = 0;
+        this.emit("change", { state: "closed", until: undefined, crashes: 0 });
+      }, this.o.openMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Waits out the current backoff (bounded by the caller's pool staying open). */
+  async backoff(): Promise<void> {
+    const wait = this.nextSpawnAt - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
+}

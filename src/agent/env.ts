@@ -1,0 +1,81 @@
+/**
+ * The agent's environment (design §7): nothing is inherited except an allow-list of
+ * plain OS settings, then `agent.env` is laid over it. The bridge's secret key never
+ * gets in: the well-known variable names are dropped, and so is any variable whose
+ * value contains the key in either spelling (nsec or hex), even when a user put it in
+ * `agent.env` by mistake.
+ */
+import { nip19 } from "nostr-tools";
+import { bytesToHex } from "nostr-tools/utils";
+
+/** Inherited as-is when present in the bridge's own environment. */
+const INHERITED = new Set([
+  "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TMPDIR", "TMP", "TEMP",
+  "USER", "LOGNAME", "SHELL", "TZ", "COLORTERM", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+  // Agents talk to model APIs; a proxy setting of the host is an OS setting, not a secret.
+  "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+]);
+const INHERITED_PREFIXES = ["XDG_"];
+
+/** Variable names that hold a Nostr secret by convention; never passed, whatever the source. */
+export const SECRET_ENV_NAMES = ["BUZZ_PRIVATE_KEY", "NOSTR_PRIVATE_KEY"];
+
+export interface AgentEnvOptions {
+  /** `agent.env` from config: added after the allow-list, so it may override PATH etc. */
+  configured?: Record<string, string>;
+  /** The bridge's secret key (bytes) or its textual forms; any value containing one is dropped. */
+  secret?: Uint8Array | string[];
+  /** `gates.enforce` resolved to `agent`: tells the agent which MCP entry has hooks (design §7). */
+  hooksAgentEnforced?: boolean;
+  /** Defaults to `process.env`; tests pass their own. */
+  parent?: NodeJS.ProcessEnv;
+}
+
+export interface AgentEnv {
+  env: Record<string, string>;
+  /** Names that were refused because they held (or were named like) the secret key; for a warn log. */
+  dropped: string[];
+}
+
+/** The spellings of a secret key that must not appear in any child environment or log. */
+export function secretForms(secret: Uint8Array | string[] | undefined): string[] {
+  if (!secret) return [];
+  if (Array.isArray(secret)) return secret.filter((s) => s.length >= 16);
+  const hex = bytesToHex(secret);
+  return [hex, nip19.nsecEncode(secret)];
+}
+
+function containsSecret(value: string, forms: string[]): boolean {
+  const lower = value.toLowerCase();
+  return forms.some((f) => lower.includes(f.toLowerCase()));
+}
+
+export function agentEnvironment(opts: AgentEnvOptions = {}): AgentEnv {
+  const parent = opts.parent ?? process.env;
+  const forms = secretForms(opts.secret);
+  const env: Record<string, string> = {};
+  const dropped: string[] = [];
+  const put = (name: string, value: string) => {
+    if (SECRET_ENV_NAMES.includes(name) || containsSecret(value, forms)) {
+      dropped.push(name);
+      return;
+    }
+    env[name] = value;
+  };
+  for (const [name, value] of Object.entries(parent)) {
+    if (value === undefined) continue;
+    if (INHERITED.has(name) || INHERITED_PREFIXES.some((p) => name.startsWith(p))) put(name, value);
+  }
+  // buzz-agent's reply guard would nag about send_message posts; the bridge's fallback covers silence.
+  env.BUZZ_AGENT_REQUIRE_REPLY = "0";
+  if (opts.hooksAgentEnforced) env.MCP_HOOK_SERVERS = "buzz";
+  for (const [name, value] of Object.entries(opts.configured ?? {})) put(name, value);
+  return { env, dropped: [...new Set(dropped)] };
+}
+
+/** Replaces every spelling of the secret in text (stderr lines, error tails) with a marker. */
+export function scrubSecret(text: string, forms: string[]): string {
+  let out = text;
+  for (const f of forms) out = out.split(f).join("[redacted]");
+  return out;
+}

@@ -1,0 +1,395 @@
+/**
+ * The agent pool (design §7): one agent process per active scope, at most
+ * `max_concurrent`, reaped after `idle_close`; one initialized warm spare so a mention
+ * does not wait for agent start-up; crashed processes fail their turn (AgentCrashedError),
+ * are respawned with backoff, and repeated crashes open a circuit breaker.
+ *
+ * Generic on purpose: it takes a plain options object (see poolOptionsFromConfig) and
+ * knows nothing of relays or channels beyond a name for the working directory.
+ *
+ * Events: `spawn` {pid, spare}, `spare` {pid}, `exit` {pid, scope?, code, signal, expected},
+ * `crash` {pid, scope?, code, signal, stderrTail}, `circuit` {state, until, crashes}.
+ */
+import { EventEmitter } from "node:events";
+import type { Config } from "../config/schema.js";
+import type { Logger } from "../ops/log.js";
+import { silentLogger } from "../ops/log.js";
+import { agentCwd, spareCwd } from "./cwd.js";
+import { agentEnvironment, secretForms } from "./env.js";
+import { AgentStartError, CircuitOpenError, PoolClosedError } from "./errors.js";
+import { CrashBreaker, type CircuitOptions, type CircuitState } from "./circuit.js";
+import { AgentProcess } from "./process.js";
+import { AgentSession, type ProxyCommand } from "./session.js";
+import type { PermissionPolicy } from "./permissions.js";
+import type { TurnLimits } from "./turn-control.js";
+
+export interface AgentPoolOptions {
+  command: string;
+  args: string[];
+  /** `agent.env`, laid over the inherited allow-list. */
+  env: Record<string, string>;
+  /** `agent.cwd` template with `{channel}`. */
+  cwd: string;
+  /** Processes serving scopes at once (the spare is extra); default 4. */
+  maxConcurrent: number;
+  idleTimeoutMs: number;
+  maxTurnMs: number;
+  /** A scope's process with no turn for this long is closed; default 10 min. */
+  idleCloseMs: number;
+  cancelGraceMs: number;
+  /** Keep one initialized process ready; default true. */
+  warmSpare: boolean;
+  permissions: PermissionPolicy;
+  permissionTimeoutMs: number;
+  mode?: string;
+  /** `initialize` bound; default 30 s. */
+  initTimeoutMs?: number;
+  /** The bridge's secret key: kept out of the agent's environment and its stderr in logs. */
+  secret?: Uint8Array | string[];
+  /** gates.enforce resolved to `agent`: sets MCP_HOOK_SERVERS=buzz. */
+  hooksAgentEnforced?: boolean;
+  proxy?: ProxyCommand;
+  circuit?: CircuitOptions;
+  /** Grace for stdin-EOF and SIGTERM when closing a process; default 2 s. */
+  closeGraceMs?: number;
+  logger?: Logger;
+  /** The environment the allow-list picks from; default process.env. */
+  parentEnv?: NodeJS.ProcessEnv;
+}
+
+/** The pool options from config (durations are already milliseconds there). */
+export function poolOptionsFromConfig(
+  agent: Config["agent"],
+  extra: Pick<AgentPoolOptions, "secret" | "hooksAgentEnforced" | "logger" | "proxy" | "initTimeoutMs"> = {},
+): AgentPoolOptions {
+  return {
+    command: agent.command, args: agent.args, env: agent.env, cwd: agent.cwd,
+    maxConcurrent: agent.max_concurrent, idleTimeoutMs: agent.idle_timeout, maxTurnMs: agent.max_turn,
+    idleCloseMs: agent.idle_close, cancelGraceMs: agent.cancel_grace, warmSpare: agent.warm_spare,
+    permissions: agent.permissions, permissionTimeoutMs: agent.permission_timeout, mode: agent.mode,
+    ...extra,
+  };
+}
+
+export interface AcquireOptions {
+  /** Channel name; `{channel}` in the cwd template becomes its slug. */
+  channelName: string;
+  /** Overrides the cwd template (absolute path). */
+  cwd?: string;
+  /** The proxy's environment for this session (link address and token). */
+  mcpEnv: Record<string, string>;
+  standingContext?: string;
+  /** Reopen this session after a restart when the agent supports resume/load. */
+  previousSessionId?: string;
+}
+
+export interface PoolStats {
+  /** Live agent processes, the spare included. */
+  processes: number;
+  busy: number;
+  scopes: number;
+  spareReady: boolean;
+  spawns: number;
+  crashes: number;
+  circuit: CircuitState;
+  circuitUntil?: number;
+}
+
+interface Entry {
+  scope: string;
+  session: AgentSession;
+  idleTimer?: NodeJS.Timeout;
+}
+
+export class AgentPool extends EventEmitter {
+  private readonly entries = new Map<string, Entry>();
+  private readonly pending = new Map<string, Promise<AgentSession>>();
+  private starting = 0;
+  private waiters: Array<() => void> = [];
+  private spare: AgentProcess | undefined;
+  private spareStarting: Promise<AgentProcess | undefined> | undefined;
+  private spareRetry: NodeJS.Timeout | undefined;
+  private closed = false;
+  private spawns = 0;
+  private readonly breaker: CrashBreaker;
+  private readonly log: Logger;
+  private readonly limits: TurnLimits;
+  private readonly display: string;
+
+  constructor(private readonly o: AgentPoolOptions) {
+    super();
+    this.log = o.logger ?? silentLogger();
+    this.display = [o.command, ...o.args].join(" ");
+    this.breaker = new CrashBreaker(o.circuit);
+    this.breaker.on("change", (c: { state: CircuitState; until?: number; crashes: number }) => {
+      const line = { evt: "agent.circuit", state: c.state, until: c.until ? new Date(c.until).toISOString() : undefined, crashes: c.crashes, command: this.display };
+      if (c.state === "open") this.log.error(line, "agent circuit breaker open: too many crashes");
+      else this.log.info(line, "agent circuit breaker closed");
+      this.emit("circuit", c);
+      if (c.state === "closed") this.ensureSpare();
+    });
+    this.limits = {
+      idleTimeoutMs: o.idleTimeoutMs, maxTurnMs: o.maxTurnMs, cancelGraceMs: o.cancelGraceMs,
+      permissions: o.permissions, permissionTimeoutMs: o.permissionTimeoutMs,
+    };
+  }
+
+  /** Starts warming the spare (if configured). */
+  start(): void {
+    this.ensureSpare();
+  }
+
+  get circuit(): { state: CircuitState; until?: number; crashes: number } {
+    return { state: this.breaker.state, until: this.breaker.until, crashes: this.breaker.recentCrashes };
+  }
+
+  /** pid of the ready spare, if any (tests and benchmarks). */
+  get sparePid(): number | undefined {
+    return this.spare?.alive ? this.spare.pid : undefined;
+  }
+
+  /** Resolves when a spare is ready (or cannot be made); for start-up and tests. */
+  async spareReady(): Promise<boolean> {
+    this.ensureSpare();
+    if (this.spareStarting) await this.spareStarting;
+    return this.sparePid !== undefined;
+  }
+
+  stats(): PoolStats {
+    let busy = 0;
+    for (const e of this.entries.values()) if (e.session.busy) busy++;
+    const live = [...this.entries.values()].filter((e) => e.session.proc.alive).length;
+    return {
+      processes: live + (this.spare?.alive ? 1 : 0), busy, scopes: this.entries.size, spareReady: !!this.spare?.alive,
+      spawns: this.spawns, crashes: this.breaker.totalCrashes, circuit: this.breaker.state, circuitUntil: this.breaker.until,
+    };
+  }
+
+  /** The scope's live session, if any. */
+  session(scope: string): AgentSession | undefined {
+    const e = this.entries.get(scope);
+    return e?.session.alive ? e.session : undefined;
+  }
+
+  /** The scope's session, reused when alive, else opened on the spare or a new process. */
+  acquire(scope: string, opts: AcquireOptions): Promise<AgentSession> {
+    if (this.closed) return Promise.reject(new PoolClosedError());
+    const existing = this.entries.get(scope);
+    if (existing?.session.alive) {
+      this.touch(existing);
+      return Promise.resolve(existing.session);
+    }
+    if (existing) this.drop(existing);
+    const inFlight = this.pending.get(scope);
+    if (inFlight) return inFlight;
+    const p = this.open(scope, opts).finally(() => this.pending.delete(scope));
+    this.pending.set(scope, p);
+    return p;
+  }
+
+  private async open(scope: string, opts: AcquireOptions): Promise<AgentSession> {
+    this.checkCircuit();
+    await this.slot();
+    this.starting++;
+    let proc: AgentProcess | undefined;
+    try {
+      const cwd = opts.cwd ?? agentCwd(this.o.cwd, opts.channelName);
+      proc = await this.takeProcess(cwd);
+      proc.tags.scope = scope;
+      const session = await AgentSession.open(proc, {
+        cwd, mcpEnv: opts.mcpEnv, standingContext: opts.standingContext, mode: this.o.mode,
+        previousSessionId: opts.previousSessionId, proxy: this.o.proxy, logger: this.log,
+      }, this.limits);
+      proc.tags.sessionId = session.sessionId;
+      if (this.closed) {
+        void proc.close(this.o.closeGraceMs);
+        throw new PoolClosedError();
+      }
+      const entry: Entry = { scope, session };
+      session.onTurnEnd = () => this.touch(entry);
+      this.entries.set(scope, entry);
+      this.watch(entry);
+      this.touch(entry);
+      return session;
+    } catch (err) {
+      if (proc?.alive) void proc.close(this.o.closeGraceMs);
+      throw err;
+    } finally {
+      this.starting--;
+      this.wake();
+    }
+  }
+
+  private checkCircuit(): void {
+    if (this.breaker.state === "open") throw new CircuitOpenError(this.display, this.breaker.until!, this.breaker.recentCrashes);
+  }
+
+  /** Waits for a free process slot, closing the least recently used idle scope if that makes one. */
+  private async slot(): Promise<void> {
+    while (this.entries.size + this.starting >= this.o.maxConcurrent) {
+      if (this.closed) throw new PoolClosedError();
+      const idle = [...this.entries.values()].filter((e) => !e.session.busy);
+      if (idle.length) {
+        const lru = idle.reduce((a, b) => (this.lastUsed(a) <= this.lastUsed(b) ? a : b));
+        this.log.info({ evt: "agent.evict", scope: lru.scope, agent_pid: lru.session.proc.pid }, "closing idle agent to make room");
+        this.release(lru);
+        continue;
+      }
+      await new Promise<void>((r) => this.waiters.push(r));
+    }
+  }
+
+  private readonly usedAt = new WeakMap<Entry, number>();
+  private lastUsed(e: Entry): number {
+    return this.usedAt.get(e) ?? 0;
+  }
+
+  private wake(): void {
+    const w = this.waiters.shift();
+    w?.();
+  }
+
+  private async takeProcess(cwd: string): Promise<AgentProcess> {
+    if (!this.spare?.alive && this.spareStarting) await this.spareStarting;
+    const spare = this.spare;
+    if (spare?.alive) {
+      this.spare = undefined;
+      delete spare.tags.spare;
+      this.ensureSpare();
+      return spare;
+    }
+    const proc = await this.spawn(cwd, false);
+    this.ensureSpare();
+    return proc;
+  }
+
+  private async spawn(cwd: string, isSpare: boolean): Promise<AgentProcess> {
+    await this.breaker.backoff();
+    this.checkCircuit();
+    if (this.closed) throw new PoolClosedError();
+    const { env, dropped } = agentEnvironment({
+      configured: this.o.env, secret: this.o.secret, hooksAgentEnforced: this.o.hooksAgentEnforced, parent: this.o.parentEnv,
+    });
+    if (dropped.length) this.log.warn({ evt: "agent.env_dropped", names: dropped }, "kept the bridge's secret key out of the agent environment");
+    this.spawns++;
+    try {
+      const proc = await AgentProcess.start({
+        command: this.o.command, args: this.o.args, cwd, env, initTimeoutMs: this.o.initTimeoutMs,
+        logger: this.log, secretForms: secretForms(this.o.secret),
+      });
+      this.emit("spawn", { pid: proc.pid, spare: isSpare });
+      return proc;
+    } catch (err) {
+      if (err instanceof AgentStartError) {
+        this.log.error({ evt: "agent.start_failed", command: this.display, reason: err.reason, stderr: err.stderrTail }, err.message);
+        // A command that cannot start would otherwise be retried forever.
+        this.breaker.record();
+      }
+      throw err;
+    }
+  }
+
+  private ensureSpare(): void {
+    if (this.closed || !this.o.warmSpare || this.spare?.alive || this.spareStarting || this.breaker.state === "open") return;
+    clearTimeout(this.spareRetry);
+    this.spareStarting = this.spawn(spareCwd(this.o.cwd), true)
+      .then((proc) => {
+        if (this.closed) {
+          void proc.close(this.o.closeGraceMs);
+          return undefined;
+        }
+        this.spare = proc;
+        proc.tags.spare = true;
+        proc.once("exit", (info: { expected: boolean; code: number | null; signal: NodeJS.Signals | null }) => {
+          if (this.spare === proc) this.spare = undefined;
+          if (!info.expected && proc.tags.scope === undefined) this.crashed(proc, undefined);
+        });
+        this.emit("spare", { pid: proc.pid });
+        return proc;
+      })
+      .catch((err: unknown) => {
+        this.log.warn({ evt: "agent.spare_failed", err: String((err as Error).message ?? err) }, "could not start the warm spare agent");
+        if (!this.closed) {
+          this.spareRetry = setTimeout(() => this.ensureSpare(), Math.max(100, this.breaker.nextSpawnAt - Date.now()));
+          this.spareRetry.unref();
+        }
+        return undefined;
+      })
+      .finally(() => {
+        this.spareStarting = undefined;
+      });
+  }
+
+  private crashed(proc: AgentProcess, scope: string | undefined): void {
+    const exit = proc.exitInfo!;
+    this.breaker.record();
+    const info = { pid: proc.pid, scope, code: exit.code, signal: exit.signal, stderrTail: proc.stderrTail() };
+    this.log.error({ evt: "agent.crash", agent_pid: info.pid, scope, code: exit.code, signal: exit.signal, stderr: info.stderrTail, command: this.display }, "agent process died");
+    this.emit("crash", info);
+    if (!this.closed) setTimeout(() => this.ensureSpare(), 0);
+  }
+
+  private watch(entry: Entry): void {
+    const proc = entry.session.proc;
+    proc.once("exit", (info: { expected: boolean; code: number | null; signal: NodeJS.Signals | null }) => {
+      this.emit("exit", { pid: proc.pid, scope: entry.scope, ...info });
+      if (this.entries.get(entry.scope) === entry) this.drop(entry);
+      if (!info.expected) this.crashed(proc, entry.scope);
+    });
+  }
+
+  private touch(entry: Entry): void {
+    this.usedAt.set(entry, Date.now());
+    clearTimeout(entry.idleTimer);
+    entry.idleTimer = setTimeout(() => {
+      if (this.entries.get(entry.scope) !== entry) return;
+      if (entry.session.busy) return this.touch(entry);
+      this.log.info({ evt: "agent.idle_close", scope: entry.scope, agent_pid: entry.session.proc.pid }, "closing idle agent");
+      this.release(entry);
+    }, this.o.idleCloseMs);
+    entry.idleTimer.unref();
+    this.wake();
+  }
+
+  /** Forgets an entry (the process is dead or being closed). */
+  private drop(entry: Entry): void {
+    clearTimeout(entry.idleTimer);
+    if (this.entries.get(entry.scope) === entry) this.entries.delete(entry.scope);
+    entry.session.detach();
+    this.wake();
+  }
+
+  private release(entry: Entry): Promise<unknown> {
+    this.drop(entry);
+    return entry.session.proc.close(this.o.closeGraceMs);
+  }
+
+  /** `!cancel`: cancels the scope's running turn; false when none was running. */
+  cancel(scope: string): boolean {
+    return this.entries.get(scope)?.session.cancel() ?? false;
+  }
+
+  /** `!rotate`: ends the scope's session (its process is closed); the next acquire starts fresh. */
+  async rotate(scope: string): Promise<boolean> {
+    const entry = this.entries.get(scope);
+    if (!entry) return false;
+    this.log.info({ evt: "agent.rotate", scope, sessionId: entry.session.sessionId }, "session rotated");
+    await this.release(entry);
+    return true;
+  }
+
+  /** Kills everything: stdin end, grace, SIGTERM, SIGKILL on each process group. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.spareRetry);
+    this.breaker.dispose();
+    for (const w of this.waiters.splice(0)) w();
+    const procs: Array<Promise<unknown>> = [];
+    for (const entry of [...this.entries.values()]) procs.push(this.release(entry));
+    const spare = this.spare ?? (await this.spareStarting);
+    if (spare) procs.push(spare.close(this.o.closeGraceMs));
+    this.spare = undefined;
+    await Promise.all(procs);
+  }
+}

@@ -1,0 +1,322 @@
+/**
+ * One agent process speaking ACP over stdio: spawn in its own process group, the ACP
+ * `initialize` handshake (protocol v1, client capabilities honest: no fs, no terminal),
+ * routing of `session/update` and `session/request_permission` to the session that owns
+ * them, stderr to the log line by line, and a stop that escalates (stdin end, grace,
+ * SIGTERM, SIGKILL on the group).
+ *
+ * Start failures become an AgentStartError naming the command: not found, exits at once,
+ * non-JSON on stdout before the handshake (usually a CLI that is not an ACP agent), no
+ * answer to `initialize` in time, or an unsupported protocol version.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { EventEmitter } from "node:events";
+import { Readable, Transform, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk/unstable";
+import type { Logger } from "../ops/log.js";
+import { scrub, silentLogger } from "../ops/log.js";
+import { AgentStartError, describeCause } from "./errors.js";
+import { scrubSecret } from "./env.js";
+
+/** Receives what the agent sends for one session; implemented by AgentSession. */
+export interface SessionRoute {
+  onUpdate(notification: acp.SessionNotification): void;
+  onPermission(request: acp.RequestPermissionRequest, signal: AbortSignal): Promise<acp.RequestPermissionResponse>;
+}
+
+export interface AgentProcessOptions {
+  command: string;
+  args?: string[];
+  /** Absolute working directory of the process (created by the caller). */
+  cwd: string;
+  /** The complete environment (see agentEnvironment); nothing else is inherited. */
+  env: Record<string, string>;
+  /** How long `initialize` may take; default 30 s (claude-agent-acp needs ~1 s, gemini ~3 s). */
+  initTimeoutMs?: number;
+  logger?: Logger;
+  /** Secret spellings to mask in stderr lines and tails, besides nsec-shaped text. */
+  secretForms?: string[];
+  /** stderr lines kept for crash reports; default 30. */
+  stderrTailLines?: number;
+  /** Log level for the agent's stderr lines; default "info" (it is what an operator needs on a crash). */
+  stderrLevel?: "debug" | "info" | "warn";
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** True when the bridge stopped it (close/kill), false for a crash. */
+  expected: boolean;
+}
+
+export const ACP_PROTOCOL_VERSION = 1;
+const DEFAULT_INIT_TIMEOUT = 30_000;
+
+/** Emits `exit` (ExitInfo) once. */
+export class AgentProcess extends EventEmitter {
+  readonly routes = new Map<string, SessionRoute>();
+  /** Tags added to every log line of this process (scope, sessionId), set by the pool. */
+  readonly tags: Record<string, unknown> = {};
+  agentInfo: acp.Implementation | undefined;
+  capabilities: acp.AgentCapabilities = {};
+  authMethods: acp.AuthMethod[] = [];
+  exitInfo: ExitInfo | undefined;
+  readonly exited: Promise<ExitInfo>;
+  readonly displayCommand: string;
+  private expectedExit = false;
+  private initialized = false;
+  private readonly tail: string[] = [];
+  private connection!: acp.ClientConnection;
+  private readonly log: Logger;
+
+  private constructor(readonly child: ChildProcess, private readonly opts: AgentProcessOptions) {
+    super();
+    this.displayCommand = [opts.command, ...(opts.args ?? [])].join(" ");
+    this.log = opts.logger ?? silentLogger();
+    this.exited = new Promise((resolveExit) => {
+      child.once("exit", (code, signal) => {
+        this.exitInfo = { code, signal, expected: this.expectedExit };
+        resolveExit(this.exitInfo);
+        this.emit("exit", this.exitInfo);
+      });
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  get alive(): boolean {
+    return this.exitInfo === undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** The agent side of the connection, for session requests. */
+  get agent(): acp.ClientContext {
+    return this.connection.agent;
+  }
+
+  /** Last stderr lines, scrubbed. */
+  stderrTail(): string {
+    return this.tail.join("\n");
+  }
+
+  /** Spawns the agent and completes `initialize`; rejects with AgentStartError. */
+  static async start(opts: AgentProcessOptions): Promise<AgentProcess> {
+    const child = spawn(opts.command, opts.args ?? [], {
+      cwd: opts.cwd,
+      env: opts.env,
+      stdio: ["pipe", "pipe", "pipe"],
+      // Own process group, so a kill reaches the agent's children (MCP proxy, shells) too.
+      detached: true,
+    });
+    const proc = new AgentProcess(child, opts);
+    try {
+      await proc.handshake();
+    } catch (err) {
+      proc.kill();
+      throw err;
+    }
+    return proc;
+  }
+
+  private startError(reason: string): AgentStartError {
+    return new AgentStartError(this.displayCommand, reason, this.stderrTail());
+  }
+
+  private handshake(): Promise<void> {
+    const { child } = this;
+    const timeoutMs = this.opts.initTimeoutMs ?? DEFAULT_INIT_TIMEOUT;
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const settle = (err?: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      const timer = setTimeout(
+        () => settle(this.startError(`did not answer ACP initialize within ${Math.round(timeoutMs / 1000)}s; is it an ACP agent (some need a flag such as --acp)?`)),
+        timeoutMs,
+      );
+      child.once("error", (err: NodeJS.ErrnoException) => {
+        const reason =
+          err.code === "ENOENT" ? `command not found (ENOENT): check agent.command and PATH` :
+          err.code === "EACCES" ? `command is not executable (EACCES)` :
+          `could not be spawned: ${err.message}`;
+        settle(this.startError(reason));
+      });
+      child.once("exit", (code, signal) => {
+        // Give stderr a moment to drain so the tail explains the exit.
+        setTimeout(() => settle(this.startError(
+          signal ? `was killed by ${signal} before answering initialize` : `exited at once (code ${code}) before answering initialize`)), 50);
+      });
+      this.wireStderr();
+      const stdout = this.guardStdout((line) =>
+        settle(this.startError(`printed non-JSON on stdout ("${line.slice(0, 120)}"); ACP needs JSON-RPC lines on stdout: is this an ACP agent?`)));
+      child.stdin!.on("error", () => {
+        // EPIPE when the agent dies; the exit handler reports it.
+      });
+      if (child.pid === undefined) return; // spawn failed; 'error' follows
+      this.connect(stdout);
+      this.agent
+        .request(acp.methods.agent.initialize, {
+          protocolVersion: ACP_PROTOCOL_VERSION,
+          clientCapabilities: {
+            fs: { readTextFile: false, writeTextFile: false },
+            terminal: false,
+            session: { compaction: {} },
+          },
+          clientInfo: { name: "buzz-bridge", version: "0.1.0" },
+        })
+        .then((init) => {
+          if (init.protocolVersion !== ACP_PROTOCOL_VERSION) {
+            settle(this.startError(`answered with ACP protocol version ${init.protocolVersion}; buzz-bridge speaks version ${ACP_PROTOCOL_VERSION}`));
+            return;
+          }
+          this.agentInfo = init.agentInfo ?? undefined;
+          this.capabilities = init.agentCapabilities ?? {};
+          this.authMethods = init.authMethods ?? [];
+          this.initialized = true;
+          this.log.info({ evt: "agent.initialized", agent_pid: this.pid, agent: this.agentInfo, capabilities: this.capabilities }, "agent initialized");
+          settle();
+        })
+        .catch((err: unknown) => settle(this.startError(`refused initialize: ${describeCause(err)}`)));
+    });
+  }
+
+  private wireStderr(): void {
+    const max = this.opts.stderrTailLines ?? 30;
+    const level = this.opts.stderrLevel ?? "info";
+    let partial = "";
+    this.child.stderr!.setEncoding("utf8");
+    this.child.stderr!.on("data", (chunk: string) => {
+      const lines = (partial + chunk).split("\n");
+      partial = lines.pop() ?? "";
+      for (const raw of lines) this.stderrLine(raw, max, level);
+    });
+    this.child.stderr!.on("end", () => {
+      if (partial) this.stderrLine(partial, max, level);
+      partial = "";
+    });
+  }
+
+  private stderrLine(raw: string, max: number, level: "debug" | "info" | "warn"): void {
+    const line = scrubSecret(scrub(raw.replace(/\r$/, "")), this.opts.secretForms ?? []);
+    if (!line.trim()) return;
+    this.tail.push(line.slice(0, 2000));
+    if (this.tail.length > max) this.tail.shift();
+    this.log[level]({ evt: "agent.stderr", agent_pid: this.pid, ...this.tags, line }, "agent stderr");
+  }
+
+  /**
+   * Passes stdout through unchanged while watching its lines: the SDK silently skips
+   * non-JSON lines, which would turn a misconfigured command into a 30 s timeout.
+   */
+  private guardStdout(onBadLineBeforeInit: (line: string) => void): Readable {
+    let partial = "";
+    let warned = false;
+    const check = (line: string) => {
+      const t = line.trim();
+      if (!t) return;
+      let ok = t.startsWith("{");
+      if (ok) {
+        try {
+          JSON.parse(t);
+        } catch {
+          ok = false;
+        }
+      }
+      if (ok) return;
+      const shown = scrubSecret(scrub(t), this.opts.secretForms ?? []);
+      if (!this.initialized) onBadLineBeforeInit(shown);
+      else if (!warned) {
+        warned = true;
+        this.log.warn({ evt: "agent.stdout_noise", agent_pid: this.pid, ...this.tags, line: shown.slice(0, 200) }, "agent wrote non-JSON on stdout (ignored)");
+      }
+    };
+    const guard = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        const text = partial + chunk.toString("utf8");
+        const lines = text.split("\n");
+        partial = lines.pop() ?? "";
+        // Only short partial lines are kept; long JSON messages are checked when complete.
+        if (partial.length > 64 * 1024) partial = partial.slice(0, 1024);
+        for (const l of lines) check(l);
+        done(null, chunk);
+      },
+    });
+    return this.child.stdout!.pipe(guard);
+  }
+
+  private connect(stdout: Readable): void {
+    const stream = acp.ndJsonStream(
+      Writable.toWeb(this.child.stdin!) as WritableStream<Uint8Array>,
+      Readable.toWeb(stdout) as ReadableStream<Uint8Array>,
+    );
+    const app = acp
+      .client({ name: "buzz-bridge" })
+      .onNotification(acp.methods.client.session.update, ({ params }) => {
+        const route = this.routes.get(params.sessionId);
+        if (route) route.onUpdate(params);
+        else this.log.debug({ evt: "agent.update_unrouted", agent_pid: this.pid, sessionId: params.sessionId }, "update for no active session");
+      })
+      .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) => {
+        const route = this.routes.get(params.sessionId);
+        if (!route) return { outcome: { outcome: "cancelled" } };
+        return route.onPermission(params, signal);
+      })
+      // We advertised no fs and no terminal; anything else is not ours to serve.
+      .onRequest("*", ({ method }) => {
+        throw acp.RequestError.methodNotFound(method);
+      })
+      .onNotification("*", ({ method }) => {
+        this.log.debug({ evt: "agent.notification", agent_pid: this.pid, method }, "vendor notification ignored");
+      });
+    this.connection = app.connect(stream);
+  }
+
+  /** Kills the whole process group at once (SIGKILL). Marks the exit as expected. */
+  kill(signal: NodeJS.Signals = "SIGKILL"): void {
+    this.expectedExit = true;
+    if (!this.alive || this.child.pid === undefined) return;
+    try {
+      process.kill(-this.child.pid, signal);
+    } catch {
+      try {
+        this.child.kill(signal);
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  /**
+   * Stops the agent politely: end stdin (most agents exit on EOF), wait `graceMs`, then
+   * SIGTERM the group, wait again, then SIGKILL. Resolves when the process has exited.
+   */
+  async close(graceMs = 2000): Promise<ExitInfo> {
+    this.expectedExit = true;
+    if (this.alive) {
+      try {
+        this.connection?.close();
+      } catch {
+        // closing a dead connection
+      }
+      this.child.stdin?.end();
+      if (!(await this.exitsWithin(graceMs))) {
+        this.kill("SIGTERM");
+        if (!(await this.exitsWithin(graceMs))) this.kill("SIGKILL");
+      }
+    }
+    return this.exited;
+  }
+
+  private async exitsWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)));
+    const done = await Promise.race([this.exited.then(() => true as const), timeout]);
+    clearTimeout(timer);
+    return done;
+  }
+}

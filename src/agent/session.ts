@@ -1,0 +1,193 @@
+/**
+ * One ACP session on an agent process: `session/new` (or resume/load of a previous
+ * session) with exactly one MCP server — the bridge's proxy, named `buzz` — the
+ * standing context as an `append` system prompt when the agent supports it, the
+ * configured session mode, and turns (see TurnControl).
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import * as acp from "@agentclientprotocol/sdk/unstable";
+import type { Logger } from "../ops/log.js";
+import { silentLogger } from "../ops/log.js";
+import { AgentCrashedError, AgentModeError, AgentProtocolError, TurnInProgressError } from "./errors.js";
+import type { AgentProcess } from "./process.js";
+import { TurnControl, type PromptOptions, type TurnLimits, type TurnResult } from "./turn-control.js";
+
+/** The name of the proxy's entry in `mcpServers`; agents prefix tools with it (`mcp__buzz__…`). */
+export const PROXY_SERVER_NAME = "buzz";
+
+export interface ProxyCommand {
+  command: string;
+  args: string[];
+}
+
+/** `node <dist>/cli.js mcp-proxy`, found relative to this module (also when run from src/ via tsx). */
+export function defaultProxyCommand(): ProxyCommand {
+  let cli = fileURLToPath(new URL("../cli.js", import.meta.url));
+  if (!existsSync(cli)) cli = cli.replace(/([/\\])src([/\\])cli\.js$/, "$1dist$2cli.js");
+  return { command: process.execPath, args: [cli, "mcp-proxy"] };
+}
+
+export interface SessionOptions {
+  /** Absolute working directory for the session (see agentCwd). */
+  cwd: string;
+  /** Environment of the proxy process: the link address and token for this session. */
+  mcpEnv: Record<string, string>;
+  /** Base prompt, persona, team instructions, channel: sent once per session. */
+  standingContext?: string;
+  /** `agent.mode`: selected with session/set_mode after session/new. */
+  mode?: string;
+  /** A session id from before a restart: resumed (session/resume) or loaded (session/load) when supported. */
+  previousSessionId?: string;
+  /** Overrides the proxy command (tests, debugging); default `defaultProxyCommand()`. */
+  proxy?: ProxyCommand;
+  logger?: Logger;
+}
+
+/** How the standing context reached the agent. */
+export type StandingContextVia = "system_prompt" | "prompt" | "none";
+
+const toEnvList = (env: Record<string, string>) => Object.entries(env).map(([name, value]) => ({ name, value }));
+
+export class AgentSession {
+  /** True until the first prompt when the standing context must go into it (see withStandingContext). */
+  standingContextPending: boolean;
+  private turn: TurnControl | undefined;
+  private closed = false;
+  turns = 0;
+  /** Set by the pool: called after every turn (success or failure), for idle accounting. */
+  onTurnEnd: (() => void) | undefined;
+
+  private constructor(
+    readonly proc: AgentProcess,
+    readonly sessionId: string,
+    readonly standingContextVia: StandingContextVia,
+    readonly resumed: boolean,
+    private readonly standingContext: string,
+    private readonly limits: TurnLimits,
+    private readonly log: Logger,
+  ) {
+    this.standingContextPending = standingContextVia === "prompt";
+    proc.routes.set(sessionId, {
+      onUpdate: (n) => this.turn?.onUpdate(n),
+      onPermission: (req, signal) =>
+        this.turn ? this.turn.onPermission(req, signal) : Promise.resolve({ outcome: { outcome: "cancelled" } }),
+    });
+  }
+
+  static async open(proc: AgentProcess, opts: SessionOptions, limits: TurnLimits): Promise<AgentSession> {
+    const log = opts.logger ?? silentLogger();
+    const proxy = opts.proxy ?? defaultProxyCommand();
+    const mcpServers: acp.McpServer[] = [{ name: PROXY_SERVER_NAME, command: proxy.command, args: proxy.args, env: toEnvList(opts.mcpEnv) }];
+    const standing = opts.standingContext?.trim() ?? "";
+    const caps = proc.capabilities;
+    const systemPrompt: acp.SystemPrompt | undefined =
+      standing && caps.sessionCapabilities?.systemPrompt ? { mode: "append", content: [{ type: "text", text: standing }] } : undefined;
+    const via: StandingContextVia = !standing ? "none" : systemPrompt ? "system_prompt" : "prompt";
+    const guard = async <T>(step: string, run: () => Promise<T>): Promise<T> => {
+      try {
+        return await run();
+      } catch (err) {
+        if (!proc.alive || (await Promise.race([proc.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 100))]))) {
+          throw new AgentCrashedError(proc.displayCommand, proc.exitInfo?.code ?? null, proc.exitInfo?.signal ?? null, proc.stderrTail());
+        }
+        throw new AgentProtocolError(proc.displayCommand, step, err);
+      }
+    };
+
+    let sessionId: string | undefined;
+    let modes: acp.SessionModeState | null | undefined;
+    let resumed = false;
+    if (opts.previousSessionId) {
+      const prev = opts.previousSessionId;
+      try {
+        if (caps.sessionCapabilities?.resume) {
+          const res = await proc.agent.request(acp.methods.agent.session.resume, { sessionId: prev, cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) });
+          modes = res.modes;
+          sessionId = prev;
+        } else if (caps.loadSession) {
+          // The agent replays history as updates; no route exists yet, so they are dropped.
+          const res = await proc.agent.request(acp.methods.agent.session.load, { sessionId: prev, cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) });
+          modes = res?.modes;
+          sessionId = prev;
+        }
+        resumed = sessionId !== undefined;
+      } catch (err) {
+        log.warn({ evt: "agent.session_resume_failed", sessionId: prev, err: String(err) }, "could not reopen the previous session; starting a new one");
+      }
+    }
+    if (!sessionId) {
+      const res = await guard("session/new", () =>
+        proc.agent.request(acp.methods.agent.session.new, { cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) }));
+      sessionId = res.sessionId;
+      modes = res.modes;
+    }
+    if (opts.mode) {
+      const available = modes?.availableModes.map((m) => m.id) ?? [];
+      if (!available.includes(opts.mode)) throw new AgentModeError(proc.displayCommand, opts.mode, available);
+      if (modes?.currentModeId !== opts.mode) {
+        const id = sessionId;
+        await guard("session/set_mode", () => proc.agent.request(acp.methods.agent.session.setMode, { sessionId: id, modeId: opts.mode! }));
+      }
+    }
+    log.info({ evt: "agent.session_open", agent_pid: proc.pid, sessionId, resumed, standing_context: via, mode: opts.mode }, "agent session open");
+    // A resumed session already had its standing context in its first prompt.
+    return new AgentSession(proc, sessionId, resumed && via === "prompt" ? "none" : via, resumed, standing, limits, log);
+  }
+
+  get alive(): boolean {
+    return !this.closed && this.proc.alive;
+  }
+
+  get busy(): boolean {
+    return this.turn !== undefined;
+  }
+
+  /**
+   * The blocks with the standing context in front when it has to travel in the first
+   * prompt (the agent has no `systemPrompt` support); otherwise the blocks unchanged.
+   */
+  withStandingContext(blocks: acp.ContentBlock[]): acp.ContentBlock[] {
+    if (!this.standingContextPending) return blocks;
+    return [{ type: "text", text: this.standingContext }, ...blocks];
+  }
+
+  /** Runs one turn. Rejects with AgentCrashedError when the process dies mid-turn. */
+  async prompt(blocks: acp.ContentBlock[], opts: PromptOptions = {}): Promise<TurnResult> {
+    if (this.turn) throw new TurnInProgressError(this.sessionId);
+    if (!this.alive) {
+      const exit = this.proc.exitInfo;
+      throw new AgentCrashedError(this.proc.displayCommand, exit?.code ?? null, exit?.signal ?? null, this.proc.stderrTail());
+    }
+    const turn = new TurnControl(this.proc, this.sessionId, this.limits, opts, this.log);
+    this.turn = turn;
+    this.standingContextPending = false;
+    this.turns++;
+    const started = Date.now();
+    try {
+      const result = await turn.run(blocks);
+      this.log.info({
+        evt: "agent.turn_end", sessionId: this.sessionId, agent_pid: this.proc.pid, stop: result.stopReason, ms: Date.now() - started,
+        tool_calls: result.toolCalls, timed_out: result.timedOut, cancelled_by: result.cancelledBy, killed: result.killed,
+      }, "turn ended");
+      return result;
+    } finally {
+      this.turn = undefined;
+      this.onTurnEnd?.();
+    }
+  }
+
+  /** Cancels the running turn (`!cancel`); false when no turn was running. */
+  cancel(): boolean {
+    if (!this.turn) return false;
+    this.turn.stop("owner");
+    return true;
+  }
+
+  /** Stops routing this session's traffic (the process is the pool's to close). */
+  detach(): void {
+    this.closed = true;
+    this.turn?.stop("owner");
+    this.proc.routes.delete(this.sessionId);
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * One `session/prompt` under control: updates folded in arrival order, the user's
+ * `onUpdate` called strictly one at a time (the SDK runs notification handlers
+ * concurrently), `idle_timeout` (reset by any update, paused while a permission
+ * question waits for the owner) and `max_turn`. An interrupt sends `session/cancel`,
+ * answers open permission requests with `cancelled`, and after `cancel_grace` kills
+ * the process if the agent has not stopped.
+ */
+import * as acp from "@agentclientprotocol/sdk/unstable";
+import type { Logger } from "../ops/log.js";
+import { AgentCrashedError, AgentProtocolError } from "./errors.js";
+import type { AgentProcess } from "./process.js";
+import { decidePermission, type AskOwner, type PermissionPolicy } from "./permissions.js";
+import { TurnState } from "./turn-state.js";
+
+export interface TurnLimits {
+  /** No update for this long → cancel (`agent.idle_timeout`, default 15 min). */
+  idleTimeoutMs: number;
+  /** Whole turn bound (`agent.max_turn`, default 2 h). */
+  maxTurnMs: number;
+  /** After session/cancel, how long the agent gets to stop before it is killed (`agent.cancel_grace`, default 5 s). */
+  cancelGraceMs: number;
+  permissions: PermissionPolicy;
+  /** Bound on an owner's answer (`agent.permission_timeout`, default 10 min); a timeout denies. */
+  permissionTimeoutMs: number;
+}
+
+export interface PromptOptions {
+  /** Called for each update, in order, one at a time; errors are logged, never fail the turn. */
+  onUpdate?: (update: acp.SessionUpdate) => void | Promise<void>;
+  /** For `permissions: ask-owner`: posts the question and waits for the owner's reaction. */
+  askOwner?: AskOwner;
+}
+
+export type Interrupt = "idle" | "max_turn" | "owner";
+
+export interface TurnResult {
+  stopReason: acp.StopReason;
+  /** Concatenated `agent_message_chunk` text of the agent's last message, trimmed. */
+  finalText: string;
+  /** A compaction completed during the turn (a `_PostCompact` gate may want to run). */
+  compacted: boolean;
+  toolCalls: number;
+  /** Set when a timeout cancelled the turn. */
+  timedOut?: "idle" | "max_turn";
+  /** Set when `cancel()` (owner's `!cancel`) stopped the turn. */
+  cancelledBy?: "owner";
+  /** The agent ignored session/cancel and its process was killed; the session is gone. */
+  killed: boolean;
+  usage?: acp.Usage | null;
+}
+
+export class TurnControl {
+  readonly state = new TurnState();
+  private chain: Promise<void> = Promise.resolve();
+  private idleTimer: NodeJS.Timeout | undefined;
+  private maxTimer: NodeJS.Timeout | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
+  private readonly cancelCtl = new AbortController();
+  private waitingOnOwner = 0;
+  interrupt: Interrupt | undefined;
+  killed = false;
+  private finished = false;
+
+  constructor(
+    private readonly proc: AgentProcess,
+    private readonly sessionId: string,
+    private readonly limits: TurnLimits,
+    private readonly opts: PromptOptions,
+    private readonly log: Logger,
+  ) {}
+
+  onUpdate(n: acp.SessionNotification): void {
+    if (this.finished) return;
+    this.state.apply(n.update);
+    this.armIdle();
+    const cb = this.opts.onUpdate;
+    if (!cb) return;
+    this.chain = this.chain.then(
+      () => cb(n.update),
+    ).catch((err: unknown) => {
+      this.log.warn({ evt: "agent.on_update_failed", sessionId: this.sessionId, err: String(err) }, "update handler failed");
+    });
+  }
+
+  async onPermission(request: acp.RequestPermissionRequest, signal: AbortSignal): Promise<acp.RequestPermissionResponse> {
+    const both = AbortSignal.any([signal, this.cancelCtl.signal]);
+    const owner = this.limits.permissions === "ask-owner";
+    if (owner) this.pauseIdle();
+    try {
+      const decision = await decidePermission(request, {
+        policy: this.limits.permissions,
+        askOwner: this.opts.askOwner,
+        timeoutMs: this.limits.permissionTimeoutMs,
+        signal: both,
+      });
+      this.log.info({
+        evt: "agent.permission", sessionId: this.sessionId, tool: request.toolCall.title ?? request.toolCall.toolCallId,
+        verdict: decision.verdict, by: decision.by,
+      }, "permission answered");
+      return decision.response;
+    } finally {
+      if (owner) this.resumeIdle();
+    }
+  }
+
+  private pauseIdle(): void {
+    this.waitingOnOwner++;
+    clearTimeout(this.idleTimer);
+  }
+
+  private resumeIdle(): void {
+    this.waitingOnOwner--;
+    this.armIdle();
+  }
+
+  private armIdle(): void {
+    clearTimeout(this.idleTimer);
+    if (this.finished || this.interrupt || this.waitingOnOwner > 0) return;
+    this.idleTimer = setTimeout(() => this.stop("idle"), this.limits.idleTimeoutMs);
+  }
+
+  /** session/cancel now; the process is killed if the turn has not ended after the grace. */
+  stop(why: Interrupt): void {
+    if (this.finished || this.interrupt) return;
+    this.interrupt = why;
+    clearTimeout(this.idleTimer);
+    clearTimeout(this.maxTimer);
+    this.log.warn({ evt: "agent.turn_cancel", sessionId: this.sessionId, reason: why, agent_pid: this.proc.pid }, "cancelling turn");
+    this.cancelCtl.abort();
+    this.proc.agent.notify(acp.methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
+    this.graceTimer = setTimeout(() => {
+      if (this.finished) return;
+      this.killed = true;
+      this.log.warn({ evt: "agent.kill_after_grace", sessionId: this.sessionId, agent_pid: this.proc.pid, grace_ms: this.limits.cancelGraceMs },
+        "agent ignored session/cancel; killing it");
+      this.proc.kill();
+    }, this.limits.cancelGraceMs);
+  }
+
+  async run(prompt: acp.ContentBlock[]): Promise<TurnResult> {
+    this.armIdle();
+    this.maxTimer = setTimeout(() => this.stop("max_turn"), this.limits.maxTurnMs);
+    const request = this.proc.agent.request(acp.methods.agent.session.prompt, { sessionId: this.sessionId, prompt });
+    request.catch(() => {}); // settled below; avoid an unhandled rejection when the exit wins
+    type Outcome = { kind: "response"; res: acp.PromptResponse } | { kind: "error"; err: unknown } | { kind: "exit" };
+    try {
+      const outcome: Outcome = await Promise.race([
+        request.then((res): Outcome => ({ kind: "response", res }), (err: unknown): Outcome => ({ kind: "error", err })),
+        this.proc.exited.then((): Outcome => ({ kind: "exit" })),
+      ]);
+      if (outcome.kind === "response") {
+        await this.chain;
+        return this.result(outcome.res.stopReason, outcome.res.usage);
+      }
+      // A rejected prompt right before the exit is the exit's doing: wait briefly to tell which.
+      if (outcome.kind === "error" && this.proc.alive) {
+        const died = await Promise.race([this.proc.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 200))]);
+        if (!died) throw new AgentProtocolError(this.proc.displayCommand, "session/prompt", outcome.err);
+      }
+      await this.proc.exited;
+      await this.chain;
+      if (this.killed) return this.result("cancelled");
+      const exit = this.proc.exitInfo!;
+      throw new AgentCrashedError(this.proc.displayCommand, exit.code, exit.signal, this.proc.stderrTail());
+    } finally {
+      this.finished = true;
+      clearTimeout(this.idleTimer);
+      clearTimeout(this.maxTimer);
+      clearTimeout(this.graceTimer);
+      this.cancelCtl.abort();
+    }
+  }
+
+  private result(stopReason: acp.StopReason, usage?: acp.Usage | null): TurnResult {
+    const r: TurnResult = {
+      stopReason: this.interrupt && stopReason !== "cancelled" && this.killed ? "cancelled" : stopReason,
+      finalText: this.state.finalText,
+      compacted: this.state.compacted,
+      toolCalls: this.state.toolCalls,
+      killed: this.killed,
+    };
+    if (this.interrupt === "idle" || this.interrupt === "max_turn") r.timedOut = this.interrupt;
+    if (this.interrupt === "owner") r.cancelledBy = "owner";
+    if (usage) r.usage = usage;
+    return r;
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * What the demo agent reads out of a prompt. The prompt builder (src/prompt/) owns the
+ * format; this parser is deliberately tolerant and only relies on:
+ *
+ * - Standing context (first prompt blocks, or the session/new `systemPrompt`):
+ *   a line `Channel: <name>` (an optional trailing `(<id>)` is dropped), a line
+ *   `Description: <about>`, and a section starting `Team instructions:` (text on the
+ *   same line or the following lines; its first non-empty line is quoted).
+ * - The last event of the turn: the LAST line `Author: <who>` or `From: <who>` (leading
+ *   `-`/`*` bullets allowed), and its content: the first fenced block (``` or ~~~, any
+ *   length ≥ 3, closed by the same fence) after that line, else a `Content: <text>`
+ *   line, else the last non-empty line of the prompt.
+ * - Directives: `#word` tokens in that last event's content only, so history quoting an
+ *   old `#crash` does not trigger it again.
+ */
+
+export interface ParsedPrompt {
+  channel?: string;
+  description?: string;
+  /** First non-empty line of the team instructions, when the section is present and not empty. */
+  teamInstructions?: string;
+  author?: string;
+  asked: string;
+  directives: Directives;
+}
+
+export interface Directives {
+  finalOnly: boolean;
+  silent: boolean;
+  permission: boolean;
+  crash: boolean;
+  hang: boolean;
+  ignoreCancel: boolean;
+  env: boolean;
+  compact: boolean;
+  stopHook: boolean;
+  sysprompt: boolean;
+  slowMs?: number;
+  tools: Array<{ name: string; args: Record<string, unknown> }>;
+}
+
+const line = (text: string, key: string): string | undefined => {
+  const re = new RegExp(`^\\s*(?:[-*]\\s*)?(?:\\*\\*)?${key}(?:\\*\\*)?\\s*:\\s*(.+?)\\s*$`, "gim");
+  // The first match: the standing context comes before any member-written text.
+  for (const m of text.matchAll(re)) return m[1];
+  return undefined;
+};
+
+function teamInstructions(text: string): string | undefined {
+  const m = /^\s*(?:#+\s*)?(?:\*\*)?Team instructions(?:\*\*)?\s*:?[ \t]*(.*)$/im.exec(text);
+  if (!m) return undefined;
+  const sameLine = m[1]!.trim();
+  if (sameLine) return sameLine;
+  const rest = text.slice(m.index + m[0].length).split("\n");
+  for (const l of rest) {
+    const t = l.trim();
+    if (!t || /^(`{3,}|~{3,})/.test(t)) continue;
+    // The next heading-like line ends an empty section.
+    if (/^(#+\s|[A-Z][A-Za-z ]{1,30}:\s*$|Channel:|Description:)/.test(t)) return undefined;
+    if (/^\(none\)$|^none\.?$/i.test(t)) return undefined;
+    return t;
+  }
+  return undefined;
+}
+
+function fencedAfter(text: string, from: number): string | undefined {
+  const lines = text.slice(from).split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^\s*(`{3,}|~{3,})/.exec(lines[i]!);
+    if (!open) continue;
+    const fence = open[1]!;
+    const body: string[] = [];
+    for (let j = i + 1; j < lines.length; j++) {
+      const t = lines[j]!.trim();
+      if (t.startsWith(fence[0]!.repeat(fence.length)) && /^(`+|~+)$/.test(t)) return body.join("\n").trim();
+      body.push(lines[j]!);
+    }
+    return body.join("\n").trim();
+  }
+  return undefined;
+}
+
+function askedOf(text: string): { author?: string; asked: string } {
+  const re = /^\s*(?:[-*]\s*)?(?:\*\*)?(?:author|from)(?:\*\*)?\s*:\s*(.+?)\s*$/gim;
+  let last: RegExpExecArray | undefined;
+  for (const m of text.matchAll(re)) last = m as RegExpExecArray;
+  if (last) {
+    const after = last.index + last[0].length;
+    const fenced = fencedAfter(text, after);
+    const content = fenced ?? line(text.slice(after), "content");
+    if (content !== undefined) return { author: last[1], asked: content };
+  }
+  const nonEmpty = text.split("\n").map((l) => l.trim()).filter(Boolean);
+  return { author: last?.[1], asked: nonEmpty[nonEmpty.length - 1] ?? "" };
+}
+
+export function parseDirectives(text: string): Directives {
+  const has = (word: string) => new RegExp(`(^|\\s)#${word}(?=\\s|$)`, "i").test(text);
+  const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
+  const tools: Directives["tools"] = [];
+  for (const m of text.matchAll(/(?:^|\s)#tool\s+([A-Za-z0-9_.-]+)[ \t]*(\{.*\})?/gim)) {
+    let args: Record<string, unknown> = {};
+    if (m[2]) {
+      try {
+        args = JSON.parse(m[2]) as Record<string, unknown>;
+      } catch {
+        args = { _unparsed: m[2] };
+      }
+    }
+    tools.push({ name: m[1]!, args });
+  }
+  return {
+    finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"),
+    hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
+    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), slowMs: slow ? Number(slow[1]) : undefined, tools,
+  };
+}
+
+/** Parses the prompt text (all text blocks joined) plus the session's system prompt, if any. */
+export function parsePrompt(promptText: string, systemPrompt = ""): ParsedPrompt {
+  const standing = `${systemPrompt}\n${promptText}`;
+  const channelLine = line(standing, "channel");
+  const { author, asked } = askedOf(promptText);
+  return {
+    channel: channelLine?.replace(/\s*\([^()]*\)\s*$/, ""),
+    description: line(standing, "description"),
+    teamInstructions: teamInstructions(standing),
+    author,
+    asked,
+    directives: parseDirectives(asked),
+  };
+}

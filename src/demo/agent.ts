@@ -1,0 +1,251 @@
+/**
+ * The scripted demo agent (`buzz-bridge demo-agent`): a real ACP agent over stdio (the
+ * SDK's agent app API) with a real MCP client to the `mcpServers` it is given, and no
+ * LLM. On a prompt it replies through the MCP tool `send_message` with a summary of what
+ * it was given — channel name and description, whether team instructions are present
+ * (their first line quoted), who asked and what — so a person sees context assembly
+ * work. Without a `send_message` tool it writes the summary as its final message.
+ * How it reads the prompt is documented in ./agent-parse.ts.
+ *
+ * Directives in the asked message (for tests; several may be combined):
+ *   #final-only           reply only with final text (agent_message_chunk), no tool
+ *   #silent               say nothing at all
+ *   #tool <name> <json>   call that MCP tool with the JSON arguments, report the result
+ *   #stop-hook            call the `_Stop` tool itself and report the answer
+ *   #permission           ask session/request_permission, report the outcome
+ *   #env                  report its environment variable NAMES and whether any value
+ *                         looks like an nsec or a 64-hex secret
+ *   #sysprompt            report whether session/new carried a systemPrompt
+ *   #compact              emit compaction_update (in_progress, then completed)
+ *   #slow <ms>            wait that long before answering (cancellable)
+ *   #crash                exit(1) in the middle of the turn
+ *   #hang                 never answer until session/cancel (then stopReason cancelled)
+ *   #ignore-cancel        hang and ignore session/cancel
+ *
+ * Capabilities: `loadSession: false`; modes `default` and `bypassPermissions`;
+ * `sessionCapabilities.systemPrompt` only when DEMO_AGENT_SYSTEM_PROMPT=1, so both
+ * standing-context paths are testable.
+ */
+import { randomUUID } from "node:crypto";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk/unstable";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { parsePrompt, type ParsedPrompt } from "./agent-parse.js";
+
+interface DemoSession {
+  id: string;
+  systemPrompt?: acp.SystemPrompt | null;
+  servers: acp.McpServer[];
+  mcp?: Promise<McpLink>;
+  turn?: AbortController;
+  mode: string;
+}
+
+interface McpLink {
+  clients: Array<{ client: Client; tools: string[] }>;
+  error?: string;
+}
+
+const MODES: acp.SessionMode[] = [
+  { id: "default", name: "Default", description: "asks before acting" },
+  { id: "bypassPermissions", name: "Bypass permissions", description: "never asks" },
+];
+
+const NSEC = /nsec1[02-9ac-hj-np-z]{20,}/;
+const HEX64 = /(^|[^0-9a-fA-F])[0-9a-fA-F]{64}([^0-9a-fA-F]|$)/;
+
+async function connectMcp(servers: acp.McpServer[]): Promise<McpLink> {
+  const link: McpLink = { clients: [] };
+  for (const s of servers) {
+    if ("type" in s && (s.type === "http" || s.type === "sse")) continue;
+    const stdio = s as acp.McpServerStdio;
+    try {
+      const client = new Client({ name: "buzz-bridge-demo-agent", version: "0.1.0" });
+      await client.connect(new StdioClientTransport({
+        command: stdio.command, args: stdio.args, env: Object.fromEntries(stdio.env.map((e) => [e.name, e.value])), stderr: "inherit",
+      }));
+      const { tools } = await client.listTools();
+      link.clients.push({ client, tools: tools.map((t) => t.name) });
+    } catch (err) {
+      link.error = `${stdio.name}: ${(err as Error).message}`;
+      process.stderr.write(`demo-agent: MCP server ${stdio.name} failed: ${(err as Error).message}\n`);
+    }
+  }
+  return link;
+}
+
+function toolText(result: unknown): string {
+  const r = result as { content?: Array<{ type: string; text?: string }>; isError?: boolean };
+  const text = (r.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+  return r.isError ? `error: ${text}` : text;
+}
+
+function summary(p: ParsedPrompt): string {
+  const lines = [
+    `Channel: ${p.channel ?? "(unknown)"}${p.description ? ` — ${p.description}` : " (no description)"}`,
+    `Team instructions: ${p.teamInstructions ? `present ("${p.teamInstructions}")` : "none"}`,
+    `Asked by: ${p.author ?? "(unknown)"}`,
+    `Asked: ${p.asked || "(nothing)"}`,
+  ];
+  return `Demo agent here, no LLM. Here is what I was given:\n${lines.join("\n")}`;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<boolean>((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const t = setTimeout(() => resolve(true), ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve(false);
+    }, { once: true });
+  });
+
+/** Runs the agent on the given streams until the client goes away. */
+export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stdout): Promise<void> {
+  const sessions = new Map<string, DemoSession>();
+  const offersSystemPrompt = process.env.DEMO_AGENT_SYSTEM_PROMPT === "1";
+
+  const prompt = async (params: acp.PromptRequest, client: acp.AgentContext): Promise<acp.PromptResponse> => {
+    const s = sessions.get(params.sessionId);
+    if (!s) throw acp.RequestError.sessionNotFound(params.sessionId);
+    const turn = new AbortController();
+    s.turn = turn;
+    const up = (update: acp.SessionUpdate) => client.notify(acp.methods.client.session.update, { sessionId: s.id, update });
+    const say = (text: string) => up({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
+    const text = params.prompt.map((b) => (b.type === "text" ? b.text : b.type === "resource" && "text" in b.resource ? b.resource.text : "")).join("\n");
+    const sys = (s.systemPrompt?.content ?? []).map((b) => (b.type === "text" ? b.text : "")).join("\n");
+    const parsed = parsePrompt(text, sys);
+    const d = parsed.directives;
+    const cancelled = () => ({ stopReason: "cancelled" as const });
+
+    if (d.ignoreCancel) await new Promise(() => {});
+    if (d.hang) {
+      await new Promise<void>((r) => turn.signal.addEventListener("abort", () => r(), { once: true }));
+      return cancelled();
+    }
+    if (d.crash) {
+      await say("About to crash, as asked.");
+      setTimeout(() => process.exit(1), 20);
+      await new Promise(() => {});
+    }
+    if (d.slowMs !== undefined && !(await sleep(d.slowMs, turn.signal))) return cancelled();
+
+    const reports: string[] = [];
+    const link = s.mcp ? await s.mcp : { clients: [] };
+    const findTool = (name: string) => link.clients.find((c) => c.tools.includes(name));
+    let callSeq = 0;
+    const callTool = async (name: string, args: Record<string, unknown>): Promise<string> => {
+      const owner = findTool(name);
+      const toolCallId = `call-${++callSeq}`;
+      await up({ sessionUpdate: "tool_call", toolCallId, title: name, kind: "other", status: "in_progress", rawInput: args });
+      if (!owner) {
+        await up({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+        return `no tool named ${name}${link.error ? ` (${link.error})` : ""}`;
+      }
+      try {
+        const res = await owner.client.callTool({ name, arguments: args });
+        await up({ sessionUpdate: "tool_call_update", toolCallId, status: "completed", rawOutput: res });
+        return toolText(res);
+      } catch (err) {
+        await up({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+        return `error: ${(err as Error).message}`;
+      }
+    };
+
+    if (d.compact) {
+      const compactionId = randomUUID();
+      await up({ sessionUpdate: "compaction_update", compactionId, status: "in_progress" });
+      await up({ sessionUpdate: "compaction_update", compactionId, status: "completed", summary: [{ type: "text", text: "nothing much happened" }] });
+      reports.push("compaction: done");
+    }
+    if (d.sysprompt) {
+      reports.push(s.systemPrompt ? `systemPrompt: yes (mode ${s.systemPrompt.mode}, ${sys.length} chars)` : "systemPrompt: no");
+    }
+    if (d.env) {
+      const values = Object.values(process.env).filter((v): v is string => typeof v === "string");
+      const secretLike = values.some((v) => NSEC.test(v) || HEX64.test(v));
+      reports.push(`env names: ${Object.keys(process.env).sort().join(",")}`, `env secret-like value: ${secretLike ? "yes" : "no"}`);
+    }
+    if (d.permission) {
+      const toolCallId = `perm-${randomUUID().slice(0, 8)}`;
+      await up({ sessionUpdate: "tool_call", toolCallId, title: "demo: touch a file", kind: "edit", status: "pending" });
+      const res = await client.request(acp.methods.client.session.requestPermission, {
+        sessionId: s.id,
+        toolCall: { toolCallId, title: "demo: touch a file", kind: "edit" },
+        // Unusual ids on purpose: the client must choose by kind.
+        options: [
+          { optionId: "demo-yes-always", name: "Always allow", kind: "allow_always" },
+          { optionId: "demo-yes", name: "Allow", kind: "allow_once" },
+          { optionId: "demo-no", name: "Reject", kind: "reject_once" },
+          { optionId: "demo-never", name: "Never", kind: "reject_always" },
+        ],
+      });
+      if (res.outcome.outcome === "cancelled") {
+        await up({ sessionUpdate: "tool_call_update", toolCallId, status: "failed" });
+        return cancelled();
+      }
+      const verdict = res.outcome.optionId.startsWith("demo-yes") ? "allowed" : "denied";
+      await up({ sessionUpdate: "tool_call_update", toolCallId, status: verdict === "allowed" ? "completed" : "failed" });
+      reports.push(`permission: ${verdict} (${res.outcome.optionId})`);
+    }
+    for (const t of d.tools) reports.push(`tool ${t.name}: ${await callTool(t.name, t.args)}`);
+    if (d.stopHook) reports.push(`_Stop: ${JSON.stringify(await callTool("_Stop", {}))}`);
+    if (turn.signal.aborted) return cancelled();
+
+    if (d.silent) return { stopReason: "end_turn" };
+    const reply = [summary(parsed), ...reports].join("\n");
+    if (!d.finalOnly && findTool("send_message")) {
+      const result = await callTool("send_message", { content: reply });
+      await say(`Replied in the thread (${result.slice(0, 200)}).`);
+    } else {
+      await say(reply);
+    }
+    return { stopReason: "end_turn" };
+  };
+
+  const stream = acp.ndJsonStream(
+    Writable.toWeb(output as Writable) as WritableStream<Uint8Array>,
+    Readable.toWeb(input as Readable) as ReadableStream<Uint8Array>,
+  );
+  const connection = acp
+    .agent({ name: "buzz-bridge-demo-agent" })
+    .onRequest(acp.methods.agent.initialize, () => ({
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentCapabilities: {
+        loadSession: false,
+        promptCapabilities: { embeddedContext: true },
+        mcpCapabilities: { http: false, sse: false },
+        sessionCapabilities: offersSystemPrompt ? { systemPrompt: {} } : {},
+      },
+      agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
+      authMethods: [],
+    }))
+    .onRequest(acp.methods.agent.session.new, ({ params }) => {
+      if (params.systemPrompt && !offersSystemPrompt) throw acp.RequestError.invalidParams(undefined, "systemPrompt not supported");
+      const id = randomUUID();
+      const s: DemoSession = { id, systemPrompt: params.systemPrompt, servers: params.mcpServers, mode: "default" };
+      // Connect now, as real agents do, so the first prompt does not wait for the servers.
+      s.mcp = connectMcp(params.mcpServers);
+      sessions.set(id, s);
+      return { sessionId: id, modes: { currentModeId: s.mode, availableModes: MODES } };
+    })
+    .onRequest(acp.methods.agent.session.setMode, ({ params }) => {
+      const s = sessions.get(params.sessionId);
+      if (!s) throw acp.RequestError.sessionNotFound(params.sessionId);
+      if (!MODES.some((m) => m.id === params.modeId)) throw acp.RequestError.invalidParams(undefined, `unknown mode ${params.modeId}`);
+      s.mode = params.modeId;
+      return {};
+    })
+    .onRequest(acp.methods.agent.session.prompt, ({ params, client }) => prompt(params, client))
+    .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
+      const s = sessions.get(params.sessionId);
+      s?.turn?.abort();
+    })
+    .connect(stream);
+  await connection.closed;
+  await Promise.all([...sessions.values()].map(async (s) => {
+    const link = await s.mcp?.catch(() => undefined);
+    await Promise.all((link?.clients ?? []).map((c) => c.client.close().catch(() => {})));
+  }));
+}
