@@ -1,0 +1,116 @@
+/**
+ * The gate's decision for one relay event, in design §6's order: own event → not in a
+ * configured channel → edit of an already-handled event → owner control command →
+ * subscribed kinds → mention requirement → respond-to policy. Pure apart from the
+ * injected lookups; side effects (logs, reactions, control actions) happen elsewhere.
+ *
+ * Signatures are verified only for events that would be acted on (control commands and
+ * accepted events). The relay client already checks what it receives, but the bridge
+ * never trusts a relay's word for who wrote what (design §5); verifying events the policy
+ * drops anyway would only spend CPU on what an attacker can send for free.
+ */
+import type { Event } from "nostr-tools";
+import type { Config } from "../config/schema.js";
+import { KIND } from "../relay/kinds.js";
+import { channelOf, mentionsOf } from "../relay/events.js";
+import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
+
+export const CONTROL_COMMANDS = ["!cancel", "!rotate", "!status", "!shutdown"] as const;
+export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
+
+/** Why an event was not acted on; stable strings (logs, metrics, tests). */
+export type DropReason =
+  | "own-event"
+  | "no-channel"
+  | "not-configured"
+  | "edit-of-handled"
+  | "kind-not-subscribed"
+  | "no-mention"
+  | "bad-signature"
+  | AuthorDenial;
+
+export interface GateContext {
+  /** The agent's own pubkey (hex). */
+  self: string;
+  /** The owner's pubkey (hex); without one, owner-only answers nobody. */
+  owner: string | undefined;
+  config: Config;
+  /** The relay directory's view of a channel; undefined when the identity is not a member. */
+  channel(id: string): ChannelInfo | undefined;
+  /** True when the event id was already accepted (the durable store), for edit handling. */
+  handled(eventId: string): boolean;
+  /** Schnorr signature check (the relay client's wasm verifier); called only for events acted on. */
+  verify(ev: Event): boolean;
+}
+
+export type Decision =
+  | { action: "accept"; channel: ChannelInfo; policy: ChannelPolicy }
+  | { action: "control"; command: ControlCommand; channel: ChannelInfo }
+  | {
+      /**
+       * `drop`: not addressed to the agent in a way it acts on (own event, other kinds, no
+       * mention, outside the config). `deny`: addressed to it but refused (respond-to
+       * policy, bad signature); respond-to denials may be answered per `on_denied`.
+       */
+      action: "drop" | "deny";
+      reason: DropReason;
+      /** debug for the agent's own events, edits and channels outside the config; info otherwise. */
+      level: "debug" | "info";
+      channel?: ChannelInfo;
+      policy?: ChannelPolicy;
+    };
+
+export type Refusal = Extract<Decision, { action: "drop" | "deny" }>;
+
+function drop(reason: DropReason, extra: { level?: "debug" | "info"; channel?: ChannelInfo; policy?: ChannelPolicy } = {}): Decision {
+  return { action: "drop", reason, level: extra.level ?? "info", channel: extra.channel, policy: extra.policy };
+}
+
+function deny(reason: DropReason, channel: ChannelInfo, policy: ChannelPolicy): Decision {
+  return { action: "deny", reason, level: "info", channel, policy };
+}
+
+/** Owner control command shape (buzz-acp §8): kind 9, exact trimmed text, `p`-tags the agent. */
+export function controlCommandOf(ev: Event, self: string): ControlCommand | undefined {
+  if (ev.kind !== KIND.message) return undefined;
+  const text = ev.content.trim() as ControlCommand;
+  if (!CONTROL_COMMANDS.includes(text)) return undefined;
+  const tagsAgent = ev.tags.some((t) => t[0] === "p" && t[1]?.toLowerCase() === self);
+  return tagsAgent ? text : undefined;
+}
+
+function editTarget(ev: Event): string | undefined {
+  return ev.tags.find((t) => t[0] === "e")?.[1];
+}
+
+export function decide(ev: Event, ctx: GateContext): Decision {
+  if (ev.pubkey === ctx.self) return drop("own-event", { level: "debug" });
+
+  const channelId = channelOf(ev);
+  if (!channelId) return drop("no-channel", { level: "debug" });
+  const known = ctx.channel(channelId);
+  const policy = channelPolicy(ctx.config, channelId, known !== undefined);
+  if (!policy) return drop("not-configured", { level: "debug" });
+  const channel: ChannelInfo = known ?? { id: channelId, type: "unknown" };
+
+  if (ev.kind === KIND.edit) {
+    const target = editTarget(ev);
+    if (target && ctx.handled(target)) return drop("edit-of-handled", { level: "debug", channel, policy });
+  }
+
+  // Before the policy: the owner can always stop or inspect the agent, even in a channel
+  // set to `nobody`. From anyone else the same text is ordinary chat.
+  const command = controlCommandOf(ev, ctx.self);
+  if (command && ctx.owner !== undefined && ev.pubkey === ctx.owner) {
+    if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
+    return { action: "control", command, channel };
+  }
+
+  if (!policy.kinds.includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
+  if (policy.require_mention && !mentionsOf(ev).includes(ctx.self)) return drop("no-mention", { channel, policy });
+
+  const verdict = authorAllowed(policy, channel.type, ev.pubkey, ctx.owner);
+  if (!verdict.allowed) return deny(verdict.reason, channel, policy);
+  if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
+  return { action: "accept", channel, policy };
+}

@@ -1,0 +1,96 @@
+/**
+ * Making every refusal visible (design §6): one log line per drop or denial, and for
+ * respond-to denials the channel's `on_denied` answer — a 🔒 reaction, a one-line reply
+ * in the thread, or nothing. The Rust bridge dropped teammates' mentions with only a
+ * debug line; here the operator always sees why, and the author is told at most once per
+ * hour per channel so a chatty stranger cannot make the agent spam the room.
+ */
+import type { Event, EventTemplate } from "nostr-tools";
+import type { Logger } from "../ops/log.js";
+import { npub } from "../config/keys.js";
+import { message, reaction, replyRefFor } from "../relay/events.js";
+import { isDmLike } from "./policy.js";
+import type { DropReason, Refusal } from "./decide.js";
+
+export const DENIED_REACTION = "🔒";
+
+/** One-line explanations for `on_denied: reply`; short, and naming no one else's rights. */
+const REPLY_TEXT: Partial<Record<DropReason, string>> = {
+  "not-owner": "🔒 I only take requests from my owner in this channel.",
+  "not-allowlisted": "🔒 I only take requests from this channel's allowlist; ask my owner to add you.",
+  nobody: "🔒 I don't take requests in this channel.",
+  "dm-not-owner": "🔒 I only take requests from my owner in direct messages.",
+};
+
+export interface DeniedReporterOptions {
+  logger: Logger;
+  /** Signs and publishes a template; failures are logged, never thrown to the gate. */
+  publish(template: EventTemplate): Promise<unknown>;
+  /** Minimum time between two reactions/replies to the same author in the same channel; default 1 h. */
+  windowMs?: number;
+  /** Bound on remembered (author, channel) pairs; the oldest is forgotten first. Default 10,000. */
+  maxEntries?: number;
+  now?: () => number;
+}
+
+export class DeniedReporter {
+  private readonly last = new Map<string, number>();
+  private readonly windowMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: DeniedReporterOptions) {
+    this.windowMs = opts.windowMs ?? 3_600_000;
+    this.maxEntries = opts.maxEntries ?? 10_000;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /**
+   * Logs the refusal and, when due, answers it. Returns the publish promise (or undefined
+   * when nothing is published) so callers and tests can wait for it.
+   */
+  report(ev: Event, decision: Refusal): Promise<void> | undefined {
+    const line = { evt: "gate.denied", reason: decision.reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? null, event: ev.id };
+    if (decision.level === "debug") this.opts.logger.debug(line);
+    else this.opts.logger.info(line);
+
+    const template = this.answerFor(ev, decision);
+    if (!template) return undefined;
+    return this.opts.publish(template).then(
+      () => undefined,
+      (err: unknown) => {
+        this.opts.logger.warn({ evt: "gate.denied_notify_failed", event: ev.id, err: (err as Error)?.message ?? String(err) });
+      },
+    );
+  }
+
+  private answerFor(ev: Event, decision: Refusal): EventTemplate | undefined {
+    // Only respond-to denials are answered: drops were not addressed to the agent, and a
+    // bad signature names an author who may not have written the event at all.
+    if (decision.action !== "deny" || decision.reason === "bad-signature") return undefined;
+    const channel = decision.channel;
+    const mode = decision.policy?.on_denied ?? "silent";
+    if (!channel || mode === "silent") return undefined;
+    // Not in DMs: clients p-tag every participant there, so members talking to each other
+    // would collect locks and replies meant for nobody.
+    if (isDmLike(channel.type)) return undefined;
+    if (!this.due(`${ev.pubkey}:${channel.id}`)) return undefined;
+    if (mode === "react") return reaction(ev, DENIED_REACTION, channel.id);
+    const text = REPLY_TEXT[decision.reason] ?? "🔒 I can't take this request here.";
+    return message(channel.id, text, { thread: replyRefFor(ev) });
+  }
+
+  /** Once per window per key; the map stays bounded by evicting the oldest entry. */
+  private due(key: string): boolean {
+    const now = this.now();
+    const at = this.last.get(key);
+    if (at !== undefined && now - at < this.windowMs) return false;
+    this.last.delete(key);
+    this.last.set(key, now);
+    while (this.last.size > this.maxEntries) {
+      const oldest = this.last.keys().next().value as string;
+      this.last.delete(oldest);
+    }
+    return true;
+  }
+}
