@@ -28,7 +28,7 @@ export function verifyReason(ev: Event): string | null {
     ready.verifyEvent(ev);
     return null;
   } catch (err) {
-    return /id/i.test((err as Error).message) ? "invalid: id is wrong" : "invalid: signature is wrong";
+    return /^id\b/i.test((err as Error).message) ? "invalid: id is wrong" : "invalid: signature is wrong";
   }
 }
 
