@@ -18,7 +18,6 @@ import {
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
   ReadResourceResultSchema,
   type CallToolResult,
@@ -41,6 +40,20 @@ import { exposedName, isHookName } from "./naming.js";
 import { PROXY_VERSION } from "./version.js";
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/**
+ * A JSON-RPC error whose message reaches the agent as written (McpError would prefix
+ * "MCP error -326xx:" once here and once more in the agent's client).
+ */
+export class ProxyRequestError extends Error {
+  override name = "ProxyRequestError";
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 export interface ProxyOptions {
   manifest: ProxyManifest;
@@ -127,12 +140,12 @@ export class AggregatingProxy {
       await this.ready();
       this.listed = true;
       const cat = this.getCatalog();
-      if (cat.collision) throw new McpError(ErrorCode.InternalError, cat.collision.message);
+      if (cat.collision) throw new ProxyRequestError(ErrorCode.InternalError, cat.collision.message);
       return { tools: cat.tools };
     });
     s.fallbackRequestHandler = async (request: JSONRPCRequest, extra: Extra) => {
       if (request.method === "tools/call") return this.callTool(request, extra);
-      throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+      throw new ProxyRequestError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
     };
     s.setRequestHandler(ListResourcesRequestSchema, async () => {
       await this.ready();
@@ -145,7 +158,7 @@ export class AggregatingProxy {
     s.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
       await this.ready();
       const ds = this.resourceOwner(req.params.uri);
-      if (!ds) throw new McpError(ErrorCode.InvalidParams, `no MCP server of this session offers resource ${req.params.uri}`);
+      if (!ds) throw new ProxyRequestError(ErrorCode.InvalidParams, `no MCP server of this session offers resource ${req.params.uri}`);
       return ds.request("resources/read", req.params, ReadResourceResultSchema, { signal: extra.signal });
     });
     s.setRequestHandler(ListPromptsRequestSchema, async () => {
@@ -158,7 +171,7 @@ export class AggregatingProxy {
         const p = d.prompts.find((p: Prompt) => this.label(d, p.name) === req.params.name);
         if (p) return d.request("prompts/get", { ...req.params, name: p.name }, GetPromptResultSchema, { signal: extra.signal });
       }
-      throw new McpError(ErrorCode.InvalidParams, `unknown prompt '${req.params.name}'`);
+      throw new ProxyRequestError(ErrorCode.InvalidParams, `unknown prompt '${req.params.name}'`);
     });
   }
 
@@ -186,7 +199,7 @@ export class AggregatingProxy {
   private async callTool(request: JSONRPCRequest, extra: Extra): Promise<CallToolResult> {
     const params = (request.params ?? {}) as { name?: unknown; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> };
     const name = params.name;
-    if (typeof name !== "string") throw new McpError(ErrorCode.InvalidParams, "tools/call needs params.name");
+    if (typeof name !== "string") throw new ProxyRequestError(ErrorCode.InvalidParams, "tools/call needs params.name");
     if (!this.listed) await this.ready();
     const cat = this.getCatalog();
     const route = cat.routes.get(name);

@@ -1,0 +1,56 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { exposedName, isValidExposedName, NAME_BUDGET, AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../src/proxy/naming.js";
+import { mergeHookTexts, MAX_HOOK_TEXT_BYTES } from "../src/proxy/hooks.js";
+import { downstreamEnv } from "../src/proxy/env.js";
+
+test("the name budget leaves room for the agent's mcp__buzz__ prefix", () => {
+  assert.equal(AGENT_PREFIX, "mcp__buzz__");
+  assert.equal(NAME_BUDGET + AGENT_PREFIX.length, MAX_QUALIFIED_NAME);
+});
+
+test("prefix false keeps names, others become server_tool", () => {
+  assert.deepEqual(exposedName("dev", "shell", false), { name: "shell", changed: false });
+  assert.deepEqual(exposedName("ci", "send_message", true), { name: "ci_send_message", changed: false });
+});
+
+test("invalid characters, double underscores and long names are fixed deterministically", () => {
+  const dotted = exposedName("fs", "read.file", true);
+  assert.equal(dotted.name, "fs_read-file");
+  assert.ok(dotted.changed);
+  assert.equal(exposedName("x", "a__b", false).name, "a_b");
+  const long = "a".repeat(70);
+  const one = exposedName("server", long, true);
+  const two = exposedName("server", long, true);
+  assert.equal(one.name, two.name);
+  assert.ok(one.name.length <= NAME_BUDGET);
+  assert.ok(isValidExposedName(one.name));
+  assert.notEqual(exposedName("server", "a".repeat(69) + "b", true).name, one.name, "different long names stay different");
+});
+
+test("merged hook text: config order, [server] prefix, blank lines, empty when nobody objects", () => {
+  assert.equal(mergeHookTexts([{ name: "a", text: "" }, { name: "b", text: "  \n" }]), "");
+  assert.equal(mergeHookTexts([{ name: "ci", text: " red \n" }, { name: "ok", text: "" }, { name: "ap", text: "wait" }]), "[ci] red\n\n[ap] wait");
+});
+
+test("merged hook text stays within 16 KiB with a fair share per server", () => {
+  const merged = mergeHookTexts([
+    { name: "short", text: "tiny objection" },
+    { name: "big1", text: "x".repeat(40_000) },
+    { name: "big2", text: "é".repeat(40_000) },
+  ]);
+  assert.ok(Buffer.byteLength(merged) <= MAX_HOOK_TEXT_BYTES);
+  const [short, big1, big2] = merged.split("\n\n");
+  assert.equal(short, "[short] tiny objection");
+  assert.ok(big1!.startsWith("[big1] x") && big2!.startsWith("[big2] é"));
+  assert.ok(Math.abs(Buffer.byteLength(big1!) - Buffer.byteLength(big2!)) < 8, "the two long answers share equally");
+  assert.ok(!merged.includes("\uFFFD"), "no character is cut in half");
+});
+
+test("downstream env: allow-list plus configured env, never keys or the link token", () => {
+  const env = downstreamEnv(
+    { CI_GATE_REPO: "o/r", BUZZ_PRIVATE_KEY: "nsec1zzz" },
+    { PATH: "/bin", HOME: "/h", NOSTR_PRIVATE_KEY: "k", BUZZ_BRIDGE_LINK_TOKEN: "t", SECRET_THING: "s" },
+  );
+  assert.deepEqual(env, { PATH: "/bin", HOME: "/h", CI_GATE_REPO: "o/r" });
+});
