@@ -1,0 +1,78 @@
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { client, collector, identity, mention, relayWith } from "./relay-helpers.js";
+import { typing } from "../src/relay/events.js";
+
+const bridge = identity();
+const alice = identity();
+const cleanup: (() => unknown)[] = [];
+after(async () => {
+  for (const f of cleanup.reverse()) await f();
+});
+
+test("publish outcomes: accepted, duplicate, refused with the relay's reason, timeout, disconnected", async () => {
+  const relay = await relayWith([bridge, alice]);
+  cleanup.push(() => relay.close());
+  const mine = await relay.createChannel({ name: "mine", members: [bridge.pk] });
+  const theirs = await relay.createChannel({ name: "theirs", members: [alice.pk] });
+  const bot = client(relay, bridge);
+  cleanup.push(() => bot.stop());
+  await bot.start();
+  assert.equal(await bot.waitAuthenticated(10_000), true);
+
+  const ev = bot.sign(mention(mine, alice.pk, "hello"));
+  assert.equal((await bot.publish(ev)).status, "accepted");
+  assert.equal((await bot.publish(ev)).status, "duplicate", "the same signed event again is a duplicate, not an error");
+
+  const refused = await bot.publish(bot.sign(mention(theirs, alice.pk, "not my channel")));
+  assert.equal(refused.status, "refused");
+  assert.match(refused.reason ?? "", /^restricted:/);
+  assert.equal(refused.attempts, 1, "a refusal that cannot succeed later is not retried");
+
+  relay.setSwallowOk(true);
+  const silent = await bot.publish(bot.sign(mention(mine, alice.pk, "into the void")), { attempts: 2, timeoutMs: 200 });
+  assert.equal(silent.status, "timeout");
+  assert.equal(silent.attempts, 2, "a timeout is retried with the same event");
+  relay.setSwallowOk(false);
+
+  bot.stop();
+  const gone = await bot.publish(bot.sign(mention(mine, alice.pk, "after stop")), { attempts: 1 });
+  assert.equal(gone.status, "disconnected");
+});
+
+test("a rate-limit reply delays further publishes and they then succeed; typing is dropped meanwhile", async () => {
+  // 4 frames per 1.5 s: the two REQs at start plus a burst of publishes overrun it.
+  const relay = await relayWith([bridge, alice], { rateLimit: { frames: 4, windowMs: 1500 } });
+  cleanup.push(() => relay.close());
+  const ch = await relay.createChannel({ name: "busy", members: [bridge.pk, alice.pk] });
+  const bot = client(relay, bridge);
+  const watcher = client(relay, alice);
+  cleanup.push(() => bot.stop(), () => watcher.stop());
+  const got = collector(watcher);
+  watcher.setChannels([{ id: ch, kinds: [9], requireMention: true }]);
+  await watcher.start();
+  await bot.start();
+  assert.equal(await watcher.waitSubscribed(10_000), true);
+  assert.equal(await bot.waitAuthenticated(10_000), true);
+
+  const results = [];
+  for (let i = 0; i < 6; i++) results.push(await bot.send(mention(ch, alice.pk, `burst ${i}`), { attempts: 5 }));
+  assert.deepEqual(results.map((r) => r.outcome.status), Array(6).fill("accepted"));
+  assert.ok(bot.metrics.rateLimited >= 1, "the relay did rate-limit us");
+  assert.ok(results.some((r) => (r.outcome.attempts ?? 1) > 1), "a limited publish was retried after the pause");
+  assert.equal(await got.until(6), true, "all six arrived");
+
+  // While limited, a typing indicator is dropped rather than queued: burn the quota with typing
+  // (never retried) until the relay limits us, then the next one is not even sent.
+  let limited = false;
+  for (let i = 0; i < 20 && !limited; i++) limited = (await bot.send(typing(ch))).outcome.status === "refused";
+  assert.equal(limited, true, "the relay limited the typing burst");
+  const framesBefore = bot.metrics.eventFrames;
+  const dropped = await bot.send(typing(ch));
+  assert.equal(dropped.outcome.status, "dropped");
+  assert.equal(bot.metrics.eventFrames, framesBefore, "nothing was sent");
+
+  // A subscription change made while limited is held back, then goes through.
+  bot.setChannels([{ id: ch, kinds: [9], requireMention: false }]);
+  assert.equal(await bot.waitSubscribed(15_000), true, "the deferred REQ was sent and acknowledged");
+});
