@@ -135,6 +135,7 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
       this.emit("left", c.channel);
       return;
     }
+    if (this.channels.has(c.channel)) return; // a replayed notification for a channel we know
     let info: ChannelInfo;
     try {
       info = (await this.fetchInfo([c.channel]))[0] ?? channelInfoOf(c.channel, undefined);
@@ -143,6 +144,9 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
       info = channelInfoOf(c.channel, undefined);
     }
     if (info.archived) return;
+    // Replays arrive newest first, so an old 44100 can follow the 44101 that undid it: the
+    // member list (39002) has the final word when the relay gave us one.
+    if (info.members && !info.members.includes(this.source.pubkey)) return;
     this.channels.set(info.id, info);
     this.log.info({ evt: "relay.channel_joined", channel: info.id, name: info.name }, "added to channel");
     this.emit("joined", info, c.at);

@@ -1,0 +1,98 @@
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { ChannelDirectory, type ChannelInfo } from "../src/relay/directory.js";
+import { ProfileCache } from "../src/relay/profiles.js";
+import { client, collector, eventually, identity, mention, relayWith } from "./relay-helpers.js";
+
+const bridge = identity();
+const alice = identity();
+const cleanup: (() => unknown)[] = [];
+after(async () => {
+  for (const f of cleanup.reverse()) await f();
+});
+
+test("discovery lists the identity's channels with name, description and type", async () => {
+  const relay = await relayWith([bridge, alice]);
+  cleanup.push(() => relay.close());
+  const general = await relay.createChannel({ name: "general", about: "Where the team talks", members: [bridge.pk, alice.pk] });
+  const secret = await relay.createChannel({ name: "ops", about: "incidents", type: "private", members: [bridge.pk] });
+  const dm = await relay.createChannel({ name: "dm", type: "dm", members: [bridge.pk, alice.pk] });
+  await relay.createChannel({ name: "elsewhere", members: [alice.pk] });
+  const bot = client(relay, bridge);
+  cleanup.push(() => bot.stop());
+  const dir = new ChannelDirectory(bot);
+  const found = new Map((await dir.discover()).map((c) => [c.id, c]));
+  assert.deepEqual([...found.keys()].sort(), [general, secret, dm].sort());
+  assert.equal(found.get(general)!.name, "general");
+  assert.equal(found.get(general)!.about, "Where the team talks");
+  assert.equal(found.get(general)!.type, "stream");
+  assert.equal(found.get(secret)!.type, "private");
+  assert.equal(found.get(dm)!.type, "dm");
+  assert.ok(found.get(general)!.members!.includes(alice.pk));
+});
+
+test("a member-added notification brings a new channel online and its first mention arrives", async () => {
+  const relay = await relayWith([bridge, alice]);
+  cleanup.push(() => relay.close());
+  const home = await relay.createChannel({ name: "home", members: [bridge.pk, alice.pk] });
+  const fresh = await relay.createChannel({ name: "fresh", about: "new room", members: [alice.pk] });
+  const bot = client(relay, bridge);
+  const author = client(relay, alice);
+  cleanup.push(() => bot.stop(), () => author.stop());
+  const got = collector(bot);
+  const dir = new ChannelDirectory(bot).attach();
+  const joined: ChannelInfo[] = [];
+  // What the daemon does: one setChannels with the whole list, the new channel from the notification's time.
+  dir.on("joined", (ch, since) => {
+    joined.push(ch);
+    bot.setChannels([{ id: home, kinds: [9] }, { id: ch.id, kinds: [9], since }]);
+  });
+  assert.deepEqual((await dir.discover()).map((c) => c.id), [home]);
+  bot.setChannels([{ id: home, kinds: [9] }]);
+  await Promise.all([bot.start(), author.start()]);
+  assert.equal(await bot.waitSubscribed(10_000), true);
+  assert.equal(await author.waitAuthenticated(10_000), true);
+
+  await relay.addMember(fresh, bridge.pk);
+  // The invitation's mention is published at once, before the bridge can have resubscribed.
+  const { event, outcome } = await author.send(mention(fresh, bridge.pk, "welcome, please look at this"));
+  assert.equal(outcome.status, "accepted");
+  assert.equal(await got.until(1, 10_000), true, "the first mention in the new channel arrived");
+  assert.equal(got.events[0]!.id, event.id);
+  assert.equal(joined[0]!.name, "fresh");
+  assert.equal(joined[0]!.about, "new room");
+  assert.ok(bot.channelIds.includes(fresh));
+
+  const left: string[] = [];
+  dir.on("left", (id) => left.push(id));
+  await relay.removeMember(fresh, bridge.pk);
+  assert.equal(await eventually(() => left.includes(fresh)), true, "removal was noticed");
+  assert.equal(dir.get(fresh), undefined);
+});
+
+test("NIP-98 query: two identical bodies in one second both succeed; count and profiles", async () => {
+  const relay = await relayWith([bridge, alice]);
+  cleanup.push(() => relay.close());
+  const ch = await relay.createChannel({ name: "history", members: [bridge.pk, alice.pk] });
+  const bot = client(relay, bridge);
+  const author = client(relay, alice);
+  cleanup.push(() => bot.stop(), () => author.stop());
+  await author.start();
+  assert.equal(await author.waitAuthenticated(10_000), true);
+  for (let i = 0; i < 3; i++) assert.equal((await author.send(mention(ch, bridge.pk, `m${i}`))).outcome.status, "accepted");
+  await author.send({ kind: 0, created_at: Math.floor(Date.now() / 1000), tags: [], content: JSON.stringify({ name: "alice", display_name: "Alice A." }) });
+
+  const filters = [{ kinds: [9], "#h": [ch], limit: 10 }];
+  const [a, b] = await Promise.all([bot.query(filters), bot.query(filters)]);
+  assert.equal(a.length, 3);
+  assert.deepEqual(b.map((e) => e.id).sort(), a.map((e) => e.id).sort());
+  assert.equal(bot.http.metrics.retries, 0, "neither was refused as a replay");
+  assert.equal(await bot.count([{ kinds: [9], "#h": [ch] }]), 3);
+
+  const profiles = new ProfileCache(bot);
+  assert.equal(await profiles.displayName(alice.pk), "Alice A.");
+  const requests = bot.http.metrics.requests;
+  assert.equal(await profiles.displayName(alice.pk), "Alice A.");
+  assert.equal(bot.http.metrics.requests, requests, "the second lookup came from the cache");
+  assert.match(await profiles.displayName(identity().pk), /^npub1/);
+});
