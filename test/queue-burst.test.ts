@@ -1,0 +1,100 @@
+/**
+ * 10,000 mentions in a burst: the gate dispatches nothing the policy forbids (strangers
+ * are denied without a signature check and told once), and the queue stays bounded at
+ * its caps with every refusal logged and announced.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import * as W from "nostr-tools/wasm";
+import { initNostrWasm } from "nostr-wasm";
+import type { Event, EventTemplate } from "nostr-tools";
+import { decide, type GateContext, type Refusal as GateRefusal } from "../src/gate/decide.js";
+import { DeniedReporter } from "../src/gate/denied.js";
+import { QueueStore } from "../src/queue/store.js";
+import { Scheduler } from "../src/queue/scheduler.js";
+import type { Refusal } from "../src/queue/refusals.js";
+import { agent, owner, stranger, CHANNEL, mention, fromWire, makeConfig, captureLogger, tempDir } from "./fixtures/queue-helpers.js";
+
+const tmp = tempDir("bb-queue-burst-");
+after(() => tmp.cleanup());
+const BURST = 10_000;
+let ownerBurst: Event[] = [];
+let strangerBurst: Event[] = [];
+
+before(async () => {
+  W.setNostrWasm(await initNostrWasm());
+  const sign = W.finalizeEvent as (t: EventTemplate, sk: Uint8Array) => Event;
+  ownerBurst = Array.from({ length: BURST / 2 }, (_, i) => fromWire(mention(owner, `owner ${i}`, { sign, created_at: 2_000_000 + i })));
+  strangerBurst = Array.from({ length: BURST / 2 }, (_, i) => fromWire(mention(stranger, `stranger ${i}`, { sign, created_at: 2_000_000 + i })));
+});
+
+test("10,000 mentions: bounded queue, strangers never dispatched, every refusal visible", async () => {
+  const config = makeConfig({ defaults: { respond_to: "owner-only", on_denied: "react" }, agent: { session_scope: "channel" } });
+  const { logger, lines } = captureLogger("info");
+  let verified = 0;
+  const ctx: GateContext = {
+    self: agent.pk,
+    owner: owner.pk,
+    config,
+    channel: (id) => (id === CHANNEL ? { id, name: "general", type: "stream" } : undefined),
+    handled: () => false,
+    verify: (ev) => (verified++, W.verifyEvent(ev)),
+  };
+  const published: EventTemplate[] = [];
+  const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t) });
+  const store = QueueStore.open(join(tmp.dir, "burst"));
+  const refusals: Refusal[] = [];
+  const scheduler = new Scheduler({ store, logger, sessionScope: config.agent.session_scope, maxConcurrent: config.agent.max_concurrent, onRefused: (r) => refusals.push(r) });
+  after(() => (scheduler.close(), store.close()));
+
+  const heapBefore = process.memoryUsage().heapUsed;
+  let accepted = 0;
+  for (let i = 0; i < BURST / 2; i++) {
+    for (const ev of [strangerBurst[i]!, ownerBurst[i]!]) {
+      const d = decide(ev, ctx);
+      if (d.action === "accept") {
+        assert.equal(ev.pubkey, owner.pk, "only what the policy allows is accepted");
+        if (scheduler.accept(ev, d.channel.id)) accepted++;
+      } else await reporter.report(ev, d as GateRefusal);
+    }
+  }
+  await new Promise((r) => setImmediate(r));
+
+  assert.equal(accepted, BURST / 2);
+  assert.equal(verified, BURST / 2, "only the accepted events were signature-checked");
+  assert.equal(published.length, 1, "the stranger got one 🔒, not thousands");
+  assert.equal(lines.filter((l) => l.evt === "gate.denied").length, BURST / 2, "each denial logged");
+
+  const depth = scheduler.depth();
+  assert.equal(depth.queued, 500, "the scope holds at most its cap");
+  const refusedIds = refusals.flatMap((r) => r.events.map((e) => e.id));
+  assert.equal(refusedIds.length, BURST / 2 - 500);
+  assert.equal(new Set(refusedIds).size, refusedIds.length);
+  assert.equal(lines.filter((l) => l.evt === "queue.refused").length, BURST / 2 - 500, "each refusal logged");
+  // The oldest were refused; the newest 500 wait (10 turns of 50).
+  assert.deepEqual(refusedIds.slice(0, 3), ownerBurst.slice(0, 3).map((e) => e.id));
+  const b = scheduler.next()!;
+  assert.equal(b.events[0]!.id, ownerBurst[BURST / 2 - 500]!.id);
+  assert.equal(b.events.length, 50);
+  // Every accepted event is accounted for: waiting/in a turn, or refused with a notice.
+  assert.equal(refusedIds.length + depth.queued, accepted);
+  const heapGrowthMb = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
+  assert.ok(heapGrowthMb < 200, `heap grew ${heapGrowthMb.toFixed(0)} MiB`);
+});
+
+test("a burst of new threads is bounded by the total cap, refusals announced", async () => {
+  const { logger, lines } = captureLogger("info");
+  const store = QueueStore.open(join(tmp.dir, "threads"));
+  const refusals: Refusal[] = [];
+  const scheduler = new Scheduler({ store, logger, sessionScope: "thread", maxConcurrent: 4, totalCap: 1_000, onRefused: (r) => refusals.push(r) });
+  after(() => (scheduler.close(), store.close()));
+  for (const ev of ownerBurst.slice(0, 2_000)) scheduler.accept(ev, CHANNEL);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(scheduler.depth().queued, 1_000);
+  assert.equal(scheduler.depth().scopes, 1_000);
+  const refused = refusals.flatMap((r) => r.events);
+  assert.equal(refused.length, 1_000);
+  assert.ok(refusals.every((r) => r.reason === "queue-full"));
+  assert.equal(lines.filter((l) => l.evt === "queue.refused").length, 1_000);
+});
