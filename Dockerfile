@@ -1,0 +1,66 @@
+# syntax=docker/dockerfile:1
+#
+# buzz-bridge in a container: one YAML file mounted at /etc/buzz-bridge/, state in a volume.
+#
+#   docker build -t buzz-bridge .
+#   docker run -d --name buzz-bridge --init --stop-timeout 45 \
+#     -v /etc/buzz-bridge:/etc/buzz-bridge:ro -v buzz-bridge-state:/var/lib/buzz-bridge \
+#     -p 127.0.0.1:9464:9464 buzz-bridge
+#
+# - `--init` (tini as PID 1) reaps the agents' orphaned grandchildren (shells, git, ...);
+#   Node as PID 1 would leave them as zombies.
+# - `--stop-timeout 45` (compose: `stop_grace_period: 45s`): Docker's default 10 s is below
+#   the daemon's 30 s shutdown grace for turns in flight.
+# - Set `http: { listen: "0.0.0.0:9464" }` in the config for the published port and the
+#   HEALTHCHECK; a different port needs BUZZ_BRIDGE_HEALTH_URL set to match.
+# - The agent (e.g. claude-agent-acp) is not in this image: build FROM it and add yours.
+#
+# test/ops-dockerfile.test.ts runs this recipe's build and start steps outside a container.
+
+ARG NODE_VERSION=20
+
+# ---- build: dev dependencies and the toolchain for better-sqlite3's native module ----
+FROM node:${NODE_VERSION}-bookworm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+# Lockfile first, so the dependency layer is cached across source edits.
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY config ./config
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+
+# ---- run: slim Node, production dependencies only, non-root ----
+FROM node:${NODE_VERSION}-bookworm-slim AS run
+ENV NODE_ENV=production \
+    BUZZ_BRIDGE_CONFIG=/etc/buzz-bridge/buzz-bridge.yaml \
+    BUZZ_BRIDGE_HEALTH_URL=http://127.0.0.1:9464/healthz
+# A fixed numeric UID/GID (not the image's `node` user, 1000) so volume ownership is
+# predictable and runtimes can verify runAsNonRoot.
+RUN groupadd --system --gid 10001 buzz-bridge \
+ && useradd --system --uid 10001 --gid buzz-bridge --home-dir /var/lib/buzz-bridge \
+      --shell /usr/sbin/nologin buzz-bridge \
+ && install -d -o buzz-bridge -g buzz-bridge -m 0750 /var/lib/buzz-bridge /srv/agents \
+ && install -d -m 0755 /etc/buzz-bridge
+WORKDIR /app
+# Application files stay root-owned: the service user can read but not rewrite them.
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/config ./config
+USER 10001:10001
+ENV HOME=/var/lib/buzz-bridge
+# Relative paths in the config (state, agent work dirs) land in the writable volume.
+WORKDIR /var/lib/buzz-bridge
+VOLUME /var/lib/buzz-bridge
+EXPOSE 9464
+# node, not curl: the slim image has no curl. Liveness only (/healthz), not /readyz: a relay
+# outage should not get the container killed while it reconnects.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch(process.env.BUZZ_BRIDGE_HEALTH_URL,{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "/app/dist/cli.js"]
+CMD ["run"]
