@@ -1,0 +1,111 @@
+/**
+ * The built-in buzz tools, daemon side: sign and publish through the daemon's relay
+ * connection, strictly inside the session's channel. Anything that points outside it
+ * (a reply_to, a reaction target, a thread) is refused with a message saying so.
+ */
+import type { Event, EventTemplate, Filter } from "nostr-tools";
+import { KIND } from "../relay/kinds.js";
+import { channelOf, message, reaction, replyRefFor, threadRootOf } from "../relay/events.js";
+import type { BuzzToolHandlers } from "./server.js";
+
+/** The little the buzz tools need of a relay client; the daemon plugs in the real one. */
+export interface RelayPort {
+  sign(t: EventTemplate): Event;
+  publish(ev: Event): Promise<{ status: string; reason?: string }>;
+  query(filters: Filter[]): Promise<Event[]>;
+}
+
+export class BuzzToolError extends Error {
+  override name = "BuzzToolError";
+}
+
+export interface BuzzToolsOptions {
+  /** The session's channel id; the only channel these tools act in. */
+  channel: string;
+  relay: RelayPort;
+  /** Called with every event published, so the turn knows the agent has replied. */
+  onPublished?(ev: Event): void;
+  /** Event a send_message without reply_to answers (the turn's mention); default none = top-level. */
+  defaultReplyTo?(): string | undefined;
+}
+
+/** Default page size of get_messages. */
+export const DEFAULT_MESSAGE_LIMIT = 20;
+
+const OK_STATUSES = new Set(["accepted", "duplicate"]);
+
+function summary(ev: Event) {
+  const root = threadRootOf(ev);
+  return {
+    id: ev.id,
+    author: ev.pubkey,
+    created_at: ev.created_at,
+    content: ev.content,
+    ...(root !== ev.id ? { thread_root: root } : {}),
+  };
+}
+
+export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
+  const { channel, relay } = opts;
+
+  /** Fetches an event and proves it belongs to this channel. */
+  const inChannel = async (id: string, what: string): Promise<Event> => {
+    const [ev] = await relay.query([{ ids: [id], limit: 1 }]);
+    if (!ev) throw new BuzzToolError(`${what} ${id} not found in this channel`);
+    if (channelOf(ev) !== channel) throw new BuzzToolError(`${what} ${id} is not in this session's channel; these tools act only in channel ${channel}`);
+    return ev;
+  };
+
+  const publish = async (template: EventTemplate, what: string): Promise<{ event_id: string }> => {
+    const ev = relay.sign(template);
+    const out = await relay.publish(ev);
+    if (!OK_STATUSES.has(out.status)) throw new BuzzToolError(`${what} not published: ${out.status}${out.reason ? ` (${out.reason})` : ""}`);
+    opts.onPublished?.(ev);
+    return { event_id: ev.id };
+  };
+
+  return {
+    async sendMessage(a) {
+      const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
+      const thread = replyTo ? replyRefFor(await inChannel(replyTo, "reply_to event")) : undefined;
+      return publish(message(channel, a.content, { thread, mentions: a.mentions }), "message");
+    },
+    async addReaction(a) {
+      const target = await inChannel(a.event_id, "event");
+      return publish(reaction(target, a.emoji, channel), "reaction");
+    },
+    async getMessages(a) {
+      const limit = a.limit ?? DEFAULT_MESSAGE_LIMIT;
+      const events = await relay.query([{ kinds: [KIND.message], "#h": [channel], limit }]);
+      return events
+        .filter((e) => channelOf(e) === channel)
+        .sort((x, y) => y.created_at - x.created_at)
+        .slice(0, limit)
+        .map(summary);
+    },
+    async getThread(a) {
+      const ev = await inChannel(a.event_id, "event");
+      const rootId = threadRootOf(ev);
+      const events = await relay.query([
+        { ids: [rootId], limit: 1 },
+        { kinds: [KIND.message], "#h": [channel], "#e": [rootId], limit: 500 },
+      ]);
+      const seen = new Set<string>();
+      const thread = events.filter((e) => channelOf(e) === channel && !seen.has(e.id) && seen.add(e.id)).sort((x, y) => (x.id === rootId ? -1 : y.id === rootId ? 1 : x.created_at - y.created_at));
+      return { root: rootId, messages: thread.map(summary) };
+    },
+    async getChannel() {
+      const events = await relay.query([{ kinds: [KIND.groupMetadata, KIND.groupMembers], "#d": [channel], limit: 10 }]);
+      const latest = (kind: number) => events.filter((e) => e.kind === kind).sort((x, y) => y.created_at - x.created_at)[0];
+      const meta = latest(KIND.groupMetadata);
+      const members = latest(KIND.groupMembers);
+      const tag = (ev: Event | undefined, name: string) => ev?.tags.find((t) => t[0] === name)?.[1];
+      return {
+        id: channel,
+        name: tag(meta, "name"),
+        about: tag(meta, "about"),
+        members: members?.tags.filter((t) => t[0] === "p" && t[1]).map((t) => t[1]) ?? [],
+      };
+    },
+  };
+}

@@ -1,0 +1,202 @@
+/**
+ * The daemon's end of the link: one unix socket (mode 0600, in state_dir) shared by all
+ * sessions. Each session registers and gets a capability token, handed to its proxy
+ * through the proxy's env; a connection that does not present a registered token as its
+ * first request is refused and logged. Authenticated proxies fetch their manifest, call
+ * the session's buzz tools, and answer the daemon's hook requests.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { chmodSync, mkdirSync, rmSync } from "node:fs";
+import { createServer, type Server as NetServer, type Socket } from "node:net";
+import { dirname } from "node:path";
+import { createMessageConnection, ResponseError, SocketMessageReader, SocketMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
+import { z } from "zod";
+import type { Logger } from "../ops/log.js";
+import type { ProxyManifest } from "../proxy/manifest.js";
+import type { HookFanout } from "../proxy/hooks.js";
+import { BuzzCall, Hello, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook, type BuzzToolName } from "./protocol.js";
+
+/** Implemented by the daemon per session, scoped to its channel (see createBuzzTools). */
+export interface BuzzToolHandlers {
+  sendMessage(a: { content: string; reply_to?: string; mentions?: string[] }): Promise<{ event_id: string }>;
+  addReaction(a: { event_id: string; emoji: string }): Promise<{ event_id: string }>;
+  getMessages(a: { limit?: number }): Promise<unknown>;
+  getThread(a: { event_id: string }): Promise<unknown>;
+  getChannel(): Promise<unknown>;
+}
+
+export interface LinkSession {
+  /** Add to the proxy's env (the `mcpServers` entry): socket path and token. */
+  env: Record<string, string>;
+  /** Asks the session's proxy to run the merged hook; `servers` limits it to some servers. */
+  runHook(name: string, opts?: { servers?: string[] }): Promise<HookFanout>;
+  connected(): boolean;
+  unregister(): void;
+}
+
+/** A proxy must say hello within this long after connecting (default 10 s). */
+export const HELLO_TIMEOUT_MS = 10_000;
+/** Slack on top of the session's hook_deadline for the link round trip. */
+const HOOK_LINK_SLACK_MS = 3000;
+
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/, { message: "expected a 64-character lowercase hex event id / pubkey" });
+const argSchemas = {
+  send_message: z.object({ content: z.string().min(1, { message: "content is required" }), reply_to: hex64.optional(), mentions: z.array(hex64).max(50).optional() }),
+  add_reaction: z.object({ event_id: hex64, emoji: z.string().min(1).max(64) }),
+  get_messages: z.object({ limit: z.number().int().min(1).max(100).optional() }),
+  get_thread: z.object({ event_id: hex64 }),
+  get_channel: z.object({}),
+} satisfies Record<BuzzToolName, z.ZodType>;
+
+interface Entry {
+  key: string;
+  manifest: ProxyManifest;
+  tools: BuzzToolHandlers;
+  conn?: MessageConnection;
+}
+
+const digest = (token: string) => createHash("sha256").update(token).digest("hex");
+
+export class LinkServer {
+  private server?: NetServer;
+  private readonly sessions = new Map<string, Entry>();
+  private readonly sockets = new Set<Socket>();
+
+  constructor(private readonly opts: { socketPath: string; logger: Logger }) {}
+
+  get socketPath(): string {
+    return this.opts.socketPath;
+  }
+
+  async start(): Promise<void> {
+    const path = this.opts.socketPath;
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // A socket file left by a crashed daemon would make listen fail with EADDRINUSE.
+    rmSync(path, { force: true });
+    const server = createServer((socket) => this.accept(socket));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", (err) => reject(new LinkError(`cannot listen on link socket ${path}: ${err.message}${path.length > 100 ? " (unix socket paths must be short; use a shorter state_dir)" : ""}`)));
+      server.listen(path, () => resolve());
+    });
+    chmodSync(path, 0o600);
+    this.server = server;
+    this.opts.logger.info({ evt: "link.listening", path });
+  }
+
+  async stop(): Promise<void> {
+    for (const e of this.sessions.values()) e.conn?.dispose();
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server = undefined;
+    rmSync(this.opts.socketPath, { force: true });
+  }
+
+  register(s: { sessionKey: string; manifest: ProxyManifest; tools: BuzzToolHandlers }): LinkSession {
+    const token = randomBytes(32).toString("base64url");
+    const id = digest(token);
+    const entry: Entry = { key: s.sessionKey, manifest: s.manifest, tools: s.tools };
+    this.sessions.set(id, entry);
+    return {
+      env: { [LINK_ENV]: this.opts.socketPath, [LINK_TOKEN_ENV]: token },
+      connected: () => entry.conn !== undefined,
+      unregister: () => {
+        this.sessions.delete(id);
+        entry.conn?.dispose();
+        entry.conn = undefined;
+      },
+      runHook: async (name, opts) => {
+        const conn = entry.conn;
+        if (!conn) throw new LinkError(`session ${entry.key}: its MCP proxy is not connected, cannot run ${name}`);
+        const limit = entry.manifest.hook_deadline + HOOK_LINK_SLACK_MS;
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          return await Promise.race([
+            conn.sendRequest(RunHook, { name, servers: opts?.servers }),
+            new Promise<never>((_, reject) => {
+              timer = setTimeout(() => reject(new LinkError(`session ${entry.key}: proxy gave no ${name} answer within ${limit} ms`)), limit);
+            }),
+          ]);
+        } catch (err) {
+          if (err instanceof LinkError) throw err;
+          throw new LinkError(`session ${entry.key}: ${name} over the link failed: ${(err as Error).message}`);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+    };
+  }
+
+  private accept(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.on("close", () => this.sockets.delete(socket));
+    socket.on("error", () => {});
+    const conn = createMessageConnection(new SocketMessageReader(socket), new SocketMessageWriter(socket));
+    let entry: Entry | undefined;
+    const log = this.opts.logger;
+    const helloTimer = setTimeout(() => {
+      if (!entry) {
+        log.warn({ evt: "link.refused", reason: "no hello" });
+        socket.destroy();
+      }
+    }, HELLO_TIMEOUT_MS);
+    helloTimer.unref();
+
+    conn.onRequest(Hello, (p) => {
+      const found = typeof p?.token === "string" ? this.sessions.get(digest(p.token)) : undefined;
+      if (!found) {
+        log.warn({ evt: "link.refused", reason: "unknown or revoked token", pid: p?.pid });
+        setTimeout(() => socket.destroy(), 50);
+        return new ResponseError(LinkErrorCode.Unauthorized, "link refused: unknown or revoked token");
+      }
+      clearTimeout(helloTimer);
+      entry = found;
+      // A proxy restarted by the agent replaces the old connection.
+      if (found.conn && found.conn !== conn) found.conn.dispose();
+      found.conn = conn;
+      log.info({ evt: "link.connected", session: found.key, pid: p.pid });
+      return { manifest: found.manifest };
+    });
+
+    conn.onRequest(BuzzCall, async (p) => {
+      if (!entry || !this.isLive(entry)) return new ResponseError(LinkErrorCode.Unauthorized, "link refused: say hello with a valid token first");
+      const tool = p?.tool;
+      if (!tool || !(tool in argSchemas)) return new ResponseError(LinkErrorCode.ToolFailed, `unknown buzz tool '${String(tool)}'`);
+      const parsed = argSchemas[tool].safeParse(p.args ?? {});
+      if (!parsed.success) return new ResponseError(LinkErrorCode.ToolFailed, `${tool}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ")}`);
+      try {
+        return await dispatch(entry.tools, tool, parsed.data);
+      } catch (err) {
+        log.warn({ evt: "link.tool_failed", session: entry.key, tool, error: (err as Error).message });
+        return new ResponseError(LinkErrorCode.ToolFailed, (err as Error).message);
+      }
+    });
+
+    conn.onClose(() => {
+      if (entry && entry.conn === conn) {
+        entry.conn = undefined;
+        log.info({ evt: "link.disconnected", session: entry.key });
+      }
+    });
+    conn.listen();
+  }
+
+  private isLive(entry: Entry): boolean {
+    for (const e of this.sessions.values()) if (e === entry) return true;
+    return false;
+  }
+}
+
+function dispatch(tools: BuzzToolHandlers, tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> {
+  switch (tool) {
+    case "send_message":
+      return tools.sendMessage(args as Parameters<BuzzToolHandlers["sendMessage"]>[0]);
+    case "add_reaction":
+      return tools.addReaction(args as Parameters<BuzzToolHandlers["addReaction"]>[0]);
+    case "get_messages":
+      return tools.getMessages(args as { limit?: number });
+    case "get_thread":
+      return tools.getThread(args as { event_id: string });
+    case "get_channel":
+      return tools.getChannel();
+  }
+}
