@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools";
-import { loadSeed, SeedError, startDevRelay } from "../src/devrelay/index.js";
+import { DevRelayAdminError, loadSeed, SeedError, startDevRelay } from "../src/devrelay/index.js";
 import { RawClient, sign } from "../src/devrelay/testing.js";
 
 const dir = mkdtempSync(join(tmpdir(), "devrelay-life-"));
@@ -82,6 +82,20 @@ describe("dev relay lifecycle", () => {
       await b.close();
     } finally {
       await second.close();
+    }
+  });
+
+  it("admin calls take npub or hex and say what is wrong otherwise", async () => {
+    const relay = await startDevRelay();
+    try {
+      const ch = await relay.createChannel({ name: "g", members: [nip19.npubEncode(A)] });
+      const c = await RawClient.authed(relay.url, alice);
+      await c.close();
+      await assert.rejects(relay.addMember(ch, "nonsense"), (err: unknown) => err instanceof DevRelayAdminError && /bad pubkey/.test(err.message));
+      await assert.rejects(relay.addMember("no-such-channel", A), /no channel with id/);
+      await assert.rejects(relay.createChannel({ id: ch, name: "again" }), /already exists/);
+    } finally {
+      await relay.close();
     }
   });
 

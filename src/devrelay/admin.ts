@@ -4,7 +4,7 @@
  * 44100/44101 notices to the member concerned (`p` = member, `h` = channel).
  */
 import { randomUUID } from "node:crypto";
-import { parseSecretKey } from "../config/keys.js";
+import { parsePubkey, parseSecretKey } from "../config/keys.js";
 import { KIND } from "../relay/kinds.js";
 import { memberTags, metadataTags, type Channel } from "./channels.js";
 import type { RelayCore } from "./core.js";
@@ -41,25 +41,30 @@ export class ChannelAdmin {
     for (const ev of members) this.stateClock.set(`p:${ev.tags.find((t) => t[0] === "d")?.[1]}`, ev.created_at);
   }
 
-  addRelayMember(pubkey: string): void {
+  addRelayMember(pk: string): void {
+    const pubkey = key(pk);
     if (this.core.dir.relayMembers.has(pubkey)) return;
     this.core.dir.relayMembers.add(pubkey);
     this.core.store.setMeta(RELAY_MEMBERS_META, JSON.stringify([...this.core.dir.relayMembers]));
   }
 
   createChannel(c: NewChannel): string {
+    if (typeof c.name !== "string" || c.name === "") throw new DevRelayAdminError("a channel needs a name");
+    if (c.type !== undefined && !["stream", "private", "dm"].includes(c.type)) throw new DevRelayAdminError(`channel type must be stream, private or dm, not '${c.type}'`);
+    const members = (c.members ?? []).map(key);
     const id = c.id ?? randomUUID();
     if (this.core.dir.channels.has(id)) throw new DevRelayAdminError(`channel ${id} already exists`);
     const ch: Channel = { id, name: c.name, about: c.about ?? "", type: c.type ?? "stream", members: new Map() };
     this.core.dir.channels.set(id, ch);
     this.publishMetadata(ch);
     this.publishMembers(ch);
-    for (const pk of c.members ?? []) this.addMember(id, pk);
+    for (const pk of members) this.addMember(id, pk);
     return id;
   }
 
-  addMember(channelId: string, pubkey: string, role = "member"): void {
+  addMember(channelId: string, pk: string, role = "member"): void {
     const ch = this.channel(channelId);
+    const pubkey = key(pk);
     const had = ch.members.get(pubkey);
     ch.members.set(pubkey, role);
     if (had === role) return;
@@ -67,8 +72,9 @@ export class ChannelAdmin {
     this.publishMembers(ch);
   }
 
-  removeMember(channelId: string, pubkey: string): void {
+  removeMember(channelId: string, pk: string): void {
     const ch = this.channel(channelId);
+    const pubkey = key(pk);
     if (!ch.members.delete(pubkey)) return;
     this.notify(KIND.memberRemoved, ch, pubkey);
     this.publishMembers(ch);
@@ -125,5 +131,14 @@ export class ChannelAdmin {
     const t = Math.max(Math.floor(Date.now() / 1000), last + 1);
     this.stateClock.set(key, t);
     return t;
+  }
+}
+
+/** npub or hex → hex, as an admin error a caller can act on. */
+function key(pk: string): string {
+  try {
+    return parsePubkey(String(pk));
+  } catch (err) {
+    throw new DevRelayAdminError(`bad pubkey: ${(err as Error).message}`);
   }
 }

@@ -10,7 +10,6 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Filter } from "nostr-tools/filter";
-import { parsePubkey } from "../config/keys.js";
 import type { RelayCore } from "./core.js";
 import { DevRelayAdminError } from "./errors.js";
 import type { Nip98Guard } from "./nip98.js";
@@ -90,10 +89,9 @@ async function admin(req: IncomingMessage, res: ServerResponse, op: string, body
     return json(res, 400, { error: "admin: body is not valid JSON" });
   }
   try {
-    for (const k of ["pubkey"]) if (typeof args[k] === "string") args[k] = parsePubkey(args[k] as string);
     return json(res, 200, (await deps.admin(op, args)) ?? { ok: true });
   } catch (err) {
-    if (err instanceof DevRelayAdminError || (err instanceof Error && /npub|hex/.test(err.message))) return json(res, 400, { error: `admin: ${err.message}` });
+    if (err instanceof DevRelayAdminError) return json(res, 400, { error: `admin: ${err.message}` });
     throw err;
   }
 }

@@ -20,11 +20,11 @@ import { DevRelayAdminError } from "./errors.js";
 import { handleHttp } from "./http.js";
 import { Nip98Guard } from "./nip98.js";
 import type { RateLimit } from "./rate-limit.js";
-import { loadSeed, parseSeed, type SeedFile } from "./seed.js";
+import { loadSeed, parseSeed, type SeedInput } from "./seed.js";
 import { MemoryStore, type EventStore } from "./store.js";
 import { SqliteStore } from "./sqlite-store.js";
 
-export { loadSeed, parseSeed, type SeedFile } from "./seed.js";
+export { loadSeed, parseSeed, type SeedFile, type SeedInput } from "./seed.js";
 export { SeedError, DevRelayAdminError } from "./errors.js";
 export type { NewChannel } from "./admin.js";
 export type { RateLimit } from "./rate-limit.js";
@@ -34,8 +34,8 @@ export interface DevRelayOptions {
   port?: number;
   /** Listen address; default 127.0.0.1 so a dev relay is never exposed by accident. */
   host?: string;
-  /** Seed (members, channels) as an object or a YAML file path; default none. */
-  seed?: SeedFile | string;
+  /** Seed (members, channels) as an object or a YAML file path; default none. Keys may be npub or hex. */
+  seed?: SeedInput | string;
   /** Directory for SQLite storage (WAL) that survives restarts; default memory only. */
   dataDir?: string;
   /** Time a client has to answer the NIP-42 challenge; default 5000 ms like Buzz's AUTH_TIMEOUT. */

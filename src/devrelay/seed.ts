@@ -41,7 +41,10 @@ export const seedSchema = z.strictObject({
   channels: z.array(seedChannel).default([]),
 });
 
+/** A validated seed (defaults applied). */
 export type SeedFile = z.infer<typeof seedSchema>;
+/** What a caller may pass in-process: optional fields may be left out. */
+export type SeedInput = z.input<typeof seedSchema>;
 export type SeedChannel = z.infer<typeof seedChannel>;
 
 /** Reads and validates a seed file; throws SeedError naming the file and each problem. */
