@@ -1,0 +1,126 @@
+/**
+ * config/buzz-bridge.service: the directives the issue names, a stop timeout that leaves
+ * room for the daemon's shutdown grace, and systemd's own verdict (`systemd-analyze
+ * verify` and the offline `security` review) where systemd-analyze is installed.
+ */
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { generateSecretKey, nip19 } from "nostr-tools";
+import { loadConfigText } from "../src/config/load.js";
+import { parseDuration } from "../src/config/duration.js";
+
+const REPO = join(import.meta.dirname, "..");
+const UNIT = "buzz-bridge.service";
+const unitText = readFileSync(join(REPO, "config", UNIT), "utf8");
+
+/** `[Section]` → key → every value given (ExecReload and friends may repeat). */
+function parseUnit(text: string): Map<string, Map<string, string[]>> {
+  const sections = new Map<string, Map<string, string[]>>();
+  let current: Map<string, string[]> | undefined;
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue;
+    const section = /^\[(\w+)\]$/.exec(line);
+    if (section) {
+      current = new Map();
+      sections.set(section[1]!, current);
+      continue;
+    }
+    const eq = line.indexOf("=");
+    assert.ok(current && eq > 0, `unparsable line: ${line}`);
+    const key = line.slice(0, eq);
+    current.set(key, [...(current.get(key) ?? []), line.slice(eq + 1)]);
+  }
+  return sections;
+}
+
+const service = parseUnit(unitText).get("Service")!;
+const value = (key: string) => {
+  const v = service.get(key);
+  assert.ok(v, `[Service] sets ${key}`);
+  return v[v.length - 1]!;
+};
+
+const which = (cmd: string) => {
+  const r = spawnSync("sh", ["-c", `command -v ${cmd}`], { encoding: "utf8" });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+};
+const analyze = which("systemd-analyze");
+const skipNoSystemd = analyze ? false : "systemd-analyze not installed (Debian: apt-get install systemd)";
+
+const tmp = mkdtempSync(join(tmpdir(), "bb-unit-"));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+test("the unit runs the daemon hardened, as a dedicated user, with state and config dirs", () => {
+  assert.equal(value("User"), "buzz-bridge");
+  assert.equal(service.get("DynamicUser"), undefined, "a dedicated user, not DynamicUser (see the unit's comment)");
+  assert.equal(value("StateDirectory"), "buzz-bridge");
+  assert.equal(value("ConfigurationDirectory"), "buzz-bridge");
+  assert.equal(value("ExecStart"), "/usr/bin/node /opt/buzz-bridge/dist/cli.js run -c /etc/buzz-bridge/buzz-bridge.yaml");
+  assert.equal(value("ExecReload"), "/bin/kill -HUP $MAINPID", "reload ends by sending SIGHUP");
+  assert.equal(value("Restart"), "on-failure");
+  assert.equal(value("NoNewPrivileges"), "yes");
+  assert.equal(value("ProtectSystem"), "strict");
+  assert.equal(value("ProtectHome"), "yes");
+  assert.equal(value("PrivateTmp"), "yes");
+  assert.deepEqual(value("ReadWritePaths").split(/\s+/), ["/var/lib/buzz-bridge", "/srv/agents"]);
+  assert.equal(value("KillSignal"), "SIGTERM");
+  // SIGTERM to the daemon alone: agents keep working through the grace period.
+  assert.equal(value("KillMode"), "mixed");
+  // V8's JIT needs W+X memory; this directive would crash Node at start.
+  assert.equal(service.get("MemoryDenyWriteExecute"), undefined);
+});
+
+test("TimeoutStopSec leaves room above the default shutdown grace", () => {
+  const nsec = nip19.nsecEncode(generateSecretKey());
+  const { config } = loadConfigText(`identity:\n  secret_key: ${nsec}\nrelay:\n  url: ws://127.0.0.1:7777\n`, "t.yaml", {});
+  const graceMs = config.shutdown_grace;
+  const stopMs = parseDuration(value("TimeoutStopSec"));
+  assert.ok(stopMs !== null, "TimeoutStopSec in seconds");
+  assert.ok(stopMs >= graceMs + 10_000, `TimeoutStopSec ${stopMs} ms vs shutdown_grace ${graceMs} ms`);
+});
+
+/** The unit as systemd-analyze should see it, with paths that exist on this machine. */
+function installableCopy(text: string, name = UNIT): string {
+  const kill = which("kill") ?? "/bin/kill";
+  const adapted = text
+    .replaceAll("/usr/bin/node ", `${process.execPath} `)
+    .replaceAll("/opt/buzz-bridge/dist/cli.js", join(REPO, "dist", "cli.js"))
+    .replaceAll("/bin/kill ", `${kill.startsWith("/") ? kill : "/bin/kill"} `);
+  const file = join(tmp, name);
+  writeFileSync(file, adapted);
+  return file;
+}
+
+function verify(file: string) {
+  const r = spawnSync(analyze!, ["verify", "--man=no", file], { cwd: tmp, encoding: "utf8", timeout: 30_000 });
+  // Lines about our unit only: a container without a running systemd adds unrelated noise.
+  const complaints = `${r.stdout}\n${r.stderr}`.split("\n").filter((l) => l.includes(".service"));
+  return { status: r.status, complaints };
+}
+
+test("systemd-analyze verify accepts the unit without warnings", { skip: skipNoSystemd }, () => {
+  const { status, complaints } = verify(installableCopy(unitText));
+  assert.equal(status, 0, complaints.join("\n"));
+  assert.deepEqual(complaints, []);
+});
+
+test("…and the same check does catch a broken unit (the harness is not blind)", { skip: skipNoSystemd }, () => {
+  const broken = unitText.replace("KillMode=mixed", "KillMode=mixd\nProtectSytem=strict");
+  const { complaints } = verify(installableCopy(broken, "broken-bridge.service"));
+  assert.ok(complaints.some((l) => /kill mode/i.test(l)), complaints.join("\n"));
+  assert.ok(complaints.some((l) => /ProtectSytem/.test(l)), complaints.join("\n"));
+});
+
+test("systemd-analyze security rates the unit's exposure low", { skip: skipNoSystemd }, () => {
+  const file = installableCopy(unitText);
+  const r = spawnSync(analyze!, ["security", "--offline=yes", "--no-pager", file], { cwd: tmp, encoding: "utf8", timeout: 30_000 });
+  const m = /Overall exposure level for \S+: (\d+(?:\.\d+)?)/.exec(r.stdout);
+  assert.ok(m, `no exposure level in:\n${r.stdout}\n${r.stderr}`);
+  // 0 = fully locked down, 10 = unprotected; systemd calls < 4 "OK". Ours needs exec and network.
+  assert.ok(Number(m[1]) <= 2.5, `exposure ${m[1]}`);
+});
