@@ -237,7 +237,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
       return;
     }
     this.counters.emitted++;
-    this.emit("event", ev, { channel: channelOf(ev)!, live: this.channelsLive });
+    this.deliver(() => this.emit("event", ev, { channel: channelOf(ev)!, live: this.channelsLive }), ev);
     this.advanceCursor(ev);
   }
 
@@ -255,8 +255,17 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.counters.membership++;
     const change: MembershipChange = { type: ev.kind === KIND.memberAdded ? "added" : "removed", channel: channelOf(ev)!, at: ev.created_at, event: ev };
     this.log.info({ evt: "relay.membership", type: change.type, channel: change.channel }, `membership ${change.type}`);
-    this.emit("membership", change);
+    this.deliver(() => this.emit("membership", change), ev);
     this.advanceCursor(ev);
+  }
+
+  /** A throwing handler is a bug downstream; it must not take the socket (and every channel) with it. */
+  private deliver(fn: () => void, ev: Event): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.error({ evt: "relay.handler_error", event: ev.id, err: (err as Error).message }, "an event handler threw");
+    }
   }
 
   private badSignature(ev: Event): void {

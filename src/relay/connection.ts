@@ -186,7 +186,7 @@ export class RelayConnection extends EventEmitter {
     this.ws = ws;
     ws.on("open", () => gen === this.gen && this.onOpen());
     ws.on("message", (data) => gen === this.gen && this.onMessage(data.toString()));
-    ws.on("pong", () => gen === this.gen && clearTimeout(this.pongTimer));
+    ws.on("pong", () => gen === this.gen && this.clearPongTimer());
     ws.on("error", (err) => gen === this.gen && this.throttle.warn("relay.socket_error", { err: err.message }, "relay socket error"));
     ws.on("close", (code, reason) => gen === this.gen && this.onClose(code, reason.toString()));
   }
@@ -201,7 +201,7 @@ export class RelayConnection extends EventEmitter {
     }, this.opts.challengeWaitMs ?? 5000);
     const ping = setInterval(() => {
       if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return clearInterval(ping);
-      clearTimeout(this.pongTimer);
+      if (this.pongTimer) return; // the previous ping's deadline is still running
       this.pongTimer = setTimeout(() => {
         this.metrics.dead++;
         this.log.warn({ evt: "relay.dead" }, "no pong from relay; reconnecting");
@@ -230,7 +230,7 @@ export class RelayConnection extends EventEmitter {
   private teardown(_why: string): void {
     for (const t of this.timers) clearTimeout(t), clearInterval(t);
     this.timers.clear();
-    clearTimeout(this.pongTimer);
+    this.clearPongTimer();
     this.authed = false;
     this.challenge = undefined;
     this.authInFlight = undefined;
@@ -359,7 +359,13 @@ export class RelayConnection extends EventEmitter {
       this.deferredReqs.add(id);
       return;
     }
-    const filters = sub.filters();
+    let filters: Filter[];
+    try {
+      filters = sub.filters();
+    } catch (err) {
+      this.log.error({ evt: "relay.filters_failed", sub: id, err: (err as Error).message }, "could not build subscription filters");
+      return;
+    }
     sub.eosed = false;
     if (filters.length === 0) {
       // A REQ needs at least one filter; nothing to listen to means no subscription.
@@ -419,6 +425,11 @@ export class RelayConnection extends EventEmitter {
       this.deferredReqs.clear();
       for (const id of ids) void this.sendReq(id);
     }, this.rateLimitedFor + 5);
+  }
+
+  private clearPongTimer(): void {
+    clearTimeout(this.pongTimer);
+    this.pongTimer = undefined;
   }
 
   private sendFrame(frame: unknown[]): boolean {
