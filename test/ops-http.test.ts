@@ -174,3 +174,42 @@ test("close() returns promptly even with a keep-alive connection open", async ()
   await h.close();
   await assert.rejects(fetch(`${h.url}/healthz`));
 });
+
+test("sampled sources are read at scrape time; a failing getter keeps the last value", async () => {
+  const metrics = new Metrics({ defaultMetrics: false });
+  let depth = 2;
+  let reconnects = 0;
+  let state = "connecting";
+  let agentsBroken = false;
+  metrics.sample({
+    queueDepth: () => depth,
+    relayReconnects: () => reconnects,
+    relayState: () => state,
+    agentProcesses: () => {
+      if (agentsBroken) throw new Error("pool gone");
+      return 3;
+    },
+  });
+  let text = await metrics.text();
+  assert.match(text, /^buzz_bridge_queue_depth 2$/m);
+  assert.match(text, /^buzz_bridge_relay_reconnects_total 0$/m);
+  assert.match(text, /^buzz_bridge_relay_state\{state="connecting"\} 1$/m);
+  assert.match(text, /^buzz_bridge_agent_processes 3$/m);
+
+  depth = 0;
+  reconnects = 4;
+  state = "subscribed";
+  agentsBroken = true;
+  text = await metrics.text();
+  assert.match(text, /^buzz_bridge_queue_depth 0$/m);
+  assert.match(text, /^buzz_bridge_relay_reconnects_total 4$/m);
+  assert.match(text, /^buzz_bridge_relay_state\{state="connecting"\} 0$/m);
+  assert.match(text, /^buzz_bridge_relay_state\{state="subscribed"\} 1$/m);
+  assert.match(text, /^buzz_bridge_agent_processes 3$/m);
+
+  // A new connection object starts counting from 0 again: the counter never goes back.
+  reconnects = 1;
+  await metrics.text();
+  reconnects = 3;
+  assert.match(await metrics.text(), /^buzz_bridge_relay_reconnects_total 6$/m);
+});

@@ -49,6 +49,22 @@ export const TURN_DURATION_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 90
 /** Hook fan-outs answer within `mcp.hook_deadline` (2 s default, below the agent's 2.5 s). */
 export const HOOK_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 2.5, 5];
 
+/**
+ * Values read at scrape time from the parts that already count them, so the daemon wires
+ * a getter once instead of pushing every change. Each is optional; a pushed value (the
+ * methods below) is overwritten by its source on the next scrape.
+ */
+export interface MetricSources {
+  /** Accepted, unfinished events: e.g. the scheduler's `depth()` queued + in flight. */
+  queueDepth?: () => number;
+  /** Live agent processes. */
+  agentProcesses?: () => number;
+  /** The relay connection's cumulative reconnect count; the counter advances by the difference. */
+  relayReconnects?: () => number;
+  /** The relay connection's state name (`connecting`, `authenticated`, `subscribed`, …). */
+  relayState?: () => string;
+}
+
 export interface MetricsOptions {
   /** Collect prom-client's default process metrics (CPU, memory, event loop, GC). Default true. */
   defaultMetrics?: boolean;
@@ -73,6 +89,8 @@ export class Metrics {
   private readonly relayStateGauge: Gauge<"state">;
   private readonly publishes: Counter<"status">;
   private readonly relayStatesSeen = new Set<string>();
+  private sources: MetricSources = {};
+  private reconnectsSeen = 0;
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -92,6 +110,7 @@ export class Metrics {
       name: `${PREFIX}queue_depth`,
       help: "Accepted events stored and not yet finished, over all scopes.",
       registers,
+      collect: () => this.read(this.sources.queueDepth, (n) => this.queueDepth(n)),
     });
     this.turns = new Counter({
       name: `${PREFIX}turns_total`,
@@ -110,6 +129,7 @@ export class Metrics {
       name: `${PREFIX}agent_processes`,
       help: "Agent processes alive (working, idle and warm).",
       registers,
+      collect: () => this.read(this.sources.agentProcesses, (n) => this.agentProcesses(n)),
     });
     this.agentSpawns = new Counter({
       name: `${PREFIX}agent_spawns_total`,
@@ -144,12 +164,18 @@ export class Metrics {
       name: `${PREFIX}relay_reconnects_total`,
       help: "Relay WebSocket reconnect attempts.",
       registers,
+      collect: () =>
+        this.read(this.sources.relayReconnects, (total) => {
+          if (total > this.reconnectsSeen) this.relayReconnects.inc(total - this.reconnectsSeen);
+          this.reconnectsSeen = total; // lower after a source restarts: count on from there
+        }),
     });
     this.relayStateGauge = new Gauge({
       name: `${PREFIX}relay_state`,
       help: "Relay connection state: 1 for the current state, 0 for states seen before.",
       labelNames: ["state"],
       registers,
+      collect: () => this.read(this.sources.relayState, (state) => this.relayState(state)),
     });
     this.publishes = new Counter({
       name: `${PREFIX}publish_total`,
@@ -158,6 +184,24 @@ export class Metrics {
       registers,
     });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Registers getters read on every scrape (merged with earlier calls). Use a source or the
+   * matching push method for a metric, not both (reconnects would count twice).
+   */
+  sample(sources: MetricSources): void {
+    this.sources = { ...this.sources, ...sources };
+  }
+
+  /** A failing getter must not break the whole scrape; the metric keeps its last value. */
+  private read<T>(source: (() => T) | undefined, apply: (v: T) => void): void {
+    if (!source) return;
+    try {
+      apply(source());
+    } catch {
+      // keep the previous value
+    }
   }
 
   /** A relay event reached the gate. */
