@@ -208,6 +208,19 @@ describe("dev relay channels", () => {
     assert.deepEqual(none.events, []);
   });
 
+  it("deletes an author's own event on kind 5 / 9005, not someone else's", async () => {
+    const aliceC = await as(alice);
+    const bobC = await as(bob);
+    const mine = sign({ kind: 9, tags: [["h", chA]], content: "oops" }, alice);
+    const other = sign({ kind: 9, tags: [["h", chA]], content: "bob's" }, bob);
+    await aliceC.publish(mine);
+    await bobC.publish(other);
+    assert.equal((await aliceC.publish(sign({ kind: 5, tags: [["h", chA]] }, alice)))[2], true);
+    assert.equal((await aliceC.publish(sign({ kind: 9005, tags: [["h", chA], ["e", mine.id], ["e", other.id]] }, alice)))[2], true);
+    const { events } = await bobC.req("gone", { ids: [mine.id, other.id] });
+    assert.deepEqual(events.map((e) => e.id), [other.id]);
+  });
+
   it("replaces a subscription with the same id and stops delivering after CLOSE", async () => {
     const aliceC = await as(alice);
     const bobC = await as(bob);

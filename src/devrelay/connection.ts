@@ -79,7 +79,7 @@ export class Connection implements Subscriber {
 
   private onFrame(data: RawData): void {
     this.core.stats.framesIn++;
-    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     if (buf.length > LIMITS.frameBytes) {
       this.send(["NOTICE", `error: frame too large (${buf.length} bytes, max ${LIMITS.frameBytes})`]);
       this.ws.close(1009, "frame too large");

@@ -14,6 +14,9 @@ import { signWithWasm, verifyReason } from "./crypto.js";
 import { authorizeWrite, canRead, filterAdmits, limitReason, LIMITS, shapeReason, WS_ONLY_KINDS } from "./rules.js";
 import type { EventStore, StoredRecord } from "./store.js";
 
+/** Deletion requests (NIP-09 kind 5, NIP-29 kind 9005). */
+const DELETION_KINDS: ReadonlySet<number> = new Set([5, 9005]);
+
 /** What the core needs of a live subscriber (a WebSocket connection). */
 export interface Subscriber {
   /** The authenticated pubkey, undefined before NIP-42 succeeds. */
@@ -59,7 +62,18 @@ export class RelayCore {
     if (!decision.ok) return refuse(decision.reason);
     const limit = limitReason(ev, Math.floor(Date.now() / 1000));
     if (limit) return refuse(limit);
-    return this.accept({ event: clean(ev), channel: decision.channel });
+    const result = this.accept({ event: clean(ev), channel: decision.channel });
+    if (result.accepted && DELETION_KINDS.has(ev.kind)) this.deleteTargets(ev);
+    return result;
+  }
+
+  /** NIP-09 / NIP-29 9005: the author's own events named by `e` tags are removed from storage. */
+  private deleteTargets(deletion: Event): void {
+    for (const t of deletion.tags) {
+      if (t[0] !== "e" || !t[1]) continue;
+      const target = this.store.get(t[1]);
+      if (target && target.event.pubkey === deletion.pubkey && !DELETION_KINDS.has(target.event.kind)) this.store.delete(t[1]);
+    }
   }
 
   /** Stores (unless ephemeral) and fans out an event that passed every check. */

@@ -64,6 +64,10 @@ export class SqliteStore implements EventStore {
     return row ? toRecord(row) : undefined;
   }
 
+  delete(id: string): boolean {
+    return this.stmt.del.run(id).changes > 0;
+  }
+
   query(filter: Filter, accept: (rec: StoredRecord) => boolean, limit: number): StoredRecord[] {
     const out: StoredRecord[] = [];
     if (limit <= 0) return out;

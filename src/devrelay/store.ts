@@ -20,6 +20,8 @@ export type PutResult = "stored" | "duplicate" | "superseded";
 export interface EventStore {
   put(rec: StoredRecord): PutResult;
   get(id: string): StoredRecord | undefined;
+  /** Removes one event (NIP-09 deletion); true when it was there. */
+  delete(id: string): boolean;
   /** Matching records, newest first (ties: lower id first), only those `accept` passes, at most `limit`. */
   query(filter: Filter, accept: (rec: StoredRecord) => boolean, limit: number): StoredRecord[];
   count(): number;
@@ -90,6 +92,15 @@ export class MemoryStore implements EventStore {
       if (out.length >= limit) break;
     }
     return out;
+  }
+
+  delete(id: string): boolean {
+    const rec = this.byId.get(id);
+    if (!rec) return false;
+    this.remove(rec);
+    const key = replaceKey(rec.event);
+    if (key && this.byReplaceKey.get(key) === rec) this.byReplaceKey.delete(key);
+    return true;
   }
 
   count(): number {
