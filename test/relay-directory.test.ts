@@ -96,3 +96,35 @@ test("NIP-98 query: two identical bodies in one second both succeed; count and p
   assert.equal(bot.http.metrics.requests, requests, "the second lookup came from the cache");
   assert.match(await profiles.displayName(identity().pk), /^npub1/);
 });
+
+test("the follower listens where the config says: listed channels, or every channel with \"*\"", async () => {
+  const { loadConfigText } = await import("../src/config/load.js");
+  const { ChannelFollower, configSelector } = await import("../src/relay/follow.js");
+  const { bytesToHex } = await import("nostr-tools/utils");
+  const relay = await relayWith([bridge, alice]);
+  cleanup.push(() => relay.close());
+  const general = await relay.createChannel({ name: "general", members: [bridge.pk, alice.pk] });
+  const ops = await relay.createChannel({ name: "ops", members: [bridge.pk] });
+  const yaml = (channels: string) => `identity: { secret_key: "${bytesToHex(bridge.sk)}" }\nrelay: { url: "${relay.url}" }\nchannels: ${channels}\n`;
+  const only = loadConfigText(yaml(`[{ id: "${general}", require_mention: false, kinds: [9, 40002] }]`), "test.yaml").config;
+  const every = loadConfigText(yaml(`[{ id: "*" }]`), "test.yaml").config;
+
+  const bot = client(relay, bridge);
+  cleanup.push(() => bot.stop());
+  const dir = new ChannelDirectory(bot).attach();
+  const follower = new ChannelFollower(bot, dir, configSelector(only));
+  await bot.start();
+  await follower.refresh();
+  assert.deepEqual(follower.channels, [{ id: general, kinds: [9, 40002], requireMention: false, since: undefined }]);
+  assert.deepEqual(bot.channelIds, [general]);
+  assert.equal(await bot.waitSubscribed(10_000), true);
+
+  await follower.refresh(configSelector(every));
+  assert.deepEqual(bot.channelIds.sort(), [general, ops].sort());
+  assert.equal(follower.channels.find((c) => c.id === ops)!.requireMention, true, "defaults apply under \"*\"");
+
+  const late = await relay.createChannel({ name: "late", members: [alice.pk] });
+  await relay.addMember(late, bridge.pk);
+  assert.equal(await eventually(() => bot.channelIds.includes(late)), true, "a channel joined at runtime is followed");
+  follower.stop();
+});

@@ -4,17 +4,18 @@
  *
  * ```ts
  * const client = new RelayClient({ url, secretKey, logger, cursor });
- * const dir = new ChannelDirectory(client, logger).attach();
+ * const dir = new ChannelDirectory(client, logger).attach();     // follows 44100/44101
+ * const follower = new ChannelFollower(client, dir, configSelector(cfg));
  * client.on("event", (ev, ctx) => gate.offer(ev, ctx));          // deduped, NOT yet verified
- * dir.on("joined", (ch, since) => client.setChannels([...current, { id: ch.id, kinds, requireMention, since }]));
  * await client.start();
- * client.setChannels((await dir.discover()).map((c) => ({ id: c.id, kinds: [9], requireMention: true })));
+ * await follower.refresh();                                       // discover + ONE REQ; again on SIGHUP
  * const { outcome } = await client.send(events.message(channel, "hi"));
  * ```
  */
 export { RelayClient, type RelayClientOptions, type RelayClientEvents, type EventContext, type MembershipChange, type CursorProvider } from "./client.js";
 export { RelayConnection, type ConnectionOptions, type ConnectionState, type SendOptions } from "./connection.js";
 export { ChannelDirectory, channelInfoOf, channelTypeOf, type ChannelInfo, type ChannelType, type DirectorySource } from "./directory.js";
+export { ChannelFollower, configSelector, type ChannelSelector } from "./follow.js";
 export { ProfileCache, profileOf, shortNpub, type Profile, type ProfileCacheOptions } from "./profiles.js";
 export { RelayHttp, type RelayHttpOptions, type EventsWriteResult } from "./http.js";
 export { nip98Header, nip98Template } from "./nip98.js";

@@ -1,0 +1,69 @@
+/**
+ * Keeps the client's ONE channel subscription equal to "channels we belong to that the config
+ * selects" (config `channels`, `"*"` = all; design §4/§5): full discovery at start and on
+ * reload, then 44100/44101 joins and leaves as they happen. Each change is one `setChannels`.
+ */
+import type { Config } from "../config/schema.js";
+import { channelSelected, policyFor } from "../config/schema.js";
+import type { RelayClient } from "./client.js";
+import type { ChannelDirectory, ChannelInfo } from "./directory.js";
+import type { ChannelSubscription } from "./filters.js";
+
+/** How to listen in a channel (kinds, mention rule), or undefined to stay out of it. */
+export type ChannelSelector = (ch: ChannelInfo) => Omit<ChannelSubscription, "id" | "since"> | undefined;
+
+/** The config's selection: listed (or `"*"`) channels, with their effective `kinds` and `require_mention`. */
+export function configSelector(cfg: Config): ChannelSelector {
+  return (ch) => {
+    if (!channelSelected(cfg, ch.id)) return undefined;
+    const p = policyFor(cfg, ch.id);
+    return { kinds: p.kinds, requireMention: p.require_mention };
+  };
+}
+
+export class ChannelFollower {
+  private subs = new Map<string, ChannelSubscription>();
+  private readonly onJoined = (ch: ChannelInfo, since: number) => {
+    const how = this.select(ch);
+    if (!how) return;
+    this.subs.set(ch.id, { id: ch.id, ...how, since });
+    this.apply();
+  };
+  private readonly onLeft = (id: string) => {
+    if (this.subs.delete(id)) this.apply();
+  };
+
+  constructor(private readonly client: RelayClient, private readonly directory: ChannelDirectory, private select: ChannelSelector) {
+    directory.on("joined", this.onJoined);
+    directory.on("left", this.onLeft);
+  }
+
+  /** Discovers channels and subscribes to the selected ones; call at start and on reload. */
+  async refresh(select?: ChannelSelector): Promise<ChannelInfo[]> {
+    if (select) this.select = select;
+    const all = await this.directory.discover();
+    const next = new Map<string, ChannelSubscription>();
+    for (const ch of all) {
+      const how = this.select(ch);
+      // Keep a pending replay floor of a channel joined moments ago.
+      if (how) next.set(ch.id, { id: ch.id, ...how, since: this.subs.get(ch.id)?.since });
+    }
+    this.subs = next;
+    this.apply();
+    return all.filter((c) => next.has(c.id));
+  }
+
+  /** Channels currently listened in. */
+  get channels(): ChannelSubscription[] {
+    return [...this.subs.values()];
+  }
+
+  stop(): void {
+    this.directory.off("joined", this.onJoined);
+    this.directory.off("left", this.onLeft);
+  }
+
+  private apply(): void {
+    this.client.setChannels([...this.subs.values()].map((s) => (s.since === undefined ? { id: s.id, kinds: s.kinds, requireMention: s.requireMention } : s)));
+  }
+}
