@@ -181,7 +181,11 @@ export class AgentProcess extends EventEmitter {
           this.log.info({ evt: "agent.initialized", agent_pid: this.pid, agent: this.agentInfo, capabilities: this.capabilities }, "agent initialized");
           settle();
         })
-        .catch((err: unknown) => settle(this.startError(`refused initialize: ${describeCause(err)}`)));
+        .catch(async (err: unknown) => {
+          // A closed connection usually means the process is exiting: let the exit explain it.
+          if (await this.exitsWithin(300)) return;
+          settle(this.startError(`refused initialize: ${describeCause(err)}`));
+        });
     });
   }
 

@@ -132,11 +132,13 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     if (d.slowMs !== undefined && !(await sleep(d.slowMs, turn.signal))) return cancelled();
 
     const reports: string[] = [];
-    const link = s.mcp ? await s.mcp : { clients: [] };
-    const findTool = (name: string) => link.clients.find((c) => c.tools.includes(name));
+    // Awaited only when a tool is needed: the servers start in the background at session/new.
+    const linkOf = async (): Promise<McpLink> => (s.mcp ? await s.mcp : { clients: [] });
+    const findTool = async (name: string) => (await linkOf()).clients.find((c) => c.tools.includes(name));
     let callSeq = 0;
     const callTool = async (name: string, args: Record<string, unknown>): Promise<string> => {
-      const owner = findTool(name);
+      const link = await linkOf();
+      const owner = await findTool(name);
       const toolCallId = `call-${++callSeq}`;
       await up({ sessionUpdate: "tool_call", toolCallId, title: name, kind: "other", status: "in_progress", rawInput: args });
       if (!owner) {
@@ -195,7 +197,7 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
 
     if (d.silent) return { stopReason: "end_turn" };
     const reply = [summary(parsed), ...reports].join("\n");
-    if (!d.finalOnly && findTool("send_message")) {
+    if (!d.finalOnly && (await findTool("send_message"))) {
       const result = await callTool("send_message", { content: reply });
       await say(`Replied in the thread (${result.slice(0, 200)}).`);
     } else {
