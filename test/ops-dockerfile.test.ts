@@ -177,6 +177,9 @@ function recipeTests(): void {
       const r = entrypoint(args);
       assert.equal(r.status, 0, `${args.join(" ")} exited ${r.status}:\n${r.stderr}`);
     }
+    // --version reads package.json next to dist/: the image must keep that layout.
+    const version = entrypoint(["--version"]);
+    assert.equal(version.stdout.trim(), JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version);
     // The mounted config is found through BUZZ_BRIDGE_CONFIG, without -c.
     const r = entrypoint(["check"], { BUZZ_BRIDGE_CONFIG: join(runDir, "config", "example.yaml") });
     assert.equal(r.status, 0, r.stderr);
