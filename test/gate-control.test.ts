@@ -47,9 +47,10 @@ function setup(respondTo = "owner-only", counts = { cancel: 0, rotate: 0 }) {
       },
     }),
     claimControl: (id, at) => store.claimControl(id, at),
+    noteSeen: (ch, at) => store.noteSeen(ch, at),
   });
   after(() => store.close());
-  return { gate, published, calls, targets, lines, verified };
+  return { gate, published, calls, targets, lines, verified, store };
 }
 
 const payload = (t: EventTemplate) => JSON.parse(t.content) as Record<string, unknown>;
@@ -135,5 +136,18 @@ describe("owner control commands", () => {
     await gate.handle(fromWire(mention(owner, "!shutdown now")));
     await gate.handle(fromWire(mention(owner, "!SHUTDOWN")));
     assert.deepEqual(calls, []);
+  });
+
+  test("decided events move the channel cursor; forged ones and accepted ones (the queue does that) do not", async () => {
+    const { gate, store } = setup();
+    const forgedReal = mention(owner, "!status", { created_at: 5_000 });
+    await gate.handle(fromWire({ ...forgedReal, content: "!shutdown" }));
+    assert.equal(store.cursor(CHANNEL), undefined);
+    await gate.handle(fromWire(mention(owner, "please deploy", { created_at: 4_000 })));
+    assert.equal(store.cursor(CHANNEL), undefined, "accepted: the queue's accept moves the cursor");
+    await gate.handle(fromWire(mention(stranger, "hi", { created_at: 4_100 })));
+    assert.equal(store.cursor(CHANNEL), 4_100);
+    await gate.handle(fromWire(mention(owner, "!status", { created_at: 4_200 })));
+    assert.equal(store.cursor(CHANNEL), 4_200);
   });
 });

@@ -20,6 +20,12 @@ export interface GateOptions {
    * shut the daemon down again.
    */
   claimControl(eventId: string, createdAt: number): boolean;
+  /**
+   * Advances the channel's cursor for events that were decided but not queued (denied,
+   * dropped, control), so a reconnect's `since` does not replay them. Accepted events
+   * advance it when the queue stores them, never earlier: a crash in between must replay.
+   */
+  noteSeen?(channel: string, createdAt: number): void;
 }
 
 export class Gate {
@@ -29,6 +35,8 @@ export class Gate {
   async handle(ev: Event): Promise<Decision> {
     const decision = decide(ev, this.opts.context);
     if (decision.action === "accept") return decision;
+    const seenIn = cursorChannel(decision);
+    if (seenIn) this.opts.noteSeen?.(seenIn, ev.created_at);
     if (decision.action === "control") {
       if (!this.opts.claimControl(ev.id, ev.created_at)) {
         this.opts.logger.debug({ evt: "gate.control_replayed", event: ev.id, command: decision.command });
@@ -40,4 +48,14 @@ export class Gate {
     await this.opts.reporter.report(ev, decision);
     return decision;
   }
+}
+
+/**
+ * The channel whose cursor a decided-but-not-queued event moves: only channels we listen
+ * in, and never for a bad signature (its created_at is as forged as the rest of it).
+ */
+function cursorChannel(d: Decision): string | undefined {
+  if (d.action === "control") return d.channel.id;
+  if (d.action === "accept" || d.reason === "bad-signature" || !d.policy) return undefined;
+  return d.channel?.id;
 }

@@ -81,6 +81,7 @@ export class Scheduler {
   private inFlight = 0;
   private wakeTimer: NodeJS.Timeout | undefined;
   private wakePending = false;
+  private recovered = false;
   private readonly o: Required<Omit<SchedulerOptions, "onRefused" | "onFinalFailure" | "onWake">> & SchedulerOptions;
 
   constructor(opts: SchedulerOptions) {
@@ -286,6 +287,9 @@ export class Scheduler {
    * more attempt (its published reply ids come with the batch); retries keep their time.
    */
   recover(): { events: number; turns: number } {
+    // Once per process: a second pass would queue the same events twice.
+    if (this.recovered) return { events: 0, turns: 0 };
+    this.recovered = true;
     const now = this.o.now();
     const turns = this.o.store.openTurns();
     for (const t of turns) {

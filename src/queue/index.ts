@@ -1,0 +1,6 @@
+/** The queue step (design §6): durable acceptance, per-scope scheduling, recovery. */
+export { QueueStore, SCHEMA_VERSION, STORE_FILE, type EventState, type StoredEvent, type TurnRecord, type TurnState } from "./store.js";
+export { Scheduler, type Batch, type FinalFailure, type SchedulerOptions } from "./scheduler.js";
+export { scopeKey, scopeOf, parseScopeKey, type Scope, type SessionScope } from "./scope.js";
+export type { Refusal as QueueRefusal, RefusalReason, RefusedEvent } from "./refusals.js";
+export { QueueStoreError } from "./errors.js";
