@@ -114,6 +114,8 @@ describe("turn prompt", () => {
     const history = texts.find((t) => t.startsWith("History:"))!;
     assert.ok(history.includes("lunch?") && history.includes("Release 1.4"));
     assert.ok(!history.includes("what is this room for"), "the event itself is not history");
+    assert.ok(history.includes("```untrusted\nlunch?\n```"), "member text in history is fenced");
+    assert.ok(texts[texts.length - 1]!.includes("```untrusted\n@Helper what is this room for?\n```"));
     assert.ok(texts.some((t) => t.startsWith("Team instructions:")));
     assert.ok(texts.some((t) => /^Description: Where we ship releases$/m.test(t)));
   });

@@ -143,3 +143,18 @@ describe("crash safety", () => {
     again.close();
   });
 });
+
+test("prune removes finished rows past their keep time, never open work", () => {
+  const store = QueueStore.open(freshDir());
+  const done = fromWire(mention(owner, "done"));
+  const open = fromWire(mention(owner, "open"));
+  store.accept(done, CHANNEL, CHANNEL);
+  store.accept(open, CHANNEL, CHANNEL);
+  const t = store.startTurn(CHANNEL, CHANNEL, [done.id]);
+  store.updateTurn({ id: t, state: "done", attempts: 1, next_attempt_at: 0, recovered: 0, error: null });
+  store.prune(1000, Date.now() + 10_000);
+  assert.equal(store.has(done.id), false);
+  assert.equal(store.turn(t), undefined);
+  assert.equal(store.event(open.id)?.state, "waiting");
+  store.close();
+});

@@ -8,7 +8,7 @@
 import type { Event, EventTemplate } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
 import { npub } from "../config/keys.js";
-import { message, reaction, replyRefFor } from "../relay/events.js";
+import { channelOf, message, reaction, replyRefFor } from "../relay/events.js";
 import { isDmLike } from "./policy.js";
 import type { DropReason, Refusal } from "./decide.js";
 
@@ -50,7 +50,7 @@ export class DeniedReporter {
    * when nothing is published) so callers and tests can wait for it.
    */
   report(ev: Event, decision: Refusal): Promise<void> | undefined {
-    const line = { evt: "gate.denied", reason: decision.reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? null, event: ev.id };
+    const line = { evt: "gate.denied", reason: decision.reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id };
     if (decision.level === "debug") this.opts.logger.debug(line);
     else this.opts.logger.info(line);
 

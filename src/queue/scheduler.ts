@@ -72,6 +72,9 @@ interface ScopeState {
 }
 
 const DEFAULT_BACKOFF = { baseMs: 5_000, factor: 60, maxMs: 300_000 };
+/** Finished events and turns are deleted after 7 days, checked every 1,000 ended turns and at recovery. */
+const KEEP_FINISHED_MS = 7 * 24 * 3_600_000;
+const PRUNE_EVERY = 1_000;
 
 export class Scheduler {
   private readonly scopes = new Map<string, ScopeState>();
@@ -82,6 +85,7 @@ export class Scheduler {
   private wakeTimer: NodeJS.Timeout | undefined;
   private wakePending = false;
   private recovered = false;
+  private settled = 0;
   private readonly o: Required<Omit<SchedulerOptions, "onRefused" | "onFinalFailure" | "onWake">> & SchedulerOptions;
 
   constructor(opts: SchedulerOptions) {
@@ -231,6 +235,8 @@ export class Scheduler {
   /** After a turn ended: drop an idle scope's state and let the owner look for more work. */
   private settle(s: ScopeState | undefined): void {
     if (s) this.forgetIfIdle(s);
+    // Finished rows are kept a while for inspection, then pruned so the file stays small.
+    if (++this.settled % PRUNE_EVERY === 0) this.o.store.prune(KEEP_FINISHED_MS, this.o.now());
     this.wake();
   }
 
@@ -291,6 +297,7 @@ export class Scheduler {
     if (this.recovered) return { events: 0, turns: 0 };
     this.recovered = true;
     const now = this.o.now();
+    this.o.store.prune(KEEP_FINISHED_MS, now);
     const turns = this.o.store.openTurns();
     for (const t of turns) {
       const recovered = t.state === "running" || t.recovered === 1;
