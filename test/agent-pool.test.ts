@@ -1,0 +1,124 @@
+// The pool with real demo-agent processes: warm spare, crash → typed error → respawn,
+// circuit breaker, rotate, idle close, max_concurrent.
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { AgentPool } from "../src/agent/index.js";
+import { AgentCrashedError, CircuitOpenError } from "../src/agent/index.js";
+import { demoPool, eventBlock, tempDir } from "./fixtures/agent-helpers.js";
+
+const tmp = tempDir();
+const pools: AgentPool[] = [];
+const pool = (over: Parameters<typeof demoPool>[1] = {}) => {
+  const p = demoPool(tmp.dir, over);
+  pools.push(p);
+  return p;
+};
+after(async () => {
+  await Promise.all(pools.map((p) => p.close()));
+  tmp.cleanup();
+});
+const acquire = (p: AgentPool, scope: string) => p.acquire(scope, { channelName: "general", mcpEnv: {} });
+const ask = (text: string) => [eventBlock("ivy", text)];
+
+describe("agent pool", () => {
+  it("uses the warm spare: an acquire takes the ready process instead of spawning", async () => {
+    const p = pool({ warmSpare: true });
+    p.start();
+    assert.equal(await p.spareReady(), true);
+    const first = p.sparePid!;
+    const a = await acquire(p, "a");
+    assert.equal(a.proc.pid, first);
+    assert.equal(await p.spareReady(), true, "a new spare is warmed after the first was taken");
+    const second = p.sparePid!;
+    assert.notEqual(second, first);
+    const spawnsBefore = p.stats().spawns;
+    const b = await acquire(p, "b");
+    assert.equal(b.proc.pid, second, "the second acquire did not wait for a spawn");
+    assert.equal((await b.prompt(ask("#final-only hi"))).stopReason, "end_turn");
+    await p.spareReady();
+    assert.equal(p.stats().spawns, spawnsBefore + 1, "only the refill of the spare spawned");
+    assert.equal(p.stats().processes, 3);
+  });
+
+  it("a crash mid-turn fails the turn with AgentCrashedError; the next turn gets a new process", async () => {
+    const p = pool({ circuit: { backoffBaseMs: 50 } });
+    const crashes: Array<{ scope?: string; code: number | null }> = [];
+    p.on("crash", (c) => crashes.push(c));
+    const s = await acquire(p, "crashy");
+    await assert.rejects(s.prompt(ask("#crash")), (e: unknown) => {
+      assert.ok(e instanceof AgentCrashedError, String(e));
+      assert.equal(e.exitCode, 1);
+      assert.match(e.message, /exited with code 1 during the turn/);
+      return true;
+    });
+    assert.equal(crashes.length, 1);
+    assert.equal(crashes[0]!.scope, "crashy");
+    const again = await acquire(p, "crashy");
+    assert.notEqual(again.proc.pid, s.proc.pid);
+    const r = await again.prompt(ask("#final-only are you back?"));
+    assert.match(r.finalText, /Asked: #final-only are you back\?/);
+    assert.equal(p.stats().crashes, 1);
+    assert.equal(p.circuit.state, "closed");
+  });
+
+  it("3 crashes within the window open the circuit breaker; calls then fail fast", async () => {
+    const p = pool({ circuit: { backoffBaseMs: 20, openMs: 60_000 } });
+    const circuit: Array<{ state: string }> = [];
+    p.on("circuit", (c) => circuit.push(c));
+    for (let i = 0; i < 3; i++) {
+      const s = await acquire(p, `c${i}`);
+      await assert.rejects(s.prompt(ask("#crash")), AgentCrashedError);
+    }
+    assert.equal(p.circuit.state, "open");
+    assert.deepEqual(circuit.map((c) => c.state), ["open"]);
+    assert.equal(p.stats().circuit, "open");
+    await assert.rejects(acquire(p, "next"), (e: unknown) => e instanceof CircuitOpenError && /crashed 3 times/.test(e.message));
+  });
+
+  it("a command that cannot start counts towards the breaker too", async () => {
+    const p = pool({ command: "/nonexistent/agent", args: [], circuit: { backoffBaseMs: 10 } });
+    for (let i = 0; i < 3; i++) await assert.rejects(acquire(p, "x"), /command not found/);
+    await assert.rejects(acquire(p, "x"), CircuitOpenError);
+  });
+
+  it("rotate ends the scope's session; the next acquire starts a fresh one", async () => {
+    const p = pool();
+    const s = await acquire(p, "rot");
+    assert.equal(await p.rotate("rot"), true);
+    assert.equal(s.alive, false);
+    const fresh = await acquire(p, "rot");
+    assert.notEqual(fresh.sessionId, s.sessionId);
+    assert.equal(await p.rotate("nothing-here"), false);
+  });
+
+  it("an idle scope's process is closed after idle_close", async () => {
+    const p = pool({ idleCloseMs: 300 });
+    const s = await acquire(p, "idle");
+    await s.prompt(ask("#final-only"));
+    await s.proc.exited;
+    assert.equal(p.session("idle"), undefined);
+    assert.equal(p.stats().crashes, 0);
+  });
+
+  it("max_concurrent: a new scope closes the least recently used idle one", async () => {
+    const p = pool({ maxConcurrent: 2 });
+    const a = await acquire(p, "a");
+    await acquire(p, "b");
+    await acquire(p, "c");
+    await a.proc.exited;
+    assert.equal(p.session("a"), undefined);
+    assert.equal(p.stats().scopes, 2);
+  });
+
+  it("close stops every process", async () => {
+    const p = pool({ warmSpare: true });
+    p.start();
+    const s = await acquire(p, "z");
+    await p.spareReady();
+    const spare = p.sparePid!;
+    await p.close();
+    assert.equal(s.proc.alive, false);
+    assert.throws(() => process.kill(spare, 0));
+    await assert.rejects(acquire(p, "z"), /pool is closed/);
+  });
+});

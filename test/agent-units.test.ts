@@ -1,0 +1,106 @@
+// Pure parts of the agent runner: environment allow-list, cwd slugs, permission choice,
+// the last-message fold, and the demo agent's tolerant prompt parser.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { nip19, generateSecretKey } from "nostr-tools";
+import { bytesToHex } from "nostr-tools/utils";
+import { agentEnvironment, channelSlug } from "../src/agent/index.js";
+import { answer } from "../src/agent/permissions.js";
+import { TurnState } from "../src/agent/turn-state.js";
+import { parsePrompt } from "../src/demo/agent-parse.js";
+
+describe("agent environment", () => {
+  it("inherits only the allow-list, adds agent.env, and never the secret key", () => {
+    const secret = generateSecretKey();
+    const { env, dropped } = agentEnvironment({
+      parent: { PATH: "/bin", HOME: "/h", XDG_RUNTIME_DIR: "/run", AWS_SECRET: "x", BUZZ_PRIVATE_KEY: nip19.nsecEncode(secret) },
+      configured: { ANTHROPIC_API_KEY: "k", COPY: bytesToHex(secret).toUpperCase(), NOSTR_PRIVATE_KEY: "whatever" },
+      secret,
+    });
+    assert.deepEqual(Object.keys(env).sort(), ["ANTHROPIC_API_KEY", "BUZZ_AGENT_REQUIRE_REPLY", "HOME", "PATH", "XDG_RUNTIME_DIR"]);
+    // BUZZ_PRIVATE_KEY of the parent is not on the allow-list at all; these two would have passed.
+    assert.deepEqual(dropped.sort(), ["COPY", "NOSTR_PRIVATE_KEY"]);
+    assert.equal(env.BUZZ_AGENT_REQUIRE_REPLY, "0");
+  });
+
+  it("agent.env may turn the reply guard back on; hooks enforced by the agent set MCP_HOOK_SERVERS", () => {
+    const { env } = agentEnvironment({ parent: {}, configured: { BUZZ_AGENT_REQUIRE_REPLY: "1" }, hooksAgentEnforced: true });
+    assert.equal(env.BUZZ_AGENT_REQUIRE_REPLY, "1");
+    assert.equal(env.MCP_HOOK_SERVERS, "buzz");
+  });
+});
+
+describe("cwd slug", () => {
+  it("keeps the channel inside the template directory", () => {
+    assert.equal(channelSlug("Release Room #2"), "release-room-2");
+    assert.equal(channelSlug("../../etc"), "etc");
+    assert.equal(channelSlug("🙂"), "channel");
+  });
+});
+
+describe("permission option by kind", () => {
+  const options = [
+    { optionId: "x1", name: "always", kind: "allow_always" as const },
+    { optionId: "x2", name: "once", kind: "allow_once" as const },
+    { optionId: "x3", name: "never", kind: "reject_always" as const },
+  ];
+  it("prefers once, falls back to always, and cancels when nothing fits", () => {
+    assert.deepEqual(answer(options, true), { outcome: { outcome: "selected", optionId: "x2" } });
+    assert.deepEqual(answer(options, false), { outcome: { outcome: "selected", optionId: "x3" } });
+    assert.deepEqual(answer([], true), { outcome: { outcome: "cancelled" } });
+  });
+});
+
+describe("final text", () => {
+  it("is the agent's last message, split by tool calls", () => {
+    const t = new TurnState();
+    const chunk = (text: string) => t.apply({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
+    chunk("Let me look");
+    chunk(" at it.");
+    t.apply({ sessionUpdate: "tool_call", toolCallId: "1", title: "shell" });
+    t.apply({ sessionUpdate: "tool_call_update", toolCallId: "2", status: "completed" });
+    chunk("All ");
+    t.apply({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "hmm" } });
+    chunk("green.");
+    assert.equal(t.finalText, "All green.");
+    assert.equal(t.toolCalls, 2);
+  });
+});
+
+describe("demo agent prompt parser", () => {
+  it("reads channel, description, team instructions and the last event; directives only from it", () => {
+    const text = [
+      "## Channel",
+      "Channel: general (6f1c-uuid)",
+      "Description: Everything else",
+      "Team instructions:",
+      "",
+      "Be kind.",
+      "## History",
+      "Author: old (npub1old)",
+      "```",
+      "earlier #crash",
+      "```",
+      "## Events",
+      "- Author: Alice (npub1alice)",
+      "~~~~",
+      "please help #final-only",
+      "~~~~",
+    ].join("\n");
+    const p = parsePrompt(text);
+    assert.equal(p.channel, "general");
+    assert.equal(p.description, "Everything else");
+    assert.equal(p.teamInstructions, "Be kind.");
+    assert.equal(p.author, "Alice (npub1alice)");
+    assert.equal(p.asked, "please help #final-only");
+    assert.equal(p.directives.finalOnly, true);
+    assert.equal(p.directives.crash, false);
+  });
+
+  it("copes with a bare prompt and an empty team instructions section", () => {
+    const p = parsePrompt("Team instructions:\nChannel: x\nhello #tool get-sum {\"a\":1,\"b\":2}");
+    assert.equal(p.teamInstructions, undefined);
+    assert.equal(p.asked, 'hello #tool get-sum {"a":1,"b":2}');
+    assert.deepEqual(p.directives.tools, [{ name: "get-sum", args: { a: 1, b: 2 } }]);
+  });
+});
