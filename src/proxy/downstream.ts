@@ -109,7 +109,12 @@ export class Downstream {
       cwd: this.cfg.cwd,
     });
     const client = new Client({ name: "buzz-bridge-proxy", version: PROXY_VERSION }, { capabilities: {} });
-    client.onerror = (err) => log.warn({ evt: "proxy.server_error", server: this.name, error: err.message });
+    // A server printing garbage on stdout would otherwise flood the log: first few, then every 100th.
+    let errors = 0;
+    client.onerror = (err) => {
+      errors++;
+      if (errors <= 5 || errors % 100 === 0) log.warn({ evt: "proxy.server_error", server: this.name, error: err.message, count: errors });
+    };
     client.onclose = () => {
       if (gen !== this.generation || this.state === "stopped") return;
       this.onDown(`exited${transport.stderr.toString() ? `; stderr: ${transport.stderr.toString().slice(-500)}` : ""}`);

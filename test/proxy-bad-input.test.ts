@@ -1,0 +1,88 @@
+/**
+ * Bad downstream servers and bad calls (issue 7 "Bad input"): each gets a clear error
+ * result or log line, the proxy keeps serving the rest, hooks stay on time.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { REPO, gate, startProxy, textOf, waitFor, type RunningProxy } from "./fixtures/proxy-harness.js";
+import { NAME_BUDGET } from "../src/proxy/naming.js";
+
+const BAD = join(REPO, "test", "fixtures", "bad-server.mjs");
+const bad = (mode: string, env: Record<string, string> = {}) => ({ command: process.execPath, args: [BAD], env: { BAD_MODE: mode, ...env } });
+
+describe("misbehaving downstream servers", () => {
+  let p: RunningProxy;
+  before(async () => {
+    p = await startProxy({
+      servers: {
+        good: gate({ GATE_STOP_TEXT: "good objects" }),
+        exits: bad("exit"),
+        silent: bad("silent"),
+        garbage: bad("garbage"),
+        names: bad("names"),
+        big: bad("big"),
+        missing: { command: "buzz-no-such-command-anywhere" },
+      },
+      list_timeout: "3s",
+      hook_deadline: "1s",
+    });
+  });
+  after(() => p?.close());
+
+  test("tools/list answers with the servers that work; failures are logged with their stderr", async () => {
+    const names = (await p.client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes("good_pid"));
+    assert.ok(names.includes("garbage_ok"), "garbage on stdout does not sink a working server");
+    assert.ok(!names.some((n) => n.startsWith("exits_") || n.startsWith("silent_") || n.startsWith("missing_")));
+    const logs = p.logs();
+    const exits = logs.find((l) => l.evt === "proxy.server_failed" && l.server === "exits");
+    assert.match(String(exits?.stderr), /missing configuration FOO_TOKEN/);
+    assert.ok(logs.some((l) => l.evt === "proxy.server_failed" && l.server === "missing"));
+    assert.ok(logs.some((l) => (l.evt === "proxy.list_timeout" || l.evt === "proxy.server_failed") && JSON.stringify(l).includes("silent")));
+    assert.ok(logs.some((l) => l.evt === "proxy.server_error" && l.server === "garbage"), "garbage lines are logged");
+  });
+
+  test("invalid downstream tool names are made valid, never dropped silently", async () => {
+    const names = (await p.client.listTools()).tools.map((t) => t.name).filter((n) => n.startsWith("names_"));
+    assert.equal(names.length, 5);
+    for (const n of names) {
+      assert.match(n, /^[A-Za-z0-9_-]+$/);
+      assert.ok(!n.includes("__") && n.length <= NAME_BUDGET, n);
+    }
+    assert.equal(textOf(await p.call("names_has-space")), "has space");
+    assert.equal(textOf(await p.call("names_a_b")), "a__b");
+  });
+
+  test("a 10 MB tool result passes through whole", async () => {
+    const r = await p.call("big_big");
+    assert.ok(!r.isError);
+    assert.equal(textOf(r).length, 10_000_000);
+    assert.equal(textOf(await p.call("good_pid")).length > 0, true, "and the proxy keeps serving");
+  });
+
+  test("calls to a server that failed are clear isError results; hooks still answer", async () => {
+    const r = await p.call("exits_ok");
+    assert.equal(r.isError, true);
+    assert.equal(textOf(await p.call("_Stop")), "[good] good objects");
+  });
+});
+
+describe("list_changed from a downstream", () => {
+  let p: RunningProxy;
+  before(async () => {
+    p = await startProxy({ servers: { dyn: gate({ GATE_NO_STOP: "1" }) } });
+  });
+  after(() => p?.close());
+
+  test("a downstream's new tool is announced upstream and listed", async () => {
+    let changed = 0;
+    p.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    assert.ok(!(await p.client.listTools()).tools.some((t) => t.name === "dyn_grown"));
+    assert.equal(textOf(await p.call("dyn_grow")), "grew");
+    await waitFor(() => changed > 0, 5000, "tools/list_changed upstream");
+    assert.ok((await p.client.listTools()).tools.some((t) => t.name === "dyn_grown"));
+    assert.equal(textOf(await p.call("dyn_grown")), "grown");
+  });
+});
