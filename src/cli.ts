@@ -60,8 +60,10 @@ export async function cli(argv: string[]): Promise<number> {
 
 cli(process.argv.slice(2)).then(
   (code) => {
-    // Long-running commands keep the event loop alive themselves and resolve only when done.
+    // A command resolves when its work is done; a handle left open (a socket in its
+    // close handshake, a child's pipe) must not keep the process around after that.
     process.exitCode = code;
+    setTimeout(() => process.exit(code), 1000).unref();
   },
   (err: unknown) => {
     process.stderr.write(`buzz-bridge: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);

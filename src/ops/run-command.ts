@@ -1,5 +1,73 @@
-import { notImplemented } from "./args.js";
+/**
+ * `buzz-bridge run [-c FILE]`: the daemon. SIGTERM/SIGINT stop it gracefully (exit 0),
+ * SIGHUP reloads the config, `!shutdown` from the owner stops it like SIGTERM.
+ * Exit 1 for a config error, 2 for a runtime failure (relay unreachable is not one:
+ * the daemon keeps reconnecting).
+ */
+import { parseCommandArgs, withUsage } from "./args.js";
+import { ConfigError, loadConfig, resolveConfigPath } from "../config/load.js";
+import { createLogger } from "./log.js";
+import { Daemon } from "./daemon.js";
 
-export function main(_argv: string[]): Promise<number> {
-  return notImplemented("run");
+const HELP = `usage: buzz-bridge run [-c FILE]
+
+Runs the daemon. Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml.
+Signals: SIGTERM/SIGINT stop gracefully (turns get shutdown_grace to finish; the rest
+run again after restart), SIGHUP reloads the config.`;
+
+export function main(argv: string[]): Promise<number> {
+  return withUsage(async () => {
+    const args = parseCommandArgs(argv, { config: { type: "string", short: "c" } }, HELP);
+    if (!args) return 0;
+    const file = resolveConfigPath(args.values.config as string | undefined);
+    let loaded;
+    try {
+      loaded = loadConfig(file);
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        process.stderr.write(`${err.message}\n`);
+        return 1;
+      }
+      throw err;
+    }
+    const log = createLogger({ level: loaded.config.log.level, format: loaded.config.log.format });
+    for (const w of loaded.warnings) log.warn({ evt: "config.warning" }, w);
+    return runDaemon(new Daemon({ loaded, logger: log, configFile: file }), log);
+  });
+}
+
+/** Runs a daemon until a signal or `!shutdown`; shared with `demo --keep`. */
+export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLogger>): Promise<number> {
+  let stopSignal: string | undefined;
+  const onStop = (sig: string) => () => {
+    if (stopSignal) return;
+    stopSignal = sig;
+    log.info({ evt: "daemon.signal", signal: sig }, "stop requested");
+    requestStop(sig);
+  };
+  let requestStop: (why: string) => void = () => undefined;
+  const stopRequested = new Promise<string>((r) => (requestStop = r));
+  const onTerm = onStop("SIGTERM");
+  const onInt = onStop("SIGINT");
+  const onHup = () => void daemon.reload();
+  process.on("SIGTERM", onTerm);
+  process.on("SIGINT", onInt);
+  process.on("SIGHUP", onHup);
+  try {
+    try {
+      await daemon.start();
+    } catch (err) {
+      log.fatal({ evt: "daemon.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start");
+      await daemon.stop().catch(() => undefined);
+      return 2;
+    }
+    const why = await Promise.race([stopRequested, daemon.shutdownRequested]);
+    log.info({ evt: "daemon.shutdown", reason: why }, "shutting down");
+    await daemon.stop();
+    return 0;
+  } finally {
+    process.off("SIGTERM", onTerm);
+    process.off("SIGINT", onInt);
+    process.off("SIGHUP", onHup);
+  }
 }

@@ -1,0 +1,310 @@
+/**
+ * The daemon: builds each step's object and connects them along the mention's one-way
+ * path (relay → gate → queue → turn dispatcher → agent), plus presence, health/metrics,
+ * reload and graceful shutdown. Logic lives in the step folders; this file only wires.
+ */
+import { mkdirSync } from "node:fs";
+import { basename, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Event, EventTemplate } from "nostr-tools";
+import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
+import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
+import type { Config } from "../config/schema.js";
+import { startDevRelay, type DevRelay } from "../devrelay/index.js";
+import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
+import { LinkServer } from "../link/index.js";
+import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
+import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature } from "../relay/index.js";
+import { message, presence } from "../relay/events.js";
+import { TurnDispatcher } from "../turn/dispatch.js";
+import type { Enforce } from "../turn/run.js";
+import type { TurnPublisher } from "../turn/ports.js";
+import { startHttp, type ReadyReport } from "./http.js";
+import type { Logger } from "./log.js";
+import { Metrics } from "./metrics.js";
+
+/** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
+const PRESENCE_INTERVAL_MS = 60_000;
+
+export interface DaemonOptions {
+  loaded: LoadedConfig;
+  logger: Logger;
+  /** Re-read on SIGHUP; default the loaded file. */
+  configFile?: string;
+}
+
+/** gates.enforce resolved: `auto` means the agent enforces when it calls hooks itself (buzz-agent). */
+export function resolveEnforce(cfg: Config): Enforce {
+  const e = cfg.gates.enforce;
+  if (e !== "auto") return e;
+  return /buzz-agent/.test(basename(cfg.agent.command)) ? "agent" : "bridge";
+}
+
+/** `agent.command: buzz-bridge` runs this very installation (the demo agent), wherever it lives. */
+export function resolveAgentCommand(cfg: Config["agent"]): { command: string; args: string[] } {
+  if (cfg.command !== "buzz-bridge") return { command: cfg.command, args: cfg.args };
+  return { command: process.execPath, args: [fileURLToPath(new URL("../cli.js", import.meta.url)), ...cfg.args] };
+}
+
+export class Daemon {
+  config: Config;
+  readonly metrics = new Metrics();
+  devRelay?: DevRelay;
+  relay!: RelayClient;
+  store!: QueueStore;
+  scheduler!: Scheduler;
+  dispatcher!: TurnDispatcher;
+  directory!: ChannelDirectory;
+  private follower!: ChannelFollower;
+  private pool!: AgentPool;
+  private link!: LinkServer;
+  private gate!: Gate;
+  private gateContext!: GateContext;
+  private profiles!: ProfileCache;
+  private http?: { url: string; close(): Promise<void> };
+  private presenceTimer?: NodeJS.Timeout;
+  private stopping = false;
+  private stopped?: Promise<void>;
+  private readonly log: Logger;
+  private resolveShutdown!: (reason: string) => void;
+  /** Resolves when something asked the daemon to stop (`!shutdown`, a signal). */
+  readonly shutdownRequested = new Promise<string>((r) => (this.resolveShutdown = r));
+
+  constructor(private readonly o: DaemonOptions) {
+    this.config = o.loaded.config;
+    this.log = o.logger;
+  }
+
+  get pubkey(): string {
+    return this.o.loaded.pubkey;
+  }
+
+  get httpUrl(): string | undefined {
+    return this.http?.url;
+  }
+
+  async start(): Promise<void> {
+    const cfg = this.config;
+    const { secretKey, pubkey } = this.o.loaded;
+    mkdirSync(cfg.state_dir, { recursive: true, mode: 0o700 });
+    this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
+
+    let url = cfg.relay.url;
+    if (url === "embedded") {
+      this.devRelay = await startDevRelay({ port: 0, seed: cfg.relay.seed });
+      this.devRelay.addRelayMember(pubkey);
+      url = this.devRelay.url;
+      this.log.info({ evt: "relay.embedded", url, channels: this.devRelay.seeded }, "embedded development relay started");
+    }
+
+    this.relay = new RelayClient({ url, secretKey, logger: this.log, cursor: { get: () => this.store.minCursor() }, publish: { timeoutMs: cfg.relay.publish_timeout } });
+    this.directory = new ChannelDirectory(this.relay, this.log).attach();
+    this.follower = new ChannelFollower(this.relay, this.directory, configSelector(cfg));
+    this.profiles = new ProfileCache(this.relay);
+    const out = this.publisher();
+
+    this.link = new LinkServer({ socketPath: join(cfg.state_dir, "link.sock"), logger: this.log });
+    await this.link.start();
+    const enforce = resolveEnforce(cfg);
+    this.pool = new AgentPool(
+      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log }),
+    );
+    this.pool.on("spawn", () => this.metrics.agentSpawned());
+    this.pool.on("crash", () => this.metrics.agentCrashed());
+    this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
+
+    this.scheduler = new Scheduler({
+      store: this.store,
+      logger: this.log,
+      sessionScope: cfg.agent.session_scope,
+      maxConcurrent: cfg.agent.max_concurrent,
+      onWake: () => this.pump(),
+      onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
+      onRefused: (r) => {
+        const who = [...new Set(r.events.map((e) => e.author))];
+        const text = `I'm too far behind in this ${r.reason === "scope-cap" ? "thread" : "bridge"} and skipped ${r.events.length} older message${r.events.length === 1 ? "" : "s"}; please ask again if still needed.`;
+        void out.publish(message(r.channel, text, { mentions: who }));
+      },
+    });
+    this.dispatcher = new TurnDispatcher({
+      config: () => this.config,
+      self: pubkey,
+      owner: cfg.identity.owner,
+      pool: this.pool,
+      link: this.link,
+      scheduler: this.scheduler,
+      relay: { sign: (t) => this.relay.sign(t), publish: (ev) => this.relay.publish(ev), query: (f) => this.relay.query(f) },
+      out,
+      channel: (id) => this.directory.get(id),
+      displayName: async (pk) => (await this.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
+      enforce,
+      logger: this.log,
+      onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
+    });
+
+    this.gateContext = {
+      self: pubkey,
+      owner: cfg.identity.owner,
+      config: cfg,
+      channel: (id) => this.directory.get(id),
+      handled: (id) => this.store.has(id),
+      verify: verifySignature,
+    };
+    const actions: ControlActions = {
+      cancel: (target) => {
+        const { runningTurnIds, ended } = this.scheduler.cancel(target);
+        this.dispatcher.cancelTurns(runningTurnIds);
+        return ended;
+      },
+      rotate: async (target) => {
+        const { runningTurnIds } = this.scheduler.cancel(target);
+        this.dispatcher.cancelTurns(runningTurnIds);
+        const key = target.thread ? scopeKey(target.channel, target.thread) : undefined;
+        return this.dispatcher.rotate((k) => (key ? k === key : k === target.channel || k.startsWith(`${target.channel}/`)));
+      },
+      status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
+      shutdown: () => this.resolveShutdown("!shutdown"),
+    };
+    this.gate = new Gate({
+      context: this.gateContext,
+      reporter: new DeniedReporter({ logger: this.log, publish: (t) => out.publish(t) }),
+      control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: this.log }),
+      logger: this.log,
+      claimControl: (id, at) => this.store.claimControl(id, at),
+      noteSeen: (ch, at) => this.store.noteSeen(ch, at),
+    });
+
+    this.relay.on("event", (ev) => void this.intake(ev));
+    this.relay.on("state", (s) => this.metrics.relayState(s));
+    this.metrics.sample({
+      queueDepth: () => this.scheduler.depth().queued,
+      agentProcesses: () => this.pool.stats().processes,
+      relayReconnects: () => this.relay.metrics.reconnects ?? 0,
+    });
+    if (cfg.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
+
+    const recovered = this.scheduler.recover();
+    if (recovered.events || recovered.turns) this.log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
+    this.pool.start();
+    await this.relay.start();
+    const channels = await this.follower.refresh();
+    this.log.info(
+      { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url },
+      `listening in ${channels.length} channel${channels.length === 1 ? "" : "s"}`,
+    );
+    if (channels.length === 0) this.log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
+    if (cfg.relay.presence) {
+      const announce = () => this.publisher().signal(presence("online"));
+      announce();
+      this.presenceTimer = setInterval(announce, PRESENCE_INTERVAL_MS);
+      this.presenceTimer.unref();
+    }
+    this.pump();
+  }
+
+  /** relay → gate → queue: the first steps of a mention, for every event the relay delivers. */
+  private async intake(ev: Event): Promise<void> {
+    if (this.stopping) return; // not decided, so the cursor stays put and a restart replays it
+    this.metrics.eventReceived(ev.kind);
+    try {
+      const decision = await this.gate.handle(ev);
+      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : "accepted");
+      if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
+        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey }, "mention accepted");
+      }
+    } catch (err) {
+      this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
+    }
+  }
+
+  /** queue → turn: starts every batch the scheduler allows now. */
+  private pump(): void {
+    if (this.stopping || !this.dispatcher) return;
+    for (let batch = this.scheduler.next(); batch; batch = this.scheduler.next()) {
+      void this.dispatcher.start(batch);
+    }
+  }
+
+  private publisher(): TurnPublisher {
+    return {
+      publish: async (t: EventTemplate) => {
+        const { event, outcome } = await this.relay.send(t);
+        this.metrics.publishOutcome(outcome.status);
+        if (isSuccess(outcome)) return event;
+        this.log.warn({ evt: "relay.publish_failed", kind: t.kind, status: outcome.status, reason: outcome.reason }, "publish failed");
+        return null;
+      },
+      signal: (t: EventTemplate) => {
+        void this.relay.send(t, { attempts: 1 }).then((r) => this.metrics.publishOutcome(r.outcome.status), () => undefined);
+      },
+    };
+  }
+
+  readiness(): ReadyReport {
+    const state = this.relay?.state;
+    const circuit = this.pool?.circuit.state;
+    return {
+      checks: [
+        { name: "relay", ok: state === "subscribed", detail: state === "subscribed" ? "authenticated and subscribed" : `relay connection is ${state ?? "not started"}${this.relay?.lastAuthError ? ` (${this.relay.lastAuthError})` : ""}` },
+        { name: "agent", ok: circuit !== "open", detail: circuit === "open" ? "agent circuit breaker open after repeated crashes" : "agent available" },
+        { name: "state", ok: !!this.store && !this.stopping, detail: this.stopping ? "shutting down" : "state store open" },
+      ],
+    };
+  }
+
+  /** SIGHUP: policy, team instructions, channels and mcp lists apply to new turns. */
+  async reload(): Promise<boolean> {
+    const file = this.o.configFile ?? this.o.loaded.file;
+    let next: LoadedConfig;
+    try {
+      next = loadConfig(file);
+    } catch (err) {
+      const detail = err instanceof ConfigError ? err.message : String(err);
+      this.log.error({ evt: "config.reload_refused", file, errors: detail.split("\n") }, "new config is invalid; keeping the old one");
+      return false;
+    }
+    const needRestart: string[] = [];
+    if (next.pubkey !== this.o.loaded.pubkey) needRestart.push("identity");
+    if (next.config.relay.url !== this.config.relay.url) needRestart.push("relay.url");
+    if (next.config.state_dir !== this.config.state_dir) needRestart.push("state_dir");
+    if (needRestart.length) {
+      this.log.error({ evt: "config.reload_refused", file, needs_restart: needRestart }, `changing ${needRestart.join(", ")} needs a restart; keeping the old config`);
+      return false;
+    }
+    if (JSON.stringify(next.config.agent) !== JSON.stringify(this.config.agent) || next.config.identity.owner !== this.config.identity.owner) {
+      this.log.warn({ evt: "config.reload_partial" }, "agent settings and the owner apply after a restart; the rest applies now");
+    }
+    this.config = { ...next.config, agent: this.config.agent, identity: this.config.identity };
+    this.gateContext.config = this.config;
+    const channels = await this.follower.refresh(configSelector(this.config));
+    this.log.info({ evt: "config.reloaded", file, channels: channels.length }, "config reloaded");
+    return true;
+  }
+
+  /** Stops intake, lets turns finish up to shutdown_grace, re-queues the rest, says offline. */
+  stop(): Promise<void> {
+    this.stopped ??= this.doStop();
+    return this.stopped;
+  }
+
+  private async doStop(): Promise<void> {
+    this.stopping = true;
+    this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
+    if (this.presenceTimer) clearInterval(this.presenceTimer);
+    const interrupted = (await this.dispatcher?.drain(this.config.shutdown_grace)) ?? 0;
+    if (interrupted) this.log.info({ evt: "daemon.turns_requeued", count: interrupted }, "turns still running at the end of the grace were cancelled; they run again after restart");
+    this.dispatcher?.closeSessions();
+    await this.pool?.close().catch(() => undefined);
+    await this.link?.stop().catch(() => undefined);
+    if (this.config.relay.presence && this.relay?.state === "subscribed") {
+      await Promise.race([this.relay.send(presence("offline"), { attempts: 1 }).catch(() => undefined), new Promise((r) => setTimeout(r, 1000).unref())]);
+    }
+    this.follower?.stop();
+    this.relay?.stop();
+    await this.http?.close().catch(() => undefined);
+    this.scheduler?.close();
+    this.store?.close();
+    await this.devRelay?.close().catch(() => undefined);
+    this.log.info({ evt: "daemon.stopped" }, "stopped");
+  }
+}

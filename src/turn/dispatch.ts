@@ -1,0 +1,279 @@
+/**
+ * Turns a queued batch into a turn: finds (or opens) the scope's agent session with its
+ * proxy link, builds the prompt, runs the turn and reports the outcome to the queue.
+ *
+ * A scope's session lives across turns (the agent keeps its conversation); its link
+ * registration lives exactly as long as the session, because the proxy was started with
+ * that registration's token. What the agent publishes through the link is recorded on
+ * the turn running at that moment, durably (the queue's reply ids), so a retry after a
+ * crash never posts the same answer twice.
+ */
+import type { Event, EventTemplate } from "nostr-tools";
+import type { AgentPool, AgentSession } from "../agent/index.js";
+import type { Config } from "../config/schema.js";
+import { policyFor } from "../config/schema.js";
+import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession, type RelayPort } from "../link/index.js";
+import type { Logger } from "../ops/log.js";
+import { buildStanding, PromptSession, TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
+import type { Batch, Scheduler } from "../queue/index.js";
+import type { ChannelInfo } from "../relay/directory.js";
+import { replyRefFor, threadRootOf } from "../relay/events.js";
+import { KIND } from "../relay/kinds.js";
+import { failureNotice, runTurn, type Enforce, type TurnOutcome } from "./run.js";
+import type { TextBlock, TurnPublisher } from "./ports.js";
+import { askOwnerByReaction } from "./ask-owner.js";
+
+export interface DispatcherDeps {
+  config: () => Config;
+  self: string;
+  owner: string | undefined;
+  pool: AgentPool;
+  link: LinkServer;
+  scheduler: Scheduler;
+  relay: RelayPort;
+  out: TurnPublisher;
+  channel(id: string): ChannelInfo | undefined;
+  displayName(pubkey: string): Promise<string | undefined>;
+  enforce: Enforce;
+  logger: Logger;
+  /** Turn outcome hook for metrics. */
+  onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
+}
+
+interface ScopeSession {
+  session: AgentSession;
+  link: LinkSession;
+  prompt: PromptSession;
+  /** The turn whose replies the link's publishes count toward. */
+  current?: { turnId: number; published: Set<string>; anchor: string };
+  injection?: string;
+}
+
+export class TurnDispatcher {
+  private readonly scopes = new Map<string, ScopeSession>();
+  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void> }>();
+  private readonly builder: TurnPromptBuilder;
+
+  constructor(private readonly d: DispatcherDeps) {
+    this.builder = new TurnPromptBuilder({ self: d.self, query: (f) => d.relay.query(f), displayName: (pk) => d.displayName(pk), logger: d.logger });
+  }
+
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  /** Starts the batch's turn; resolves when it has ended and the queue knows the outcome. */
+  start(batch: Batch): Promise<void> {
+    const abort = new AbortController();
+    const done = this.run(batch, abort.signal).finally(() => this.running.delete(batch.turnId));
+    this.running.set(batch.turnId, { scope: batch.scope.key, abort, done });
+    return done;
+  }
+
+  /** `!cancel`, shutdown: ends these turns; the queue was told already by its own cancel. */
+  cancelTurns(turnIds: number[]): number {
+    let n = 0;
+    for (const id of turnIds) {
+      const r = this.running.get(id);
+      if (r && !r.abort.signal.aborted) {
+        r.abort.abort("owner");
+        this.d.pool.cancel(r.scope);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** `!rotate`: the scopes' sessions end; the next turn opens a fresh one. */
+  async rotate(match: (scopeKey: string) => boolean): Promise<number> {
+    let n = 0;
+    for (const [key, s] of [...this.scopes]) {
+      if (!match(key)) continue;
+      this.scopes.delete(key);
+      s.link.unregister();
+      await this.d.pool.rotate(key);
+      n++;
+    }
+    return n;
+  }
+
+  /** Waits for running turns up to `graceMs`, then cancels the rest. Returns how many were cancelled. */
+  async drain(graceMs: number): Promise<number> {
+    const all = [...this.running.values()];
+    const finished = Promise.all(all.map((r) => r.done.catch(() => undefined)));
+    const timedOut = await Promise.race([finished.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
+    if (!timedOut) return 0;
+    const left = [...this.running.values()];
+    for (const r of left) {
+      r.abort.abort("shutdown");
+      this.d.pool.cancel(r.scope);
+    }
+    await Promise.race([Promise.all(left.map((r) => r.done.catch(() => undefined))), new Promise((r) => setTimeout(r, 5000).unref())]);
+    return left.length;
+  }
+
+  closeSessions(): void {
+    for (const s of this.scopes.values()) s.link.unregister();
+    this.scopes.clear();
+  }
+
+  private async run(batch: Batch, signal: AbortSignal): Promise<void> {
+    const started = Date.now();
+    const log = this.d.logger.child({ turn: batch.turnId, scope: batch.scope.key });
+    const anchor = batch.events[batch.events.length - 1]!;
+    const thread = replyRefFor(anchor);
+    const cfg = this.d.config();
+    const end = (outcome: TurnOutcome["status"]) => this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000);
+
+    if (batch.publishedReplyIds.length > 0) {
+      // The agent answered before the process stopped; running it again would answer twice.
+      log.info({ evt: "turn.already_answered", replies: batch.publishedReplyIds }, "turn had already replied before the restart; not re-run");
+      this.d.scheduler.complete(batch.turnId);
+      return end("answered");
+    }
+    const channel = this.d.channel(batch.scope.channel);
+    if (!channel) {
+      this.finish(batch, { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] }, log, false);
+      return end("failed");
+    }
+    const policy = policyFor(cfg, channel.id);
+    const standing: StandingInput = {
+      channel: { id: channel.id, name: channel.name, about: channel.about },
+      persona: cfg.agent.persona,
+      teamInstructions: policy.team_instructions,
+      owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
+    };
+
+    let outcome: TurnOutcome;
+    const published = new Set<string>();
+    try {
+      const ss = await this.sessionFor(batch, channel, standing, log);
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id };
+      const blocks = (await this.builder.build(ss.prompt, {
+        scope: batch.scope,
+        channelType: channel.type,
+        events: batch.events,
+        standing,
+        history: policy.history,
+      })) as TextBlock[];
+      ss.prompt.markDelivered(batch.events.map((e) => e.id));
+      outcome = await runTurn(
+        {
+          turnId: String(batch.turnId),
+          channel: channel.id,
+          thread,
+          triggers: batch.events,
+          blocks,
+          replyFallback: policy.reply_fallback,
+          typing: cfg.relay.typing,
+          enforce: this.d.enforce,
+          gates: {
+            maxRejections: cfg.gates.max_rejections,
+            waitPollMs: cfg.gates.wait_poll,
+            waitMaxMs: cfg.gates.wait_max,
+            stopModes: Object.fromEntries(Object.entries(cfg.mcp.servers).map(([n, s]) => [n, s.stop])),
+          },
+        },
+        {
+          agent: {
+            prompt: async (b, s) => {
+              const r = await ss.session.prompt(b, {
+                askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
+              });
+              return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut };
+            },
+          },
+          hooks: this.d.enforce === "bridge" ? ss.link : undefined,
+          out: this.d.out,
+          logger: log,
+          published,
+          signal,
+          pendingInjection: {
+            take: () => {
+              const t = ss.injection;
+              ss.injection = undefined;
+              return t;
+            },
+            set: (t) => (ss.injection = t),
+          },
+        },
+      );
+      ss.current = undefined;
+      for (const id of published) ss.prompt.markDelivered([id]);
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      log.warn({ evt: "turn.start_failed", err: reason }, "could not start the turn");
+      outcome = { status: "failed", reason, published: [...published] };
+      // A session that failed to open or crashed is not reused.
+      await this.rotate((k) => k === batch.scope.key);
+    }
+    if (signal.aborted && signal.reason === "shutdown") {
+      // Left running in the store: the next start re-queues it (its one retry), nothing is lost.
+      log.info({ evt: "turn.interrupted", published: outcome.published.length }, "turn interrupted by shutdown; it runs again after restart");
+      return;
+    }
+    this.finish(batch, outcome, log, true);
+    end(outcome.status);
+  }
+
+  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean): void {
+    log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined }, "turn ended");
+    if (outcome.status === "failed") {
+      // A failed turn that already replied is not retried: the reply is the answer.
+      if (outcome.published.length > 0) this.d.scheduler.complete(batch.turnId);
+      else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry });
+    } else this.d.scheduler.complete(batch.turnId);
+  }
+
+  private async sessionFor(batch: Batch, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
+    const key = batch.scope.key;
+    const existing = this.scopes.get(key);
+    if (existing && existing.session.alive && this.d.pool.session(key) === existing.session) return existing;
+    if (existing) {
+      existing.link.unregister();
+      this.scopes.delete(key);
+    }
+    const cfg = this.d.config();
+    const policy = policyFor(cfg, channel.id);
+    let ss: ScopeSession | undefined;
+    const tools = createBuzzTools({
+      channel: channel.id,
+      relay: this.d.relay,
+      defaultReplyTo: () => ss?.current?.anchor,
+      onPublished: (ev) => {
+        const cur = ss?.current;
+        if (!cur || ev.kind === KIND.reaction) return;
+        cur.published.add(ev.id);
+        this.d.scheduler.recordReply(cur.turnId, ev.id);
+      },
+    });
+    const link = this.d.link.register({ sessionKey: key, manifest: manifestFromConfig(cfg.mcp, policy.mcp), tools });
+    try {
+      const session = await this.d.pool.acquire(key, { channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text });
+      ss = { session, link, prompt: new PromptSession(standing, session.standingContextVia === "system_prompt") };
+      this.scopes.set(key, ss);
+      log.info({ evt: "turn.session", agent_pid: session.proc.pid, standing_context: session.standingContextVia }, "agent session ready");
+      return ss;
+    } catch (err) {
+      link.unregister();
+      throw err;
+    }
+  }
+
+  private askDeps(channel: string, thread: { root: string; parent: string }, signal: AbortSignal | undefined) {
+    return { channel, thread, owner: this.d.owner!, out: this.d.out, relay: this.d.relay, signal };
+  }
+
+  /** The notice posted when a turn fails for good (the queue's onFinalFailure). */
+  async postFailure(events: Event[], error: string, channel: string): Promise<void> {
+    const anchor = events[events.length - 1];
+    if (!anchor) return;
+    const ref = { root: threadRootOf(anchor), parent: anchor.id };
+    await this.d.out.publish(failureNotice(channel, ref, events, error));
+  }
+
+  /** For tests and `!status`. */
+  publishTemplate(t: EventTemplate) {
+    return this.d.out.publish(t);
+  }
+}
