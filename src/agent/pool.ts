@@ -16,7 +16,7 @@ import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
 import { agentCwd, spareCwd } from "./cwd.js";
 import { agentEnvironment, secretForms } from "./env.js";
-import { AgentStartError, CircuitOpenError, PoolClosedError } from "./errors.js";
+import { AgentCrashedError, AgentStartError, CircuitOpenError, PoolClosedError } from "./errors.js";
 import { CrashBreaker, type CircuitOptions, type CircuitState } from "./circuit.js";
 import { AgentProcess } from "./process.js";
 import { AgentSession, type ProxyCommand } from "./session.js";
@@ -204,6 +204,10 @@ export class AgentPool extends EventEmitter {
       if (this.closed) {
         void proc.close(this.o.closeGraceMs);
         throw new PoolClosedError();
+      }
+      if (!proc.alive) {
+        const exit = proc.exitInfo;
+        throw new AgentCrashedError(this.display, exit?.code ?? null, exit?.signal ?? null, proc.stderrTail());
       }
       const entry: Entry = { scope, session };
       session.onTurnEnd = () => this.touch(entry);

@@ -73,6 +73,8 @@ export class AgentProcess extends EventEmitter {
     super();
     this.displayCommand = [opts.command, ...(opts.args ?? [])].join(" ");
     this.log = opts.logger ?? silentLogger();
+    // Later 'error' events (a failed kill, a broken pipe) must never become uncaught exceptions.
+    child.on("error", (err) => this.log.debug({ evt: "agent.process_error", agent_pid: child.pid, err: err.message }, "agent process error"));
     this.exited = new Promise((resolveExit) => {
       child.once("exit", (code, signal) => {
         this.exitInfo = { code, signal, expected: this.expectedExit };

@@ -29,8 +29,7 @@
 import { randomUUID } from "node:crypto";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { parsePrompt, type ParsedPrompt } from "./agent-parse.js";
 
 interface DemoSession {
@@ -57,6 +56,12 @@ const HEX64 = /(^|[^0-9a-fA-F])[0-9a-fA-F]{64}([^0-9a-fA-F]|$)/;
 
 async function connectMcp(servers: acp.McpServer[]): Promise<McpLink> {
   const link: McpLink = { clients: [] };
+  if (servers.length === 0) return link;
+  // Loaded on demand so `initialize` is answered before the MCP SDK is parsed.
+  const [{ Client }, { StdioClientTransport }] = await Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/stdio.js"),
+  ]);
   for (const s of servers) {
     if ("type" in s && (s.type === "http" || s.type === "sse")) continue;
     const stdio = s as acp.McpServerStdio;
