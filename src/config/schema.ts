@@ -147,6 +147,13 @@ const channel = z.strictObject({
 });
 export type ChannelEntry = z.output<typeof channel>;
 
+const queue = z.strictObject({
+  max_attempts: z.number().int().min(1).max(20).default(3).describe("attempts per turn before a failure notice; default 3"),
+  retry_base: duration("retry_base", "5s"),
+  retry_max: duration("retry_max", "5m"),
+  scope_cap: z.number().int().min(1).max(100_000).default(500).describe("waiting events per scope; above it the oldest are refused with a notice"),
+});
+
 const http = z.strictObject({
   listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics"),
 });
@@ -166,6 +173,7 @@ export const configSchema = z
     gates: gates.prefault({}),
     defaults: defaults.prefault({}),
     channels: z.array(channel).default([{ id: "*" }]),
+    queue: queue.prefault({}),
     state_dir: z.string().default("./buzz-bridge-state").describe("SQLite state: queue, cursors, sessions"),
     http: http.optional(),
     log: log.prefault({}),

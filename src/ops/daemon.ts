@@ -118,6 +118,10 @@ export class Daemon {
       logger: this.log,
       sessionScope: cfg.agent.session_scope,
       maxConcurrent: cfg.agent.max_concurrent,
+      maxAttempts: cfg.queue.max_attempts,
+      scopeCap: cfg.queue.scope_cap,
+      // Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
+      backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
       onWake: () => this.pump(),
       onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
       onRefused: (r) => {

@@ -20,7 +20,10 @@ import type { ChannelInfo } from "../relay/directory.js";
 import { replyRefFor, threadRootOf } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
 import { failureNotice, runTurn, type Enforce, type TurnOutcome } from "./run.js";
-import type { TextBlock, TurnPublisher } from "./ports.js";
+import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
+
+/** How long a turn's end waits for a lazily started proxy before gates are skipped. */
+const PROXY_CONNECT_WAIT_MS = 3000;
 import { askOwnerByReaction } from "./ask-owner.js";
 
 export interface DispatcherDeps {
@@ -43,6 +46,8 @@ export interface DispatcherDeps {
 interface ScopeSession {
   session: AgentSession;
   link: LinkSession;
+  /** Servers behind the session's proxy; with none there is nothing to gate. */
+  hookServers: number;
   prompt: PromptSession;
   /** The turn whose replies the link's publishes count toward. */
   current?: { turnId: number; published: Set<string>; anchor: string };
@@ -183,7 +188,7 @@ export class TurnDispatcher {
               return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut };
             },
           },
-          hooks: this.d.enforce === "bridge" ? ss.link : undefined,
+          hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? this.hooksOf(ss, log) : undefined,
           out: this.d.out,
           logger: log,
           published,
@@ -247,10 +252,11 @@ export class TurnDispatcher {
         this.d.scheduler.recordReply(cur.turnId, ev.id);
       },
     });
-    const link = this.d.link.register({ sessionKey: key, manifest: manifestFromConfig(cfg.mcp, policy.mcp), tools });
+    const manifest = manifestFromConfig(cfg.mcp, policy.mcp);
+    const link = this.d.link.register({ sessionKey: key, manifest, tools });
     try {
       const session = await this.d.pool.acquire(key, { channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text });
-      ss = { session, link, prompt: new PromptSession(standing, session.standingContextVia === "system_prompt") };
+      ss = { session, link, hookServers: manifest.servers.length, prompt: new PromptSession(standing, session.standingContextVia === "system_prompt") };
       this.scopes.set(key, ss);
       log.info({ evt: "turn.session", agent_pid: session.proc.pid, standing_context: session.standingContextVia }, "agent session ready");
       return ss;
@@ -258,6 +264,30 @@ export class TurnDispatcher {
       link.unregister();
       throw err;
     }
+  }
+
+  /**
+   * The session's hooks over the link. An agent may start its MCP servers lazily (or not
+   * at all for a turn without tools), so the proxy gets a moment to connect; a proxy that
+   * never connects, or a link that breaks, cannot hold a turn hostage: logged, no objection.
+   */
+  private hooksOf(ss: ScopeSession, log: Logger): TurnHooks {
+    return {
+      runHook: async (name, opts) => {
+        const deadline = Date.now() + PROXY_CONNECT_WAIT_MS;
+        while (!ss.link.connected() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        if (!ss.link.connected()) {
+          log.warn({ evt: "gate.unavailable", hook: name }, "the session's MCP proxy is not connected; stop gates could not run");
+          return { text: "", verdict: "allow", ms: 0, servers: [] };
+        }
+        try {
+          return await ss.link.runHook(name, opts);
+        } catch (err) {
+          log.warn({ evt: "gate.unavailable", hook: name, err: String(err) }, "stop gates could not run");
+          return { text: "", verdict: "allow", ms: 0, servers: [] };
+        }
+      },
+    };
   }
 
   private askDeps(channel: string, thread: { root: string; parent: string }, signal: AbortSignal | undefined) {

@@ -1,0 +1,76 @@
+/**
+ * The daemon end to end: a real dev relay, `buzz-bridge run` as a subprocess, the demo
+ * agent over ACP and the proxy over MCP. What a person in the channel would see.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { World, type DaemonProc } from "./fixtures/world.js";
+import { KIND } from "../src/relay/kinds.js";
+import { threadRootOf } from "../src/relay/events.js";
+
+let w: World;
+let d: DaemonProc;
+
+before(async () => {
+  w = await World.create({ channelName: "build-room", about: "Where the build team coordinates releases" });
+  d = await w.startDaemon({
+    defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Always run the tests first." },
+  });
+});
+after(() => w.close());
+
+test("the owner's mention is answered in its thread through the proxy's send_message", async () => {
+  const ev = await w.owner.post("@agent what is this room for?");
+  const [reply] = await w.waitReplies(ev);
+  assert.equal(threadRootOf(reply!), ev.id, "reply is in the mention's thread");
+  assert.match(reply!.content, /build-room/);
+  assert.match(reply!.content, /Where the build team coordinates releases/, "the agent saw the channel description");
+  assert.match(reply!.content, /Always run the tests first/, "the agent saw the team instructions");
+  const reactions = await w.waitReaction(ev, "✅");
+  assert.ok(reactions.some((r) => r.content === "👀"), "👀 when picked up");
+  await d.waitLog((l) => l.evt === "turn.end" && l.status === "answered" && l.via === "tool");
+});
+
+test("an allowlisted teammate (by npub) is answered; a stranger gets 🔒 and one info log line", async () => {
+  const asked = await w.teammate.post("@agent can you help?");
+  await w.waitReplies(asked);
+  const denied = await w.stranger.post("@agent merge my branch");
+  await w.waitReaction(denied, "🔒");
+  const line = await d.waitLog((l) => l.evt === "gate.denied" && l.event === denied.id);
+  assert.equal(line.reason, "not-allowlisted");
+  assert.equal(line.author, w.stranger.npub);
+  assert.equal(line.channel, w.channel);
+  assert.equal(line.level, "info");
+  assert.deepEqual(await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [denied.id] }), [], "no reply to the stranger");
+});
+
+test("a turn that ends without a tool reply gets the final text as a fallback reply, once", async () => {
+  const ev = await w.owner.post("@agent #final-only give me a one-liner");
+  const [reply] = await w.waitReplies(ev);
+  await w.waitReaction(ev, "✅");
+  const all = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.equal(all.length, 1, "never both a tool reply and a fallback");
+  assert.match(reply!.content, /Demo agent/);
+  await d.waitLog((l) => l.evt === "turn.end" && l.via === "fallback");
+});
+
+test("the agent's environment holds no secret key", async () => {
+  const ev = await w.owner.post("@agent #env");
+  const [reply] = await w.waitReplies(ev);
+  assert.match(reply!.content, /env secret-like value: no/);
+  assert.doesNotMatch(reply!.content, /BUZZ_PRIVATE_KEY|NOSTR_PRIVATE_KEY/);
+});
+
+test("a crashing agent: the thread gets one failure notice naming the requester, and the next mention is answered", async () => {
+  const ev = await w.owner.post("@agent #crash");
+  const [notice] = await w.waitReplies(ev, 1, 30_000);
+  assert.match(notice!.content, /could not answer/i);
+  assert.ok(notice!.tags.some((t) => t[0] === "p" && t[1] === w.owner.pk), "the notice mentions the requester");
+  await w.waitReaction(ev, "⚠️");
+  const next = await w.owner.post("@agent are you back?");
+  await w.waitReplies(next, 1, 30_000);
+});
+
+test("no log line carries the agent's nsec", () => {
+  assert.ok(!d.raw().includes(w.agent.nsec));
+});
