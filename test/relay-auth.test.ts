@@ -109,3 +109,16 @@ test("a relay that stops answering pings is declared dead and the bridge reconne
   assert.ok(bot.metrics.dead >= 1);
   assert.ok(bot.metrics.reconnects >= 1);
 });
+
+test("probeRelay reports success, the relay's refusal reason, or an unreachable relay", async () => {
+  const { probeRelay } = await import("../src/relay/probe.js");
+  const { RelayAuthError, RelayUnreachableError } = await import("../src/relay/errors.js");
+  const relay = await relayWith([bridge]);
+  cleanup.push(() => relay.close());
+  assert.ok((await probeRelay(relay.url, bridge.sk)).ms >= 0);
+  await assert.rejects(probeRelay(relay.url, identity().sk), (e: unknown) => e instanceof RelayAuthError && /not a relay member/.test(e.message));
+  const closed = await relayWith([]);
+  const deadUrl = closed.url;
+  await closed.close();
+  await assert.rejects(probeRelay(deadUrl, bridge.sk, { timeoutMs: 500 }), RelayUnreachableError);
+});

@@ -22,3 +22,11 @@ export class RelayHttpError extends Error {
 export class RelayUsageError extends Error {
   override name = "RelayUsageError";
 }
+
+/** No authenticated connection could be made in time (relay down, wrong URL, firewall). */
+export class RelayUnreachableError extends Error {
+  override name = "RelayUnreachableError";
+  constructor(readonly url: string, readonly waitedMs: number) {
+    super(`could not connect to relay ${url} within ${waitedMs} ms; check relay.url and that the relay is running and reachable`);
+  }
+}

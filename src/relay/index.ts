@@ -27,6 +27,7 @@ export { TwoGenerationDedupe } from "./dedupe.js";
 export { Backoff, retryAfterMs, reasonPrefix, type BackoffOptions } from "./backoff.js";
 export { relayTagUrl, httpOrigin, authTemplate } from "./auth.js";
 export { eventShapeProblem } from "./validate.js";
-export { RelayAuthError, RelayHttpError, RelayUsageError } from "./errors.js";
+export { RelayAuthError, RelayHttpError, RelayUsageError, RelayUnreachableError } from "./errors.js";
+export { probeRelay } from "./probe.js";
 export * from "./kinds.js";
 export * as events from "./events.js";
