@@ -14,7 +14,7 @@ import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
-import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature } from "../relay/index.js";
+import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
 import type { Enforce } from "../turn/run.js";
@@ -184,6 +184,7 @@ export class Daemon {
       queueDepth: () => this.scheduler.depth().queued,
       agentProcesses: () => this.pool.stats().processes,
       relayReconnects: () => this.relay.metrics.reconnects ?? 0,
+      signatureChecks: () => verifyStats,
     });
     if (cfg.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
 

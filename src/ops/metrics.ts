@@ -25,6 +25,7 @@
  * | relay_reconnects_total | counter | | WebSocket reconnect attempts |
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
  * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
+ * | signature_checks_total | counter | result | Schnorr verifications done (valid / invalid): only events acted on |
  *
  * Plus prom-client's default process metrics (`process_*`, `nodejs_*`) under their usual
  * names, so stock Node dashboards work unchanged.
@@ -63,6 +64,8 @@ export interface MetricSources {
   relayReconnects?: () => number;
   /** The relay connection's state name (`connecting`, `authenticated`, `subscribed`, …). */
   relayState?: () => string;
+  /** Cumulative signature checks (e.g. `verifyStats` from relay/verify.ts); the counter advances by the difference. */
+  signatureChecks?: () => { verified: number; failed: number };
 }
 
 export interface MetricsOptions {
@@ -88,6 +91,8 @@ export class Metrics {
   private readonly relayReconnects: Counter;
   private readonly relayStateGauge: Gauge<"state">;
   private readonly publishes: Counter<"status">;
+  private readonly signatureChecks: Counter<"result">;
+  private readonly checksSeen = { verified: 0, failed: 0 };
   private readonly relayStatesSeen = new Set<string>();
   private sources: MetricSources = {};
   private reconnectsSeen = 0;
@@ -182,6 +187,19 @@ export class Metrics {
       help: "Events published to the relay, by outcome (ok, refused, rate_limited, timeout, ...).",
       labelNames: ["status"],
       registers,
+    });
+    this.signatureChecks = new Counter({
+      name: `${PREFIX}signature_checks_total`,
+      help: "Event signatures verified (result valid or invalid); the gate checks only events it acts on.",
+      labelNames: ["result"],
+      registers,
+      collect: () =>
+        this.read(this.sources.signatureChecks, (s) => {
+          for (const [key, result] of [["verified", "valid"], ["failed", "invalid"]] as const) {
+            if (s[key] > this.checksSeen[key]) this.signatureChecks.inc({ result }, s[key] - this.checksSeen[key]);
+            this.checksSeen[key] = s[key];
+          }
+        }),
     });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
