@@ -12,10 +12,13 @@ import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
 import { authTemplate, relayTagUrl } from "./auth.js";
-import { Backoff, type BackoffOptions, reasonPrefix, retryAfterMs, sleep } from "./backoff.js";
+import { Backoff, type BackoffOptions, reasonPrefix, sleep } from "./backoff.js";
+import { watchLiveness } from "./liveness.js";
+import { parseRelayFrame } from "./frames.js";
 import { LogThrottle } from "./log-throttle.js";
+import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
 import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
-import { eventShapeProblem } from "./validate.js";
+import { RateGate } from "./rate-gate.js";
 import { signEvent } from "./verify.js";
 
 export type ConnectionState = "idle" | "connecting" | "authenticated" | "subscribed" | "closed" | "stopped";
@@ -54,8 +57,6 @@ interface Sub {
   authRetried: boolean;
 }
 
-type OkWaiter = (ok: boolean, reason: string) => void;
-
 export class RelayConnection extends EventEmitter {
   readonly url: string;
   readonly metrics = { reconnects: 0, reqFrames: 0, closeFrames: 0, eventFrames: 0, authOk: 0, authRefused: 0, invalidFrames: 0, rateLimited: 0, dead: 0 };
@@ -70,12 +71,10 @@ export class RelayConnection extends EventEmitter {
   private challenge: string | undefined;
   private authInFlight: Promise<boolean> | undefined;
   private subs = new Map<string, Sub>();
-  private okWaiters = new Map<string, OkWaiter[]>();
-  private limitedUntil = 0;
-  private deferredReqs = new Set<string>();
-  private limitTimer: NodeJS.Timeout | undefined;
+  private okWaiters = new OkWaiters();
+  private readonly gate: RateGate;
   private timers = new Set<NodeJS.Timeout>();
-  private pongTimer: NodeJS.Timeout | undefined;
+  private stopLiveness: (() => void) | undefined;
   /** Last refusal of our AUTH, for /readyz and doctor. */
   lastAuthError: string | undefined;
 
@@ -86,6 +85,7 @@ export class RelayConnection extends EventEmitter {
     this.log = (opts.logger ?? silentLogger()).child({ relay: opts.url });
     this.throttle = new LogThrottle(this.log);
     this.backoff = new Backoff(opts.backoff);
+    this.gate = new RateGate((ids) => ids.forEach((id) => void this.sendReq(id)), opts.defaultRateLimitMs);
   }
 
   get state(): ConnectionState {
@@ -98,7 +98,7 @@ export class RelayConnection extends EventEmitter {
 
   /** Milliseconds the relay asked us to hold back for; 0 when not limited. */
   get rateLimitedFor(): number {
-    return Math.max(0, this.limitedUntil - Date.now());
+    return this.gate.remaining;
   }
 
   start(): void {
@@ -110,8 +110,8 @@ export class RelayConnection extends EventEmitter {
     this.stopped = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    clearTimeout(this.limitTimer);
-    this.teardown("stopped");
+    this.gate.stop();
+    this.teardown();
     this.ws?.terminate();
     this.ws = undefined;
     this.setState("stopped");
@@ -154,18 +154,14 @@ export class RelayConnection extends EventEmitter {
       await sleep(this.rateLimitedFor);
     }
     if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
-    const outcome = new Promise<PublishOutcome>((resolve) => {
-      const t = setTimeout(() => {
-        this.dropWaiter(ev.id, waiter);
-        resolve({ status: "timeout", reason: `no OK within ${timeoutMs} ms` });
-      }, timeoutMs);
-      const waiter: OkWaiter = (ok, reason) => {
-        clearTimeout(t);
-        if (!ok && reason === "\0disconnected") return resolve({ status: "disconnected", reason: "connection lost before OK" });
-        resolve(outcomeFromOk(ok, reason));
-      };
-      this.okWaiters.set(ev.id, [...(this.okWaiters.get(ev.id) ?? []), waiter]);
-    });
+    const outcome = new Promise<PublishOutcome>((resolve) =>
+      this.okWaiters.add(
+        ev.id,
+        timeoutMs,
+        (ok, reason) => resolve(reason === DISCONNECTED ? { status: "disconnected", reason: "connection lost before OK" } : outcomeFromOk(ok, reason)),
+        () => resolve({ status: "timeout", reason: `no OK within ${timeoutMs} ms` }),
+      ),
+    );
     if (this.sendFrame(["EVENT", ev])) this.metrics.eventFrames++;
     const o = await outcome;
     if (o.status === "refused") this.onRefusal(o.reason ?? "");
@@ -186,7 +182,6 @@ export class RelayConnection extends EventEmitter {
     this.ws = ws;
     ws.on("open", () => gen === this.gen && this.onOpen());
     ws.on("message", (data) => gen === this.gen && this.onMessage(data.toString()));
-    ws.on("pong", () => gen === this.gen && this.clearPongTimer());
     ws.on("error", (err) => gen === this.gen && this.throttle.warn("relay.socket_error", { err: err.message }, "relay socket error"));
     ws.on("close", (code, reason) => gen === this.gen && this.onClose(code, reason.toString()));
   }
@@ -199,22 +194,17 @@ export class RelayConnection extends EventEmitter {
         this.onAuthenticated();
       }
     }, this.opts.challengeWaitMs ?? 5000);
-    const ping = setInterval(() => {
-      if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return clearInterval(ping);
-      if (this.pongTimer) return; // the previous ping's deadline is still running
-      this.pongTimer = setTimeout(() => {
-        this.metrics.dead++;
-        this.log.warn({ evt: "relay.dead" }, "no pong from relay; reconnecting");
-        this.ws?.terminate();
-      }, this.opts.pongTimeoutMs ?? 10_000);
-      this.ws.ping();
-    }, this.opts.pingIntervalMs ?? 30_000);
-    this.timers.add(ping as unknown as NodeJS.Timeout);
+    const ws = this.ws!;
+    this.stopLiveness = watchLiveness(ws, this.opts.pingIntervalMs ?? 30_000, this.opts.pongTimeoutMs ?? 10_000, () => {
+      this.metrics.dead++;
+      this.log.warn({ evt: "relay.dead" }, "no pong from relay; reconnecting");
+      ws.terminate();
+    });
   }
 
   private onClose(code: number, reason: string): void {
     const wasAuthed = this.authed;
-    this.teardown("disconnected");
+    this.teardown();
     this.ws = undefined;
     if (this.stopped) return;
     const delay = this.backoff.next();
@@ -227,58 +217,41 @@ export class RelayConnection extends EventEmitter {
   }
 
   /** Clears per-socket state; pending publishes learn they were disconnected. */
-  private teardown(_why: string): void {
-    for (const t of this.timers) clearTimeout(t), clearInterval(t);
+  private teardown(): void {
+    for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    this.clearPongTimer();
+    this.stopLiveness?.();
+    this.stopLiveness = undefined;
     this.authed = false;
     this.challenge = undefined;
     this.authInFlight = undefined;
     for (const s of this.subs.values()) Object.assign(s, { open: false, eosed: false, authRetried: false });
-    const waiters = [...this.okWaiters.values()].flat();
-    this.okWaiters.clear();
-    for (const w of waiters) w(false, "\0disconnected");
+    this.okWaiters.failAll();
   }
 
   private onMessage(text: string): void {
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch {
-      return this.invalid("not JSON", text);
-    }
-    if (!Array.isArray(msg) || typeof msg[0] !== "string") return this.invalid("not a NIP-01 array", text);
-    const [type, a, b, c] = msg as [string, unknown, unknown, unknown];
-    switch (type) {
-      case "EVENT": {
-        if (typeof a !== "string" || !this.subs.has(a)) return this.invalid("EVENT for a subscription we do not hold", text);
-        const problem = eventShapeProblem(b);
-        if (problem) return this.invalid(`EVENT ${problem}`, text);
-        this.emit("event", a, b as Event);
+    const f = parseRelayFrame(text);
+    switch (f.type) {
+      case "EVENT":
+        if (!this.subs.has(f.sub)) return this.invalid("EVENT for a subscription we do not hold", text);
+        this.emit("event", f.sub, f.event);
         return;
-      }
       case "OK":
-        if (typeof a !== "string" || typeof b !== "boolean") return this.invalid("malformed OK", text);
-        return this.resolveOk(a, b, typeof c === "string" ? c : "");
+        return this.okWaiters.resolve(f.id, f.ok, f.reason);
       case "EOSE":
-        if (typeof a === "string") this.onEose(a);
-        return;
+        return this.onEose(f.sub);
       case "CLOSED":
-        if (typeof a === "string") this.onSubClosed(a, typeof b === "string" ? b : "");
-        return;
+        return this.onSubClosed(f.sub, f.reason);
       case "AUTH":
-        if (typeof a !== "string") return this.invalid("AUTH without challenge", text);
-        this.challenge = a;
+        this.challenge = f.challenge;
         void this.authenticate();
         return;
-      case "NOTICE": {
-        const notice = typeof a === "string" ? a : "";
-        this.log.info({ evt: "relay.notice", notice }, "relay notice");
-        if (reasonPrefix(notice) === "rate-limited") this.rateLimit(notice);
+      case "NOTICE":
+        this.log.info({ evt: "relay.notice", notice: f.message }, "relay notice");
+        if (reasonPrefix(f.message) === "rate-limited") this.rateLimit(f.message);
         return;
-      }
-      default:
-        return this.invalid(`unknown frame type ${type}`, text);
+      case "invalid":
+        return this.invalid(f.reason, text);
     }
   }
 
@@ -287,38 +260,24 @@ export class RelayConnection extends EventEmitter {
     this.throttle.warn("relay.invalid_frame", { reason, frame: text.slice(0, 200) }, "ignored a frame from the relay");
   }
 
-  private resolveOk(id: string, ok: boolean, reason: string): void {
-    const ws = this.okWaiters.get(id);
-    if (!ws) return;
-    this.okWaiters.delete(id);
-    for (const w of ws) w(ok, reason);
-  }
-
-  private dropWaiter(id: string, w: OkWaiter): void {
-    const rest = (this.okWaiters.get(id) ?? []).filter((x) => x !== w);
-    if (rest.length) this.okWaiters.set(id, rest);
-    else this.okWaiters.delete(id);
-  }
-
   /** Signs and sends AUTH for the current challenge; one at a time; never rejects. */
   private authenticate(): Promise<boolean> {
     if (this.authInFlight) return this.authInFlight;
     const challenge = this.challenge;
     if (!challenge || !this.ws) return Promise.resolve(this.authed);
     const ev = signEvent(authTemplate(this.url, challenge), this.opts.secretKey);
-    const p = new Promise<boolean>((resolve) => {
-      const t = setTimeout(() => {
-        this.dropWaiter(ev.id, waiter);
-        this.log.warn({ evt: "relay.auth_timeout" }, "no answer to AUTH; reconnecting");
-        this.ws?.terminate();
-        resolve(false);
-      }, this.opts.authTimeoutMs ?? 5000);
-      const waiter: OkWaiter = (ok, reason) => {
-        clearTimeout(t);
-        resolve(this.onAuthAnswer(ok, reason));
-      };
-      this.okWaiters.set(ev.id, [waiter]);
-    }).finally(() => {
+    const p = new Promise<boolean>((resolve) =>
+      this.okWaiters.add(
+        ev.id,
+        this.opts.authTimeoutMs ?? 5000,
+        (ok, reason) => resolve(this.onAuthAnswer(ok, reason)),
+        () => {
+          this.log.warn({ evt: "relay.auth_timeout" }, "no answer to AUTH; reconnecting");
+          this.ws?.terminate();
+          resolve(false);
+        },
+      ),
+    ).finally(() => {
       if (this.authInFlight === p) this.authInFlight = undefined;
     });
     this.authInFlight = p;
@@ -327,7 +286,7 @@ export class RelayConnection extends EventEmitter {
   }
 
   private onAuthAnswer(ok: boolean, reason: string): boolean {
-    if (reason === "\0disconnected") return false;
+    if (reason === DISCONNECTED) return false;
     if (ok || (this.authed && /already authenticated/i.test(reason))) {
       this.metrics.authOk++;
       if (!this.authed) this.onAuthenticated();
@@ -355,10 +314,7 @@ export class RelayConnection extends EventEmitter {
     if (this.authInFlight) await this.authInFlight;
     const sub = this.subs.get(id);
     if (!sub || !this.authed) return;
-    if (this.rateLimitedFor > 0) {
-      this.deferredReqs.add(id);
-      return;
-    }
+    if (this.rateLimitedFor > 0) return this.gate.defer(id);
     let filters: Filter[];
     try {
       filters = sub.filters();
@@ -406,30 +362,17 @@ export class RelayConnection extends EventEmitter {
     }
     if (p === "rate-limited") {
       this.rateLimit(reason);
-      this.deferredReqs.add(id);
-      return;
+      return this.gate.defer(id);
     }
     this.log.error({ evt: "relay.sub_closed", sub: id, reason }, `relay closed subscription ${id}: ${reason}`);
     this.emit("sub-closed", id, reason);
   }
 
-  /** Holds REQs and publishes back for the relay's `retry in Ns` (at least 1 s, +0–20 % jitter). */
+  /** Holds REQs and publishes back for the relay's `retry in Ns`. */
   private rateLimit(reason: string): void {
     this.metrics.rateLimited++;
-    const ms = Math.max(1000, retryAfterMs(reason) ?? this.opts.defaultRateLimitMs ?? 5000) * (1 + Math.random() * 0.2);
-    this.limitedUntil = Math.max(this.limitedUntil, Date.now() + ms);
-    this.log.warn({ evt: "relay.rate_limited", reason, pause_ms: Math.round(ms) }, "relay rate limit; holding back");
-    clearTimeout(this.limitTimer);
-    this.limitTimer = setTimeout(() => {
-      const ids = [...this.deferredReqs];
-      this.deferredReqs.clear();
-      for (const id of ids) void this.sendReq(id);
-    }, this.rateLimitedFor + 5);
-  }
-
-  private clearPongTimer(): void {
-    clearTimeout(this.pongTimer);
-    this.pongTimer = undefined;
+    const pause = this.gate.hold(reason);
+    this.log.warn({ evt: "relay.rate_limited", reason, pause_ms: pause }, "relay rate limit; holding back");
   }
 
   private sendFrame(frame: unknown[]): boolean {
