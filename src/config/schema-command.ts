@@ -1,7 +1,16 @@
 /** `buzz-bridge schema`: prints the config JSON Schema (source of config/buzz-bridge.schema.json). */
+import { parseCommandArgs, withUsage } from "../ops/args.js";
 import { jsonSchema } from "./schema.js";
 
-export async function main(_argv: string[]): Promise<number> {
-  process.stdout.write(`${JSON.stringify(jsonSchema(), null, 2)}\n`);
-  return 0;
+const HELP = `usage: buzz-bridge schema
+
+Prints the configuration's JSON Schema (what config/buzz-bridge.schema.json holds), for
+editors that validate and complete YAML.`;
+
+export function main(argv: string[]): Promise<number> {
+  return withUsage(async () => {
+    if (!parseCommandArgs(argv, {}, HELP)) return 0;
+    process.stdout.write(`${JSON.stringify(jsonSchema(), null, 2)}\n`);
+    return 0;
+  });
 }
