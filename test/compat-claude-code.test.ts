@@ -1,0 +1,129 @@
+/**
+ * Compatibility with a real ACP agent: the daemon drives `@zed-industries/claude-code-acp`
+ * (the real Claude Code agent, a devDependency) against a scripted fake Anthropic
+ * Messages API on 127.0.0.1 (test/fixtures/fake-anthropic.mjs). No network, no API key.
+ *
+ * What a person sees: a mention is answered in its thread by the agent calling the
+ * proxy's `send_message` (Claude sees it as `mcp__buzz__send_message`), and when the
+ * model only writes text, the bridge publishes that text as the fallback reply.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { World, REPO, type DaemonProc } from "./fixtures/world.js";
+import { KIND } from "../src/relay/kinds.js";
+import { threadRootOf } from "../src/relay/events.js";
+// @ts-expect-error — plain ESM fixture without type declarations
+import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
+
+interface FakeApi {
+  url: string;
+  requests: { body: { system?: unknown; messages?: unknown[]; tools?: { name: string }[] } }[];
+  setMode(mode: "tool" | "text"): void;
+  turnRequests(): FakeApi["requests"];
+  close(): Promise<void>;
+}
+
+/** The package's own bin entry, so a renamed bin fails here with a clear message. */
+function claudeCodeAcpBin(): string {
+  const dir = join(REPO, "node_modules", "@zed-industries", "claude-code-acp");
+  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
+  const rel = pkg.bin["claude-code-acp"];
+  if (!rel) throw new Error(`${dir}/package.json has no "claude-code-acp" bin (bins: ${Object.keys(pkg.bin).join(", ")})`);
+  return join(dir, rel);
+}
+
+const REPLY = "Hi owner, the build room ships releases (sent with send_message).";
+const FINAL = "Plain final text from the model, no tool used.";
+
+let w: World;
+let d: DaemonProc;
+let api: FakeApi;
+let home: string;
+
+/** Live processes whose environment carries our scratch HOME: the agent and the Claude CLI it spawned. */
+function processesWithHome(dir: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/environ`, "utf8").split("\0").includes(`HOME=${dir}`)) pids.push(Number(name));
+    } catch {
+      /* gone, or not ours to read */
+    }
+  }
+  return pids;
+}
+
+before(async () => {
+  api = (await startFakeAnthropic({ replyText: REPLY, finalText: FINAL })) as FakeApi;
+  w = await World.create({ channelName: "build-room", about: "Where the build team coordinates releases" });
+  home = join(w.dir, "claude-home");
+  mkdirSync(home, { recursive: true });
+  d = await w.startDaemon({
+    agent: {
+      command: process.execPath,
+      args: [claudeCodeAcpBin()],
+      env: {
+        ANTHROPIC_BASE_URL: api.url,
+        ANTHROPIC_API_KEY: "test",
+        IS_SANDBOX: "1", // the tests may run as root; Claude refuses bypass mode as root otherwise
+        ENABLE_TOOL_SEARCH: "false", // MCP tools in `tools`, not deferred behind ToolSearch
+        HOME: home,
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_AUTOUPDATER: "1",
+        NO_PROXY: "127.0.0.1,localhost",
+      },
+      mode: "default",
+      permissions: "allow",
+      idle_timeout: "40s",
+    },
+    defaults: { team_instructions: "Always run the tests first.", reply_fallback: "final_text" },
+  });
+});
+after(async () => {
+  await w?.close();
+  await api?.close();
+});
+
+test("claude-code-acp answers a mention by calling the proxy's send_message; the reply is in the thread", async () => {
+  api.setMode("tool");
+  const ev = await w.owner.post("@agent what is this room for?");
+  const [reply] = await w.waitReplies(ev, 1, 60_000);
+  assert.equal(reply!.content, REPLY);
+  assert.equal(threadRootOf(reply!), ev.id, "the reply is in the mention's thread");
+  await w.waitReaction(ev, "✅", 30_000);
+  await d.waitLog((l) => l.evt === "turn.end" && l.status === "answered" && l.via === "tool", 30_000);
+
+  const turns = api.turnRequests();
+  assert.ok(turns.length >= 2, "the model was asked, then shown the tool result");
+  assert.ok(turns[0]!.body.tools!.some((t) => t.name === "mcp__buzz__send_message"), "Claude sees the proxy's tool as mcp__buzz__send_message");
+  const seen = JSON.stringify([turns[0]!.body.system, turns[0]!.body.messages]);
+  assert.match(seen, /Where the build team coordinates releases/, "the model saw the channel description");
+  assert.match(seen, /Always run the tests first/, "the model saw the team instructions");
+  assert.match(seen, /what is this room for\?/, "the model saw the question");
+  const all = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.equal(all.length, 1, "one reply: no fallback on top of the tool reply");
+});
+
+test("when the model only writes text, the bridge publishes it as the fallback reply", async () => {
+  api.setMode("text");
+  const ev = await w.owner.post("@agent give me a one-liner");
+  const [reply] = await w.waitReplies(ev, 1, 60_000);
+  assert.equal(reply!.content.trim(), FINAL);
+  assert.equal(threadRootOf(reply!), ev.id);
+  await w.waitReaction(ev, "✅", 30_000);
+  await d.waitLog((l) => l.evt === "turn.end" && l.via === "fallback", 30_000);
+  const all = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.equal(all.length, 1, "exactly one reply");
+});
+
+test("on SIGTERM the daemon exits 0 and leaves no Claude process behind", async () => {
+  assert.ok(processesWithHome(home).length > 0, "the agent processes were found while running");
+  assert.equal(await d.stop("SIGTERM"), 0);
+  const deadline = Date.now() + 10_000;
+  while (processesWithHome(home).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  assert.deepEqual(processesWithHome(home), [], "no orphaned agent or Claude CLI process");
+});
