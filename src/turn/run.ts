@@ -32,6 +32,7 @@ export interface TurnPorts {
   agent: TurnAgent;
   hooks: TurnHooks | undefined;
   out: TurnPublisher;
+  /** Bound to the turn (`turn` in its bindings): every line of the turn names it once. */
   logger: Logger;
   /** Ids the agent published during this turn (filled by the daemon's link handlers). */
   published: Set<string>;
@@ -51,7 +52,9 @@ export class TurnFailed extends Error {
 
 export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOutcome> {
   const signals = new TurnSignals(ports.out, { channel: spec.channel, thread: spec.thread, triggers: spec.triggers, typing: spec.typing });
-  const log = ports.logger.child({ turn: spec.turnId, channel: spec.channel });
+  // ports.logger already carries the turn id (the dispatcher's child logger); binding it
+  // again would write a second "turn" key into every JSON line.
+  const log = ports.logger.child({ channel: spec.channel });
   signals.started();
   const injected = (): TextBlock[] => {
     const text = ports.pendingInjection?.take();
@@ -70,7 +73,6 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
 
     if (spec.enforce === "bridge" && ports.hooks) {
       const gate = await enforceStopGates(result, {
-        turnId: spec.turnId,
         agent: { prompt: async (b, s) => { const r = await ports.agent.prompt(b, s); await afterCompaction(r, ports, log); return r; } },
         hooks: ports.hooks,
         stopModes: spec.gates.stopModes,

@@ -16,7 +16,6 @@ import type { AgentTurnResult, HookFanout, HookServerResult, TextBlock, TurnAgen
 export type StopMode = "reprompt" | "wait";
 
 export interface StopGateOptions {
-  turnId: string;
   agent: TurnAgent;
   hooks: TurnHooks;
   /** Server name → how its objections are treated (servers absent here count as reprompt). */
@@ -24,6 +23,7 @@ export interface StopGateOptions {
   maxRejections: number;
   waitPollMs: number;
   waitMaxMs: number;
+  /** Carries the turn id in its bindings, so `gate.round` names the turn exactly once. */
   logger: Logger;
   signal: AbortSignal;
   /** Called when the bridge starts waiting for a human (typing stops, ⏳ shows). */
@@ -95,7 +95,6 @@ function logRound(o: StopGateOptions, round: number, fan: HookFanout, waitedMs: 
   o.logger.info(
     {
       evt: "gate.round",
-      turn: o.turnId,
       round,
       verdict: fan.verdict,
       waited_ms: waitedMs,
