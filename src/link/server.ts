@@ -8,7 +8,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
-import { dirname } from "node:path";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { createMessageConnection, ResponseError, SocketMessageReader, SocketMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
 import { z } from "zod";
 import type { Logger } from "../ops/log.js";
@@ -57,30 +58,49 @@ interface Entry {
 
 const digest = (token: string) => createHash("sha256").update(token).digest("hex");
 
+/** sockaddr_un holds 108 bytes on Linux (104 on macOS); longer paths cannot be bound. */
+const MAX_SOCKET_PATH_BYTES = 100;
+
+/**
+ * The path proxies are given: absolute, because the agent starts the proxy in its own
+ * working directory; moved to the temp dir (still mode 0600) when state_dir is too deep
+ * for a unix socket path.
+ */
+export function linkSocketPath(wanted: string): string {
+  const abs = resolve(wanted);
+  if (Buffer.byteLength(abs) <= MAX_SOCKET_PATH_BYTES) return abs;
+  return join(tmpdir(), `buzz-bridge-${createHash("sha256").update(abs).digest("hex").slice(0, 16)}.sock`);
+}
+
 export class LinkServer {
   private server?: NetServer;
   private readonly sessions = new Map<string, Entry>();
   private readonly sockets = new Set<Socket>();
 
-  constructor(private readonly opts: { socketPath: string; logger: Logger }) {}
+  private readonly path: string;
 
+  constructor(private readonly opts: { socketPath: string; logger: Logger }) {
+    this.path = linkSocketPath(opts.socketPath);
+  }
+
+  /** The absolute path proxies connect to (see linkSocketPath). */
   get socketPath(): string {
-    return this.opts.socketPath;
+    return this.path;
   }
 
   async start(): Promise<void> {
-    const path = this.opts.socketPath;
+    const path = this.path;
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     // A socket file left by a crashed daemon would make listen fail with EADDRINUSE.
     rmSync(path, { force: true });
     const server = createServer((socket) => this.accept(socket));
     await new Promise<void>((resolve, reject) => {
-      server.once("error", (err) => reject(new LinkError(`cannot listen on link socket ${path}: ${err.message}${path.length > 100 ? " (unix socket paths must be short; use a shorter state_dir)" : ""}`)));
+      server.once("error", (err) => reject(new LinkError(`cannot listen on link socket ${path}: ${err.message}`)));
       server.listen(path, () => resolve());
     });
     chmodSync(path, 0o600);
     this.server = server;
-    this.opts.logger.info({ evt: "link.listening", path });
+    this.opts.logger.info({ evt: "link.listening", path, ...(path !== resolve(this.opts.socketPath) ? { wanted: this.opts.socketPath, why: "state_dir too deep for a unix socket path" } : {}) });
   }
 
   async stop(): Promise<void> {
@@ -88,7 +108,7 @@ export class LinkServer {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server = undefined;
-    rmSync(this.opts.socketPath, { force: true });
+    rmSync(this.path, { force: true });
   }
 
   register(s: { sessionKey: string; manifest: ProxyManifest; tools: BuzzToolHandlers }): LinkSession {
@@ -97,7 +117,7 @@ export class LinkServer {
     const entry: Entry = { key: s.sessionKey, manifest: s.manifest, tools: s.tools };
     this.sessions.set(id, entry);
     return {
-      env: { [LINK_ENV]: this.opts.socketPath, [LINK_TOKEN_ENV]: token },
+      env: { [LINK_ENV]: this.path, [LINK_TOKEN_ENV]: token },
       connected: () => entry.conn !== undefined,
       unregister: () => {
         this.sessions.delete(id);

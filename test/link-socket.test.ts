@@ -1,0 +1,50 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { isAbsolute } from "node:path";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { linkSocketPath, LinkServer } from "../src/link/server.js";
+import { LinkClient } from "../src/link/client.js";
+import { silentLogger } from "../src/ops/log.js";
+
+test("the socket path handed to proxies is absolute (the agent runs them elsewhere)", () => {
+  const p = linkSocketPath("./buzz-bridge-state/link.sock");
+  assert.ok(isAbsolute(p));
+  assert.ok(p.endsWith("buzz-bridge-state/link.sock"));
+});
+
+test("a state_dir too deep for a unix socket path moves the socket to the temp dir, deterministically", () => {
+  const deep = "/" + "d".repeat(150) + "/link.sock";
+  const p = linkSocketPath(deep);
+  assert.ok(Buffer.byteLength(p) <= 100);
+  assert.equal(p, linkSocketPath(deep));
+});
+
+test("register, connect with the token, fetch the manifest; a revoked token is refused", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "link-sock-"));
+  const server = new LinkServer({ socketPath: join(dir, "state", "link.sock"), logger: silentLogger() });
+  await server.start();
+  try {
+    assert.equal(statSync(server.socketPath).mode & 0o777, 0o600);
+    const manifest = { servers: [], hook_deadline: 2000, list_timeout: 15000 };
+    const tools = {
+      sendMessage: async () => ({ event_id: "e".repeat(64) }),
+      addReaction: async () => ({ event_id: "f".repeat(64) }),
+      getMessages: async () => [],
+      getThread: async () => ({}),
+      getChannel: async () => ({ id: "c" }),
+    };
+    const s = server.register({ sessionKey: "k", manifest, tools });
+    const client = await LinkClient.connect(s.env.BUZZ_BRIDGE_LINK!, s.env.BUZZ_BRIDGE_LINK_TOKEN!);
+    assert.deepEqual(client.manifest, manifest);
+    assert.deepEqual(await client.callBuzzTool("send_message", { content: "hi" }), { event_id: "e".repeat(64) });
+    await assert.rejects(client.callBuzzTool("send_message", { content: "hi", reply_to: "not-hex" }), /reply_to/);
+    client.close();
+    s.unregister();
+    await assert.rejects(LinkClient.connect(s.env.BUZZ_BRIDGE_LINK!, s.env.BUZZ_BRIDGE_LINK_TOKEN!), /link refused/);
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
