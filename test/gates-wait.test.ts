@@ -1,0 +1,113 @@
+/**
+ * Stop gates in `wait` mode, end to end: the daemon as a subprocess, the demo agent over
+ * ACP, the proxy, and an approval gate (a real MCP server) that posts its request into the
+ * channel with its own key and allows once a listed approver reacts 👍 — a human
+ * approval that no model rejection budget could wait for.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { World, type DaemonProc } from "./fixtures/world.js";
+import { KIND } from "../src/relay/kinds.js";
+import { approvalGate, hookCalls, lines, prompts, rounds, sleep } from "./gates-helpers.js";
+
+let w: World;
+let d: DaemonProc;
+let approverPk: string;
+let countFile: string;
+
+before(async () => {
+  w = await World.create({ channelName: "release-room" });
+  countFile = join(w.dir, "approval-count.txt");
+  const gate = await approvalGate(w, { approvers: [w.teammate.pk], countFile });
+  approverPk = gate.pk;
+  d = await w.startDaemon({
+    mcp: { servers: { approval: gate.server } },
+    gates: { enforce: "bridge", wait_poll: "1s", wait_max: "60s" },
+  });
+});
+after(() => w.close());
+
+/** The approval requests the gate has posted, newest last. */
+async function requests(n: number) {
+  const evs = await w.waitEvents({ kinds: [KIND.message], authors: [approverPk] }, (e) => e.length >= n);
+  return evs.sort((a, b) => a.created_at - b.created_at);
+}
+
+test("wait mode: the bridge waits for a 👍 by a listed approver without prompting the agent again, then completes", async () => {
+  const mark = d.logs.length;
+  const ev = await w.owner.post("@agent ship the release");
+  const [reply] = await w.waitReplies(ev);
+  assert.match(reply!.content, /ship the release/, "the demo agent answered");
+  await w.waitReaction(ev, "⏳");
+  const [request] = await requests(1);
+  assert.match(request!.content, /React with 👍 to approve/);
+  const turn = (await d.waitLog((l) => l.evt === "gate.round" && l.verdict === "object")).turn;
+
+  // Someone who is not an approver reacts: it does not count. A follow-up in the thread
+  // waits too: the waiting turn still holds its scope.
+  await w.stranger.react(request!, "👍");
+  const followUp = await w.owner.post("@agent and tag it v2", { replyTo: ev });
+  await sleep(3000);
+  const waitRounds = rounds(d, mark, turn);
+  assert.ok(waitRounds.length >= 2, `the gate was re-asked while waiting (${waitRounds.length} rounds)`);
+  assert.ok(waitRounds.every((r) => r.verdict === "object"), "nobody approved yet");
+  assert.equal(prompts(d, mark), 1, "no session/prompt while waiting (not even for the follow-up)");
+  const before = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.ok(!before.some((r) => r.content === "✅"), "not done while waiting");
+
+  const roundsBeforeApproval = rounds(d, mark, turn).length;
+  await w.teammate.react(request!, "👍");
+  await w.waitReaction(ev, "✅");
+  const end = await d.waitLog((l) => l.evt === "turn.end" && String(l.turn) === String(turn));
+  assert.equal(end.status, "answered");
+  const upToEnd = d.logs.slice(mark, d.logs.indexOf(end)).filter((l) => l.evt === "agent.turn_end").length;
+  assert.equal(upToEnd, 1, "the approval did not cost a model turn");
+
+  const all = rounds(d, mark, turn);
+  const after = all.slice(roundsBeforeApproval);
+  assert.equal(after.at(-1)!.verdict, "allow", "the last round allowed");
+  assert.ok(after.length <= 2, `allowed within one poll of the approval (rounds after it: ${after.map((r) => r.verdict).join(",")})`);
+  // The log line per round: turn, round number, verdict, time waited, servers.
+  assert.deepEqual(all.map((r) => r.round), all.map((_, i) => i + 1));
+  assert.equal(all[0]!.waited_ms, 0);
+  assert.ok((all.at(-1)!.waited_ms as number) > 0);
+  const servers = all.at(-1)!.servers as Array<Record<string, unknown>>;
+  assert.deepEqual(servers.map((s) => [s.name, s.verdict, s.timed_out]), [["approval", "allow", false]]);
+
+  const calls = hookCalls(countFile);
+  assert.deepEqual(calls.slice(0, all.length), all.map((r) => ["_Stop", r.verdict]), "one _Stop call per logged round, same verdicts");
+  assert.deepEqual(lines(d, mark, "turn.error"), []);
+  const raw = d.raw().split("\n").find((l) => l.includes('"gate.round"'))!;
+  assert.equal(raw.match(/"turn":/g)?.length, 1, `a gate.round line names its turn once: ${raw}`);
+
+  // The follow-up held back by the wait is answered next, in the same session: the
+  // approval sticks (the gate already allowed), so it ends without waiting again.
+  const [answer] = await w.waitReplies(followUp);
+  assert.match(answer!.content, /tag it v2/);
+  await w.waitReaction(followUp, "✅");
+});
+
+test("!cancel by the owner during a wait ends the turn cleanly; the next mention is answered", async () => {
+  const mark = d.logs.length;
+  const ev = await w.owner.post("@agent deploy to production");
+  await w.waitReaction(ev, "⏳");
+  const turn = (await d.waitLog((l) => l.evt === "gate.round" && l.verdict === "object" && d.logs.indexOf(l) >= mark)).turn;
+  const cancel = await w.owner.post("!cancel");
+  const [outcome] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cancel.id] }, (e) => e.length > 0);
+  assert.equal(JSON.parse(outcome!.content).outcome, "cancelled");
+  const end = await d.waitLog((l) => l.evt === "turn.end" && String(l.turn) === String(turn));
+  assert.equal(end.status, "cancelled");
+  const reactions = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.ok(!reactions.some((r) => r.content === "✅"), "a cancelled turn gets no ✅");
+  assert.equal(prompts(d, mark), 1);
+
+  // The bridge is not stuck: a new mention (a new thread, a new approval) is answered and waits again.
+  const next = await w.owner.post("@agent are you still there?");
+  const [reply] = await w.waitReplies(next);
+  assert.match(reply!.content, /are you still there/);
+  await w.waitReaction(next, "⏳");
+  const [, , request] = await requests(3);
+  await w.teammate.react(request!, "👍");
+  await w.waitReaction(next, "✅");
+});
