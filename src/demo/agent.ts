@@ -16,6 +16,8 @@
  *   #env                  report its environment variable NAMES and whether any value
  *                         looks like an nsec or a 64-hex secret
  *   #sysprompt            report whether session/new carried a systemPrompt
+ *   #first-block          report the start of the prompt's first text block (what the
+ *                         bridge put in front, e.g. a _PostCompact injection)
  *   #compact              emit compaction_update (in_progress, then completed)
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #crash                exit(1) in the middle of the turn
@@ -168,6 +170,10 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     }
     if (d.sysprompt) {
       reports.push(s.systemPrompt ? `systemPrompt: yes (mode ${s.systemPrompt.mode}, ${sys.length} chars)` : "systemPrompt: no");
+    }
+    if (d.firstBlock) {
+      const first = params.prompt.find((b) => b.type === "text");
+      reports.push(`first block: ${JSON.stringify(first?.type === "text" ? first.text.slice(0, 300) : null)}`);
     }
     if (d.env) {
       const values = Object.values(process.env).filter((v): v is string => typeof v === "string");
