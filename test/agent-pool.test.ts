@@ -61,18 +61,21 @@ describe("agent pool", () => {
     assert.equal(p.circuit.state, "closed");
   });
 
-  it("3 crashes within the window open the circuit breaker; calls then fail fast", async () => {
-    const p = pool({ circuit: { backoffBaseMs: 20, openMs: 60_000 } });
-    const circuit: Array<{ state: string }> = [];
-    p.on("circuit", (c) => circuit.push(c));
+  it("3 crashes within the window open the circuit breaker; calls fail fast until it closes again", async () => {
+    const p = pool({ circuit: { backoffBaseMs: 20, openMs: 1_500 } });
+    const states: string[] = [];
+    p.on("circuit", (c: { state: string }) => states.push(c.state));
     for (let i = 0; i < 3; i++) {
       const s = await acquire(p, `c${i}`);
       await assert.rejects(s.prompt(ask("#crash")), AgentCrashedError);
     }
     assert.equal(p.circuit.state, "open");
-    assert.deepEqual(circuit.map((c) => c.state), ["open"]);
     assert.equal(p.stats().circuit, "open");
     await assert.rejects(acquire(p, "next"), (e: unknown) => e instanceof CircuitOpenError && /crashed 3 times/.test(e.message));
+    await new Promise<void>((r) => p.once("circuit", () => r()));
+    assert.deepEqual(states, ["open", "closed"]);
+    const s = await acquire(p, "next");
+    assert.equal((await s.prompt(ask("#final-only back"))).stopReason, "end_turn");
   });
 
   it("a command that cannot start counts towards the breaker too", async () => {

@@ -97,6 +97,22 @@ export class AgentProcess extends EventEmitter {
     return this.connection.agent;
   }
 
+  /**
+   * After a request failed: true when the process is dead or dying (the connection is
+   * closed and the exit follows; under load that can take a while, so wait up to
+   * `waitMs`, then make sure with SIGKILL). False when the process is alive and connected:
+   * the failure was the agent's answer, not a death.
+   */
+  async lost(waitMs = 5000): Promise<boolean> {
+    if (!this.alive) return true;
+    if (!this.connection?.signal.aborted) return this.exitsWithin(100);
+    if (await this.exitsWithin(waitMs)) return true;
+    // It closed its stdout without exiting: a crash all the same, not a stop we asked for.
+    this.kill("SIGKILL", false);
+    await this.exited;
+    return true;
+  }
+
   /** Last stderr lines, scrubbed. */
   stderrTail(): string {
     return this.tail.join("\n");
@@ -282,9 +298,9 @@ export class AgentProcess extends EventEmitter {
     this.connection = app.connect(stream);
   }
 
-  /** Kills the whole process group at once (SIGKILL). Marks the exit as expected. */
-  kill(signal: NodeJS.Signals = "SIGKILL"): void {
-    this.expectedExit = true;
+  /** Kills the whole process group (default SIGKILL); `expected` marks the exit as the bridge's doing, not a crash. */
+  kill(signal: NodeJS.Signals = "SIGKILL", expected = true): void {
+    if (expected) this.expectedExit = true;
     if (!this.alive || this.child.pid === undefined) return;
     try {
       process.kill(-this.child.pid, signal);

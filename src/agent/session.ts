@@ -88,7 +88,7 @@ export class AgentSession {
       try {
         return await run();
       } catch (err) {
-        if (!proc.alive || (await Promise.race([proc.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 100))]))) {
+        if (await proc.lost()) {
           throw new AgentCrashedError(proc.displayCommand, proc.exitInfo?.code ?? null, proc.exitInfo?.signal ?? null, proc.stderrTail());
         }
         throw new AgentProtocolError(proc.displayCommand, step, err);

@@ -154,9 +154,8 @@ export class TurnControl {
         return this.result(outcome.res.stopReason, outcome.res.usage);
       }
       // A rejected prompt right before the exit is the exit's doing: wait briefly to tell which.
-      if (outcome.kind === "error" && this.proc.alive) {
-        const died = await Promise.race([this.proc.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 200))]);
-        if (!died) throw new AgentProtocolError(this.proc.displayCommand, "session/prompt", outcome.err);
+      if (outcome.kind === "error" && !(await this.proc.lost())) {
+        throw new AgentProtocolError(this.proc.displayCommand, "session/prompt", outcome.err);
       }
       await this.proc.exited;
       await this.chain;
