@@ -22,7 +22,7 @@ after(async () => {
 
 describe("timeouts", () => {
   it("a hanging agent hits idle_timeout and is cancelled", async () => {
-    const p = pool({ idleTimeoutMs: 400 });
+    const p = pool({ idleTimeoutMs: 1_000 });
     const s = await p.acquire("hang", { channelName: "general", mcpEnv: {} });
     const r = await s.prompt([eventBlock("erin", "#hang")]);
     assert.equal(r.stopReason, "cancelled");
@@ -31,7 +31,7 @@ describe("timeouts", () => {
   });
 
   it("max_turn bounds a slow turn", async () => {
-    const p = pool({ maxTurnMs: 400 });
+    const p = pool({ maxTurnMs: 1_000 });
     const s = await p.acquire("slow", { channelName: "general", mcpEnv: {} });
     const r = await s.prompt([eventBlock("erin", "#slow 20000")]);
     assert.equal(r.stopReason, "cancelled");
@@ -39,7 +39,7 @@ describe("timeouts", () => {
   });
 
   it("an agent ignoring session/cancel is killed after cancel_grace; the scope gets a new process", async () => {
-    const p = pool({ idleTimeoutMs: 300, cancelGraceMs: 300 });
+    const p = pool({ idleTimeoutMs: 600, cancelGraceMs: 300 });
     const s = await p.acquire("ignore", { channelName: "general", mcpEnv: {} });
     const crashes: unknown[] = [];
     p.on("crash", (c) => crashes.push(c));
@@ -55,7 +55,7 @@ describe("timeouts", () => {
 
 describe("permissions", () => {
   const policyPool = (policy: "allow" | "deny" | "ask-owner", permissionTimeoutMs = 5_000) =>
-    pool({ permissions: policy, permissionTimeoutMs, idleTimeoutMs: 300 });
+    pool({ permissions: policy, permissionTimeoutMs, idleTimeoutMs: 1_500 });
   const ask = (p: AgentPool, askOwner?: AskOwner) =>
     p.acquire("perm", { channelName: "general", mcpEnv: {} }).then((s) => s.prompt([eventBlock("frank", "#permission #final-only")], { askOwner }));
 
@@ -70,11 +70,11 @@ describe("permissions", () => {
   describe("ask-owner", () => {
     let owner: AgentPool;
     it("asks and follows a yes (the idle timeout waits for the owner)", async () => {
-      owner = policyPool("ask-owner", 1_000);
+      owner = policyPool("ask-owner", 2_500);
       const questions: string[] = [];
       const r = await ask(owner, async (req) => {
         questions.push(req.toolCall.title ?? "");
-        await new Promise((res) => setTimeout(res, 450)); // longer than idle_timeout
+        await new Promise((res) => setTimeout(res, 1_800)); // longer than idle_timeout
         return true;
       });
       assert.deepEqual(questions, ["demo: touch a file"]);
