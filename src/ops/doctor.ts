@@ -1,0 +1,375 @@
+/**
+ * `buzz-bridge doctor`'s checks (design §3): a live self-check that starts the real
+ * parts the daemon would start — relay connection, NIP-42 auth, channel discovery, the
+ * agent's ACP handshake, every MCP server — and says for each what is wrong in words a
+ * person can act on. Each check is bounded in time, cleans up after itself, and never
+ * throws: a failure is a result. Checks that depend on a failed one are skipped.
+ */
+import { accessSync, constants, statSync } from "node:fs";
+import { delimiter, isAbsolute, join, resolve } from "node:path";
+import WebSocket from "ws";
+import { agentEnvironment, probeAgent } from "../agent/index.js";
+import { npub } from "../config/keys.js";
+import type { LoadedConfig } from "../config/load.js";
+import { channelSelected, policyFor, type Config } from "../config/schema.js";
+import { startDevRelay, type DevRelay } from "../devrelay/index.js";
+import { BUZZ_TOOLS } from "../proxy/buzz-tools.js";
+import { buildCatalog } from "../proxy/catalog.js";
+import { Downstream } from "../proxy/downstream.js";
+import { manifestFromConfig } from "../proxy/manifest.js";
+import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../proxy/naming.js";
+import { ChannelDirectory, initCrypto, probeRelay, RelayAuthError, RelayClient, type ChannelInfo } from "../relay/index.js";
+import { resolveAgentCommand } from "./daemon.js";
+import { createLogger, type Logger } from "./log.js";
+
+/** ✓ passed, ✗ failed (exit 1), – not run because a check it needs failed. */
+export type Mark = "ok" | "fail" | "skip";
+
+export interface CheckResult {
+  name: string;
+  mark: Mark;
+  /** One line: what was found, or what is wrong and what to do about it. */
+  summary: string;
+  /** Further lines (channel list, tool list, a stderr tail). */
+  details?: string[];
+}
+
+export interface DoctorOptions {
+  /** Bound per check; default 15 s. */
+  timeoutMs?: number;
+}
+
+export const DEFAULT_CHECK_TIMEOUT_MS = 15_000;
+
+/** Runs every check against the loaded config. Relay checks and agent/MCP checks run side by side. */
+export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}): Promise<CheckResult[]> {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
+  const cfg = loaded.config;
+  const configCheck: CheckResult = {
+    name: "config",
+    mark: "ok",
+    summary: `${loaded.file} is valid; agent identity ${npub(loaded.pubkey)}`,
+    details: loaded.warnings.map((w) => `warning: ${w}`),
+  };
+  const [relay, mcp, agent] = await Promise.all([
+    relayChecks(loaded, timeoutMs),
+    mcpChecks(cfg, timeoutMs),
+    agentCheck(loaded, timeoutMs),
+  ]);
+  return [configCheck, ...relay, agent, ...mcp];
+}
+
+// ---------------------------------------------------------------------------------------
+// relay: reachable → NIP-42 accepted → channels
+
+async function relayChecks(loaded: LoadedConfig, timeoutMs: number): Promise<CheckResult[]> {
+  const cfg = loaded.config;
+  let dev: DevRelay | undefined;
+  let url = cfg.relay.url;
+  const out: CheckResult[] = [];
+  try {
+    if (url === "embedded") {
+      // As the daemon does: an in-process dev relay where this identity is a relay member.
+      try {
+        dev = await startDevRelay({ port: 0, seed: cfg.relay.seed });
+        dev.addRelayMember(loaded.pubkey);
+        url = dev.url;
+      } catch (err) {
+        out.push({ name: "relay", mark: "fail", summary: `could not start the embedded development relay: ${message(err)}` });
+        return [...out, skipped("auth", "relay"), skipped("channels", "relay")];
+      }
+    }
+
+    const reach = await bounded(timeoutMs, `connecting to ${url}`, () => connectOnce(url, timeoutMs));
+    if (!reach.ok) {
+      out.push({ name: "relay", mark: "fail", summary: reach.error });
+      return [...out, skipped("auth", "relay"), skipped("channels", "relay")];
+    }
+    out.push({ name: "relay", mark: "ok", summary: `${dev ? "embedded development relay at " : ""}${url} reachable (${reach.value} ms)` });
+
+    const auth = await bounded(timeoutMs, `NIP-42 auth at ${url}`, () => probeRelay(url, loaded.secretKey, { timeoutMs }));
+    if (!auth.ok) {
+      out.push({ name: "auth", mark: "fail", summary: authAdvice(auth.cause, auth.error, loaded.pubkey) });
+      return [...out, skipped("channels", "auth")];
+    }
+    out.push({ name: "auth", mark: "ok", summary: `NIP-42 auth accepted for ${npub(loaded.pubkey)} (${auth.value.ms} ms)` });
+
+    const found = await bounded(timeoutMs, `channel discovery at ${url}`, () => discoverChannels(url, loaded.secretKey, timeoutMs));
+    if (!found.ok) {
+      out.push({ name: "channels", mark: "fail", summary: `could not list channels: ${found.error}` });
+      return out;
+    }
+    out.push(channelsResult(cfg, found.value, loaded.pubkey));
+    return out;
+  } finally {
+    await dev?.close().catch(() => undefined);
+  }
+}
+
+/** One WebSocket handshake, to tell "nothing listens there" apart from an auth refusal. */
+function connectOnce(url: string, timeoutMs: number): Promise<number> {
+  return new Promise((resolvePromise, reject) => {
+    const t0 = Date.now();
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(url, { handshakeTimeout: timeoutMs });
+    } catch (err) {
+      reject(new Error(`cannot connect to ${url}: ${message(err)}; check relay.url`));
+      return;
+    }
+    ws.once("open", () => {
+      ws.terminate();
+      resolvePromise(Date.now() - t0);
+    });
+    ws.once("unexpected-response", (_req, res) => {
+      ws.terminate();
+      reject(new Error(`cannot connect to ${url}: the server answered HTTP ${res.statusCode} instead of a WebSocket upgrade; is relay.url the relay's WebSocket address?`));
+    });
+    ws.once("error", (err: NodeJS.ErrnoException) => {
+      ws.terminate();
+      reject(new Error(connectAdvice(url, err)));
+    });
+  });
+}
+
+function connectAdvice(url: string, err: NodeJS.ErrnoException): string {
+  const code = err.code ?? "";
+  const head = `cannot connect to ${url}: ${code || err.message}`;
+  switch (code) {
+    case "ECONNREFUSED":
+      return `${head} (nothing listens there; check relay.url and that the relay is running)`;
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return `${head} (the host name does not resolve; check relay.url)`;
+    case "ETIMEDOUT":
+    case "EHOSTUNREACH":
+    case "ENETUNREACH":
+      return `${head} (no route to the relay; check relay.url, the network and firewalls)`;
+    default:
+      if (/certificate|CERT|SSL|TLS/i.test(`${code} ${err.message}`)) return `${head} (${err.message}; the relay's TLS certificate is not trusted here — set NODE_EXTRA_CA_CERTS for a private CA)`;
+      if (/handshake timed out|timed out/i.test(err.message)) return `cannot connect to ${url}: no WebSocket handshake in time (relay overloaded, or a proxy in between?)`;
+      return code ? `${head} (${err.message})` : head;
+  }
+}
+
+/** The relay's own reason, plus what to do about it. */
+function authAdvice(cause: unknown, fallback: string, pubkey: string): string {
+  if (!(cause instanceof RelayAuthError)) return fallback;
+  const reason = cause.reason || "(the relay gave no reason)";
+  if (/^(restricted|blocked)\b|member/i.test(reason)) return `${reason}: ask the relay admin to add ${npub(pubkey)} as a relay member`;
+  if (/created_at|time|clock/i.test(reason)) return `${reason}: check this machine's clock (NTP)`;
+  return `relay refused NIP-42 auth: ${reason}`;
+}
+
+async function discoverChannels(url: string, secretKey: Uint8Array, timeoutMs: number): Promise<ChannelInfo[]> {
+  await initCrypto();
+  // Discovery is NIP-98 HTTP only; no WebSocket subscription needed.
+  const client = new RelayClient({ url, secretKey, http: { attempts: 2, timeoutMs } });
+  return new ChannelDirectory(client).discover();
+}
+
+function channelsResult(cfg: Config, all: ChannelInfo[], pubkey: string): CheckResult {
+  const selected = all.filter((c) => channelSelected(cfg, c.id));
+  const details = selected.map((c) => `#${c.name} (${c.type}, ${c.id})${c.about ? ` — ${c.about}` : " — no description"}`);
+  const missing = cfg.channels.filter((e) => e.id !== "*" && !all.some((c) => c.id === e.id)).map((e) => e.id);
+  for (const id of missing) details.push(`✗ channels: ${id} is configured but ${npub(pubkey)} is not a member of it`);
+  if (all.length === 0) {
+    return { name: "channels", mark: "fail", summary: `${npub(pubkey)} is not a member of any channel: ask a channel admin to add it`, details };
+  }
+  if (selected.length === 0) {
+    return {
+      name: "channels", mark: "fail", details,
+      summary: `member of ${all.length} channel${all.length === 1 ? "" : "s"} (${all.map((c) => `#${c.name}`).join(", ")}) but the config's channels select none of them`,
+    };
+  }
+  const listening = `listening in ${selected.length} channel${selected.length === 1 ? "" : "s"}`;
+  if (missing.length) return { name: "channels", mark: "fail", summary: `${listening}; ${missing.length} configured channel${missing.length === 1 ? " is" : "s are"} not joined`, details };
+  return { name: "channels", mark: "ok", summary: listening, details };
+}
+
+// ---------------------------------------------------------------------------------------
+// agent: command on PATH → ACP initialize → agent.mode offered
+
+async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<CheckResult> {
+  const cfg = loaded.config.agent;
+  const { command, args } = resolveAgentCommand(cfg);
+  const shown = [cfg.command, ...cfg.args].join(" ");
+  const env = agentEnvironment({ configured: cfg.env, secret: loaded.secretKey }).env;
+  const missing = commandProblem(command, env.PATH ?? process.env.PATH ?? "");
+  if (missing) return { name: "agent", mark: "fail", summary: missing };
+  const probe = await bounded(timeoutMs + 2000, `agent '${shown}'`, () =>
+    probeAgent({ command, args, env: cfg.env, mode: cfg.mode, initTimeoutMs: timeoutMs, secret: loaded.secretKey }));
+  if (!probe.ok) {
+    const [first, ...rest] = probe.error.split("\n");
+    return { name: "agent", mark: "fail", summary: first!, details: rest.filter((l) => l.trim() !== "") };
+  }
+  const p = probe.value;
+  const who = p.agentInfo ? `${p.agentInfo.name}${p.agentInfo.version ? ` ${p.agentInfo.version}` : ""}` : "an unnamed agent";
+  const mode = cfg.mode ? `; mode '${cfg.mode}' offered` : "";
+  return { name: "agent", mark: "ok", summary: `'${shown}' answered ACP initialize as ${who} (${p.initMs} ms)${mode}` };
+}
+
+/** Why `command` cannot be started, or undefined when it looks runnable. */
+function commandProblem(command: string, path: string): string | undefined {
+  if (command.includes("/")) {
+    const full = resolve(command);
+    try {
+      if (!statSync(full).isFile()) return `agent command '${command}' is not a file`;
+      accessSync(full, constants.X_OK);
+      return undefined;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return code === "EACCES" ? `agent command '${command}' is not executable (chmod +x?)` : `agent command '${command}' does not exist`;
+    }
+  }
+  for (const dir of path.split(delimiter)) {
+    if (!dir || !isAbsolute(dir)) continue;
+    try {
+      const full = join(dir, command);
+      if (statSync(full).isFile()) {
+        accessSync(full, constants.X_OK);
+        return undefined;
+      }
+    } catch {
+      /* not here */
+    }
+  }
+  return `agent command '${command}' not found on PATH; install it or set agent.command to its full path`;
+}
+
+// ---------------------------------------------------------------------------------------
+// MCP servers: each starts and lists its tools; the proxy's names for them are valid
+
+async function mcpChecks(cfg: Config, timeoutMs: number): Promise<CheckResult[]> {
+  const manifest = manifestFromConfig(cfg.mcp);
+  const logs: Record<string, unknown>[] = [];
+  const logger = captureLogger(logs);
+  const listTimeoutMs = Math.min(manifest.list_timeout, timeoutMs);
+  const servers = manifest.servers.map((s) => new Downstream(s, { logger, listTimeoutMs, events: { changed: () => undefined } }));
+  try {
+    await Promise.all(servers.map((ds) => bounded(timeoutMs + 1000, `MCP server '${ds.name}'`, () => ds.start())));
+    const results = servers.map((ds) => serverResult(ds, logs));
+    if (servers.length === 0) return [{ name: "tool names", mark: "ok", summary: "no MCP servers configured; only the built-in buzz tools are listed" }];
+    const ready = servers.filter((ds) => ds.state === "ready");
+    const broken = servers.filter((ds) => ds.state !== "ready").map((ds) => ds.name);
+    if (ready.length === 0) return [...results, skipped("tool names", "MCP server")];
+    const names = toolNamesResult(cfg, ready);
+    if (broken.length) names.summary += ` (without ${broken.join(", ")}, which did not start)`;
+    return [...results, names];
+  } finally {
+    await Promise.all(servers.map((ds) => ds.stop().catch(() => undefined)));
+  }
+}
+
+function serverResult(ds: Downstream, logs: Record<string, unknown>[]): CheckResult {
+  const name = `mcp ${ds.name}`;
+  if (ds.state === "ready") {
+    const tools = ds.tools.map((t) => t.name);
+    return { name, mark: "ok", summary: `started and listed ${tools.length} tool${tools.length === 1 ? "" : "s"}`, details: tools.length ? [tools.join(", ")] : [] };
+  }
+  const failed = logs.filter((l) => l.evt === "proxy.server_failed" && l.server === ds.name).at(-1);
+  const stderr = typeof failed?.stderr === "string" ? failed.stderr.trim().split("\n").slice(-10) : [];
+  let error = ds.lastError ?? (ds.state === "starting" ? "did not list its tools in time" : "failed to start");
+  if (/Connection closed/i.test(error)) error = "exited before listing its tools";
+  return {
+    name, mark: "fail",
+    summary: `'${[ds.cfg.command, ...ds.cfg.args].join(" ")}' failed: ${error}`,
+    details: stderr.length ? ["stderr (last lines):", ...stderr.map((l) => `  ${l}`)] : ["(no stderr output)"],
+  };
+}
+
+/**
+ * Builds the proxy's catalog for every distinct server set a channel can get, and reports
+ * what the proxy would do about names: rename one that breaks the rules (too long with the
+ * agent's `mcp__buzz__` prefix, `__`, odd characters), refuse a collision.
+ */
+function toolNamesResult(cfg: Config, ready: Downstream[]): CheckResult {
+  const sets = new Map<string, string[]>();
+  for (const entry of cfg.channels) {
+    const names = policyFor(cfg, entry.id).mcp;
+    sets.set([...names].sort().join(","), names);
+  }
+  const problems = new Set<string>();
+  let count = 0;
+  for (const names of sets.values()) {
+    const logs: Record<string, unknown>[] = [];
+    const catalog = buildCatalog(ready.filter((ds) => names.includes(ds.name)), BUZZ_TOOLS, captureLogger(logs));
+    count = Math.max(count, catalog.tools.length);
+    if (catalog.collision) problems.add(catalog.collision.message);
+    for (const l of logs) {
+      if (l.evt === "proxy.tool_renamed") {
+        const original = ds(ready, l.server)?.cfg.prefix === false ? String(l.tool) : `${String(l.server)}_${String(l.tool)}`;
+        problems.add(
+          `tool '${String(l.tool)}' of '${String(l.server)}' breaks the naming rules as '${original}' (${AGENT_PREFIX}${original} is ${AGENT_PREFIX.length + original.length} characters, limit ${MAX_QUALIFIED_NAME}; no '__'; letters, digits, _ and -); the proxy renames it '${String(l.as)}' — shorten the server name or set prefix: false`,
+        );
+      } else if (l.evt === "proxy.hook_name_invalid") {
+        problems.add(`hook '${String(l.tool)}' of '${String(l.server)}' is not a valid tool name and is ignored`);
+      } else if (l.evt === "proxy.too_many_tools") {
+        problems.add(`more than ${String(l.limit)} tools in one session; dropped: ${(l.dropped as string[]).join(", ")}`);
+      }
+    }
+  }
+  if (problems.size) return { name: "tool names", mark: "fail", summary: `${problems.size} problem${problems.size === 1 ? "" : "s"} with the proxy's tool names`, details: [...problems] };
+  return { name: "tool names", mark: "ok", summary: `${count} tools (with the built-in buzz tools), all ≤ ${MAX_QUALIFIED_NAME} characters as ${AGENT_PREFIX}<name>, no collisions` };
+}
+
+function ds(list: Downstream[], name: unknown): Downstream | undefined {
+  return list.find((d) => d.name === name);
+}
+
+// ---------------------------------------------------------------------------------------
+
+function skipped(name: string, because: string): CheckResult {
+  return { name, mark: "skip", summary: `skipped: the ${because} check${because.startsWith("MCP") ? "s" : ""} failed` };
+}
+
+type Bounded<T> = { ok: true; value: T } | { ok: false; error: string; cause?: unknown };
+
+/** Runs `fn` with a time limit; a throw or a timeout becomes `{ok: false, error}`. */
+async function bounded<T>(ms: number, what: string, fn: () => Promise<T>): Promise<Bounded<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<Bounded<T>>((r) => {
+    timer = setTimeout(() => r({ ok: false, error: `${what} did not finish within ${Math.round(ms / 1000)} s` }), ms);
+  });
+  try {
+    return await Promise.race([fn().then((value): Bounded<T> => ({ ok: true, value }), (err: unknown): Bounded<T> => ({ ok: false, error: message(err), cause: err })), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** A logger whose lines are kept as objects, so a check can read what a part reported. */
+function captureLogger(into: Record<string, unknown>[]): Logger {
+  return createLogger({
+    level: "debug",
+    destination: {
+      write(line: string) {
+        try {
+          into.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          /* not JSON */
+        }
+        return true;
+      },
+    } as NodeJS.WritableStream,
+  });
+}
+
+const MARKS: Record<Mark, string> = { ok: "✓", fail: "✗", skip: "–" };
+
+/** The table a person reads: mark, check name, summary; details indented below. */
+export function formatResults(results: CheckResult[]): string {
+  const width = Math.max(...results.map((r) => r.name.length));
+  const lines: string[] = [];
+  for (const r of results) {
+    lines.push(`${MARKS[r.mark]} ${r.name.padEnd(width)}  ${r.summary}`);
+    for (const d of r.details ?? []) lines.push(`  ${" ".repeat(width)}  ${d}`);
+  }
+  const failed = results.filter((r) => r.mark === "fail").length;
+  lines.push("", failed ? `${failed} check${failed === 1 ? "" : "s"} failed` : "all checks passed");
+  return `${lines.join("\n")}\n`;
+}

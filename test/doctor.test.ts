@@ -1,0 +1,166 @@
+/**
+ * `buzz-bridge doctor` as a person runs it: `node dist/cli.js doctor -c FILE` against a
+ * real dev relay (World), the demo agent and real MCP fixture servers. Each ✗ must carry
+ * the reason a person can act on; exit 1 on any ✗, 0 when all pass. Independent faults
+ * share one run (doctor reports every check, not just the first failure), and runs go
+ * two at a time, to keep the file fast on a busy machine.
+ */
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
+import { CLI, REPO, World } from "./fixtures/world.js";
+
+const GATE_SERVER = join(REPO, "test", "fixtures", "gate-server.mjs");
+const BAD_SERVER = join(REPO, "test", "fixtures", "bad-server.mjs");
+const BAD_AGENT = join(REPO, "test", "fixtures", "agent-bad.mjs");
+
+let w: World;
+
+before(async () => {
+  w = await World.create({ channelName: "build-room", about: "Where the build team coordinates releases" });
+});
+after(() => w.close());
+
+interface Run {
+  code: number | null;
+  out: string;
+}
+
+/** Runs doctor on a config written from the World's base plus overrides. */
+function doctor(overrides: Record<string, unknown>, name: string, extraArgs: string[] = []): Promise<Run> {
+  return doctorFile(w.writeConfig(overrides, `${name}.yaml`), extraArgs);
+}
+
+function doctorFile(file: string, extraArgs: string[] = []): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [CLI, "doctor", "-c", file, "--timeout", "30s", ...extraArgs], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    proc.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    proc.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const kill = setTimeout(() => proc.kill("SIGKILL"), 60_000);
+    proc.on("error", reject);
+    proc.on("exit", (code) => {
+      clearTimeout(kill);
+      resolve({ code, out });
+    });
+  });
+}
+
+/** The table line of one check (`✓ name  summary`), failing with the whole output when absent. */
+function line(r: Run, name: string): string {
+  const l = r.out.split("\n").find((x) => new RegExp(`^[✓✗–] ${name.replace(/ /g, "\\s")}\\s`).test(x));
+  assert.ok(l, `no '${name}' line in:\n${r.out}`);
+  return l;
+}
+
+/** Asserts one check's line matches, showing the whole table when it does not. */
+function expectLine(r: Run, name: string, re: RegExp): void {
+  assert.match(line(r, name), re, `'${name}' line does not match ${re}:\n${r.out}`);
+}
+
+function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const gatesServer = { command: process.execPath, args: [GATE_SERVER], env: { GATE_TOOLS: "lint" } };
+
+describe("doctor", { concurrency: 2 }, () => {
+  test("✓ for every check against the dev relay with the demo agent and a fixture MCP server; exit 0", async () => {
+    const r = await doctor({ mcp: { servers: { gates: gatesServer } } }, "ok");
+    assert.equal(r.code, 0, r.out);
+    expectLine(r, "config", /^✓ .*valid/);
+    expectLine(r, "relay", /^✓ .*reachable/);
+    expectLine(r, "auth", /^✓ .*NIP-42 auth accepted/);
+    expectLine(r, "channels", /^✓ .*1 channel/);
+    assert.match(r.out, /#build-room .*Where the build team coordinates releases/, "channel name and description shown");
+    expectLine(r, "agent", /^✓ .*answered ACP initialize as buzz-bridge-demo-agent/);
+    expectLine(r, "mcp gates", /^✓ .*listed \d+ tools/);
+    assert.match(r.out, /lint/, "the server's tools are listed");
+    expectLine(r, "tool names", /^✓ .*no collisions/);
+    assert.match(r.out, /all checks passed/);
+    assert.doesNotMatch(r.out, /nsec1/, "no secret in the output");
+  });
+
+  test("wrong relay URL, missing agent command, broken MCP server, bad tool names: each ✗ with its reason; exit 1", async () => {
+    const port = await closedPort();
+    const long = "x".repeat(60);
+    const r = await doctor(
+      {
+        relay: { url: `ws://127.0.0.1:${port}` },
+        agent: { command: "no-such-agent-xyz", args: [] },
+        mcp: {
+          servers: {
+            gates: { ...gatesServer, env: { GATE_TOOLS: long } },
+            other: { command: process.execPath, args: [GATE_SERVER], prefix: false },
+            third: { command: process.execPath, args: [GATE_SERVER], prefix: false },
+            broken: { command: process.execPath, args: [BAD_SERVER], env: { BAD_MODE: "exit" } },
+          },
+        },
+      },
+      "many-faults",
+    );
+    assert.equal(r.code, 1, r.out);
+    expectLine(r, "relay", new RegExp(`^✗ .*cannot connect to ws://127\\.0\\.0\\.1:${port}: ECONNREFUSED`));
+    expectLine(r, "auth", /^– .*skipped/);
+    expectLine(r, "channels", /^– .*skipped/);
+    expectLine(r, "agent", /^✗ agent\s+agent command 'no-such-agent-xyz' not found on PATH/);
+    expectLine(r, "mcp gates", /^✓/);
+    expectLine(r, "mcp broken", /^✗ .*failed: exited before listing its tools/);
+    assert.match(r.out, /bad-server: missing configuration FOO_TOKEN/, "the server's stderr tail");
+    expectLine(r, "tool names", /^✗ .*problems with the proxy's tool names \(without broken, which did not start\)/);
+    assert.match(r.out, new RegExp(`tool '${long}' of 'gates' breaks the naming rules .*limit 64`));
+    assert.match(r.out, /tool name 'pid' is offered by both 'other' and 'third'/);
+    assert.match(r.out, /4 checks failed/);
+  });
+
+  test("an identity that is not a relay member: ✗ auth with the relay's reason and whom to ask; agent.mode not offered: ✗", async () => {
+    const sk = generateSecretKey();
+    const stranger = nip19.npubEncode(getPublicKey(sk));
+    const r = await doctor({ identity: { secret_key: nip19.nsecEncode(sk) }, agent: { mode: "plan" } }, "non-member");
+    assert.equal(r.code, 1, r.out);
+    const auth = line(r, "auth");
+    assert.match(auth, /^✗ .*restricted: not a relay member/);
+    assert.ok(auth.includes(`ask the relay admin to add ${stranger}`), auth);
+    expectLine(r, "channels", /^– .*skipped/);
+    expectLine(r, "agent", /^✗ .*agent\.mode 'plan' is not offered by the agent \(it offers: default, bypassPermissions\)/);
+  });
+
+  test("a relay member in no channel: ✗ channels naming the configured one; an agent that exits: ✗ with its stderr", async () => {
+    const sk = generateSecretKey();
+    w.relay.addRelayMember(getPublicKey(sk));
+    const r = await doctor(
+      { identity: { secret_key: nip19.nsecEncode(sk) }, channels: [{ id: w.channel }], agent: { command: process.execPath, args: [BAD_AGENT, "exit"] } },
+      "no-channel",
+    );
+    assert.equal(r.code, 1, r.out);
+    expectLine(r, "auth", /^✓/);
+    expectLine(r, "channels", /^✗ .*not a member of any channel/);
+    assert.ok(r.out.includes(`${w.channel} is configured but npub1`), r.out);
+    expectLine(r, "agent", /^✗ .*exited at once \(code 3\) before answering initialize/);
+    assert.match(r.out, /fatal: no config found/, "the agent's stderr tail is shown");
+  });
+
+  test("relay.url: embedded starts the dev relay like the daemon and finds the seeded channel", async () => {
+    const r = await doctorFile(join(REPO, "config", "demo.yaml"));
+    assert.equal(r.code, 0, r.out);
+    expectLine(r, "relay", /^✓ .*embedded development relay/);
+    assert.match(r.out, /#release-room .*Where the team ships buzz-bridge releases/);
+  });
+
+  test("a bad config: exit 1 with the config errors, nothing else checked", async () => {
+    const r = await doctor({ relay: { url: "http://nope" }, agent: { max_concurrent: 0 } }, "bad-config");
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.out, /✗ config .*invalid \(2 errors\)/);
+    assert.match(r.out, /relay\.url: expected ws:\/\/host/);
+    assert.match(r.out, /agent\.max_concurrent/);
+    assert.doesNotMatch(r.out, /[✓✗] relay/);
+  });
+});
