@@ -11,6 +11,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Event } from "nostr-tools";
 import { World, REPO, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
 import { threadRootOf } from "../src/relay/events.js";
@@ -20,7 +21,8 @@ import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
 interface FakeApi {
   url: string;
   requests: { body: { system?: unknown; messages?: unknown[]; tools?: { name: string }[] } }[];
-  setMode(mode: "tool" | "text"): void;
+  setMode(mode: "tool" | "text" | "hang"): void;
+  readonly hangingCount: number;
   turnRequests(): FakeApi["requests"];
   close(): Promise<void>;
 }
@@ -41,6 +43,8 @@ let w: World;
 let d: DaemonProc;
 let api: FakeApi;
 let home: string;
+/** The first test's mention: later tests continue its thread (and so its agent session). */
+let firstMention: Event;
 
 /** Live processes whose environment carries our scratch HOME: the agent and the Claude CLI it spawned. */
 function processesWithHome(dir: string): number[] {
@@ -91,6 +95,7 @@ after(async () => {
 test("claude-code-acp answers a mention by calling the proxy's send_message; the reply is in the thread", async () => {
   api.setMode("tool");
   const ev = await w.owner.post("@agent what is this room for?");
+  firstMention = ev;
   const [reply] = await w.waitReplies(ev, 1, 60_000);
   assert.equal(reply!.content, REPLY);
   assert.equal(threadRootOf(reply!), ev.id, "the reply is in the mention's thread");
@@ -118,6 +123,29 @@ test("when the model only writes text, the bridge publishes it as the fallback r
   await d.waitLog((l) => l.evt === "turn.end" && l.via === "fallback", 30_000);
   const all = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
   assert.equal(all.length, 1, "exactly one reply");
+});
+
+test("!cancel stops a real agent's stalled turn, and the thread's session answers the next mention", async () => {
+  api.setMode("hang");
+  const stalled = await w.owner.post("@agent take your time", { replyTo: firstMention });
+  await w.waitReaction(stalled, "👀", 30_000);
+  for (const deadline = Date.now() + 30_000; api.hangingCount === 0; await new Promise((r) => setTimeout(r, 100))) {
+    assert.ok(Date.now() < deadline, "the agent never asked the model for the stalled turn");
+  }
+  await w.owner.post("!cancel", { replyTo: firstMention });
+  const [outcome] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [firstMention.id] }, (e) => e.length > 0, 30_000);
+  assert.match(outcome!.content, /cancel/, "the command's outcome is shown in the thread");
+  const ended = await d.waitLog((l) => l.evt === "agent.turn_end" && l.stop === "cancelled", 30_000);
+  assert.equal(ended.killed, false, "claude-code-acp honoured session/cancel (no kill needed)");
+  await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled", 30_000);
+  const replies = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [stalled.id] });
+  assert.deepEqual(replies.map((r) => r.content), [], "a cancelled turn publishes nothing: no notice, no fallback");
+
+  api.setMode("tool");
+  const next = await w.owner.post("@agent are you still there?", { replyTo: firstMention });
+  const [reply] = await w.waitReplies(next, 1, 60_000);
+  assert.equal(reply!.content, REPLY);
+  assert.equal(threadRootOf(reply!), firstMention.id);
 });
 
 test("on SIGTERM the daemon exits 0 and leaves no Claude process behind", async () => {
