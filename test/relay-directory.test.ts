@@ -126,5 +126,9 @@ test("the follower listens where the config says: listed channels, or every chan
   const late = await relay.createChannel({ name: "late", members: [alice.pk] });
   await relay.addMember(late, bridge.pk);
   assert.equal(await eventually(() => bot.channelIds.includes(late)), true, "a channel joined at runtime is followed");
+  assert.equal(await bot.waitSubscribed(10_000), true);
+  const frames = bot.metrics.reqFrames;
+  await follower.refresh();
+  assert.equal(bot.metrics.reqFrames, frames, "an unchanged selection sends no REQ (the join's replay floor is spent)");
   follower.stop();
 });

@@ -85,6 +85,8 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private channels = new Map<string, ChannelSubscription>();
   private channelsKey = "";
   private floorsSent = new Set<string>();
+  /** Floors already replayed, so a caller re-sending the same `since` does not replay again. */
+  private floorsUsed = new Map<string, number>();
   private channelsLive = false;
   private memCursor: number | undefined;
   private startWatermark = Math.floor(Date.now() / 1000);
@@ -142,8 +144,8 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
    * old one) and only when something changed.
    */
   setChannels(list: ChannelSubscription[]): void {
-    const next = new Map(list.map((c) => [c.id, { ...c }]));
-    const key = JSON.stringify([...next.values()].sort((a, b) => (a.id < b.id ? -1 : 1)));
+    const next = new Map(list.map((c) => [c.id, c.since !== undefined && this.floorsUsed.get(c.id) === c.since ? { ...c, since: undefined } : { ...c }]));
+    const key = keyOf(next);
     if (key === this.channelsKey) return;
     this.channelsKey = key;
     this.channels = next;
@@ -217,9 +219,11 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private onChannelsEose(): void {
     for (const id of this.floorsSent) {
       const ch = this.channels.get(id);
+      if (ch?.since !== undefined) this.floorsUsed.set(id, ch.since);
       if (ch) ch.since = undefined;
     }
     this.floorsSent.clear();
+    this.channelsKey = keyOf(this.channels);
     this.channelsLive = true;
   }
 
@@ -278,4 +282,9 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     const at = Math.min(ev.created_at, Math.floor(Date.now() / 1000));
     if (this.memCursor === undefined || at > this.memCursor) this.memCursor = at;
   }
+}
+
+/** Identity of a channel set, to send a new REQ only when it really changed. */
+function keyOf(channels: Map<string, ChannelSubscription>): string {
+  return JSON.stringify([...channels.values()].sort((a, b) => (a.id < b.id ? -1 : 1)));
 }

@@ -53,7 +53,10 @@ export interface SendOptions {
 interface Sub {
   filters: () => Filter[];
   open: boolean;
+  /** Every REQ sent has been answered and the last answer was EOSE. */
   eosed: boolean;
+  /** REQs sent on this socket not yet answered by EOSE or CLOSED: an EOSE settles only the last. */
+  pending: number;
   authRetried: boolean;
 }
 
@@ -120,7 +123,7 @@ export class RelayConnection extends EventEmitter {
   /** Registers (or replaces, same id = one frame) a subscription; sent now if authenticated, else after auth. */
   setSubscription(id: string, filters: () => Filter[]): void {
     const prev = this.subs.get(id);
-    this.subs.set(id, { filters, open: prev?.open ?? false, eosed: false, authRetried: false });
+    this.subs.set(id, { filters, open: prev?.open ?? false, eosed: false, pending: prev?.pending ?? 0, authRetried: false });
     if (this.authed) void this.sendReq(id);
   }
 
@@ -225,7 +228,7 @@ export class RelayConnection extends EventEmitter {
     this.authed = false;
     this.challenge = undefined;
     this.authInFlight = undefined;
-    for (const s of this.subs.values()) Object.assign(s, { open: false, eosed: false, authRetried: false });
+    for (const s of this.subs.values()) Object.assign(s, { open: false, eosed: false, pending: 0, authRetried: false });
     this.okWaiters.failAll();
   }
 
@@ -327,11 +330,14 @@ export class RelayConnection extends EventEmitter {
       // A REQ needs at least one filter; nothing to listen to means no subscription.
       if (sub.open && this.sendFrame(["CLOSE", id])) this.metrics.closeFrames++;
       sub.open = false;
+      sub.pending = 0;
       sub.eosed = true;
+      this.emit("eose", id);
       return this.checkSubscribed();
     }
     if (this.sendFrame(["REQ", id, ...filters])) {
       this.metrics.reqFrames++;
+      sub.pending++;
       sub.open = true;
     }
   }
@@ -339,6 +345,8 @@ export class RelayConnection extends EventEmitter {
   private onEose(id: string): void {
     const sub = this.subs.get(id);
     if (!sub) return;
+    sub.pending = Math.max(0, sub.pending - 1);
+    if (sub.pending > 0) return; // the answer to a REQ that a newer one replaced
     sub.eosed = true;
     sub.authRetried = false;
     this.emit("eose", id);
@@ -352,7 +360,8 @@ export class RelayConnection extends EventEmitter {
   private onSubClosed(id: string, reason: string): void {
     const sub = this.subs.get(id);
     if (!sub) return;
-    sub.open = false;
+    sub.pending = Math.max(0, sub.pending - 1);
+    sub.open = sub.pending > 0; // a newer REQ with this id may still be live
     const p = reasonPrefix(reason);
     if (p === "auth-required" && !sub.authRetried) {
       sub.authRetried = true;
