@@ -7,7 +7,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
-import type { DaemonProc, World } from "./fixtures/world.js";
+import type { Event } from "nostr-tools";
+import type { DaemonProc, Person, World } from "./fixtures/world.js";
+import { reaction } from "../src/relay/events.js";
 
 export const GATE_SERVER = join(import.meta.dirname, "fixtures", "gate-server.mjs");
 export const APPROVAL_GATE = join(import.meta.dirname, "fixtures", "approval-gate.mjs");
@@ -71,6 +73,13 @@ export function hookCalls(file: string): string[][] {
     return [];
   }
   return text.split("\n").filter(Boolean).map((l) => l.split(" ").slice(0, 2));
+}
+
+/** A reaction in `channel` (Person.react always tags the world's first channel). */
+export async function reactIn(p: Person, target: Event, emoji: string, channel: string): Promise<Event> {
+  const { event, outcome } = await (await p.relay()).send(reaction(target, emoji, channel));
+  if (outcome.status !== "accepted") throw new Error(`${p.name} could not react in ${channel}: ${outcome.status} ${outcome.reason ?? ""}`);
+  return event;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
