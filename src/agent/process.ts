@@ -11,12 +11,13 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { Readable, Transform, Writable } from "node:stream";
+import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Logger } from "../ops/log.js";
 import { scrub, silentLogger } from "../ops/log.js";
 import { AgentStartError, describeCause } from "./errors.js";
 import { scrubSecret } from "./env.js";
+import { eachLine, watchJsonLines } from "./stdio.js";
 
 /** Receives what the agent sends for one session; implemented by AgentSession. */
 export interface SessionRoute {
@@ -210,64 +211,26 @@ export class AgentProcess extends EventEmitter {
   private wireStderr(): void {
     const max = this.opts.stderrTailLines ?? 30;
     const level = this.opts.stderrLevel ?? "info";
-    let partial = "";
-    this.child.stderr!.setEncoding("utf8");
-    this.child.stderr!.on("data", (chunk: string) => {
-      const lines = (partial + chunk).split("\n");
-      partial = lines.pop() ?? "";
-      for (const raw of lines) this.stderrLine(raw, max, level);
-    });
-    this.child.stderr!.on("end", () => {
-      if (partial) this.stderrLine(partial, max, level);
-      partial = "";
+    eachLine(this.child.stderr!, (raw) => {
+      const line = scrubSecret(scrub(raw), this.opts.secretForms ?? []);
+      if (!line.trim()) return;
+      this.tail.push(line.slice(0, 2000));
+      if (this.tail.length > max) this.tail.shift();
+      this.log[level]({ evt: "agent.stderr", agent_pid: this.pid, ...this.tags, line }, "agent stderr");
     });
   }
 
-  private stderrLine(raw: string, max: number, level: "debug" | "info" | "warn"): void {
-    const line = scrubSecret(scrub(raw.replace(/\r$/, "")), this.opts.secretForms ?? []);
-    if (!line.trim()) return;
-    this.tail.push(line.slice(0, 2000));
-    if (this.tail.length > max) this.tail.shift();
-    this.log[level]({ evt: "agent.stderr", agent_pid: this.pid, ...this.tags, line }, "agent stderr");
-  }
-
-  /**
-   * Passes stdout through unchanged while watching its lines: the SDK silently skips
-   * non-JSON lines, which would turn a misconfigured command into a 30 s timeout.
-   */
+  /** stdout, watched for non-JSON lines: fatal before the handshake, one warning after. */
   private guardStdout(onBadLineBeforeInit: (line: string) => void): Readable {
-    let partial = "";
     let warned = false;
-    const check = (line: string) => {
-      const t = line.trim();
-      if (!t) return;
-      let ok = t.startsWith("{");
-      if (ok) {
-        try {
-          JSON.parse(t);
-        } catch {
-          ok = false;
-        }
-      }
-      if (ok) return;
-      const shown = scrubSecret(scrub(t), this.opts.secretForms ?? []);
-      if (!this.initialized) onBadLineBeforeInit(shown);
+    const guard = watchJsonLines((raw) => {
+      const line = scrubSecret(scrub(raw), this.opts.secretForms ?? []);
+      if (!this.initialized) onBadLineBeforeInit(line);
       else if (!warned) {
         warned = true;
-        this.log.warn({ evt: "agent.stdout_noise", agent_pid: this.pid, ...this.tags, line: shown.slice(0, 200) }, "agent wrote non-JSON on stdout (ignored)");
+        this.log.warn({ evt: "agent.stdout_noise", agent_pid: this.pid, ...this.tags, line: line.slice(0, 200) }, "agent wrote non-JSON on stdout (ignored)");
       }
-    };
-    const guard = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        const text = partial + chunk.toString("utf8");
-        const lines = text.split("\n");
-        partial = lines.pop() ?? "";
-        // Only short partial lines are kept; long JSON messages are checked when complete.
-        if (partial.length > 64 * 1024) partial = partial.slice(0, 1024);
-        for (const l of lines) check(l);
-        done(null, chunk);
-      },
-    });
+    }, () => !this.initialized);
     return this.child.stdout!.pipe(guard);
   }
 

@@ -1,0 +1,81 @@
+/**
+ * The pool's options as a plain object (kept apart from config so the pool stays
+ * generic), how to build them from `Config['agent']`, and what the pool reports.
+ */
+import type { Config } from "../config/schema.js";
+import type { Logger } from "../ops/log.js";
+import type { CircuitOptions, CircuitState } from "./circuit.js";
+import type { PermissionPolicy } from "./permissions.js";
+import type { ProxyCommand } from "./session.js";
+
+export interface AgentPoolOptions {
+  command: string;
+  args: string[];
+  /** `agent.env`, laid over the inherited allow-list. */
+  env: Record<string, string>;
+  /** `agent.cwd` template with `{channel}`. */
+  cwd: string;
+  /** Processes serving scopes at once (the spare is extra); default 4. */
+  maxConcurrent: number;
+  idleTimeoutMs: number;
+  maxTurnMs: number;
+  /** A scope's process with no turn for this long is closed; default 10 min. */
+  idleCloseMs: number;
+  cancelGraceMs: number;
+  /** Keep one initialized process ready; default true. */
+  warmSpare: boolean;
+  permissions: PermissionPolicy;
+  permissionTimeoutMs: number;
+  mode?: string;
+  /** `initialize` bound; default 30 s. */
+  initTimeoutMs?: number;
+  /** The bridge's secret key: kept out of the agent's environment and its stderr in logs. */
+  secret?: Uint8Array | string[];
+  /** gates.enforce resolved to `agent`: sets MCP_HOOK_SERVERS=buzz. */
+  hooksAgentEnforced?: boolean;
+  proxy?: ProxyCommand;
+  circuit?: CircuitOptions;
+  /** Grace for stdin-EOF and SIGTERM when closing a process; default 2 s. */
+  closeGraceMs?: number;
+  logger?: Logger;
+  /** The environment the allow-list picks from; default process.env. */
+  parentEnv?: NodeJS.ProcessEnv;
+}
+
+/** The pool options from config (durations are already milliseconds there). */
+export function poolOptionsFromConfig(
+  agent: Config["agent"],
+  extra: Pick<AgentPoolOptions, "secret" | "hooksAgentEnforced" | "logger" | "proxy" | "initTimeoutMs"> = {},
+): AgentPoolOptions {
+  return {
+    command: agent.command, args: agent.args, env: agent.env, cwd: agent.cwd,
+    maxConcurrent: agent.max_concurrent, idleTimeoutMs: agent.idle_timeout, maxTurnMs: agent.max_turn,
+    idleCloseMs: agent.idle_close, cancelGraceMs: agent.cancel_grace, warmSpare: agent.warm_spare,
+    permissions: agent.permissions, permissionTimeoutMs: agent.permission_timeout, mode: agent.mode,
+    ...extra,
+  };
+}
+
+export interface AcquireOptions {
+  /** Channel name; `{channel}` in the cwd template becomes its slug. */
+  channelName: string;
+  /** Overrides the cwd template (absolute path). */
+  cwd?: string;
+  /** The proxy's environment for this session (link address and token). */
+  mcpEnv: Record<string, string>;
+  standingContext?: string;
+  /** Reopen this session after a restart when the agent supports resume/load. */
+  previousSessionId?: string;
+}
+
+export interface PoolStats {
+  /** Live agent processes, the spare included. */
+  processes: number;
+  busy: number;
+  scopes: number;
+  spareReady: boolean;
+  spawns: number;
+  crashes: number;
+  circuit: CircuitState;
+  circuitUntil?: number;
+}
