@@ -73,6 +73,7 @@ export class RelayConnection extends EventEmitter {
   private authed = false;
   private challenge: string | undefined;
   private authInFlight: Promise<boolean> | undefined;
+  private authChallenge: string | undefined;
   private subs = new Map<string, Sub>();
   private okWaiters = new OkWaiters();
   private readonly gate: RateGate;
@@ -265,9 +266,14 @@ export class RelayConnection extends EventEmitter {
 
   /** Signs and sends AUTH for the current challenge; one at a time; never rejects. */
   private authenticate(): Promise<boolean> {
-    if (this.authInFlight) return this.authInFlight;
+    if (this.authInFlight) {
+      // A challenge that arrived while we answered the previous one is answered next.
+      const answering = this.authChallenge;
+      return this.authInFlight.then((ok) => (this.challenge !== answering ? this.authenticate() : ok));
+    }
     const challenge = this.challenge;
     if (!challenge || !this.ws) return Promise.resolve(this.authed);
+    this.authChallenge = challenge;
     const ev = signEvent(authTemplate(this.url, challenge), this.opts.secretKey);
     const p = new Promise<boolean>((resolve) =>
       this.okWaiters.add(
