@@ -141,6 +141,7 @@ describe("crash and restart", () => {
       servers: {
         crashy: gate({ GATE_CRASH_AFTER: "2", GATE_NO_STOP: "1" }),
         steady: gate({ GATE_TOOLS: "echo", GATE_NO_STOP: "1" }),
+        strict: gate({ GATE_NO_STOP: "1" }, { timeout: "300ms" }),
       },
     });
   });
@@ -161,5 +162,12 @@ describe("crash and restart", () => {
     }, 15_000, "crashy to come back");
     assert.notEqual(pid2, pid1);
     assert.ok(p.logs().some((l) => l.evt === "proxy.server_down" && l.server === "crashy"));
+  });
+
+  test("a server's timeout turns a long call into an isError result", async () => {
+    const r = await p.call("strict_sleep", { ms: 3000 });
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /timed out after 300 ms/);
+    assert.match(textOf(await p.call("strict_pid")), /^\d+$/, "the server keeps serving");
   });
 });

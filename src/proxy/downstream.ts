@@ -32,6 +32,11 @@ export type DownstreamState = "starting" | "ready" | "down" | "stopped";
 export const NO_TIMEOUT_MS = 2_147_483_647;
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 30_000;
+/**
+ * A server gets at least this long to initialize and list. list_timeout only bounds how
+ * long the agent's first tools/list waits; a slower server still joins (list_changed).
+ */
+export const MIN_START_TIMEOUT_MS = 30_000;
 /** Up this long, a server's crash count starts over. */
 const STABLE_AFTER_MS = 30_000;
 
@@ -126,7 +131,7 @@ export class Downstream {
     this.transport = transport;
     const started = Date.now();
     try {
-      await client.connect(transport, { timeout: this.opts.listTimeoutMs });
+      await client.connect(transport, { timeout: Math.max(this.opts.listTimeoutMs, MIN_START_TIMEOUT_MS) });
       this.capabilities = client.getServerCapabilities() ?? {};
       await this.listAll(client);
     } catch (err) {
@@ -148,11 +153,12 @@ export class Downstream {
     log.info({ evt: restarted ? "proxy.server_restarted" : "proxy.server_ready", server: this.name, tools: this.tools.length, ms: Date.now() - started });
     this.resolveFirst();
     for (const w of this.readyWaiters.splice(0)) w();
-    if (restarted) for (const kind of ["tools", "resources", "prompts"] as const) this.opts.events.changed(kind);
+    // Also after a first start that finished past list_timeout: its tools join the union late.
+    for (const kind of ["tools", "resources", "prompts"] as const) this.opts.events.changed(kind);
   }
 
   private async listAll(client: Client): Promise<void> {
-    const opts = { timeout: this.opts.listTimeoutMs };
+    const opts = { timeout: Math.max(this.opts.listTimeoutMs, MIN_START_TIMEOUT_MS) };
     const tools: Tool[] = [];
     let cursor: string | undefined;
     do {
