@@ -64,6 +64,8 @@ export class Daemon {
   private http?: { url: string; close(): Promise<void> };
   private presenceTimer?: NodeJS.Timeout;
   private stopping = false;
+  /** Set once channels are discovered: a turn started before that finds no channel and fails. */
+  private listening = false;
   private stopped?: Promise<void>;
   private readonly log: Logger;
   private resolveShutdown!: (reason: string) => void;
@@ -204,6 +206,7 @@ export class Daemon {
       this.presenceTimer = setInterval(announce, PRESENCE_INTERVAL_MS);
       this.presenceTimer.unref();
     }
+    this.listening = true;
     this.pump();
   }
 
@@ -224,7 +227,7 @@ export class Daemon {
 
   /** queue → turn: starts every batch the scheduler allows now. */
   private pump(): void {
-    if (this.stopping || !this.dispatcher) return;
+    if (this.stopping || !this.dispatcher || !this.listening) return;
     for (let batch = this.scheduler.next(); batch; batch = this.scheduler.next()) {
       void this.dispatcher.start(batch);
     }
