@@ -1,9 +1,8 @@
-// The pool with real demo-agent processes: warm spare, crash → typed error → respawn,
-// circuit breaker, rotate, idle close, max_concurrent.
+// The pool with real demo-agent processes: warm spare, rotate, idle close,
+// max_concurrent, close. Crashes and the circuit breaker: agent-crash.test.ts.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { AgentPool } from "../src/agent/index.js";
-import { AgentCrashedError, CircuitOpenError } from "../src/agent/index.js";
 import { demoPool, eventBlock, tempDir } from "./fixtures/agent-helpers.js";
 
 const tmp = tempDir();
@@ -38,50 +37,6 @@ describe("agent pool", () => {
     await p.spareReady();
     assert.equal(p.stats().spawns, spawnsBefore + 1, "only the refill of the spare spawned");
     assert.equal(p.stats().processes, 3);
-  });
-
-  it("a crash mid-turn fails the turn with AgentCrashedError; the next turn gets a new process", async () => {
-    const p = pool({ circuit: { backoffBaseMs: 50 } });
-    const crashes: Array<{ scope?: string; code: number | null }> = [];
-    p.on("crash", (c) => crashes.push(c));
-    const s = await acquire(p, "crashy");
-    await assert.rejects(s.prompt(ask("#crash")), (e: unknown) => {
-      assert.ok(e instanceof AgentCrashedError, String(e));
-      assert.equal(e.exitCode, 1);
-      assert.match(e.message, /exited with code 1 during the turn/);
-      return true;
-    });
-    assert.equal(crashes.length, 1);
-    assert.equal(crashes[0]!.scope, "crashy");
-    const again = await acquire(p, "crashy");
-    assert.notEqual(again.proc.pid, s.proc.pid);
-    const r = await again.prompt(ask("#final-only are you back?"));
-    assert.match(r.finalText, /Asked: #final-only are you back\?/);
-    assert.equal(p.stats().crashes, 1);
-    assert.equal(p.circuit.state, "closed");
-  });
-
-  it("3 crashes within the window open the circuit breaker; calls fail fast until it closes again", async () => {
-    const p = pool({ circuit: { backoffBaseMs: 20, openMs: 1_500 } });
-    const states: string[] = [];
-    p.on("circuit", (c: { state: string }) => states.push(c.state));
-    for (let i = 0; i < 3; i++) {
-      const s = await acquire(p, `c${i}`);
-      await assert.rejects(s.prompt(ask("#crash")), AgentCrashedError);
-    }
-    assert.equal(p.circuit.state, "open");
-    assert.equal(p.stats().circuit, "open");
-    await assert.rejects(acquire(p, "next"), (e: unknown) => e instanceof CircuitOpenError && /crashed 3 times/.test(e.message));
-    await new Promise<void>((r) => p.once("circuit", () => r()));
-    assert.deepEqual(states, ["open", "closed"]);
-    const s = await acquire(p, "next");
-    assert.equal((await s.prompt(ask("#final-only back"))).stopReason, "end_turn");
-  });
-
-  it("a command that cannot start counts towards the breaker too", async () => {
-    const p = pool({ command: "/nonexistent/agent", args: [], circuit: { backoffBaseMs: 10 } });
-    for (let i = 0; i < 3; i++) await assert.rejects(acquire(p, "x"), /command not found/);
-    await assert.rejects(acquire(p, "x"), CircuitOpenError);
   });
 
   it("rotate ends the scope's session; the next acquire starts a fresh one", async () => {
