@@ -61,6 +61,24 @@ test("the agent's environment holds no secret key", async () => {
   assert.doesNotMatch(reply!.content, /BUZZ_PRIVATE_KEY|NOSTR_PRIVATE_KEY/);
 });
 
+test("no log line carries the agent's nsec", () => {
+  assert.ok(!d.raw().includes(w.agent.nsec));
+});
+
+test("a changed description and team instructions reach a running session after SIGHUP", async () => {
+  const first = await w.owner.post("@agent first question");
+  await w.waitReplies(first);
+  await w.relay.updateChannel(w.channel, { about: "Now the place for incident response" });
+  w.writeConfig({ defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Page the on-call first." } });
+  d.proc.kill("SIGHUP");
+  await d.waitLog((l) => l.evt === "config.reloaded");
+  const again = await w.owner.post("@agent and now?", { replyTo: first });
+  const [reply] = await w.waitReplies(again);
+  assert.match(reply!.content, /Now the place for incident response/);
+  assert.match(reply!.content, /Page the on-call first/);
+});
+
+// Last: three crashes in a row open the agent circuit breaker for the rest of the file.
 test("a crashing agent: the thread gets one failure notice naming the requester, and the next mention is answered", async () => {
   const ev = await w.owner.post("@agent #crash");
   const [notice] = await w.waitReplies(ev, 1, 30_000);
@@ -69,8 +87,4 @@ test("a crashing agent: the thread gets one failure notice naming the requester,
   await w.waitReaction(ev, "⚠️");
   const next = await w.owner.post("@agent are you back?");
   await w.waitReplies(next, 1, 30_000);
-});
-
-test("no log line carries the agent's nsec", () => {
-  assert.ok(!d.raw().includes(w.agent.nsec));
 });

@@ -62,6 +62,17 @@ export class ChannelAdmin {
     return id;
   }
 
+  /** NIP-29 edit-metadata (9002) as an admin call: a fresh relay-signed 39000. */
+  updateChannel(channelId: string, c: { name?: string; about?: string }): void {
+    const ch = this.channel(channelId);
+    if (c.name !== undefined) {
+      if (c.name === "") throw new DevRelayAdminError("a channel needs a name");
+      ch.name = c.name;
+    }
+    if (c.about !== undefined) ch.about = c.about;
+    this.publishMetadata(ch);
+  }
+
   addMember(channelId: string, pk: string, role = "member"): void {
     const ch = this.channel(channelId);
     const pubkey = key(pk);

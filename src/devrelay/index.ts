@@ -68,6 +68,8 @@ export interface DevRelay {
   /** Lets `pubkey` authenticate without being in any channel. */
   addRelayMember(pubkey: string): void;
   createChannel(c: NewChannel): Promise<string>;
+  /** Changes a channel's name or description (publishes a new 39000). */
+  updateChannel(channelId: string, c: { name?: string; about?: string }): Promise<void>;
   /** Sends a fresh AUTH challenge to every connection. */
   rechallenge(): void;
   /** While on, EVENTs are processed but never answered with OK. */
@@ -128,6 +130,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
     removeMember: async (ch, pk) => admin.removeMember(ch, pk),
     addRelayMember: (pk) => admin.addRelayMember(pk),
     createChannel: async (c) => admin.createChannel(c),
+    updateChannel: async (id, c) => admin.updateChannel(id, c),
     rechallenge() {
       for (const c of connections) c.rechallenge();
     },

@@ -25,6 +25,8 @@ import { Metrics } from "./metrics.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
 const PRESENCE_INTERVAL_MS = 60_000;
+/** Channel metadata older than this is re-read before a turn (descriptions change rarely). */
+const CHANNEL_METADATA_TTL_MS = 60_000;
 
 export interface DaemonOptions {
   loaded: LoadedConfig;
@@ -63,6 +65,7 @@ export class Daemon {
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
   private presenceTimer?: NodeJS.Timeout;
+  private readonly metadataReadAt = new Map<string, number>();
   private stopping = false;
   /** Set once channels are discovered: a turn started before that finds no channel and fails. */
   private listening = false;
@@ -141,7 +144,7 @@ export class Daemon {
       scheduler: this.scheduler,
       relay: { sign: (t) => this.relay.sign(t), publish: (ev) => this.relay.publish(ev), query: (f) => this.relay.query(f) },
       out,
-      channel: (id) => this.directory.get(id),
+      channel: (id) => this.freshChannel(id),
       displayName: async (pk) => (await this.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
       enforce,
       logger: this.log,
@@ -208,6 +211,20 @@ export class Daemon {
     }
     this.listening = true;
     this.pump();
+  }
+
+  /**
+   * A channel's metadata for a turn, re-read from its 39000 when older than a minute, so a
+   * changed description reaches the agent (a running session gets a "settings changed"
+   * block) without a reload. A failed read keeps what the directory knew.
+   */
+  private async freshChannel(id: string) {
+    const known = this.directory.get(id);
+    const last = this.metadataReadAt.get(id) ?? 0;
+    if (!known || Date.now() - last < CHANNEL_METADATA_TTL_MS) return known;
+    this.metadataReadAt.set(id, Date.now());
+    const info = await this.directory.refresh(id).catch(() => undefined);
+    return info && !info.archived ? info : known;
   }
 
   /** relay → gate → queue: the first steps of a mention, for every event the relay delivers. */

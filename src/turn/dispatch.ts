@@ -35,7 +35,8 @@ export interface DispatcherDeps {
   scheduler: Scheduler;
   relay: RelayPort;
   out: TurnPublisher;
-  channel(id: string): ChannelInfo | undefined;
+  /** The channel as the turn should see it (name, description, type); may re-read metadata. */
+  channel(id: string): ChannelInfo | undefined | Promise<ChannelInfo | undefined>;
   displayName(pubkey: string): Promise<string | undefined>;
   enforce: Enforce;
   logger: Logger;
@@ -136,7 +137,7 @@ export class TurnDispatcher {
       this.d.scheduler.complete(batch.turnId);
       return end("answered");
     }
-    const channel = this.d.channel(batch.scope.channel);
+    const channel = await this.d.channel(batch.scope.channel);
     if (!channel) {
       this.finish(batch, { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] }, log, false);
       return end("failed");
