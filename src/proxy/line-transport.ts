@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { scrub } from "../ops/log.js";
 
 /** Largest single message accepted; bigger ones are dropped with an error (default 64 MiB, above the 10 MB results agents may produce). */
 export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -150,7 +151,7 @@ export interface ChildSpec {
   cwd?: string;
 }
 
-/** Last bytes of a child's stderr, for the log line when it fails. */
+/** Last bytes of a child's stderr, for the log line when it fails; nsec-shaped text is masked. */
 export class StderrTail {
   private text = "";
   constructor(private readonly max = 4096) {}
@@ -158,7 +159,7 @@ export class StderrTail {
     this.text = (this.text + chunk.toString("utf8")).slice(-this.max);
   }
   toString(): string {
-    return this.text.trim();
+    return scrub(this.text.trim());
   }
 }
 
