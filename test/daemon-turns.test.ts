@@ -15,6 +15,8 @@ before(async () => {
   w = await World.create({ channelName: "build-room", about: "Where the build team coordinates releases" });
   d = await w.startDaemon({
     defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Always run the tests first." },
+    // Two attempts: a poison mention crashes the agent twice, below the circuit breaker's three.
+    queue: { max_attempts: 2 },
   });
 });
 after(() => w.close());
@@ -69,7 +71,7 @@ test("a changed description and team instructions reach a running session after 
   const first = await w.owner.post("@agent first question");
   await w.waitReplies(first);
   await w.relay.updateChannel(w.channel, { about: "Now the place for incident response" });
-  w.writeConfig({ defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Page the on-call first." } });
+  w.writeConfig({ defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Page the on-call first." }, queue: { max_attempts: 2 } });
   d.proc.kill("SIGHUP");
   await d.waitLog((l) => l.evt === "config.reloaded");
   const again = await w.owner.post("@agent and now?", { replyTo: first });
@@ -78,7 +80,6 @@ test("a changed description and team instructions reach a running session after 
   assert.match(reply!.content, /Page the on-call first/);
 });
 
-// Last: three crashes in a row open the agent circuit breaker for the rest of the file.
 test("a crashing agent: the thread gets one failure notice naming the requester, and the next mention is answered", async () => {
   const ev = await w.owner.post("@agent #crash");
   const [notice] = await w.waitReplies(ev, 1, 30_000);
