@@ -54,3 +54,27 @@ test("downstream env: allow-list plus configured env, never keys or the link tok
   );
   assert.deepEqual(env, { PATH: "/bin", HOME: "/h", CI_GATE_REPO: "o/r" });
 });
+
+test("the catalog caps the union at 128 tools, keeping hooks and built-ins, and merges hooks", async () => {
+  const { buildCatalog } = await import("../src/proxy/catalog.js");
+  const { Downstream } = await import("../src/proxy/downstream.js");
+  const { BUZZ_TOOLS } = await import("../src/proxy/buzz-tools.js");
+  const { silentLogger } = await import("../src/ops/log.js");
+  const logger = silentLogger();
+  const mk = (name: string, tools: string[], prefix = true) => {
+    const d = new Downstream({ name, command: "none", args: [], env: {}, prefix, on_error: "allow" }, { logger, listTimeoutMs: 1000, events: { changed: () => {} } });
+    d.tools = tools.map((t) => ({ name: t, inputSchema: { type: "object" as const } }));
+    return d;
+  };
+  const many = mk("big", Array.from({ length: 130 }, (_, i) => `t${i}`));
+  const gates = [mk("ci", ["_Stop", "_PostCompact"]), mk("ap", ["_Stop", "send_message"])];
+  const cat = buildCatalog([many, ...gates], BUZZ_TOOLS, logger);
+  assert.equal(cat.tools.length, 128);
+  assert.equal(cat.tools.filter((t) => t.name === "_Stop").length, 1);
+  assert.deepEqual(cat.hooks.get("_Stop")!.map((d) => d.name), ["ci", "ap"]);
+  assert.deepEqual(cat.hooks.get("_PostCompact")!.map((d) => d.name), ["ci"]);
+  for (const b of BUZZ_TOOLS) assert.ok(cat.tools.some((t) => t.name === b.name));
+  assert.equal(cat.collision, undefined);
+  const clash = buildCatalog([mk("dev", ["send_message"], false)], BUZZ_TOOLS, logger);
+  assert.match(clash.collision?.message ?? "", /'send_message' is offered by both 'buzz \(built-in tools\)' and 'dev'/);
+});
