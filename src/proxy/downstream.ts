@@ -145,7 +145,7 @@ export class Downstream {
       this.scheduleRestart();
       return;
     }
-    if (gen !== this.generation) return;
+    if (gen !== this.generation || (this.state as DownstreamState) === "stopped") return;
     const restarted = this.readyAt !== 0;
     this.state = "ready";
     this.readyAt = Date.now();
