@@ -96,7 +96,7 @@ test("claude-code-acp answers a mention by calling the proxy's send_message; the
   api.setMode("tool");
   const ev = await w.owner.post("@agent what is this room for?");
   firstMention = ev;
-  const [reply] = await w.waitReplies(ev, 1, 60_000);
+  const [reply] = await w.waitReplies(ev, 1, 75_000);
   assert.equal(reply!.content, REPLY);
   assert.equal(threadRootOf(reply!), ev.id, "the reply is in the mention's thread");
   await w.waitReaction(ev, "✅", 30_000);
@@ -116,7 +116,7 @@ test("claude-code-acp answers a mention by calling the proxy's send_message; the
 test("when the model only writes text, the bridge publishes it as the fallback reply", async () => {
   api.setMode("text");
   const ev = await w.owner.post("@agent give me a one-liner");
-  const [reply] = await w.waitReplies(ev, 1, 60_000);
+  const [reply] = await w.waitReplies(ev, 1, 75_000);
   assert.equal(reply!.content.trim(), FINAL);
   assert.equal(threadRootOf(reply!), ev.id);
   await w.waitReaction(ev, "✅", 30_000);
