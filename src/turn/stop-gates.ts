@@ -74,29 +74,35 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
       continue;
     }
 
-    // Only `stop: wait` servers object: poll them without spending a model turn.
-    const waiters = objecting.map((s) => s.name);
+    // Only `stop: wait` servers object: poll them without spending a model turn. A server
+    // leaves the wait only by answering "" itself: a poll that timed out, errored or did
+    // not reach it (proxy restarting) means "no answer yet", not "approved" — the
+    // fail-open rule protects a model from a stuck gate, and here no model is waiting;
+    // wait_max bounds a gate that never answers.
+    const pending = new Set(objecting.map((s) => s.name));
     o.onWaiting?.();
     const started = Date.now();
     for (;;) {
       const remaining = o.waitMaxMs - (Date.now() - started);
-      if (remaining <= 0) return { kind: "wait-timeout", result, rounds, objectors: waiters };
+      if (remaining <= 0) return { kind: "wait-timeout", result, rounds, objectors: [...pending] };
       const slept = await sleep(Math.min(o.waitPollMs, remaining), o.signal);
       if (!slept) return { kind: "cancelled", result, rounds };
-      const again = await o.hooks.runHook("_Stop", { servers: waiters });
+      const again = await o.hooks.runHook("_Stop", { servers: [...pending] });
       round++;
-      logRound(o, round, again, Date.now() - started);
-      if (again.servers.every((s) => s.verdict === "allow")) return { kind: "allowed", result, rounds };
+      for (const s of again.servers) if (s.verdict === "allow" && !s.timed_out && !s.error) pending.delete(s.name);
+      logRound(o, round, again, Date.now() - started, pending.size === 0 ? "allow" : "object");
+      if (pending.size === 0) return { kind: "allowed", result, rounds };
     }
   }
 }
 
-function logRound(o: StopGateOptions, round: number, fan: HookFanout, waitedMs: number) {
+/** `verdict` is what the bridge made of the round (a timed-out poll while waiting still objects). */
+function logRound(o: StopGateOptions, round: number, fan: HookFanout, waitedMs: number, verdict: "allow" | "object" = fan.verdict) {
   o.logger.info(
     {
       evt: "gate.round",
       round,
-      verdict: fan.verdict,
+      verdict,
       waited_ms: waitedMs,
       servers: fan.servers.map((s) => ({ name: s.name, verdict: s.verdict, ms: s.ms, timed_out: s.timed_out, error: s.error })),
     },
