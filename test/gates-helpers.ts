@@ -25,7 +25,10 @@ export function gateServer(env: Record<string, string>, stop: "reprompt" | "wait
  * The approval gate's own identity, made a member of the world's channel(s), and its
  * `mcp.servers` entry (`stop: wait` unless told otherwise). Approvers are hex pubkeys.
  */
-export async function approvalGate(w: World, o: { approvers: string[]; countFile: string; channel?: string; stop?: "reprompt" | "wait" }) {
+export async function approvalGate(
+  w: World,
+  o: { approvers: string[]; countFile: string; channel?: string; stop?: "reprompt" | "wait"; env?: Record<string, string> },
+) {
   const sk = generateSecretKey();
   const pk = getPublicKey(sk);
   const channel = o.channel ?? w.channel;
@@ -39,6 +42,7 @@ export async function approvalGate(w: World, o: { approvers: string[]; countFile
       APPROVAL_CHANNEL: channel,
       APPROVAL_APPROVERS: o.approvers.join(","),
       GATE_COUNT_FILE: o.countFile,
+      ...o.env,
     },
     stop: o.stop ?? "wait",
   };

@@ -1,0 +1,62 @@
+/**
+ * Gates that misbehave never trap a turn (issue 8 "Bad input"): a gate that never answers
+ * its `_Stop` counts as no objection once `mcp.hook_deadline` passes, and one that crashes
+ * while answering counts as no objection too (`on_error: allow`, the default); the round's
+ * log line says which, and the turn ends normally.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { World, type DaemonProc } from "./fixtures/world.js";
+import { gateServer, type Line, rounds } from "./gates-helpers.js";
+
+let w: World;
+let d: DaemonProc;
+const ch: Record<string, string> = {};
+
+before(async () => {
+  w = await World.create({ channelName: "hung-room" });
+  ch.hung = w.channel;
+  ch.crash = await w.addChannel({ name: "crash-room" });
+  d = await w.startDaemon({
+    mcp: {
+      servers: {
+        hung: gateServer({ GATE_HANG: "1" }),
+        crash: gateServer({ GATE_STOP_TEXT: "never seen", GATE_CRASH_AFTER: "1" }),
+      },
+      hook_deadline: "1s",
+    },
+    gates: { enforce: "bridge" },
+    defaults: { mcp: [] },
+    channels: [
+      { id: ch.hung, mcp: ["hung"] },
+      { id: ch.crash, mcp: ["crash"] },
+    ],
+  });
+});
+after(() => w.close());
+
+test("a gate that never answers _Stop does not hold the turn past the hook deadline: no objection, logged as timed out", async () => {
+  const mark = d.logs.length;
+  const ev = await w.owner.post("@agent tidy up");
+  await w.waitReplies(ev);
+  await w.waitReaction(ev, "✅", 40_000);
+  const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === `${ch.hung}/${ev.id}`);
+  assert.equal(end.status, "answered");
+  const rs = rounds(d, mark, end.turn);
+  assert.equal(rs.length, 1);
+  assert.equal(rs[0]!.verdict, "allow");
+  assert.deepEqual((rs[0]!.servers as Line[]).map((s) => [s.name, s.verdict, s.timed_out]), [["hung", "allow", true]]);
+});
+
+test("a gate that crashes while answering _Stop counts as no objection; the turn ends", async () => {
+  const mark = d.logs.length;
+  const ev = await w.owner.post("@agent wrap it up", { channel: ch.crash });
+  await w.waitReaction(ev, "✅", 40_000);
+  const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === `${ch.crash}/${ev.id}`);
+  assert.equal(end.status, "answered");
+  const rs = rounds(d, mark, end.turn);
+  assert.equal(rs.length, 1);
+  const [server] = rs[0]!.servers as Line[];
+  assert.deepEqual([server!.name, server!.verdict], ["crash", "allow"]);
+  assert.ok(server!.error, "the crash is logged on the round");
+});
