@@ -125,6 +125,16 @@ describe("session set-up", () => {
     assert.match(r.finalText, /Channel: release-room/);
   });
 
+  it("a previous session is resumed when the agent supports it; a refused resume falls back to a new session", async () => {
+    const p = pool({ env: { DEMO_AGENT_RESUME: "1" } });
+    const s = await p.acquire("resume", { channelName: "general", mcpEnv: {}, standingContext: STANDING, previousSessionId: "sess-before-restart" });
+    assert.deepEqual([s.sessionId, s.resumed, s.standingContextVia], ["sess-before-restart", true, "none"]);
+    const fresh = await p.acquire("resume-gone", { channelName: "general", mcpEnv: {}, standingContext: STANDING, previousSessionId: "gone-1" });
+    assert.equal(fresh.resumed, false);
+    assert.notEqual(fresh.sessionId, "gone-1");
+    assert.equal(fresh.standingContextPending, true);
+  });
+
   it("agent.mode is selected; a mode the agent lacks is a clear error", async () => {
     const ok = pool({ mode: "bypassPermissions" });
     await ok.acquire("mode", { channelName: "general", mcpEnv: {} });

@@ -26,7 +26,9 @@
  *
  * Capabilities: `loadSession: false`; modes `default` and `bypassPermissions`;
  * `sessionCapabilities.systemPrompt` only when DEMO_AGENT_SYSTEM_PROMPT=1, so both
- * standing-context paths are testable.
+ * standing-context paths are testable; `sessionCapabilities.resume` only when
+ * DEMO_AGENT_RESUME=1 (it keeps no history: a resumed session is a fresh one under the
+ * old id, and an id starting with `gone-` is refused as not found).
  */
 import { randomUUID } from "node:crypto";
 import { Readable, Writable } from "node:stream";
@@ -112,6 +114,15 @@ const sleep = (ms: number, signal: AbortSignal) =>
 export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stdout): Promise<void> {
   const sessions = new Map<string, DemoSession>();
   const offersSystemPrompt = process.env.DEMO_AGENT_SYSTEM_PROMPT === "1";
+  const offersResume = process.env.DEMO_AGENT_RESUME === "1";
+  const openSession = (id: string, params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[] }) => {
+    if (params.systemPrompt && !offersSystemPrompt) throw acp.RequestError.invalidParams(undefined, "systemPrompt not supported");
+    const s: DemoSession = { id, systemPrompt: params.systemPrompt, servers: params.mcpServers ?? [], mode: "default" };
+    // Connect now, as real agents do, so the first prompt does not wait for the servers.
+    s.mcp = connectMcp(s.servers);
+    sessions.set(id, s);
+    return { modes: { currentModeId: s.mode, availableModes: MODES } };
+  };
 
   const prompt = async (params: acp.PromptRequest, client: acp.AgentContext): Promise<acp.PromptResponse> => {
     const s = sessions.get(params.sessionId);
@@ -229,19 +240,19 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
         loadSession: false,
         promptCapabilities: { embeddedContext: true },
         mcpCapabilities: { http: false, sse: false },
-        sessionCapabilities: offersSystemPrompt ? { systemPrompt: {} } : {},
+        sessionCapabilities: { ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
       },
       agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
       authMethods: [],
     }))
     .onRequest(acp.methods.agent.session.new, ({ params }) => {
-      if (params.systemPrompt && !offersSystemPrompt) throw acp.RequestError.invalidParams(undefined, "systemPrompt not supported");
       const id = randomUUID();
-      const s: DemoSession = { id, systemPrompt: params.systemPrompt, servers: params.mcpServers, mode: "default" };
-      // Connect now, as real agents do, so the first prompt does not wait for the servers.
-      s.mcp = connectMcp(params.mcpServers);
-      sessions.set(id, s);
-      return { sessionId: id, modes: { currentModeId: s.mode, availableModes: MODES } };
+      return { sessionId: id, ...openSession(id, params) };
+    })
+    .onRequest(acp.methods.agent.session.resume, ({ params }) => {
+      if (!offersResume) throw acp.RequestError.methodNotFound("session/resume");
+      if (params.sessionId.startsWith("gone-")) throw acp.RequestError.sessionNotFound(params.sessionId);
+      return openSession(params.sessionId, params);
     })
     .onRequest(acp.methods.agent.session.setMode, ({ params }) => {
       const s = sessions.get(params.sessionId);
