@@ -4,8 +4,10 @@
  * Messages API on 127.0.0.1 (test/fixtures/fake-anthropic.mjs). No network, no API key.
  *
  * What a person sees: a mention is answered in its thread by the agent calling the
- * proxy's `send_message` (Claude sees it as `mcp__buzz__send_message`), and when the
- * model only writes text, the bridge publishes that text as the fallback reply.
+ * proxy's `send_message` (Claude sees it as `mcp__buzz__send_message`); when the model
+ * only writes text, the bridge publishes that text as the fallback reply; `!cancel`
+ * stops a stalled turn and the thread goes on; shutdown leaves no Claude process behind.
+ * The agent is configured the way the README's "Agents" section tells users to.
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -27,7 +29,7 @@ interface FakeApi {
   close(): Promise<void>;
 }
 
-/** The package's own bin entry, so a renamed bin fails here with a clear message. */
+/** The package's own bin (an executable `#!/usr/bin/env node` script), so a renamed bin fails here with a clear message. */
 function claudeCodeAcpBin(): string {
   const dir = join(REPO, "node_modules", "@zed-industries", "claude-code-acp");
   const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
@@ -67,8 +69,8 @@ before(async () => {
   mkdirSync(home, { recursive: true });
   d = await w.startDaemon({
     agent: {
-      command: process.execPath,
-      args: [claudeCodeAcpBin()],
+      command: claudeCodeAcpBin(),
+      args: [],
       env: {
         ANTHROPIC_BASE_URL: api.url,
         ANTHROPIC_API_KEY: "test",
