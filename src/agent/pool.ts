@@ -122,7 +122,7 @@ export class AgentPool extends EventEmitter {
     this.starting++;
     let proc: AgentProcess | undefined;
     try {
-      const cwd = opts.cwd ?? agentCwd(this.o.cwd, opts.channelName);
+      const cwd = this.workDir(() => opts.cwd ?? agentCwd(this.o.cwd, opts.channelName));
       proc = await this.takeProcess(cwd);
       proc.tags.scope = scope;
       const session = await AgentSession.open(proc, {
@@ -150,6 +150,15 @@ export class AgentPool extends EventEmitter {
     } finally {
       this.starting--;
       this.wake();
+    }
+  }
+
+  /** The working directory, created; a failure names the directory and the agent. */
+  private workDir(make: () => string): string {
+    try {
+      return make();
+    } catch (err) {
+      throw new AgentStartError(this.display, `cannot create its working directory (agent.cwd '${this.o.cwd}'): ${(err as Error).message}`);
     }
   }
 
@@ -225,7 +234,17 @@ export class AgentPool extends EventEmitter {
   private ensureSpare(): void {
     if (this.closed || !this.o.warmSpare || this.spare?.alive || this.spareStarting || this.breaker.state === "open") return;
     clearTimeout(this.spareRetry);
-    this.spareStarting = this.spawn(spareCwd(this.o.cwd), true)
+    this.spareStarting = Promise.resolve()
+      .then(() => {
+        let dir: string;
+        try {
+          dir = this.workDir(() => spareCwd(this.o.cwd));
+        } catch (err) {
+          this.breaker.record(); // a directory that cannot be made must not be retried in a tight loop
+          throw err;
+        }
+        return this.spawn(dir, true);
+      })
       .then((proc) => {
         if (this.closed) {
           void proc.close(this.o.closeGraceMs);
