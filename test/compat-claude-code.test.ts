@@ -157,3 +157,14 @@ test("on SIGTERM the daemon exits 0 and leaves no Claude process behind", async 
   while (processesWithHome(home).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   assert.deepEqual(processesWithHome(home), [], "no orphaned agent or Claude CLI process");
 });
+
+test("after a restart, a thread's next mention resumes its Claude session (session/resume)", async () => {
+  const again = await w.startDaemon({}, { configFile: d.configFile });
+  api.setMode("tool");
+  const next = await w.owner.post("@agent picking up where we left off", { replyTo: firstMention });
+  const [reply] = await w.waitReplies(next, 1, 75_000);
+  assert.equal(reply!.content, REPLY);
+  const opened = await again.waitLog((l) => l.evt === "turn.session", 10_000);
+  assert.equal(opened.resumed, true, "the thread's session was reopened, not started over");
+  assert.equal(await again.stop("SIGTERM"), 0);
+});

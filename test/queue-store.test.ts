@@ -158,3 +158,19 @@ test("prune removes finished rows past their keep time, never open work", () => 
   assert.equal(store.event(open.id)?.state, "waiting");
   store.close();
 });
+
+test("agent session ids per scope survive a reopen, are keyed by agent, and are forgotten by channel", () => {
+  const dir = freshDir();
+  const s1 = QueueStore.open(dir);
+  s1.saveSession(`${CHANNEL}/root-a`, "claude-agent-acp", "sess-a");
+  s1.saveSession(`${CHANNEL}/root-b`, "claude-agent-acp", "sess-b");
+  s1.saveSession("other-channel", "claude-agent-acp", "sess-c");
+  s1.close();
+  const s2 = QueueStore.open(dir);
+  assert.equal(s2.session(`${CHANNEL}/root-a`, "claude-agent-acp"), "sess-a");
+  assert.equal(s2.session(`${CHANNEL}/root-a`, "goose acp"), undefined, "another agent's session id is not offered");
+  s2.forgetChannelSessions(CHANNEL);
+  assert.equal(s2.session(`${CHANNEL}/root-b`, "claude-agent-acp"), undefined);
+  assert.equal(s2.session("other-channel", "claude-agent-acp"), "sess-c", "other channels keep theirs");
+  s2.close();
+});

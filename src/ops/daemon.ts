@@ -25,6 +25,8 @@ import { Metrics } from "./metrics.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
 const PRESENCE_INTERVAL_MS = 60_000;
+/** Finished events, turns and idle sessions are forgotten after a week; unfinished work never is. */
+const STATE_RETENTION_MS = 7 * 86_400_000;
 /** Channel metadata older than this is re-read before a turn (descriptions change rarely). */
 const CHANNEL_METADATA_TTL_MS = 60_000;
 
@@ -65,6 +67,7 @@ export class Daemon {
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
   private presenceTimer?: NodeJS.Timeout;
+  private pruneTimer?: NodeJS.Timeout;
   private readonly metadataReadAt = new Map<string, number>();
   private stopping = false;
   /** Set once channels are discovered: a turn started before that finds no channel and fails. */
@@ -111,6 +114,7 @@ export class Daemon {
     this.link = new LinkServer({ socketPath: join(cfg.state_dir, "link.sock"), logger: this.log });
     await this.link.start();
     const enforce = resolveEnforce(cfg);
+    const agentKey = [cfg.agent.command, ...cfg.agent.args].join(" ");
     this.pool = new AgentPool(
       poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log }),
     );
@@ -147,6 +151,11 @@ export class Daemon {
       channel: (id) => this.freshChannel(id),
       displayName: async (pk) => (await this.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
       enforce,
+      sessions: {
+        get: (scope) => this.store.session(scope, agentKey),
+        save: (scope, id) => this.store.saveSession(scope, agentKey, id),
+        forget: (scope) => this.store.forgetSession(scope),
+      },
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
     });
@@ -169,6 +178,8 @@ export class Daemon {
         const { runningTurnIds } = this.scheduler.cancel(target);
         this.dispatcher.cancelTurns(runningTurnIds);
         const key = target.thread ? scopeKey(target.channel, target.thread) : undefined;
+        if (key) this.store.forgetSession(key);
+        else this.store.forgetChannelSessions(target.channel);
         return this.dispatcher.rotate((k) => (key ? k === key : k === target.channel || k.startsWith(`${target.channel}/`)));
       },
       status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
@@ -196,6 +207,9 @@ export class Daemon {
     const recovered = this.scheduler.recover();
     if (recovered.events || recovered.turns) this.log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
     this.pool.start();
+    this.store.prune(STATE_RETENTION_MS);
+    this.pruneTimer = setInterval(() => this.store.prune(STATE_RETENTION_MS), 3_600_000);
+    this.pruneTimer.unref();
     await this.relay.start();
     const channels = await this.follower.refresh();
     this.log.info(
@@ -316,6 +330,7 @@ export class Daemon {
     this.stopping = true;
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     if (this.presenceTimer) clearInterval(this.presenceTimer);
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
     const interrupted = (await this.dispatcher?.drain(this.config.shutdown_grace)) ?? 0;
     if (interrupted) this.log.info({ evt: "daemon.turns_requeued", count: interrupted }, "turns still running at the end of the grace were cancelled; they run again after restart");
     this.dispatcher?.closeSessions();

@@ -80,6 +80,7 @@ CREATE TABLE IF NOT EXISTS turns (
 CREATE INDEX IF NOT EXISTS turns_open ON turns (state);
 CREATE TABLE IF NOT EXISTS cursors (channel TEXT PRIMARY KEY, created_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS controls (id TEXT PRIMARY KEY, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (scope TEXT PRIMARY KEY, agent TEXT NOT NULL, session_id TEXT NOT NULL, updated_at INTEGER NOT NULL);
 `;
 
 const OPEN_EVENT_STATES = ["waiting", "in_turn"];
@@ -156,6 +157,11 @@ export class QueueStore {
       claimControl: db.prepare("INSERT OR IGNORE INTO controls (id, created_at) VALUES (?, ?)"),
       pruneControls: db.prepare("DELETE FROM controls WHERE created_at < ?"),
       pruneEvents: db.prepare(`DELETE FROM events WHERE state NOT IN ('waiting', 'in_turn') AND accepted_at < ?`),
+      saveSession: db.prepare("INSERT OR REPLACE INTO sessions (scope, agent, session_id, updated_at) VALUES (?, ?, ?, ?)"),
+      getSession: db.prepare("SELECT session_id FROM sessions WHERE scope = ? AND agent = ?"),
+      forgetSession: db.prepare("DELETE FROM sessions WHERE scope = ?"),
+      forgetChannelSessions: db.prepare("DELETE FROM sessions WHERE scope = ? OR substr(scope, 1, length(?) + 1) = ? || '/'"),
+      pruneSessions: db.prepare("DELETE FROM sessions WHERE updated_at < ?"),
       pruneTurns: db.prepare(`DELETE FROM turns WHERE state NOT IN ('queued', 'running') AND updated_at < ?`),
     };
   }
@@ -263,8 +269,31 @@ export class QueueStore {
   }
 
   /** Deletes finished rows older than `olderThanMs`; open work is never pruned. */
+  /**
+   * The agent session a scope last used, so a restart can reopen it (ACP session/resume or
+   * session/load) instead of starting the conversation over. Keyed by the agent command
+   * too: another agent's session ids mean nothing to this one.
+   */
+  saveSession(scope: string, agent: string, sessionId: string): void {
+    this.stmt.saveSession.run(scope, agent, sessionId, Date.now());
+  }
+
+  session(scope: string, agent: string): string | undefined {
+    return (this.stmt.getSession.get(scope, agent) as { session_id: string } | undefined)?.session_id;
+  }
+
+  forgetSession(scope: string): void {
+    this.stmt.forgetSession.run(scope);
+  }
+
+  /** Forgets the channel scope and every thread scope of the channel. */
+  forgetChannelSessions(channel: string): void {
+    this.stmt.forgetChannelSessions.run(channel, channel, channel);
+  }
+
   prune(olderThanMs: number, now = Date.now()): void {
     const cutoff = now - olderThanMs;
+    this.stmt.pruneSessions.run(cutoff);
     this.stmt.pruneEvents.run(cutoff);
     this.stmt.pruneTurns.run(cutoff);
     this.stmt.pruneControls.run(Math.floor(cutoff / 1000));

@@ -39,6 +39,8 @@ export interface DispatcherDeps {
   channel(id: string): ChannelInfo | undefined | Promise<ChannelInfo | undefined>;
   displayName(pubkey: string): Promise<string | undefined>;
   enforce: Enforce;
+  /** Where a scope's agent session id is kept across restarts (the queue's store). */
+  sessions?: { get(scope: string): string | undefined; save(scope: string, sessionId: string): void; forget(scope: string): void };
   logger: Logger;
   /** Turn outcome hook for metrics. */
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
@@ -97,6 +99,7 @@ export class TurnDispatcher {
       if (!match(key)) continue;
       this.scopes.delete(key);
       s.link.unregister();
+      this.d.sessions?.forget(key);
       await this.d.pool.rotate(key);
       n++;
     }
@@ -256,10 +259,14 @@ export class TurnDispatcher {
     const manifest = manifestFromConfig(cfg.mcp, policy.mcp);
     const link = this.d.link.register({ sessionKey: key, manifest, tools });
     try {
-      const session = await this.d.pool.acquire(key, { channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text });
-      ss = { session, link, hookServers: manifest.servers.length, prompt: new PromptSession(standing, session.standingContextVia === "system_prompt") };
+      const previousSessionId = this.d.sessions?.get(key);
+      const session = await this.d.pool.acquire(key, { channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text, previousSessionId });
+      this.d.sessions?.save(key, session.sessionId);
+      // A resumed session already holds the standing context from its first prompt.
+      const standingDelivered = session.standingContextVia === "system_prompt" || session.resumed;
+      ss = { session, link, hookServers: manifest.servers.length, prompt: new PromptSession(standing, standingDelivered) };
       this.scopes.set(key, ss);
-      log.info({ evt: "turn.session", agent_pid: session.proc.pid, standing_context: session.standingContextVia }, "agent session ready");
+      log.info({ evt: "turn.session", agent_pid: session.proc.pid, session: session.sessionId, resumed: session.resumed, standing_context: session.standingContextVia }, "agent session ready");
       return ss;
     } catch (err) {
       link.unregister();
