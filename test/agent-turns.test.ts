@@ -127,9 +127,13 @@ describe("agent turns with the demo agent", () => {
 
   it("!cancel stops a hanging turn (the agent honours session/cancel)", async () => {
     const s = await directives();
-    const turn = s.prompt([eventBlock("dave", "#hang")]);
-    setTimeout(() => assert.equal(shared.cancel("directives"), true), 300);
-    const r = await turn;
+    let cancelled = false;
+    const r = await s.prompt([eventBlock("dave", "#hang")], {
+      onUpdate: () => {
+        if (!cancelled) cancelled = shared.cancel("directives");
+      },
+    });
+    assert.equal(cancelled, true);
     assert.equal(r.stopReason, "cancelled");
     assert.equal(r.cancelledBy, "owner");
     assert.equal(r.killed, false);

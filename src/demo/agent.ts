@@ -21,8 +21,9 @@
  *   #compact              emit compaction_update (in_progress, then completed)
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #crash                exit(1) in the middle of the turn
- *   #hang                 never answer until session/cancel (then stopReason cancelled)
- *   #ignore-cancel        hang and ignore session/cancel
+ *   #hang                 one thought chunk, then no answer until session/cancel
+ *                         (then stopReason cancelled)
+ *   #ignore-cancel        like #hang, but ignores session/cancel
  *
  * Capabilities: `loadSession: false`; modes `default` and `bypassPermissions`;
  * `sessionCapabilities.systemPrompt` only when DEMO_AGENT_SYSTEM_PROMPT=1, so both
@@ -137,6 +138,10 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     const d = parsed.directives;
     const cancelled = () => ({ stopReason: "cancelled" as const });
 
+    if (d.hang || d.ignoreCancel) {
+      // One update first, so a test can cancel once the turn is surely running.
+      await up({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "hanging until cancelled" } });
+    }
     if (d.ignoreCancel) await new Promise(() => {});
     if (d.hang) {
       await new Promise<void>((r) => turn.signal.addEventListener("abort", () => r(), { once: true }));
