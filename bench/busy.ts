@@ -1,0 +1,234 @@
+/**
+ * Busy channel and memory (issue 10 figures 6 and 7), the daemon as users run it: the dev
+ * relay and `buzz-bridge run` each in their own process (build first), the bridge a
+ * member of 500 channels, `require_mention: false`, owner-only. Then 20,000 events from
+ * 10 authors the policy denies, published as fast as the relay takes them (pre-signed
+ * with the wasm signer). Measured:
+ *  - gate decisions/s (the daemon's `gate.denied` lines) vs events/s delivered to a plain
+ *    nostr-tools subscriber process on the same channels (the relay's pace), same run;
+ *  - daemon CPU seconds vs the plain subscriber's, over the same events;
+ *  - signature checks the daemon made (its `/metrics` `signature_checks_total`): the gate
+ *    verifies only what it acts on, so ~0 for 20,000 denied events; the subscriber verifies all;
+ *  - daemon RSS idle with 500 channels and after the 20,000 events, vs the subscriber's.
+ * Run alone: `node --import tsx bench/busy.ts`.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools";
+import { finalizeEvent } from "nostr-tools/wasm";
+import { stringify } from "yaml";
+import { initCrypto } from "../src/relay/verify.js";
+import { RawClient } from "../src/devrelay/testing.js";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const CLI = join(ROOT, "dist", "cli.js");
+const CHANNELS = 500;
+const AUTHORS = 10;
+const EVENTS = Number(process.env.BENCH_BUSY_EVENTS ?? 20_000);
+const IN_FLIGHT = 50;
+
+const now = () => performance.timeOrigin + performance.now();
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+export function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? round(Number(m[1]) / 1024) : NaN;
+}
+
+/** utime + stime of a process in seconds (clock ticks are 100/s on Linux). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** Lines of a child's stdout, each handed to `on` with its arrival time. */
+function lines(child: ChildProcess, on: (line: string, at: number) => void): void {
+  createInterface({ input: child.stdout! }).on("line", (l) => on(l, now()));
+}
+
+function waitFor<T>(what: string, ms: number, arm: (resolve: (v: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`busy bench: timed out after ${ms} ms waiting for ${what}`)), ms);
+    arm((v) => {
+      clearTimeout(t);
+      resolve(v);
+    });
+  });
+}
+
+async function signatureChecks(metricsUrl: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  let n = 0;
+  for (const m of text.matchAll(/^buzz_bridge_signature_checks_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
+  return n;
+}
+
+export interface BusyResult {
+  events: number;
+  relay_delivered_per_s: number;
+  gate_decisions_per_s: number;
+  decisions_vs_relay_pace: number;
+  daemon_cpu_s: number;
+  subscriber_cpu_s: number;
+  daemon_cpu_vs_subscriber: number;
+  daemon_signature_checks: number;
+  subscriber_signature_checks: number;
+  daemon_rss_idle_500_channels_mib: number;
+  daemon_rss_after_events_mib: number;
+  daemon_rss_growth_mib: number;
+  subscriber_rss_idle_mib: number;
+  subscriber_rss_after_mib: number;
+}
+
+export async function benchBusy(): Promise<BusyResult> {
+  await initCrypto();
+  const dir = mkdtempSync(join(tmpdir(), "bench-busy-"));
+  const children: ChildProcess[] = [];
+  const clients: RawClient[] = [];
+  try {
+    const bridgeSk = generateSecretKey();
+    const ownerSk = generateSecretKey();
+    const subSk = generateSecretKey();
+    const authors = Array.from({ length: AUTHORS }, () => generateSecretKey());
+    const members = [bridgeSk, ownerSk, subSk, ...authors].map((k) => getPublicKey(k));
+    const channels = Array.from({ length: CHANNELS }, () => randomUUID());
+    const seed = join(dir, "seed.yaml");
+    writeFileSync(seed, stringify({ channels: channels.map((id, i) => ({ id, name: `bench-${i}`, about: `bench channel ${i}`, members })) }, { aliasDuplicateObjects: false }));
+
+    // Pre-signed up front: signing is slower than everything measured here.
+    // A little ahead of now, so the subscriptions opened later (`since` = their start) still match.
+    const created = Math.floor(Date.now() / 1000) + 120;
+    const busyChannel = channels[0]!;
+    const perAuthor = authors.map((sk, a) =>
+      Array.from({ length: Math.floor(EVENTS / AUTHORS) + (a < EVENTS % AUTHORS ? 1 : 0) }, (_, i) =>
+        JSON.stringify(["EVENT", finalizeEvent({ kind: 9, created_at: created, tags: [["h", busyChannel]], content: `chatter ${a}-${i} about the build, not for the bot` }, sk) as Event]),
+      ),
+    );
+    const total = perAuthor.reduce((n, f) => n + f.length, 0);
+
+    const relay = spawn(process.execPath, [CLI, "dev-relay", "--port", "0", "--seed", seed], { stdio: ["ignore", "pipe", "inherit"] });
+    children.push(relay);
+    const url = String((await createInterface({ input: relay.stdout! })[Symbol.asyncIterator]().next()).value);
+    if (!url.startsWith("ws://")) throw new Error(`busy bench: the dev relay did not start (first line: ${url})`);
+
+    const port = await freePort();
+    const config = join(dir, "bridge.yaml");
+    writeFileSync(config, stringify({
+      identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(getPublicKey(ownerSk)) },
+      relay: { url },
+      agent: { command: "buzz-bridge", args: ["demo-agent"], cwd: join(dir, "work", "{channel}") },
+      defaults: { respond_to: "owner-only", require_mention: false },
+      state_dir: join(dir, "state"),
+      http: { listen: `127.0.0.1:${port}` },
+      log: { level: "info" },
+    }));
+    const daemon = spawn(process.execPath, [CLI, "run", "-c", config], { stdio: ["ignore", "pipe", "inherit"] });
+    children.push(daemon);
+    let decisions = 0;
+    let lastDecisionAt = 0;
+    let onStarted: (() => void) | undefined;
+    let onDecided: (() => void) | undefined;
+    lines(daemon, (l, at) => {
+      if (l.includes('"evt":"gate.denied"')) {
+        lastDecisionAt = at;
+        if (++decisions === total) onDecided?.();
+      } else if (l.includes('"evt":"daemon.started"')) onStarted?.();
+    });
+    await waitFor<void>("daemon.started", 60_000, (r) => (onStarted = r));
+
+    const sub = spawn(process.execPath, [join(ROOT, "bench", "plain-subscriber.mjs")], {
+      cwd: ROOT, stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, BENCH_URL: url, BENCH_SK: Buffer.from(subSk).toString("hex"), BENCH_CHANNELS: JSON.stringify(channels), BENCH_EXPECT: String(total) },
+    });
+    children.push(sub);
+    let onReady: (() => void) | undefined;
+    let onAll: ((r: { received: number; lastAt: number }) => void) | undefined;
+    lines(sub, (l) => {
+      if (l === "ready") onReady?.();
+      else if (l.startsWith("{")) onAll?.(JSON.parse(l) as { received: number; lastAt: number });
+    });
+    await waitFor<void>("the plain subscriber's EOSE", 30_000, (r) => (onReady = r));
+
+    // Idle: the daemon settled with 500 channels subscribed (its warm agent is another process).
+    await new Promise((r) => setTimeout(r, 3000));
+    const daemonIdle = rssMiB(daemon.pid!);
+    const subIdle = rssMiB(sub.pid!);
+    const metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    const checks0 = await signatureChecks(metricsUrl);
+    const dCpu0 = cpuSeconds(daemon.pid!);
+    const sCpu0 = cpuSeconds(sub.pid!);
+
+    for (const sk of authors) clients.push(await RawClient.authed(url, sk));
+    const decided = waitFor<void>(`${total} gate decisions`, 240_000, (r) => (onDecided = r));
+    const delivered = waitFor<{ received: number; lastAt: number }>(`${total} events at the plain subscriber`, 240_000, (r) => (onAll = r));
+    const t0 = now();
+    let refused = 0;
+    await Promise.all(clients.map((c, a) => new Promise<void>((resolve) => {
+      const frames = perAuthor[a]!;
+      let sent = 0;
+      let acked = 0;
+      c.ws.on("message", (d) => {
+        const s = d.toString();
+        if (!s.startsWith('["OK"')) return;
+        if (!s.includes(",true,")) refused++;
+        if (++acked === frames.length) return resolve();
+        if (sent < frames.length) c.ws.send(frames[sent++]!);
+      });
+      while (sent < Math.min(IN_FLIGHT, frames.length)) c.ws.send(frames[sent++]!);
+    })));
+    if (refused) throw new Error(`busy bench: the relay refused ${refused} events`);
+    const [plain] = await Promise.all([delivered, decided]);
+    const relaySec = (plain.lastAt - t0) / 1000;
+    const gateSec = (lastDecisionAt - t0) / 1000;
+    const dCpu = cpuSeconds(daemon.pid!) - dCpu0;
+    const sCpu = cpuSeconds(sub.pid!) - sCpu0;
+    const checks = (await signatureChecks(metricsUrl)) - checks0;
+    await new Promise((r) => setTimeout(r, 2000));
+    const daemonAfter = rssMiB(daemon.pid!);
+    const subAfter = rssMiB(sub.pid!);
+
+    return {
+      events: total,
+      relay_delivered_per_s: Math.round(total / relaySec),
+      gate_decisions_per_s: Math.round(total / gateSec),
+      decisions_vs_relay_pace: round(relaySec / gateSec, 3),
+      daemon_cpu_s: round(dCpu, 2),
+      subscriber_cpu_s: round(sCpu, 2),
+      daemon_cpu_vs_subscriber: round(dCpu / sCpu, 3),
+      daemon_signature_checks: checks,
+      subscriber_signature_checks: total,
+      daemon_rss_idle_500_channels_mib: daemonIdle,
+      daemon_rss_after_events_mib: daemonAfter,
+      daemon_rss_growth_mib: round(daemonAfter - daemonIdle),
+      subscriber_rss_idle_mib: subIdle,
+      subscriber_rss_after_mib: subAfter,
+    };
+  } finally {
+    for (const c of clients) await c.close().catch(() => undefined);
+    for (const c of children.reverse()) c.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 500));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  benchBusy().then((r) => console.log(JSON.stringify(r, null, 2)), (err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}
