@@ -45,7 +45,16 @@ describe("agent pool", () => {
     assert.equal(await p.rotate("rot"), true);
     assert.equal(s.alive, false);
     const fresh = await acquire(p, "rot");
+    // A rotate in the middle of a turn ends that turn as cancelled, not as a crash.
+    const crashes: unknown[] = [];
+    p.on("crash", (c) => crashes.push(c));
+    const turn = fresh.prompt(ask("#hang"), { onUpdate: () => void p.rotate("rot") });
+    const r = await turn;
+    assert.equal(r.stopReason, "cancelled");
+    assert.equal(crashes.length, 0);
+    const third = await acquire(p, "rot");
     assert.notEqual(fresh.sessionId, s.sessionId);
+    assert.notEqual(third.sessionId, fresh.sessionId);
     assert.equal(await p.rotate("nothing-here"), false);
   });
 

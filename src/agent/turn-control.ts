@@ -159,7 +159,8 @@ export class TurnControl {
       }
       await this.proc.exited;
       await this.chain;
-      if (this.killed) return this.result("cancelled");
+      // Killed after the grace, or stopped by the bridge (rotate, shutdown): not a crash.
+      if (this.killed || this.proc.exitInfo?.expected) return this.result("cancelled");
       const exit = this.proc.exitInfo!;
       throw new AgentCrashedError(this.proc.displayCommand, exit.code, exit.signal, this.proc.stderrTail());
     } finally {
@@ -173,7 +174,7 @@ export class TurnControl {
 
   private result(stopReason: acp.StopReason, usage?: acp.Usage | null): TurnResult {
     const r: TurnResult = {
-      stopReason: this.interrupt && stopReason !== "cancelled" && this.killed ? "cancelled" : stopReason,
+      stopReason,
       finalText: this.state.finalText,
       compacted: this.state.compacted,
       toolCalls: this.state.toolCalls,
