@@ -34,6 +34,7 @@ import type { LinkClient } from "../link/client.js";
 import { BUZZ_TOOLS, callBuzzTool, isBuzzTool } from "./buzz-tools.js";
 import { buildCatalog, type Catalog } from "./catalog.js";
 import { Downstream, errorResult } from "./downstream.js";
+import { routeRequestsDirectly } from "./fast-path.js";
 import { runHookFanout, type HookFanout } from "./hooks.js";
 import type { ProxyManifest } from "./manifest.js";
 import { exposedName, isHookName } from "./naming.js";
@@ -88,6 +89,7 @@ export class AggregatingProxy {
   async start(transport: Transport): Promise<void> {
     for (const ds of this.downstreams) void ds.start();
     await this.server.connect(transport);
+    routeRequestsDirectly(this.server as never, transport);
   }
 
   async stop(): Promise<void> {
