@@ -24,6 +24,7 @@ before(async () => {
   ch.twice = w.channel;
   ch.forever = await w.addChannel({ name: "forever-room" });
   ch.mixed = await w.addChannel({ name: "mixed-room" });
+  ch.pair = await w.addChannel({ name: "pair-room" });
   twiceCount = join(w.dir, "twice-count.txt");
   const approval = await approvalGate(w, { approvers: [w.owner.pk], countFile: join(w.dir, "approval-count.txt"), channel: ch.mixed });
   approverPk = approval.pk;
@@ -32,6 +33,7 @@ before(async () => {
       servers: {
         twice: gateServer({ GATE_STOP_TEXT: "The changelog has no entry for this change.", GATE_OBJECT_TIMES: "2", GATE_COUNTER_FILE: twiceCount }),
         forever: gateServer({ GATE_STOP_TEXT: "CI is red: run #42 concluded failure." }),
+        docs: gateServer({ GATE_STOP_TEXT: "The README does not describe the new flag." }),
         lint: gateServer({ GATE_STOP_TEXT: "Run the linter before you finish.", GATE_OBJECT_TIMES: "1" }),
         approval: approval.server,
       },
@@ -42,6 +44,7 @@ before(async () => {
       { id: ch.twice, mcp: ["twice"] },
       { id: ch.forever, mcp: ["forever"] },
       { id: ch.mixed, mcp: ["lint", "approval"] },
+      { id: ch.pair, mcp: ["forever", "docs"] },
     ],
   });
 });
@@ -96,6 +99,18 @@ test("budget: a gate that objects forever with max_rejections 2 ends the turn wi
   assert.match(notice!.content, /'forever'/, "the notice names the gate");
   assert.match(notice!.content, /2 re-prompts/);
   assert.ok(notice!.tags.some((tag) => tag[0] === "p" && tag[1] === w.owner.pk), "the notice mentions the requester");
+});
+
+test("budget counts rounds, not objections: two gates objecting forever still cost two re-prompts; the notice names both", async () => {
+  const t = await turnOf("@agent land the branch", ch.pair!);
+  assert.equal(t.prompts, 3);
+  assert.deepEqual(verdicts(t.rounds), ["object", "object", "object"]);
+  assert.ok(t.rounds.every((r) => (r.servers as Line[]).filter((s) => s.verdict === "object").length === 2), "both objected in every round");
+  const replies = await repliesWhere(t.ev, (evs) => evs.some((r) => /still objects/.test(r.content)));
+  const notice = replies.find((r) => /still objects/.test(r.content))!;
+  assert.match(notice.content, /'forever', 'docs'/);
+  const both = replies.find((r) => /\[forever\]/.test(r.content) || /\[docs\]/.test(r.content));
+  assert.ok(both, "the re-prompt carried the merged objections");
 });
 
 test("mixed: a reprompt gate and a wait gate — the reprompt objection costs one prompt, then the bridge waits for the human", async () => {
