@@ -94,6 +94,8 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
         await notice(ports, spec, `The turn ended although gate ${names(gate.objectors)} still objects (${gate.rounds} re-prompt${gate.rounds === 1 ? "" : "s"} used, the limit).`);
       } else if (gate.kind === "wait-timeout") {
         await notice(ports, spec, `Gave up waiting for gate ${names(gate.objectors)} to allow the turn to end (waited the configured maximum).`);
+      } else if (gate.kind === "unreachable") {
+        await notice(ports, spec, `Stopped waiting for gate ${names(gate.objectors)}: it can no longer be reached (the agent session ended).`);
       }
     }
     if (result.timedOut) throw new TurnFailed(timeoutReason(result.timedOut));

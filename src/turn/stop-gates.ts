@@ -15,6 +15,9 @@ import type { AgentTurnResult, HookFanout, HookServerResult, TextBlock, TurnAgen
 
 export type StopMode = "reprompt" | "wait";
 
+/** Consecutive wait polls that reach none of the pending servers before the wait is given up. */
+export const UNREACHABLE_POLLS = 3;
+
 export interface StopGateOptions {
   agent: TurnAgent;
   hooks: TurnHooks;
@@ -38,6 +41,8 @@ export type StopGateOutcome =
   | { kind: "allowed"; result: AgentTurnResult; rounds: number }
   | { kind: "budget-exhausted"; result: AgentTurnResult; rounds: number; objectors: string[] }
   | { kind: "wait-timeout"; result: AgentTurnResult; rounds: number; objectors: string[] }
+  /** The proxy stopped answering for the gates being waited on (the agent session died). */
+  | { kind: "unreachable"; result: AgentTurnResult; rounds: number; objectors: string[] }
   | { kind: "cancelled"; result: AgentTurnResult; rounds: number };
 
 export function objectionBlock(fan: HookFanout, objecting: HookServerResult[]): TextBlock {
@@ -78,8 +83,11 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
     // leaves the wait only by answering "" itself: a poll that timed out, errored or did
     // not reach it (proxy restarting) means "no answer yet", not "approved" — the
     // fail-open rule protects a model from a stuck gate, and here no model is waiting;
-    // wait_max bounds a gate that never answers.
+    // wait_max bounds a gate that never answers. A proxy that is gone (the agent session
+    // died, and the gate's process with it) cannot approve anything: a few polls reaching
+    // none of the pending servers end the wait instead of holding the scope for wait_max.
     const pending = new Set(objecting.map((s) => s.name));
+    let unreachable = 0;
     o.onWaiting?.();
     const started = Date.now();
     for (;;) {
@@ -89,6 +97,11 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
       if (!slept) return { kind: "cancelled", result, rounds };
       const again = await o.hooks.runHook("_Stop", { servers: [...pending] });
       round++;
+      unreachable = again.servers.some((s) => pending.has(s.name)) ? 0 : unreachable + 1;
+      if (unreachable >= UNREACHABLE_POLLS) {
+        logRound(o, round, again, Date.now() - started, "object");
+        return { kind: "unreachable", result, rounds, objectors: [...pending] };
+      }
       for (const s of again.servers) if (s.verdict === "allow" && !s.timed_out && !s.error) pending.delete(s.name);
       logRound(o, round, again, Date.now() - started, pending.size === 0 ? "allow" : "object");
       if (pending.size === 0) return { kind: "allowed", result, rounds };
