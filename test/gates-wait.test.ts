@@ -111,3 +111,18 @@ test("!cancel by the owner during a wait ends the turn cleanly; the next mention
   await w.teammate.react(request!, "👍");
   await w.waitReaction(next, "✅");
 });
+
+test("the agent dies during a wait: its gate can no longer answer, so the wait ends with a notice instead of lasting wait_max", async () => {
+  const ev = await w.owner.post("@agent roll out the fix");
+  await w.waitReaction(ev, "⏳");
+  const scope = `${w.channel}/${ev.id}`;
+  const session = await d.waitLog((l) => l.evt === "turn.session" && l.scope === scope);
+  process.kill(session.agent_pid as number, "SIGKILL");
+  const evs = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((x) => /Stopped waiting/.test(x.content)), 40_000);
+  assert.match(evs.find((x) => /Stopped waiting/.test(x.content))!.content, /'approval'.*can no longer be reached/);
+  const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === scope);
+  assert.notEqual(end.status, "cancelled");
+
+  const next = await w.owner.post("@agent back again?");
+  await w.waitReplies(next, 1, 40_000);
+});
