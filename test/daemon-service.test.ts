@@ -11,7 +11,7 @@
  * so one daemon serves the health/metrics/!status/reload/presence tests and one restarted
  * daemon both SIGTERM tests.
  */
-import { test, before, after } from "node:test";
+import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, Socket, type Server } from "node:net";
@@ -237,7 +237,7 @@ test("SIGTERM mid-turn with a 1s grace: exit 0, the turn re-runs after restart a
   const configFile = w.writeConfig({ shutdown_grace: "1s", relay: { presence: false } }, "term.yaml");
   const first = await w.startDaemon({}, { configFile });
   try {
-    const ev = await w.owner.post("@agent #slow 6000 summarise the incident", { channel: termChannel });
+    const ev = await w.owner.post("@agent #slow 5000 summarise the incident", { channel: termChannel });
     await w.waitReaction(ev, "👀");
     assert.equal(await first.stop("SIGTERM"), 0);
     const requeued = first.logs.find((l) => l.evt === "daemon.turns_requeued");
@@ -270,33 +270,73 @@ test("SIGTERM mid-turn with a long grace: the turn completes before the daemon e
 // ---------------------------------------------------------------------------------------
 // start-up failures
 
-test("http.listen on a port in use: a clear message and exit 2", async () => {
-  const busy = createServer().listen(0, "127.0.0.1");
-  await new Promise((r) => busy.once("listening", r));
-  const port = (busy.address() as { port: number }).port;
-  try {
-    const dd = await w.startDaemon({ http: { listen: `127.0.0.1:${port}` }, relay: { presence: false } }, { waitStarted: false });
-    assert.equal(await dd.exited, 2);
-    assert.match(dd.raw(), new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: address already in use`));
-  } finally {
-    busy.close();
-  }
-});
+/** Separate state per start-up test: they run side by side. */
+function ownState(name: string): Record<string, unknown> {
+  return { state_dir: join(w.dir, `state-${name}`), relay: { presence: false } };
+}
 
-test("a state DB from a newer version, or not a database at all: a message naming the file and exit 2", async () => {
-  const newer = join(w.dir, "state-newer");
-  mkdirSync(newer);
-  const db = new Database(join(newer, STORE_FILE));
-  db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schema_version', '99')");
-  db.close();
-  const a = await w.startDaemon({}, { waitStarted: false, configFile: w.writeConfig({ state_dir: newer }, "newer.yaml") });
-  assert.equal(await a.exited, 2);
-  assert.ok(a.raw().includes(`${join(newer, STORE_FILE)} was written by a newer buzz-bridge`), a.raw().slice(-2000));
+describe("start-up", { concurrency: true }, () => {
+  test("relay down at start-up: the daemon waits for it instead of exiting, then answers", async (t) => {
+    const late = new Forwarder(w.relay.port);
+    await late.up();
+    await late.down(); // a port where nothing listens yet
+    t.after(() => late.down());
+    const channel = await w.addChannel({ name: "late-room" });
+    const overrides = { ...ownState("late"), relay: { url: late.url, presence: false } };
+    const patient = await w.startDaemon({}, { waitStarted: false, configFile: w.writeConfig(overrides, "late.yaml") });
+    t.after(() => patient.stop());
+    await patient.waitLog((l) => l.evt === "daemon.discovery_retry");
+    await late.up();
+    await patient.waitLog((l) => l.evt === "daemon.started", 40_000);
+    const ev = await w.owner.post("@agent are you up now?", { channel });
+    await w.waitReplies(ev);
+    assert.equal(await patient.stop(), 0);
+  });
 
-  const garbage = join(w.dir, "state-garbage");
-  mkdirSync(garbage);
-  writeFileSync(join(garbage, STORE_FILE), "this is not an sqlite file, just text that is long enough to have a header ".repeat(20));
-  const b = await w.startDaemon({}, { waitStarted: false, configFile: w.writeConfig({ state_dir: garbage }, "garbage.yaml") });
-  assert.equal(await b.exited, 2);
-  assert.ok(b.raw().includes(`cannot open queue database ${join(garbage, STORE_FILE)}`), b.raw().slice(-2000));
+  test("SIGTERM while waiting for the relay at start-up: a clean stop, exit 0", async (t) => {
+    const nowhere = new Forwarder(w.relay.port);
+    await nowhere.up();
+    await nowhere.down();
+    const overrides = { ...ownState("nowhere"), relay: { url: nowhere.url, presence: false } };
+    const waiting = await w.startDaemon({}, { waitStarted: false, configFile: w.writeConfig(overrides, "nowhere.yaml") });
+    t.after(() => waiting.stop());
+    await waiting.waitLog((l) => l.evt === "relay.disconnected");
+    assert.equal(await waiting.stop("SIGTERM"), 0);
+    assert.ok(waiting.logs.some((l) => l.evt === "daemon.shutdown"), waiting.raw().slice(-2000));
+    assert.ok(!waiting.logs.some((l) => l.evt === "daemon.start_failed"));
+  });
+
+  test("http.listen on a port in use: a clear message and exit 2", async () => {
+    const busy = createServer().listen(0, "127.0.0.1");
+    await new Promise((r) => busy.once("listening", r));
+    const port = (busy.address() as { port: number }).port;
+    try {
+      const overrides = { ...ownState("busy"), http: { listen: `127.0.0.1:${port}` } };
+      const dd = await w.startDaemon({}, { waitStarted: false, configFile: w.writeConfig(overrides, "busy.yaml") });
+      assert.equal(await dd.exited, 2);
+      assert.match(dd.raw(), new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: address already in use`));
+    } finally {
+      busy.close();
+    }
+  });
+
+  test("a state DB from a newer version: a message naming the file and exit 2", async () => {
+    const newer = join(w.dir, "state-newer");
+    mkdirSync(newer);
+    const db = new Database(join(newer, STORE_FILE));
+    db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schema_version', '99')");
+    db.close();
+    const a = await w.startDaemon({}, { waitStarted: false, configFile: w.writeConfig({ state_dir: newer }, "newer.yaml") });
+    assert.equal(await a.exited, 2);
+    assert.ok(a.raw().includes(`${join(newer, STORE_FILE)} was written by a newer buzz-bridge`), a.raw().slice(-2000));
+  });
+
+  test("a state DB that is not a database: a message naming the file and exit 2", async () => {
+    const garbage = join(w.dir, "state-garbage");
+    mkdirSync(garbage);
+    writeFileSync(join(garbage, STORE_FILE), "this is not an sqlite file, just text that is long enough to have a header ".repeat(20));
+    const b = await w.startDaemon({}, { waitStarted: false, configFile: w.writeConfig({ state_dir: garbage }, "garbage.yaml") });
+    assert.equal(await b.exited, 2);
+    assert.ok(b.raw().includes(`cannot open queue database ${join(garbage, STORE_FILE)}`), b.raw().slice(-2000));
+  });
 });

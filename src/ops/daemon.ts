@@ -14,7 +14,7 @@ import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
-import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats } from "../relay/index.js";
+import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
 import type { Enforce } from "../turn/run.js";
@@ -50,6 +50,14 @@ export function resolveAgentCommand(cfg: Config["agent"]): { command: string; ar
   return { command: process.execPath, args: [fileURLToPath(new URL("../cli.js", import.meta.url)), ...cfg.args] };
 }
 
+/** start() gave up waiting for the relay because a stop was requested: not a failure. */
+export class StartAbortedError extends Error {
+  override name = "StartAbortedError";
+  constructor(cause: unknown) {
+    super("stopped during start-up while waiting for the relay", { cause });
+  }
+}
+
 export class Daemon {
   config: Config;
   readonly metrics = new Metrics();
@@ -72,6 +80,9 @@ export class Daemon {
   private stopping = false;
   /** Set once channels are discovered: a turn started before that finds no channel and fails. */
   private listening = false;
+  /** A stop was asked for while start() was still waiting for the relay. */
+  private startAborted = false;
+  private wakeStart?: () => void;
   private stopped?: Promise<void>;
   private readonly log: Logger;
   private resolveShutdown!: (reason: string) => void;
@@ -211,7 +222,7 @@ export class Daemon {
     this.pruneTimer = setInterval(() => this.store.prune(STATE_RETENTION_MS), 3_600_000);
     this.pruneTimer.unref();
     await this.relay.start();
-    const channels = await this.follower.refresh();
+    const channels = await this.discoverChannels();
     this.log.info(
       { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url },
       `listening in ${channels.length} channel${channels.length === 1 ? "" : "s"}`,
@@ -225,6 +236,33 @@ export class Daemon {
     }
     this.listening = true;
     this.pump();
+  }
+
+  /**
+   * The first channel discovery. The relay may come up after us (both restarted at boot, a
+   * relay upgrade): keep trying with backoff, as the connection itself does, instead of
+   * exiting; `abortStart()` (a stop signal) ends the wait.
+   */
+  private async discoverChannels(): Promise<ChannelInfo[]> {
+    for (let delay = 1000; ; delay = Math.min(delay * 2, 30_000)) {
+      try {
+        return await this.follower.refresh();
+      } catch (err) {
+        if (this.startAborted) throw new StartAbortedError(err);
+        this.log.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay }, "cannot list channels yet (is the relay up?); retrying");
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, delay);
+          this.wakeStart = () => (clearTimeout(t), r());
+        });
+        if (this.startAborted) throw new StartAbortedError(err);
+      }
+    }
+  }
+
+  /** A stop signal during start(): the wait for the relay ends and start() throws. */
+  abortStart(): void {
+    this.startAborted = true;
+    this.wakeStart?.();
   }
 
   /**

@@ -2,12 +2,12 @@
  * `buzz-bridge run [-c FILE]`: the daemon. SIGTERM/SIGINT stop it gracefully (exit 0),
  * SIGHUP reloads the config, `!shutdown` from the owner stops it like SIGTERM.
  * Exit 1 for a config error, 2 for a runtime failure (relay unreachable is not one:
- * the daemon keeps reconnecting).
+ * the daemon keeps reconnecting, also at start-up; a stop signal then exits 0).
  */
 import { parseCommandArgs, withUsage } from "./args.js";
 import { ConfigError, loadConfig, resolveConfigPath } from "../config/load.js";
 import { createLogger } from "./log.js";
-import { Daemon } from "./daemon.js";
+import { Daemon, StartAbortedError } from "./daemon.js";
 
 const HELP = `usage: buzz-bridge run [-c FILE]
 
@@ -43,6 +43,7 @@ export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLog
     if (stopSignal) return;
     stopSignal = sig;
     log.info({ evt: "daemon.signal", signal: sig }, "stop requested");
+    daemon.abortStart();
     requestStop(sig);
   };
   let requestStop: (why: string) => void = () => undefined;
@@ -57,6 +58,12 @@ export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLog
     try {
       await daemon.start();
     } catch (err) {
+      if (err instanceof StartAbortedError) {
+        // Asked to stop while still waiting for the relay: a clean stop, not a failure.
+        log.info({ evt: "daemon.shutdown", reason: stopSignal ?? "stop" }, "stopped during start-up");
+        await daemon.stop();
+        return 0;
+      }
       log.fatal({ evt: "daemon.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start");
       await daemon.stop().catch(() => undefined);
       return 2;
