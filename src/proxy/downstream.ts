@@ -233,29 +233,39 @@ export class Downstream {
     await this.transport?.close();
   }
 
-  /** Calls a tool; every failure becomes an isError result except the caller's own cancellation. */
-  async call(tool: string, args: Record<string, unknown> | undefined, options: RequestOptions & { meta?: Record<string, unknown> }): Promise<CallToolResult> {
+  /**
+   * Calls a tool; every failure becomes an isError result except the caller's own
+   * cancellation. Not async on purpose: this is the per-call hot path, and each async
+   * frame costs a promise and a microtask.
+   */
+  call(tool: string, args: Record<string, unknown> | undefined, options: RequestOptions & { meta?: Record<string, unknown> }): Promise<CallToolResult> {
     const client = this.client;
     if (this.state !== "ready" || !client) {
-      return errorResult(`MCP server '${this.name}' is ${this.state === "starting" ? "starting" : "down"}${this.lastError ? ` (${this.lastError.slice(0, 300)})` : ""}; try again shortly`);
+      return Promise.resolve(
+        errorResult(`MCP server '${this.name}' is ${this.state === "starting" ? "starting" : "down"}${this.lastError ? ` (${this.lastError.slice(0, 300)})` : ""}; try again shortly`),
+      );
     }
-    const params: Record<string, unknown> = { name: tool, arguments: args ?? {} };
+    const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = { name: tool, arguments: args ?? {} };
     if (options.meta) params._meta = options.meta;
-    try {
-      return await client.request({ method: "tools/call", params: params as { name: string } }, PassThroughResult, {
-        timeout: this.cfg.timeout ?? NO_TIMEOUT_MS,
-        resetTimeoutOnProgress: this.cfg.timeout !== undefined,
-        ...options,
-      });
-    } catch (err) {
-      if (options.signal?.aborted) throw err;
-      if (err instanceof McpError) {
-        if (err.code === ErrorCode.RequestTimeout) return errorResult(`'${tool}' on MCP server '${this.name}' timed out after ${this.cfg.timeout} ms`);
-        if (err.code === ErrorCode.ConnectionClosed) return errorResult(`MCP server '${this.name}' exited during '${tool}'; it is being restarted`);
-        return errorResult(`MCP server '${this.name}' refused '${tool}': ${err.message}`);
-      }
-      return errorResult(`'${tool}' on MCP server '${this.name}' failed: ${(err as Error).message}`);
+    const timeout = this.cfg.timeout;
+    return client
+      .request({ method: "tools/call", params }, PassThroughResult, {
+        signal: options.signal,
+        onprogress: options.onprogress,
+        timeout: timeout ?? NO_TIMEOUT_MS,
+        resetTimeoutOnProgress: timeout !== undefined,
+      })
+      .catch((err: unknown) => this.callFailed(err, tool, options.signal));
+  }
+
+  private callFailed(err: unknown, tool: string, signal: AbortSignal | undefined): CallToolResult {
+    if (signal?.aborted) throw err;
+    if (err instanceof McpError) {
+      if (err.code === ErrorCode.RequestTimeout) return errorResult(`'${tool}' on MCP server '${this.name}' timed out after ${this.cfg.timeout} ms`);
+      if (err.code === ErrorCode.ConnectionClosed) return errorResult(`MCP server '${this.name}' exited during '${tool}'; it is being restarted`);
+      return errorResult(`MCP server '${this.name}' refused '${tool}': ${err.message}`);
     }
+    return errorResult(`'${tool}' on MCP server '${this.name}' failed: ${(err as Error).message}`);
   }
 
   /** Raw request for resources and prompts, which keep protocol errors as they are. */

@@ -69,6 +69,8 @@ export class AggregatingProxy {
   private catalog?: Catalog;
   private readyPromise?: Promise<void>;
   private listed = false;
+  /** ready() has resolved: calls skip waiting for it. */
+  private isReady = false;
   private readonly builtins: Tool[];
 
   constructor(private readonly opts: ProxyOptions) {
@@ -99,7 +101,11 @@ export class AggregatingProxy {
 
   /** Every downstream listed or failed, or list_timeout passed: whichever is first. */
   ready(): Promise<void> {
-    this.readyPromise ??= new Promise<void>((resolve) => {
+    this.readyPromise ??= new Promise<void>((done) => {
+      const resolve = () => {
+        this.isReady = true;
+        done();
+      };
       const timer = setTimeout(() => {
         const waiting = this.downstreams.filter((d) => d.state === "starting").map((d) => d.name);
         this.opts.logger.error({ evt: "proxy.list_timeout", ms: this.opts.manifest.list_timeout, waiting });
@@ -145,9 +151,10 @@ export class AggregatingProxy {
       if (cat.collision) throw new ProxyRequestError(ErrorCode.InternalError, cat.collision.message);
       return { tools: cat.tools };
     });
-    s.fallbackRequestHandler = async (request: JSONRPCRequest, extra: Extra) => {
-      if (request.method === "tools/call") return this.callTool(request, extra);
-      throw new ProxyRequestError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+    s.fallbackRequestHandler = (request: JSONRPCRequest, extra: Extra) => {
+      if (request.method !== "tools/call") return Promise.reject(new ProxyRequestError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`));
+      if (this.isReady) return this.callTool(request, extra);
+      return this.ready().then(() => this.callTool(request, extra));
     };
     s.setRequestHandler(ListResourcesRequestSchema, async () => {
       await this.ready();
@@ -198,11 +205,11 @@ export class AggregatingProxy {
     return best?.d;
   }
 
-  private async callTool(request: JSONRPCRequest, extra: Extra): Promise<CallToolResult> {
+  /** The per-call hot path: a route lookup and the downstream request, no extra async frames. */
+  private callTool(request: JSONRPCRequest, extra: Extra): Promise<CallToolResult> {
     const params = (request.params ?? {}) as { name?: unknown; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> };
     const name = params.name;
-    if (typeof name !== "string") throw new ProxyRequestError(ErrorCode.InvalidParams, "tools/call needs params.name");
-    if (!this.listed) await this.ready();
+    if (typeof name !== "string") return Promise.reject(new ProxyRequestError(ErrorCode.InvalidParams, "tools/call needs params.name"));
     const cat = this.getCatalog();
     const route = cat.routes.get(name);
     if (route) {
@@ -224,9 +231,10 @@ export class AggregatingProxy {
     }
     if (this.opts.link && isBuzzTool(name)) return callBuzzTool(this.opts.link, name, params.arguments);
     if (isHookName(name) && cat.hooks.has(name)) {
-      const r = await runHookFanout(name, cat.hooks.get(name)!, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger, args: params.arguments });
-      return { content: [{ type: "text", text: r.text }] };
+      return runHookFanout(name, cat.hooks.get(name)!, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger, args: params.arguments }).then(
+        (r): CallToolResult => ({ content: [{ type: "text", text: r.text }] }),
+      );
     }
-    return errorResult(`unknown tool '${name}': this proxy has no such tool (it may belong to a server that failed to start; see tools/list)`);
+    return Promise.resolve(errorResult(`unknown tool '${name}': this proxy has no such tool (it may belong to a server that failed to start; see tools/list)`));
   }
 }
