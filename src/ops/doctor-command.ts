@@ -34,7 +34,9 @@ export function main(argv: string[]): Promise<number> {
       loaded = loadConfig(file);
     } catch (err) {
       if (err instanceof ConfigError) {
-        process.stdout.write(`✗ config  ${file} is invalid (${err.problems.length} error${err.problems.length === 1 ? "" : "s"}); fix these and run doctor again:\n`);
+        const n = err.problems.length;
+        const what = n === 1 && err.problems[0]!.message.startsWith("cannot read config") ? "cannot be read" : `is invalid (${n} error${n === 1 ? "" : "s"})`;
+        process.stdout.write(`✗ config  ${file} ${what}; fix this and run doctor again:\n`);
         for (const p of err.message.split("\n")) process.stdout.write(`          ${p}\n`);
         return 1;
       }

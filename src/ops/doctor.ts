@@ -87,12 +87,18 @@ async function relayChecks(loaded: LoadedConfig, timeoutMs: number): Promise<Che
     }
     out.push({ name: "relay", mark: "ok", summary: `${dev ? "embedded development relay at " : ""}${url} reachable (${reach.value} ms)` });
 
-    const auth = await bounded(timeoutMs, `NIP-42 auth at ${url}`, () => probeRelay(url, loaded.secretKey, { timeoutMs }));
+    const relayLogs: Record<string, unknown>[] = [];
+    const auth = await bounded(timeoutMs, `NIP-42 auth at ${url}`, () => probeRelay(url, loaded.secretKey, { timeoutMs, logger: captureLogger(relayLogs) }));
     if (!auth.ok) {
       out.push({ name: "auth", mark: "fail", summary: authAdvice(auth.cause, auth.error, loaded.pubkey) });
       return [...out, skipped("channels", "auth")];
     }
-    out.push({ name: "auth", mark: "ok", summary: `NIP-42 auth accepted for ${npub(loaded.pubkey)} (${auth.value.ms} ms)` });
+    if (relayLogs.some((l) => l.evt === "relay.no_challenge")) {
+      // The daemon carries on unauthenticated there, but a Buzz relay always challenges.
+      out.push({ name: "auth", mark: "ok", summary: `the relay sent no NIP-42 challenge; continuing unauthenticated (is ${url} a Buzz relay?)` });
+    } else {
+      out.push({ name: "auth", mark: "ok", summary: `NIP-42 auth accepted for ${npub(loaded.pubkey)} (${auth.value.ms} ms)` });
+    }
 
     const found = await bounded(timeoutMs, `channel discovery at ${url}`, () => discoverChannels(url, loaded.secretKey, timeoutMs));
     if (!found.ok) {
