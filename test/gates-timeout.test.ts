@@ -2,7 +2,8 @@
  * `stop: wait` gates are bounded by `gates.wait_max` (issue 8 "Bad input"): an approval
  * nobody gives ends the turn with a notice in the thread naming the gate, and a poll
  * that cannot be answered in time (a slow relay behind the gate) is "no answer yet",
- * never an approval — only the gate's own "" ends a wait.
+ * never an approval — only the gate's own "" ends a wait. A shutdown cuts a wait short
+ * cleanly: the turn is left for the restart, which does not answer it twice.
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -26,6 +27,8 @@ before(async () => {
   d = await w.startDaemon({
     mcp: { servers: { approval: approval.server, slow: slow.server }, hook_deadline: "1500ms" },
     gates: { enforce: "bridge", wait_poll: "1s", wait_max: "3s" },
+    // Shorter than wait_max: a shutdown has to cut a wait short.
+    shutdown_grace: "1s",
     defaults: { mcp: [] },
     channels: [
       { id: ch.approval, mcp: ["approval"] },
@@ -70,4 +73,20 @@ test("a poll that times out while waiting is not an approval: the wait goes on u
   }
   const reactions = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
   assert.ok(reactions.some((r) => r.content === "✅"));
+});
+
+// Last: it stops the shared daemon.
+test("shutdown during a wait: the daemon stops after its grace, the turn is left for the restart, which does not answer twice", async () => {
+  const ev = await w.owner.post("@agent promote the build");
+  await w.waitReaction(ev, "⏳");
+  const scope = `${w.channel}/${ev.id}`;
+  assert.equal(await d.stop(), 0, "clean exit");
+  const interrupted = d.logs.find((l) => l.evt === "turn.interrupted" && l.scope === scope);
+  assert.ok(interrupted, "the waiting turn was interrupted by the shutdown, not failed");
+
+  const again = await w.startDaemon({}, { configFile: d.configFile });
+  const line = await again.waitLog((l) => l.evt === "turn.already_answered" && l.scope === scope, 30_000);
+  assert.ok(line, "after the restart the turn is not run again: the agent had answered");
+  const replies = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.equal(replies.length, 1, "one answer, no duplicate");
 });
