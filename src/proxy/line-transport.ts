@@ -93,7 +93,7 @@ abstract class LineTransport implements Transport {
     try {
       msg = decode(line);
     } catch (err) {
-      const preview = line.toString("utf8", 0, Math.min(line.length, 120));
+      const preview = scrub(line.toString("utf8", 0, Math.min(line.length, 120)));
       this.onerror?.(new TransportError(`unreadable line (${(err as Error).message}): ${preview}`));
       return;
     }

@@ -83,6 +83,7 @@ export class AggregatingProxy {
       { name: "buzz-bridge", version: PROXY_VERSION },
       { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } },
     );
+    this.server.onerror = (err) => logger.warn({ evt: "proxy.upstream_error", error: err.message });
     this.installHandlers();
     opts.link?.onRunHook((p) => this.runHook(p.name, p.servers));
   }
