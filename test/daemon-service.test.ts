@@ -331,6 +331,15 @@ describe("start-up", { concurrency: true }, () => {
     assert.ok(a.raw().includes(`${join(newer, STORE_FILE)} was written by a newer buzz-bridge`), a.raw().slice(-2000));
   });
 
+  test("a state_dir that cannot be created: a message naming it and exit 2", async () => {
+    const file = join(w.dir, "not-a-dir");
+    writeFileSync(file, "");
+    const stateDir = join(file, "state");
+    const c = await w.startDaemon({}, { waitStarted: false, configFile: w.writeConfig({ state_dir: stateDir }, "notdir.yaml") });
+    assert.equal(await c.exited, 2);
+    assert.ok(c.raw().includes(`cannot create state_dir ${stateDir}: ENOTDIR`), c.raw().slice(-2000));
+  });
+
   test("a state DB that is not a database: a message naming the file and exit 2", async () => {
     const garbage = join(w.dir, "state-garbage");
     mkdirSync(garbage);

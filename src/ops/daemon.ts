@@ -105,7 +105,11 @@ export class Daemon {
   async start(): Promise<void> {
     const cfg = this.config;
     const { secretKey, pubkey } = this.o.loaded;
-    mkdirSync(cfg.state_dir, { recursive: true, mode: 0o700 });
+    try {
+      mkdirSync(cfg.state_dir, { recursive: true, mode: 0o700 });
+    } catch (err) {
+      throw new Error(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
+    }
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
 
     let url = cfg.relay.url;
