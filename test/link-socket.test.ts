@@ -40,6 +40,12 @@ test("register, connect with the token, fetch the manifest; a revoked token is r
     assert.deepEqual(client.manifest, manifest);
     assert.deepEqual(await client.callBuzzTool("send_message", { content: "hi" }), { event_id: "e".repeat(64) });
     await assert.rejects(client.callBuzzTool("send_message", { content: "hi", reply_to: "not-hex" }), /reply_to/);
+    // The daemon may ask for a hook as soon as the proxy said hello, before the proxy is built.
+    assert.ok(s.connected());
+    const early = s.runHook("_Stop");
+    await new Promise((r) => setTimeout(r, 100));
+    client.onRunHook(async (p) => ({ text: `[x] ${p.name}`, verdict: "object", ms: 1, servers: [] }));
+    assert.equal((await early).text, "[x] _Stop");
     client.close();
     s.unregister();
     await assert.rejects(LinkClient.connect(s.env.BUZZ_BRIDGE_LINK!, s.env.BUZZ_BRIDGE_LINK_TOKEN!), /link refused/);

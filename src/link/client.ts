@@ -12,11 +12,26 @@ import { BuzzCall, Hello, LinkError, RunHook, type BuzzToolName, type RunHookPar
 /** How long the proxy waits for the daemon's socket and hello answer (default 10 s: the daemon is local). */
 export const LINK_CONNECT_TIMEOUT_MS = 10_000;
 
+/** Registered before the hello, so a hook request right after it waits for the proxy to be built. */
+class HookSlot {
+  private handler?: (p: RunHookParams) => Promise<HookFanout>;
+  private waiters: (() => void)[] = [];
+  set(handler: (p: RunHookParams) => Promise<HookFanout>): void {
+    this.handler = handler;
+    for (const w of this.waiters.splice(0)) w();
+  }
+  async run(p: RunHookParams): Promise<HookFanout> {
+    if (!this.handler) await new Promise<void>((r) => this.waiters.push(r));
+    return this.handler!(p);
+  }
+}
+
 export class LinkClient {
   private constructor(
     private readonly conn: MessageConnection,
     private readonly socket: Socket,
     readonly manifest: ProxyManifest,
+    private readonly hooks: HookSlot,
   ) {}
 
   static async connect(socketPath: string, token: string, timeoutMs = LINK_CONNECT_TIMEOUT_MS): Promise<LinkClient> {
@@ -36,6 +51,8 @@ export class LinkClient {
       });
     });
     const conn = createMessageConnection(new SocketMessageReader(socket), new SocketMessageWriter(socket));
+    const hooks = new HookSlot();
+    conn.onRequest(RunHook, (p) => hooks.run(p));
     conn.listen();
     let hello;
     try {
@@ -52,7 +69,7 @@ export class LinkClient {
       socket.destroy();
       throw new LinkError(`link sent an invalid manifest: ${manifest.error.message}`);
     }
-    return new LinkClient(conn, socket, manifest.data);
+    return new LinkClient(conn, socket, manifest.data, hooks);
   }
 
   callBuzzTool(tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> {
@@ -60,7 +77,7 @@ export class LinkClient {
   }
 
   onRunHook(handler: (p: RunHookParams) => Promise<HookFanout>): void {
-    this.conn.onRequest(RunHook, (p) => handler(p));
+    this.hooks.set(handler);
   }
 
   onClose(handler: () => void): void {
