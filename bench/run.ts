@@ -1,0 +1,188 @@
+/**
+ * `npm run bench` (issue 10): runs every figure of the issue's list, prints one table
+ * (figure, samples, median, p99, baseline, ratio, target, met?) and writes
+ * `bench/results.json`. Every figure is an absolute value next to a baseline measured in
+ * the same run. Each part runs on its own and a failing part becomes a row saying so, so
+ * one broken measurement does not hide the others.
+ *
+ *   1, 2  bench/proxy.ts     proxy overhead vs direct and a byte copier; merged _Stop fan-out
+ *   3, 4  bench/mention.ts   publish → gate decision vs nostr-tools; publish → session/prompt warm vs cold
+ *   3, 5  bench/relay.ts     relay client handler latency vs nostr-tools; subscribing 500 channels
+ *   6, 7  bench/busy.ts      20,000 denied events: decisions/s, CPU, signature checks; RSS
+ *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
+ *
+ * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
+ */
+import { writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { fileURLToPath } from "node:url";
+
+type Raw = Record<string, number>;
+
+export interface Row {
+  figure: string;
+  measure: string;
+  samples: number | null;
+  median: number | null;
+  p99: number | null;
+  unit: string;
+  baseline: string;
+  ratio: number | null;
+  target: string;
+  met: boolean | null;
+}
+
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+/** One part: its raw figures, or the reason it could not run. */
+async function part<T>(name: string, load: () => Promise<T>): Promise<{ ok: true; value: T; seconds: number } | { ok: false; error: string; seconds: number }> {
+  const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
+  if (only && !only.includes(name)) return { ok: false, error: "skipped (BENCH_ONLY)", seconds: 0 };
+  const t0 = performance.now();
+  process.stderr.write(`bench: ${name} …\n`);
+  try {
+    const value = await load();
+    const seconds = r3((performance.now() - t0) / 1000);
+    process.stderr.write(`bench: ${name} done in ${seconds.toFixed(1)} s\n`);
+    return { ok: true, value, seconds };
+  } catch (err) {
+    const seconds = r3((performance.now() - t0) / 1000);
+    process.stderr.write(`bench: ${name} failed after ${seconds.toFixed(1)} s: ${(err as Error).stack ?? String(err)}\n`);
+    return { ok: false, error: (err as Error).message ?? String(err), seconds };
+  }
+}
+
+function failed(figure: string, measure: string, why: string): Row {
+  return { figure, measure: `${measure} — not measured: ${why}`, samples: null, median: null, p99: null, unit: "", baseline: "", ratio: null, target: "", met: null };
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const load0 = loadavg()[0]!;
+  const rows: Row[] = [];
+  const raw: Record<string, unknown> = {};
+  const seconds: Record<string, number> = {};
+
+  // 3, 4 — end to end through the daemon.
+  const mention = await part("mention", async () => (await import("./mention.js")).benchMention());
+  seconds.mention = mention.seconds;
+  if (mention.ok) {
+    const m = mention.value;
+    raw.mention = {
+      gate: { n: m.gate.length, median: r3(pct(m.gate, 50)), p99: r3(pct(m.gate, 99)) },
+      nostr_tools: { n: m.nostrTools.length, median: r3(pct(m.nostrTools, 50)), p99: r3(pct(m.nostrTools, 99)) },
+      prompt_warm: m.promptWarm.map(r3),
+      prompt_cold: m.promptCold.map(r3),
+    };
+    const g = pct(m.gate, 50);
+    const b = pct(m.nostrTools, 50);
+    rows.push({ figure: "3", measure: "mention: relay publish → bridge gate decision (owner mention, verified, stored)", samples: m.gate.length, median: r3(g), p99: r3(pct(m.gate, 99)), unit: "ms", baseline: `${fmt(Number(r3(b)))} ms: nostr-tools subscriber, same events`, ratio: r3(g / b), target: "≤ 1.2×", met: g / b <= 1.2 });
+    const w = pct(m.promptWarm, 50);
+    const c = pct(m.promptCold, 50);
+    rows.push({ figure: "4", measure: "mention: relay publish → session/prompt to the demo agent, warm spare", samples: m.promptWarm.length, median: r3(w), p99: r3(pct(m.promptWarm, 99)), unit: "ms", baseline: `${fmt(Number(r3(c)))} ms: cold spawn (p99 ${fmt(Number(r3(pct(m.promptCold, 99))))})`, ratio: r3(w / c), target: "warm < cold", met: w < c });
+  } else {
+    rows.push(failed("3", "mention → gate decision", mention.error), failed("4", "mention → session/prompt", mention.error));
+  }
+
+  // 3 (relay client alone), 5.
+  const relay = await part("relay", async () => (await import("./relay.js")).benchRelay());
+  seconds.relay = relay.seconds;
+  if (relay.ok) {
+    const r = relay.value as Raw;
+    raw.relay = r;
+    rows.push({ figure: "3b", measure: "relay client alone: publish → handler", samples: r.relay_mentions!, median: r.relay_latency_median_ms!, p99: r.relay_latency_p99_ms!, unit: "ms", baseline: `${fmt(Number(r.nostr_tools_latency_median_ms))} ms: nostr-tools subscriber (p99 ${fmt(Number(r.nostr_tools_latency_p99_ms))})`, ratio: r.relay_latency_median_vs_nostr_tools!, target: "≤ 1.2×", met: r.relay_latency_median_vs_nostr_tools! <= 1.2 });
+    rows.push({ figure: "5", measure: `subscribe 500 channels: time to EOSE (${r.relay_subscribe_500_req_frames} REQ frames)`, samples: 1, median: r.relay_subscribe_500_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(r.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(r.per_channel_subscribe_500_req_frames))} frames)`, ratio: r.relay_subscribe_500_vs_per_channel!, target: "≤ 3 frames, < 1 s", met: r.relay_subscribe_500_req_frames! <= 3 && r.relay_subscribe_500_ms! < 1000 });
+  } else {
+    rows.push(failed("5", "subscribe 500 channels", relay.error));
+  }
+
+  // 6, 7.
+  const busy = await part("busy", async () => (await import("./busy.js")).benchBusy());
+  seconds.busy = busy.seconds;
+  if (busy.ok) {
+    const b = busy.value;
+    raw.busy = b;
+    rows.push({ figure: "6", measure: `busy channel: gate decisions/s, ${b.events} denied events, require_mention off`, samples: b.events, median: b.gate_decisions_per_s, p99: null, unit: "/s", baseline: `${fmt(Number(b.relay_delivered_per_s))}/s: relay pace at a nostr-tools subscriber`, ratio: b.decisions_vs_relay_pace, target: "keeps pace (≥ 0.95×)", met: b.decisions_vs_relay_pace >= 0.95 });
+    rows.push({ figure: "6", measure: "busy channel: daemon CPU for those events", samples: b.events, median: b.daemon_cpu_s, p99: null, unit: "s", baseline: `${fmt(Number(b.subscriber_cpu_s))} s: nostr-tools subscriber process`, ratio: b.daemon_cpu_vs_subscriber, target: "—", met: null });
+    rows.push({ figure: "6", measure: "busy channel: signature checks by the daemon", samples: b.events, median: b.daemon_signature_checks, p99: null, unit: "checks", baseline: `${fmt(Number(b.subscriber_signature_checks))}: nostr-tools verifies every event`, ratio: r3(b.daemon_signature_checks / b.subscriber_signature_checks), target: "only events that pass the gate (0 here)", met: b.daemon_signature_checks === 0 });
+    rows.push({ figure: "7", measure: "daemon RSS idle, 500 channels", samples: 1, median: b.daemon_rss_idle_500_channels_mib, p99: null, unit: "MiB", baseline: `${fmt(Number(b.subscriber_rss_idle_mib))} MiB: nostr-tools subscriber process`, ratio: r3(b.daemon_rss_idle_500_channels_mib / b.subscriber_rss_idle_mib), target: "≤ 120 MB", met: b.daemon_rss_idle_500_channels_mib * 1.048576 <= 120 });
+    rows.push({ figure: "7", measure: `daemon RSS growth after ${b.events} events`, samples: 1, median: b.daemon_rss_growth_mib, p99: null, unit: "MiB", baseline: `${fmt(Number(r3(b.subscriber_rss_after_mib - b.subscriber_rss_idle_mib)))} MiB: nostr-tools subscriber growth`, ratio: null, target: "≤ 10 MB", met: b.daemon_rss_growth_mib * 1.048576 <= 10 });
+  } else {
+    rows.push(failed("6", "busy channel", busy.error), failed("7", "daemon RSS", busy.error));
+  }
+
+  // 8.
+  const dev = await part("devrelay", async () => (await import("./devrelay.js")).benchDevRelay());
+  seconds.devrelay = dev.seconds;
+  if (dev.ok) {
+    const d = dev.value as Raw;
+    raw.devrelay = d;
+    rows.push({ figure: "8", measure: "dev relay: events accepted (OK) per second", samples: d.devrelay_events!, median: d.devrelay_accepted_per_s!, p99: null, unit: "/s", baseline: `${fmt(Number(d.ws_echo_frames_per_s))}/s: bare ws echo`, ratio: d.devrelay_accepted_vs_echo!, target: "—", met: null });
+    rows.push({ figure: "8", measure: "dev relay: events delivered to a subscriber per second", samples: d.devrelay_events!, median: d.devrelay_delivered_per_s!, p99: null, unit: "/s", baseline: `${fmt(Number(d.ws_echo_frames_per_s))}/s: bare ws echo`, ratio: d.devrelay_delivered_vs_echo!, target: "—", met: null });
+  } else {
+    rows.push(failed("8", "dev relay throughput", dev.error));
+  }
+
+  // 1, 2 — last: the longest part.
+  const proxy = await part("proxy", async () => {
+    // Optional until its author commits it: a missing file is a row, not a crash.
+    const spec = "./proxy.js"; // a variable: type-checking must not require the file
+    const mod = (await import(spec).catch(() => undefined)) as { benchProxy?: () => Promise<Raw> } | undefined;
+    if (!mod?.benchProxy) throw new Error("bench/proxy.ts (benchProxy) is not available");
+    return mod.benchProxy();
+  });
+  seconds.proxy = proxy.seconds;
+  if (proxy.ok) {
+    const p = proxy.value;
+    raw.proxy = p;
+    rows.push({ figure: "1", measure: "proxy overhead: tools/call echo through mcp-proxy", samples: p.calls!, median: p.proxy_median_ms!, p99: p.proxy_p99_ms!, unit: "ms", baseline: `${fmt(Number(p.direct_median_ms))} ms: direct to server-everything (p99 ${fmt(Number(p.direct_p99_ms))})`, ratio: p.proxy_vs_direct_median!, target: "≤ 1.5× direct", met: p.proxy_vs_direct_median! <= 1.5 });
+    rows.push({ figure: "1", measure: "floor: tools/call through a byte-copying process", samples: p.calls!, median: p.copier_median_ms!, p99: p.copier_p99_ms!, unit: "ms", baseline: `${fmt(Number(p.direct_median_ms))} ms: direct`, ratio: p.copier_vs_direct_median!, target: "—", met: null });
+    const one = p.stop_1_gate_median_ms!;
+    for (const [n, key] of [[5, "stop_5_gates_median_ms"], [10, "stop_10_gates_median_ms"]] as const) {
+      rows.push({ figure: "2", measure: `hook fan-out: merged _Stop over ${n} gates`, samples: 50, median: p[key]!, p99: null, unit: "ms", baseline: `${fmt(Number(one))} ms: _Stop with 1 gate`, ratio: r3(p[key]! / one), target: "≤ slowest live gate + 50 ms", met: p[key]! <= one + 50 });
+    }
+    rows.push({ figure: "2", measure: "hook fan-out: merged _Stop with one gate hung", samples: 3, median: p.stop_hung_gate_median_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(p.hook_deadline_ms))} ms: hook_deadline`, ratio: r3(p.stop_hung_gate_median_ms! / p.hook_deadline_ms!), target: "≤ deadline + 50 ms", met: p.stop_hung_gate_median_ms! <= p.hook_deadline_ms! + 50 });
+  } else {
+    rows.push(failed("1", "proxy overhead", proxy.error), failed("2", "hook fan-out", proxy.error));
+  }
+
+  rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));
+  const total = r3((Date.now() - started) / 1000);
+  const results = {
+    command: "npm run bench",
+    date: new Date(started).toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    load_average_at_start: r3(load0),
+    duration_s: total,
+    part_seconds: seconds,
+    rows,
+    raw,
+  };
+  writeFileSync(fileURLToPath(new URL("./results.json", import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
+  console.log(markdownTable(rows));
+  console.log(`\n${rows.length} rows in ${total.toFixed(0)} s on ${cpus().length} CPUs (load ${load0.toFixed(1)} at start), node ${process.version}; written to bench/results.json`);
+}
+
+const fmt = (x: number | null) => (x === null ? "—" : Math.abs(x) >= 100 ? String(Math.round(x)) : String(Math.round(x * 100) / 100));
+
+/** The one table: Markdown, so the README can quote it as printed. */
+export function markdownTable(rows: Row[]): string {
+  const head = "| # | figure | samples | median | p99 | baseline (same run) | ratio | target | met |";
+  const sep = "|---|---|---:|---:|---:|---|---:|---|:---:|";
+  const body = rows.map((r) =>
+    `| ${r.figure} | ${r.measure} | ${r.samples ?? "—"} | ${fmt(r.median)}${r.median === null ? "" : ` ${r.unit}`} | ${r.p99 === null ? "—" : `${fmt(r.p99)} ${r.unit}`} | ${r.baseline || "—"} | ${r.ratio === null ? "—" : `${fmt(r.ratio)}×`} | ${r.target || "—"} | ${r.met === null ? "—" : r.met ? "yes" : "no"} |`,
+  );
+  return [head, sep, ...body].join("\n");
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().then(
+    () => process.exit(0), // children and sockets of the parts are closed; do not wait on stray timers
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
