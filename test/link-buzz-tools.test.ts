@@ -5,6 +5,7 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { npubEncode } from "nostr-tools/nip19";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
@@ -133,6 +134,19 @@ describe("buzz tools through the link", () => {
     assert.ok(recent.some((m) => m.id === reply.id) && recent.some((m) => m.id === parent.id));
     const chan = JSON.parse(textOf(await proxy.call("get_channel"))) as { id: string; name?: string };
     assert.equal(chan.id, chanA);
+  });
+
+  test("design §8 spellings work too: `event` for event_id, npub mentions", async () => {
+    const parent = finalizeEvent(message(chanA, "@agent again", { mentions: [agent] }), ownerSk);
+    assert.equal((await ownerPort.publish(parent)).status, "accepted");
+    const re = await proxy.call("add_reaction", { event: parent.id, emoji: "👍" });
+    assert.ok(!re.isError, textOf(re));
+    assert.equal(published.at(-1)?.tags.find((t) => t[0] === "e")?.[1], parent.id);
+    const th = await proxy.call("get_thread", { event: parent.id });
+    assert.ok(!th.isError, textOf(th));
+    const r = await proxy.call("send_message", { content: "hi", reply_to: parent.id, mentions: [npubEncode(owner)] });
+    assert.ok(!r.isError, textOf(r));
+    assert.ok(published.at(-1)!.tags.some((t) => t[0] === "p" && t[1] === owner), "the npub became a hex p tag");
   });
 
   test("anything in another channel is refused and nothing is published there", async () => {

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createMessageConnection, ResponseError, SocketMessageReader, SocketMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
 import { z } from "zod";
+import { parsePubkey } from "../config/keys.js";
 import type { Logger } from "../ops/log.js";
 import type { ProxyManifest } from "../proxy/manifest.js";
 import type { HookFanout } from "../proxy/hooks.js";
@@ -41,11 +42,28 @@ export const HELLO_TIMEOUT_MS = 10_000;
 const HOOK_LINK_SLACK_MS = 3000;
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, { message: "expected a 64-character lowercase hex event id / pubkey" });
+/** design §8 names the argument `event`, the tools list `event_id`: both are accepted. */
+const eventAlias = (v: unknown) => {
+  if (v && typeof v === "object" && !("event_id" in v) && "event" in v) {
+    const { event, ...rest } = v as Record<string, unknown>;
+    return { ...rest, event_id: event };
+  }
+  return v;
+};
+/** People write npub1…; the wire wants hex. */
+const pubkeyArg = z.preprocess((v) => {
+  if (typeof v !== "string" || !v.startsWith("npub1")) return v;
+  try {
+    return parsePubkey(v);
+  } catch {
+    return v;
+  }
+}, hex64);
 const argSchemas = {
-  send_message: z.object({ content: z.string().min(1, { message: "content is required" }), reply_to: hex64.optional(), mentions: z.array(hex64).max(50).optional() }),
-  add_reaction: z.object({ event_id: hex64, emoji: z.string().min(1).max(64) }),
+  send_message: z.object({ content: z.string().min(1, { message: "content is required" }), reply_to: hex64.optional(), mentions: z.array(pubkeyArg).max(50).optional() }),
+  add_reaction: z.preprocess(eventAlias, z.object({ event_id: hex64, emoji: z.string().min(1).max(64) })),
   get_messages: z.object({ limit: z.number().int().min(1).max(100).optional() }),
-  get_thread: z.object({ event_id: hex64 }),
+  get_thread: z.preprocess(eventAlias, z.object({ event_id: hex64 })),
   get_channel: z.object({}),
 } satisfies Record<BuzzToolName, z.ZodType>;
 
