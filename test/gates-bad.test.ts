@@ -17,19 +17,22 @@ before(async () => {
   w = await World.create({ channelName: "hung-room" });
   ch.hung = w.channel;
   ch.crash = await w.addChannel({ name: "crash-room" });
+  ch.hungWait = await w.addChannel({ name: "hung-approval-room" });
   d = await w.startDaemon({
     mcp: {
       servers: {
         hung: gateServer({ GATE_HANG: "1" }),
         crash: gateServer({ GATE_STOP_TEXT: "never seen", GATE_CRASH_AFTER: "1" }),
+        approval: { ...gateServer({ GATE_HANG: "1" }), stop: "wait" },
       },
       hook_deadline: "1s",
     },
-    gates: { enforce: "bridge" },
+    gates: { enforce: "bridge", wait_poll: "1s", wait_max: "4s" },
     defaults: { mcp: [] },
     channels: [
       { id: ch.hung, mcp: ["hung"] },
       { id: ch.crash, mcp: ["crash"] },
+      { id: ch.hungWait, mcp: ["approval"] },
     ],
   });
 });
@@ -59,4 +62,13 @@ test("a gate that crashes while answering _Stop counts as no objection; the turn
   const [server] = rs[0]!.servers as Line[];
   assert.deepEqual([server!.name, server!.verdict], ["crash", "allow"]);
   assert.ok(server!.error, "the crash is logged on the round");
+});
+
+test("a `stop: wait` gate that never answers has not approved: the turn waits (⏳) and ends with the wait_max notice, not ✅", async () => {
+  const ev = await w.owner.post("@agent ship it", { channel: ch.hungWait });
+  await w.waitReaction(ev, "⏳", 30_000);
+  const replies = await w.waitEvents({ kinds: [9], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((m) => /Gave up waiting for gate 'approval'/.test(m.content)), 40_000);
+  assert.ok(replies.length >= 1);
+  const reactions = await w.query({ kinds: [7], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.ok(!reactions.some((r) => r.content === "✅" && r.created_at < Math.max(...replies.map((m) => m.created_at))), "no approval was assumed before the notice");
 });

@@ -64,8 +64,12 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
     if (result.stopReason !== "end_turn") return { kind: "allowed", result, rounds };
     const fan = await o.hooks.runHook("_Stop");
     round++;
-    const objecting = fan.servers.filter((s) => s.verdict === "object");
-    logRound(o, round, fan, 0);
+    // A `stop: wait` gate that timed out or failed has not approved anything: for a
+    // human approval, fail-open would end the turn unapproved. It joins the wait instead
+    // (reprompt gates keep the fail-open rule, which protects the model from a stuck gate).
+    const isWait = (name: string) => o.stopModes[name] === "wait";
+    const objecting = fan.servers.filter((s) => s.verdict === "object" || (isWait(s.name) && (s.timed_out || !!s.error)));
+    logRound(o, round, fan, 0, objecting.length ? "object" : "allow");
     if (objecting.length === 0) return { kind: "allowed", result, rounds };
 
     const reprompters = objecting.filter((s) => (o.stopModes[s.name] ?? "reprompt") === "reprompt");
