@@ -24,8 +24,11 @@ async function answered(d: DaemonProc, text: string) {
   await d.waitLog((l) => l.evt === "relay.channel_joined" && l.channel === channel);
   const mark = d.logs.length;
   const ev = await w.owner.post(text, { channel });
-  const [reply] = await w.waitReplies(ev, 1, 40_000);
-  assert.match(reply!.content, new RegExp(`Asked: ${text}`), "the reply answers this mention");
+  // With a re-prompt the agent replies twice; the newest may answer the objection. The
+  // answer to the mention itself is the one whose "Asked:" line quotes it.
+  const asked = (m: { content: string }) => m.content.includes(`Asked: ${text}`);
+  const replies = await w.waitEvents({ kinds: [9], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some(asked), 40_000);
+  const reply = replies.find(asked);
   await w.waitReaction(ev, "✅", 40_000);
   const end = await d.waitLog((l) => l.evt === "turn.end" && d.logs.indexOf(l) >= mark, 40_000);
   const window = d.logs.slice(mark, d.logs.indexOf(end) + 1);
@@ -47,6 +50,7 @@ test("enforce: agent — MCP_HOOK_SERVERS=buzz in the agent env, the merged _Sto
   assert.equal((await d.waitLog((l) => l.evt === "daemon.started")).enforce, "agent");
   const t = await answered(d, "@agent #env #stop-hook ship it");
   assert.match(t.reply.content, /env names: .*\bMCP_HOOK_SERVERS\b/);
+  assert.match(t.reply.content, /env names: .*\bBUZZ_AGENT_STOP_MAX_REJECTIONS\b/, "the agent's own rejection budget follows gates.max_rejections");
   assert.match(t.reply.content, /_Stop: "\[ci\] CI is red: run #7 concluded failure\."/, "the proxy's merged _Stop, as an agent that calls hooks sees it");
   assert.equal(t.prompts, 1);
   assert.deepEqual(lines(d, t.mark, "gate.round"), [], "the bridge leaves hooks to the agent");

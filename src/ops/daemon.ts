@@ -58,6 +58,15 @@ export class StartAbortedError extends Error {
   }
 }
 
+/**
+ * With `gates.enforce: agent` the agent runs the hooks itself (buzz-agent): its rejection
+ * budget is `gates.max_rejections` too, unless agent.env sets its own.
+ */
+export function agentGateEnv(cfg: Config, enforce: Enforce): Record<string, string> {
+  if (enforce !== "agent") return cfg.agent.env;
+  return { BUZZ_AGENT_STOP_MAX_REJECTIONS: String(cfg.gates.max_rejections), ...cfg.agent.env };
+}
+
 export class Daemon {
   config: Config;
   readonly metrics = new Metrics();
@@ -131,7 +140,7 @@ export class Daemon {
     const enforce = resolveEnforce(cfg);
     const agentKey = [cfg.agent.command, ...cfg.agent.args].join(" ");
     this.pool = new AgentPool(
-      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log }),
+      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log }),
     );
     this.pool.on("spawn", () => this.metrics.agentSpawned());
     this.pool.on("crash", () => this.metrics.agentCrashed());
