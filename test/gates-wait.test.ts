@@ -59,6 +59,8 @@ test("wait mode: the bridge waits for a 👍 by a listed approver without prompt
   const roundsBeforeApproval = rounds(d, mark, turn).length;
   await w.teammate.react(request!, "👍");
   await w.waitReaction(ev, "✅");
+  // ⏳ is taken back once the wait is over, so ✅ stands alone on the message.
+  await w.waitEvents({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] }, (rs) => !rs.some((r) => r.content === "⏳"));
   const end = await d.waitLog((l) => l.evt === "turn.end" && String(l.turn) === String(turn));
   assert.equal(end.status, "answered");
   const upToEnd = d.logs.slice(mark, d.logs.indexOf(end)).filter((l) => l.evt === "agent.turn_end").length;

@@ -4,6 +4,7 @@
  */
 export const KIND = {
   profile: 0,
+  deletion: 5,
   reaction: 7,
   message: 9,
   messageV2: 40002,

@@ -5,6 +5,7 @@
  */
 import type { Event } from "nostr-tools";
 import { reaction, typing, type ThreadRef } from "../relay/events.js";
+import { KIND } from "../relay/kinds.js";
 import type { TurnPublisher } from "./ports.js";
 
 export const EMOJI = { seen: "👀", answered: "✅", failed: "⚠️", waiting: "⏳", denied: "🔒" } as const;
@@ -24,6 +25,7 @@ export interface SignalOptions {
 
 export class TurnSignals {
   private timer: NodeJS.Timeout | undefined;
+  private waitReactions: Promise<(Event | null)[]> | undefined;
   private readonly targets: Pick<Event, "id" | "pubkey">[];
 
   constructor(private readonly out: TurnPublisher, private readonly opts: SignalOptions) {
@@ -50,12 +52,18 @@ export class TurnSignals {
 
   waiting(): void {
     this.stopTyping();
-    this.react(EMOJI.waiting);
+    if (this.waitReactions) return;
+    this.waitReactions = Promise.all(this.targets.map((t) => this.out.publish(reaction(t, EMOJI.waiting, this.opts.channel)).catch(() => null)));
   }
 
   finished(ok: boolean): void {
     this.stopTyping();
     this.react(ok ? EMOJI.answered : EMOJI.failed);
+    // The wait is over: take ⏳ back (NIP-09 deletion of our own reaction) so ✅ stands alone.
+    void this.waitReactions?.then((evs) => {
+      const ids = evs.filter((e): e is Event => !!e).map((e) => e.id);
+      if (ids.length) this.out.signal({ kind: KIND.deletion, created_at: Math.floor(Date.now() / 1000), content: "", tags: [...ids.map((id) => ["e", id]), ["k", String(KIND.reaction)], ["h", this.opts.channel]] });
+    });
   }
 
   private react(emoji: string): void {
