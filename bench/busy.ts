@@ -78,6 +78,13 @@ async function signatureChecks(metricsUrl: string): Promise<number> {
   return n;
 }
 
+/** The daemon's V8 heap in use (its `/metrics`), to tell a leak from RSS headroom. */
+async function heapUsedMiB(metricsUrl: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  const m = /^nodejs_heap_size_used_bytes (\d+(?:\.\d+)?(?:e\+\d+)?)/m.exec(text);
+  return m ? round(Number(m[1]) / 1048576) : NaN;
+}
+
 export interface BusyResult {
   events: number;
   relay_delivered_per_s: number;
@@ -91,6 +98,8 @@ export interface BusyResult {
   daemon_rss_idle_500_channels_mib: number;
   daemon_rss_after_events_mib: number;
   daemon_rss_growth_mib: number;
+  daemon_heap_used_idle_mib: number;
+  daemon_heap_used_after_mib: number;
   subscriber_rss_idle_mib: number;
   subscriber_rss_after_mib: number;
 }
@@ -170,6 +179,7 @@ export async function benchBusy(): Promise<BusyResult> {
     const subIdle = rssMiB(sub.pid!);
     const metricsUrl = `http://127.0.0.1:${port}/metrics`;
     const checks0 = await signatureChecks(metricsUrl);
+    const heapIdle = await heapUsedMiB(metricsUrl);
     const dCpu0 = cpuSeconds(daemon.pid!);
     const sCpu0 = cpuSeconds(sub.pid!);
 
@@ -201,6 +211,7 @@ export async function benchBusy(): Promise<BusyResult> {
     await new Promise((r) => setTimeout(r, 2000));
     const daemonAfter = rssMiB(daemon.pid!);
     const subAfter = rssMiB(sub.pid!);
+    const heapAfter = await heapUsedMiB(metricsUrl);
 
     return {
       events: total,
@@ -215,6 +226,8 @@ export async function benchBusy(): Promise<BusyResult> {
       daemon_rss_idle_500_channels_mib: daemonIdle,
       daemon_rss_after_events_mib: daemonAfter,
       daemon_rss_growth_mib: round(daemonAfter - daemonIdle),
+      daemon_heap_used_idle_mib: heapIdle,
+      daemon_heap_used_after_mib: heapAfter,
       subscriber_rss_idle_mib: subIdle,
       subscriber_rss_after_mib: subAfter,
     };
