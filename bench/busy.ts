@@ -32,6 +32,7 @@ const CHANNELS = 500;
 const AUTHORS = 10;
 const EVENTS = Number(process.env.BENCH_BUSY_EVENTS ?? 20_000);
 const IN_FLIGHT = 50;
+const GC_HOOK = "data:text/javascript,process.on('SIGUSR2',()=>globalThis.gc())";
 
 const now = () => performance.timeOrigin + performance.now();
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -78,6 +79,12 @@ async function signatureChecks(metricsUrl: string): Promise<number> {
   return n;
 }
 
+/** Asks the daemon for a full GC (its SIGUSR2 hook) and lets it settle. */
+async function collect(pid: number): Promise<void> {
+  process.kill(pid, "SIGUSR2");
+  await new Promise((r) => setTimeout(r, 1000));
+}
+
 /** The daemon's V8 heap in use (its `/metrics`), to tell a leak from RSS headroom. */
 async function heapUsedMiB(metricsUrl: string): Promise<number> {
   const text = await (await fetch(metricsUrl)).text();
@@ -98,6 +105,8 @@ export interface BusyResult {
   daemon_rss_idle_500_channels_mib: number;
   daemon_rss_after_events_mib: number;
   daemon_rss_growth_mib: number;
+  daemon_rss_idle_after_gc_mib: number;
+  daemon_rss_after_events_after_gc_mib: number;
   daemon_heap_used_idle_mib: number;
   daemon_heap_used_after_mib: number;
   subscriber_rss_idle_mib: number;
@@ -146,7 +155,8 @@ export async function benchBusy(): Promise<BusyResult> {
       http: { listen: `127.0.0.1:${port}` },
       log: { level: "info" },
     }));
-    const daemon = spawn(process.execPath, [CLI, "run", "-c", config], { stdio: ["ignore", "pipe", "inherit"] });
+    // --expose-gc plus a SIGUSR2 hook, so memory can also be read after a full GC (garbage vs retained).
+    const daemon = spawn(process.execPath, [...(process.env.BENCH_DAEMON_NODE_FLAGS?.split(" ").filter(Boolean) ?? []), "--expose-gc", "--import", GC_HOOK, CLI, "run", "-c", config], { stdio: ["ignore", "pipe", "inherit"] });
     children.push(daemon);
     let decisions = 0;
     let lastDecisionAt = 0;
@@ -176,6 +186,8 @@ export async function benchBusy(): Promise<BusyResult> {
     // Idle: the daemon settled with 500 channels subscribed (its warm agent is another process).
     await new Promise((r) => setTimeout(r, 3000));
     const daemonIdle = rssMiB(daemon.pid!);
+    await collect(daemon.pid!);
+    const daemonIdleGc = rssMiB(daemon.pid!);
     const subIdle = rssMiB(sub.pid!);
     const metricsUrl = `http://127.0.0.1:${port}/metrics`;
     const checks0 = await signatureChecks(metricsUrl);
@@ -211,6 +223,8 @@ export async function benchBusy(): Promise<BusyResult> {
     await new Promise((r) => setTimeout(r, 2000));
     const daemonAfter = rssMiB(daemon.pid!);
     const subAfter = rssMiB(sub.pid!);
+    await collect(daemon.pid!);
+    const daemonAfterGc = rssMiB(daemon.pid!);
     const heapAfter = await heapUsedMiB(metricsUrl);
 
     return {
@@ -226,6 +240,8 @@ export async function benchBusy(): Promise<BusyResult> {
       daemon_rss_idle_500_channels_mib: daemonIdle,
       daemon_rss_after_events_mib: daemonAfter,
       daemon_rss_growth_mib: round(daemonAfter - daemonIdle),
+      daemon_rss_idle_after_gc_mib: daemonIdleGc,
+      daemon_rss_after_events_after_gc_mib: daemonAfterGc,
       daemon_heap_used_idle_mib: heapIdle,
       daemon_heap_used_after_mib: heapAfter,
       subscriber_rss_idle_mib: subIdle,
