@@ -214,7 +214,8 @@ export async function benchBusy(): Promise<BusyResult> {
       while (sent < Math.min(IN_FLIGHT, frames.length)) c.ws.send(frames[sent++]!);
     })));
     if (refused) throw new Error(`busy bench: the relay refused ${refused} events`);
-    const [plain] = await Promise.all([delivered, decided]);
+    const subExit = new Promise<never>((_, reject) => sub.once("exit", (code) => reject(new Error(`busy bench: the plain subscriber exited (code ${code})`))));
+    const [plain] = await Promise.race([Promise.all([delivered, decided]), subExit]);
     const relaySec = (plain.lastAt - t0) / 1000;
     const gateSec = (lastDecisionAt - t0) / 1000;
     const dCpu = cpuSeconds(daemon.pid!) - dCpu0;

@@ -150,6 +150,11 @@ export async function benchMention(): Promise<MentionResult> {
     plain.push(sub);
     sub.onauth = onauth;
     await sub.connect();
+    // Subscribe only once authenticated: a REQ that races the AUTH is CLOSED with auth-required.
+    const authed = () => (sub as unknown as { authPromise?: Promise<string> }).authPromise;
+    for (let i = 0; i < 500 && !authed(); i++) await new Promise((r) => setTimeout(r, 10));
+    if (!authed()) throw new Error("mention bench: the relay sent no AUTH challenge to the plain subscriber");
+    await authed();
     const plainSeen = new Arrivals();
     await new Promise<void>((resolve) => {
       sub.subscribe([{ kinds: [9], "#h": [channel], since: Math.floor(Date.now() / 1000) }], { onevent: (e) => plainSeen.arrived(e.id), oneose: () => resolve() });

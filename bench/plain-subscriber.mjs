@@ -18,6 +18,10 @@ const relay = new AbstractRelay(process.env.BENCH_URL, { verifyEvent: wasm.verif
 // Buzz wants the relay tag without the trailing slash nostr-tools adds.
 relay.onauth = async (t) => wasm.finalizeEvent({ ...t, tags: t.tags.map((x) => (x[0] === "relay" ? ["relay", x[1].replace(/\/$/, "")] : x)) }, sk);
 await relay.connect();
+// Subscribe only once authenticated: a REQ that races the AUTH is CLOSED with auth-required.
+for (let i = 0; i < 500 && !relay.authPromise; i++) await new Promise((r) => setTimeout(r, 10));
+if (!relay.authPromise) throw new Error("plain subscriber: the relay sent no AUTH challenge");
+await relay.authPromise;
 let received = 0;
 let firstAt = 0;
 relay.subscribe([{ kinds: [9], "#h": channels, since: Math.floor(Date.now() / 1000) }], {
@@ -27,5 +31,9 @@ relay.subscribe([{ kinds: [9], "#h": channels, since: Math.floor(Date.now() / 10
     if (received === expect) console.log(JSON.stringify({ received, firstAt, lastAt: t }));
   },
   oneose: () => console.log("ready"),
+  onclose: (reason) => {
+    console.error(`plain subscriber: subscription closed: ${reason}`);
+    process.exit(2);
+  },
 });
 process.on("SIGTERM", () => process.exit(0));
