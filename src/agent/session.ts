@@ -177,6 +177,11 @@ export class AgentSession {
     }
   }
 
+  /** Pauses the running turn's idle timeout until the returned release is called. */
+  holdIdle(): () => void {
+    return this.turn?.holdIdle() ?? (() => undefined);
+  }
+
   /** Cancels the running turn (`!cancel`); false when no turn was running. */
   cancel(): boolean {
     if (!this.turn) return false;

@@ -104,6 +104,21 @@ export class TurnControl {
     }
   }
 
+  /**
+   * Holds the idle clock while the agent waits on the bridge itself (a buzz tool whose
+   * publish rides out a reconnect): that silence is ours, not the agent's. max_turn still
+   * bounds the turn. Returns the release (idempotent).
+   */
+  holdIdle(): () => void {
+    this.pauseIdle();
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.resumeIdle();
+    };
+  }
+
   private pauseIdle(): void {
     this.waitingOnOwner++;
     clearTimeout(this.idleTimer);

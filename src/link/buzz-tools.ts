@@ -25,6 +25,11 @@ export interface BuzzToolsOptions {
   relay: RelayPort;
   /** Called with every event published, so the turn knows the agent has replied. */
   onPublished?(ev: Event): void;
+  /**
+   * Called when a publishing tool call starts: the turn running then is told of the event
+   * once published, and when the call is over either way (`release`).
+   */
+  bindTurn?(): { published(ev: Event): void; release(): void } | undefined;
   /** Event a send_message without reply_to answers (the turn's mention); default none = top-level. */
   defaultReplyTo?(): string | undefined;
 }
@@ -57,11 +62,19 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
   };
 
   const publish = async (template: EventTemplate, what: string): Promise<{ event_id: string }> => {
-    const ev = relay.sign(template);
-    const out = await relay.publish(ev);
-    if (!OK_STATUSES.has(out.status)) throw new BuzzToolError(`${what} not published: ${out.status}${out.reason ? ` (${out.reason})` : ""}`);
-    opts.onPublished?.(ev);
-    return { event_id: ev.id };
+    // Bound before the wait: a publish that completes late (a reconnect) still counts for
+    // the turn that asked for it, and that turn knows a publish is still on its way.
+    const turn = opts.bindTurn?.();
+    try {
+      const ev = relay.sign(template);
+      const out = await relay.publish(ev);
+      if (!OK_STATUSES.has(out.status)) throw new BuzzToolError(`${what} not published: ${out.status}${out.reason ? ` (${out.reason})` : ""}`);
+      turn?.published(ev);
+      opts.onPublished?.(ev);
+      return { event_id: ev.id };
+    } finally {
+      turn?.release();
+    }
   };
 
   return {

@@ -14,7 +14,7 @@ import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
-import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo } from "../relay/index.js";
+import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
 import type { Enforce } from "../turn/run.js";
@@ -170,7 +170,7 @@ export class Daemon {
       pool: this.pool,
       link: this.link,
       scheduler: this.scheduler,
-      relay: { sign: (t) => this.relay.sign(t), publish: (ev) => this.relay.publish(ev), query: (f) => this.relay.query(f) },
+      relay: { sign: (t) => this.relay.sign(t), publish: (ev) => this.publishConfirmed(ev), query: (f) => this.relay.query(f) },
       out,
       channel: (id) => this.freshChannel(id),
       displayName: async (pk) => (await this.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
@@ -315,10 +315,25 @@ export class Daemon {
     }
   }
 
+  /**
+   * Publishes and, when the outcome is uncertain (no OK before a timeout or a dropped
+   * connection), asks the relay whether it stored the event after all. A reply stored
+   * while its OK was lost must count as published, or the turn would answer twice.
+   */
+  private async publishConfirmed(ev: Event): Promise<PublishOutcome> {
+    const outcome = await this.relay.publish(ev);
+    if (outcome.status !== "timeout" && outcome.status !== "disconnected") return outcome;
+    const stored = await this.relay.query([{ ids: [ev.id], limit: 1 }]).catch(() => []);
+    if (!stored.some((e) => e.id === ev.id)) return outcome;
+    this.log.info({ evt: "relay.publish_confirmed", event: ev.id, was: outcome.status }, "the relay had stored the event although its OK was lost");
+    return { ...outcome, status: "duplicate", reason: `stored before the ${outcome.status === "timeout" ? "OK timed out" : "connection was lost"}` };
+  }
+
   private publisher(): TurnPublisher {
     return {
       publish: async (t: EventTemplate) => {
-        const { event, outcome } = await this.relay.send(t);
+        const event = this.relay.sign(t);
+        const outcome = await this.publishConfirmed(event);
         this.metrics.publishOutcome(outcome.status);
         if (isSuccess(outcome)) return event;
         this.log.warn({ evt: "relay.publish_failed", kind: t.kind, status: outcome.status, reason: outcome.reason }, "publish failed");

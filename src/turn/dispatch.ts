@@ -46,6 +46,24 @@ export interface DispatcherDeps {
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
 }
 
+/** A set that reports each new member once (to the durable store). */
+class RecordedSet extends Set<string> {
+  constructor(private readonly record: (id: string) => void) {
+    super();
+  }
+
+  override add(id: string): this {
+    if (!this.has(id)) this.record(id);
+    return super.add(id);
+  }
+}
+
+/** Tool publishes still on their way (a reconnect can hold one for a while). */
+interface Inflight {
+  count: number;
+  waiters: Array<() => void>;
+}
+
 interface ScopeSession {
   session: AgentSession;
   link: LinkSession;
@@ -53,7 +71,7 @@ interface ScopeSession {
   hookServers: number;
   prompt: PromptSession;
   /** The turn whose replies the link's publishes count toward. */
-  current?: { turnId: number; published: Set<string>; anchor: string };
+  current?: { turnId: number; published: Set<string>; anchor: string; inflight: Inflight };
   injection?: string;
 }
 
@@ -154,10 +172,13 @@ export class TurnDispatcher {
     };
 
     let outcome: TurnOutcome;
-    const published = new Set<string>();
+    // Everything this turn publishes (tool replies, fallback, notices) is recorded durably
+    // at once: a retry after a crash must know the thread was already answered.
+    const published = new RecordedSet((id) => this.d.scheduler.recordReply(batch.turnId, id));
     try {
       const ss = await this.sessionFor(batch, channel, standing, log);
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id };
+      const inflight: Inflight = { count: 0, waiters: [] };
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
@@ -196,6 +217,7 @@ export class TurnDispatcher {
           out: this.d.out,
           logger: log,
           published,
+          settled: () => (inflight.count === 0 ? Promise.resolve() : new Promise<void>((r) => inflight.waiters.push(r))),
           signal,
           pendingInjection: {
             take: () => {
@@ -249,11 +271,23 @@ export class TurnDispatcher {
       channel: channel.id,
       relay: this.d.relay,
       defaultReplyTo: () => ss?.current?.anchor,
-      onPublished: (ev) => {
+      bindTurn: () => {
         const cur = ss?.current;
-        if (!cur || ev.kind === KIND.reaction) return;
-        cur.published.add(ev.id);
-        this.d.scheduler.recordReply(cur.turnId, ev.id);
+        if (!cur) return undefined;
+        cur.inflight.count++;
+        const resumeIdle = ss!.session.holdIdle();
+        let released = false;
+        return {
+          published: (ev) => {
+            if (ev.kind !== KIND.reaction) cur.published.add(ev.id);
+          },
+          release: () => {
+            if (released) return;
+            released = true;
+            resumeIdle();
+            if (--cur.inflight.count === 0) for (const wake of cur.inflight.waiters.splice(0)) wake();
+          },
+        };
       },
     });
     const manifest = manifestFromConfig(cfg.mcp, policy.mcp);

@@ -36,6 +36,8 @@ export interface TurnPorts {
   logger: Logger;
   /** Ids the agent published during this turn (filled by the daemon's link handlers). */
   published: Set<string>;
+  /** Resolves when no tool publish of this turn is still on its way. */
+  settled?: () => Promise<void>;
   signal: AbortSignal;
   /** Text to put at the start of the next prompt (a `_PostCompact` answer). */
   pendingInjection?: { take(): string | undefined; set(text: string): void };
@@ -121,6 +123,9 @@ async function afterCompaction(result: AgentTurnResult, ports: TurnPorts, log: L
 
 /** The fallback of design §7: only when the agent published nothing during the turn. */
 async function replyIfSilent(result: AgentTurnResult, spec: TurnSpec, ports: TurnPorts): Promise<"tool" | "fallback" | "notice" | "silent"> {
+  // An agent may stop waiting for a send_message whose publish is still retrying through
+  // a reconnect; decide on a fallback only once that publish has landed or failed.
+  await ports.settled?.();
   if (ports.published.size > 0) return "tool";
   const text = result.finalText.trim();
   if (spec.replyFallback === "final_text" && text) {
