@@ -4,11 +4,10 @@
  * standing context as an `append` system prompt when the agent supports it, the
  * configured session mode, and turns (see TurnControl).
  */
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
+import { cliPath } from "../ops/cli-path.js";
 import { AgentCrashedError, AgentModeError, AgentProtocolError, TurnInProgressError } from "./errors.js";
 import type { AgentProcess } from "./process.js";
 import { TurnControl, type PromptOptions, type TurnLimits, type TurnResult } from "./turn-control.js";
@@ -23,9 +22,7 @@ export interface ProxyCommand {
 
 /** `node <dist>/cli.js mcp-proxy`, found relative to this module (also when run from src/ via tsx). */
 export function defaultProxyCommand(): ProxyCommand {
-  let cli = fileURLToPath(new URL("../cli.js", import.meta.url));
-  if (!existsSync(cli)) cli = cli.replace(/([/\\])src([/\\])cli\.js$/, "$1dist$2cli.js");
-  return { command: process.execPath, args: [cli, "mcp-proxy"] };
+  return { command: process.execPath, args: [cliPath(), "mcp-proxy"] };
 }
 
 export interface SessionOptions {

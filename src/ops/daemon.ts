@@ -4,8 +4,8 @@
  * reload and graceful shutdown. Logic lives in the step folders; this file only wires.
  */
 import { mkdirSync } from "node:fs";
+import { cliPath } from "./cli-path.js";
 import { basename, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Event, EventTemplate } from "nostr-tools";
 import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
@@ -47,7 +47,7 @@ export function resolveEnforce(cfg: Config): Enforce {
 /** `agent.command: buzz-bridge` runs this very installation (the demo agent), wherever it lives. */
 export function resolveAgentCommand(cfg: Config["agent"]): { command: string; args: string[] } {
   if (cfg.command !== "buzz-bridge") return { command: cfg.command, args: cfg.args };
-  return { command: process.execPath, args: [fileURLToPath(new URL("../cli.js", import.meta.url)), ...cfg.args] };
+  return { command: process.execPath, args: [cliPath(), ...cfg.args] };
 }
 
 /** start() gave up waiting for the relay because a stop was requested: not a failure. */

@@ -36,7 +36,10 @@ export async function publishWithRetry(conn: RelayConnection, ev: Event, opts: P
     await sleep(pause.next());
   }
   if (!isSuccess(last) && last.status !== "dropped") {
-    log?.warn({ evt: "relay.publish_failed", event: ev.id, kind: ev.kind, status: last.status, reason: last.reason, attempts: last.attempts }, `publish ${last.status}: ${last.reason ?? ""}`);
+    // A lost typing indicator is noise (the next one follows in 3 s); anything else is worth a warning.
+    const line = { evt: "relay.publish_failed", event: ev.id, kind: ev.kind, status: last.status, reason: last.reason, attempts: last.attempts };
+    if (typing) log?.debug(line, `typing indicator not sent: ${last.reason ?? last.status}`);
+    else log?.warn(line, `publish ${last.status}: ${last.reason ?? ""}`);
   }
   return last;
 }
