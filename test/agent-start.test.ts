@@ -63,6 +63,17 @@ describe("agent start-up errors", () => {
     }
   });
 
+  it("agent.auth_method: ACP authenticate after initialize; a method the agent does not offer is refused by name", async () => {
+    const proc = await AgentProcess.start({ command: process.execPath, args: [CLI, "demo-agent"], cwd: tmp.dir, env, authMethod: "demo-token" });
+    await proc.close(500);
+    const err = await AgentProcess.start({ command: process.execPath, args: [CLI, "demo-agent"], cwd: tmp.dir, env, authMethod: "api-key" }).then(
+      (p) => (p.kill(), undefined),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof AgentStartError);
+    assert.match(err.reason, /does not offer auth method 'api-key' \(agent\.auth_method\); it offers: demo-token/);
+  });
+
   it("doctor's probe checks agent.mode against the agent's modes", async () => {
     const ok = await probeAgent({ command: process.execPath, args: [CLI, "demo-agent"], env: {}, mode: "bypassPermissions" });
     assert.deepEqual(ok.modes, ["default", "bypassPermissions"]);

@@ -17,6 +17,7 @@ before(async () => {
     defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Always run the tests first." },
     // Two attempts: a poison mention crashes the agent twice, below the circuit breaker's three.
     queue: { max_attempts: 2 },
+    agent: { auth_method: "demo-token" },
   });
 });
 after(() => w.close());
@@ -56,6 +57,12 @@ test("a turn that ends without a tool reply gets the final text as a fallback re
   await d.waitLog((l) => l.evt === "turn.end" && l.via === "fallback");
 });
 
+test("agent.auth_method: the agent was authenticated with the configured ACP method", async () => {
+  const ev = await w.owner.post("@agent #auth");
+  const [reply] = await w.waitReplies(ev);
+  assert.match(reply!.content, /authenticated: demo-token/);
+});
+
 test("the agent's environment holds no secret key", async () => {
   const ev = await w.owner.post("@agent #env");
   const [reply] = await w.waitReplies(ev);
@@ -71,7 +78,7 @@ test("a changed description and team instructions reach a running session after 
   const first = await w.owner.post("@agent first question");
   await w.waitReplies(first);
   await w.relay.updateChannel(w.channel, { about: "Now the place for incident response" });
-  w.writeConfig({ defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Page the on-call first." }, queue: { max_attempts: 2 } });
+  w.writeConfig({ defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Page the on-call first." }, queue: { max_attempts: 2 }, agent: { auth_method: "demo-token" } });
   d.proc.kill("SIGHUP");
   await d.waitLog((l) => l.evt === "config.reloaded");
   const again = await w.owner.post("@agent and now?", { replyTo: first });

@@ -27,6 +27,8 @@ export interface AgentPoolOptions {
   permissions: PermissionPolicy;
   permissionTimeoutMs: number;
   mode?: string;
+  /** `agent.auth_method`: ACP authenticate after initialize. */
+  authMethod?: string;
   /** `initialize` bound; default 30 s. */
   initTimeoutMs?: number;
   /** The bridge's secret key: kept out of the agent's environment and its stderr in logs. */
@@ -51,7 +53,7 @@ export function poolOptionsFromConfig(
     command: agent.command, args: agent.args, env: agent.env, cwd: agent.cwd,
     maxConcurrent: agent.max_concurrent, idleTimeoutMs: agent.idle_timeout, maxTurnMs: agent.max_turn,
     idleCloseMs: agent.idle_close, cancelGraceMs: agent.cancel_grace, warmSpare: agent.warm_spare,
-    permissions: agent.permissions, permissionTimeoutMs: agent.permission_timeout, mode: agent.mode,
+    permissions: agent.permissions, permissionTimeoutMs: agent.permission_timeout, mode: agent.mode, authMethod: agent.auth_method,
     ...extra,
   };
 }

@@ -217,7 +217,7 @@ export class AgentPool extends EventEmitter {
     try {
       const proc = await AgentProcess.start({
         command: this.o.command, args: this.o.args, cwd, env, initTimeoutMs: this.o.initTimeoutMs,
-        logger: this.log, secretForms: secretForms(this.o.secret),
+        logger: this.log, secretForms: secretForms(this.o.secret), authMethod: this.o.authMethod,
       });
       this.emit("spawn", { pid: proc.pid, spare: isSpare });
       return proc;

@@ -18,13 +18,13 @@ export interface AgentProbe {
 }
 
 export async function probeAgent(o: {
-  command: string; args: string[]; env: Record<string, string>; mode?: string; initTimeoutMs?: number; secret?: Uint8Array | string[];
+  command: string; args: string[]; env: Record<string, string>; mode?: string; authMethod?: string; initTimeoutMs?: number; secret?: Uint8Array | string[];
 }): Promise<AgentProbe> {
   const cwd = mkdtempSync(join(tmpdir(), "buzz-bridge-probe-"));
   const started = Date.now();
   const proc = await AgentProcess.start({
     command: o.command, args: o.args, cwd, env: agentEnvironment({ configured: o.env, secret: o.secret }).env,
-    initTimeoutMs: o.initTimeoutMs, secretForms: secretForms(o.secret),
+    initTimeoutMs: o.initTimeoutMs, secretForms: secretForms(o.secret), authMethod: o.authMethod,
   });
   const initMs = Date.now() - started;
   try {

@@ -41,6 +41,8 @@ export interface AgentProcessOptions {
   stderrTailLines?: number;
   /** Log level for the agent's stderr lines; default "info" (it is what an operator needs on a crash). */
   stderrLevel?: "debug" | "info" | "warn";
+  /** `agent.auth_method`: ACP `authenticate` with this method after `initialize` (codex-acp needs "api-key"). */
+  authMethod?: string;
 }
 
 export interface ExitInfo {
@@ -131,11 +133,26 @@ export class AgentProcess extends EventEmitter {
     const proc = new AgentProcess(child, opts);
     try {
       await proc.handshake();
+      if (opts.authMethod) await proc.authenticate(opts.authMethod);
     } catch (err) {
       proc.kill();
       throw err;
     }
     return proc;
+  }
+
+  /** ACP `authenticate`, refused early with the methods the agent does offer. */
+  private async authenticate(methodId: string): Promise<void> {
+    if (!this.authMethods.some((m) => m.id === methodId)) {
+      const offered = this.authMethods.map((m) => m.id);
+      throw this.startError(`does not offer auth method '${methodId}' (agent.auth_method); it offers: ${offered.length ? offered.join(", ") : "none"}`);
+    }
+    try {
+      await this.agent.request(acp.methods.agent.authenticate, { methodId });
+    } catch (err) {
+      throw this.startError(`refused authenticate with '${methodId}': ${describeCause(err)}`);
+    }
+    this.log.info({ evt: "agent.authenticated", agent_pid: this.pid, method: methodId }, "agent authenticated");
   }
 
   private startError(reason: string): AgentStartError {

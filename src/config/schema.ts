@@ -80,6 +80,7 @@ const agent = z.strictObject({
   permissions: z.enum(["allow", "deny", "ask-owner"]).default("allow"),
   permission_timeout: duration("permission_timeout", "10m"),
   mode: z.string().optional().describe("session mode to select after session/new (session/set_mode)"),
+  auth_method: z.string().optional().describe("ACP authenticate with this method id after initialize (codex-acp: api-key)"),
   persona: z.string().default("").describe("the agent's own standing instructions, sent before team instructions"),
 });
 

@@ -35,6 +35,7 @@ export interface Directives {
   compact: boolean;
   stopHook: boolean;
   sysprompt: boolean;
+  auth: boolean;
   firstBlock: boolean;
   slowMs?: number;
   tools: Array<{ name: string; args: Record<string, unknown> }>;
@@ -113,7 +114,7 @@ export function parseDirectives(text: string): Directives {
   return {
     finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"),
     hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
-    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), firstBlock: has("first-block"), slowMs: slow ? Number(slow[1]) : undefined, tools,
+    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), slowMs: slow ? Number(slow[1]) : undefined, tools,
   };
 }
 

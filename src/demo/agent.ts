@@ -16,6 +16,7 @@
  *   #env                  report its environment variable NAMES and whether any value
  *                         looks like an nsec or a 64-hex secret
  *   #sysprompt            report whether session/new carried a systemPrompt
+ *   #auth                 report which ACP auth method the client authenticated with
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
  *   #compact              emit compaction_update (in_progress, then completed)
@@ -50,6 +51,9 @@ interface McpLink {
   clients: Array<{ client: Client; tools: string[] }>;
   error?: string;
 }
+
+/** The method the client passed to `authenticate`, if any (reported by #auth). */
+let authenticatedWith: string | undefined;
 
 const MODES: acp.SessionMode[] = [
   { id: "default", name: "Default", description: "asks before acting" },
@@ -187,6 +191,7 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     if (d.sysprompt) {
       reports.push(s.systemPrompt ? `systemPrompt: yes (mode ${s.systemPrompt.mode}, ${sys.length} chars)` : "systemPrompt: no");
     }
+    if (d.auth) reports.push(`authenticated: ${authenticatedWith ?? "no"}`);
     if (d.firstBlock) {
       const first = params.prompt.find((b) => b.type === "text");
       reports.push(`first block: ${JSON.stringify(first?.type === "text" ? first.text.slice(0, 300) : null)}`);
@@ -248,8 +253,14 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
         sessionCapabilities: { ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
       },
       agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
-      authMethods: [],
+      // One method, so an operator's agent.auth_method (codex-acp needs "api-key") is testable.
+      authMethods: [{ id: "demo-token", name: "Demo token", description: "accepted without checking anything" }],
     }))
+    .onRequest(acp.methods.agent.authenticate, ({ params }) => {
+      if (params.methodId !== "demo-token") throw acp.RequestError.invalidParams({ methodId: params.methodId }, `unknown auth method ${params.methodId}`);
+      authenticatedWith = params.methodId;
+      return {};
+    })
     .onRequest(acp.methods.agent.session.new, ({ params }) => {
       const id = randomUUID();
       return { sessionId: id, ...openSession(id, params) };

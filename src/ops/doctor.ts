@@ -204,7 +204,7 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
   const missing = commandProblem(command, env.PATH ?? process.env.PATH ?? "");
   if (missing) return { name: "agent", mark: "fail", summary: missing };
   const probe = await bounded(timeoutMs + 2000, `agent '${shown}'`, () =>
-    probeAgent({ command, args, env: cfg.env, mode: cfg.mode, initTimeoutMs: timeoutMs, secret: loaded.secretKey }));
+    probeAgent({ command, args, env: cfg.env, mode: cfg.mode, authMethod: cfg.auth_method, initTimeoutMs: timeoutMs, secret: loaded.secretKey }));
   if (!probe.ok) {
     const [first, ...rest] = probe.error.split("\n");
     return { name: "agent", mark: "fail", summary: first!, details: rest.filter((l) => l.trim() !== "") };
