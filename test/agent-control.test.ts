@@ -1,24 +1,14 @@
 // Turn control with the real demo agent over stdio: timeouts, kill after grace,
 // permissions, the standing-context paths, agent.mode and the agent's environment.
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { nip19, generateSecretKey } from "nostr-tools";
 import { bytesToHex } from "nostr-tools/utils";
 import type { AgentPool, AskOwner } from "../src/agent/index.js";
 import { AgentModeError } from "../src/agent/index.js";
-import { STANDING, demoPool, eventBlock, tempDir } from "./fixtures/agent-helpers.js";
+import { STANDING, eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
 
-const tmp = tempDir();
-const pools: AgentPool[] = [];
-const pool = (over: Parameters<typeof demoPool>[1] = {}) => {
-  const p = demoPool(tmp.dir, over);
-  pools.push(p);
-  return p;
-};
-after(async () => {
-  await Promise.all(pools.map((p) => p.close()));
-  tmp.cleanup();
-});
+const { tmp, pool } = poolFixture();
 
 describe("timeouts", () => {
   it("a hanging agent hits idle_timeout and is cancelled", async () => {

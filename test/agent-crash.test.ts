@@ -1,24 +1,12 @@
 // Crashes with real demo-agent processes: a crash mid-turn → AgentCrashedError →
 // respawn; the circuit breaker opens after 3 crashes and closes again.
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { AgentPool } from "../src/agent/index.js";
 import { AgentCrashedError, CircuitOpenError } from "../src/agent/index.js";
-import { demoPool, eventBlock, tempDir } from "./fixtures/agent-helpers.js";
+import { poolFixture } from "./fixtures/agent-helpers.js";
 
-const tmp = tempDir();
-const pools: AgentPool[] = [];
-const pool = (over: Parameters<typeof demoPool>[1] = {}) => {
-  const p = demoPool(tmp.dir, over);
-  pools.push(p);
-  return p;
-};
-after(async () => {
-  await Promise.all(pools.map((p) => p.close()));
-  tmp.cleanup();
-});
-const acquire = (p: AgentPool, scope: string) => p.acquire(scope, { channelName: "general", mcpEnv: {} });
-const ask = (text: string) => [eventBlock("ivy", text)];
+const { tmp, pool, acquire, ask } = poolFixture();
 
 describe("agent crashes", () => {
   it("a crash mid-turn fails the turn with AgentCrashedError; the next turn gets a new process", async () => {

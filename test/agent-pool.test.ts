@@ -1,23 +1,11 @@
 // The pool with real demo-agent processes: warm spare, rotate, idle close,
 // max_concurrent, close. Crashes and the circuit breaker: agent-crash.test.ts.
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { AgentPool } from "../src/agent/index.js";
-import { demoPool, eventBlock, tempDir } from "./fixtures/agent-helpers.js";
+import { poolFixture } from "./fixtures/agent-helpers.js";
 
-const tmp = tempDir();
-const pools: AgentPool[] = [];
-const pool = (over: Parameters<typeof demoPool>[1] = {}) => {
-  const p = demoPool(tmp.dir, over);
-  pools.push(p);
-  return p;
-};
-after(async () => {
-  await Promise.all(pools.map((p) => p.close()));
-  tmp.cleanup();
-});
-const acquire = (p: AgentPool, scope: string) => p.acquire(scope, { channelName: "general", mcpEnv: {} });
-const ask = (text: string) => [eventBlock("ivy", text)];
+const { tmp, pool, acquire, ask } = poolFixture();
 
 describe("agent pool", () => {
   it("uses the warm spare: an acquire takes the ready process instead of spawning", async () => {

@@ -1,23 +1,13 @@
 // Turns with the real demo agent over stdio: replies through the MCP tool (directly and
 // through the real mcp-proxy), fallback text, update order, directives, !cancel.
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentPool } from "../src/agent/index.js";
-import { CLI, FIXTURES, STANDING, demoPool, eventBlock, tempDir } from "./fixtures/agent-helpers.js";
+import { CLI, FIXTURES, STANDING, eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
 
-const tmp = tempDir();
-const pools: AgentPool[] = [];
-const pool = (over: Parameters<typeof demoPool>[1] = {}) => {
-  const p = demoPool(tmp.dir, over);
-  pools.push(p);
-  return p;
-};
-after(async () => {
-  await Promise.all(pools.map((p) => p.close()));
-  tmp.cleanup();
-});
+const { tmp, pool } = poolFixture();
 
 let logN = 0;
 const sendLog = () => join(tmp.dir, `send-${++logN}.jsonl`);
