@@ -8,6 +8,11 @@ import { hexToBytes, bytesToHex } from "nostr-tools/utils";
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 
+/** A key that cannot be used; the message says what was expected (never the secret itself). */
+export class KeyError extends Error {
+  override name = "KeyError";
+}
+
 /** npub1… or 64-hex → lowercase hex; throws with a message saying what was wrong. */
 export function parsePubkey(text: string): string {
   const t = text.trim();
@@ -17,13 +22,13 @@ export function parsePubkey(text: string): string {
     try {
       decoded = nip19.decode(t);
     } catch (err) {
-      throw new Error(`not a valid npub (${(err as Error).message})`);
+      throw new KeyError(`not a valid npub (${(err as Error).message})`);
     }
-    if (decoded.type !== "npub") throw new Error(`expected an npub, got ${decoded.type}`);
+    if (decoded.type !== "npub") throw new KeyError(`expected an npub, got ${decoded.type}`);
     return decoded.data;
   }
-  if (t.startsWith("nsec1")) throw new Error("this is a secret key (nsec); a public key (npub or hex) belongs here");
-  throw new Error("expected npub1… or 64 hex characters");
+  if (t.startsWith("nsec1")) throw new KeyError("this is a secret key (nsec); a public key (npub or hex) belongs here");
+  throw new KeyError("expected npub1… or 64 hex characters");
 }
 
 /** nsec1… or 64-hex → secret key bytes; the error never echoes the input. */
@@ -37,9 +42,9 @@ export function parseSecretKey(text: string): Uint8Array {
     } catch {
       // fall through to the generic message: the input is a secret and is not repeated
     }
-    throw new Error("not a valid nsec");
+    throw new KeyError("not a valid nsec");
   }
-  throw new Error("expected nsec1… or 64 hex characters");
+  throw new KeyError("expected nsec1… or 64 hex characters");
 }
 
 export function npub(hex: string): string {

@@ -9,7 +9,7 @@ import { dirname, resolve } from "node:path";
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from "yaml";
 import type { z } from "zod";
 import { configSchema, crossCheck, type Config } from "./schema.js";
-import { parseSecretKey, pubkeyOf } from "./keys.js";
+import { KeyError, parseSecretKey, pubkeyOf } from "./keys.js";
 
 export interface ConfigProblem {
   file: string;
@@ -137,15 +137,15 @@ export function readSecretFile(path: string): Uint8Array {
   try {
     mode = statSync(path).mode & 0o777;
   } catch (err) {
-    throw new Error(`cannot read secret key file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new KeyError(`cannot read secret key file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   if (mode & 0o077) {
-    throw new Error(`secret key file ${path} has mode ${mode.toString(8).padStart(4, "0")}; it must not be group/world readable (chmod 600 ${path})`);
+    throw new KeyError(`secret key file ${path} has mode ${mode.toString(8).padStart(4, "0")}; it must not be group/world readable (chmod 600 ${path})`);
   }
   try {
     return parseSecretKey(readFileSync(path, "utf8"));
   } catch (err) {
-    throw new Error(`secret key file ${path}: ${(err as Error).message}`);
+    throw new KeyError(`secret key file ${path}: ${(err as Error).message}`);
   }
 }
 

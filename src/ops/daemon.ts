@@ -51,6 +51,11 @@ export function resolveAgentCommand(cfg: Config["agent"]): { command: string; ar
 }
 
 /** start() gave up waiting for the relay because a stop was requested: not a failure. */
+/** The state directory cannot be made or used (permissions, a file in the way). */
+export class StateDirError extends Error {
+  override name = "StateDirError";
+}
+
 export class StartAbortedError extends Error {
   override name = "StartAbortedError";
   constructor(cause: unknown) {
@@ -117,7 +122,7 @@ export class Daemon {
     try {
       mkdirSync(cfg.state_dir, { recursive: true, mode: 0o700 });
     } catch (err) {
-      throw new Error(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
+      throw new StateDirError(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
     }
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
 
