@@ -37,6 +37,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { parsePrompt, type ParsedPrompt } from "./agent-parse.js";
+import { sleep } from "../relay/backoff.js";
 
 interface DemoSession {
   id: string;
@@ -105,15 +106,6 @@ function summary(p: ParsedPrompt): string {
   return `Demo agent here, no LLM. Here is what I was given:\n${lines.join("\n")}`;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<boolean>((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const t = setTimeout(() => resolve(true), ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(t);
-      resolve(false);
-    }, { once: true });
-  });
 
 /** Runs the agent on the given streams until the client goes away. */
 export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stdout): Promise<void> {
@@ -156,7 +148,10 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       setTimeout(() => process.exit(1), 20);
       await new Promise(() => {});
     }
-    if (d.slowMs !== undefined && !(await sleep(d.slowMs, turn.signal))) return cancelled();
+    if (d.slowMs !== undefined) {
+      await sleep(d.slowMs, turn.signal);
+      if (turn.signal.aborted) return cancelled();
+    }
 
     const reports: string[] = [];
     // Awaited only when a tool is needed: the servers start in the background at session/new.

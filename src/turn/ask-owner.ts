@@ -10,7 +10,7 @@ import { message, type ThreadRef } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
 import type { RelayPort } from "../link/index.js";
 import type { TurnPublisher } from "./ports.js";
-import { sleep } from "./stop-gates.js";
+import { sleep } from "../relay/backoff.js";
 
 export const ALLOW_EMOJI = ["👍", "+", "✅"];
 export const DENY_EMOJI = ["👎", "-", "❌"];
@@ -38,7 +38,8 @@ export async function askOwnerByReaction(req: acp.RequestPermissionRequest, d: A
   if (!question) return false;
   const deadline = Date.now() + (d.timeoutMs ?? 600_000);
   while (Date.now() < deadline) {
-    if (!(await sleep(d.pollMs ?? 2000, stop))) return false;
+    await sleep(d.pollMs ?? 2000, stop);
+    if (stop.aborted) return false;
     const reactions = await d.relay.query([{ kinds: [KIND.reaction], "#e": [question.id], authors: [d.owner] }]).catch(() => []);
     for (const r of reactions.sort((a, b) => b.created_at - a.created_at)) {
       if (ALLOW_EMOJI.includes(r.content.trim())) return true;

@@ -11,6 +11,7 @@
  *   approval can take an hour; the model's rejection budget would burn in seconds.
  */
 import type { Logger } from "../ops/log.js";
+import { sleep } from "../relay/backoff.js";
 import type { AgentTurnResult, HookFanout, HookServerResult, TextBlock, TurnAgent, TurnHooks } from "./ports.js";
 
 export type StopMode = "reprompt" | "wait";
@@ -97,8 +98,8 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
     for (;;) {
       const remaining = o.waitMaxMs - (Date.now() - started);
       if (remaining <= 0) return { kind: "wait-timeout", result, rounds, objectors: [...pending] };
-      const slept = await sleep(Math.min(o.waitPollMs, remaining), o.signal);
-      if (!slept) return { kind: "cancelled", result, rounds };
+      await sleep(Math.min(o.waitPollMs, remaining), o.signal);
+      if (o.signal.aborted) return { kind: "cancelled", result, rounds };
       const again = await o.hooks.runHook("_Stop", { servers: [...pending] });
       round++;
       unreachable = again.servers.some((s) => pending.has(s.name)) ? 0 : unreachable + 1;
@@ -125,20 +126,4 @@ function logRound(o: StopGateOptions, round: number, fan: HookFanout, waitedMs: 
     },
     "stop gate round",
   );
-}
-
-/** Resolves true after ms, false as soon as the signal aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const t = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      resolve(false);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
