@@ -24,6 +24,7 @@ import type { Logger } from "../ops/log.js";
 import { downstreamEnv } from "./env.js";
 import { FastStdioClientTransport } from "./line-transport.js";
 import type { ManifestServer } from "./manifest.js";
+import { RawCalls } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
 
 export type DownstreamState = "starting" | "ready" | "down" | "stopped";
@@ -68,6 +69,7 @@ export class Downstream {
   hookMisses = 0;
   private client?: Client;
   private transport?: FastStdioClientTransport;
+  private raw?: RawCalls;
   private attempt = 0;
   private readyAt = 0;
   private restartTimer?: NodeJS.Timeout;
@@ -120,7 +122,10 @@ export class Downstream {
       errors++;
       if (errors <= 5 || errors % 100 === 0) log.warn({ evt: "proxy.server_error", server: this.name, error: err.message, count: errors });
     };
+    const raw = new RawCalls(transport, this.name, this.cfg.timeout);
+    transport.intercept = (message) => raw.take(message);
     client.onclose = () => {
+      raw.closed();
       if (gen !== this.generation || this.state === "stopped") return;
       this.onDown(`exited${transport.stderr.toString() ? `; stderr: ${transport.stderr.toString().slice(-500)}` : ""}`);
     };
@@ -129,6 +134,7 @@ export class Downstream {
     client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.refresh(client, gen, "prompts"));
     this.client = client;
     this.transport = transport;
+    this.raw = raw;
     const started = Date.now();
     try {
       await client.connect(transport, { timeout: Math.max(this.opts.listTimeoutMs, MIN_START_TIMEOUT_MS) });
@@ -231,6 +237,11 @@ export class Downstream {
     this.state = "stopped";
     clearTimeout(this.restartTimer);
     await this.transport?.close();
+  }
+
+  /** The pass-through for tools/call while the server is ready; undefined otherwise. */
+  rawCalls(): RawCalls | undefined {
+    return this.state === "ready" ? this.raw : undefined;
   }
 
   /**

@@ -73,10 +73,12 @@ function decode(line: Buffer): JSONRPCMessage {
 }
 
 /** Shared reading/writing over a readable/writable pair. */
-abstract class LineTransport implements Transport {
+export abstract class LineTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
+  /** Sees each message before the SDK does; returning true consumes it (pass-through.ts). */
+  intercept?: (message: JSONRPCMessage) => boolean;
   protected closed = false;
   protected splitter = new LineSplitter(
     (line) => this.handleLine(line),
@@ -97,7 +99,16 @@ abstract class LineTransport implements Transport {
       this.onerror?.(new TransportError(`unreadable line (${(err as Error).message}): ${preview}`));
       return;
     }
+    if (this.intercept?.(msg)) return;
     this.onmessage?.(msg);
+  }
+
+  /** Writes one serialized message; false when the other end is gone. Node buffers past the pipe's capacity. */
+  sendLine(line: string): boolean {
+    const out = this.output;
+    if (!out || this.closed || out.destroyed) return false;
+    out.write(line + "\n");
+    return true;
   }
 
   send(message: JSONRPCMessage): Promise<void> {

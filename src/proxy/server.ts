@@ -3,9 +3,11 @@
  * session's downstream servers. `initialize` is answered at once; everything else
  * first waits for every downstream to have listed or failed (bounded by list_timeout).
  *
- * tools/call is served from the Server's fallback handler: the SDK's registered
- * tools/call handler re-validates the request and the result with zod on every call,
- * which a pass-through does not need (the agent's client validates what it receives).
+ * tools/call to a downstream server that is up never reaches the SDK: it is forwarded
+ * as messages (pass-through.ts). The rest (hooks, buzz tools, calls while a server is
+ * down or the first listing is still running) is served from the Server's fallback
+ * handler: the SDK's registered tools/call handler re-validates the request and the
+ * result with zod on every call, which a pass-through does not need.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
@@ -35,6 +37,8 @@ import { BUZZ_TOOLS, callBuzzTool, isBuzzTool } from "./buzz-tools.js";
 import { buildCatalog, type Catalog } from "./catalog.js";
 import { Downstream, errorResult } from "./downstream.js";
 import { routeRequestsDirectly } from "./fast-path.js";
+import { LineTransport } from "./line-transport.js";
+import { AgentPassThrough, type RawRoute } from "./pass-through.js";
 import { runHookFanout, type HookFanout } from "./hooks.js";
 import type { ProxyManifest } from "./manifest.js";
 import { exposedName, isHookName } from "./naming.js";
@@ -93,6 +97,18 @@ export class AggregatingProxy {
     for (const ds of this.downstreams) void ds.start();
     await this.server.connect(transport);
     routeRequestsDirectly(this.server as never, transport);
+    if (transport instanceof LineTransport) {
+      const passThrough = new AgentPassThrough(transport, (name) => this.rawRoute(name));
+      transport.intercept = (message) => passThrough.take(message);
+    }
+  }
+
+  /** A downstream tool whose server is up takes the raw path; anything else the SDK's. */
+  private rawRoute(name: string): ReturnType<RawRoute> {
+    if (!this.isReady) return undefined;
+    const route = this.getCatalog().routes.get(name);
+    const raw = route?.ds.rawCalls();
+    return raw && { raw, tool: route!.tool };
   }
 
   async stop(): Promise<void> {

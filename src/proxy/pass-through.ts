@@ -1,0 +1,191 @@
+/**
+ * `tools/call` to a downstream tool, forwarded as JSON-RPC messages without the SDK's
+ * request machinery on either side of the proxy. Profiled per proxied echo call, the
+ * SDK's Client.request + Server dispatch cost more CPU than the rest of the proxy put
+ * together: an AbortController, a timer armed and cleared (even for "no timeout"), a
+ * zod guard on every response, a promise chain on each side. A pass-through needs none
+ * of it: it maps the agent's request id to one of its own, renames the tool, and maps
+ * the answer back. Everything else (hooks, built-in tools, calls to a server that is
+ * down, resources, prompts) still goes through the SDK.
+ *
+ * What the SDK did for these calls is kept: progress (the caller's token is swapped for
+ * ours and back), cancellation both ways, the per-server timeout (reset by progress),
+ * downstream JSON-RPC errors and crashes turned into isError results.
+ */
+import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+
+/** Writes one JSON-RPC message as a line; false when the connection is gone. */
+export interface LineSink {
+  sendLine(line: string): boolean;
+}
+
+export interface RawCallHandlers {
+  /** The call's outcome, always a CallToolResult (failures become isError results). */
+  done(result: CallToolResult): void;
+  /** A downstream progress notification's params, without its progressToken. */
+  progress?(params: Record<string, unknown>): void;
+}
+
+interface RawCall {
+  id: string;
+  tool: string;
+  handlers: RawCallHandlers;
+  timer?: NodeJS.Timeout;
+}
+
+function isError(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
+
+/**
+ * Our ids are strings with a prefix no SDK Client uses (its ids are numbers), so a
+ * response is ours exactly when its id is in the table.
+ */
+const ID_PREFIX = "bb-";
+
+/** The raw calls outstanding on one downstream connection (one per server start). */
+export class RawCalls {
+  private readonly calls = new Map<string, RawCall>();
+  private seq = 0;
+  private open = true;
+
+  constructor(
+    private readonly out: LineSink,
+    private readonly server: string,
+    /** Per-call timeout in ms; undefined for none (long shells: the agent owns turn time). */
+    private readonly timeoutMs?: number,
+  ) {}
+
+  get size(): number {
+    return this.calls.size;
+  }
+
+  /**
+   * Sends the call; returns its id for cancel(), or undefined when the connection is
+   * gone (the caller falls back to the SDK path, which reports the server's state).
+   */
+  call(tool: string, params: Record<string, unknown>, handlers: RawCallHandlers): string | undefined {
+    if (!this.open) return undefined;
+    const id = ID_PREFIX + ++this.seq;
+    const meta = params._meta as Record<string, unknown> | undefined;
+    let sent: Record<string, unknown> = { ...params, name: tool, arguments: params.arguments ?? {} };
+    if (meta && "progressToken" in meta) {
+      const { progressToken: _theirs, ...rest } = meta;
+      sent = { ...sent, _meta: handlers.progress ? { ...rest, progressToken: id } : rest };
+      if (Object.keys(sent._meta as object).length === 0) delete sent._meta;
+    }
+    if (!this.out.sendLine(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: sent }))) return undefined;
+    const call: RawCall = { id, tool, handlers };
+    this.calls.set(id, call);
+    this.arm(call);
+    return id;
+  }
+
+  /** The caller gave up: the server is told, and a late answer is dropped. */
+  cancel(id: string, reason?: unknown): void {
+    const call = this.calls.get(id);
+    if (!call) return;
+    this.forget(call);
+    this.out.sendLine(JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, ...(reason === undefined ? {} : { reason }) } }));
+  }
+
+  /** A message from the server: true when it belonged to one of our calls. */
+  take(message: JSONRPCMessage): boolean {
+    const m = message as { id?: unknown; method?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown }; params?: Record<string, unknown> };
+    if (m.method === undefined) {
+      if (typeof m.id !== "string" || !m.id.startsWith(ID_PREFIX)) return false;
+      const call = this.calls.get(m.id);
+      if (!call) return true;
+      this.forget(call);
+      if (m.error !== undefined) {
+        call.handlers.done(isError(`MCP server '${this.server}' refused '${call.tool}': MCP error ${String(m.error?.code)}: ${String(m.error?.message)}`));
+      } else if (m.result === null || typeof m.result !== "object" || Array.isArray(m.result)) {
+        call.handlers.done(isError(`MCP server '${this.server}' answered '${call.tool}' with something that is not a tool result`));
+      } else {
+        call.handlers.done(m.result as CallToolResult);
+      }
+      return true;
+    }
+    if (m.method === "notifications/progress") {
+      const token = m.params?.progressToken;
+      const call = typeof token === "string" ? this.calls.get(token) : undefined;
+      if (!call) return false;
+      this.arm(call);
+      const { progressToken: _ours, ...rest } = m.params!;
+      call.handlers.progress?.(rest);
+      return true;
+    }
+    return false;
+  }
+
+  /** The connection closed: every outstanding call gets its isError result now. */
+  closed(): void {
+    this.open = false;
+    for (const call of [...this.calls.values()]) {
+      this.forget(call);
+      call.handlers.done(isError(`MCP server '${this.server}' exited during '${call.tool}'; it is being restarted`));
+    }
+  }
+
+  private arm(call: RawCall): void {
+    if (this.timeoutMs === undefined) return;
+    clearTimeout(call.timer);
+    call.timer = setTimeout(() => {
+      this.cancel(call.id, `timed out after ${this.timeoutMs} ms`);
+      call.handlers.done(isError(`'${call.tool}' on MCP server '${this.server}' timed out after ${this.timeoutMs} ms`));
+    }, this.timeoutMs);
+  }
+
+  private forget(call: RawCall): void {
+    clearTimeout(call.timer);
+    this.calls.delete(call.id);
+  }
+}
+
+/** Where an exposed tool name leads, when that server can take a raw call now. */
+export type RawRoute = (name: string) => { raw: RawCalls; tool: string } | undefined;
+
+/** The agent's side: its tools/call that can go raw, and its cancellations of them. */
+export class AgentPassThrough {
+  private readonly inFlight = new Map<string | number, { raw: RawCalls; id: string }>();
+
+  constructor(
+    private readonly upstream: LineSink,
+    private readonly route: RawRoute,
+  ) {}
+
+  /** A message from the agent: true when it was handled here, false for the SDK's path. */
+  take(message: JSONRPCMessage): boolean {
+    const m = message as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
+    if (m.method === "tools/call" && (typeof m.id === "number" || typeof m.id === "string")) return this.forward(m.id, m.params ?? {});
+    if (m.method === "notifications/cancelled") {
+      const requestId = m.params?.requestId as string | number | undefined;
+      const entry = requestId === undefined ? undefined : this.inFlight.get(requestId);
+      if (!entry) return false;
+      this.inFlight.delete(requestId!);
+      entry.raw.cancel(entry.id, m.params?.reason);
+      return true;
+    }
+    return false;
+  }
+
+  private forward(upId: string | number, params: Record<string, unknown>): boolean {
+    if (typeof params.name !== "string") return false;
+    const target = this.route(params.name);
+    if (!target) return false;
+    const token = (params._meta as { progressToken?: unknown } | undefined)?.progressToken;
+    const id = target.raw.call(target.tool, params, {
+      done: (result) => {
+        if (this.inFlight.get(upId)?.id === id) this.inFlight.delete(upId);
+        this.upstream.sendLine(JSON.stringify({ jsonrpc: "2.0", id: upId, result }));
+      },
+      progress:
+        typeof token === "string" || typeof token === "number"
+          ? (p) => this.upstream.sendLine(JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } }))
+          : undefined,
+    });
+    if (id === undefined) return false;
+    this.inFlight.set(upId, { raw: target.raw, id });
+    return true;
+  }
+}
