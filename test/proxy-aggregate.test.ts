@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { EVERYTHING, FILESYSTEM, gate, startProxy, textOf, waitFor, type RunningProxy } from "./fixtures/proxy-harness.js";
+import { EVERYTHING, FILESYSTEM, REFUSING, gate, startProxy, textOf, waitFor, type RunningProxy } from "./fixtures/proxy-harness.js";
 import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../src/proxy/naming.js";
 
 const LONG = "check_" + "x".repeat(60);
@@ -28,6 +28,7 @@ describe("union of real servers", () => {
         fs: { command: FILESYSTEM, args: [files] },
         odd: gate({ GATE_TOOLS: `${LONG},dotted.name`, GATE_NO_STOP: "1" }),
         broken: { command: "/nonexistent/mcp-server" },
+        strict: { command: process.execPath, args: [REFUSING] },
       },
     });
   });
@@ -77,6 +78,22 @@ describe("union of real servers", () => {
     assert.match(textOf(unknown), /unknown tool 'no_such_tool'/);
     const bad = await p.call("fs_read_text_file", { path: "/etc/passwd" });
     assert.equal(bad.isError, true);
+  });
+
+  test("a downstream protocol error is an isError result naming the server and the tool", async () => {
+    const r = await p.call("strict_refuse");
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /MCP server 'strict' refused 'refuse': MCP error -32001: not today/);
+    assert.equal(textOf(await p.call("strict_echo", { text: "still serving" })), "still serving");
+  });
+
+  test("concurrent calls to several servers each get their own answer", async () => {
+    const calls = Array.from({ length: 60 }, (_, i) => {
+      if (i % 3 === 0) return p.call("everything_echo", { message: `m${i}` }).then((r) => [textOf(r), `Echo: m${i}`]);
+      if (i % 3 === 1) return p.call("shell", { text: `s${i}` }).then((r) => [textOf(r), `shell: s${i}`]);
+      return p.call("strict_echo", { text: `e${i}` }).then((r) => [textOf(r), `e${i}`]);
+    });
+    for (const [got, want] of await Promise.all(calls)) assert.equal(got, want);
   });
 
   test("resources, templates and prompts pass through, namespaced", async () => {

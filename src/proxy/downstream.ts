@@ -24,7 +24,7 @@ import type { Logger } from "../ops/log.js";
 import { downstreamEnv } from "./env.js";
 import { FastStdioClientTransport } from "./line-transport.js";
 import type { ManifestServer } from "./manifest.js";
-import { RawCalls } from "./pass-through.js";
+import { errorText, RawCalls } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
 
 export type DownstreamState = "starting" | "ready" | "down" | "stopped";
@@ -274,7 +274,8 @@ export class Downstream {
     if (err instanceof McpError) {
       if (err.code === ErrorCode.RequestTimeout) return errorResult(`'${tool}' on MCP server '${this.name}' timed out after ${this.cfg.timeout} ms`);
       if (err.code === ErrorCode.ConnectionClosed) return errorResult(`MCP server '${this.name}' exited during '${tool}'; it is being restarted`);
-      return errorResult(`MCP server '${this.name}' refused '${tool}': ${err.message}`);
+      // McpError's message already reads "MCP error <code>: …"; errorText keeps one prefix.
+      return errorResult(`MCP server '${this.name}' refused '${tool}': ${errorText({ code: err.code, message: err.message.replace(/^MCP error -?\d+: /, "") })}`);
     }
     return errorResult(`'${tool}' on MCP server '${this.name}' failed: ${(err as Error).message}`);
   }

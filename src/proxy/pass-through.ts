@@ -37,6 +37,14 @@ function isError(text: string): CallToolResult {
   return { content: [{ type: "text", text }], isError: true };
 }
 
+/** "MCP error <code>: <message>", once: SDK servers already put that prefix in the message. */
+export function errorText(error: { code?: unknown; message?: unknown } | null): string {
+  const code = String(error?.code);
+  const message = String(error?.message ?? "");
+  const prefix = `MCP error ${code}: `;
+  return message.startsWith(prefix) ? message : prefix + message;
+}
+
 /**
  * Our ids are strings with a prefix no SDK Client uses (its ids are numbers), so a
  * response is ours exactly when its id is in the table.
@@ -98,7 +106,7 @@ export class RawCalls {
       if (!call) return true;
       this.forget(call);
       if (m.error !== undefined) {
-        call.handlers.done(isError(`MCP server '${this.server}' refused '${call.tool}': MCP error ${String(m.error?.code)}: ${String(m.error?.message)}`));
+        call.handlers.done(isError(`MCP server '${this.server}' refused '${call.tool}': ${errorText(m.error)}`));
       } else if (m.result === null || typeof m.result !== "object" || Array.isArray(m.result)) {
         call.handlers.done(isError(`MCP server '${this.server}' answered '${call.tool}' with something that is not a tool result`));
       } else {
