@@ -14,6 +14,7 @@ import { stringify } from "yaml";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { PROXY_NODE_FLAGS } from "../src/agent/session.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli.js");
@@ -68,7 +69,7 @@ async function hookLatency(dir: string, gates: number, hung: boolean, calls: num
   const servers: Record<string, unknown> = {};
   for (let i = 0; i < gates; i++) servers[`g${i}`] = { command: process.execPath, args: [GATE], env: { GATE_STOP_TEXT: i === 0 ? "objection" : "" } };
   if (hung) servers.hung = { command: process.execPath, args: [GATE], env: { GATE_HANG: "1" } };
-  const client = await connect(process.execPath, [CLI, "mcp-proxy", "--manifest", manifestFile(dir, servers), "--log-level", "error"]);
+  const client = await connect(process.execPath, [...PROXY_NODE_FLAGS, CLI, "mcp-proxy", "--manifest", manifestFile(dir, servers), "--log-level", "error"]);
   try {
     await client.listTools();
     const samples: number[] = [];
@@ -88,7 +89,7 @@ export async function benchProxy(): Promise<Record<string, number>> {
   try {
     const direct = await connect(EVERYTHING, ["stdio"]);
     const copier = await connect(process.execPath, ["-e", COPIER, EVERYTHING, "stdio"]);
-    const proxied = await connect(process.execPath, [CLI, "mcp-proxy", "--manifest", manifestFile(dir, { everything: { command: EVERYTHING, args: ["stdio"] } }), "--log-level", "error"]);
+    const proxied = await connect(process.execPath, [...PROXY_NODE_FLAGS, CLI, "mcp-proxy", "--manifest", manifestFile(dir, { everything: { command: EVERYTHING, args: ["stdio"] } }), "--log-level", "error"]);
     await proxied.listTools();
     const msg = { message: "hello benchmark" };
     // Interleaved rounds so drift on a shared machine hits all three alike.

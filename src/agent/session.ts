@@ -20,9 +20,17 @@ export interface ProxyCommand {
   args: string[];
 }
 
-/** `node <dist>/cli.js mcp-proxy`, found relative to this module (also when run from src/ via tsx). */
+/**
+ * Node flags for the proxy, one process per agent session. V8 lets the young generation
+ * grow to two 16 MiB semi-spaces and keeps them; the proxy handles small messages and
+ * retains almost nothing, so 1 MiB makes each session's proxy about 11 MiB smaller and
+ * keeps its allocation area in cache (bench figure 1 runs the proxy with these flags).
+ */
+export const PROXY_NODE_FLAGS = ["--max-semi-space-size=1"];
+
+/** `node <flags> <dist>/cli.js mcp-proxy`, found relative to this module (also when run from src/ via tsx). */
 export function defaultProxyCommand(): ProxyCommand {
-  return { command: process.execPath, args: [cliPath(), "mcp-proxy"] };
+  return { command: process.execPath, args: [...PROXY_NODE_FLAGS, cliPath(), "mcp-proxy"] };
 }
 
 export interface SessionOptions {
