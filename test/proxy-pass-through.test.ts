@@ -19,11 +19,12 @@ test("the agent's id, tool name and progress token are swapped for ours and back
   const up = sink();
   const raw = new RawCalls(down, "dev");
   const agent = new AgentPassThrough(up, (name) => (name === "dev_run" ? { raw, tool: "run" } : undefined));
-  assert.equal(agent.take({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "dev_run", _meta: { progressToken: "p", trace: 1 } } } as JSONRPCMessage), true);
+  assert.equal(agent.take({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "dev_run", task: { ttl: 1 }, _meta: { progressToken: "p", trace: 1 } } } as JSONRPCMessage), true);
   assert.equal(agent.take({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "other" } } as JSONRPCMessage), false, "not ours: the SDK's path");
   const sent = down.lines[0]!;
   assert.equal(sent.params.name, "run");
   assert.deepEqual(sent.params.arguments, {});
+  assert.equal(sent.params.task, undefined, "a task request is not relayed: the proxy does not offer tasks");
   assert.equal(sent.params._meta.progressToken, sent.id, "our token is our id");
   assert.equal(sent.params._meta.trace, 1, "other _meta passes through");
   assert.equal(raw.take({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: sent.id, progress: 1 } } as JSONRPCMessage), true);

@@ -75,12 +75,14 @@ export class RawCalls {
   call(tool: string, params: Record<string, unknown>, handlers: RawCallHandlers): string | undefined {
     if (!this.open) return undefined;
     const id = ID_PREFIX + ++this.seq;
+    // Only what the SDK path forwarded: other params (a `task`, say) would ask the server
+    // for features this proxy does not advertise or relay.
+    const sent: Record<string, unknown> = { name: tool, arguments: params.arguments ?? {} };
     const meta = params._meta as Record<string, unknown> | undefined;
-    let sent: Record<string, unknown> = { ...params, name: tool, arguments: params.arguments ?? {} };
-    if (meta && "progressToken" in meta) {
+    if (meta) {
       const { progressToken: _theirs, ...rest } = meta;
-      sent = { ...sent, _meta: handlers.progress ? { ...rest, progressToken: id } : rest };
-      if (Object.keys(sent._meta as object).length === 0) delete sent._meta;
+      const out = handlers.progress ? { ...rest, progressToken: id } : rest;
+      if (Object.keys(out).length > 0) sent._meta = out;
     }
     if (!this.out.sendLine(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: sent }))) return undefined;
     const call: RawCall = { id, tool, handlers };
