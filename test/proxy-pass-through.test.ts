@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { AgentPassThrough, RawCalls } from "../src/proxy/pass-through.js";
+import { mcpErrorText } from "../src/proxy/call-errors.js";
 
 function sink() {
   const lines: Record<string, any>[] = [];
@@ -76,4 +77,11 @@ test("the server's timeout is reset by progress and then cancels the call", asyn
   await new Promise((r) => setTimeout(r, 150));
   assert.match(text(result!), /'run' on MCP server 'dev' timed out after 80 ms/);
   assert.equal(down.lines.at(-1)!.method, "notifications/cancelled");
+});
+
+test("a JSON-RPC error reads 'MCP error <code>: <message>' once, whichever side added the prefix", () => {
+  const once = "MCP error -32001: not today";
+  assert.equal(mcpErrorText({ code: -32001, message: "not today" }), once);
+  assert.equal(mcpErrorText({ code: -32001, message: once }), once, "as an SDK server sends it");
+  assert.equal(mcpErrorText({ code: -32001, message: `MCP error -32001: ${once}` }), once, "as the SDK's McpError reads on our side");
 });

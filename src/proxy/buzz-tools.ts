@@ -6,7 +6,7 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { LinkClient } from "../link/client.js";
 import { BUZZ_TOOL_NAMES, type BuzzToolName } from "../link/protocol.js";
-import { errorResult } from "./downstream.js";
+import { errorResult } from "./call-errors.js";
 
 const hex64 = { type: "string", pattern: "^[0-9a-f]{64}$" } as const;
 

@@ -24,7 +24,8 @@ import type { Logger } from "../ops/log.js";
 import { downstreamEnv } from "./env.js";
 import { FastStdioClientTransport } from "./line-transport.js";
 import type { ManifestServer } from "./manifest.js";
-import { errorText, RawCalls } from "./pass-through.js";
+import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
+import { RawCalls } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
 
 export type DownstreamState = "starting" | "ready" | "down" | "stopped";
@@ -47,10 +48,6 @@ const STABLE_AFTER_MS = 30_000;
  * share of the per-call cost.
  */
 export const PassThroughResult = z.custom<CallToolResult>((v) => typeof v === "object" && v !== null && !Array.isArray(v));
-
-export function errorResult(text: string): CallToolResult {
-  return { content: [{ type: "text", text }], isError: true };
-}
 
 export interface DownstreamEvents {
   /** A list the proxy aggregates changed (after a list_changed or a restart). */
@@ -272,10 +269,9 @@ export class Downstream {
   private callFailed(err: unknown, tool: string, signal: AbortSignal | undefined): CallToolResult {
     if (signal?.aborted) throw err;
     if (err instanceof McpError) {
-      if (err.code === ErrorCode.RequestTimeout) return errorResult(`'${tool}' on MCP server '${this.name}' timed out after ${this.cfg.timeout} ms`);
-      if (err.code === ErrorCode.ConnectionClosed) return errorResult(`MCP server '${this.name}' exited during '${tool}'; it is being restarted`);
-      // McpError's message already reads "MCP error <code>: …"; errorText keeps one prefix.
-      return errorResult(`MCP server '${this.name}' refused '${tool}': ${errorText({ code: err.code, message: err.message.replace(/^MCP error -?\d+: /, "") })}`);
+      if (err.code === ErrorCode.RequestTimeout) return timedOut(this.name, tool, this.cfg.timeout);
+      if (err.code === ErrorCode.ConnectionClosed) return exitedDuring(this.name, tool);
+      return refused(this.name, tool, err);
     }
     return errorResult(`'${tool}' on MCP server '${this.name}' failed: ${(err as Error).message}`);
   }

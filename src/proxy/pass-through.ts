@@ -13,6 +13,7 @@
  * downstream JSON-RPC errors and crashes turned into isError results.
  */
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
 
 /** Writes one JSON-RPC message as a line; false when the connection is gone. */
 export interface LineSink {
@@ -31,18 +32,6 @@ interface RawCall {
   tool: string;
   handlers: RawCallHandlers;
   timer?: NodeJS.Timeout;
-}
-
-function isError(text: string): CallToolResult {
-  return { content: [{ type: "text", text }], isError: true };
-}
-
-/** "MCP error <code>: <message>", once: SDK servers already put that prefix in the message. */
-export function errorText(error: { code?: unknown; message?: unknown } | null): string {
-  const code = String(error?.code);
-  const message = String(error?.message ?? "");
-  const prefix = `MCP error ${code}: `;
-  return message.startsWith(prefix) ? message : prefix + message;
 }
 
 /**
@@ -108,9 +97,9 @@ export class RawCalls {
       if (!call) return true;
       this.forget(call);
       if (m.error !== undefined) {
-        call.handlers.done(isError(`MCP server '${this.server}' refused '${call.tool}': ${errorText(m.error)}`));
+        call.handlers.done(refused(this.server, call.tool, m.error));
       } else if (m.result === null || typeof m.result !== "object" || Array.isArray(m.result)) {
-        call.handlers.done(isError(`MCP server '${this.server}' answered '${call.tool}' with something that is not a tool result`));
+        call.handlers.done(errorResult(`MCP server '${this.server}' answered '${call.tool}' with something that is not a tool result`));
       } else {
         call.handlers.done(m.result as CallToolResult);
       }
@@ -133,7 +122,7 @@ export class RawCalls {
     this.open = false;
     for (const call of [...this.calls.values()]) {
       this.forget(call);
-      call.handlers.done(isError(`MCP server '${this.server}' exited during '${call.tool}'; it is being restarted`));
+      call.handlers.done(exitedDuring(this.server, call.tool));
     }
   }
 
@@ -142,7 +131,7 @@ export class RawCalls {
     clearTimeout(call.timer);
     call.timer = setTimeout(() => {
       this.cancel(call.id, `timed out after ${this.timeoutMs} ms`);
-      call.handlers.done(isError(`'${call.tool}' on MCP server '${this.server}' timed out after ${this.timeoutMs} ms`));
+      call.handlers.done(timedOut(this.server, call.tool, this.timeoutMs));
     }, this.timeoutMs);
   }
 
