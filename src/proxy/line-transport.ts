@@ -103,17 +103,21 @@ export abstract class LineTransport implements Transport {
     this.onmessage?.(msg);
   }
 
+  private get openOutput(): Writable | undefined {
+    const out = this.output;
+    return out && !this.closed && !out.destroyed ? out : undefined;
+  }
+
   /** Writes one serialized message; false when the other end is gone. Node buffers past the pipe's capacity. */
   sendLine(line: string): boolean {
-    const out = this.output;
-    if (!out || this.closed || out.destroyed) return false;
-    out.write(line + "\n");
-    return true;
+    const out = this.openOutput;
+    out?.write(line + "\n");
+    return out !== undefined;
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    const out = this.output;
-    if (!out || this.closed || out.destroyed) return Promise.reject(new TransportError("transport closed"));
+    const out = this.openOutput;
+    if (!out) return Promise.reject(new TransportError("transport closed"));
     return new Promise((resolve) => {
       if (out.write(JSON.stringify(message) + "\n")) resolve();
       else out.once("drain", resolve);
