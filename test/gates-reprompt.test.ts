@@ -86,6 +86,14 @@ test("reprompt: a gate that objects twice then allows costs exactly two extra pr
   assert.ok(replies.some((r) => objection.test(r.content)), "the demo agent saw the objection text in a re-prompt");
   await w.waitReaction(t.ev, "✅");
   assert.ok(!replies.some((r) => /still objects/.test(r.content)), "no budget notice");
+
+  // The proxy logs each fan-out on its stderr, which the agent passes on: the daemon's log
+  // carries them as `hook` events of the turn's scope, not as text inside `agent.stderr`.
+  const fanouts = (l: Record<string, unknown>) => l.evt === "hook" && l.source === "mcp-proxy" && l.scope === t.end.scope;
+  await d.waitLog((l) => fanouts(l) && d.logs.filter(fanouts).length >= 3);
+  const lines = d.logs.filter(fanouts) as unknown as Line[];
+  assert.deepEqual(verdicts(lines), ["object", "object", "allow"]);
+  assert.ok(!d.logs.some((l) => l.evt === "agent.stderr" && String(l.line).includes('"evt":"hook"')), "no fan-out left as stderr text");
 });
 
 test("budget: a gate that objects forever with max_rejections 2 ends the turn with a notice naming the gate", async () => {

@@ -14,7 +14,7 @@ import { EventEmitter } from "node:events";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Logger } from "../ops/log.js";
-import { scrub, silentLogger } from "../ops/log.js";
+import { proxyLogLine, scrub, silentLogger } from "../ops/log.js";
 import { AgentStartError, describeCause } from "./errors.js";
 import { scrubSecret } from "./env.js";
 import { eachLine, watchJsonLines } from "./stdio.js";
@@ -233,7 +233,9 @@ export class AgentProcess extends EventEmitter {
       if (!line.trim()) return;
       this.tail.push(line.slice(0, 2000));
       if (this.tail.length > max) this.tail.shift();
-      this.log[level]({ evt: "agent.stderr", agent_pid: this.pid, ...this.tags, line }, "agent stderr");
+      const proxy = proxyLogLine(line);
+      if (proxy) this.log[proxy.level]({ ...proxy.fields, agent_pid: this.pid, ...this.tags }, proxy.msg);
+      else this.log[level]({ evt: "agent.stderr", agent_pid: this.pid, ...this.tags, line }, "agent stderr");
     });
   }
 

@@ -3,7 +3,7 @@
  * Secrets are removed by path with pino's `redact`; the paths cover every place a key
  * could travel (config objects, env maps handed to children, raw errors).
  */
-import { pino, type Logger, type DestinationStream } from "pino";
+import { pino, type Logger, type DestinationStream, type Level } from "pino";
 
 export type { Logger };
 
@@ -62,6 +62,29 @@ export function createLogger(opts: LogOptions = {}): Logger {
     return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: process.stdout.isTTY, destination: 1 } } });
   }
   return pino(options, (opts.destination as DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: true }));
+}
+
+/** The `name` of the proxy's logger; the daemon recognizes the proxy's lines by it. */
+export const PROXY_LOGGER_NAME = "mcp-proxy";
+const LEVELS: ReadonlySet<string> = new Set(["trace", "debug", "info", "warn", "error", "fatal"]);
+
+/**
+ * A line our own mcp-proxy logged, come back through an agent's stderr (the agent starts
+ * the proxy and passes its stderr on): its level, fields and message, so the daemon logs
+ * it as an event of its own (`hook`, `proxy.*`) rather than as text inside
+ * `agent.stderr`. Undefined for any other line.
+ */
+export function proxyLogLine(line: string): { level: Level; fields: Record<string, unknown>; msg?: string } | undefined {
+  if (!line.startsWith("{")) return undefined;
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (o === null || typeof o !== "object" || o.name !== PROXY_LOGGER_NAME || typeof o.evt !== "string" || !LEVELS.has(o.level as string)) return undefined;
+  const { level, time: _time, pid, name: _name, msg, ...fields } = o;
+  return { level: level as Level, fields: { ...fields, source: PROXY_LOGGER_NAME, proxy_pid: pid }, msg: typeof msg === "string" ? msg : undefined };
 }
 
 /** A logger that writes nothing, for library code used outside the daemon. */

@@ -4,7 +4,7 @@
  * manifest and where buzz tools go; by hand, --manifest names a YAML file shaped like
  * the config's `mcp` section. stdout is the MCP stream: every log line goes to stderr.
  */
-import { createLogger } from "../ops/log.js";
+import { createLogger, PROXY_LOGGER_NAME } from "../ops/log.js";
 import { parseCommandArgs, UsageError, withUsage } from "../ops/args.js";
 import { LinkClient } from "../link/client.js";
 import { LINK_ENV, LINK_TOKEN_ENV } from "../link/protocol.js";
@@ -25,7 +25,7 @@ export function main(argv: string[]): Promise<number> {
   return withUsage(async () => {
     const args = parseCommandArgs(argv, { manifest: { type: "string" }, "log-level": { type: "string" } }, HELP);
     if (!args) return 0;
-    const logger = createLogger({ destination: process.stderr, level: (args.values["log-level"] as string | undefined) ?? "info", name: "mcp-proxy" });
+    const logger = createLogger({ destination: process.stderr, level: (args.values["log-level"] as string | undefined) ?? "info", name: PROXY_LOGGER_NAME });
     const file = args.values.manifest as string | undefined;
     const socketPath = process.env[LINK_ENV];
     const token = process.env[LINK_TOKEN_ENV];

@@ -1,0 +1,37 @@
+/**
+ * The daemon lifts its proxy's log lines out of an agent's stderr (proxyLogLine): a line
+ * the proxy's own logger wrote becomes its fields again; anything else stays text.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { PassThrough } from "node:stream";
+import { createLogger, PROXY_LOGGER_NAME, proxyLogLine } from "../src/ops/log.js";
+
+function linesOf(name: string | undefined, write: (log: ReturnType<typeof createLogger>) => void): string[] {
+  const out = new PassThrough();
+  const chunks: string[] = [];
+  out.on("data", (c: Buffer) => chunks.push(c.toString()));
+  write(createLogger({ destination: out, name, level: "debug" }));
+  return chunks.join("").trim().split("\n");
+}
+
+test("a line the proxy's logger wrote comes back as level, fields and message", () => {
+  const [line] = linesOf(PROXY_LOGGER_NAME, (log) => log.warn({ evt: "hook", hook: "_Stop", servers: [{ name: "ci", verdict: "object" }] }, "merged"));
+  const got = proxyLogLine(line!);
+  assert.ok(got);
+  assert.equal(got.level, "warn");
+  assert.equal(got.msg, "merged");
+  assert.equal(got.fields.evt, "hook");
+  assert.deepEqual(got.fields.servers, [{ name: "ci", verdict: "object" }]);
+  assert.equal(got.fields.source, PROXY_LOGGER_NAME);
+  assert.equal(typeof got.fields.proxy_pid, "number");
+  assert.equal(got.fields.time, undefined, "the daemon stamps its own time");
+});
+
+test("other lines stay agent stderr text", () => {
+  const [other] = linesOf("some-agent", (log) => log.info({ evt: "hook" }, "x"));
+  const [noEvt] = linesOf(PROXY_LOGGER_NAME, (log) => log.info("no evt"));
+  for (const line of [other!, noEvt!, "plain text", "{not json", '{"name":"mcp-proxy","evt":"hook","level":"loud"}']) {
+    assert.equal(proxyLogLine(line), undefined, line);
+  }
+});
