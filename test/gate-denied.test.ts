@@ -98,6 +98,25 @@ describe("on_denied", () => {
     assert.equal(lines.filter((l) => l.evt === "gate.denied" && l.reason === "bad-signature").length, 1);
   });
 
+  test("a flood of forged events: a bounded number of lines, then one line counting the rest", async () => {
+    const { logger, lines } = captureLogger();
+    const reporter = new DeniedReporter({ logger, publish: async () => {}, forgedLogLimit: { perWindow: 3, windowMs: 100 } });
+    const ctx: GateContext = { self: agent.pk, owner: owner.pk, config: makeConfig(), channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent };
+    for (let i = 0; i < 10; i++) {
+      const forged = fromWire({ ...mention(owner, `deploy ${i}`), content: `rm -rf ${i}` });
+      await reporter.report(forged, decide(forged, ctx) as Refusal);
+    }
+    await reporter.report(fromWire(mention(stranger, "hi")), decide(fromWire(mention(stranger, "hi")), ctx) as Refusal);
+    const forgedLines = () => lines.filter((l) => l.evt === "gate.denied" && l.reason === "bad-signature");
+    assert.equal(forgedLines().length, 3, "the first three forged events have their line");
+    assert.equal(lines.filter((l) => l.evt === "gate.denied" && l.reason !== "bad-signature").length, 1, "other denials are never held back");
+    await new Promise((r) => setTimeout(r, 200));
+    const summary = lines.filter((l) => l.evt === "gate.denied_suppressed");
+    assert.equal(summary.length, 1);
+    assert.equal(summary[0]!.suppressed, 7, "the other seven are counted when the window ends");
+    assert.equal(summary[0]!.level, "info");
+  });
+
   test("a failing publish is logged, not thrown", async () => {
     const { logger, lines } = captureLogger();
     const reporter = new DeniedReporter({ logger, publish: async () => { throw new Error("relay said no"); } });

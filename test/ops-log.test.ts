@@ -1,11 +1,13 @@
 /**
  * The daemon lifts its proxy's log lines out of an agent's stderr (proxyLogLine): a line
- * the proxy's own logger wrote becomes its fields again; anything else stays text.
+ * the proxy's own logger wrote becomes its fields again; anything else stays text. And
+ * input others control is logged through a LogThrottle: bounded, with the rest counted.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { createLogger, PROXY_LOGGER_NAME, proxyLogLine } from "../src/ops/log.js";
+import { LogThrottle } from "../src/ops/log-throttle.js";
 
 function linesOf(name: string | undefined, write: (log: ReturnType<typeof createLogger>) => void): string[] {
   const out = new PassThrough();
@@ -34,4 +36,21 @@ test("other lines stay agent stderr text", () => {
   for (const line of [other!, noEvt!, "plain text", "{not json", '{"name":"mcp-proxy","evt":"hook","level":"loud"}']) {
     assert.equal(proxyLogLine(line), undefined, line);
   }
+});
+
+test("a throttled key logs its share of a window, then one line counts what it held back", async () => {
+  const out = new PassThrough();
+  const lines: Record<string, unknown>[] = [];
+  out.on("data", (c: Buffer) => lines.push(...c.toString().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)));
+  const throttle = new LogThrottle(createLogger({ destination: out }), { perWindow: 2, windowMs: 80, summaryEvt: "test.suppressed" });
+  for (let i = 0; i < 6; i++) throttle.warn("test.noise", { i }, "noise");
+  throttle.log("info", "other", { evt: "test.other" });
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(lines.map((l) => l.i ?? l.evt), [0, 1, "test.other"], "two of the flood, and the other key untouched");
+  await new Promise((r) => setTimeout(r, 200));
+  const summary = lines.filter((l) => l.evt === "test.suppressed");
+  assert.deepEqual(summary.map((l) => [l.key, l.suppressed, l.level]), [["test.noise", 4, "warn"]], "one count, at the key's level; none for a key that held nothing back");
+  throttle.warn("test.noise", { i: 6 }, "noise");
+  await new Promise((r) => setImmediate(r));
+  assert.equal(lines.at(-1)!.i, 6, "a new window logs again");
 });

@@ -56,6 +56,7 @@ test(`${FRAMES} malformed frames and forged events: no crash, no dispatch, bound
   const forged = d.logs.filter((l) => l.evt === "gate.denied" && l.reason === "bad-signature");
   assert.ok(forged.length > 0, "events claiming the owner with a bad signature are denied as bad-signature");
   assert.ok(forged.every((l) => l.level === "info"), "denials are info lines");
+  assert.ok(forged.length <= 20, `forged-signature denials are rate-limited (${forged.length} lines; the rest are counted when the minute ends)`);
   const invalid = d.logs.filter((l) => l.evt === "relay.invalid_frame");
   assert.ok(invalid.length > 0 && invalid.length <= 10, `invalid frames are logged, rate-limited (${invalid.length} lines)`);
   const newLines = d.logs.length - linesBefore;

@@ -1,5 +1,6 @@
 /**
- * Making every refusal visible (design §6): one log line per drop or denial, and for
+ * Making every refusal visible (design §6): one log line per drop or denial (forged
+ * signatures: up to a bound per minute, then counted in one line), and for
  * respond-to denials the channel's `on_denied` answer — a 🔒 reaction, a one-line reply
  * in the thread, or nothing. The Rust bridge dropped teammates' mentions with only a
  * debug line; here the operator always sees why, and the author is told at most once per
@@ -7,6 +8,7 @@
  */
 import type { Event, EventTemplate } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
+import { LogThrottle, type LogThrottleOptions } from "../ops/log-throttle.js";
 import { npub } from "../config/keys.js";
 import { channelOf, message, reaction, replyRefFor } from "../relay/events.js";
 import { isDmLike } from "./policy.js";
@@ -31,6 +33,12 @@ export interface DeniedReporterOptions {
   /** Bound on remembered (author, channel) pairs; the oldest is forgotten first. Default 10,000. */
   maxEntries?: number;
   now?: () => number;
+  /**
+   * Bound on `gate.denied` lines for forged signatures, which anyone who controls a relay
+   * can produce by the thousand. Default 20 a minute; the rest are counted in one
+   * `gate.denied_suppressed` line when the minute ends (and in /metrics).
+   */
+  forgedLogLimit?: LogThrottleOptions;
 }
 
 export class DeniedReporter {
@@ -38,8 +46,10 @@ export class DeniedReporter {
   private readonly windowMs: number;
   private readonly maxEntries: number;
   private readonly now: () => number;
+  private readonly forgedLog: LogThrottle;
 
   constructor(private readonly opts: DeniedReporterOptions) {
+    this.forgedLog = new LogThrottle(opts.logger, { perWindow: 20, summaryEvt: "gate.denied_suppressed", ...opts.forgedLogLimit });
     this.windowMs = opts.windowMs ?? 3_600_000;
     this.maxEntries = opts.maxEntries ?? 10_000;
     this.now = opts.now ?? Date.now;
@@ -52,6 +62,7 @@ export class DeniedReporter {
   report(ev: Event, decision: Refusal): Promise<void> | undefined {
     const line = { evt: "gate.denied", reason: decision.reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id };
     if (decision.level === "debug") this.opts.logger.debug(line);
+    else if (decision.reason === "bad-signature") this.forgedLog.log("info", "bad-signature", line);
     else this.opts.logger.info(line);
 
     const template = this.answerFor(ev, decision);

@@ -21,7 +21,7 @@ import { channelOf } from "./events.js";
 import { channelFilters, isMembershipFor, isRequested, membershipFilter, SUB_CHANNELS, SUB_MEMBERSHIP, type ChannelSubscription } from "./filters.js";
 import { RelayHttp, type RelayHttpOptions } from "./http.js";
 import { KIND } from "./kinds.js";
-import { LogThrottle } from "./log-throttle.js";
+import { LogThrottle } from "../ops/log-throttle.js";
 import type { PublishOutcome } from "./outcome.js";
 import { publishWithRetry, type PublishOptions } from "./publish.js";
 import { initCrypto, signEvent, verifySignature } from "./verify.js";
@@ -95,7 +95,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     super();
     this.pubkey = getPublicKey(opts.secretKey);
     this.log = opts.logger ?? silentLogger();
-    this.throttle = new LogThrottle(this.log);
+    this.throttle = new LogThrottle(this.log, { summaryEvt: "relay.log_suppressed" });
     this.dedupe = new TwoGenerationDedupe(opts.dedupeCapacity);
     this.skew = opts.sinceSkewSec ?? 5;
     this.conn = new RelayConnection({ ...opts.connection, url: opts.url, secretKey: opts.secretKey, logger: this.log });

@@ -15,7 +15,7 @@ import { authTemplate, relayTagUrl } from "./auth.js";
 import { Backoff, type BackoffOptions, reasonPrefix, sleep } from "./backoff.js";
 import { watchLiveness } from "./liveness.js";
 import { parseRelayFrame } from "./frames.js";
-import { LogThrottle } from "./log-throttle.js";
+import { LogThrottle } from "../ops/log-throttle.js";
 import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
 import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
 import { RateGate } from "./rate-gate.js";
@@ -87,7 +87,7 @@ export class RelayConnection extends EventEmitter {
     this.url = opts.url;
     relayTagUrl(opts.url); // validates early with a usable message
     this.log = (opts.logger ?? silentLogger()).child({ relay: opts.url });
-    this.throttle = new LogThrottle(this.log);
+    this.throttle = new LogThrottle(this.log, { summaryEvt: "relay.log_suppressed" });
     this.backoff = new Backoff(opts.backoff);
     this.gate = new RateGate((ids) => ids.forEach((id) => void this.sendReq(id)), opts.defaultRateLimitMs);
   }
@@ -251,7 +251,7 @@ export class RelayConnection extends EventEmitter {
         void this.authenticate();
         return;
       case "NOTICE":
-        this.log.info({ evt: "relay.notice", notice: f.message }, "relay notice");
+        this.throttle.log("info", "relay.notice", { evt: "relay.notice", notice: f.message }, "relay notice");
         if (reasonPrefix(f.message) === "rate-limited") this.rateLimit(f.message);
         return;
       case "invalid":
@@ -379,7 +379,7 @@ export class RelayConnection extends EventEmitter {
       this.rateLimit(reason);
       return this.gate.defer(id);
     }
-    this.log.error({ evt: "relay.sub_closed", sub: id, reason }, `relay closed subscription ${id}: ${reason}`);
+    this.throttle.log("error", `relay.sub_closed:${id}`, { evt: "relay.sub_closed", sub: id, reason }, `relay closed subscription ${id}: ${reason}`);
     this.emit("sub-closed", id, reason);
   }
 
