@@ -65,6 +65,17 @@ const relay = z.strictObject({
   publish_timeout: duration("publish_timeout", "10s"),
 });
 
+export const SandboxModeSchema = z.enum(["auto", "bubblewrap", "off"]);
+export const NetworkModeSchema = z.enum(["on", "off"]);
+/** off < auto < bubblewrap and on < off: a channel may only move these to the right. */
+const SANDBOX_ORDER = ["off", "auto", "bubblewrap"];
+const NETWORK_ORDER = ["on", "off"];
+
+const sandboxBind = z.strictObject({
+  path: z.string().min(1).describe("a host path, mounted at the same path inside the sandbox; relative to the config file"),
+  mode: z.enum(["ro", "rw"]).default("ro").describe("ro (default) or rw"),
+});
+
 const agent = z.strictObject({
   command: z.string().default("claude-agent-acp").describe("the ACP agent executable; default claude-agent-acp"),
   args: z.array(z.string()).default([]),
@@ -82,6 +93,15 @@ const agent = z.strictObject({
   mode: z.string().optional().describe("session mode to select after session/new (session/set_mode)"),
   auth_method: z.string().optional().describe("ACP authenticate with this method id after initialize (codex-acp: api-key)"),
   persona: z.string().default("").describe("the agent's own standing instructions, sent before team instructions"),
+  sandbox: SandboxModeSchema.default("auto").describe("auto (default): bubblewrap when it works here, else off with a warning; bubblewrap: required; off"),
+  sandbox_binds: z.array(sandboxBind).default([]).describe("extra host paths a sandboxed agent sees (a package cache, a git config, a toolchain under /opt)"),
+  network: NetworkModeSchema.default("on").describe("on (default); off: a sandboxed agent gets no network at all"),
+});
+
+/** A channel's agent overrides: only towards stricter (see crossCheck). */
+const channelAgent = z.strictObject({
+  sandbox: SandboxModeSchema.optional(),
+  network: NetworkModeSchema.optional(),
 });
 
 const mcpServer = z.strictObject({
@@ -145,6 +165,7 @@ const channel = z.strictObject({
   mcp: policyShape.mcp.optional(),
   reply_fallback: policyShape.reply_fallback.optional(),
   history: policyShape.history.optional(),
+  agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 export type ChannelEntry = z.output<typeof channel>;
 
@@ -220,6 +241,18 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   };
   checkList(obj(cfg.defaults).mcp, ["defaults", "mcp"]);
   channels.forEach((ch, i) => checkList(ch.mcp, ["channels", i, "mcp"]));
+  const agentCfg = obj(cfg.agent);
+  const globalSandbox = typeof agentCfg.sandbox === "string" ? agentCfg.sandbox : "auto";
+  const globalNetwork = typeof agentCfg.network === "string" ? agentCfg.network : "on";
+  channels.forEach((ch, i) => {
+    const over = obj(ch.agent);
+    if (typeof over.sandbox === "string" && SANDBOX_ORDER.indexOf(over.sandbox) >= 0 && SANDBOX_ORDER.indexOf(over.sandbox) < SANDBOX_ORDER.indexOf(globalSandbox)) {
+      issues.push({ path: ["channels", i, "agent", "sandbox"], message: `a channel may only make the sandbox stricter than agent.sandbox (${globalSandbox}): use ${SANDBOX_ORDER.slice(SANDBOX_ORDER.indexOf(globalSandbox)).join(" or ")}, or change agent.sandbox` });
+    }
+    if (typeof over.network === "string" && NETWORK_ORDER.indexOf(over.network) >= 0 && NETWORK_ORDER.indexOf(over.network) < NETWORK_ORDER.indexOf(globalNetwork)) {
+      issues.push({ path: ["channels", i, "agent", "network"], message: `a channel may only make the network stricter than agent.network (${globalNetwork}): remove it, or change agent.network` });
+    }
+  });
   const relay = obj(cfg.relay);
   if (relay.seed !== undefined && relay.url !== "embedded") {
     issues.push({ path: ["relay", "seed"], message: "relay.seed only applies with url: embedded" });
@@ -257,6 +290,12 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     history: pick("history", d.history),
     explicit,
   };
+}
+
+/** A channel's `agent` overrides (sandbox, network), from its entry or "*". */
+export function isolationFor(cfg: Config, channelId: string): { sandbox?: z.output<typeof SandboxModeSchema>; network?: z.output<typeof NetworkModeSchema> } {
+  const entry = cfg.channels.find((c) => c.id === channelId) ?? cfg.channels.find((c) => c.id === "*");
+  return entry?.agent ?? {};
 }
 
 /** True when the config listens in this channel (an explicit entry, or "*"). */

@@ -7,12 +7,12 @@ import { mkdirSync } from "node:fs";
 import { cliPath } from "./cli-path.js";
 import { basename, join } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
-import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
+import { AgentPool, AgentSandbox, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
-import { LinkServer } from "../link/index.js";
+import { LinkServer, linkRootPath } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
@@ -72,6 +72,19 @@ export function agentGateEnv(cfg: Config, enforce: Enforce): Record<string, stri
   return { BUZZ_AGENT_STOP_MAX_REJECTIONS: String(cfg.gates.max_rejections), ...cfg.agent.env };
 }
 
+/**
+ * The agent sandbox for this config: hidden are the paths the configuration names for the
+ * bridge itself (config file, key file, state directory) and the directory holding the
+ * channels' working directories.
+ */
+export function sandboxFor(loaded: LoadedConfig, logger?: Logger): AgentSandbox {
+  const cfg = loaded.config;
+  const hide = [loaded.file, cfg.state_dir];
+  if (cfg.identity.secret_key_file) hide.push(cfg.identity.secret_key_file);
+  if (cfg.agent.cwd.includes(CHANNEL_PLACEHOLDER)) hide.push(spareCwd(cfg.agent.cwd, false));
+  return new AgentSandbox({ mode: cfg.agent.sandbox, network: cfg.agent.network, binds: cfg.agent.sandbox_binds, hide, stateDir: cfg.state_dir }, logger);
+}
+
 export class Daemon {
   config: Config;
   readonly metrics = new Metrics();
@@ -125,6 +138,9 @@ export class Daemon {
       throw new StateDirError(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
     }
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
+    // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
+    const sandbox = sandboxFor(this.o.loaded, this.log);
+    sandbox.check(cfg.channels.map((c) => c.agent ?? {}));
 
     let url = cfg.relay.url;
     if (url === "embedded") {
@@ -145,7 +161,7 @@ export class Daemon {
     const enforce = resolveEnforce(cfg);
     const agentKey = [cfg.agent.command, ...cfg.agent.args].join(" ");
     this.pool = new AgentPool(
-      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log }),
+      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log, sandbox, linkRoot: linkRootPath(cfg.state_dir) }),
     );
     this.pool.on("spawn", () => this.metrics.agentSpawned());
     this.pool.on("crash", () => this.metrics.agentCrashed());
@@ -245,6 +261,8 @@ export class Daemon {
       { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url },
       `listening in ${channels.length} channel${channels.length === 1 ? "" : "s"}`,
     );
+    // Sandboxed processes are bound to a channel: with one channel, the spare can be made now.
+    if (channels.length === 1) this.pool.warmFor(channels[0]!.name);
     if (channels.length === 0) this.log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
     if (cfg.relay.presence) {
       const announce = () => this.publisher().signal(presence("online"));

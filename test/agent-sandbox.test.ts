@@ -1,0 +1,150 @@
+/**
+ * The agent sandbox, as a prompt-injected agent would meet it: a fixture agent
+ * (test/fixtures/escape-agent.mjs), driven by a mention, tries to read the bridge's key
+ * file and queue.db, find the daemon in /proc and read its cmdline and environment,
+ * connect to another session's link socket, write outside its cwd and read another
+ * channel's working directory, and replies with what it got through the session's MCP
+ * proxy. Under bubblewrap every attempt fails while the agent's own cwd and HOME work and
+ * its reply arrives (so the proxy and the link work from inside); with `sandbox: off` the
+ * same attempts succeed, so the test can fail.
+ *
+ * The world lives under /var/tmp, not the temp dir: the sandbox's private /tmp would hide
+ * it all by itself and the hiding of configured paths would go untested.
+ *
+ * bubblewrap must be installed (`.ci/run` installs it); `agent.sandbox: bubblewrap` makes
+ * the daemon refuse to start without it, so these tests fail, never skip, where it is missing.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Event } from "nostr-tools";
+import { World, REPO, type DaemonProc } from "./fixtures/world.js";
+import { KIND } from "../src/relay/kinds.js";
+
+const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
+const NOBODY = 65534;
+
+interface Layout {
+  w: World;
+  configFile: string;
+  keyFile: string;
+  stateDir: string;
+  otherChannel: string;
+}
+
+/** The systemd layout in small: key and config alone in etc/, state/, work/{channel}; two channels. */
+async function layout(): Promise<Layout> {
+  const w = await World.create({ baseDir: "/var/tmp" });
+  const etc = join(w.dir, "etc");
+  mkdirSync(etc, { recursive: true });
+  const keyFile = join(etc, "agent.nsec");
+  writeFileSync(keyFile, `${w.agent.nsec}\n`, { mode: 0o600 });
+  const otherChannel = await w.addChannel({ name: "other-room" });
+  const other = join(w.dir, "work", "other-room");
+  mkdirSync(other, { recursive: true });
+  writeFileSync(join(other, "plan.txt"), "the other team's plan\n");
+  return { w, configFile: join(etc, "bridge.yaml"), keyFile, stateDir: join(w.dir, "state"), otherChannel };
+}
+
+function startDaemon(l: Layout, agent: Record<string, unknown>, o: { uid?: number } = {}): Promise<DaemonProc> {
+  const cfg = l.w.config({ agent: { command: process.execPath, args: [ESCAPE_AGENT], ...agent } });
+  const identity = cfg.identity as Record<string, unknown>;
+  delete identity.secret_key;
+  identity.secret_key_file = l.keyFile;
+  writeFileSync(l.configFile, JSON.stringify(cfg), { mode: 0o600 });
+  if (o.uid !== undefined) chownTree(l.w.dir, o.uid);
+  return l.w.startDaemon({}, { configFile: l.configFile, uid: o.uid, gid: o.uid });
+}
+
+function chownTree(dir: string, uid: number): void {
+  chownSync(dir, uid, uid);
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) chownTree(p, uid);
+    else chownSync(p, uid, uid);
+  }
+}
+
+/** The other channel gets a session first, so another session's link socket exists; returns its path. */
+async function otherSessionSocket(l: Layout): Promise<string> {
+  const ev = await l.w.owner.post("@agent hello from the other room", { channel: l.otherChannel });
+  await l.w.waitReplies(ev, 1, 30_000);
+  const root = join(l.stateDir, "link");
+  const socks = readdirSync(root).map((d) => join(root, d, "link.sock")).filter((p) => existsSync(p));
+  assert.equal(socks.length, 1, `one session, one link socket (found ${socks.join(", ") || "none"})`);
+  return socks[0]!;
+}
+
+async function tryEscape(l: Layout, d: DaemonProc): Promise<Record<string, string>> {
+  const socket = await otherSessionSocket(l);
+  const targets = {
+    key: l.keyFile,
+    queue: join(l.stateDir, "queue.db"),
+    daemonPid: d.proc.pid,
+    configFile: l.configFile,
+    socket,
+    outside: join(l.w.dir, "escaped.txt"),
+    otherCwd: join(l.w.dir, "work", "other-room"),
+    otherFile: "plan.txt",
+  };
+  const ev: Event = await l.w.owner.post(`@agent #escape ${JSON.stringify(targets)}`);
+  const [reply] = await l.w.waitReplies(ev, 1, 30_000);
+  console.log(`escape attempts: ${reply!.content}`);
+  assert.doesNotMatch(reply!.content, /^\(no proxy\)/, "the agent replied through its MCP proxy and the session's link");
+  const all = await l.w.query({ kinds: [KIND.message], authors: [l.w.agent.pk], "#e": [ev.id] });
+  assert.equal(all.length, 1, "one reply");
+  return JSON.parse(reply!.content) as Record<string, string>;
+}
+
+const ESCAPES = ["key", "queue", "daemonCmdline", "daemonEnviron", "socket", "outside", "otherCwd"] as const;
+
+function assertContained(l: Layout, r: Record<string, string>): void {
+  for (const name of ESCAPES) assert.match(r[name]!, /^failed: /, `${name}: the sandbox let it through: ${r[name]}`);
+  assert.match(r.procList!, /^ok: [1-9] processes$/, "/proc lists only the sandbox's own few processes");
+  assert.equal(r.cwd, "ok: written", "the agent writes its own cwd");
+  assert.equal(r.home, "ok: written", "the agent writes its own HOME");
+  assert.equal(existsSync(join(l.w.dir, "escaped.txt")), false, "nothing was written outside the cwd");
+  assert.equal(existsSync(join(l.w.dir, "work", "build-room", "escape-agent.txt")), true, "the cwd written inside is the channel's real one");
+  assert.equal(existsSync(join(l.stateDir, "homes", "build-room", "escape-agent.txt")), true, "HOME is the channel's, under the state directory");
+}
+
+test("a sandboxed agent cannot read the key, queue.db, the daemon's /proc, another session's socket or channel, nor write outside its cwd", async () => {
+  const l = await layout();
+  try {
+    const d = await startDaemon(l, { sandbox: "bubblewrap" });
+    await d.waitLog((x) => x.evt === "agent.sandbox" && x.state === "bubblewrap");
+    assertContained(l, await tryEscape(l, d));
+  } finally {
+    await l.w.close();
+  }
+});
+
+test("with agent.sandbox: off the same agent reads the key, queue.db, the daemon's environment, the other channel, and writes outside (the test can fail)", async () => {
+  const l = await layout();
+  try {
+    const d = await startDaemon(l, { sandbox: "off" });
+    const r = await tryEscape(l, d);
+    for (const name of ESCAPES) assert.match(r[name]!, /^ok: /, `${name}: expected the unsandboxed agent to get through: ${r[name]}`);
+    assert.match(r.key!, /ok: nsec1/, "the key file's text");
+    assert.match(r.queue!, /ok: SQLite format/, "queue.db's header");
+    assert.equal(existsSync(join(l.w.dir, "escaped.txt")), true);
+  } finally {
+    await l.w.close();
+  }
+});
+
+test("the sandbox holds the same when the daemon runs as an unprivileged user (as systemd and Docker run it)", async (t) => {
+  if (process.getuid?.() !== 0) {
+    if (process.env.CI) assert.fail("this test runs the daemon as nobody and must run as root (CI runs as root)");
+    t.skip("not root: cannot run the daemon as another user here (CI runs it)");
+    return;
+  }
+  const l = await layout();
+  try {
+    const d = await startDaemon(l, { sandbox: "bubblewrap" }, { uid: NOBODY });
+    assertContained(l, await tryEscape(l, d));
+  } finally {
+    await l.w.close();
+  }
+});
