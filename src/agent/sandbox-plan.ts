@@ -111,10 +111,10 @@ export class AgentSandbox {
   }
 
   /** The launch of one process for a channel; undefined when it runs unsandboxed. */
-  launch(o: { channelName: string; cwd: string; linkDir?: string; isolation?: ChannelIsolation; env: Record<string, string> }): SandboxLaunch | undefined {
+  launch(o: { channelName: string; cwd: string; linkDir?: string; isolation?: ChannelIsolation; env: Record<string, string>; home?: string }): SandboxLaunch | undefined {
     const e = this.effective(o.isolation);
     if (!e.sandboxed) return undefined;
-    const home = join(this.policy.stateDir, "homes", channelSlug(o.channelName));
+    const home = o.home ?? join(this.policy.stateDir, "homes", channelSlug(o.channelName));
     mkdirSync(home, { recursive: true, mode: 0o700 });
     const placeholder = ensurePlaceholder(join(this.policy.stateDir, "sandbox", "hidden"));
     const args = bubblewrapArgs({

@@ -79,10 +79,19 @@ export function agentGateEnv(cfg: Config, enforce: Enforce): Record<string, stri
  */
 export function sandboxFor(loaded: LoadedConfig, logger?: Logger): AgentSandbox {
   const cfg = loaded.config;
-  const hide = [loaded.file, cfg.state_dir];
-  if (cfg.identity.secret_key_file) hide.push(cfg.identity.secret_key_file);
-  if (cfg.agent.cwd.includes(CHANNEL_PLACEHOLDER)) hide.push(spareCwd(cfg.agent.cwd, false));
+  const hide = bridgePaths(loaded).map((p) => p.path);
   return new AgentSandbox({ mode: cfg.agent.sandbox, network: cfg.agent.network, binds: cfg.agent.sandbox_binds, hide, stateDir: cfg.state_dir }, logger);
+}
+
+/** The paths the configuration names for the bridge itself, which a sandboxed agent must not see. */
+export function bridgePaths(loaded: LoadedConfig): Array<{ label: string; path: string }> {
+  const cfg = loaded.config;
+  return [
+    { label: "config file", path: loaded.file },
+    ...(cfg.identity.secret_key_file ? [{ label: "key file", path: cfg.identity.secret_key_file }] : []),
+    { label: "state directory", path: cfg.state_dir },
+    ...(cfg.agent.cwd.includes(CHANNEL_PLACEHOLDER) ? [{ label: "channels' working directories", path: spareCwd(cfg.agent.cwd, false) }] : []),
+  ];
 }
 
 export class Daemon {
