@@ -21,6 +21,7 @@ import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, REPO, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
+import { ConfigError, loadConfigText } from "../src/config/load.js";
 
 const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
 const NOBODY = 65534;
@@ -44,11 +45,15 @@ async function layout(): Promise<Layout> {
   const other = join(w.dir, "work", "other-room");
   mkdirSync(other, { recursive: true });
   writeFileSync(join(other, "plan.txt"), "the other team's plan\n");
+  // A team's shared cache beside the channels' directories (hidden with them), given to
+  // agents read-only with agent.sandbox_binds.
+  mkdirSync(join(w.dir, "work", "shared"));
+  writeFileSync(join(w.dir, "work", "shared", "cache.txt"), "shared cache\n");
   return { w, configFile: join(etc, "bridge.yaml"), keyFile, stateDir: join(w.dir, "state"), otherChannel };
 }
 
-function startDaemon(l: Layout, agent: Record<string, unknown>, o: { uid?: number } = {}): Promise<DaemonProc> {
-  const cfg = l.w.config({ agent: { command: process.execPath, args: [ESCAPE_AGENT], ...agent } });
+function startDaemon(l: Layout, agent: Record<string, unknown>, o: { uid?: number; channels?: unknown[] } = {}): Promise<DaemonProc> {
+  const cfg = l.w.config({ agent: { command: process.execPath, args: [ESCAPE_AGENT], ...agent }, ...(o.channels ? { channels: o.channels } : {}) });
   const identity = cfg.identity as Record<string, unknown>;
   delete identity.secret_key;
   identity.secret_key_file = l.keyFile;
@@ -66,18 +71,25 @@ function chownTree(dir: string, uid: number): void {
   }
 }
 
-/** The other channel gets a session first, so another session's link socket exists; returns its path. */
-async function otherSessionSocket(l: Layout): Promise<string> {
+/** The other channel gets a session first, so another session's link socket exists; its path and the other agent's interfaces. */
+async function otherSession(l: Layout): Promise<{ socket: string; ifaces: string[] }> {
   const ev = await l.w.owner.post("@agent hello from the other room", { channel: l.otherChannel });
-  await l.w.waitReplies(ev, 1, 30_000);
+  const [reply] = await l.w.waitReplies(ev, 1, 30_000);
   const root = join(l.stateDir, "link");
   const socks = readdirSync(root).map((d) => join(root, d, "link.sock")).filter((p) => existsSync(p));
   assert.equal(socks.length, 1, `one session, one link socket (found ${socks.join(", ") || "none"})`);
-  return socks[0]!;
+  return { socket: socks[0]!, ifaces: (JSON.parse(reply!.content) as { ifaces: string[] }).ifaces };
 }
 
-async function tryEscape(l: Layout, d: DaemonProc): Promise<Record<string, string>> {
-  const socket = await otherSessionSocket(l);
+interface Attempts {
+  /** Each attempt's outcome: "ok: …" or "failed: <code>". */
+  at: Record<string, string>;
+  ifaces: string[];
+  otherIfaces: string[];
+}
+
+async function tryEscape(l: Layout, d: DaemonProc): Promise<Attempts> {
+  const { socket, ifaces: otherIfaces } = await otherSession(l);
   const targets = {
     key: l.keyFile,
     queue: join(l.stateDir, "queue.db"),
@@ -87,6 +99,7 @@ async function tryEscape(l: Layout, d: DaemonProc): Promise<Record<string, strin
     outside: join(l.w.dir, "escaped.txt"),
     otherCwd: join(l.w.dir, "work", "other-room"),
     otherFile: "plan.txt",
+    shared: join(l.w.dir, "work", "shared", "cache.txt"),
   };
   const ev: Event = await l.w.owner.post(`@agent #escape ${JSON.stringify(targets)}`);
   const [reply] = await l.w.waitReplies(ev, 1, 30_000);
@@ -94,14 +107,17 @@ async function tryEscape(l: Layout, d: DaemonProc): Promise<Record<string, strin
   assert.doesNotMatch(reply!.content, /^\(no proxy\)/, "the agent replied through its MCP proxy and the session's link");
   const all = await l.w.query({ kinds: [KIND.message], authors: [l.w.agent.pk], "#e": [ev.id] });
   assert.equal(all.length, 1, "one reply");
-  return JSON.parse(reply!.content) as Record<string, string>;
+  const { ifaces, ...at } = JSON.parse(reply!.content) as Record<string, string> & { ifaces: string[] };
+  return { at: at as Record<string, string>, ifaces, otherIfaces };
 }
 
 const ESCAPES = ["key", "queue", "daemonCmdline", "daemonEnviron", "socket", "outside", "otherCwd"] as const;
 
-function assertContained(l: Layout, r: Record<string, string>): void {
+function assertContained(l: Layout, { at: r }: Attempts): void {
   for (const name of ESCAPES) assert.match(r[name]!, /^failed: /, `${name}: the sandbox let it through: ${r[name]}`);
   assert.match(r.procList!, /^ok: [1-9] processes$/, "/proc lists only the sandbox's own few processes");
+  assert.equal(r.sharedRead, "ok: shared cache", "an agent.sandbox_binds path is visible");
+  assert.match(r.sharedWrite!, /^failed: EROFS/, "and read-only with mode ro");
   assert.equal(r.cwd, "ok: written", "the agent writes its own cwd");
   assert.equal(r.home, "ok: written", "the agent writes its own HOME");
   assert.equal(existsSync(join(l.w.dir, "escaped.txt")), false, "nothing was written outside the cwd");
@@ -112,9 +128,13 @@ function assertContained(l: Layout, r: Record<string, string>): void {
 test("a sandboxed agent cannot read the key, queue.db, the daemon's /proc, another session's socket or channel, nor write outside its cwd", async () => {
   const l = await layout();
   try {
-    const d = await startDaemon(l, { sandbox: "bubblewrap" });
+    // The other channel also shows that a channel can take the network away (stricter only).
+    const d = await startDaemon(l, { sandbox: "bubblewrap", sandbox_binds: [{ path: join(l.w.dir, "work", "shared"), mode: "ro" }] }, { channels: [{ id: "*" }, { id: l.otherChannel, agent: { network: "off" } }] });
     await d.waitLog((x) => x.evt === "agent.sandbox" && x.state === "bubblewrap");
-    assertContained(l, await tryEscape(l, d));
+    const r = await tryEscape(l, d);
+    assertContained(l, r);
+    assert.deepEqual(r.otherIfaces, ["lo"], "the channel with agent.network: off has no network but loopback");
+    assert.ok(r.ifaces.some((i) => i !== "lo"), `agent.network on (the default) keeps the host's interfaces: ${r.ifaces.join(", ")}`);
   } finally {
     await l.w.close();
   }
@@ -123,8 +143,10 @@ test("a sandboxed agent cannot read the key, queue.db, the daemon's /proc, anoth
 test("with agent.sandbox: off the same agent reads the key, queue.db, the daemon's environment, the other channel, and writes outside (the test can fail)", async () => {
   const l = await layout();
   try {
-    const d = await startDaemon(l, { sandbox: "off" });
-    const r = await tryEscape(l, d);
+    // Unsandboxed, HOME is whatever agent.env says (here a scratch one, not the tester's).
+    mkdirSync(join(l.w.dir, "home"));
+    const d = await startDaemon(l, { sandbox: "off", env: { HOME: join(l.w.dir, "home") } });
+    const { at: r } = await tryEscape(l, d);
     for (const name of ESCAPES) assert.match(r[name]!, /^ok: /, `${name}: expected the unsandboxed agent to get through: ${r[name]}`);
     assert.match(r.key!, /ok: nsec1/, "the key file's text");
     assert.match(r.queue!, /ok: SQLite format/, "queue.db's header");
@@ -142,9 +164,62 @@ test("the sandbox holds the same when the daemon runs as an unprivileged user (a
   }
   const l = await layout();
   try {
-    const d = await startDaemon(l, { sandbox: "bubblewrap" }, { uid: NOBODY });
+    const d = await startDaemon(l, { sandbox: "bubblewrap", sandbox_binds: [{ path: join(l.w.dir, "work", "shared"), mode: "ro" }] }, { uid: NOBODY });
     assertContained(l, await tryEscape(l, d));
   } finally {
     await l.w.close();
   }
+});
+
+test("agent.sandbox: bubblewrap where bubblewrap is missing: the daemon does not start, and says what to install", async () => {
+  const w = await World.create();
+  try {
+    const d = await w.startDaemon({ agent: { sandbox: "bubblewrap" } }, { env: { PATH: "/nonexistent" }, waitStarted: false });
+    const code = await d.exited;
+    assert.notEqual(code, 0, "start-up fails");
+    const failed = d.logs.find((x) => x.evt === "daemon.start_failed");
+    assert.ok(failed, `a daemon.start_failed line; got:\n${d.raw().slice(-2000)}`);
+    assert.match(String(failed.err), /agent\.sandbox is bubblewrap but bubblewrap \(bwrap\) is not installed/);
+    assert.match(String(failed.err), /apt-get install bubblewrap/, "it names the package to install");
+    assert.match(String(failed.err), /user namespaces/, "and what to enable");
+  } finally {
+    await w.close();
+  }
+});
+
+test("agent.sandbox: auto where bubblewrap is missing: one warning, and mentions are still answered (unsandboxed)", async () => {
+  const w = await World.create();
+  try {
+    const d = await w.startDaemon({ agent: { sandbox: "auto" } }, { env: { PATH: "/nonexistent" } });
+    for (const text of ["@agent first", "@agent second"]) {
+      const ev = await w.owner.post(text);
+      await w.waitReplies(ev, 1, 30_000);
+    }
+    const warnings = d.logs.filter((x) => x.evt === "agent.sandbox");
+    assert.equal(warnings.length, 1, `one agent.sandbox line: ${JSON.stringify(warnings)}`);
+    assert.equal(warnings[0]!.state, "unavailable");
+    assert.equal(warnings[0]!.level, "warn");
+    assert.match(String(warnings[0]!.reason), /not installed/);
+  } finally {
+    await w.close();
+  }
+});
+
+test("config: a sandbox_binds path that does not exist, and a channel that loosens the sandbox or the network, are errors naming them", () => {
+  const base = `identity:\n  secret_key: "${"1".repeat(64)}"\nrelay:\n  url: ws://127.0.0.1:1\n`;
+  const missing = "/nonexistent/shared-cache";
+  assert.throws(
+    () => loadConfigText(`${base}agent:\n  sandbox_binds:\n    - { path: ${missing}, mode: ro }\n`, "/etc/bb.yaml"),
+    (err: Error) => err instanceof ConfigError && /bb\.yaml:\d+:\d+: agent\.sandbox_binds\[0\]\.path: \/nonexistent\/shared-cache does not exist/.test(err.message),
+  );
+  assert.throws(
+    () => loadConfigText(`${base}agent:\n  sandbox: auto\n  network: off\nchannels:\n  - id: "*"\n    agent: { sandbox: "off", network: "on" }\n`, "/etc/bb.yaml"),
+    (err: Error) =>
+      err instanceof ConfigError &&
+      /channels\[0\]\.agent\.sandbox: a channel may only make the sandbox stricter than agent\.sandbox \(auto\)/.test(err.message) &&
+      /channels\[0\]\.agent\.network: a channel may only make the network stricter than agent\.network \(off\)/.test(err.message),
+  );
+  const ok = loadConfigText(`${base}agent:\n  sandbox: "off"\n  sandbox_binds:\n    - { path: /usr }\nchannels:\n  - id: "*"\n    agent: { sandbox: bubblewrap, network: "off" }\n`, "/etc/bb.yaml");
+  assert.deepEqual(ok.config.agent.sandbox_binds, [{ path: "/usr", mode: "ro" }], "mode defaults to ro");
+  assert.deepEqual(ok.config.channels[0]!.agent, { sandbox: "bubblewrap", network: "off" }, "stricter overrides are accepted");
 });
