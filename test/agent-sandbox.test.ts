@@ -16,12 +16,14 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, REPO, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
 import { ConfigError, loadConfigText } from "../src/config/load.js";
+import { AgentSandbox } from "../src/agent/index.js";
 
 const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
 const NOBODY = 65534;
@@ -114,7 +116,7 @@ async function tryEscape(l: Layout, d: DaemonProc): Promise<Attempts> {
 const ESCAPES = ["key", "queue", "daemonCmdline", "daemonEnviron", "socket", "outside", "otherCwd"] as const;
 
 function assertContained(l: Layout, { at: r }: Attempts): void {
-  for (const name of ESCAPES) assert.match(r[name]!, /^failed: /, `${name}: the sandbox let it through: ${r[name]}`);
+  for (const name of [...ESCAPES, "unmount", "keyAfterUnmount"]) assert.match(r[name]!, /^failed: /, `${name}: the sandbox let it through: ${r[name]}`);
   assert.match(r.procList!, /^ok: [1-9] processes$/, "/proc lists only the sandbox's own few processes");
   assert.equal(r.sharedRead, "ok: shared cache", "an agent.sandbox_binds path is visible");
   assert.match(r.sharedWrite!, /^failed: EROFS/, "and read-only with mode ro");
@@ -222,4 +224,25 @@ test("config: a sandbox_binds path that does not exist, and a channel that loose
   const ok = loadConfigText(`${base}agent:\n  sandbox: "off"\n  sandbox_binds:\n    - { path: /usr }\nchannels:\n  - id: "*"\n    agent: { sandbox: bubblewrap, network: "off" }\n`, "/etc/bb.yaml");
   assert.deepEqual(ok.config.agent.sandbox_binds, [{ path: "/usr", mode: "ro" }], "mode defaults to ro");
   assert.deepEqual(ok.config.channels[0]!.agent, { sandbox: "bubblewrap", network: "off" }, "stricter overrides are accepted");
+});
+
+test("hiding: a named file alone in its directory hides the directory; one beside other files is unreadable while they stay readable", () => {
+  const root = mkdtempSync(join("/var/tmp", "bb-hide-"));
+  try {
+    for (const d of ["conf", "keys", "state", "cwd"]) mkdirSync(join(root, d));
+    writeFileSync(join(root, "conf", "bridge.yaml"), "identity: secret\n");
+    writeFileSync(join(root, "conf", "team-notes.txt"), "notes for everyone\n");
+    writeFileSync(join(root, "keys", "agent.nsec"), "nsec1secret\n", { mode: 0o600 });
+    const sandbox = new AgentSandbox({
+      mode: "bubblewrap", network: "on", binds: [], stateDir: join(root, "state"),
+      hide: [join(root, "conf", "bridge.yaml"), join(root, "keys", "agent.nsec"), join(root, "state")],
+    });
+    const launch = sandbox.launch({ channelName: "x", cwd: join(root, "cwd"), env: {} })!;
+    const script = `cd ${root}; cat conf/bridge.yaml 2>&1 | sed 's/.*: //'; cat conf/team-notes.txt; echo "keys: $(ls -A keys | wc -l)"; echo "state: $(ls -A state | wc -l)"`;
+    const r = spawnSync(launch.command, [...launch.args, "sh", "-c", script], { encoding: "utf8", env: { PATH: process.env.PATH, ...launch.env } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(r.stdout.trim().split("\n"), ["Permission denied", "notes for everyone", "keys: 0", `state: ${existsSync(join(root, "state", "homes", "x")) ? 1 : 0}`]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
