@@ -43,11 +43,12 @@ export type BubblewrapProbe = { ok: true; path: string; version: string } | { ok
 
 /**
  * The namespaces every sandbox gets; the probe uses the same ones, so a pass means agents
- * start. No capabilities, also when the daemon runs as root: with CAP_SYS_ADMIN in its
+ * start (the systemd unit's RestrictNamespaces= allows exactly these, and net for
+ * agent.network: off). No capabilities, also when the daemon runs as root: with CAP_SYS_ADMIN in its
  * user namespace an agent could unmount what hides the bridge's files, and with
  * CAP_DAC_OVERRIDE read the unreadable placeholder.
  */
-const NAMESPACE_ARGS = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--cap-drop", "ALL"];
+const NAMESPACE_ARGS = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"];
 const BASE_MOUNTS = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
 
 /** Runs bubblewrap once with the sandbox's namespaces: installed, and allowed by the kernel? */
