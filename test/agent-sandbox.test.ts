@@ -23,7 +23,8 @@ import type { Event } from "nostr-tools";
 import { World, REPO, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
 import { ConfigError, loadConfigText } from "../src/config/load.js";
-import { AgentSandbox } from "../src/agent/index.js";
+import { AgentPool, AgentSandbox } from "../src/agent/index.js";
+import { demoPoolOptions } from "./fixtures/agent-helpers.js";
 
 const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
 const NOBODY = 65534;
@@ -243,6 +244,36 @@ test("hiding: a named file alone in its directory hides the directory; one besid
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(r.stdout.trim().split("\n"), ["Permission denied", "notes for everyone", "keys: 0", `state: ${existsSync(join(root, "state", "homes", "x")) ? 1 : 0}`]);
   } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("the warm spare is sandboxed for the channel that last opened a session: a new thread there takes it, another channel moves it", async () => {
+  const root = mkdtempSync(join("/var/tmp", "bb-spare-"));
+  const state = join(root, "state");
+  mkdirSync(state);
+  const sandbox = new AgentSandbox({ mode: "bubblewrap", network: "on", binds: [], hide: [state, join(root, "work")], stateDir: state });
+  const pool = new AgentPool(demoPoolOptions(root, { warmSpare: true, sandbox, linkRoot: join(state, "link") }));
+  const acquire = (scope: string, channelName: string) => pool.acquire(scope, { channelName, mcpEnv: {} });
+  try {
+    pool.start();
+    assert.equal(await pool.spareReady(), false, "no channel known yet: no spare (it would be bound to a channel)");
+    pool.warmFor("alpha");
+    assert.equal(await pool.spareReady(), true);
+    const alphaSpare = pool.sparePid!;
+    const a1 = await acquire("alpha/t1", "alpha");
+    assert.equal(a1.proc.pid, alphaSpare, "a thread in the spare's channel takes it");
+    assert.equal(await pool.spareReady(), true);
+    const next = pool.sparePid!;
+    const b1 = await acquire("beta/t1", "beta");
+    assert.notEqual(b1.proc.pid, next, "another channel's session does not get alpha's sandbox");
+    assert.equal(await pool.spareReady(), true);
+    const betaSpare = pool.sparePid!;
+    assert.notEqual(betaSpare, next, "the spare moved to beta");
+    const b2 = await acquire("beta/t2", "beta");
+    assert.equal(b2.proc.pid, betaSpare, "the next thread in beta takes the moved spare");
+  } finally {
+    await pool.close();
     rmSync(root, { recursive: true, force: true });
   }
 });
