@@ -227,7 +227,7 @@ test("config: a sandbox_binds path that does not exist, and a channel that loose
   assert.deepEqual(ok.config.channels[0]!.agent, { sandbox: "bubblewrap", network: "off" }, "stricter overrides are accepted");
 });
 
-test("hiding: a named file alone in its directory hides the directory; one beside other files is unreadable while they stay readable", () => {
+test("hiding: a named file alone in its directory hides the directory; one beside other files is unreadable while they stay readable; an agent installed in a hidden place is refused by name", () => {
   const root = mkdtempSync(join("/var/tmp", "bb-hide-"));
   try {
     for (const d of ["conf", "keys", "state", "cwd"]) mkdirSync(join(root, d));
@@ -243,6 +243,14 @@ test("hiding: a named file alone in its directory hides the directory; one besid
     const r = spawnSync(launch.command, [...launch.args, "sh", "-c", script], { encoding: "utf8", env: { PATH: process.env.PATH, ...launch.env } });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(r.stdout.trim().split("\n"), ["Permission denied", "notes for everyone", "keys: 0", `state: ${existsSync(join(root, "state", "homes", "x")) ? 1 : 0}`]);
+
+    // An agent installed where the sandbox hides it would vanish at start: the error says where and what to do.
+    mkdirSync(join(root, "state", "bin"));
+    writeFileSync(join(root, "state", "bin", "my-agent"), "#!/bin/sh\n", { mode: 0o755 });
+    assert.throws(
+      () => sandbox.launch({ channelName: "x", cwd: join(root, "cwd"), env: { PATH: `/usr/bin:${join(root, "state", "bin")}` }, command: "my-agent" }),
+      /the agent command \S+\/state\/bin\/my-agent is inside \S+\/state, which the sandbox hides from agents: install it elsewhere .* or add its directory to agent\.sandbox_binds/,
+    );
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

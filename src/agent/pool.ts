@@ -295,7 +295,7 @@ export class AgentPool extends EventEmitter {
     const linkDir = this.makeLinkDir();
     this.spawns++;
     try {
-      const launch = target && key !== PLAIN ? this.o.sandbox!.launch({ channelName: target.channelName, cwd, linkDir, isolation: target.isolation, env }) : undefined;
+      const launch = target && key !== PLAIN ? this.o.sandbox!.launch({ channelName: target.channelName, cwd, linkDir, isolation: target.isolation, env, command: this.o.command }) : undefined;
       const proc = await AgentProcess.start({
         command: this.o.command, args: this.o.args, cwd, env: { ...env, ...launch?.env }, initTimeoutMs: this.o.initTimeoutMs,
         logger: this.log, secretForms: secretForms(this.o.secret), authMethod: this.o.authMethod,
@@ -308,9 +308,9 @@ export class AgentPool extends EventEmitter {
       }
       this.emit("spawn", { pid: proc.pid, spare: isSpare, sandboxed: launch !== undefined });
       return proc;
-    } catch (err) {
+    } catch (caught) {
       if (linkDir) rmSync(linkDir, { recursive: true, force: true });
-      if (err instanceof SandboxError) throw new AgentStartError(this.display, err.message);
+      const err = caught instanceof SandboxError ? new AgentStartError(this.display, caught.message) : caught;
       if (err instanceof AgentStartError) {
         this.log.error({ evt: "agent.start_failed", command: this.display, reason: err.reason, stderr: err.stderrTail }, err.message);
         // A command that cannot start would otherwise be retried forever.

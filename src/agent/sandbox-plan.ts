@@ -13,7 +13,7 @@ import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
 import { channelSlug } from "./cwd.js";
 import {
-  BUBBLEWRAP_ADVICE, bubblewrapArgs, ensurePlaceholder, hiddenPaths, NETWORK_STRICTNESS, probeBubblewrap, SANDBOX_STRICTNESS,
+  BUBBLEWRAP_ADVICE, bubblewrapArgs, ensurePlaceholder, hiddenBy, hiddenPaths, resolveCommand, NETWORK_STRICTNESS, probeBubblewrap, SANDBOX_STRICTNESS,
   type BubblewrapProbe, type NetworkMode, type SandboxBind, type SandboxMode,
 } from "./sandbox.js";
 
@@ -111,14 +111,21 @@ export class AgentSandbox {
   }
 
   /** The launch of one process for a channel; undefined when it runs unsandboxed. */
-  launch(o: { channelName: string; cwd: string; linkDir?: string; isolation?: ChannelIsolation; env: Record<string, string>; home?: string }): SandboxLaunch | undefined {
+  launch(o: { channelName: string; cwd: string; linkDir?: string; isolation?: ChannelIsolation; env: Record<string, string>; home?: string; command?: string }): SandboxLaunch | undefined {
     const e = this.effective(o.isolation);
     if (!e.sandboxed) return undefined;
+    const hide = hiddenPaths(this.policy.hide);
+    // An agent installed under the state directory (e.g. ~/.local/bin when HOME is state_dir) would vanish inside.
+    const exe = o.command ? resolveCommand(o.command, o.env.PATH ?? "") : undefined;
+    const hiddenAt = exe ? hiddenBy(exe, hide, this.policy.binds) : undefined;
+    if (hiddenAt) {
+      throw new SandboxError(`the agent command ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`);
+    }
     const home = o.home ?? join(this.policy.stateDir, "homes", channelSlug(o.channelName));
     mkdirSync(home, { recursive: true, mode: 0o700 });
     const placeholder = ensurePlaceholder(join(this.policy.stateDir, "sandbox", "hidden"));
     const args = bubblewrapArgs({
-      cwd: o.cwd, home, linkDir: o.linkDir, hide: hiddenPaths(this.policy.hide), placeholder, binds: this.policy.binds, network: e.network,
+      cwd: o.cwd, home, linkDir: o.linkDir, hide, placeholder, binds: this.policy.binds, network: e.network,
     });
     // A TMPDIR of the host would be read-only in here; the private /tmp is the agent's.
     const env: Record<string, string> = { HOME: home, ...(o.env.TMPDIR !== undefined ? { TMPDIR: "/tmp" } : {}) };

@@ -168,3 +168,20 @@ export function ensurePlaceholder(path: string): string {
   chmodSync(path, 0o000);
   return path;
 }
+
+/** The executable `command` names: itself when it holds a slash, else the first match on PATH. */
+export function resolveCommand(command: string, path: string): string | undefined {
+  if (command.includes(sep)) return real(command);
+  for (const dir of path.split(":")) {
+    if (!dir) continue;
+    const p = real(join(dir, command));
+    if (p) return p;
+  }
+  return undefined;
+}
+
+/** The hidden path that holds `file`, unless a bind shows it again. */
+export function hiddenBy(file: string, hide: string[], binds: SandboxBind[]): string | undefined {
+  if (binds.some((b) => under(file, b.path))) return undefined;
+  return hide.find((h) => under(file, h));
+}
