@@ -114,16 +114,17 @@ export class AgentSandbox {
   launch(o: { channelName: string; cwd: string; linkDir?: string; isolation?: ChannelIsolation; env: Record<string, string>; home?: string; command?: string }): SandboxLaunch | undefined {
     const e = this.effective(o.isolation);
     if (!e.sandboxed) return undefined;
-    const hide = hiddenPaths(this.policy.hide);
+    // Made first: a state directory that does not exist yet could not be hidden.
+    const home = o.home ?? join(this.policy.stateDir, "homes", channelSlug(o.channelName));
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+    const placeholder = ensurePlaceholder(join(this.policy.stateDir, "sandbox", "hidden"));
+    const hide = hiddenPaths(this.policy.hide, this.policy.binds.map((b) => b.path));
     // An agent installed under the state directory (e.g. ~/.local/bin when HOME is state_dir) would vanish inside.
     const exe = o.command ? resolveCommand(o.command, o.env.PATH ?? "") : undefined;
     const hiddenAt = exe ? hiddenBy(exe, hide, this.policy.binds) : undefined;
     if (hiddenAt) {
       throw new SandboxError(`the agent command ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`);
     }
-    const home = o.home ?? join(this.policy.stateDir, "homes", channelSlug(o.channelName));
-    mkdirSync(home, { recursive: true, mode: 0o700 });
-    const placeholder = ensurePlaceholder(join(this.policy.stateDir, "sandbox", "hidden"));
     const args = bubblewrapArgs({
       cwd: o.cwd, home, linkDir: o.linkDir, hide, placeholder, binds: this.policy.binds, network: e.network,
     });

@@ -96,15 +96,17 @@ function real(p: string): string | undefined {
 /**
  * The paths to hide, resolved: each existing named path, widened to its directory while
  * that directory holds nothing else (a key file alone in /etc/buzz-bridge hides the
- * directory), never up to `/`; paths inside another hidden one are dropped.
+ * directory), never up to `/` nor to a directory that is itself bound in (`keep`: hiding it
+ * would be undone by the bind); paths inside another hidden one are dropped.
  */
-export function hiddenPaths(named: string[]): string[] {
+export function hiddenPaths(named: string[], keep: string[] = []): string[] {
+  const kept = new Set(keep.map(real).filter((p): p is string => p !== undefined));
   const set = new Set(named.map(real).filter((p): p is string => p !== undefined && p !== sep));
   for (let widened = true; widened; ) {
     widened = false;
     for (const p of [...set]) {
       const parent = dirname(p);
-      if (parent === p || parent === sep || set.has(parent)) continue;
+      if (parent === p || parent === sep || set.has(parent) || kept.has(parent)) continue;
       let entries: string[];
       try {
         entries = readdirSync(parent);
@@ -132,7 +134,9 @@ interface Mount {
 export function bubblewrapArgs(spec: SandboxSpec): string[] {
   const mounts: Mount[] = [{ at: "/tmp", args: ["--tmpfs", "/tmp"] }];
   for (const p of spec.hide) {
-    if (under(p, "/tmp") || under(p, "/proc") || under(p, "/dev")) continue; // already private there
+    // Already private there, unless a bind shows that part of the host again.
+    const reshown = spec.binds.some((b) => under(p, b.path));
+    if (!reshown && (under(p, "/tmp") || under(p, "/proc") || under(p, "/dev"))) continue;
     let dir = false;
     try {
       dir = readdirSync(p) !== undefined;

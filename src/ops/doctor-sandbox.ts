@@ -17,7 +17,7 @@ import type { CheckResult } from "./doctor.js";
 const PROBE_SCRIPT = `
 const fs = require("node:fs");
 const t = JSON.parse(process.argv[1]);
-const reach = (p) => { try { fs.statSync(p); } catch { return "hidden"; } try { fs.accessSync(p, fs.constants.R_OK); fs.readdirSync(p); return "listable"; } catch {} try { fs.readFileSync(p); return "readable"; } catch { return "unreadable"; } };
+const reach = (p) => { try { fs.statSync(p); } catch { return "hidden"; } try { return fs.readdirSync(p).length ? "listable" : "empty"; } catch {} try { fs.readFileSync(p); return "readable"; } catch { return "unreadable"; } };
 const writes = (d) => { const f = d + "/.buzz-bridge-doctor"; try { fs.writeFileSync(f, "x"); fs.rmSync(f); return true; } catch { return false; } };
 const pids = fs.readdirSync("/proc").filter((n) => /^\\d+$/.test(n));
 let daemon = false; try { daemon = fs.readFileSync("/proc/" + t.pid + "/cmdline", "utf8").includes("doctor"); } catch {}
@@ -26,7 +26,8 @@ process.stdout.write(JSON.stringify({ paths: t.paths.map((p) => ({ ...p, reach: 
 `;
 
 interface ProbeOut {
-  paths: Array<{ label: string; path: string; reach: "hidden" | "listable" | "readable" | "unreadable" }>;
+  /** hidden: not there; empty: an empty directory in its place; unreadable: cannot be opened. */
+  paths: Array<{ label: string; path: string; reach: "hidden" | "empty" | "unreadable" | "listable" | "readable" }>;
   cwd: boolean;
   home: boolean;
   root: boolean;
@@ -72,7 +73,7 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
         }
       });
     });
-    const exposed = out.paths.filter((p) => p.reach !== "hidden");
+    const exposed = out.paths.filter((p) => p.reach === "listable" || p.reach === "readable");
     const details = [
       `can reach: the channel's working directory (read-write), its own HOME under ${join(cfg.state_dir, "homes")} (read-write), its session's link socket, a private /tmp, the rest of the filesystem read-only${cfg.agent.sandbox_binds.length ? `, ${cfg.agent.sandbox_binds.map((b) => `${b.path} (${b.mode})`).join(", ")}` : ""}`,
       `cannot reach: ${out.paths.map((p) => `${p.label} ${p.path} (${p.reach})`).join(", ")}`,
