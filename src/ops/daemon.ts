@@ -22,6 +22,7 @@ import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
 import type { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
+import { UsageToday } from "./usage-today.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
 const PRESENCE_INTERVAL_MS = 60_000;
@@ -75,6 +76,8 @@ export function agentGateEnv(cfg: Config, enforce: Enforce): Record<string, stri
 export class Daemon {
   config: Config;
   readonly metrics = new Metrics();
+  /** Usage reported since midnight UTC, for `!status` and `/status`. */
+  readonly usageToday = new UsageToday();
   devRelay?: DevRelay;
   relay!: RelayClient;
   store!: QueueStore;
@@ -150,6 +153,7 @@ export class Daemon {
     this.pool.on("spawn", () => this.metrics.agentSpawned());
     this.pool.on("crash", () => this.metrics.agentCrashed());
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
+    this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
     this.scheduler = new Scheduler({
       store: this.store,
@@ -187,6 +191,10 @@ export class Daemon {
       },
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
+      onUsage: (channel, model, usage) => {
+        this.metrics.turnUsage(channel, model, usage);
+        this.usageToday.add(channel, model, usage);
+      },
     });
 
     this.gateContext = {
@@ -211,7 +219,7 @@ export class Daemon {
         else this.store.forgetChannelSessions(target.channel);
         return this.dispatcher.rotate((k) => (key ? k === key : k === target.channel || k.startsWith(`${target.channel}/`)));
       },
-      status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
+      status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued, usage: this.usageToday.summary() }),
       shutdown: () => this.resolveShutdown("!shutdown"),
     };
     this.gate = new Gate({
