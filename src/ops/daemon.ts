@@ -23,6 +23,9 @@ import { startHttp, type ReadyReport } from "./http.js";
 import type { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
 import { UsageToday } from "./usage-today.js";
+import { renderStatusPage, type StatusSnapshot } from "./status-page.js";
+import { processParents, treeRss } from "./proc-memory.js";
+import { channelSelected, policyFor } from "../config/schema.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
 const PRESENCE_INTERVAL_MS = 60_000;
@@ -30,6 +33,8 @@ const PRESENCE_INTERVAL_MS = 60_000;
 const STATE_RETENTION_MS = 7 * 86_400_000;
 /** Channel metadata older than this is re-read before a turn (descriptions change rarely). */
 const CHANNEL_METADATA_TTL_MS = 60_000;
+/** Denials the status page lists. */
+const RECENT_DENIALS = 20;
 
 export interface DaemonOptions {
   loaded: LoadedConfig;
@@ -78,6 +83,9 @@ export class Daemon {
   readonly metrics = new Metrics();
   /** Usage reported since midnight UTC, for `!status` and `/status`. */
   readonly usageToday = new UsageToday();
+  /** The last denials (newest last), for `/status`. */
+  private readonly denials: StatusSnapshot["denials"] = [];
+  private readonly startedAt = Date.now();
   devRelay?: DevRelay;
   relay!: RelayClient;
   store!: QueueStore;
@@ -239,7 +247,11 @@ export class Daemon {
       relayReconnects: () => this.relay.metrics.reconnects ?? 0,
       signatureChecks: () => verifyStats,
     });
-    if (cfg.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
+    if (cfg.http) {
+      this.http = await startHttp({
+        listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), status: () => renderStatusPage(this.statusSnapshot()), logger: this.log,
+      });
+    }
 
     const recovered = this.scheduler.recover();
     if (recovered.events || recovered.turns) this.log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
@@ -312,6 +324,10 @@ export class Daemon {
     try {
       const decision = await this.gate.handle(ev);
       this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : "accepted");
+      if (decision.action === "deny") {
+        this.denials.push({ at: Date.now(), channel: decision.channel?.id, author: ev.pubkey, reason: decision.reason });
+        if (this.denials.length > RECENT_DENIALS) this.denials.shift();
+      }
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
         this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey }, "mention accepted");
       }
@@ -355,6 +371,30 @@ export class Daemon {
       signal: (t: EventTemplate) => {
         void this.relay.send(t, { attempts: 1 }).then((r) => this.metrics.publishOutcome(r.outcome.status), () => undefined);
       },
+    };
+  }
+
+  /** What `/status` shows, gathered from the parts that know it. */
+  statusSnapshot(): StatusSnapshot {
+    const cfg = this.config;
+    const queued = this.scheduler.depthByChannel();
+    const parents = processParents();
+    return {
+      generatedAt: Date.now(),
+      startedAt: this.startedAt,
+      pubkey: this.pubkey,
+      relay: { url: this.devRelay?.url ?? cfg.relay.url, state: this.relay?.state ?? "not started" },
+      channels: this.directory.list().filter((c) => !c.archived && channelSelected(cfg, c.id)).map((c) => {
+        const p = policyFor(cfg, c.id);
+        return { id: c.id, name: c.name, about: c.about, type: c.type, respondTo: p.respond_to, onDenied: p.on_denied, queued: queued.get(c.id) ?? 0 };
+      }),
+      turns: this.dispatcher.runningTurns(),
+      denials: [...this.denials].reverse(),
+      agents: this.pool.processes().map((p) => ({
+        pid: p.pid, scope: p.scope, spare: p.spare, busy: p.session?.busy ?? false, model: p.session?.model, turns: p.session?.turns ?? 0, rssBytes: treeRss(p.pid, parents),
+      })),
+      circuit: this.pool.circuit.state,
+      usage: this.usageToday.snapshot(),
     };
   }
 
