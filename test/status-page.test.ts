@@ -16,11 +16,25 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
+import { approvalGate } from "./gates-helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HOSTILE = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>"'&`;
 const missing = !existsSync(CHROMIUM);
 if (missing && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium (apt-get install chromium)`);
+/**
+ * Waits until the page's `selector` text matches, without reloading it: the page must
+ * refresh itself. Fails with the last text seen.
+ */
+async function waitText(selector: string, re: RegExp, timeoutMs = 20_000): Promise<void> {
+  let last = "";
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
+    last = await page.locator(selector).innerText().catch(() => last);
+    if (re.test(last)) return;
+  }
+  assert.fail(`${selector} never matched ${re}; last seen: ${last}`);
+}
+
 const skip = missing ? `skipped: ${CHROMIUM} not found (apt-get install chromium)` : false;
 if (skip) console.log(`# status-page.test.ts ${skip}`);
 
@@ -30,11 +44,20 @@ let base: string;
 let profile: string;
 let browser: BrowserContext;
 let page: Page;
+let approverPk: string;
 
 before(async () => {
   if (skip) return;
   w = await World.create({ channelName: HOSTILE, about: `about <b>bold</b> & "quoted"` });
-  d = await w.startDaemon({ http: { listen: "127.0.0.1:0" }, agent: { idle_timeout: "60s" } });
+  // A `stop: wait` approval gate: every answered turn waits (⏳) until the teammate's 👍.
+  const gate = await approvalGate(w, { approvers: [w.teammate.pk], countFile: join(w.dir, "approvals.txt") });
+  approverPk = gate.pk;
+  d = await w.startDaemon({
+    http: { listen: "127.0.0.1:0" },
+    agent: { idle_timeout: "60s" },
+    mcp: { servers: { approval: gate.server } },
+    gates: { enforce: "bridge", wait_poll: "1s", wait_max: "120s" },
+  });
   base = String((await d.waitLog((l) => l.evt === "daemon.started")).http);
   profile = mkdtempSync(join(tmpdir(), "bb-chromium-"));
   browser = await chromium.launchPersistentContext(profile, {
@@ -78,13 +101,13 @@ test("a running turn is shown with its elapsed time and the agent's last activit
   assert.ok(row.includes(`#${HOSTILE}`), `the turn's channel is named: ${row}`);
   assert.match(row, new RegExp(`thread ${ev.id.slice(0, 8)}`), "and its thread");
   assert.match(row, /\d+s/, "with the time it has been running");
-  await page.waitForFunction(() => /agent_thought_chunk/.test(document.querySelector("#turns")?.textContent ?? ""), undefined, { timeout: 20_000 });
+  await waitText("#turns", /agent_thought_chunk/);
 
   await w.owner.post("!cancel", { replyTo: ev });
   await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.length > 0);
   await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled");
   // No goto/reload here: the page's own refresh must pick the change up.
-  await page.waitForFunction(() => /no turn is running/.test(document.querySelector("#turns")?.textContent ?? ""), undefined, { timeout: 20_000 });
+  await waitText("#turns", /no turn is running/);
 });
 
 test("a denied mention is listed under recent denials with its reason", { skip }, async () => {
@@ -94,4 +117,17 @@ test("a denied mention is listed under recent denials with its reason", { skip }
   const text = await page.locator("#denials").innerText();
   assert.ok(text.includes(w.stranger.pk), `the stranger's pubkey is listed: ${text}`);
   assert.match(text, /not-owner/, "with the gate's reason (respond_to: owner-only)");
+});
+
+test("a turn waiting on a gate shows ⏳ with the gate's name and since when, until the gate allows it", { skip }, async () => {
+  const ev = await w.owner.post("@agent ship the release");
+  await w.waitReaction(ev, "⏳", 30_000);
+  await page.goto(`${base}/status`);
+  const waits = await page.locator("#gate-waits tbody").innerText();
+  assert.match(waits, /⏳\s+approval\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/, `the gate and since when: ${waits}`);
+  assert.match(await page.locator("#turns tbody").innerText(), /⏳ approval/, "the turn's row shows the wait too");
+  const [request] = await w.waitEvents({ kinds: [KIND.message], authors: [approverPk] }, (e) => e.length > 0);
+  await w.teammate.react(request!, "👍");
+  await w.waitReaction(ev, "✅", 30_000);
+  await waitText("#gate-waits", /no turn waits on a gate/);
 });
