@@ -11,7 +11,7 @@ import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
-import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
+import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
@@ -197,6 +197,10 @@ export class Daemon {
       handled: (id) => this.store.has(id),
       verify: verifySignature,
     };
+    if (cfg.identity.owner) {
+      const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => this.profiles.lookup(pk) });
+      this.gateContext.sibling = (author, ev) => siblings.check(author, ev);
+    }
     const actions: ControlActions = {
       cancel: (target) => {
         const { runningTurnIds, ended } = this.scheduler.cancel(target);
@@ -303,9 +307,9 @@ export class Daemon {
     this.metrics.eventReceived(ev.kind);
     try {
       const decision = await this.gate.handle(ev);
-      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : "accepted");
+      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.sibling ? "sibling" : "accepted");
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
-        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey }, "mention accepted");
+        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey, ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
       }
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
