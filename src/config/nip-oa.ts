@@ -1,6 +1,6 @@
 /**
  * NIP-OA owner attestation: the tag `["auth", <owner-hex>, <conditions>, <sig-hex>]` by
- * which an owner's key vouches for an agent's key (docs/protocol.md, "Owner attestation").
+ * which an owner's key vouches for an agent's key (README, "The owner and siblings").
  *
  * The owner signs, with BIP-340 Schnorr, the SHA-256 of the text
  * `nostr:agent-auth:<agent-pubkey-hex>:<conditions>`. Conditions are empty or clauses
