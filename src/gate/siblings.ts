@@ -1,8 +1,9 @@
 /**
  * Siblings: other agents of the same owner. An author is a sibling when its kind 0 profile
  * carries a NIP-OA `auth` tag that the owner signed for that author's key (README, "The
- * owner and siblings"; the tag format is in config/nip-oa.ts). The signature is checked here, never taken on the relay's word;
- * the tag's conditions must allow the event being decided (its kind and time).
+ * owner and siblings"; the tag format is in config/nip-oa.ts). The signature is checked
+ * here, never taken on the relay's word; the tag's conditions must allow the event being
+ * decided (its kind and time).
  *
  * Profiles come from the daemon's bounded profile cache (relay/profiles.ts), so a
  * sibling's next mention costs no round trip. A look-up that fails or takes longer than
