@@ -80,6 +80,8 @@ describe("siblings through the daemon (owner-only channel)", () => {
   let w: World;
   let d: DaemonProc;
   let room: string;
+  let dm: string;
+  let allowRoom: string;
   let sibling: Person;
   let forger: Person;
   let foreign: Person;
@@ -99,6 +101,8 @@ describe("siblings through the daemon (owner-only channel)", () => {
     foreign = new Person("foreign-agent", w);
     plainAgent = new Person("plain-agent", w);
     room = await w.addChannel({ name: "agents-room", members: [w.agent, w.owner, sibling, forger, foreign, plainAgent] });
+    dm = await w.addChannel({ name: "dm-sibling", type: "dm", members: [w.agent, w.owner, sibling, foreign] });
+    allowRoom = await w.addChannel({ name: "allow-room", members: [w.agent, w.owner, w.teammate, sibling, foreign] });
     await publishProfile(sibling, signAttestation(w.owner.sk, sibling.pk));
     // Claims our owner, but the signature was made by someone else.
     const forged = signAttestation(otherOwner, forger.pk);
@@ -106,7 +110,10 @@ describe("siblings through the daemon (owner-only channel)", () => {
     // A valid attestation, by another owner.
     await publishProfile(foreign, signAttestation(otherOwner, foreign.pk));
     await publishProfile(plainAgent, undefined);
-    d = await w.startDaemon({ defaults: { respond_to: "owner-only", on_denied: "react" } });
+    d = await w.startDaemon({
+      defaults: { respond_to: "owner-only", on_denied: "react" },
+      channels: [{ id: "*" }, { id: allowRoom, respond_to: "allowlist", allow: [w.teammate.npub] }],
+    });
   });
   after(async () => {
     for (const p of [sibling, forger, foreign, plainAgent]) p?.stop();
@@ -142,6 +149,23 @@ describe("siblings through the daemon (owner-only channel)", () => {
     const ev = await plainAgent.post("@agent hi", { channel: room });
     const line = await d.waitLog((l) => l.evt === "gate.denied" && l.event === ev.id);
     assert.equal(line.sibling, "no-tag");
+  });
+
+  test("in a DM a sibling is answered and another owner's agent is not", async () => {
+    const ev = await sibling.post("@agent a private question", { channel: dm });
+    await w.waitReplies(ev);
+    const other = await foreign.post("@agent a private question", { channel: dm });
+    const line = await d.waitLog((l) => l.evt === "gate.denied" && l.event === other.id);
+    assert.equal(line.reason, "dm-not-owner");
+    assert.equal(line.sibling, "other-owner");
+  });
+
+  test("under allowlist a sibling is answered without being listed", async () => {
+    const ev = await sibling.post("@agent listed or not?", { channel: allowRoom });
+    await w.waitReplies(ev);
+    const other = await foreign.post("@agent listed or not?", { channel: allowRoom });
+    const line = await d.waitLog((l) => l.evt === "gate.denied" && l.event === other.id);
+    assert.equal(line.reason, "not-allowlisted");
   });
 
   test("control commands stay the owner's: a sibling's !status is not executed", async () => {
