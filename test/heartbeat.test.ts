@@ -75,17 +75,21 @@ test("/metrics counts fired and skipped ticks by reason, matching the log", asyn
   assert.equal(count("skipped", "heartbeat-running"), logged("heartbeat.skipped", "heartbeat-running"));
 });
 
-test("queued mentions go first: a tick with mentions waiting is skipped as queued", () => {
+test("queued mentions go first: a tick with mentions waiting is skipped as queued; no tick fires outside heartbeat.channel's membership", () => {
   let load = { inFlight: 0, queued: 2 };
+  let member = false;
   const runs: number[] = [];
   const hb = new Heartbeat({
     everyMs: 60_000,
     channel: "c",
     load: () => load,
     listening: () => true,
+    member: () => member,
     run: async () => runs.push(1),
     logger: createLogger({ level: "silent" }),
   });
+  assert.equal(hb.tick(), "not-a-member");
+  member = true;
   assert.equal(hb.tick(), "queued");
   load = { inFlight: 1, queued: 0 };
   assert.equal(hb.tick(), "busy");

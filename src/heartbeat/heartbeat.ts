@@ -10,7 +10,7 @@
 import type { Logger } from "../ops/log.js";
 
 /** Why a tick did not prompt the agent; stable strings (log lines, metric labels). */
-export type HeartbeatSkip = "busy" | "queued" | "heartbeat-running" | "not-listening";
+export type HeartbeatSkip = "busy" | "queued" | "heartbeat-running" | "not-listening" | "not-a-member";
 
 export interface HeartbeatOptions {
   everyMs: number;
@@ -19,6 +19,8 @@ export interface HeartbeatOptions {
   load(): { inFlight: number; queued: number };
   /** False before channels are known and while stopping. */
   listening(): boolean;
+  /** Whether the identity is a member of `channel` (the relay directory's view). */
+  member(): boolean;
   /** Runs one heartbeat turn; resolves when it has ended. */
   run(): Promise<unknown>;
   logger: Logger;
@@ -66,6 +68,7 @@ export class Heartbeat {
 
   private skipReason(): HeartbeatSkip | undefined {
     if (!this.o.listening()) return "not-listening";
+    if (!this.o.member()) return "not-a-member";
     if (this.current) return "heartbeat-running";
     const { inFlight, queued } = this.o.load();
     if (queued > 0) return "queued";

@@ -274,6 +274,7 @@ export class Daemon {
       channel: hb.channel,
       load: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
       listening: () => this.listening && !this.stopping,
+      member: () => this.directory.get(hb.channel) !== undefined,
       run: () => this.dispatcher.heartbeat(hb.channel, text),
       logger: this.log,
       onTick: (outcome, reason) => this.metrics.heartbeat(outcome, reason),

@@ -26,7 +26,7 @@
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
  * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
  * | signature_checks_total | counter | result | Schnorr verifications done (valid / invalid): only events acted on |
- * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening) |
+ * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member) |
  *
  * Plus prom-client's default process metrics (`process_*`, `nodejs_*`) under their usual
  * names, so stock Node dashboards work unchanged.
