@@ -1,8 +1,10 @@
 /**
  * The gate's decision for one relay event, in design §6's order: own event → not in a
  * configured channel → edit of an already-handled event → owner control command →
- * subscribed kinds → mention requirement → respond-to policy. Pure apart from the
- * injected lookups; side effects (logs, reactions, control actions) happen elsewhere.
+ * subscribed kinds → mention requirement → respond-to policy (where a verified sibling
+ * passes like the owner; the caller looks that up only for refusals it could change). Pure
+ * apart from the injected lookups; side effects (logs, reactions, control actions) happen
+ * elsewhere.
  *
  * Signatures are verified only for events that would be acted on (control commands and
  * accepted events). The relay client already checks what it receives, but the bridge
