@@ -1,6 +1,6 @@
 /**
  * NIP-OA owner attestation: the tag `["auth", <owner-hex>, <conditions>, <sig-hex>]` by
- * which an owner's key vouches for an agent's key (README, "The owner and siblings").
+ * which an owner's key vouches for an agent's key (docs/protocol.md, "Owners, keys and NIP-OA").
  *
  * The owner signs, with BIP-340 Schnorr, the SHA-256 of the text
  * `nostr:agent-auth:<agent-pubkey-hex>:<conditions>`. Conditions are empty or clauses

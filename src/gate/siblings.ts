@@ -1,7 +1,7 @@
 /**
  * Siblings: other agents of the same owner. An author is a sibling when its kind 0 profile
- * carries a NIP-OA `auth` tag that the owner signed for that author's key (README, "The
- * owner and siblings"; the tag format is in config/nip-oa.ts). The signature is checked
+ * carries a NIP-OA `auth` tag that the owner signed for that author's key (docs/protocol.md,
+ * "Owners, keys and NIP-OA"; the tag is checked by config/nip-oa.ts). The signature is checked
  * here, never taken on the relay's word; the tag's conditions must allow the event being
  * decided (its kind and time).
  *
