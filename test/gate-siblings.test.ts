@@ -195,6 +195,15 @@ describe("identity.auth_tag (the agent's own attestation)", () => {
     assert.ok(r.stderr.includes(w.agent.npub), "names the agent key the tag must be made for");
   });
 
+  test("the tag may be written as a YAML list; a configured owner that differs is overridden with a warning", () => {
+    const file = join(w.dir, "list-tag.yaml");
+    writeFileSync(file, stringify(w.config({ identity: { secret_key: w.agent.nsec, owner: w.teammate.npub, auth_tag: signAttestation(w.owner.sk, w.agent.pk) } })));
+    const r = check(file);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`owner: ${w.owner.pk}`));
+    assert.match(r.stderr, /warning: .*identity\.owner: identity\.owner \(npub1\w+\) differs from the auth tag's owner/);
+  });
+
   test("the owner comes from a valid tag (in a file), and that owner's mention is answered", async () => {
     const tagFile = join(w.dir, "auth-tag.json");
     writeFileSync(tagFile, JSON.stringify(signAttestation(w.owner.sk, w.agent.pk)));

@@ -14,13 +14,13 @@ export type AttestationResult =
   | { ok: false; key: "auth_tag" | "auth_tag_file"; problem: string };
 
 export function resolveAttestation(
-  identity: { auth_tag?: string; auth_tag_file?: string; owner?: string },
+  identity: { auth_tag?: string | string[]; auth_tag_file?: string; owner?: string },
   baseDir: string,
   agentPubkey: string,
   nowSec = Math.floor(Date.now() / 1000),
 ): AttestationResult {
   const key = identity.auth_tag_file !== undefined ? "auth_tag_file" : "auth_tag";
-  let text = identity.auth_tag;
+  let text: string | string[] | undefined = identity.auth_tag;
   if (identity.auth_tag_file !== undefined) {
     const file = resolve(baseDir, identity.auth_tag_file);
     try {

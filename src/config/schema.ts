@@ -52,7 +52,10 @@ const identity = z.strictObject({
   secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
   secret_key_file: z.string().optional().describe("file holding the nsec; must not be group/world readable"),
   owner: pubkey.optional().describe("whom owner-only means, and who may send !cancel/!rotate/!status/!shutdown"),
-  auth_tag: z.string().optional().describe('the NIP-OA owner attestation of this agent, as JSON ["auth","<owner hex>","<conditions>","<sig hex>"]; verified at start, its owner wins over identity.owner'),
+  auth_tag: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .describe('the NIP-OA owner attestation of this agent: the JSON text ["auth","<owner hex>","<conditions>","<sig hex>"] (e.g. ${BUZZ_AUTH_TAG}) or that list in YAML; verified at start, its owner wins over identity.owner'),
   auth_tag_file: z.string().optional().describe("file holding the NIP-OA auth tag JSON (instead of auth_tag)"),
 });
 
