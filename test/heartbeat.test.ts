@@ -19,7 +19,8 @@ before(async () => {
   w = await World.create();
   // The heartbeat turn itself takes 2.5 s (#slow), longer than the 1 s tick, so ticks
   // during it must be skipped as heartbeat-running.
-  d = await w.startDaemon({ heartbeat: { every: "1s", channel: w.channel, prompt: `#slow 2500 ${HB_TEXT}` }, http: { listen: "127.0.0.1:0" } });
+  // One turn at a time, so a second mention waits in the queue while the first runs.
+  d = await w.startDaemon({ agent: { max_concurrent: 1 }, heartbeat: { every: "1s", channel: w.channel, prompt: `#slow 2500 ${HB_TEXT}` }, http: { listen: "127.0.0.1:0" } });
   const started = d.logs.find((l) => l.evt === "daemon.started")!;
   metricsUrl = `${String(started.http)}/metrics`;
 });
@@ -61,6 +62,21 @@ test("a tick is skipped while a mention's turn runs, and heartbeats resume once 
   assert.ok(during.some((l) => l.evt === "heartbeat.skipped" && l.reason === "busy"), "ticks during the turn were skipped as busy");
   const resumed = await d.waitLog((l) => l.evt === "heartbeat.fired" && d.logs.indexOf(l) > turnEnd, 20_000);
   assert.ok(resumed);
+});
+
+test("queued mentions go first: while a mention waits for its turn, ticks are skipped as queued", async () => {
+  const first = await w.owner.post("@agent #slow 5000 first job");
+  const second = await w.owner.post("@agent second job");
+  await d.waitLog((l) => l.evt === "gate.accepted" && l.event === second.id);
+  const accepted = index((l) => l.evt === "gate.accepted" && l.event === first.id);
+  const queuedSkip = await d.waitLog((l) => l.evt === "heartbeat.skipped" && l.reason === "queued" && d.logs.indexOf(l) > accepted, 20_000);
+  assert.ok(queuedSkip);
+  await w.waitReplies(first, 1, 30_000);
+  await w.waitReplies(second, 1, 30_000);
+  const mentionEnds = () => d.logs.map((l, i) => (i > accepted && l.evt === "turn.end" && l.heartbeat !== true ? i : -1)).filter((i) => i >= 0);
+  await d.waitLog(() => mentionEnds().length >= 2);
+  const bothDone = mentionEnds()[1]!;
+  assert.deepEqual(d.logs.slice(accepted, bothDone).filter((l) => l.evt === "heartbeat.fired"), [], "no heartbeat fired before both mentions were answered");
 });
 
 test("/metrics counts fired and skipped ticks by reason, matching the log", async () => {
