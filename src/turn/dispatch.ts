@@ -80,6 +80,8 @@ export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
   private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void> }>();
   private readonly builder: TurnPromptBuilder;
+  /** Heartbeat turns take negative ids in `running`, apart from the queue's turn ids. */
+  private heartbeatSeq = 0;
 
   constructor(private readonly d: DispatcherDeps) {
     this.builder = new TurnPromptBuilder({ self: d.self, query: (f) => d.relay.query(f), displayName: (pk) => d.displayName(pk), logger: d.logger });
@@ -360,8 +362,6 @@ export class TurnDispatcher {
     this.running.set(id, { scope: key, abort, done: done.then(() => undefined) });
     return done;
   }
-
-  private heartbeatSeq = 0;
 
   private async runHeartbeat(id: number, key: string, channelId: string, text: string, signal: AbortSignal): Promise<TurnOutcome["status"] | "no-channel"> {
     const started = Date.now();
