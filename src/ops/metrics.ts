@@ -29,6 +29,7 @@
  * | tokens_total | counter | channel, model, direction | tokens the agent reported per turn (direction in / out) |
  * | cost_total | counter | channel, model, currency | cost the agent reported per turn |
  * | session_rotations_total | counter | reason | sessions ended by the bridge: max_turns, max_tokens, max_turn_requests, owner |
+ * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member) |
  *
  * Plus prom-client's default process metrics (`process_*`, `nodejs_*`) under their usual
  * names, so stock Node dashboards work unchanged.
@@ -98,6 +99,7 @@ export class Metrics {
   private readonly tokens: Counter<"channel" | "model" | "direction">;
   private readonly cost: Counter<"channel" | "model" | "currency">;
   private readonly rotations: Counter<"reason">;
+  private readonly heartbeats: Counter<"outcome" | "reason">;
   private readonly checksSeen = { verified: 0, failed: 0 };
   private readonly relayStatesSeen = new Set<string>();
   private sources: MetricSources = {};
@@ -225,6 +227,12 @@ export class Metrics {
       labelNames: ["reason"],
       registers,
     });
+    this.heartbeats = new Counter({
+      name: `${PREFIX}heartbeats_total`,
+      help: "Heartbeat ticks: fired (the idle agent was prompted) or skipped, with the reason.",
+      labelNames: ["outcome", "reason"],
+      registers,
+    });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -265,6 +273,11 @@ export class Metrics {
   turnEnded(outcome: TurnOutcome, seconds: number): void {
     this.turns.inc({ outcome });
     this.turnDuration.observe({ outcome }, seconds);
+  }
+
+  /** A heartbeat tick; `reason` is the skip reason ("" when fired). */
+  heartbeat(outcome: "fired" | "skipped", reason = ""): void {
+    this.heartbeats.inc({ outcome, reason });
   }
 
   /** Current number of live agent processes. */
