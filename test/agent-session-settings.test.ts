@@ -85,7 +85,7 @@ describe("model, effort, title, initial message, rotation and usage", () => {
     assert.notEqual(s.id, first.id, "the mention after max_tokens runs in a fresh session");
   });
 
-  test("usage the agent reports is counted per channel and model: Prometheus, the turn's log line and !status", async () => {
+  test("usage the agent reports is counted per channel and model: Prometheus, the turn's log line, the status page and !status", async () => {
     const root = await w.owner.post("@agent #usage 1200 340 0.25");
     await w.waitReplies(root);
     const next = await w.owner.post("@agent #usage 800 60 0.5", { replyTo: root });
@@ -101,6 +101,9 @@ describe("model, effort, title, initial message, rotation and usage", () => {
     assert.equal(sample(metrics, "buzz_bridge_tokens_total", { ...labels, direction: "out" }), 400);
     assert.equal(sample(metrics, "buzz_bridge_cost_total", { ...labels, currency: "USD" }), 0.75);
     assert.ok((sample(metrics, "buzz_bridge_session_rotations_total", { reason: "max_turns" }) ?? 0) >= 1, "rotations are counted by reason");
+
+    const page = await (await fetch(`${base}/status`)).text();
+    assert.match(page, /<td>demo-large<\/td><td>2<\/td><td>2000<\/td><td>400<\/td><td>0\.7500 USD<\/td>/, "the status page's usage today");
 
     const cmd = await w.owner.post("!status");
     const [outcome] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
