@@ -76,14 +76,16 @@ describe("model, effort, title, initial message, rotation and usage", () => {
     assert.equal(s3.model, "demo-large", "the model is applied to the new session too");
   });
 
-  test("a turn that ends with max_tokens rotates the session at once", async () => {
-    const root = await w.owner.post("@agent #max-tokens #session");
-    const first = sessionReport((await w.waitReplies(root))[0]!);
-    await d.waitLog((l) => l.evt === "agent.rotate" && l.reason === "max_tokens" && String(l.scope).endsWith(root.id), 20_000);
-    const next = await w.owner.post("@agent #session (after max_tokens)", { replyTo: root });
-    const s = sessionReport((await w.waitReplies(next))[0]!);
-    assert.notEqual(s.id, first.id, "the mention after max_tokens runs in a fresh session");
-  });
+  for (const reason of ["max_tokens", "max_turn_requests"]) {
+    test(`a turn that ends with ${reason} rotates the session at once`, async () => {
+      const root = await w.owner.post(`@agent #${reason.replace(/_/g, "-")} #session`);
+      const first = sessionReport((await w.waitReplies(root))[0]!);
+      await d.waitLog((l) => l.evt === "agent.rotate" && l.reason === reason && String(l.scope).endsWith(root.id), 20_000);
+      const next = await w.owner.post(`@agent #session (after ${reason})`, { replyTo: root });
+      const s = sessionReport((await w.waitReplies(next))[0]!);
+      assert.notEqual(s.id, first.id, `the mention after ${reason} runs in a fresh session`);
+    });
+  }
 
   test("usage the agent reports is counted per channel and model: Prometheus, the turn's log line, the status page and !status", async () => {
     const root = await w.owner.post("@agent #usage 1200 340 0.25");

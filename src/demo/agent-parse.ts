@@ -41,6 +41,8 @@ export interface Directives {
   session: boolean;
   /** End the turn with stop reason max_tokens (after replying). */
   maxTokens: boolean;
+  /** End the turn with stop reason max_turn_requests (after replying). */
+  maxTurnRequests: boolean;
   /** Report this usage for the turn: tokens in, tokens out, cost (USD, added to the session's running total). */
   usage?: { inputTokens: number; outputTokens: number; cost: number };
   slowMs?: number;
@@ -122,7 +124,7 @@ export function parseDirectives(text: string): Directives {
     finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"),
     hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
     stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"),
-    session: has("session"), maxTokens: has("max-tokens"),
+    session: has("session"), maxTokens: has("max-tokens"), maxTurnRequests: has("max-turn-requests"),
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
     slowMs: slow ? Number(slow[1]) : undefined, tools,
   };

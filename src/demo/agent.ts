@@ -28,6 +28,7 @@
  *   #session              report the session: id, prompts so far, its first prompt,
  *                         model, effort and title
  *   #max-tokens           reply, then end the turn with stop reason max_tokens
+ *   #max-turn-requests    reply, then end the turn with stop reason max_turn_requests
  *   #usage <in> <out> <usd>  report that usage for the turn: tokens in the prompt
  *                         answer's `usage`, the cost added to the session's running
  *                         total in a `usage_update` (ACP reports cost cumulatively)
@@ -256,7 +257,7 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     if (d.stopHook) reports.push(`_Stop: ${JSON.stringify(await callTool("_Stop", {}))}`);
     if (turn.signal.aborted) return cancelled();
 
-    const stopReason = d.maxTokens ? ("max_tokens" as const) : ("end_turn" as const);
+    const stopReason = d.maxTokens ? ("max_tokens" as const) : d.maxTurnRequests ? ("max_turn_requests" as const) : ("end_turn" as const);
     const usage = d.usage ? { inputTokens: d.usage.inputTokens, outputTokens: d.usage.outputTokens, totalTokens: d.usage.inputTokens + d.usage.outputTokens } : undefined;
     if (d.usage) {
       s.cost += d.usage.cost;

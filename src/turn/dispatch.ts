@@ -53,6 +53,15 @@ export interface DispatcherDeps {
 /** Stop reasons after which a session is not reused: its context or request budget is spent. */
 const ROTATE_STOP_REASONS = new Set(["max_tokens", "max_turn_requests"]);
 
+/**
+ * Why a session must end after the turn it just ran, if it must: a stop reason that spent
+ * its budget (`stopReason`, any prompt of the turn), else `agent.max_turns_per_session`.
+ */
+function rotationDue(stopReason: string | undefined, turns: number, maxTurns: number): string | undefined {
+  if (stopReason) return stopReason;
+  return maxTurns > 0 && turns >= maxTurns ? "max_turns" : undefined;
+}
+
 /** A running turn as the status page shows it. */
 export interface RunningTurn {
   turnId: number;
@@ -280,9 +289,7 @@ export class TurnDispatcher {
       );
       ss.current = undefined;
       for (const id of published) ss.prompt.markDelivered([id]);
-      ss.turns++;
-      const max = cfg.agent.max_turns_per_session;
-      if (!rotateFor && max > 0 && ss.turns >= max) rotateFor = "max_turns";
+      rotateFor = rotationDue(rotateFor, ++ss.turns, cfg.agent.max_turns_per_session);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       log.warn({ evt: "turn.start_failed", err: reason }, "could not start the turn");
@@ -439,6 +446,7 @@ export class TurnDispatcher {
       owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
     };
     const published = new Set<string>();
+    let rotateFor: string | undefined;
     let status: TurnOutcome["status"];
     let reason: string | undefined;
     try {
@@ -449,6 +457,7 @@ export class TurnDispatcher {
       try {
         const r = await ss.session.prompt(heartbeatBlocks(ss.prompt, standing, text));
         if (r.turnUsage) this.d.onUsage?.(channel.id, ss.session.model, r.turnUsage);
+        rotateFor = rotationDue(ROTATE_STOP_REASONS.has(r.stopReason) ? r.stopReason : undefined, ++ss.turns, cfg.agent.max_turns_per_session);
         if (inflight.count > 0) await new Promise<void>((res) => inflight.waiters.push(res));
         status = signal.aborted || r.stopReason === "cancelled" ? "cancelled" : r.timedOut ? "failed" : "answered";
         if (r.timedOut) reason = r.timedOut === "idle" ? "idle timeout" : "max_turn";
@@ -460,6 +469,8 @@ export class TurnDispatcher {
       reason = err instanceof Error ? err.message : String(err);
       await this.rotate((k) => k === key);
     }
+    // The heartbeat session rotates by the same rules as a scope's.
+    if (rotateFor && this.scopes.has(key)) await this.rotate((k) => k === key, rotateFor);
     // Not in turns_total: that counts mentions' turns; heartbeats have their own metric.
     log.info({ evt: "turn.end", status, reason, published: published.size, seconds: (Date.now() - started) / 1000 }, "heartbeat turn ended");
     return status;
