@@ -114,17 +114,24 @@ describe("model, effort, title, initial message, rotation and usage", () => {
   });
 });
 
-describe("a model the agent does not offer", () => {
+describe("a value the agent does not offer", () => {
   let w: World;
   before(async () => {
     w = await World.create();
-    await w.startDaemon({ agent: { model: "gpt-9000" }, queue: { max_attempts: 1 } });
   });
   after(() => w.close());
 
-  test("fails the turn with a notice naming the models the agent offers", async () => {
-    const ev = await w.owner.post("@agent hello");
-    const [notice] = await w.waitReplies(ev, 1, 30_000);
-    assert.match(notice!.content, /agent\.model 'gpt-9000' is not offered by the agent \(it offers: demo-small, demo-large\)/);
-  });
+  const cases = [
+    { key: "model", agent: { model: "gpt-9000" }, notice: /agent\.model 'gpt-9000' is not offered by the agent \(it offers: demo-small, demo-large\)/ },
+    { key: "effort", agent: { effort: "max" }, notice: /agent\.effort 'max' is not offered by the agent \(it offers: low, medium, high\)/ },
+  ];
+  for (const c of cases) {
+    test(`agent.${c.key}: the turn fails with a notice naming what the agent offers`, async () => {
+      const d = await w.startDaemon({ agent: c.agent, queue: { max_attempts: 1 } });
+      const ev = await w.owner.post(`@agent hello (${c.key})`);
+      const [notice] = await w.waitReplies(ev, 1, 30_000);
+      assert.match(notice!.content, c.notice);
+      assert.equal(await d.stop(), 0);
+    });
+  }
 });
