@@ -10,3 +10,5 @@ export { AgentSandbox, SandboxError, type ChannelIsolation, type SandboxPolicy, 
 export { probeBubblewrap, bubblewrapArgs, hiddenPaths, BUBBLEWRAP_ADVICE, type BubblewrapProbe, type SandboxMode, type NetworkMode, type SandboxBind } from "./sandbox.js";
 export { probeAgent, type AgentProbe } from "./probe.js";
 export * from "./errors.js";
+export { addUsage, SessionUsage, type TurnUsage } from "./usage.js";
+export { offeredSettings, type OfferedSettings } from "./session-settings.js";
