@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { cliPath } from "./cli-path.js";
-import { basename, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
 import { AgentPool, AgentSandbox, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
@@ -99,6 +99,10 @@ export function bridgePaths(loaded: LoadedConfig): Array<{ label: string; path: 
     ...(cfg.identity.secret_key_file ? [{ label: "key file", path: cfg.identity.secret_key_file }] : []),
     { label: "state directory", path: cfg.state_dir },
     ...(cfg.agent.cwd.includes(CHANNEL_PLACEHOLDER) ? [{ label: "channels' working directories", path: spareCwd(cfg.agent.cwd, false) }] : []),
+    // The bridge's other files: not secrets, but the bridge's, not the agent's.
+    ...(cfg.identity.auth_tag_file ? [{ label: "auth tag file", path: resolve(dirname(loaded.file), cfg.identity.auth_tag_file) }] : []),
+    ...(cfg.heartbeat?.prompt_file ? [{ label: "heartbeat prompt file", path: cfg.heartbeat.prompt_file }] : []),
+    ...(cfg.relay.seed ? [{ label: "dev relay seed", path: cfg.relay.seed }] : []),
   ];
 }
 
