@@ -78,6 +78,7 @@ function chownTree(dir: string, uid: number): void {
 async function otherSession(l: Layout): Promise<{ socket: string; ifaces: string[] }> {
   const ev = await l.w.owner.post("@agent hello from the other room", { channel: l.otherChannel });
   const [reply] = await l.w.waitReplies(ev, 1, 30_000);
+  assert.doesNotMatch(reply!.content, /^\(no proxy\)/, "the other channel's agent replied through its proxy and link (also without a network)");
   const root = join(l.stateDir, "link");
   const socks = readdirSync(root).map((d) => join(root, d, "link.sock")).filter((p) => existsSync(p));
   assert.equal(socks.length, 1, `one session, one link socket (found ${socks.join(", ") || "none"})`);
