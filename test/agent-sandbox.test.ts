@@ -166,6 +166,8 @@ test("the sandbox holds the same when the daemon runs as an unprivileged user (a
     t.skip("not root: cannot run the daemon as another user here (CI runs it)");
     return;
   }
+  const readable = spawnSync(process.execPath, ["-e", `require("node:fs").accessSync(${JSON.stringify(join(REPO, "dist", "cli.js"))})`], { uid: NOBODY, gid: NOBODY });
+  assert.equal(readable.status, 0, `the checkout ${REPO} must be readable by uid ${NOBODY} (nobody) for this test: ${readable.stderr}`);
   const l = await layout();
   try {
     const d = await startDaemon(l, { sandbox: "bubblewrap", sandbox_binds: [{ path: join(l.w.dir, "work", "shared"), mode: "ro" }] }, { uid: NOBODY });
