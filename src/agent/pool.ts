@@ -264,9 +264,10 @@ export class AgentPool extends EventEmitter {
   /** The next spare serves this channel: a spare made for another one is closed. */
   private retarget(target: Target): void {
     const key = this.keyOf(target);
-    if (key !== PLAIN) this.spareTarget = target;
+    // An unsandboxed channel (where channels differ) gets the unbound spare back.
+    this.spareTarget = key !== PLAIN ? target : undefined;
     const spare = this.spare;
-    if (spare?.alive && this.procKeys.get(spare) !== key && key !== PLAIN) {
+    if (spare?.alive && this.procKeys.get(spare) !== key) {
       this.spare = undefined;
       this.log.debug({ evt: "agent.spare_moved", agent_pid: spare.pid, channel: target.channelName }, "the warm spare moves to another channel");
       void spare.close(this.o.closeGraceMs);
