@@ -17,6 +17,7 @@ import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
 import { RelayConnection, type ConnectionOptions, type ConnectionState } from "./connection.js";
 import { TwoGenerationDedupe } from "./dedupe.js";
+import { Coalescer, type CoalesceOptions } from "./coalesce.js";
 import { channelOf } from "./events.js";
 import { channelFilters, isMembershipFor, isRequested, membershipFilter, SUB_CHANNELS, SUB_MEMBERSHIP, type ChannelSubscription } from "./filters.js";
 import { RelayHttp, type RelayHttpOptions } from "./http.js";
@@ -50,6 +51,12 @@ export interface RelayClientOptions {
   http?: Omit<RelayHttpOptions, "url" | "secretKey" | "logger">;
   /** Defaults for `publish`. */
   publish?: PublishOptions;
+  /**
+   * Channel-set changes closer together than `quietMs` go out as one replacement REQ, at the
+   * latest `maxMs` after the first. Default 200 ms / 1 s: a start-up or a burst of joins costs
+   * one or two frames of the relay's quota, and a new channel is listened to within a second.
+   */
+  coalesce?: CoalesceOptions;
 }
 
 export interface EventContext {
@@ -90,6 +97,8 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private channelsLive = false;
   private memCursor: number | undefined;
   private startWatermark = Math.floor(Date.now() / 1000);
+  private pendingChannels: ChannelSubscription[] | undefined;
+  private readonly coalescer: Coalescer;
 
   constructor(private readonly opts: RelayClientOptions) {
     super();
@@ -100,6 +109,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.skew = opts.sinceSkewSec ?? 5;
     this.conn = new RelayConnection({ ...opts.connection, url: opts.url, secretKey: opts.secretKey, logger: this.log });
     this.http = new RelayHttp({ ...opts.http, url: opts.url, secretKey: opts.secretKey, logger: this.log });
+    this.coalescer = new Coalescer(() => this.applyChannels(), opts.coalesce ?? { quietMs: 200, maxMs: 1000 });
     this.conn.on("state", (s: ConnectionState) => {
       if (s === "closed") this.channelsLive = false;
       this.emit("state", s);
@@ -118,6 +128,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   }
 
   stop(): void {
+    this.coalescer.cancel();
     this.conn.stop();
   }
 
@@ -134,16 +145,32 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     return { ...this.conn.metrics, ...this.counters, http: { ...this.http.metrics }, dedupeSize: this.dedupe.size };
   }
 
-  /** Channels currently subscribed. */
+  /** Channels subscribed, or about to be (a coalesced change not yet on the wire). */
   get channelIds(): string[] {
-    return [...this.channels.keys()];
+    return this.pendingChannels ? this.pendingChannels.map((c) => c.id) : [...this.channels.keys()];
   }
 
   /**
    * Replaces the channel set. Sends ONE `REQ` (same subscription id, so the relay replaces the
-   * old one) and only when something changed.
+   * old one) and only when something changed. While connected, changes arriving close together
+   * are coalesced (`coalesce`) into one frame; before that they only shape the first REQ.
    */
   setChannels(list: ChannelSubscription[]): void {
+    this.pendingChannels = list;
+    if (this.conn.authenticated) return this.coalescer.touch();
+    this.coalescer.cancel();
+    this.applyChannels();
+  }
+
+  /** Sends a coalesced channel change now (tests, shutdown). */
+  flushChannels(): void {
+    this.coalescer.flush();
+  }
+
+  private applyChannels(): void {
+    const list = this.pendingChannels;
+    this.pendingChannels = undefined;
+    if (!list) return;
     const next = new Map(list.map((c) => [c.id, c.since !== undefined && this.floorsUsed.get(c.id) === c.since ? { ...c, since: undefined } : { ...c }]));
     const key = keyOf(next);
     if (key === this.channelsKey) return;
@@ -155,6 +182,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   /** Resolves true once the relay has acknowledged (EOSE) the current channel set. */
   waitSubscribed(timeoutMs: number): Promise<boolean> {
+    this.coalescer.flush(); // whoever waits wants the change on the wire now
     if (this.channelsLive) return Promise.resolve(true);
     return new Promise((resolve) => {
       const t = setTimeout(() => {
@@ -205,13 +233,20 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     return Math.max(0, base - this.skew);
   }
 
+  /**
+   * Channels with their own replay floor share the lowest one, so a burst of joins (each with
+   * its notification's time) adds one filter, not one per channel; the extra replay is
+   * de-duplicated by id.
+   */
   private channelFilters(): Filter[] {
     const since = this.since();
     this.floorsSent = new Set();
+    let floor = since;
+    for (const ch of this.channels.values()) if (ch.since !== undefined && ch.since < since) floor = Math.min(floor, ch.since);
     return channelFilters(this.channels.values(), this.pubkey, (ch) => {
       if (ch.since === undefined || ch.since >= since) return since;
       this.floorsSent.add(ch.id);
-      return ch.since;
+      return floor;
     });
   }
 
