@@ -76,6 +76,8 @@ export class RelayConnection extends EventEmitter {
   private authChallenge: string | undefined;
   private subs = new Map<string, Sub>();
   private okWaiters = new OkWaiters();
+  /** Ids of EVENTs sent and still waiting for their OK (not AUTH). */
+  private readonly eventsInFlight = new Set<string>();
   private readonly gate: RateGate;
   private timers = new Set<NodeJS.Timeout>();
   private stopLiveness: (() => void) | undefined;
@@ -167,7 +169,8 @@ export class RelayConnection extends EventEmitter {
       ),
     );
     if (this.sendFrame(["EVENT", ev])) this.metrics.eventFrames++;
-    const o = await outcome;
+    this.eventsInFlight.add(ev.id);
+    const o = await outcome.finally(() => this.eventsInFlight.delete(ev.id));
     if (o.status === "refused") this.onRefusal(o.reason ?? "");
     return o;
   }
@@ -252,7 +255,13 @@ export class RelayConnection extends EventEmitter {
         return;
       case "NOTICE":
         this.throttle.log("info", "relay.notice", { evt: "relay.notice", notice: f.message }, "relay notice");
-        if (reasonPrefix(f.message) === "rate-limited") this.rateLimit(f.message);
+        if (reasonPrefix(f.message) === "rate-limited") {
+          this.rateLimit(f.message);
+          // Buzz drops an over-quota EVENT with a NOTICE and no OK (docs/protocol.md, "Limits"):
+          // we cannot tell which one, so every publish waiting for an OK is retried after the
+          // pause. Re-sending a stored event only earns a `duplicate`, which counts as success.
+          this.okWaiters.answerWhere((id) => this.eventsInFlight.has(id), false, f.message);
+        }
         return;
       case "invalid":
         return this.invalid(f.reason, text);
