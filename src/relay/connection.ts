@@ -18,6 +18,7 @@ import { parseRelayFrame } from "./frames.js";
 import { LogThrottle } from "../ops/log-throttle.js";
 import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
 import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
+import { FrameBudget, priorityOfKind, type FramePriority, type FrameQuota, BUZZ_FRAME_QUOTA } from "./frame-budget.js";
 import { RateGate } from "./rate-gate.js";
 import { signEvent } from "./verify.js";
 
@@ -41,6 +42,8 @@ export interface ConnectionOptions {
   authTimeoutMs?: number;
   /** Rate-limit pause when the relay gives no `retry in` hint. Default 5 s (buzz-acp). */
   defaultRateLimitMs?: number;
+  /** Our outgoing frame budget (config `relay.frame_quota`). Default Buzz's 50 per 5 s; null = none. */
+  frameQuota?: FrameQuota | null;
 }
 
 export interface SendOptions {
@@ -48,6 +51,8 @@ export interface SendOptions {
   timeoutMs?: number;
   /** Drop instead of waiting while rate-limited (typing). Default false. */
   droppable?: boolean;
+  /** Place in the frame budget's queue; default by kind (reactions, typing/presence, the rest durable). */
+  priority?: FramePriority;
 }
 
 interface Sub {
@@ -79,6 +84,7 @@ export class RelayConnection extends EventEmitter {
   /** Ids of EVENTs sent and still waiting for their OK (not AUTH). */
   private readonly eventsInFlight = new Set<string>();
   private readonly gate: RateGate;
+  readonly budget: FrameBudget;
   private timers = new Set<NodeJS.Timeout>();
   private stopLiveness: (() => void) | undefined;
   /** Last refusal of our AUTH, for /readyz and doctor. */
@@ -92,6 +98,7 @@ export class RelayConnection extends EventEmitter {
     this.throttle = new LogThrottle(this.log, { summaryEvt: "relay.log_suppressed" });
     this.backoff = new Backoff(opts.backoff);
     this.gate = new RateGate((ids) => ids.forEach((id) => void this.sendReq(id)), opts.defaultRateLimitMs);
+    this.budget = new FrameBudget(opts.frameQuota === undefined ? BUZZ_FRAME_QUOTA : opts.frameQuota);
   }
 
   get state(): ConnectionState {
@@ -117,6 +124,7 @@ export class RelayConnection extends EventEmitter {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.gate.stop();
+    this.budget.stop();
     this.teardown();
     this.ws?.terminate();
     this.ws = undefined;
@@ -133,7 +141,10 @@ export class RelayConnection extends EventEmitter {
   removeSubscription(id: string): void {
     const sub = this.subs.get(id);
     this.subs.delete(id);
-    if (sub?.open && this.authed) this.sendFrame(["CLOSE", id]) && this.metrics.closeFrames++;
+    if (sub?.open && this.authed && this.sendFrame(["CLOSE", id])) {
+      this.metrics.closeFrames++;
+      this.budget.note();
+    }
   }
 
   /** Resolves true once authenticated (false on timeout or stop). */
@@ -158,6 +169,12 @@ export class RelayConnection extends EventEmitter {
     while (this.rateLimitedFor > 0) {
       if (opts.droppable) return { status: "dropped", reason: `rate-limited for another ${this.rateLimitedFor} ms` };
       await sleep(this.rateLimitedFor);
+    }
+    if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
+    const priority = opts.priority ?? priorityOfKind(ev.kind);
+    if (!(await this.budget.acquire(priority))) {
+      this.throttle.log("info", "relay.signal_dropped", { evt: "relay.signal_dropped", event: ev.id, kind: ev.kind, reason: "frame budget short" }, "typing/presence not sent: the frame budget is kept for replies");
+      return { status: "dropped", reason: "frame budget short" };
     }
     if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
     const outcome = new Promise<PublishOutcome>((resolve) =>
@@ -299,7 +316,7 @@ export class RelayConnection extends EventEmitter {
       if (this.authInFlight === p) this.authInFlight = undefined;
     });
     this.authInFlight = p;
-    this.sendFrame(["AUTH", ev]);
+    if (this.sendFrame(["AUTH", ev])) this.budget.note();
     return p;
   }
 
@@ -333,6 +350,9 @@ export class RelayConnection extends EventEmitter {
     const sub = this.subs.get(id);
     if (!sub || !this.authed) return;
     if (this.rateLimitedFor > 0) return this.gate.defer(id);
+    if (!(await this.budget.acquire("control"))) return;
+    // Replaced while waiting: the replacement's own sendReq sends the newer filters.
+    if (!this.authed || this.subs.get(id) !== sub) return;
     let filters: Filter[];
     try {
       filters = sub.filters();
@@ -343,7 +363,7 @@ export class RelayConnection extends EventEmitter {
     sub.eosed = false;
     if (filters.length === 0) {
       // A REQ needs at least one filter; nothing to listen to means no subscription.
-      if (sub.open && this.sendFrame(["CLOSE", id])) this.metrics.closeFrames++;
+      if (sub.open && this.sendFrame(["CLOSE", id])) this.metrics.closeFrames++; // the slot taken above
       sub.open = false;
       sub.pending = 0;
       sub.eosed = true;
