@@ -21,6 +21,9 @@ import { Coalescer, type CoalesceOptions } from "./coalesce.js";
 import { channelOf } from "./events.js";
 import { channelFilters, isMembershipFor, isRequested, membershipFilter, SUB_CHANNELS, SUB_MEMBERSHIP, type ChannelSubscription } from "./filters.js";
 import { RelayHttp, type RelayHttpOptions } from "./http.js";
+import { RelayHttpError, RelayQueryError } from "./errors.js";
+import { sleep } from "./backoff.js";
+import { eventShapeProblem } from "./validate.js";
 import { KIND } from "./kinds.js";
 import { LogThrottle } from "../ops/log-throttle.js";
 import type { PublishOutcome } from "./outcome.js";
@@ -98,6 +101,8 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private memCursor: number | undefined;
   private startWatermark = Math.floor(Date.now() / 1000);
   private pendingChannels: ChannelSubscription[] | undefined;
+  /** Set once the relay showed it has no HTTP bridge. */
+  private readsOverSocket = false;
   private readonly coalescer: Coalescer;
 
   constructor(private readonly opts: RelayClientOptions) {
@@ -219,12 +224,41 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     return { event, outcome: await this.publish(event, opts) };
   }
 
-  query(filters: Filter[]): Promise<Event[]> {
-    return this.http.query(filters);
+  /**
+   * Reads stored events: over Buzz's HTTP bridge (`POST /query`) where the relay has one, else
+   * over the WebSocket. A relay whose `/query` answers 404 (any plain NIP-01/NIP-29 relay) is
+   * switched to WebSocket reads for good, with one info line saying so.
+   */
+  async query(filters: Filter[]): Promise<Event[]> {
+    if (!this.readsOverSocket) {
+      try {
+        return await this.http.query(filters);
+      } catch (err) {
+        if (!(err instanceof RelayHttpError) || err.status !== 404) throw err;
+        this.readsOverSocket = true;
+        this.log.info({ evt: "relay.reads_over_websocket", url: this.opts.url }, "the relay has no HTTP bridge (/query answers 404): reading history, channels and profiles over the WebSocket");
+      }
+    }
+    return this.socketQuery(filters);
   }
 
-  count(filters: Filter[]): Promise<number> {
+  async count(filters: Filter[]): Promise<number> {
+    if (this.readsOverSocket) return (await this.socketQuery(filters.map((f) => ({ ...f, limit: undefined })))).length;
     return this.http.count(filters);
+  }
+
+  /** A WebSocket read; a `rate-limited` refusal is waited out and tried again (three times). */
+  private async socketQuery(filters: Filter[]): Promise<Event[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const events = await this.conn.query(filters);
+        return events.filter((e) => eventShapeProblem(e) === undefined);
+      } catch (err) {
+        const rateLimited = err instanceof RelayQueryError && /rate-limited/.test(err.message);
+        if (!rateLimited || attempt >= 3) throw err;
+        await sleep(Math.max(this.conn.rateLimitedFor, 1000));
+      }
+    }
   }
 
   /** The resubscribe floor: durable cursor, else last handled, else start time; minus the skew. */

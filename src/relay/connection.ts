@@ -20,6 +20,7 @@ import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
 import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
 import { FrameBudget, priorityOfKind, type FramePriority, type FrameQuota, BUZZ_FRAME_QUOTA } from "./frame-budget.js";
 import { RateGate } from "./rate-gate.js";
+import { RelayQueryError } from "./errors.js";
 import { signEvent } from "./verify.js";
 
 export type ConnectionState = "idle" | "connecting" | "authenticated" | "subscribed" | "closed" | "stopped";
@@ -81,6 +82,9 @@ export class RelayConnection extends EventEmitter {
   private authChallenge: string | undefined;
   private subs = new Map<string, Sub>();
   private okWaiters = new OkWaiters();
+  /** One-shot reads over the socket (`query`), by subscription id. */
+  private readonly reads = new Map<string, { events: Event[]; done: (closed?: string) => void }>();
+  private readSeq = 0;
   /** Ids of EVENTs sent and still waiting for their OK (not AUTH). */
   private readonly eventsInFlight = new Set<string>();
   private readonly gate: RateGate;
@@ -160,6 +164,36 @@ export class RelayConnection extends EventEmitter {
       const onState = (s: ConnectionState) => (s === "authenticated" || s === "subscribed" ? done(true) : s === "stopped" ? done(false) : undefined);
       const t = setTimeout(() => done(false), timeoutMs);
       this.on("state", onState);
+    });
+  }
+
+  /**
+   * A one-shot read over the WebSocket, for relays without an HTTP bridge: `REQ` with its own
+   * subscription id, the stored events up to `EOSE`, then `CLOSE`. Both frames go through the
+   * frame budget. Rejects with RelayQueryError when the relay closes the read or the socket
+   * goes, or nothing answers within `timeoutMs`.
+   */
+  async query(filters: Filter[], timeoutMs = 15_000): Promise<Event[]> {
+    if (!this.authed && !(await this.waitAuthenticated(timeoutMs))) throw new RelayQueryError("not connected to the relay");
+    await this.budget.acquire("durable");
+    const id = `read-${++this.readSeq}`;
+    const gen = this.gen;
+    return new Promise<Event[]>((resolve, reject) => {
+      const events: Event[] = [];
+      const timer = setTimeout(() => done("no EOSE within " + timeoutMs + " ms"), timeoutMs);
+      const done = (closed?: string) => {
+        clearTimeout(timer);
+        if (!this.reads.delete(id)) return;
+        if (closed === undefined) {
+          // The relay keeps a subscription open after EOSE until told otherwise.
+          void this.budget.acquire("control").then(() => gen === this.gen && this.sendFrame(["CLOSE", id]) && this.metrics.closeFrames++);
+          resolve(events);
+        }
+        else reject(new RelayQueryError(closed === DISCONNECTED ? "connection lost during the read" : `relay closed the read: ${closed}`));
+      };
+      this.reads.set(id, { events, done });
+      if (!this.sendFrame(["REQ", id, ...filters])) done(DISCONNECTED);
+      else this.metrics.reqFrames++;
     });
   }
 
@@ -251,20 +285,24 @@ export class RelayConnection extends EventEmitter {
     this.authInFlight = undefined;
     for (const s of this.subs.values()) Object.assign(s, { open: false, eosed: false, pending: 0, authRetried: false });
     this.okWaiters.failAll();
+    for (const r of [...this.reads.values()]) r.done(DISCONNECTED);
   }
 
   private onMessage(text: string): void {
     const f = parseRelayFrame(text);
     switch (f.type) {
       case "EVENT":
+        if (this.reads.has(f.sub)) return void this.reads.get(f.sub)!.events.push(f.event);
         if (!this.subs.has(f.sub)) return this.invalid("EVENT for a subscription we do not hold", text);
         this.emit("event", f.sub, f.event);
         return;
       case "OK":
         return this.okWaiters.resolve(f.id, f.ok, f.reason);
       case "EOSE":
+        if (this.reads.has(f.sub)) return this.reads.get(f.sub)!.done();
         return this.onEose(f.sub);
       case "CLOSED":
+        if (this.reads.has(f.sub)) return this.reads.get(f.sub)!.done(f.reason || "closed");
         return this.onSubClosed(f.sub, f.reason);
       case "AUTH":
         this.challenge = f.challenge;

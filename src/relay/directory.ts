@@ -81,6 +81,8 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
   private readonly log: Logger;
   private readonly onMembership = (c: MembershipChange) => void this.apply(c);
   private pendingAdds = new Map<string, MembershipChange>();
+  /** Configured channels already reported as having no NIP-29 state. */
+  private readonly stateless = new Set<string>();
   private addWaiters: (() => void)[] = [];
   private readonly lookups = new Coalescer(() => void this.joinPending(), { quietMs: 50, maxMs: 500 });
 
@@ -107,6 +109,25 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
     this.channels = new Map(infos.filter((c) => !c.archived).map((c) => [c.id, c]));
     this.log.info({ evt: "relay.channels_discovered", count: this.channels.size, archived: infos.length - this.channels.size }, "channels discovered");
     return this.list();
+  }
+
+  /**
+   * Channels the config names by id that discovery did not find: those with no NIP-29 state at
+   * all (no 39000, no 39002 — a plain NIP-42 relay, or one that does not keep group state) are
+   * listened in anyway, with no description and membership unknown, logged once per channel.
+   * A channel that has group state without us in it stays out: we are not a member.
+   */
+  async adopt(ids: string[]): Promise<ChannelInfo[]> {
+    const out: ChannelInfo[] = [];
+    for (const info of await this.fetchInfo(ids)) {
+      if (info.type !== "unknown" || info.members) continue;
+      this.channels.set(info.id, info);
+      out.push(info);
+      if (this.stateless.has(info.id)) continue;
+      this.stateless.add(info.id);
+      this.log.info({ evt: "relay.channel_state_unknown", channel: info.id }, "the relay has no NIP-29 state for this configured channel: listening without a description, membership not known");
+    }
+    return out;
   }
 
   /** Re-reads one channel's metadata (after a 39000 update); emits `updated`. */
