@@ -38,6 +38,8 @@ export interface Directives {
   auth: boolean;
   firstBlock: boolean;
   slowMs?: number;
+  /** Pad the reply to at least this many characters (numbered filler lines). */
+  longChars?: number;
   tools: Array<{ name: string; args: Record<string, unknown> }>;
 }
 
@@ -99,6 +101,7 @@ function askedOf(text: string): { author?: string; asked: string } {
 export function parseDirectives(text: string): Directives {
   const has = (word: string) => new RegExp(`(^|\\s)#${word}(?=\\s|$)`, "i").test(text);
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
+  const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);
   const tools: Directives["tools"] = [];
   for (const m of text.matchAll(/(?:^|\s)#tool\s+([A-Za-z0-9_.-]+)[ \t]*(\{.*\})?/gim)) {
     let args: Record<string, unknown> = {};
@@ -114,7 +117,7 @@ export function parseDirectives(text: string): Directives {
   return {
     finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"),
     hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
-    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), slowMs: slow ? Number(slow[1]) : undefined, tools,
+    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), slowMs: slow ? Number(slow[1]) : undefined, longChars: long ? Number(long[1]) : undefined, tools,
   };
 }
 
