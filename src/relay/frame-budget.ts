@@ -6,8 +6,9 @@
  *
  *   control  AUTH, REQ, CLOSE: the connection itself (never dropped, first in line)
  *   durable  replies, failure notices, control outcomes, everything else (never dropped)
- *   reaction 👀 ✅ ⚠️ 🔒 (kind 7): queued behind durable frames
- *   signal   typing and presence: sent only when the budget has room to spare, else dropped
+ *   reaction 👀 ✅ ⚠️ 🔒 (kind 7): queued behind durable frames, and they leave a fifth of
+ *            the window free for replies still to come
+ *   signal   typing and presence: sent only while half the window is free, else dropped
  *
  * A `rate-limited` answer from the relay still pauses sending (RateGate): this budget only
  * keeps us from earning one.
@@ -47,23 +48,29 @@ export class FrameBudget {
     return this.quota.frames - this.stamps.length;
   }
 
+  /** Slots a priority must leave free for higher ones: replies can come at any moment. */
+  private reserveFor(rank: number): number {
+    if (!this.quota || rank <= RANK.durable) return 0;
+    return rank === RANK.reaction ? Math.floor(this.quota.frames / 5) : Math.floor(this.quota.frames / 2);
+  }
+
   /**
-   * Takes a slot: at once if free and nobody of higher or equal priority waits, else in turn.
-   * A `signal` never waits: it resolves false (drop it) unless a fifth of the window is free.
+   * Takes a slot: at once if free (beyond what it must leave for higher priorities) and nobody
+   * of higher or equal priority waits, else in turn. A `signal` never waits: it resolves false
+   * (drop it) unless half the window is free.
    */
   acquire(priority: FramePriority): Promise<boolean> {
     if (!this.quota) return Promise.resolve(true);
     const rank = RANK[priority];
     if (priority === "signal") {
-      const spare = Math.max(1, Math.floor(this.quota.frames / 5));
-      if (this.waiters.length > 0 || this.free() < spare) {
+      if (this.waiters.length > 0 || this.free() <= this.reserveFor(rank)) {
         this.metrics.signalsDropped++;
         return Promise.resolve(false);
       }
       this.take();
       return Promise.resolve(true);
     }
-    if (this.free() > 0 && !this.waiters.some((w) => w.rank <= rank)) {
+    if (this.free() > this.reserveFor(rank) && !this.waiters.some((w) => w.rank <= rank)) {
       this.take();
       return Promise.resolve(true);
     }
@@ -99,7 +106,7 @@ export class FrameBudget {
   private schedule(): void {
     if (this.timer || this.waiters.length === 0) return;
     const now = Date.now();
-    while (this.waiters.length > 0 && this.free(now) > 0) {
+    while (this.waiters.length > 0 && this.free(now) > this.reserveFor(this.waiters[0]!.rank)) {
       this.take();
       this.waiters.shift()!.resolve();
     }
