@@ -66,3 +66,35 @@ test("the frame budget serves replies before reactions and drops typing when sho
   assert.deepEqual(order, ["req", "reply", "reaction"]);
   b.stop();
 });
+
+test("a rate-limited answer without a retry hint, and a refusal for a reason nobody knows: logged, backed off, one reply per mention", async () => {
+  const w = await World.create();
+  const second = await w.addChannel({ name: "second", members: [w.agent, w.owner] });
+  const refused: string[] = [];
+  // The first reply is answered `rate-limited` with no hint; the next one with an unknown reason.
+  const proxy = await startFrameProxy(w.relay.url, {
+    intercept: (f, answer) => {
+      const ev = f[0] === "EVENT" ? (f[1] as { id: string; kind: number; pubkey: string }) : undefined;
+      if (!ev || ev.kind !== 9 || ev.pubkey !== w.agent.pk || refused.length >= 2 || refused.includes(ev.id)) return false;
+      answer(["OK", ev.id, false, refused.length === 0 ? "rate-limited: slow down" : "mystery: the relay will not say why"]);
+      refused.push(ev.id);
+      return true;
+    },
+  });
+  cleanup.push(() => w.close(), () => proxy.close());
+  const d = await w.startDaemon({ relay: { url: proxy.url } });
+  const first = await w.owner.post("@agent first one");
+  const firstReplies = await w.waitReplies(first, 1, 60_000);
+  const other = await w.owner.post("@agent second one", { channel: second });
+  const otherReplies = await w.waitReplies(other, 1, 60_000);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(refused.length, 2, "both refusals happened");
+  assert.equal((await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [first.id] })).length, 1, "the first mention has one reply");
+  assert.equal((await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [other.id] })).length, 1, "the second mention has one reply");
+  assert.ok(firstReplies.length && otherReplies.length);
+  const limited = d.logs.find((l) => l.evt === "relay.rate_limited");
+  assert.ok(limited, "the hint-less rate limit was logged");
+  assert.ok((limited.pause_ms as number) >= 1000, "and backed off");
+  assert.ok(d.logs.some((l) => String(l.reason ?? "").includes("mystery")), "the unknown refusal was logged with the relay's reason");
+  assert.equal(d.proc.exitCode, null, "no crash");
+});
