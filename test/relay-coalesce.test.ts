@@ -57,3 +57,17 @@ test("100 channels joined within a second are subscribed with at most 2 replacem
   const [reply] = await w.waitReplies(ev, 1, 30_000);
   assert.ok(reply, "a mention in the last joined channel was answered");
 });
+
+test("after the relay drops the connection, the daemon resubscribes its 601 channels in at most 3 REQ frames", async () => {
+  assert.ok(daemon, "needs the running daemon of the previous tests");
+  const t0 = Date.now();
+  w.relay.dropAll();
+  await daemon.waitLog((l) => l.evt === "relay.authenticated" && (l.time as number) >= t0, 30_000);
+  await settle(2500);
+  const reqs = proxy.count("REQ", t0);
+  assert.ok(reqs <= 3, `the resubscription cost ${reqs} REQ frames`);
+  assert.equal(proxy.refused.length, 0);
+  const ev = await w.owner.post("@agent still there?", { channel: channels[12] });
+  const [reply] = await w.waitReplies(ev, 1, 30_000);
+  assert.ok(reply, "a mention after the reconnect is answered");
+});

@@ -56,8 +56,10 @@ export interface RelayClientOptions {
   publish?: PublishOptions;
   /**
    * Channel-set changes closer together than `quietMs` go out as one replacement REQ, at the
-   * latest `maxMs` after the first. Default 200 ms / 1 s: a start-up or a burst of joins costs
+   * latest `maxMs` after the first. Default 300 ms / 1 s: a start-up or a burst of joins costs
    * one or two frames of the relay's quota, and a new channel is listened to within a second.
+   * The quiet time is longer than the directory's lookup batches (≤ 250 ms apart), so a steady
+   * trickle of joins is not cut into a frame per batch.
    */
   coalesce?: CoalesceOptions;
 }
@@ -114,7 +116,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.skew = opts.sinceSkewSec ?? 5;
     this.conn = new RelayConnection({ ...opts.connection, url: opts.url, secretKey: opts.secretKey, logger: this.log });
     this.http = new RelayHttp({ ...opts.http, url: opts.url, secretKey: opts.secretKey, logger: this.log });
-    this.coalescer = new Coalescer(() => this.applyChannels(), opts.coalesce ?? { quietMs: 200, maxMs: 1000 });
+    this.coalescer = new Coalescer(() => this.applyChannels(), opts.coalesce ?? { quietMs: 300, maxMs: 1000 });
     this.conn.on("state", (s: ConnectionState) => {
       if (s === "closed") this.channelsLive = false;
       this.emit("state", s);

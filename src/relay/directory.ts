@@ -84,7 +84,8 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
   /** Configured channels already reported as having no NIP-29 state. */
   private readonly stateless = new Set<string>();
   private addWaiters: (() => void)[] = [];
-  private readonly lookups = new Coalescer(() => void this.joinPending(), { quietMs: 50, maxMs: 500 });
+  /** Batches at most 250 ms apart: inside the client's 300 ms quiet time for the subscription. */
+  private readonly lookups = new Coalescer(() => void this.joinPending(), { quietMs: 50, maxMs: 250 });
 
   constructor(private readonly source: DirectorySource, logger?: Logger) {
     super();
