@@ -54,7 +54,7 @@ options:
   --port N       TCP port (default 0: any free port; the URL is printed first)
   --host H       listen address (default 127.0.0.1)
   --data DIR     keep events, channels and the relay key in DIR (SQLite); default memory
-  --seed FILE    YAML with members and channels (design §9)
+  --seed FILE    YAML with members, channels and limits (docs/dev-relay.md)
   --admin-token T  token for POST /admin/<op> (default random, printed)
   -h, --help     this text
 
