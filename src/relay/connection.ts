@@ -210,6 +210,11 @@ export class RelayConnection extends EventEmitter {
       this.throttle.log("info", "relay.signal_dropped", { evt: "relay.signal_dropped", event: ev.id, kind: ev.kind, reason: "frame budget short" }, "typing/presence not sent: the frame budget is kept for replies");
       return { status: "dropped", reason: "frame budget short" };
     }
+    // The relay may have asked us to hold back while this frame waited for its slot.
+    while (this.rateLimitedFor > 0) {
+      if (opts.droppable) return { status: "dropped", reason: `rate-limited for another ${this.rateLimitedFor} ms` };
+      await sleep(this.rateLimitedFor);
+    }
     if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
     const outcome = new Promise<PublishOutcome>((resolve) =>
       this.okWaiters.add(
