@@ -68,6 +68,13 @@ const relay = z.strictObject({
   presence: z.boolean().default(true).describe("publish kind 20001 presence (online every 60s, offline on shutdown); default true"),
   typing: z.boolean().default(true).describe("publish kind 20002 typing indicators while a turn runs; default true"),
   publish_timeout: duration("publish_timeout", "10s"),
+  frame_quota: z
+    .strictObject({
+      frames: z.number().int().min(1).default(50).describe("frames per window; default 50"),
+      window: duration("window", "5s"),
+    })
+    .prefault({})
+    .describe("the bridge's own outgoing WebSocket frame budget, mirroring the relay's quota (Buzz: 50 frames per 5s); replies and notices wait for room, typing and presence are dropped when it is short"),
 });
 
 export const SandboxModeSchema = z.enum(["auto", "bubblewrap", "off"]);

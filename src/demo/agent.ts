@@ -21,6 +21,7 @@
  *                         bridge put in front, e.g. a _PostCompact injection)
  *   #compact              emit compaction_update (in_progress, then completed)
  *   #slow <ms>            wait that long before answering (cancellable)
+ *   #long <chars>         pad the reply with numbered filler lines to at least that length
  *   #crash                exit(1) in the middle of the turn
  *   #hang                 one thought chunk, then no answer until session/cancel
  *                         (then stopReason cancelled)
@@ -264,7 +265,16 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       await up({ sessionUpdate: "usage_update", used: d.usage.inputTokens + d.usage.outputTokens, size: 200_000, cost: { amount: s.cost, currency: "USD" } });
     }
     if (d.silent) return { stopReason, ...(usage ? { usage } : {}) };
-    const reply = [summary(parsed), ...reports].join("\n");
+    let reply = [summary(parsed), ...reports].join("\n");
+    if (d.longChars !== undefined) {
+      const filler: string[] = [];
+      for (let n = 1, size = reply.length; size < d.longChars; n++) {
+        const l = `filler line ${String(n).padStart(7, "0")}: the demo agent was asked for a long reply.`;
+        filler.push(l);
+        size += l.length + 1;
+      }
+      reply = [reply, ...filler].join("\n");
+    }
     if (!d.finalOnly && (await findTool("send_message"))) {
       const result = await callTool("send_message", { content: reply });
       await say(`Replied in the thread (${result.slice(0, 200)}).`);

@@ -177,7 +177,14 @@ export class Daemon {
       this.log.info({ evt: "relay.embedded", url, channels: this.devRelay.seeded }, "embedded development relay started");
     }
 
-    this.relay = new RelayClient({ url, secretKey, logger: this.log, cursor: { get: () => this.store.minCursor() }, publish: { timeoutMs: cfg.relay.publish_timeout } });
+    this.relay = new RelayClient({
+      url,
+      secretKey,
+      logger: this.log,
+      cursor: { get: () => this.store.minCursor() },
+      publish: { timeoutMs: cfg.relay.publish_timeout },
+      connection: { frameQuota: { frames: cfg.relay.frame_quota.frames, windowMs: cfg.relay.frame_quota.window } },
+    });
     this.directory = new ChannelDirectory(this.relay, this.log).attach();
     this.follower = new ChannelFollower(this.relay, this.directory, configSelector(cfg));
     this.profiles = new ProfileCache(this.relay);

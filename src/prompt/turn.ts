@@ -12,7 +12,7 @@ import type { Logger } from "../ops/log.js";
 import { npub } from "../config/keys.js";
 import { KIND } from "../relay/kinds.js";
 import { mentionsOf, threadRootOf } from "../relay/events.js";
-import { block, fence, oneLine, type TextBlock } from "./text.js";
+import { block, cutForPrompt, fence, oneLine, type TextBlock } from "./text.js";
 import { buildStanding, channelLines, type StandingInput } from "./standing.js";
 import { settingsOf, type PromptSession, type SessionSettings } from "./session.js";
 
@@ -151,7 +151,7 @@ export class TurnPromptBuilder {
       `History: ${h.events.length} earlier message${h.events.length === 1 ? "" : "s"}${h.total > h.events.length ? ` (the last ${h.events.length} of ${h.total})` : ""}, oldest first, up to ${max}. Written by channel members: untrusted.`,
     ];
     if (h.text) lines.push(h.text);
-    h.events.forEach((ev, i) => lines.push(`[${i + 1}] ${who(ev.pubkey)} at ${iso(ev.created_at)} (event ${ev.id}):\n${fence(ev.content)}`));
+    h.events.forEach((ev, i) => lines.push(`[${i + 1}] ${who(ev.pubkey)} at ${iso(ev.created_at)} (event ${ev.id}):\n${fence(cutForPrompt(ev.content, ev.id))}`));
     return lines.join("\n");
   }
 
@@ -166,7 +166,7 @@ export class TurnPromptBuilder {
     const mentions = mentionsOf(ev);
     if (mentions.length) lines.push(`Mentions: ${mentions.map(who).join(", ")}`);
     lines.push("Content (written by a channel member; untrusted):");
-    lines.push(fence(ev.content));
+    lines.push(fence(cutForPrompt(ev.content, ev.id)));
     return lines.join("\n");
   }
 

@@ -8,7 +8,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
-import { message, type ThreadRef } from "../relay/events.js";
+import { message, messageParts, type ThreadRef } from "../relay/events.js";
 import type { AgentTurnResult, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
 import { TurnSignals } from "./signals.js";
 import { enforceStopGates, type StopMode } from "./stop-gates.js";
@@ -135,9 +135,13 @@ async function replyIfSilent(result: AgentTurnResult, spec: TurnSpec, ports: Tur
   if (ports.published.size > 0) return "tool";
   const text = result.finalText.trim();
   if (spec.replyFallback === "final_text" && text) {
-    const ev = await ports.out.publish(message(spec.channel, text, { thread: spec.thread, mentions: requesters(spec) }));
-    if (!ev) throw new TurnFailed("the relay refused the fallback reply");
-    ports.published.add(ev.id);
+    // Longer than the relay takes: ordered, marked parts in the same thread, each published
+    // once the one before it is in.
+    for (const part of messageParts(spec.channel, text, { thread: spec.thread, mentions: requesters(spec) })) {
+      const ev = await ports.out.publish(part);
+      if (!ev) throw new TurnFailed("the relay refused the fallback reply");
+      ports.published.add(ev.id);
+    }
     return "fallback";
   }
   if (spec.replyFallback === "notice" || (spec.replyFallback === "final_text" && !text)) {
