@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { startHttp, type HttpHandle } from "../src/ops/http.js";
 import { Metrics } from "../src/ops/metrics.js";
+import { generateSecretKey, nip19 } from "nostr-tools";
 
 const REPO = join(import.meta.dirname, "..");
 const dockerfile = readFileSync(join(REPO, "Dockerfile"), "utf8");
@@ -173,15 +174,17 @@ function recipeTests(): void {
   });
 
   test("the image's entrypoint answers --help, check and dev-relay --help with production deps", () => {
+    // The example asks for the key in the environment, as `docker run --env-file` gives it.
+    const key = { BUZZ_PRIVATE_KEY: nip19.nsecEncode(generateSecretKey()) };
     for (const args of [["--help"], ["check", "-c", "config/example.yaml"], ["dev-relay", "--help"]]) {
-      const r = entrypoint(args);
+      const r = entrypoint(args, key);
       assert.equal(r.status, 0, `${args.join(" ")} exited ${r.status}:\n${r.stderr}`);
     }
     // --version reads package.json next to dist/: the image must keep that layout.
     const version = entrypoint(["--version"]);
     assert.equal(version.stdout.trim(), JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version);
     // The mounted config is found through BUZZ_BRIDGE_CONFIG, without -c.
-    const r = entrypoint(["check"], { BUZZ_BRIDGE_CONFIG: join(runDir, "config", "example.yaml") });
+    const r = entrypoint(["check"], { ...key, BUZZ_BRIDGE_CONFIG: join(runDir, "config", "example.yaml") });
     assert.equal(r.status, 0, r.stderr);
   });
 

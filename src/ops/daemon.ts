@@ -7,7 +7,7 @@ import { mkdirSync } from "node:fs";
 import { cliPath } from "./cli-path.js";
 import { basename, join } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
-import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
+import { AgentPool, agentEnvironment, poolOptionsFromConfig } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
@@ -20,6 +20,8 @@ import { TurnDispatcher } from "../turn/dispatch.js";
 import type { Enforce } from "../turn/run.js";
 import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
+import { agentCommandProblem, agentCwdProblem, stateDirProblem } from "./preflight.js";
+import { StateLock } from "./state-lock.js";
 import type { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
 
@@ -50,12 +52,17 @@ export function resolveAgentCommand(cfg: Config["agent"]): { command: string; ar
   return { command: process.execPath, args: [cliPath(), ...cfg.args] };
 }
 
-/** start() gave up waiting for the relay because a stop was requested: not a failure. */
 /** The state directory cannot be made or used (permissions, a file in the way). */
 export class StateDirError extends Error {
   override name = "StateDirError";
 }
 
+/** Something `run` needs is missing (the agent command, a writable work area): the same words `doctor` prints. */
+export class PreflightError extends Error {
+  override name = "PreflightError";
+}
+
+/** start() gave up waiting for the relay because a stop was requested: not a failure. */
 export class StartAbortedError extends Error {
   override name = "StartAbortedError";
   constructor(cause: unknown) {
@@ -88,6 +95,7 @@ export class Daemon {
   private gateContext!: GateContext;
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
+  private stateLock?: StateLock;
   private presenceTimer?: NodeJS.Timeout;
   private pruneTimer?: NodeJS.Timeout;
   private readonly metadataReadAt = new Map<string, number>();
@@ -124,6 +132,11 @@ export class Daemon {
     } catch (err) {
       throw new StateDirError(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
     }
+    const stateProblem = stateDirProblem(cfg.state_dir);
+    if (stateProblem) throw new StateDirError(stateProblem);
+    // Before anything touches the directory's contents (queue, link socket): one daemon per state_dir.
+    this.stateLock = StateLock.acquire(cfg.state_dir);
+    this.preflight(secretKey);
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
 
     let url = cfg.relay.url;
@@ -254,6 +267,14 @@ export class Daemon {
     }
     this.listening = true;
     this.pump();
+  }
+
+  /** Refuses to start with an agent that cannot run here, worded as `doctor` words it. */
+  private preflight(secret: Uint8Array): void {
+    const { command } = resolveAgentCommand(this.config.agent);
+    const env = agentEnvironment({ configured: this.config.agent.env, secret }).env;
+    const problem = agentCommandProblem(command, env.PATH ?? process.env.PATH ?? "") ?? agentCwdProblem(this.config.agent.cwd);
+    if (problem) throw new PreflightError(problem);
   }
 
   /**
@@ -416,6 +437,7 @@ export class Daemon {
     this.scheduler?.close();
     this.store?.close();
     await this.devRelay?.close().catch(() => undefined);
+    this.stateLock?.release();
     this.log.info({ evt: "daemon.stopped" }, "stopped");
   }
 }

@@ -8,6 +8,7 @@ import { parseCommandArgs, withUsage } from "./args.js";
 import { ConfigError, loadConfig, resolveConfigPath } from "../config/load.js";
 import { createLogger } from "./log.js";
 import { Daemon, StartAbortedError } from "./daemon.js";
+import { StateLockedError } from "./state-lock.js";
 
 const HELP = `usage: buzz-bridge run [-c FILE]
 
@@ -63,6 +64,11 @@ export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLog
         log.info({ evt: "daemon.shutdown", reason: stopSignal ?? "stop" }, "stopped during start-up");
         await daemon.stop();
         return 0;
+      }
+      if (err instanceof StateLockedError) {
+        log.fatal({ evt: "state.locked", state_dir: err.stateDir, holder_pid: err.holderPid }, err.message);
+        await daemon.stop().catch(() => undefined);
+        return 2;
       }
       log.fatal({ evt: "daemon.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start");
       await daemon.stop().catch(() => undefined);
