@@ -67,7 +67,7 @@ test("the unit runs the daemon hardened, as a dedicated user, with state and con
   assert.equal(value("ProtectSystem"), "strict");
   assert.equal(value("ProtectHome"), "yes");
   assert.equal(value("PrivateTmp"), "yes");
-  assert.deepEqual(value("ReadWritePaths").split(/\s+/), ["/var/lib/buzz-bridge", "/srv/agents"]);
+  assert.deepEqual(value("ReadWritePaths").split(/\s+/), ["/var/lib/buzz-bridge", "-/srv/agents"], "/srv/agents optional: agent.cwd defaults to the state dir");
   assert.equal(value("KillSignal"), "SIGTERM");
   // SIGTERM to the daemon alone: agents keep working through the grace period.
   assert.equal(value("KillMode"), "mixed");
