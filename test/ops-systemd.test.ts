@@ -12,31 +12,11 @@ import { join } from "node:path";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { loadConfigText } from "../src/config/load.js";
 import { parseDuration } from "../src/config/duration.js";
+import { parseUnit } from "./fixtures/recipes.js";
 
 const REPO = join(import.meta.dirname, "..");
 const UNIT = "buzz-bridge.service";
 const unitText = readFileSync(join(REPO, "config", UNIT), "utf8");
-
-/** `[Section]` → key → every value given (ExecReload and friends may repeat). */
-function parseUnit(text: string): Map<string, Map<string, string[]>> {
-  const sections = new Map<string, Map<string, string[]>>();
-  let current: Map<string, string[]> | undefined;
-  for (const raw of text.split("\n")) {
-    const line = raw.trim();
-    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue;
-    const section = /^\[(\w+)\]$/.exec(line);
-    if (section) {
-      current = new Map();
-      sections.set(section[1]!, current);
-      continue;
-    }
-    const eq = line.indexOf("=");
-    assert.ok(current && eq > 0, `unparsable line: ${line}`);
-    const key = line.slice(0, eq);
-    current.set(key, [...(current.get(key) ?? []), line.slice(eq + 1)]);
-  }
-  return sections;
-}
 
 const service = parseUnit(unitText).get("Service")!;
 const value = (key: string) => {
