@@ -18,8 +18,9 @@ options:
   --port N       TCP port (default 0: any free port; the URL is printed first)
   --host H       listen address (default 127.0.0.1)
   --data DIR     keep events, channels and the relay key in DIR (SQLite); default memory
-  --seed FILE    YAML with members and channels (design §9)
-  --admin-token T  token for POST /admin/<op> (default random, printed)
+  --seed FILE    YAML with members and channels (docs/dev-relay.md)
+  --admin-token T  token for POST /admin/<op> (default random, printed; the admin API is
+                 in docs/dev-relay.md)
   -h, --help     this text
 
 stdout: the ws:// URL, then "admin-token <token>", then "channel <id> <name>" per channel.
