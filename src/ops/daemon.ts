@@ -16,6 +16,9 @@ import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
+import { refusalAdvice } from "../relay/auth-advice.js";
+import { RelayHttpError } from "../relay/errors.js";
+import { npub } from "../config/keys.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
 import type { Enforce } from "../turn/run.js";
 import type { TurnPublisher } from "../turn/ports.js";
@@ -288,7 +291,9 @@ export class Daemon {
         return await this.follower.refresh();
       } catch (err) {
         if (this.startAborted) throw new StartAbortedError(err);
-        this.log.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay }, "cannot list channels yet (is the relay up?); retrying");
+        const refused = err instanceof RelayHttpError && (err.status === 401 || err.status === 403) ? err.relayMessage : this.relay.lastAuthError;
+        const msg = refused !== undefined ? `the relay refused this identity: ${refusalAdvice(refused, this.pubkey)}; retrying` : "cannot list channels yet (is the relay up?); retrying";
+        this.log.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay, ...(refused !== undefined ? { npub: npub(this.pubkey) } : {}) }, msg);
         await new Promise<void>((r) => {
           const t = setTimeout(r, delay);
           this.wakeStart = () => (clearTimeout(t), r());

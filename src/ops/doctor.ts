@@ -18,6 +18,7 @@ import { manifestFromConfig } from "../proxy/manifest.js";
 import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../proxy/naming.js";
 import { ChannelDirectory, initCrypto, probeRelay, RelayAuthError, RelayClient, type ChannelInfo } from "../relay/index.js";
 import { resolveAgentCommand } from "./daemon.js";
+import { refusalAdvice } from "../relay/auth-advice.js";
 import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } from "./preflight.js";
 import { StateLock } from "./state-lock.js";
 import { createLogger, type Logger } from "./log.js";
@@ -182,10 +183,7 @@ function connectAdvice(url: string, err: NodeJS.ErrnoException): string {
 /** The relay's own reason, plus what to do about it. */
 function authAdvice(cause: unknown, fallback: string, pubkey: string): string {
   if (!(cause instanceof RelayAuthError)) return fallback;
-  const reason = cause.reason || "(the relay gave no reason)";
-  if (/^(restricted|blocked)\b|member/i.test(reason)) return `${reason}: ask the relay admin to add ${npub(pubkey)} as a relay member`;
-  if (/created_at|time|clock/i.test(reason)) return `${reason}: check this machine's clock (NTP)`;
-  return `relay refused NIP-42 auth: ${reason}`;
+  return refusalAdvice(cause.reason, pubkey);
 }
 
 async function discoverChannels(url: string, secretKey: Uint8Array, timeoutMs: number): Promise<ChannelInfo[]> {

@@ -39,7 +39,7 @@ export function writableDirProblem(dir: string, what: string, fix: string): stri
       }
       break;
     } catch (err) {
-      if (code(err) !== "ENOENT") return `cannot use ${what} ${dir}: ${code(err)}; ${fix}`;
+      if (code(err) !== "ENOENT" && code(err) !== "ENOTDIR") return `cannot use ${what} ${dir}: ${code(err)}; ${fix}`;
       const up = dirname(existing);
       if (up === existing) return `cannot create ${what} ${dir}: nothing of its path exists`;
       existing = up;
