@@ -38,7 +38,7 @@ export function formatTranscript(events: Event[], opts: TranscriptOptions): stri
   }
   const lines: string[] = [];
   const render = (e: Event, indent: string) => {
-    const head = e.kind === KIND.system ? `${indent}${time(e.created_at)}  · ${systemText(e, name)}` : `${indent}${time(e.created_at)}  ${name(e.pubkey)}:`;
+    const head = e.kind === KIND.system ? `${indent}${time(e.created_at)}  · ${describeSystem(e, name)}` : `${indent}${time(e.created_at)}  ${name(e.pubkey)}:`;
     lines.push(head);
     if (e.kind !== KIND.system) for (const l of wrap(e.content, opts.width ?? 88)) lines.push(`${indent}    ${l}`);
     const rs = reactions.get(e.id);
@@ -52,10 +52,14 @@ export function formatTranscript(events: Event[], opts: TranscriptOptions): stri
   return lines.join("\n");
 }
 
-function systemText(e: Event, name: (pk: string) => string): string {
+/** A kind 40099 outcome in words: `control.status (ok) by alice — inFlight 0, queued 2`. */
+export function describeSystem(e: Pick<Event, "content">, name: (pk: string) => string): string {
   try {
-    const p = JSON.parse(e.content) as { type?: string; actor?: string; outcome?: string };
-    return `${p.type ?? "system"}${p.outcome ? ` (${p.outcome})` : ""}${p.actor ? ` by ${name(p.actor)}` : ""}`;
+    const p = JSON.parse(e.content) as { type?: string; actor?: string; outcome?: string; [k: string]: unknown };
+    const extra = Object.entries(p)
+      .filter(([k, v]) => !["type", "actor", "outcome", "target"].includes(k) && (typeof v === "string" || typeof v === "number" || typeof v === "boolean"))
+      .map(([k, v]) => `${k} ${String(v)}`);
+    return `${p.type ?? "system"}${p.outcome ? ` (${p.outcome})` : ""}${p.actor ? ` by ${name(p.actor)}` : ""}${extra.length ? ` — ${extra.join(", ")}` : ""}`;
   } catch {
     return e.content;
   }
