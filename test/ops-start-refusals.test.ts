@@ -10,7 +10,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
-import { CLI, World } from "./fixtures/world.js";
+import { CLI, REPO, World } from "./fixtures/world.js";
 
 let w: World;
 before(async () => {
@@ -73,5 +73,23 @@ test("a relay that does not admit the identity: run names the npub to add, not '
   const npub = nip19.npubEncode(getPublicKey(sk));
   assert.equal(line.npub, npub);
   assert.match(String(line.msg), new RegExp(`^the relay refused this identity: (relay_membership_required: )?restricted: not a relay member: ask the relay admin to add ${npub} as a relay member; retrying$`));
+  assert.equal(await d.stop(), 0);
+});
+
+test("an agent that never gets through start-up: the thread hears so at once, not 'crashed' after the retry wait", async () => {
+  const badAgent = join(REPO, "test", "fixtures", "agent-bad.mjs");
+  const file = w.writeConfig(
+    { agent: { command: process.execPath, args: [badAgent, "exit"] }, queue: { retry_base: "5s", retry_max: "5m" }, state_dir: join(w.dir, "state-neverstarts"), relay: { presence: false } },
+    "neverstarts.yaml",
+  );
+  const d = await w.startDaemon({}, { configFile: file });
+  const t0 = Date.now();
+  const ev = await w.owner.post("@agent are you there?");
+  const [notice] = await w.waitReplies(ev, 1, 60_000);
+  const waited = Date.now() - t0;
+  assert.match(notice!.content, /^Sorry, I could not answer this: agent '.*agent-bad\.mjs exit' never started \(\d+ attempts, the last: exited .*code 3.*\); not trying again until \d\d:\d\d:\d\d UTC/, notice!.content);
+  assert.doesNotMatch(notice!.content, /crashed/);
+  assert.ok(waited < 4 * 60_000, `the notice came after ${waited} ms, not after the 5-minute retry`);
+  assert.ok(!d.logs.some((l) => l.evt === "queue.turn_retry" && l.retry_in_ms === 300_000), "no 5-minute retry was scheduled");
   assert.equal(await d.stop(), 0);
 });

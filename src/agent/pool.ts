@@ -41,6 +41,9 @@ export class AgentPool extends EventEmitter {
   private closed = false;
   private spawns = 0;
   private readonly breaker: CrashBreaker;
+  /** Processes that got through start-up (ACP initialize), and the last start failure's reason. */
+  private started = 0;
+  private lastStartFailure: string | undefined;
   private readonly log: Logger;
   private readonly limits: TurnLimits;
   private readonly display: string;
@@ -163,7 +166,14 @@ export class AgentPool extends EventEmitter {
   }
 
   private checkCircuit(): void {
-    if (this.breaker.state === "open") throw new CircuitOpenError(this.display, this.breaker.until!, this.breaker.recentCrashes);
+    const err = this.circuitError();
+    if (err) throw err;
+  }
+
+  /** While the breaker is open: the error a caller gets, saying whether any agent ever started. */
+  circuitError(): CircuitOpenError | undefined {
+    if (this.breaker.state !== "open") return undefined;
+    return new CircuitOpenError(this.display, this.breaker.until!, this.breaker.recentCrashes, { neverStarted: this.started === 0, lastStartFailure: this.lastStartFailure });
   }
 
   /** Waits for a free process slot, closing the least recently used idle scope if that makes one. */
@@ -219,10 +229,12 @@ export class AgentPool extends EventEmitter {
         command: this.o.command, args: this.o.args, cwd, env, initTimeoutMs: this.o.initTimeoutMs,
         logger: this.log, secretForms: secretForms(this.o.secret), authMethod: this.o.authMethod,
       });
+      this.started++;
       this.emit("spawn", { pid: proc.pid, spare: isSpare });
       return proc;
     } catch (err) {
       if (err instanceof AgentStartError) {
+        this.lastStartFailure = err.reason;
         this.log.error({ evt: "agent.start_failed", command: this.display, reason: err.reason, stderr: err.stderrTail }, err.message);
         // A command that cannot start would otherwise be retried forever.
         this.breaker.record();

@@ -172,6 +172,7 @@ export class TurnDispatcher {
     };
 
     let outcome: TurnOutcome;
+    let retry = true;
     // Everything this turn publishes (tool replies, fallback, notices) is recorded durably
     // at once: a retry after a crash must know the thread was already answered.
     const published = new RecordedSet((id) => this.d.scheduler.recordReply(batch.turnId, id));
@@ -232,9 +233,13 @@ export class TurnDispatcher {
       ss.current = undefined;
       for (const id of published) ss.prompt.markDelivered([id]);
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      log.warn({ evt: "turn.start_failed", err: reason }, "could not start the turn");
+      // The breaker open (now, or by this very failure): a retry within its window cannot
+      // succeed, so the thread hears at once what happened instead of after the retry wait.
+      const circuit = this.d.pool.circuitError();
+      const reason = circuit?.message ?? (err instanceof Error ? err.message : String(err));
+      log.warn({ evt: "turn.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start the turn");
       outcome = { status: "failed", reason, published: [...published] };
+      if (circuit) retry = false;
       // A session that failed to open or crashed is not reused.
       await this.rotate((k) => k === batch.scope.key);
     }
@@ -243,7 +248,7 @@ export class TurnDispatcher {
       log.info({ evt: "turn.interrupted", published: outcome.published.length }, "turn interrupted by shutdown; it runs again after restart");
       return;
     }
-    this.finish(batch, outcome, log, true);
+    this.finish(batch, outcome, log, retry);
     end(outcome.status);
   }
 
