@@ -329,8 +329,8 @@ export class AgentPool extends EventEmitter {
   }
 
   /** `!cancel`: cancels the scope's running turn; false when none was running. */
-  cancel(scope: string): boolean {
-    return this.entries.get(scope)?.session.cancel() ?? false;
+  cancel(scope: string, why: "owner" | "shutdown" = "owner"): boolean {
+    return this.entries.get(scope)?.session.cancel(why) ?? false;
   }
 
   /** `!rotate`: ends the scope's session (its process is closed); the next acquire starts fresh. */

@@ -17,7 +17,7 @@ import type { Logger } from "../ops/log.js";
 import { buildStanding, PromptSession, TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../relay/directory.js";
-import { replyRefFor, threadRootOf } from "../relay/events.js";
+import { reaction, replyRefFor, threadRootOf } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
 import { failureNotice, runTurn, type Enforce, type TurnOutcome } from "./run.js";
 import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
@@ -25,6 +25,7 @@ import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
 const PROXY_CONNECT_WAIT_MS = 3000;
 import { askOwnerByReaction } from "./ask-owner.js";
+import { EMOJI } from "./signals.js";
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -133,7 +134,7 @@ export class TurnDispatcher {
     const left = [...this.running.values()];
     for (const r of left) {
       r.abort.abort("shutdown");
-      this.d.pool.cancel(r.scope);
+      this.d.pool.cancel(r.scope, "shutdown");
     }
     await Promise.race([Promise.all(left.map((r) => r.done.catch(() => undefined))), new Promise((r) => setTimeout(r, 5000).unref())]);
     return left.length;
@@ -255,9 +256,11 @@ export class TurnDispatcher {
   private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean): void {
     log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined }, "turn ended");
     if (outcome.status === "failed") {
-      // A failed turn that already replied is not retried: the reply is the answer.
-      if (outcome.published.length > 0) this.d.scheduler.complete(batch.turnId);
-      else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry });
+      // A failed turn that already replied is not retried: the reply is the answer, marked ⚠️.
+      if (outcome.published.length > 0) {
+        this.d.scheduler.complete(batch.turnId);
+        this.markFailed(batch.events, batch.scope.channel);
+      } else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry }); // final → postFailure
     } else this.d.scheduler.complete(batch.turnId);
   }
 
@@ -341,10 +344,16 @@ export class TurnDispatcher {
     return { channel, thread, owner: this.d.owner!, out: this.d.out, relay: this.d.relay, signal };
   }
 
-  /** The notice posted when a turn fails for good (the queue's onFinalFailure). */
+  /** ⚠️ on the (last few) mentions of a turn that ended failed for good. */
+  private markFailed(events: Event[], channel: string): void {
+    for (const e of events.slice(-5)) this.d.out.signal(reaction(e, EMOJI.failed, channel));
+  }
+
+  /** The notice (and ⚠️) posted when a turn fails for good (the queue's onFinalFailure). */
   async postFailure(events: Event[], error: string, channel: string): Promise<void> {
     const anchor = events[events.length - 1];
     if (!anchor) return;
+    this.markFailed(events, channel);
     const ref = { root: threadRootOf(anchor), parent: anchor.id };
     await this.d.out.publish(failureNotice(channel, ref, events, error));
   }
