@@ -52,10 +52,13 @@ test("tail prints messages, the bridge's reactions and !status's outcome live, b
     await new Promise((r) => setTimeout(r, 100));
   }
   await w.owner.post("@agent draft the release notes");
-  await tail.until(/#build-room {2}olivia: @agent draft the release notes/);
+  await tail.until(/#build-room {2}olivia: @agent draft the release notes {2}→ @\S+$/m);
   await tail.until(/reacted 👀 to olivia: "@agent draft the release notes"/);
   await tail.until(/#build-room ↳ olivia's thread {2}\S+: /);
   await tail.until(/reacted ✅ to olivia: "@agent draft the release notes"/);
+  // A client that writes "@agent" without the p tag: shown without an arrow (the bridge never sees it).
+  await w.owner.post("@agent are you listening?", { mention: false });
+  await tail.until(/#build-room {2}olivia: @agent are you listening\?$/m);
   await w.owner.post("!status");
   await tail.until(/#build-room {2}· control\.status \(\w[\w-]*\) by olivia/);
   tail.proc.kill("SIGINT");
@@ -80,7 +83,7 @@ test("demo --keep prints post commands that work as printed, and its feed shows 
   for (const c of commands) assert.match(c, /^node dist\/cli\.js post /, "runnable from the checkout without npm link");
   const sh = (cmd: string) => new Promise<number | null>((resolve) => spawn("sh", ["-c", cmd], { cwd: REPO, stdio: "ignore" }).on("exit", resolve));
   assert.equal(await sh(commands[0]!), 0, commands[0]);
-  await demo.until(/#release-room {2}bob \(teammate\): hello agent$/m);
+  await demo.until(/#release-room {2}bob \(teammate\): hello agent {2}→ @\S+$/m);
   await demo.until(/reacted ✅ to bob \(teammate\): "hello agent"/);
   assert.equal(await sh(commands[1]!), 0, commands[1]);
   await demo.until(/· control\.status \(\w[\w-]*\) by alice \(owner\)/);

@@ -182,7 +182,7 @@ export class LinkServer {
     conn.onRequest(Hello, (p) => {
       const found = typeof p?.token === "string" ? this.sessions.get(digest(p.token)) : undefined;
       if (!found) {
-        log.warn({ evt: "link.refused", reason: "unknown or revoked token", pid: p?.pid });
+        log.warn({ evt: "link.refused", reason: "unknown or revoked token", proxy_pid: p?.pid });
         setTimeout(() => socket.destroy(), 50);
         return new ResponseError(LinkErrorCode.Unauthorized, "link refused: unknown or revoked token");
       }
@@ -191,7 +191,7 @@ export class LinkServer {
       // A proxy restarted by the agent replaces the old connection.
       if (found.conn && found.conn !== conn) found.conn.dispose();
       found.conn = conn;
-      log.info({ evt: "link.connected", session: found.key, pid: p.pid });
+      log.info({ evt: "link.connected", session: found.key, proxy_pid: p.pid }); // `pid` is the daemon's own
       return { manifest: found.manifest };
     });
 

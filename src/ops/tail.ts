@@ -40,7 +40,8 @@ export class TailFormatter {
     const channelId = ev.tags.find((t) => t[0] === "h")?.[1] ?? "";
     const room = `#${this.o.channels.get(channelId) ?? channelId.slice(0, 8)}`;
     const target = ev.kind === KIND.reaction ? ev.tags.filter((t) => t[0] === "e").at(-1)?.[1] : undefined;
-    const pks = [ev.pubkey];
+    const mentions = ev.kind === KIND.message ? [...new Set(ev.tags.filter((t) => t[0] === "p" && t[1]).map((t) => t[1]!))] : [];
+    const pks = [ev.pubkey, ...mentions];
     if (ev.kind === KIND.system) {
       try {
         const actor = (JSON.parse(ev.content) as { actor?: unknown }).actor;
@@ -56,7 +57,9 @@ export class TailFormatter {
       const root = threadRootOf(ev);
       this.remember(ev.id, name(ev.pubkey), ev.content);
       const where = root === ev.id ? "" : ` ↳ ${this.recent.has(root) ? `${this.recent.get(root)!.author}'s thread` : `thread ${root.slice(0, 8)}`}`;
-      return `${head}${where}  ${name(ev.pubkey)}: ${ev.content.replace(/\n/g, "\n    ")}`;
+      // The p tags, not the text, are what make a mention: shown so an untagged "@agent" stands out.
+      const tagged = mentions.length ? `  → ${mentions.map((pk) => `@${name(pk)}`).join(" ")}` : "";
+      return `${head}${where}  ${name(ev.pubkey)}: ${ev.content.replace(/\n/g, "\n    ")}${tagged}`;
     }
     if (ev.kind === KIND.reaction) {
       const on = target && this.recent.get(target);
