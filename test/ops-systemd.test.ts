@@ -104,3 +104,23 @@ test("systemd-analyze security rates the unit's exposure low", { skip: skipNoSys
   // 0 = fully locked down, 10 = unprotected; systemd calls < 4 "OK". Ours needs exec and network.
   assert.ok(Number(m[1]) <= 2.5, `exposure ${m[1]}`);
 });
+
+test("the unit's install steps create /opt/buzz-bridge before copying into it, and work on a fresh machine", () => {
+  const steps = unitText.split("\n").filter((l) => /^#   \S/.test(l)).map((l) => l.replace(/^#\s+/, "").replace(/\s+#.*$/, ""));
+  const copy = steps.findIndex((s) => /^cp -r .* \/opt\/buzz-bridge\/$/.test(s));
+  const mkdir = steps.findIndex((s) => /^install -d .*\/opt\/buzz-bridge$/.test(s));
+  assert.ok(copy >= 0 && mkdir >= 0 && mkdir < copy, steps.join("\n"));
+  // Replayed into an empty root (node_modules left out: it is large and copies the same way).
+  const root = join(tmp, "fresh");
+  for (const s of [steps[mkdir]!, steps[copy]!.replace(" node_modules", "")]) {
+    const r = spawnSync("sh", ["-c", s.replaceAll("/opt/", `${root}/opt/`)], { cwd: REPO, encoding: "utf8" });
+    assert.equal(r.status, 0, `${s}\n${r.stderr}`);
+  }
+  assert.ok(readFileSync(join(root, "opt", "buzz-bridge", "dist", "cli.js")).length > 0);
+});
+
+test("secrets reach the service as systemd hands them over: the key by LoadCredential=, API keys by EnvironmentFile=", () => {
+  assert.equal(value("LoadCredential"), "agent.nsec:/etc/buzz-bridge/agent.nsec");
+  assert.equal(value("EnvironmentFile"), "-/etc/buzz-bridge/env");
+  assert.doesNotMatch(unitText, /0640, group buzz-bridge\)/, "no instruction the daemon would refuse");
+});

@@ -91,3 +91,11 @@ test("demo --keep prints post commands that work as printed, and its feed shows 
   demo.proc.kill("SIGINT");
   assert.equal(await demo.exited, 0, demo.err().slice(-2000));
 });
+
+test("dev-relay --help points at docs/dev-relay.md for the seed format and the admin API", async () => {
+  const r = run([CLI, "dev-relay", "--help"]);
+  assert.equal(await r.exited, 0);
+  assert.match(r.out(), /--seed FILE .*\(docs\/dev-relay\.md\)/);
+  assert.match(r.out(), /admin API is\s+in docs\/dev-relay\.md/);
+  assert.doesNotMatch(r.out(), /design §/);
+});
