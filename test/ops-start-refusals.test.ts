@@ -11,6 +11,7 @@ import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
 import { CLI, REPO, World } from "./fixtures/world.js";
+import { cliFor } from "./fixtures/run-as.js";
 
 let w: World;
 before(async () => {
@@ -56,12 +57,13 @@ test("a state_dir this user cannot write: run exits 2 with doctor's message", as
   chmodSync(file, 0o644);
   // As root, the check is made as another user (nobody), as the service would run.
   const as = isRoot ? { uid: 65534, gid: 65534 } : {};
-  const run = spawnSync(process.execPath, [CLI, "run", "-c", file], { encoding: "utf8", timeout: 30_000, ...as });
+  const cli = cliFor(isRoot ? { uid: 65534, gid: 65534 } : undefined, w.dir);
+  const run = spawnSync(process.execPath, [cli, "run", "-c", file], { encoding: "utf8", timeout: 30_000, ...as });
   assert.equal(run.status, 2, run.stdout + run.stderr);
   const who = isRoot ? "uid 65534 (nobody)" : `uid ${process.getuid!()}`;
   const expected = `state_dir ${state} is not writable by ${who}`;
   assert.match(run.stdout, new RegExp(`"err":"${expected.replace(/[()]/g, "\\$&")} \\(EACCES\\); set state_dir to a directory this user owns`), run.stdout);
-  const doctor = spawnSync(process.execPath, [CLI, "doctor", "-c", file, "--timeout", "20s"], { encoding: "utf8", timeout: 90_000, ...as });
+  const doctor = spawnSync(process.execPath, [cli, "doctor", "-c", file, "--timeout", "20s"], { encoding: "utf8", timeout: 90_000, ...as });
   assert.match(doctor.stdout, new RegExp(`^✗ state\\s+${expected.replace(/[()]/g, "\\$&")} \\(EACCES\\)`, "m"), doctor.stdout);
 });
 

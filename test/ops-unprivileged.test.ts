@@ -20,6 +20,7 @@ import { nip19 } from "nostr-tools";
 import { parseDocument } from "yaml";
 import { dockerEnv, parseDockerfile, parseUnit } from "./fixtures/recipes.js";
 import { CLI, REPO, World } from "./fixtures/world.js";
+import { cliFor } from "./fixtures/run-as.js";
 import { message } from "../src/relay/events.js";
 import { KIND } from "../src/relay/kinds.js";
 
@@ -131,10 +132,11 @@ test("the systemd unit's recipe: its user, a read-only /etc/buzz-bridge, the key
   };
   const root = join(tmp, "systemd");
   // The unit's absolute paths, word by word: its node and install become this checkout's, the rest moves under root.
-  const mapWord = (p: string) => (p === "/usr/bin/node" ? process.execPath : p === "/opt/buzz-bridge/dist/cli.js" ? CLI : p.startsWith("/") ? `${root}${p}` : p);
-  const map = (p: string) => p.split(" ").map(mapWord).join(" ");
   const uid = isRoot ? NOBODY : process.getuid!();
   const gid = isRoot ? NOBODY : process.getgid!();
+  const cli = cliFor(isRoot ? { uid, gid } : undefined, tmp);
+  const mapWord = (p: string) => (p === "/usr/bin/node" ? process.execPath : p === "/opt/buzz-bridge/dist/cli.js" ? cli : p.startsWith("/") ? `${root}${p}` : p);
+  const map = (p: string) => p.split(" ").map(mapWord).join(" ");
 
   // As root, per the unit's install comment: the config dir and key root-owned, the config group-readable.
   const etc = map(`/etc/${one("ConfigurationDirectory")}`);
@@ -187,8 +189,9 @@ test("the Dockerfile's recipe: USER 10001, the config mounted read-only, the key
     return found.at(-1)!.args;
   };
   const root = join(tmp, "docker");
-  const map = (p: string) => (p === "/app/dist/cli.js" ? CLI : p.replace(/^\//, `${root}/`));
   const [uid, gid] = one("USER").split(":").map(Number) as [number, number];
+  const cli = cliFor(isRoot ? { uid, gid } : undefined, tmp);
+  const map = (p: string) => (p === "/app/dist/cli.js" ? cli : p.replace(/^\//, `${root}/`));
   const runUid = isRoot ? uid : process.getuid!();
   const runGid = isRoot ? gid : process.getgid!();
 

@@ -70,7 +70,8 @@ export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLog
         await daemon.stop().catch(() => undefined);
         return 2;
       }
-      log.fatal({ evt: "daemon.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start");
+      const reason = err instanceof Error ? err.message : String(err);
+      log.fatal({ evt: "daemon.start_failed", err: reason }, `could not start: ${reason}`);
       await daemon.stop().catch(() => undefined);
       return 2;
     }
