@@ -66,3 +66,9 @@ test("a missing config file names -c and BUZZ_BRIDGE_CONFIG, for run, check and 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("heartbeat.channel is a channel UUID too, with the same hint for a name", () => {
+  assert.deepEqual(problems(`${head}heartbeat:\n  every: 30m\n  channel: general\n`), [
+    "t.yaml:7:12: heartbeat.channel: 'general' looks like a channel name; channels are given by their UUID (e.g. 6f1c2a4e-0000-4000-8000-000000000001) — `buzz-bridge doctor` lists each channel's name and UUID",
+  ]);
+});

@@ -144,20 +144,25 @@ const defaults = z.strictObject({
 /** Buzz names a channel by a lowercase hyphenated UUID (its `h` tag), never by its display name. */
 const CHANNEL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const channelId = z
-  .string()
-  .superRefine((id, ctx) => {
-    if (id === "*" || CHANNEL_UUID.test(id)) return;
-    const looksLikeName = /^#?[\p{L}\p{N} _.-]+$/u.test(id) && !/^[0-9a-f-]+$/i.test(id);
-    ctx.addIssue({
-      code: "custom",
-      message: looksLikeName
-        ? `'${id}' looks like a channel name; channels are given by their UUID (e.g. 6f1c2a4e-0000-4000-8000-000000000001) or "*" — \`buzz-bridge doctor\` lists each channel's name and UUID`
-        : `'${id}' is not a channel UUID (8-4-4-4-12 hex digits) or "*"`,
-    });
-  })
-  .transform((id) => id.toLowerCase())
-  .describe('channel UUID, or "*" for every channel the identity is a member of');
+/** A channel id as Buzz writes it; a channel *name* gets a hint instead of a later "not a member". */
+function channelIdSchema(allowAll: boolean) {
+  return z
+    .string()
+    .superRefine((id, ctx) => {
+      if ((allowAll && id === "*") || CHANNEL_UUID.test(id)) return;
+      const looksLikeName = /^#?[\p{L}\p{N} _.-]+$/u.test(id) && !/^[0-9a-f-]+$/i.test(id);
+      const all = allowAll ? ' or "*"' : "";
+      ctx.addIssue({
+        code: "custom",
+        message: looksLikeName
+          ? `'${id}' looks like a channel name; channels are given by their UUID (e.g. 6f1c2a4e-0000-4000-8000-000000000001)${all} — \`buzz-bridge doctor\` lists each channel's name and UUID`
+          : `'${id}' is not a channel UUID (8-4-4-4-12 hex digits)${all}`,
+      });
+    })
+    .transform((id) => id.toLowerCase());
+}
+
+const channelId = channelIdSchema(true).describe('channel UUID, or "*" for every channel the identity is a member of');
 
 const channel = z.strictObject({
   id: channelId,
@@ -205,7 +210,7 @@ const heartbeat = z.strictObject({
     .describe("how often an idle agent is prompted (1s … 24h)"),
   prompt: z.string().min(1).optional().describe("the heartbeat's text; default: check for pending work, stay silent when there is none"),
   prompt_file: z.string().optional().describe("file holding the heartbeat text (instead of prompt)"),
-  channel: z.string().min(1).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
+  channel: channelIdSchema(false).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
 });
 export type HeartbeatConfig = z.output<typeof heartbeat>;
 
