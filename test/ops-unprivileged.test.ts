@@ -98,7 +98,7 @@ function startAs(cmd: string, args: string[], o: { env: NodeJS.ProcessEnv; cwd: 
       return code;
     },
     waitLog: async (evt) => {
-      const deadline = Date.now() + 30_000;
+      const deadline = Date.now() + 90_000;
       let done = false;
       void exited.then(() => (done = true));
       while (Date.now() < deadline) {
@@ -119,7 +119,7 @@ async function mentionAnswered(agent: { channel: string; pk: string }): Promise<
   const client = await w.owner.relay();
   const { event, outcome } = await client.send(message(agent.channel, "@agent hello from the recipe", { mentions: [agent.pk] }));
   assert.equal(outcome.status, "accepted");
-  const replies = await w.waitEvents({ kinds: [KIND.message], authors: [agent.pk], "#e": [event.id] }, (e) => e.length >= 1, 30_000);
+  const replies = await w.waitEvents({ kinds: [KIND.message], authors: [agent.pk], "#e": [event.id] }, (e) => e.length >= 1, 90_000);
   assert.equal(replies.length, 1, "one reply in the mention's thread");
 }
 
