@@ -14,7 +14,10 @@ const HELP = `usage: buzz-bridge run [-c FILE]
 
 Runs the daemon. Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml.
 Signals: SIGTERM/SIGINT stop gracefully (turns get shutdown_grace to finish; the rest
-run again after restart), SIGHUP reloads the config.`;
+run again after restart), SIGHUP reloads the config.
+Exit 1 on a config error; 2 when it cannot start: another daemon holds state_dir
+(log evt state.locked, naming its pid), the agent command is not found, or state_dir or
+agent.cwd is not writable by this user (the same words \`buzz-bridge doctor\` prints).`;
 
 export function main(argv: string[]): Promise<number> {
   return withUsage(async () => {
