@@ -1,8 +1,9 @@
 /**
  * The one rule for paths in a config file: a relative path is relative to the directory
  * of the config file that names it, for every path key (state_dir, agent.cwd,
- * mcp.servers.*.cwd, relay.seed, identity.secret_key_file here; identity.auth_tag_file and
- * heartbeat.prompt_file where load.ts reads them, against the same directory). Where the
+ * mcp.servers.*.cwd, relay.seed, identity.secret_key_file here; identity.auth_tag_file,
+ * heartbeat.prompt_file and agent.sandbox_binds[].path where load.ts reads them, against the
+ * same directory). Where the
  * daemon is started from never matters.
  *
  * The defaults are chosen to be writable where the shipped recipes put the config on a
