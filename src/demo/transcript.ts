@@ -6,6 +6,7 @@
 import type { Event } from "nostr-tools";
 import { KIND } from "../relay/kinds.js";
 import { threadRootOf } from "../relay/events.js";
+import { describeSystem } from "../ops/tail.js";
 
 export interface TranscriptOptions {
   names: Map<string, string>;
@@ -50,19 +51,6 @@ export function formatTranscript(events: Event[], opts: TranscriptOptions): stri
     lines.push("");
   }
   return lines.join("\n");
-}
-
-/** A kind 40099 outcome in words: `control.status (ok) by alice — inFlight 0, queued 2`. */
-export function describeSystem(e: Pick<Event, "content">, name: (pk: string) => string): string {
-  try {
-    const p = JSON.parse(e.content) as { type?: string; actor?: string; outcome?: string; [k: string]: unknown };
-    const extra = Object.entries(p)
-      .filter(([k, v]) => !["type", "actor", "outcome", "target"].includes(k) && (typeof v === "string" || typeof v === "number" || typeof v === "boolean"))
-      .map(([k, v]) => `${k} ${String(v)}`);
-    return `${p.type ?? "system"}${p.outcome ? ` (${p.outcome})` : ""}${p.actor ? ` by ${name(p.actor)}` : ""}${extra.length ? ` — ${extra.join(", ")}` : ""}`;
-  } catch {
-    return e.content;
-  }
 }
 
 function wrap(text: string, width: number): string[] {

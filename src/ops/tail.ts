@@ -8,7 +8,6 @@
  * ⚠️, 🔒); a client that leaves the tag off a reaction is not shown.
  */
 import type { Event } from "nostr-tools";
-import { describeSystem } from "../demo/transcript.js";
 import { KIND } from "../relay/kinds.js";
 import { threadRootOf } from "../relay/events.js";
 import type { Profile } from "../relay/profiles.js";
@@ -22,6 +21,19 @@ export interface TailOptions {
   /** Display names for pubkeys (the relay's kind 0 profiles). */
   names: (pubkeys: string[]) => Promise<Map<string, Profile>>;
   out: NodeJS.WritableStream;
+}
+
+/** A kind 40099 outcome in words: `control.status (ok) by alice — inFlight 0, queued 2`. */
+export function describeSystem(e: Pick<Event, "content">, name: (pk: string) => string): string {
+  try {
+    const p = JSON.parse(e.content) as { type?: string; actor?: string; outcome?: string; [k: string]: unknown };
+    const extra = Object.entries(p)
+      .filter(([k, v]) => !["type", "actor", "outcome", "target"].includes(k) && (typeof v === "string" || typeof v === "number" || typeof v === "boolean"))
+      .map(([k, v]) => `${k} ${String(v)}`);
+    return `${p.type ?? "system"}${p.outcome ? ` (${p.outcome})` : ""}${p.actor ? ` by ${name(p.actor)}` : ""}${extra.length ? ` — ${extra.join(", ")}` : ""}`;
+  } catch {
+    return e.content;
+  }
 }
 
 const time = (ts: number) => new Date(ts * 1000).toISOString().slice(11, 19);
