@@ -246,10 +246,10 @@ export class AgentSession {
     return this.turn?.holdIdle() ?? (() => undefined);
   }
 
-  /** Cancels the running turn (`!cancel`); false when no turn was running. */
-  cancel(): boolean {
+  /** Cancels the running turn (`!cancel`, or the daemon shutting down); false when no turn was running. */
+  cancel(why: "owner" | "shutdown" = "owner"): boolean {
     if (!this.turn) return false;
-    this.turn.stop("owner");
+    this.turn.stop(why);
     return true;
   }
 

@@ -32,7 +32,7 @@ export interface PromptOptions {
   askOwner?: AskOwner;
 }
 
-export type Interrupt = "idle" | "max_turn" | "owner";
+export type Interrupt = "idle" | "max_turn" | "owner" | "shutdown";
 
 export interface TurnResult {
   stopReason: acp.StopReason;

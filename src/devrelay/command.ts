@@ -55,7 +55,8 @@ options:
   --host H       listen address (default 127.0.0.1)
   --data DIR     keep events, channels and the relay key in DIR (SQLite); default memory
   --seed FILE    YAML with members, channels and limits (docs/dev-relay.md)
-  --admin-token T  token for POST /admin/<op> (default random, printed)
+  --admin-token T  token for POST /admin/<op> (default random, printed; the admin API is
+                 in docs/dev-relay.md)
   -h, --help     this text
 
 Buzz's limits are enforced by default, with Buzz's reply texts (docs/dev-relay.md):

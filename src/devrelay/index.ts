@@ -1,5 +1,5 @@
 /**
- * The embedded Buzz-compatible development relay (design §9; buzz-protocol §7): one
+ * The embedded Buzz-compatible development relay (docs/dev-relay.md; docs/protocol.md): one
  * port for WebSocket (NIP-01 + NIP-42) and the NIP-98 HTTP bridge, channels as NIP-29
  * groups with enforced membership. Started in-process by tests and `demo` through
  * `startDevRelay`, or as `buzz-bridge dev-relay` (command.ts).

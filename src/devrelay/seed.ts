@@ -1,5 +1,5 @@
 /**
- * The `--seed FILE` format (design §9): relay members and channels with their members,
+ * The `--seed FILE` format (docs/dev-relay.md): relay members and channels with their members,
  * optionally initial messages. YAML via the `yaml` library, validated with zod; pubkeys
  * may be npub or hex and are normalised by config/keys.ts.
  */

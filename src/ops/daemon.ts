@@ -7,7 +7,7 @@ import { mkdirSync } from "node:fs";
 import { cliPath } from "./cli-path.js";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
-import { AgentPool, AgentSandbox, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
+import { AgentPool, AgentSandbox, agentEnvironment, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
@@ -18,10 +18,15 @@ import { LinkServer, linkRootPath } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
+import { refusalAdvice } from "../relay/auth-advice.js";
+import { RelayHttpError } from "../relay/errors.js";
+import { npub } from "../config/keys.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
 import type { Enforce } from "../turn/run.js";
 import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
+import { agentCommandProblem, agentCwdProblem, stateDirProblem } from "./preflight.js";
+import { StateLock } from "./state-lock.js";
 import type { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
 import { UsageToday } from "./usage-today.js";
@@ -58,12 +63,17 @@ export function resolveAgentCommand(cfg: Config["agent"]): { command: string; ar
   return { command: process.execPath, args: [cliPath(), ...cfg.args] };
 }
 
-/** start() gave up waiting for the relay because a stop was requested: not a failure. */
 /** The state directory cannot be made or used (permissions, a file in the way). */
 export class StateDirError extends Error {
   override name = "StateDirError";
 }
 
+/** Something `run` needs is missing (the agent command, a writable work area): the same words `doctor` prints. */
+export class PreflightError extends Error {
+  override name = "PreflightError";
+}
+
+/** start() gave up waiting for the relay because a stop was requested: not a failure. */
 export class StartAbortedError extends Error {
   override name = "StartAbortedError";
   constructor(cause: unknown) {
@@ -127,6 +137,7 @@ export class Daemon {
   private gateContext!: GateContext;
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
+  private stateLock?: StateLock;
   private presenceTimer?: NodeJS.Timeout;
   private heartbeat?: Heartbeat;
   private pruneTimer?: NodeJS.Timeout;
@@ -164,6 +175,11 @@ export class Daemon {
     } catch (err) {
       throw new StateDirError(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
     }
+    const stateProblem = stateDirProblem(cfg.state_dir);
+    if (stateProblem) throw new StateDirError(stateProblem);
+    // Before anything touches the directory's contents (queue, link socket): one daemon per state_dir.
+    this.stateLock = StateLock.acquire(cfg.state_dir);
+    this.preflight(secretKey);
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
     // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
     const sandbox = sandboxFor(this.o.loaded, this.log);
@@ -340,6 +356,14 @@ export class Daemon {
     this.heartbeat.start();
   }
 
+  /** Refuses to start with an agent that cannot run here, worded as `doctor` words it. */
+  private preflight(secret: Uint8Array): void {
+    const { command } = resolveAgentCommand(this.config.agent);
+    const env = agentEnvironment({ configured: this.config.agent.env, secret }).env;
+    const problem = agentCommandProblem(command, env.PATH ?? process.env.PATH ?? "") ?? agentCwdProblem(this.config.agent.cwd);
+    if (problem) throw new PreflightError(problem);
+  }
+
   /**
    * The first channel discovery. The relay may come up after us (both restarted at boot, a
    * relay upgrade): keep trying with backoff, as the connection itself does, instead of
@@ -351,7 +375,9 @@ export class Daemon {
         return await this.follower.refresh();
       } catch (err) {
         if (this.startAborted) throw new StartAbortedError(err);
-        this.log.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay }, "cannot list channels yet (is the relay up?); retrying");
+        const refused = err instanceof RelayHttpError && (err.status === 401 || err.status === 403) ? err.relayMessage : this.relay.lastAuthError;
+        const msg = refused !== undefined ? `the relay refused this identity: ${refusalAdvice(refused, this.pubkey)}; retrying` : "cannot list channels yet (is the relay up?); retrying";
+        this.log.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay, ...(refused !== undefined ? { npub: npub(this.pubkey) } : {}) }, msg);
         await new Promise<void>((r) => {
           const t = setTimeout(r, delay);
           this.wakeStart = () => (clearTimeout(t), r());
@@ -393,7 +419,7 @@ export class Daemon {
         if (this.denials.length > RECENT_DENIALS) this.denials.shift();
       }
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
-        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey, ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
+        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: npub(ev.pubkey), ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
       }
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
@@ -529,6 +555,7 @@ export class Daemon {
     this.scheduler?.close();
     this.store?.close();
     await this.devRelay?.close().catch(() => undefined);
+    this.stateLock?.release();
     this.log.info({ evt: "daemon.stopped" }, "stopped");
   }
 }

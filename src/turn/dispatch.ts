@@ -18,7 +18,7 @@ import { buildStanding, PromptSession, TurnPromptBuilder, type StandingInput } f
 import { heartbeatBlocks } from "../prompt/heartbeat.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../relay/directory.js";
-import { replyRefFor, threadRootOf } from "../relay/events.js";
+import { reaction, replyRefFor, threadRootOf } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
 import { addUsage } from "../agent/usage.js";
 import { failureNotice, runTurn, type Enforce, type TurnOutcome } from "./run.js";
@@ -27,6 +27,7 @@ import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
 const PROXY_CONNECT_WAIT_MS = 3000;
 import { askOwnerByReaction } from "./ask-owner.js";
+import { EMOJI } from "./signals.js";
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -183,7 +184,7 @@ export class TurnDispatcher {
     const left = [...this.running.values()];
     for (const r of left) {
       r.abort.abort("shutdown");
-      this.d.pool.cancel(r.scope);
+      this.d.pool.cancel(r.scope, "shutdown");
     }
     await Promise.race([Promise.all(left.map((r) => r.done.catch(() => undefined))), new Promise((r) => setTimeout(r, 5000).unref())]);
     return left.length;
@@ -222,6 +223,7 @@ export class TurnDispatcher {
     };
 
     let outcome: TurnOutcome;
+    let retry = true;
     // Everything this turn publishes (tool replies, fallback, notices) is recorded durably
     // at once: a retry after a crash must know the thread was already answered.
     const published = new RecordedSet((id) => this.d.scheduler.recordReply(batch.turnId, id));
@@ -291,9 +293,13 @@ export class TurnDispatcher {
       for (const id of published) ss.prompt.markDelivered([id]);
       rotateFor = rotationDue(rotateFor, ++ss.turns, cfg.agent.max_turns_per_session);
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      log.warn({ evt: "turn.start_failed", err: reason }, "could not start the turn");
+      // The breaker open (now, or by this very failure): a retry within its window cannot
+      // succeed, so the thread hears at once what happened instead of after the retry wait.
+      const circuit = this.d.pool.circuitError();
+      const reason = circuit?.message ?? (err instanceof Error ? err.message : String(err));
+      log.warn({ evt: "turn.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start the turn");
       outcome = { status: "failed", reason, published: [...published] };
+      if (circuit) retry = false;
       // A session that failed to open or crashed is not reused.
       await this.rotate((k) => k === batch.scope.key);
     }
@@ -306,16 +312,18 @@ export class TurnDispatcher {
       log.info({ evt: "turn.interrupted", published: outcome.published.length }, "turn interrupted by shutdown; it runs again after restart");
       return;
     }
-    this.finish(batch, outcome, log, true, { model, usage });
+    this.finish(batch, outcome, log, retry, { model, usage });
     end(outcome.status);
   }
 
   private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {
     log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined, model: extra.model, usage: extra.usage }, "turn ended");
     if (outcome.status === "failed") {
-      // A failed turn that already replied is not retried: the reply is the answer.
-      if (outcome.published.length > 0) this.d.scheduler.complete(batch.turnId);
-      else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry });
+      // A failed turn that already replied is not retried: the reply is the answer, marked ⚠️.
+      if (outcome.published.length > 0) {
+        this.d.scheduler.complete(batch.turnId);
+        this.markFailed(batch.events, batch.scope.channel);
+      } else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry }); // final → postFailure
     } else this.d.scheduler.complete(batch.turnId);
   }
 
@@ -407,10 +415,16 @@ export class TurnDispatcher {
     return { channel, thread, owner: this.d.owner!, out: this.d.out, relay: this.d.relay, signal };
   }
 
-  /** The notice posted when a turn fails for good (the queue's onFinalFailure). */
+  /** ⚠️ on the (last few) mentions of a turn that ended failed for good. */
+  private markFailed(events: Event[], channel: string): void {
+    for (const e of events.slice(-5)) this.d.out.signal(reaction(e, EMOJI.failed, channel));
+  }
+
+  /** The notice (and ⚠️) posted when a turn fails for good (the queue's onFinalFailure). */
   async postFailure(events: Event[], error: string, channel: string): Promise<void> {
     const anchor = events[events.length - 1];
     if (!anchor) return;
+    this.markFailed(events, channel);
     const ref = { root: threadRootOf(anchor), parent: anchor.id };
     await this.d.out.publish(failureNotice(channel, ref, events, error));
   }

@@ -70,7 +70,7 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
     await afterCompaction(result, ports, log);
     if (ports.signal.aborted || result.stopReason === "cancelled") {
       if (result.timedOut) throw new TurnFailed(timeoutReason(result.timedOut));
-      signals.finished(false);
+      cancelledSignal(signals, ports.signal);
       return { status: "cancelled", published: published() };
     }
     if (result.stopReason === "refusal") throw new TurnFailed("the agent refused to answer");
@@ -95,7 +95,7 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
       result = gate.result;
       ports.onGateWait?.(undefined);
       if (gate.kind === "cancelled") {
-        signals.finished(false);
+        cancelledSignal(signals, ports.signal);
         return { status: "cancelled", published: published() };
       }
       if (gate.kind === "budget-exhausted") {
@@ -112,8 +112,13 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
     signals.finished(true);
     return { status: "answered", published: published(), via };
   } catch (err) {
-    signals.finished(false);
-    if (ports.signal.aborted) return { status: "cancelled", published: published() };
+    if (ports.signal.aborted) {
+      cancelledSignal(signals, ports.signal);
+      return { status: "cancelled", published: published() };
+    }
+    // ⚠️ only once the failure is final: the dispatcher marks it with the notice, so a turn
+    // that is retried and then answered ends with ✅ alone.
+    signals.stopTyping();
     const reason = err instanceof Error ? err.message : String(err);
     log.warn({ evt: "turn.error", err: reason }, "turn failed");
     return { status: "failed", reason, published: published() };
@@ -162,6 +167,15 @@ export function requesters(spec: Pick<TurnSpec, "triggers">): string[] {
 }
 
 /** The one message posted when a turn fails for good. */
+/**
+ * A cancelled turn: ⚠️ when the owner cancelled it; nothing when the daemon is shutting
+ * down, since the turn runs again after the restart and its ✅ should then stand alone.
+ */
+function cancelledSignal(signals: TurnSignals, signal: AbortSignal): void {
+  if (signal.aborted && signal.reason === "shutdown") signals.stopTyping();
+  else signals.finished(false);
+}
+
 export function failureNotice(channel: string, thread: ThreadRef, triggers: Event[], reason: string) {
   return message(channel, `Sorry, I could not answer this: ${reason}.`, { thread, mentions: requesters({ triggers }), extraTags: [["buzz", "agent-failure"]] });
 }
