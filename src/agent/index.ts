@@ -8,3 +8,4 @@ export { agentEnvironment, secretForms, SECRET_ENV_NAMES } from "./env.js";
 export { agentCwd, channelSlug, spareCwd } from "./cwd.js";
 export { probeAgent, type AgentProbe } from "./probe.js";
 export * from "./errors.js";
+export { STEER_METHOD, type SteerAnswer } from "./steering.js";

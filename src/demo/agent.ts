@@ -26,7 +26,15 @@
  *                         (then stopReason cancelled)
  *   #ignore-cancel        like #hang, but ignores session/cancel
  *
- * Capabilities: `loadSession: false`; modes `default` and `bypassPermissions`;
+ * Mid-turn messages (for the steer/interrupt tests and the bench): every reply ends with
+ * `Received: <ms since epoch>` for the prompt and one `Steered in at <ms>: <text>` line per
+ * message put into the running turn with `_session/steering`; when the prompt carries the
+ * bridge's mid-turn framing its `Mid-turn:` line is reported as `Framing: <line>`, and each
+ * `Correction` / `Added while you were working` / `Superseding message` label as `Labels: …`.
+ *
+ * Capabilities: `loadSession: false`; native steering (`_meta.steering.supported`, the
+ * `_session/steering` method, honouring `idleBehavior: "promptRequired"`) only when
+ * DEMO_AGENT_STEERING=1; modes `default` and `bypassPermissions`;
  * `sessionCapabilities.systemPrompt` only when DEMO_AGENT_SYSTEM_PROMPT=1, so both
  * standing-context paths are testable; `sessionCapabilities.resume` only when
  * DEMO_AGENT_RESUME=1 (it keeps no history: a resumed session is a fresh one under the
@@ -38,6 +46,7 @@ import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { parsePrompt, type ParsedPrompt } from "./agent-parse.js";
 import { sleep } from "../relay/backoff.js";
+import { STEER_METHOD } from "../agent/steering.js";
 
 interface DemoSession {
   id: string;
@@ -45,6 +54,8 @@ interface DemoSession {
   servers: acp.McpServer[];
   mcp?: Promise<McpLink>;
   turn?: AbortController;
+  /** Messages steered into the running turn, with when they arrived. */
+  steered: Array<{ at: number; text: string }>;
   mode: string;
 }
 
@@ -96,6 +107,28 @@ function toolText(result: unknown): string {
   return r.isError ? `error: ${text}` : text;
 }
 
+interface SteerParams {
+  sessionId: string;
+  prompt: acp.ContentBlock[];
+  _meta?: { steering?: { idleBehavior?: string } };
+}
+
+interface SteerResult {
+  outcome: "injected" | "promptRequired" | "startedNewTurn";
+  reason?: string;
+}
+
+/** What the mid-turn tests read: when the prompt came, what was steered in, how it was framed. */
+function midTurnReport(text: string, receivedAt: number, steered: DemoSession["steered"]): string[] {
+  const lines = [`Received: ${receivedAt}`];
+  for (const st of steered) lines.push(`Steered in at ${st.at}: ${st.text}`);
+  const framing = /^Mid-turn:.*$/m.exec(text);
+  if (framing) lines.push(`Framing: ${framing[0].slice(0, 200)}`);
+  const labels = [...text.matchAll(/^(Correction|Added while you were working|Superseding message)\b[^\n]*/gm)].map((m) => m[1]);
+  if (labels.length) lines.push(`Labels: ${labels.join(", ")}`);
+  return lines;
+}
+
 function summary(p: ParsedPrompt): string {
   const lines = [
     `Channel: ${p.channel ?? "(unknown)"}${p.description ? ` — ${p.description}` : " (no description)"}`,
@@ -112,9 +145,10 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
   const sessions = new Map<string, DemoSession>();
   const offersSystemPrompt = process.env.DEMO_AGENT_SYSTEM_PROMPT === "1";
   const offersResume = process.env.DEMO_AGENT_RESUME === "1";
+  const offersSteering = process.env.DEMO_AGENT_STEERING === "1";
   const openSession = (id: string, params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[] }) => {
     if (params.systemPrompt && !offersSystemPrompt) throw acp.RequestError.invalidParams(undefined, "systemPrompt not supported");
-    const s: DemoSession = { id, systemPrompt: params.systemPrompt, servers: params.mcpServers ?? [], mode: "default" };
+    const s: DemoSession = { id, systemPrompt: params.systemPrompt, servers: params.mcpServers ?? [], steered: [], mode: "default" };
     // Connect now, as real agents do, so the first prompt does not wait for the servers.
     s.mcp = connectMcp(s.servers);
     sessions.set(id, s);
@@ -124,15 +158,20 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
   const prompt = async (params: acp.PromptRequest, client: acp.AgentContext): Promise<acp.PromptResponse> => {
     const s = sessions.get(params.sessionId);
     if (!s) throw acp.RequestError.sessionNotFound(params.sessionId);
+    const receivedAt = Date.now();
     const turn = new AbortController();
     s.turn = turn;
+    s.steered = [];
     const up = (update: acp.SessionUpdate) => client.notify(acp.methods.client.session.update, { sessionId: s.id, update });
     const say = (text: string) => up({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
     const text = params.prompt.map((b) => (b.type === "text" ? b.text : b.type === "resource" && "text" in b.resource ? b.resource.text : "")).join("\n");
     const sys = (s.systemPrompt?.content ?? []).map((b) => (b.type === "text" ? b.text : "")).join("\n");
     const parsed = parsePrompt(text, sys);
     const d = parsed.directives;
-    const cancelled = () => ({ stopReason: "cancelled" as const });
+    const cancelled = (): acp.PromptResponse => {
+      if (s.turn === turn) s.turn = undefined;
+      return { stopReason: "cancelled" };
+    };
 
     if (d.hang || d.ignoreCancel) {
       // One update first, so a test can cancel once the turn is surely running.
@@ -222,7 +261,8 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     if (d.stopHook) reports.push(`_Stop: ${JSON.stringify(await callTool("_Stop", {}))}`);
     if (turn.signal.aborted) return cancelled();
 
-    if (d.silent) return { stopReason: "end_turn" };
+    if (d.silent) return endTurn(s, turn);
+    reports.push(...midTurnReport(text, receivedAt, s.steered));
     const reply = [summary(parsed), ...reports].join("\n");
     if (!d.finalOnly && (await findTool("send_message"))) {
       const result = await callTool("send_message", { content: reply });
@@ -230,7 +270,26 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     } else {
       await say(reply);
     }
+    return endTurn(s, turn);
+  };
+
+  /** The turn is over: a steer arriving from now on finds no running turn. */
+  const endTurn = (s: DemoSession, turn: AbortController): acp.PromptResponse => {
+    if (s.turn === turn) s.turn = undefined;
     return { stopReason: "end_turn" };
+  };
+
+  const steer = (params: SteerParams, client: acp.AgentContext): SteerResult => {
+    const s = sessions.get(params.sessionId);
+    if (!s) throw acp.RequestError.sessionNotFound(params.sessionId);
+    const text = params.prompt.map((b) => (b.type === "text" ? b.text : "")).join("\n");
+    if (s.turn && !s.turn.signal.aborted) {
+      s.steered.push({ at: Date.now(), text: parsePrompt(text).asked });
+      return { outcome: "injected" };
+    }
+    if (params._meta?.steering?.idleBehavior === "promptRequired") return { outcome: "promptRequired", reason: "noRunningTurn" };
+    void prompt({ sessionId: s.id, prompt: params.prompt }, client).catch(() => undefined);
+    return { outcome: "startedNewTurn" };
   };
 
   const stream = acp.ndJsonStream(
@@ -248,6 +307,7 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
         sessionCapabilities: { ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
       },
       agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
+      ...(offersSteering ? { _meta: { steering: { supported: true } } } : {}),
       // One method, so an operator's agent.auth_method (codex-acp needs "api-key") is testable.
       authMethods: [{ id: "demo-token", name: "Demo token", description: "accepted without checking anything" }],
     }))
@@ -273,6 +333,10 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       return {};
     })
     .onRequest(acp.methods.agent.session.prompt, ({ params, client }) => prompt(params, client))
+    .onRequest(STEER_METHOD, (raw: unknown) => {
+      if (!offersSteering) throw acp.RequestError.methodNotFound(STEER_METHOD);
+      return raw as SteerParams;
+    }, ({ params, client }) => steer(params, client))
     .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
       const s = sessions.get(params.sessionId);
       s?.turn?.abort();

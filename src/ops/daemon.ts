@@ -9,7 +9,7 @@ import { basename, join } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
 import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
-import type { Config } from "../config/schema.js";
+import type { Config, MidTurnMode } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
@@ -17,6 +17,7 @@ import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
+import { midTurnHow } from "../turn/mid-turn.js";
 import type { Enforce } from "../turn/run.js";
 import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
@@ -187,6 +188,7 @@ export class Daemon {
       },
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
+      onMidTurnDelivered: (method, seconds) => this.metrics.midTurnDelivered(method, seconds),
     });
 
     this.gateContext = {
@@ -306,10 +308,27 @@ export class Daemon {
       this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : "accepted");
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
         this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey }, "mention accepted");
+        this.midTurn(ev, this.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
       }
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }
+  }
+
+  /**
+   * An accepted event whose scope has a turn running: under `mid_turn` steer/interrupt it
+   * joins that turn in the queue (durably) and goes to the agent now; otherwise it waits
+   * for the next turn, as every queued event does.
+   */
+  private midTurn(ev: Event, scope: string, mode: MidTurnMode): void {
+    const turnId = this.scheduler.runningTurn(scope);
+    if (turnId === undefined) return;
+    const how = midTurnHow(mode, ev.pubkey === this.config.identity.owner);
+    if (!how || !this.dispatcher.canTake(turnId)) {
+      this.log.debug({ evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode }, "message arrived mid-turn; it waits for the next turn");
+      return;
+    }
+    if (this.scheduler.joinRunning(turnId, ev.id)) this.dispatcher.take(turnId, ev, how, Date.now());
   }
 
   /** queue → turn: starts every batch the scheduler allows now. */

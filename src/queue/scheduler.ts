@@ -174,6 +174,72 @@ export class Scheduler {
     return { turnId, scope: s.scope, events, attempt: attempts, recovered, publishedReplyIds };
   }
 
+  /** The turn running in the scope now (not one the owner cancelled), if any. */
+  runningTurn(scopeKey: string): number | undefined {
+    const r = this.scopes.get(scopeKey)?.running;
+    return r && !r.cancelled ? r.turnId : undefined;
+  }
+
+  /**
+   * A waiting event of the turn's scope joins the running turn (a mid-turn message being
+   * steered into it): durably first, so a restart replays the turn with it, exactly once.
+   * False when the turn is not running here or the event is not waiting in its scope.
+   */
+  joinRunning(turnId: number, eventId: string): boolean {
+    const s = this.byTurn.get(turnId);
+    if (!s?.running || s.running.turnId !== turnId || s.running.cancelled) return false;
+    const i = s.waiting.findIndex((w) => w.id === eventId);
+    if (i < 0) return false;
+    s.waiting.splice(i, 1);
+    this.totalWaiting--;
+    this.o.store.joinTurn(turnId, [eventId]);
+    return true;
+  }
+
+  /**
+   * Events that joined the turn but could not be given to the agent (the turn ended first,
+   * or had already answered) wait again, in created_at order, for the scope's next turn.
+   */
+  leaveRunning(turnId: number, eventIds: readonly string[]): void {
+    const s = this.byTurn.get(turnId);
+    if (!s || !eventIds.length) return;
+    this.o.store.leaveTurn(turnId, eventIds);
+    for (const id of eventIds) {
+      const e = this.o.store.event(id);
+      if (e) this.enqueue(s.scope, { id, author: e.event.pubkey, created_at: e.created_at });
+    }
+    this.wake();
+  }
+
+  /**
+   * Its author deleted a waiting event: it leaves the queue without a turn. False when it
+   * is not waiting (unknown, already in a turn, or finished).
+   */
+  dropWaiting(scopeKey: string, eventId: string): boolean {
+    const s = this.scopes.get(scopeKey);
+    const i = s?.waiting.findIndex((w) => w.id === eventId) ?? -1;
+    if (!s || i < 0) return false;
+    s.waiting.splice(i, 1);
+    this.totalWaiting--;
+    this.o.store.setEventStates([eventId], "deleted");
+    this.forgetIfIdle(s);
+    return true;
+  }
+
+  /**
+   * Ends one running turn as cancelled (its only trigger was deleted by its author), like
+   * `!cancel` for that turn alone: the scope's other waiting events stay. Returns whether
+   * it was running; the caller stops it at the agent.
+   */
+  cancelRunning(turnId: number, reason: string): boolean {
+    const s = this.byTurn.get(turnId);
+    const r = s?.running;
+    if (!s || !r || r.turnId !== turnId || r.cancelled) return false;
+    this.o.store.updateTurn({ id: turnId, state: "cancelled", attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error: reason });
+    r.cancelled = true;
+    return true;
+  }
+
   /** Remembers a reply published for the turn (survives a crash; handed to a retry). */
   recordReply(turnId: number, eventId: string): void {
     this.o.store.recordReply(turnId, eventId);

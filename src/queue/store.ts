@@ -16,8 +16,12 @@ import { QueueStoreError } from "./errors.js";
 export const SCHEMA_VERSION = 1;
 export const STORE_FILE = "queue.db";
 
-/** Life of an accepted event: waiting → in_turn → done | failed | cancelled, or refused (cap). */
-export type EventState = "waiting" | "in_turn" | "done" | "failed" | "cancelled" | "refused";
+/**
+ * Life of an accepted event: waiting → in_turn → done | failed | cancelled, or refused (cap),
+ * or deleted (its author deleted it before its turn started). A mid-turn message goes from
+ * waiting straight into the running turn (joinTurn), or back to waiting (leaveTurn).
+ */
+export type EventState = "waiting" | "in_turn" | "done" | "failed" | "cancelled" | "refused" | "deleted";
 export type TurnState = "queued" | "running" | "done" | "failed" | "cancelled";
 
 export interface StoredEvent {
@@ -152,6 +156,8 @@ export class QueueStore {
       updateTurn: db.prepare(
         "UPDATE turns SET state = ?, attempts = ?, next_attempt_at = ?, recovered = ?, error = ?, updated_at = ? WHERE id = ?",
       ),
+      setTriggers: db.prepare("UPDATE turns SET trigger_ids = ?, updated_at = ? WHERE id = ?"),
+      setEventJson: db.prepare("UPDATE events SET json = ? WHERE id = ?"),
       setReplies: db.prepare("UPDATE turns SET reply_ids = ?, updated_at = ? WHERE id = ?"),
       openTurns: db.prepare("SELECT * FROM turns WHERE state IN ('queued', 'running') ORDER BY id"),
       claimControl: db.prepare("INSERT OR IGNORE INTO controls (id, created_at) VALUES (?, ?)"),
@@ -230,6 +236,41 @@ export class QueueStore {
       return id;
     });
     return tx();
+  }
+
+  /**
+   * A mid-turn message joins a running turn: its events become in_turn there and triggers
+   * of the turn, in one transaction, before the agent is given them (a restart replays the
+   * turn with them, once).
+   */
+  joinTurn(turnId: number, eventIds: readonly string[]): void {
+    const tx = this.db.transaction(() => {
+      const t = this.turn(turnId);
+      if (!t) return;
+      for (const e of eventIds) this.stmt.setEventState.run("in_turn", turnId, e);
+      const triggers = [...t.trigger_ids, ...eventIds.filter((e) => !t.trigger_ids.includes(e))];
+      this.stmt.setTriggers.run(JSON.stringify(triggers), Date.now(), turnId);
+    });
+    tx();
+  }
+
+  /** The reverse of joinTurn: the events wait for a turn of their own again. */
+  leaveTurn(turnId: number, eventIds: readonly string[]): void {
+    const tx = this.db.transaction(() => {
+      const t = this.turn(turnId);
+      if (!t) return;
+      for (const e of eventIds) this.stmt.setEventState.run("waiting", null, e);
+      this.stmt.setTriggers.run(JSON.stringify(t.trigger_ids.filter((id) => !eventIds.includes(id))), Date.now(), turnId);
+    });
+    tx();
+  }
+
+  /** An edit replaced a stored event's text; everything else about it (id, scope, time) stays. */
+  replaceContent(eventId: string, content: string): boolean {
+    const e = this.event(eventId);
+    if (!e) return false;
+    this.stmt.setEventJson.run(JSON.stringify({ ...e.event, content }), eventId);
+    return true;
   }
 
   turn(id: number): TurnRecord | undefined {

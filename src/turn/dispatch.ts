@@ -25,6 +25,9 @@ import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
 const PROXY_CONNECT_WAIT_MS = 3000;
 import { askOwnerByReaction } from "./ask-owner.js";
+import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
+import { reaction } from "../relay/events.js";
+import { EMOJI } from "./signals.js";
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -44,6 +47,8 @@ export interface DispatcherDeps {
   logger: Logger;
   /** Turn outcome hook for metrics. */
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
+  /** A mid-turn message reached the agent, `seconds` after it was accepted. */
+  onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
 }
 
 /** A set that reports each new member once (to the durable store). */
@@ -77,7 +82,7 @@ interface ScopeSession {
 
 export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
-  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void> }>();
+  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; mid: MidTurnInbox }>();
   private readonly builder: TurnPromptBuilder;
 
   constructor(private readonly d: DispatcherDeps) {
@@ -91,9 +96,65 @@ export class TurnDispatcher {
   /** Starts the batch's turn; resolves when it has ended and the queue knows the outcome. */
   start(batch: Batch): Promise<void> {
     const abort = new AbortController();
-    const done = this.run(batch, abort.signal).finally(() => this.running.delete(batch.turnId));
-    this.running.set(batch.turnId, { scope: batch.scope.key, abort, done });
+    const mid = this.inbox(batch);
+    const done = this.run(batch, abort.signal, mid).finally(() => this.running.delete(batch.turnId));
+    this.running.set(batch.turnId, { scope: batch.scope.key, abort, done, mid });
     return done;
+  }
+
+  /** Whether the running turn can take a mid-turn message now (else it queues for the next turn). */
+  canTake(turnId: number): boolean {
+    const r = this.running.get(turnId);
+    return !!r && !r.abort.signal.aborted && r.mid.canTake();
+  }
+
+  /** A message that already joined the turn in the queue (Scheduler.joinRunning) goes to the agent. */
+  take(turnId: number, ev: Event, how: MidTurnHow, acceptedAt: number): void {
+    this.running.get(turnId)?.mid.take(ev, how, acceptedAt);
+  }
+
+  /** A message the session saw was deleted by its author: told to the agent in its next prompt. */
+  retract(scopeKey: string, eventId: string, author: string): void {
+    const ss = this.scopes.get(scopeKey);
+    if (ss?.prompt.wasDelivered(eventId)) ss.prompt.retract(eventId, author);
+  }
+
+  /** The mid-turn inbox of a batch's turn; its session is the scope's, once the turn has opened it. */
+  private inbox(batch: Batch): MidTurnInbox {
+    const key = batch.scope.key;
+    const live = () => this.scopes.get(key);
+    const reacted = new Set<string>();
+    const log = this.d.logger.child({ turn: batch.turnId, scope: key });
+    return new MidTurnInbox({
+      session: {
+        get steerable() {
+          return live()?.session.steerable ?? false;
+        },
+        get updatesSoFar() {
+          return live()?.session.updatesSoFar ?? 0;
+        },
+        steer: (blocks) => live()?.session.steer(blocks) ?? Promise.resolve({ kind: "refused", reason: "no session" }),
+        interruptForSteer: () => live()?.session.interruptForSteer() ?? false,
+      },
+      blocks: async (events, framing) => {
+        const ss = live();
+        if (!ss) throw new Error("the scope's session is gone");
+        return (await this.builder.midTurn(ss.prompt, events, framing)) as TextBlock[];
+      },
+      leave: (ids) => this.d.scheduler.leaveRunning(batch.turnId, ids),
+      delivered: (events, method, waited) => {
+        const ss = live();
+        const last = events[events.length - 1];
+        if (ss?.current && last) ss.current.anchor = last.id;
+        for (const ev of events) {
+          if (reacted.has(ev.id)) continue;
+          reacted.add(ev.id);
+          this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
+        }
+        for (const ms of waited) this.d.onMidTurnDelivered?.(method, ms / 1000);
+      },
+      logger: log,
+    });
   }
 
   /** `!cancel`, shutdown: ends these turns; the queue was told already by its own cancel. */
@@ -144,7 +205,7 @@ export class TurnDispatcher {
     this.scopes.clear();
   }
 
-  private async run(batch: Batch, signal: AbortSignal): Promise<void> {
+  private async run(batch: Batch, signal: AbortSignal, mid: MidTurnInbox): Promise<void> {
     const started = Date.now();
     const log = this.d.logger.child({ turn: batch.turnId, scope: batch.scope.key });
     const anchor = batch.events[batch.events.length - 1]!;
@@ -155,11 +216,13 @@ export class TurnDispatcher {
     if (batch.publishedReplyIds.length > 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info({ evt: "turn.already_answered", replies: batch.publishedReplyIds }, "turn had already replied before the restart; not re-run");
+      await mid.close(true);
       this.d.scheduler.complete(batch.turnId);
       return end("answered");
     }
     const channel = await this.d.channel(batch.scope.channel);
     if (!channel) {
+      await mid.close(true);
       this.finish(batch, { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] }, log, false);
       return end("failed");
     }
@@ -206,12 +269,17 @@ export class TurnDispatcher {
         },
         {
           agent: {
-            prompt: async (b, s) => {
-              const r = await ss.session.prompt(b, {
-                askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
-              });
-              return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut };
-            },
+            prompt: (b, s) =>
+              mid.prompt(
+                b,
+                async (blocks) => {
+                  const r = await ss.session.prompt(blocks, {
+                    askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
+                  });
+                  return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut, updates: r.updates };
+                },
+                () => signal.aborted,
+              ),
           },
           hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? this.hooksOf(ss, log) : undefined,
           out: this.d.out,
@@ -238,6 +306,9 @@ export class TurnDispatcher {
       // A session that failed to open or crashed is not reused.
       await this.rotate((k) => k === batch.scope.key);
     }
+    // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
+    // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
+    await mid.close(!signal.aborted);
     if (signal.aborted && signal.reason === "shutdown") {
       // Left running in the store: the next start re-queues it (its one retry), nothing is lost.
       log.info({ evt: "turn.interrupted", published: outcome.published.length }, "turn interrupted by shutdown; it runs again after restart");
