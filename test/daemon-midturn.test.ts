@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc, type Person } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
+import { storedTurns } from "./reliability-helpers.js";
 
 let w: World;
 let d: DaemonProc;
@@ -101,4 +102,24 @@ test("queue: a mid-turn message waits until the turn ends and gets its own reply
   assert.ok(forSecond, "the queued message was answered");
   assert.doesNotMatch(forSecond!.content, /Framing:/);
   assert.ok(!d.logs.some((l) => l.evt === "turn.steered" && (l.events as string[]).includes(second.id)));
+});
+
+test("a restart in the middle of a steer: the steered message was recorded before delivery and is replayed once; one reply in the thread", async () => {
+  const first = await longTurn(ch.steer, 20_000);
+  // The merged prompt runs long too, so the daemon dies while the steer is under way.
+  const second = await midTurnMessage(w.teammate, first, "#slow 20000 also bump the version");
+  await d.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(second.id));
+  d.proc.kill("SIGKILL");
+  await d.exited;
+  d = await w.startDaemon({}, { configFile: d.configFile });
+  await d.waitLog((l) => l.evt === "queue.recovered");
+  // The recovered turn runs both messages again; the steered one is its last (the anchor).
+  await d.waitLog((l) => l.evt === "agent.turn_start");
+  const more = await midTurnMessage(w.owner, first, "#final-only no need to wait, answer now");
+  const [reply] = await exactlyReplies(first, 1);
+  assert.match(reply!.content, /Asked: @agent #final-only no need to wait/);
+  const turns = await storedTurns(w);
+  for (const ev of [first, second, more]) {
+    assert.equal(turns.filter((t) => t.trigger_ids.includes(ev.id)).length, 1, `${ev.content} is a trigger of exactly one turn`);
+  }
 });

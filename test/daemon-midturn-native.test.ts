@@ -1,0 +1,34 @@
+/**
+ * Native steering through the real daemon: the demo agent advertises `_session/steering`
+ * (DEMO_AGENT_STEERING=1), so a mid-turn message is put into the running prompt without a
+ * cancel, and the turn answers once with both in mind.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { World, type DaemonProc } from "./fixtures/world.js";
+import { KIND } from "../src/relay/kinds.js";
+
+let w: World;
+let d: DaemonProc;
+
+before(async () => {
+  w = await World.create({ channelName: "native-steer-room" });
+  d = await w.startDaemon({ defaults: { respond_to: "allowlist", allow: [w.teammate.npub] }, agent: { env: { DEMO_AGENT_STEERING: "1" } } });
+});
+after(() => w.close());
+
+test("steer with an agent that advertises _session/steering: the message goes into the running turn natively, no cancel; one reply covers both", async () => {
+  const from = d.logs.length;
+  const first = await w.owner.post("@agent #slow 3000 refactor the build");
+  await d.waitLog((l) => d.logs.indexOf(l) >= from && l.evt === "agent.turn_start");
+  const second = await w.teammate.post("@agent also use the staging branch", { replyTo: first });
+  const line = await d.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(second.id));
+  assert.equal(line.method, "native");
+  const [reply] = await w.waitReplies(first, 1, 30_000);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal((await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [first.id] })).length, 1, "exactly one reply in the thread");
+  assert.match(reply!.content, /Asked: @agent #slow 3000 refactor the build/, "the original request was finished, not restarted");
+  assert.match(reply!.content, /Steered in at \d+: @agent also use the staging branch/);
+  assert.ok(!d.logs.slice(from).some((l) => l.evt === "agent.turn_cancel"), "no session/cancel was sent");
+  await w.waitReaction(second, "👀");
+});
