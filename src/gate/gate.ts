@@ -33,20 +33,33 @@ export class Gate {
 
   /** Decides and performs the decision's side effects; returns the decision. */
   async handle(ev: Event): Promise<Decision> {
-    const decision = decide(ev, this.opts.context);
-    if (decision.action === "accept") return decision;
+    const decision = this.decide(ev);
+    await this.act(ev, decision);
+    return decision;
+  }
+
+  /**
+   * The decision alone, synchronously: the daemon queues an accepted event in the same tick,
+   * so an edit or deletion delivered right after it already finds it handled.
+   */
+  decide(ev: Event): Decision {
+    return decide(ev, this.opts.context);
+  }
+
+  /** The decision's side effects (cursor, control command, denial answer); none for accept and amend. */
+  async act(ev: Event, decision: Decision): Promise<void> {
+    if (decision.action === "accept" || decision.action === "amend") return;
     const seenIn = cursorChannel(decision);
     if (seenIn) this.opts.noteSeen?.(seenIn, ev.created_at);
     if (decision.action === "control") {
       if (!this.opts.claimControl(ev.id, ev.created_at)) {
         this.opts.logger.debug({ evt: "gate.control_replayed", event: ev.id, command: decision.command });
-        return decision;
+        return;
       }
       await this.opts.control.execute(ev, decision.command, decision.channel.id);
-      return decision;
+      return;
     }
     await this.opts.reporter.report(ev, decision);
-    return decision;
   }
 }
 
@@ -56,6 +69,6 @@ export class Gate {
  */
 function cursorChannel(d: Decision): string | undefined {
   if (d.action === "control") return d.channel.id;
-  if (d.action === "accept" || d.reason === "bad-signature" || !d.policy) return undefined;
+  if (d.action === "accept" || d.action === "amend" || d.reason === "bad-signature" || !d.policy) return undefined;
   return d.channel?.id;
 }

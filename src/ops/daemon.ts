@@ -18,6 +18,8 @@ import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCa
 import { message, presence } from "../relay/events.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
 import { midTurnHow } from "../turn/mid-turn.js";
+import { Amendments } from "../turn/amend.js";
+import { KIND } from "../relay/kinds.js";
 import type { Enforce } from "../turn/run.js";
 import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
@@ -86,6 +88,7 @@ export class Daemon {
   private pool!: AgentPool;
   private link!: LinkServer;
   private gate!: Gate;
+  private amendments!: Amendments;
   private gateContext!: GateContext;
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
@@ -189,6 +192,17 @@ export class Daemon {
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
       onMidTurnDelivered: (method, seconds) => this.metrics.midTurnDelivered(method, seconds),
+    });
+
+    this.amendments = new Amendments({
+      store: this.store,
+      scheduler: this.scheduler,
+      cancelTurns: (ids) => void this.dispatcher.cancelTurns(ids),
+      retract: (scope, id, author) => this.dispatcher.retract(scope, id, author),
+      midTurn: (ev, scope, mode) => this.midTurn(ev, scope, mode),
+      ownReactions: (id) => this.relay.query([{ kinds: [KIND.reaction], authors: [pubkey], "#e": [id], limit: 20 }]),
+      out,
+      logger: this.log,
     });
 
     this.gateContext = {
@@ -304,12 +318,21 @@ export class Daemon {
     if (this.stopping) return; // not decided, so the cursor stays put and a restart replays it
     this.metrics.eventReceived(ev.kind);
     try {
-      const decision = await this.gate.handle(ev);
-      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : "accepted");
+      // Decided and, when accepted, queued in this tick: the next event (an edit, a deletion)
+      // must find it. The decision's other effects (answers, control commands) may take time.
+      const decision = this.gate.decide(ev);
+      const acted = this.gate.act(ev, decision);
+      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.action === "amend" ? decision.amend : "accepted");
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
         this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey }, "mention accepted");
         this.midTurn(ev, this.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
+      } else if (decision.action === "amend") {
+        if (decision.amend === "edit") this.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn);
+        else void this.amendments.delete(ev, decision.targets).catch((err) => this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle a deletion"));
+        // Decided, not queued as an event of its own: the cursor moves past it.
+        this.store.noteSeen(decision.channel.id, ev.created_at);
       }
+      await acted;
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }

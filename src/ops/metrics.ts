@@ -36,7 +36,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 const PREFIX = "buzz_bridge_";
 
 /** What the gate did with an event (design §6). */
-export type GateDecision = "accept" | "deny" | "drop" | "control";
+export type GateDecision = "accept" | "amend" | "deny" | "drop" | "control";
 /** How a turn ended: every accepted mention ends as one of these (design §6). */
 export type TurnOutcome = "answered" | "failed" | "cancelled";
 /** The merged verdict of a hook fan-out: an objection was raised, or nobody objected. */

@@ -29,8 +29,10 @@ export interface TurnPromptOptions {
 export interface TurnInput {
   scope: { key: string; channel: string; root?: string };
   channelType?: string;
-  /** The batch, oldest first; the last event is the reply anchor. */
+  /** The batch, oldest first; the last event is the reply anchor unless `anchor` is given. */
   events: Event[];
+  /** The message to reply to when it is not the last event (an edit's target). */
+  anchor?: Event;
   /** Current standing context (settings may have changed since the session began). */
   standing: StandingInput;
   /** Messages of history at most (`history` in the channel policy); 0 = none. */
@@ -109,14 +111,14 @@ export class TurnPromptBuilder {
    * The blocks for messages that arrived while a turn runs (a native steer or the prompt
    * after a cancel): a framing header, then one labelled block per message.
    */
-  async midTurn(session: PromptSession, events: Event[], framing: MidTurnFraming): Promise<TextBlock[]> {
+  async midTurn(session: PromptSession, events: Event[], framing: MidTurnFraming, anchor?: Event): Promise<TextBlock[]> {
     const sorted = [...events].sort((a, b) => a.created_at - b.created_at);
     const names = await this.names([...new Set(sorted.flatMap((e) => [e.pubkey, ...mentionsOf(e)]))]);
     const who = (pk: string) => (pk === this.opts.self ? `you (${npub(pk)})` : `${names.get(pk) ?? "unknown"} (${npub(pk)})`);
     const blocks = [block(MID_TURN_HEADER[framing])];
     const retracted = this.retractions(session, who);
     if (retracted) blocks.push(retracted);
-    const last = sorted[sorted.length - 1];
+    const last = anchor ?? sorted[sorted.length - 1];
     sorted.forEach((ev, i) => blocks.push(block(this.eventText(ev, i, sorted.length, who, framing === "interrupt" ? "Superseding message" : "Added while you were working"))));
     if (last) blocks.push(block(`Reply to: event ${last.id} from ${who(last.pubkey)} (send_message, reply_to ${last.id}).`));
     session.markDelivered(sorted.map((e) => e.id));
@@ -140,7 +142,7 @@ export class TurnPromptBuilder {
   }
 
   private context(input: TurnInput, events: Event[], who: (pk: string) => string): string {
-    const anchor = events[events.length - 1]!;
+    const anchor = input.anchor ?? events[events.length - 1]!;
     const { scope } = input;
     const root = threadOf(input, anchor);
     const dm = input.channelType === "dm" || input.channelType === "unknown";

@@ -99,10 +99,10 @@ export class Scheduler {
 
   /**
    * Durably accepts an event the gate let through. False for a duplicate id (a relay
-   * replay): nothing changes. The store write happens before anything else.
+   * replay): nothing changes. The store write happens before anything else. `scope`
+   * overrides where it goes (an edit goes to the scope of the message it edits).
    */
-  accept(ev: Event, channel: string): boolean {
-    const scope = this.scopeOf(ev, channel);
+  accept(ev: Event, channel: string, scope: Scope = this.scopeOf(ev, channel)): boolean {
     if (!this.o.store.accept(ev, channel, scope.key)) return false;
     this.enqueue(scope, { id: ev.id, author: ev.pubkey, created_at: ev.created_at });
     this.wake();
@@ -172,6 +172,11 @@ export class Scheduler {
     const events = this.o.store.eventsOfTurn(turnId).map((e) => e.event);
     const publishedReplyIds = this.o.store.turn(turnId)?.reply_ids ?? [];
     return { turnId, scope: s.scope, events, attempt: attempts, recovered, publishedReplyIds };
+  }
+
+  /** An accepted event as stored (an edit's target, for its reply anchor). */
+  storedEvent(id: string): Event | undefined {
+    return this.o.store.event(id)?.event;
   }
 
   /** The turn running in the scope now (not one the owner cancelled), if any. */

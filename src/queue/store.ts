@@ -265,11 +265,14 @@ export class QueueStore {
     tx();
   }
 
-  /** An edit replaced a stored event's text; everything else about it (id, scope, time) stays. */
-  replaceContent(eventId: string, content: string): boolean {
+  /**
+   * An edit replaced a stored event's text; everything else about it (id, scope, time)
+   * stays, and `edited` names the edit (the prompt says the text was corrected).
+   */
+  replaceContent(eventId: string, content: string, editId: string): boolean {
     const e = this.event(eventId);
     if (!e) return false;
-    this.stmt.setEventJson.run(JSON.stringify({ ...e.event, content }), eventId);
+    this.stmt.setEventJson.run(JSON.stringify({ ...e.event, content, edited: editId }), eventId);
     return true;
   }
 

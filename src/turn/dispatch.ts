@@ -139,13 +139,12 @@ export class TurnDispatcher {
       blocks: async (events, framing) => {
         const ss = live();
         if (!ss) throw new Error("the scope's session is gone");
-        return (await this.builder.midTurn(ss.prompt, events, framing)) as TextBlock[];
+        return (await this.builder.midTurn(ss.prompt, events, framing, this.anchorOf(events))) as TextBlock[];
       },
       leave: (ids) => this.d.scheduler.leaveRunning(batch.turnId, ids),
       delivered: (events, method, waited) => {
         const ss = live();
-        const last = events[events.length - 1];
-        if (ss?.current && last) ss.current.anchor = last.id;
+        if (ss?.current && events.length) ss.current.anchor = this.anchorOf(events).id;
         for (const ev of events) {
           if (reacted.has(ev.id)) continue;
           reacted.add(ev.id);
@@ -208,7 +207,7 @@ export class TurnDispatcher {
   private async run(batch: Batch, signal: AbortSignal, mid: MidTurnInbox): Promise<void> {
     const started = Date.now();
     const log = this.d.logger.child({ turn: batch.turnId, scope: batch.scope.key });
-    const anchor = batch.events[batch.events.length - 1]!;
+    const anchor = this.anchorOf(batch.events);
     const thread = replyRefFor(anchor);
     const cfg = this.d.config();
     const end = (outcome: TurnOutcome["status"]) => this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000);
@@ -246,6 +245,7 @@ export class TurnDispatcher {
         scope: batch.scope,
         channelType: channel.type,
         events: batch.events,
+        anchor,
         standing,
         history: policy.history,
       })) as TextBlock[];
@@ -409,10 +409,21 @@ export class TurnDispatcher {
 
   /** The notice posted when a turn fails for good (the queue's onFinalFailure). */
   async postFailure(events: Event[], error: string, channel: string): Promise<void> {
-    const anchor = events[events.length - 1];
-    if (!anchor) return;
+    if (!events.length) return;
+    const anchor = this.anchorOf(events);
     const ref = { root: threadRootOf(anchor), parent: anchor.id };
     await this.d.out.publish(failureNotice(channel, ref, events, error));
+  }
+
+  /**
+   * What the turn replies to: its newest message, or for an edit (which carries no thread
+   * tags) the message it edits, so the answer lands in that message's thread.
+   */
+  private anchorOf(events: Event[]): Event {
+    const last = events[events.length - 1]!;
+    if (last.kind !== KIND.edit) return last;
+    const target = last.tags.find((t) => t[0] === "e")?.[1];
+    return (target && this.d.scheduler.storedEvent(target)) || last;
   }
 
   /** For tests and `!status`. */
