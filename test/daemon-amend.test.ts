@@ -83,3 +83,15 @@ test("a deletion of a running turn's only mention stops the turn: no reply; some
   await settledReplies(next, 1);
   assert.equal((await threadReplies(job)).length, 0, "the stopped turn did not reply");
 });
+
+test("a storm of 20 edits to a queued mention rewrites one queue entry: one reply, with the last text", async () => {
+  const job = await busy(4_000);
+  const queued = await w.owner.post("@agent version 0");
+  const edits: Event[] = [];
+  for (let i = 1; i <= 20; i++) edits.push(await w.owner.edit(queued, `@agent version ${i}`));
+  await d.waitLog((l) => l.evt === "queue.edited" && l.event === edits.at(-1)!.id);
+  const [reply] = await settledReplies(queued, 1);
+  assert.match(reply!.content, /Asked: @agent version 20$/m);
+  assert.equal(d.logs.filter((l) => l.evt === "queue.edited" && edits.some((e) => e.id === l.event)).length, 20, "each edit logged once");
+  await settledReplies(job, 1);
+});

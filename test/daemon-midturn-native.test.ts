@@ -32,3 +32,23 @@ test("steer with an agent that advertises _session/steering: the message goes in
   assert.ok(!d.logs.slice(from).some((l) => l.evt === "agent.turn_cancel"), "no session/cancel was sent");
   await w.waitReaction(second, "👀");
 });
+
+test("an agent that advertises steering but refuses the steer: logged, then cancel-and-merge; still one reply", async () => {
+  const w2 = await World.create({ channelName: "refusing-room" });
+  try {
+    const d2 = await w2.startDaemon({ agent: { env: { DEMO_AGENT_STEERING: "refuse" } } });
+    const first = await w2.owner.post("@agent #slow 20000 refactor the build");
+    await d2.waitLog((l) => l.evt === "agent.turn_start");
+    const second = await w2.owner.post("@agent also use the staging branch", { replyTo: first });
+    const refused = await d2.waitLog((l) => l.evt === "turn.steer_refused" && (l.events as string[]).includes(second.id));
+    assert.equal(refused.answer, "refused");
+    const line = await d2.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(second.id));
+    assert.equal(line.method, "cancel-merge");
+    const [reply] = await w2.waitReplies(first, 1, 30_000);
+    assert.match(reply!.content, /Asked: @agent also use the staging branch/);
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal((await w2.query({ kinds: [KIND.message], authors: [w2.agent.pk], "#e": [first.id] })).length, 1, "exactly one reply in the thread");
+  } finally {
+    await w2.close();
+  }
+});

@@ -34,7 +34,7 @@
  *
  * Capabilities: `loadSession: false`; native steering (`_meta.steering.supported`, the
  * `_session/steering` method, honouring `idleBehavior: "promptRequired"`) only when
- * DEMO_AGENT_STEERING=1; modes `default` and `bypassPermissions`;
+ * DEMO_AGENT_STEERING=1 (=refuse: advertised, but every steer is answered `failed`); modes `default` and `bypassPermissions`;
  * `sessionCapabilities.systemPrompt` only when DEMO_AGENT_SYSTEM_PROMPT=1, so both
  * standing-context paths are testable; `sessionCapabilities.resume` only when
  * DEMO_AGENT_RESUME=1 (it keeps no history: a resumed session is a fresh one under the
@@ -114,7 +114,7 @@ interface SteerParams {
 }
 
 interface SteerResult {
-  outcome: "injected" | "promptRequired" | "startedNewTurn";
+  outcome: "injected" | "promptRequired" | "startedNewTurn" | "failed";
   reason?: string;
 }
 
@@ -145,7 +145,8 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
   const sessions = new Map<string, DemoSession>();
   const offersSystemPrompt = process.env.DEMO_AGENT_SYSTEM_PROMPT === "1";
   const offersResume = process.env.DEMO_AGENT_RESUME === "1";
-  const offersSteering = process.env.DEMO_AGENT_STEERING === "1";
+  const offersSteering = process.env.DEMO_AGENT_STEERING === "1" || process.env.DEMO_AGENT_STEERING === "refuse";
+  const refusesSteers = process.env.DEMO_AGENT_STEERING === "refuse";
   const openSession = (id: string, params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[] }) => {
     if (params.systemPrompt && !offersSystemPrompt) throw acp.RequestError.invalidParams(undefined, "systemPrompt not supported");
     const s: DemoSession = { id, systemPrompt: params.systemPrompt, servers: params.mcpServers ?? [], steered: [], mode: "default" };
@@ -283,6 +284,7 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     const s = sessions.get(params.sessionId);
     if (!s) throw acp.RequestError.sessionNotFound(params.sessionId);
     const text = params.prompt.map((b) => (b.type === "text" ? b.text : "")).join("\n");
+    if (refusesSteers) return { outcome: "failed" };
     if (s.turn && !s.turn.signal.aborted) {
       s.steered.push({ at: Date.now(), text: parsePrompt(text).asked });
       return { outcome: "injected" };
