@@ -238,6 +238,12 @@ export class AgentSession {
     return true;
   }
 
+  /** `session/cancel` with no turn of ours running: stops a turn the agent started by itself (a steer it took as a new prompt). */
+  cancelStray(): void {
+    if (this.turn || !this.alive) return;
+    this.proc.agent.notify(acp.methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
+  }
+
   /** Stops routing this session's traffic (the process is the pool's to close). */
   detach(): void {
     this.closed = true;

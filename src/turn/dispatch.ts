@@ -135,6 +135,7 @@ export class TurnDispatcher {
         },
         steer: (blocks) => live()?.session.steer(blocks) ?? Promise.resolve({ kind: "refused", reason: "no session" }),
         interruptForSteer: () => live()?.session.interruptForSteer() ?? false,
+        cancelStray: () => live()?.session.cancelStray(),
       },
       blocks: async (events, framing) => {
         const ss = live();

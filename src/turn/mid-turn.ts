@@ -35,6 +35,8 @@ export interface MidTurnSession {
   readonly updatesSoFar: number;
   steer(blocks: TextBlock[]): Promise<SteerAnswer>;
   interruptForSteer(): boolean;
+  /** `session/cancel` although no turn of ours runs: stops a turn the agent started on its own. */
+  cancelStray(): void;
 }
 
 export interface MidTurnDeps {
@@ -184,9 +186,15 @@ export class MidTurnInbox {
       this.queue.unshift(...items);
       return;
     }
-    const blocks = await this.d.blocks(items.map((p) => p.ev), "steer");
-    const updatesAt = this.d.session.updatesSoFar;
-    const answer = await this.d.session.steer(blocks);
+    let answer: SteerAnswer;
+    let updatesAt = 0;
+    try {
+      const blocks = await this.d.blocks(items.map((p) => p.ev), "steer");
+      updatesAt = this.d.session.updatesSoFar;
+      answer = await this.d.session.steer(blocks);
+    } catch (err) {
+      answer = { kind: "refused", reason: `could not steer: ${(err as Error)?.message ?? String(err)}` };
+    }
     switch (answer.kind) {
       case "injected":
         this.injected = { events: [...(this.injected?.events ?? []), ...items], updatesAt };
@@ -204,6 +212,9 @@ export class MidTurnInbox {
         this.nativeOff = true;
         this.queue.unshift(...items);
         if (this.phase === "prompting") this.requestMerge("steer");
+        // "startedNewTurn" after our prompt ended: that turn is nobody's; stop it, so the
+        // message is answered once, by the turn it is handed back to.
+        else if (answer.kind === "ambiguous") this.d.session.cancelStray();
         return;
     }
   }
