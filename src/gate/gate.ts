@@ -5,7 +5,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
-import { decide, type Decision, type GateContext } from "./decide.js";
+import { decide, siblingMayChange, type Decision, type GateContext } from "./decide.js";
 import { DeniedReporter } from "./denied.js";
 import { ControlExecutor } from "./control.js";
 
@@ -33,17 +33,22 @@ export class Gate {
 
   /** Decides and performs the decision's side effects; returns the decision. */
   async handle(ev: Event): Promise<Decision> {
-    const decision = this.decide(ev);
+    const decision = await this.decide(ev);
     await this.act(ev, decision);
     return decision;
   }
 
   /**
-   * The decision alone, synchronously: the daemon queues an accepted event in the same tick,
-   * so an edit or deletion delivered right after it already finds it handled.
+   * The decision, synchronously whenever no look-up is needed: the daemon queues an
+   * accepted event in the same tick, so an edit or deletion delivered right after it
+   * already finds it handled. A refused author may be another agent of the same owner:
+   * then it asks (profile look-up, bounded in time, fails closed) and decides again.
    */
-  decide(ev: Event): Decision {
-    return decide(ev, this.opts.context);
+  decide(ev: Event): Decision | Promise<Decision> {
+    const ctx = this.opts.context;
+    const decision = decide(ev, ctx);
+    if (siblingMayChange(decision, ctx)) return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
+    return decision;
   }
 
   /** The decision's side effects (cursor, control command, denial answer); none for accept and amend. */

@@ -11,7 +11,9 @@ import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config, MidTurnMode } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
-import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
+import { Heartbeat } from "../heartbeat/heartbeat.js";
+import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
+import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
@@ -93,6 +95,7 @@ export class Daemon {
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
   private presenceTimer?: NodeJS.Timeout;
+  private heartbeat?: Heartbeat;
   private pruneTimer?: NodeJS.Timeout;
   private readonly metadataReadAt = new Map<string, number>();
   private stopping = false;
@@ -213,6 +216,10 @@ export class Daemon {
       handled: (id) => this.store.has(id),
       verify: verifySignature,
     };
+    if (cfg.identity.owner) {
+      const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => this.profiles.lookup(pk) });
+      this.gateContext.sibling = (author, ev) => siblings.check(author, ev);
+    }
     const actions: ControlActions = {
       cancel: (target) => {
         const { runningTurnIds, ended } = this.scheduler.cancel(target);
@@ -258,7 +265,7 @@ export class Daemon {
     await this.relay.start();
     const channels = await this.discoverChannels();
     this.log.info(
-      { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url },
+      { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url, heartbeat: cfg.heartbeat ? { every_ms: cfg.heartbeat.every, channel: cfg.heartbeat.channel } : undefined },
       `listening in ${channels.length} channel${channels.length === 1 ? "" : "s"}`,
     );
     if (channels.length === 0) this.log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
@@ -270,6 +277,25 @@ export class Daemon {
     }
     this.listening = true;
     this.pump();
+    this.startHeartbeat();
+  }
+
+  /** `heartbeat:` configured: prompt the idle agent on a timer (applies from start-up; a reload does not change it). */
+  private startHeartbeat(): void {
+    const hb = this.config.heartbeat;
+    if (!hb) return;
+    const text = hb.prompt ?? DEFAULT_HEARTBEAT_PROMPT;
+    this.heartbeat = new Heartbeat({
+      everyMs: hb.every,
+      channel: hb.channel,
+      load: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
+      listening: () => this.listening && !this.stopping,
+      member: () => this.directory.get(hb.channel) !== undefined,
+      run: () => this.dispatcher.heartbeat(hb.channel, text),
+      logger: this.log,
+      onTick: (outcome, reason) => this.metrics.heartbeat(outcome, reason),
+    });
+    this.heartbeat.start();
   }
 
   /**
@@ -319,12 +345,14 @@ export class Daemon {
     this.metrics.eventReceived(ev.kind);
     try {
       // Decided and, when accepted, queued in this tick: the next event (an edit, a deletion)
-      // must find it. The decision's other effects (answers, control commands) may take time.
-      const decision = this.gate.decide(ev);
+      // must find it. Only a possible sibling's decision waits for a look-up; the decision's
+      // other effects (answers, control commands) may take time.
+      const pending = this.gate.decide(ev);
+      const decision = pending instanceof Promise ? await pending : pending;
       const acted = this.gate.act(ev, decision);
-      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.action === "amend" ? decision.amend : "accepted");
+      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.action === "amend" ? decision.amend : decision.sibling ? "sibling" : "accepted");
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
-        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey }, "mention accepted");
+        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey, ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
         this.midTurn(ev, this.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
       } else if (decision.action === "amend") {
         if (decision.amend === "edit") this.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn);
@@ -423,10 +451,10 @@ export class Daemon {
       this.log.error({ evt: "config.reload_refused", file, needs_restart: needRestart }, `changing ${needRestart.join(", ")} needs a restart; keeping the old config`);
       return false;
     }
-    if (JSON.stringify(next.config.agent) !== JSON.stringify(this.config.agent) || next.config.identity.owner !== this.config.identity.owner) {
-      this.log.warn({ evt: "config.reload_partial" }, "agent settings and the owner apply after a restart; the rest applies now");
+    if (JSON.stringify(next.config.agent) !== JSON.stringify(this.config.agent) || next.config.identity.owner !== this.config.identity.owner || JSON.stringify(next.config.heartbeat) !== JSON.stringify(this.config.heartbeat)) {
+      this.log.warn({ evt: "config.reload_partial" }, "agent settings, the owner and the heartbeat apply after a restart; the rest applies now");
     }
-    this.config = { ...next.config, agent: this.config.agent, identity: this.config.identity };
+    this.config = { ...next.config, agent: this.config.agent, identity: this.config.identity, heartbeat: this.config.heartbeat };
     this.gateContext.config = this.config;
     const channels = await this.follower.refresh(configSelector(this.config));
     this.log.info({ evt: "config.reloaded", file, channels: channels.length }, "config reloaded");
@@ -444,6 +472,7 @@ export class Daemon {
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     if (this.presenceTimer) clearInterval(this.presenceTimer);
     if (this.pruneTimer) clearInterval(this.pruneTimer);
+    this.heartbeat?.stop();
     const interrupted = (await this.dispatcher?.drain(this.config.shutdown_grace)) ?? 0;
     if (interrupted) this.log.info({ evt: "daemon.turns_requeued", count: interrupted }, "turns still running at the end of the grace were cancelled; they run again after restart");
     this.dispatcher?.closeSessions();

@@ -27,6 +27,7 @@
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
  * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
  * | signature_checks_total | counter | result | Schnorr verifications done (valid / invalid): only events acted on |
+ * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member) |
  *
  * Plus prom-client's default process metrics (`process_*`, `nodejs_*`) under their usual
  * names, so stock Node dashboards work unchanged.
@@ -97,6 +98,7 @@ export class Metrics {
   private readonly relayStateGauge: Gauge<"state">;
   private readonly publishes: Counter<"status">;
   private readonly signatureChecks: Counter<"result">;
+  private readonly heartbeats: Counter<"outcome" | "reason">;
   private readonly checksSeen = { verified: 0, failed: 0 };
   private readonly relayStatesSeen = new Set<string>();
   private sources: MetricSources = {};
@@ -213,6 +215,12 @@ export class Metrics {
           }
         }),
     });
+    this.heartbeats = new Counter({
+      name: `${PREFIX}heartbeats_total`,
+      help: "Heartbeat ticks: fired (the idle agent was prompted) or skipped, with the reason.",
+      labelNames: ["outcome", "reason"],
+      registers,
+    });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -258,6 +266,11 @@ export class Metrics {
   /** A mid-turn message reached the agent `seconds` after it was accepted. */
   midTurnDelivered(method: "native" | "cancel-merge", seconds: number): void {
     this.midTurnDelivery.observe({ method }, seconds);
+  }
+
+  /** A heartbeat tick; `reason` is the skip reason ("" when fired). */
+  heartbeat(outcome: "fired" | "skipped", reason = ""): void {
+    this.heartbeats.inc({ outcome, reason });
   }
 
   /** Current number of live agent processes. */
