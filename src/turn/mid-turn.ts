@@ -133,6 +133,13 @@ export class MidTurnInbox {
         this.nativeOff = true;
       }
       if (!items.length) {
+        if (result.stopReason === "cancelled" && !result.timedOut) {
+          // Nobody who may end a turn asked for this cancel (the owner and shutdown abort the
+          // turn; our merge cancels always have something to merge): ended as "cancelled"
+          // the mentions would be closed without an answer. Fail instead: retried, or a notice.
+          this.d.logger.warn({ evt: "turn.agent_cancelled", merge: merge ?? null }, "the prompt ended cancelled although nobody cancelled the turn");
+          throw new Error("the agent ended the turn as cancelled without being asked to");
+        }
         // The turn ended on its own before a cancel took effect: what it published is its
         // answer, and whatever is still here starts the next turn.
         return result;
