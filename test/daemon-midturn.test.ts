@@ -30,6 +30,7 @@ before(async () => {
       { id: ch.ownerInterrupt, mid_turn: "owner-interrupt" },
       { id: ch.queue, mid_turn: "queue" },
     ],
+    http: { listen: "127.0.0.1:0" },
   });
 });
 after(() => w.close());
@@ -69,6 +70,9 @@ test("steer (agent without native steering): the running turn is cancelled and r
   assert.equal(line.method, "cancel-merge");
   await w.waitReaction(second, "👀");
   await w.waitReaction(first, "✅");
+  const url = (await d.waitLog((l) => l.evt === "daemon.started")).http as string;
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  assert.match(metrics, /^buzz_bridge_mid_turn_delivery_seconds_count\{method="cancel-merge"\} 1$/m, "one mid-turn delivery measured");
 });
 
 test("interrupt: the new message supersedes the running request; one reply, framed as superseding", async () => {
