@@ -72,11 +72,11 @@ test("a deletion of a queued mention drops it: no turn, no reply; the next menti
   assert.ok(!d.logs.some((l) => l.evt === "turn.start_failed"));
 });
 
-test("a deletion of a running turn's only mention stops the turn: no reply; someone else's deletion is refused", async () => {
+test("a deletion (here NIP-29's 9005) of a running turn's only mention stops the turn: no reply; someone else's deletion is refused", async () => {
   const job = await busy(20_000);
   const foreign = await w.teammate.delete(job);
   await d.waitLog((l) => l.evt === "gate.delete_refused" && l.event === foreign.id && l.reason === "not-author");
-  const del = await w.owner.delete(job);
+  const del = await w.owner.groupDelete(job);
   await d.waitLog((l) => l.evt === "turn.deleted" && l.event === del.id);
   await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled");
   const next = await w.owner.post("@agent next please");

@@ -139,6 +139,8 @@ describe("drops before the policy", () => {
     const del = mention(owner, "", { kind: 5, mention: false, tags: [["e", "b".repeat(64)], ["e", "a".repeat(64)]] });
     const dd = decide(fromWire(del), ctx);
     assert.ok(dd.action === "amend" && dd.amend === "delete" && dd.targets.length === 1, "only the handled target counts");
+    const nip29 = decide(fromWire(mention(owner, "", { kind: 9005, mention: false, tags: [["e", "a".repeat(64)]] })), ctx);
+    assert.ok(nip29.action === "amend" && nip29.amend === "delete", "a NIP-29 delete-event (9005) is a deletion too");
     const fresh = mention(owner, "edit of something new", { kind: 40003, tags: [["e", "b".repeat(64)]] });
     assert.equal(decide(fromWire(fresh), ctx).action, "accept");
     const elsewhere = decide(fromWire(fresh), { ...ctx, config: makeConfig({ defaults: { respond_to: "anyone" } }) });

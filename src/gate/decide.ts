@@ -128,7 +128,7 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict): D
   if (!policy) return drop("not-configured", { level: "debug" });
   const channel: ChannelInfo = known ?? { id: channelId, type: "unknown" };
 
-  if (ev.kind === KIND.edit || ev.kind === KIND.deletion) {
+  if (ev.kind === KIND.edit || ev.kind === KIND.deletion || ev.kind === KIND.groupDeletion) {
     const amend = ev.kind === KIND.edit ? "edit" : "delete";
     const targets = amend === "edit" ? [editTarget(ev)].filter((t): t is string => !!t) : deletionTargets(ev);
     const known = targets.filter((t) => ctx.handled(t));

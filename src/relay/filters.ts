@@ -27,11 +27,11 @@ export const SUB_CHANNELS = "channels";
 export const SUB_MEMBERSHIP = "membership";
 
 /**
- * Edits (40003) and deletions (5) name the event they change with an `e` tag and carry no
+ * Edits (40003) and deletions (5, and NIP-29's 9005) name the event they change with an `e` tag and carry no
  * `p` tag, so the mention filters never match them: one more filter asks for them in every
  * channel we listen in, whatever its kinds and mention rule (docs/protocol.md).
  */
-export const AMEND_KINDS: readonly number[] = [KIND.deletion, KIND.edit];
+export const AMEND_KINDS: readonly number[] = [KIND.deletion, KIND.groupDeletion, KIND.edit];
 
 const kindsKey = (kinds: number[] | undefined) => (kinds && kinds.length ? [...new Set(kinds)].sort((a, b) => a - b).join(",") : "*");
 

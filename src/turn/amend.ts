@@ -1,5 +1,5 @@
 /**
- * Edits (kind 40003) and deletions (kind 5, NIP-09) of messages the bridge accepted, by
+ * Edits (kind 40003) and deletions (kind 5, NIP-09, or 9005, NIP-29) of messages the bridge accepted, by
  * their author (anyone else's are refused and logged):
  *
  * - an edit of a message still waiting replaces its text in the queue (the turn will see
