@@ -1,10 +1,12 @@
 /**
  * Per-scope queues over the durable store (design §6, buzz-acp §4): one turn in flight
- * per scope, arrivals meanwhile batched into the next turn (≤ 50, by created_at), a
- * global concurrency limit, oldest-waiting-scope-first fairness, a per-scope cap whose
- * refusals are announced, retries with backoff, and restart recovery. Every accepted
- * event ends answered (complete), failed with a notice (onFinalFailure), cancelled by the
- * owner (cancel) or refused with a notice (onRefused) — never silently gone.
+ * per scope, arrivals meanwhile batched into the next turn (≤ 50, by created_at) unless
+ * they join the running one (joinRunning: a mid-turn steer), a global concurrency limit,
+ * oldest-waiting-scope-first fairness, a per-scope cap whose refusals are announced,
+ * retries with backoff, and restart recovery. Every accepted event ends answered
+ * (complete), failed with a notice (onFinalFailure), cancelled by the owner (cancel),
+ * refused with a notice (onRefused) or deleted by its author (dropWaiting, logged) —
+ * never silently gone.
  *
  * Only ids and timestamps are held in memory; event bodies are read back from SQLite
  * when a batch starts, so a burst costs memory per event id, not per event body.
