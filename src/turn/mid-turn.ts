@@ -18,6 +18,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { SteerAnswer } from "../agent/steering.js";
+import type { MidTurnMode } from "../config/schema.js";
 import type { MidTurnFraming } from "../prompt/index.js";
 import type { Logger } from "../ops/log.js";
 import type { AgentTurnResult, TextBlock } from "./ports.js";
@@ -58,7 +59,7 @@ interface Pending {
 }
 
 /** How a message arriving mid-turn enters the turn under the channel's `mid_turn`; undefined = it queues. */
-export function midTurnHow(mode: "steer" | "queue" | "interrupt" | "owner-interrupt", fromOwner: boolean): MidTurnHow | undefined {
+export function midTurnHow(mode: MidTurnMode, fromOwner: boolean): MidTurnHow | undefined {
   switch (mode) {
     case "steer":
       return "steer";
