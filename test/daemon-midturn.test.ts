@@ -127,3 +127,20 @@ test("a restart in the middle of a steer: the steered message was recorded befor
     assert.equal(turns.filter((t) => t.trigger_ids.includes(ev.id)).length, 1, `${ev.content} is a trigger of exactly one turn`);
   }
 });
+
+test("a restart mid-steer after the turn had already posted: the steered message is still answered, once; the earlier post stays", async () => {
+  const from = d.logs.length;
+  const first = await w.owner.post("@agent #progress #slow 20000 migrate the database", { channel: ch.steer });
+  const [progress] = await w.waitReplies(first, 1, 30_000);
+  assert.match(progress!.content, /progress note/);
+  const second = await midTurnMessage(w.teammate, first, "#slow 4000 also keep a backup");
+  await d.waitLog((l) => d.logs.indexOf(l) >= from && l.evt === "turn.steered" && (l.events as string[]).includes(second.id));
+  d.proc.kill("SIGKILL");
+  await d.exited;
+  d = await w.startDaemon({}, { configFile: d.configFile });
+  await d.waitLog((l) => l.evt === "turn.resumed" && (l.events as string[]).includes(second.id));
+  const replies = await exactlyReplies(first, 2);
+  assert.ok(replies.some((r) => /Asked: @agent #slow 4000 also keep a backup/.test(r.content)), "the steered message was answered after the restart");
+  const turns = await storedTurns(w);
+  assert.equal(turns.filter((t) => t.trigger_ids.includes(second.id)).length, 1);
+});

@@ -37,6 +37,7 @@ export interface Directives {
   sysprompt: boolean;
   auth: boolean;
   firstBlock: boolean;
+  progress: boolean;
   slowMs?: number;
   tools: Array<{ name: string; args: Record<string, unknown> }>;
 }
@@ -114,7 +115,7 @@ export function parseDirectives(text: string): Directives {
   return {
     finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"),
     hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
-    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), slowMs: slow ? Number(slow[1]) : undefined, tools,
+    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), progress: has("progress"), slowMs: slow ? Number(slow[1]) : undefined, tools,
   };
 }
 

@@ -20,6 +20,7 @@
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
  *   #compact              emit compaction_update (in_progress, then completed)
+ *   #progress             post a progress note with send_message first (before #slow)
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #crash                exit(1) in the middle of the turn
  *   #hang                 one thought chunk, then no answer until session/cancel
@@ -188,11 +189,6 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       setTimeout(() => process.exit(1), 20);
       await new Promise(() => {});
     }
-    if (d.slowMs !== undefined) {
-      await sleep(d.slowMs, turn.signal);
-      if (turn.signal.aborted) return cancelled();
-    }
-
     const reports: string[] = [];
     // Awaited only when a tool is needed: the servers start in the background at session/new.
     const linkOf = async (): Promise<McpLink> => (s.mcp ? await s.mcp : { clients: [] });
@@ -216,6 +212,12 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
         return `error: ${(err as Error).message}`;
       }
     };
+
+    if (d.progress) await callTool("send_message", { content: "Working on it (a progress note)." });
+    if (d.slowMs !== undefined) {
+      await sleep(d.slowMs, turn.signal);
+      if (turn.signal.aborted) return cancelled();
+    }
 
     if (d.compact) {
       const compactionId = randomUUID();

@@ -52,6 +52,12 @@ export interface Batch {
   recovered: boolean;
   /** Already published for this turn by an earlier attempt: do not publish the same reply again. */
   publishedReplyIds: string[];
+  /**
+   * With publishedReplyIds: the messages that joined the turn mid-way after its last reply
+   * (a steer under way when the process stopped). They still need an answer; the rest of
+   * the turn has one.
+   */
+  unansweredJoins: Event[];
 }
 
 export interface FinalFailure {
@@ -171,9 +177,10 @@ export class Scheduler {
     s.running = { turnId, attempts, recovered, cancelled: false };
     this.byTurn.set(turnId, s);
     this.inFlight++;
-    const events = this.o.store.eventsOfTurn(turnId).map((e) => e.event);
+    const stored = this.o.store.eventsOfTurn(turnId);
     const publishedReplyIds = this.o.store.turn(turnId)?.reply_ids ?? [];
-    return { turnId, scope: s.scope, events, attempt: attempts, recovered, publishedReplyIds };
+    const unansweredJoins = stored.filter((e) => e.joined_after !== null && e.joined_after >= publishedReplyIds.length).map((e) => e.event);
+    return { turnId, scope: s.scope, events: stored.map((e) => e.event), attempt: attempts, recovered, publishedReplyIds, unansweredJoins };
   }
 
   /** An accepted event as stored (an edit's target, for its reply anchor). */

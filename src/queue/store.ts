@@ -31,6 +31,11 @@ export interface StoredEvent {
   created_at: number;
   state: EventState;
   turn_id: number | null;
+  /**
+   * For a message that joined a running turn (a mid-turn steer): how many replies the turn
+   * had published when it joined. A restart replays it unless a reply came after that.
+   */
+  joined_after: number | null;
   event: Event;
 }
 
@@ -130,6 +135,9 @@ export class QueueStore {
       );
     }
     this.db.exec(DDL);
+    // Added without a version bump: an older buzz-bridge reading this file ignores the column.
+    const columns = (this.db.prepare("PRAGMA table_info(events)").all() as { name: string }[]).map((c) => c.name);
+    if (!columns.includes("joined_after")) this.db.exec("ALTER TABLE events ADD COLUMN joined_after INTEGER");
     this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(SCHEMA_VERSION));
   }
 
@@ -156,6 +164,7 @@ export class QueueStore {
       updateTurn: db.prepare(
         "UPDATE turns SET state = ?, attempts = ?, next_attempt_at = ?, recovered = ?, error = ?, updated_at = ? WHERE id = ?",
       ),
+      setJoined: db.prepare("UPDATE events SET joined_after = ? WHERE id = ?"),
       setTriggers: db.prepare("UPDATE turns SET trigger_ids = ?, updated_at = ? WHERE id = ?"),
       setEventJson: db.prepare("UPDATE events SET json = ? WHERE id = ?"),
       setReplies: db.prepare("UPDATE turns SET reply_ids = ?, updated_at = ? WHERE id = ?"),
@@ -247,7 +256,10 @@ export class QueueStore {
     const tx = this.db.transaction(() => {
       const t = this.turn(turnId);
       if (!t) return;
-      for (const e of eventIds) this.stmt.setEventState.run("in_turn", turnId, e);
+      for (const e of eventIds) {
+        this.stmt.setEventState.run("in_turn", turnId, e);
+        this.stmt.setJoined.run(t.reply_ids.length, e);
+      }
       const triggers = [...t.trigger_ids, ...eventIds.filter((e) => !t.trigger_ids.includes(e))];
       this.stmt.setTriggers.run(JSON.stringify(triggers), Date.now(), turnId);
     });
@@ -259,7 +271,10 @@ export class QueueStore {
     const tx = this.db.transaction(() => {
       const t = this.turn(turnId);
       if (!t) return;
-      for (const e of eventIds) this.stmt.setEventState.run("waiting", null, e);
+      for (const e of eventIds) {
+        this.stmt.setEventState.run("waiting", null, e);
+        this.stmt.setJoined.run(null, e);
+      }
       this.stmt.setTriggers.run(JSON.stringify(t.trigger_ids.filter((id) => !eventIds.includes(id))), Date.now(), turnId);
     });
     tx();

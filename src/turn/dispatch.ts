@@ -209,9 +209,16 @@ export class TurnDispatcher {
     this.scopes.clear();
   }
 
-  private async run(batch: Batch, signal: AbortSignal, mid: MidTurnInbox): Promise<void> {
+  private async run(whole: Batch, signal: AbortSignal, mid: MidTurnInbox): Promise<void> {
     const started = Date.now();
-    const log = this.d.logger.child({ turn: batch.turnId, scope: batch.scope.key });
+    const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
+    let batch = whole;
+    if (whole.publishedReplyIds.length > 0 && whole.unansweredJoins.length > 0) {
+      // The turn had answered, then took mid-turn messages, and the process stopped before
+      // it answered those: they run now, on their own; what was published stays.
+      log.info({ evt: "turn.resumed", replies: whole.publishedReplyIds, events: whole.unansweredJoins.map((e) => e.id) }, "messages steered into the turn before the restart still need an answer");
+      batch = { ...whole, events: whole.unansweredJoins, publishedReplyIds: [] };
+    }
     const anchor = this.anchorOf(batch.events);
     const thread = replyRefFor(anchor);
     const cfg = this.d.config();
