@@ -9,3 +9,5 @@ export { agentCwd, channelSlug, spareCwd } from "./cwd.js";
 export { probeAgent, type AgentProbe } from "./probe.js";
 export * from "./errors.js";
 export { STEER_METHOD, type SteerAnswer } from "./steering.js";
+export { addUsage, SessionUsage, type TurnUsage } from "./usage.js";
+export { offeredSettings, type OfferedSettings } from "./session-settings.js";

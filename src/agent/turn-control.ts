@@ -51,6 +51,8 @@ export interface TurnResult {
   /** Updates the agent sent during the turn (a steer that none followed was likely not read). */
   updates: number;
   usage?: acp.Usage | null;
+  /** The turn's last `usage_update` (context tokens, the session's cumulative cost). */
+  contextUsage?: acp.UsageUpdate;
 }
 
 export class TurnControl {
@@ -202,6 +204,7 @@ export class TurnControl {
     if (this.interrupt === "idle" || this.interrupt === "max_turn") r.timedOut = this.interrupt;
     if (this.interrupt === "owner") r.cancelledBy = "owner";
     if (usage) r.usage = usage;
+    if (this.state.lastUsage) r.contextUsage = this.state.lastUsage;
     return r;
   }
 }

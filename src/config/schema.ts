@@ -95,6 +95,11 @@ const agent = z.strictObject({
   mode: z.string().optional().describe("session mode to select after session/new (session/set_mode)"),
   auth_method: z.string().optional().describe("ACP authenticate with this method id after initialize (codex-acp: api-key)"),
   persona: z.string().default("").describe("the agent's own standing instructions, sent before team instructions"),
+  // Session settings (the Rust bridge's BUZZ_ACP_MODEL, _EFFORT_LEVEL, _MAX_TURNS_PER_SESSION, _INITIAL_MESSAGE).
+  model: z.string().min(1).optional().describe("model to select after every session/new, through the agent's model config option or its model selector; a model it does not offer fails the turn"),
+  effort: z.string().min(1).optional().describe("reasoning effort to select after every session/new, through the agent's thought_level config option; a value it does not offer fails the turn"),
+  max_turns_per_session: z.number().int().min(0).default(0).describe("start a new agent session after this many turns (0 = never); sessions also rotate after the stop reasons max_tokens and max_turn_requests"),
+  initial_message: z.string().optional().describe("sent as its own first prompt in every brand-new session, before the first mention's prompt"),
 });
 
 const mcpServer = z.strictObject({
@@ -172,7 +177,7 @@ const queue = z.strictObject({
 });
 
 const http = z.strictObject({
-  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics"),
+  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics /status"),
 });
 
 const log = z.strictObject({

@@ -27,6 +27,10 @@ import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
 import type { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
+import { UsageToday } from "./usage-today.js";
+import { renderStatusPage, type StatusSnapshot } from "./status-page.js";
+import { processParents, treeRss } from "./proc-memory.js";
+import { channelSelected, policyFor } from "../config/schema.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
 const PRESENCE_INTERVAL_MS = 60_000;
@@ -34,6 +38,8 @@ const PRESENCE_INTERVAL_MS = 60_000;
 const STATE_RETENTION_MS = 7 * 86_400_000;
 /** Channel metadata older than this is re-read before a turn (descriptions change rarely). */
 const CHANNEL_METADATA_TTL_MS = 60_000;
+/** Denials the status page lists. */
+const RECENT_DENIALS = 20;
 
 export interface DaemonOptions {
   loaded: LoadedConfig;
@@ -80,6 +86,11 @@ export function agentGateEnv(cfg: Config, enforce: Enforce): Record<string, stri
 export class Daemon {
   config: Config;
   readonly metrics = new Metrics();
+  /** Usage reported since midnight UTC, for `!status` and `/status`. */
+  readonly usageToday = new UsageToday();
+  /** The last denials (newest last), for `/status`. */
+  private readonly denials: StatusSnapshot["denials"] = [];
+  private readonly startedAt = Date.now();
   devRelay?: DevRelay;
   relay!: RelayClient;
   store!: QueueStore;
@@ -157,6 +168,7 @@ export class Daemon {
     this.pool.on("spawn", () => this.metrics.agentSpawned());
     this.pool.on("crash", () => this.metrics.agentCrashed());
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
+    this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
     this.scheduler = new Scheduler({
       store: this.store,
@@ -195,6 +207,10 @@ export class Daemon {
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
       onMidTurnDelivered: (method, seconds) => this.metrics.midTurnDelivered(method, seconds),
+      onUsage: (channel, model, usage) => {
+        this.metrics.turnUsage(channel, model, usage);
+        this.usageToday.add(channel, model, usage);
+      },
     });
 
     this.amendments = new Amendments({
@@ -234,7 +250,7 @@ export class Daemon {
         else this.store.forgetChannelSessions(target.channel);
         return this.dispatcher.rotate((k) => (key ? k === key : k === target.channel || k.startsWith(`${target.channel}/`)));
       },
-      status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
+      status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued, usage: this.usageToday.summary() }),
       shutdown: () => this.resolveShutdown("!shutdown"),
     };
     this.gate = new Gate({
@@ -254,7 +270,11 @@ export class Daemon {
       relayReconnects: () => this.relay.metrics.reconnects ?? 0,
       signatureChecks: () => verifyStats,
     });
-    if (cfg.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
+    if (cfg.http) {
+      this.http = await startHttp({
+        listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), status: () => renderStatusPage(this.statusSnapshot()), logger: this.log,
+      });
+    }
 
     const recovered = this.scheduler.recover();
     if (recovered.events || recovered.turns) this.log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
@@ -351,6 +371,10 @@ export class Daemon {
       const decision = pending instanceof Promise ? await pending : pending;
       const acted = this.gate.act(ev, decision);
       this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.action === "amend" ? decision.amend : decision.sibling ? "sibling" : "accepted");
+      if (decision.action === "deny") {
+        this.denials.push({ at: Date.now(), channel: decision.channel?.id, author: ev.pubkey, reason: decision.reason });
+        if (this.denials.length > RECENT_DENIALS) this.denials.shift();
+      }
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
         this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey, ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
         this.midTurn(ev, this.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
@@ -417,6 +441,30 @@ export class Daemon {
       signal: (t: EventTemplate) => {
         void this.relay.send(t, { attempts: 1 }).then((r) => this.metrics.publishOutcome(r.outcome.status), () => undefined);
       },
+    };
+  }
+
+  /** What `/status` shows, gathered from the parts that know it. */
+  statusSnapshot(): StatusSnapshot {
+    const cfg = this.config;
+    const queued = this.scheduler.depthByChannel();
+    const parents = processParents();
+    return {
+      generatedAt: Date.now(),
+      startedAt: this.startedAt,
+      pubkey: this.pubkey,
+      relay: { url: this.devRelay?.url ?? cfg.relay.url, state: this.relay?.state ?? "not started" },
+      channels: this.directory.list().filter((c) => !c.archived && channelSelected(cfg, c.id)).map((c) => {
+        const p = policyFor(cfg, c.id);
+        return { id: c.id, name: c.name, about: c.about, type: c.type, respondTo: p.respond_to, onDenied: p.on_denied, queued: queued.get(c.id) ?? 0 };
+      }),
+      turns: this.dispatcher.runningTurns(),
+      denials: [...this.denials].reverse(),
+      agents: this.pool.processes().map((p) => ({
+        pid: p.pid, scope: p.scope, spare: p.spare, busy: p.session?.busy ?? false, model: p.session?.model, turns: p.session?.turns ?? 0, rssBytes: treeRss(p.pid, parents),
+      })),
+      circuit: this.pool.circuit.state,
+      usage: this.usageToday.snapshot(),
     };
   }
 

@@ -9,7 +9,7 @@
  * crash never posts the same answer twice.
  */
 import type { Event, EventTemplate } from "nostr-tools";
-import type { AgentPool, AgentSession } from "../agent/index.js";
+import type { AgentPool, AgentSession, TurnUsage } from "../agent/index.js";
 import type { Config } from "../config/schema.js";
 import { policyFor } from "../config/schema.js";
 import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession, type RelayPort } from "../link/index.js";
@@ -20,6 +20,7 @@ import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../relay/directory.js";
 import { replyRefFor, threadRootOf } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
+import { addUsage } from "../agent/usage.js";
 import { failureNotice, runTurn, type Enforce, type TurnOutcome } from "./run.js";
 import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
 
@@ -50,6 +51,40 @@ export interface DispatcherDeps {
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
   /** A mid-turn message reached the agent, `seconds` after it was accepted. */
   onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
+  /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
+  onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+}
+
+/** Stop reasons after which a session is not reused: its context or request budget is spent. */
+const ROTATE_STOP_REASONS = new Set(["max_tokens", "max_turn_requests"]);
+
+/**
+ * Why a session must end after the turn it just ran, if it must: a stop reason that spent
+ * its budget (`stopReason`, any prompt of the turn), else `agent.max_turns_per_session`.
+ */
+function rotationDue(stopReason: string | undefined, turns: number, maxTurns: number): string | undefined {
+  if (stopReason) return stopReason;
+  return maxTurns > 0 && turns >= maxTurns ? "max_turns" : undefined;
+}
+
+/** A running turn as the status page shows it. */
+export interface RunningTurn {
+  turnId: number;
+  scope: string;
+  channel: string;
+  startedAt: number;
+  /** When the agent last sent an update, and what it was. */
+  lastActivityAt?: number;
+  lastActivity?: string;
+  /** `stop: wait` gates the turn waits on (⏳), and since when. */
+  gateWait?: { gates: string[]; since: number };
+}
+
+/** The session's title: `#channel`, plus the thread for a thread scope; at most 80 characters, printable. */
+export function sessionTitle(channelName: string, root?: string): string {
+  const clean = channelName.replace(/[\p{Cc}\p{Cf}]/gu, "").trim() || "channel";
+  const title = root ? `#${clean} · thread ${root.slice(0, 8)}` : `#${clean}`;
+  return title.length > 80 ? `${title.slice(0, 79)}…` : title;
 }
 
 /** A set that reports each new member once (to the durable store). */
@@ -75,6 +110,8 @@ interface ScopeSession {
   link: LinkSession;
   /** Servers behind the session's proxy; with none there is nothing to gate. */
   hookServers: number;
+  /** Turns (mentions' batches) this session has run, for agent.max_turns_per_session. */
+  turns: number;
   prompt: PromptSession;
   /** The turn whose replies the link's publishes count toward. */
   current?: { turnId: number; published: Set<string>; anchor: string; inflight: Inflight };
@@ -84,7 +121,7 @@ interface ScopeSession {
 export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
   /** Turns in flight; a heartbeat's has no mid-turn inbox (nothing is steered into it). */
-  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; mid?: MidTurnInbox }>();
+  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox }>();
   private readonly builder: TurnPromptBuilder;
   /** Heartbeat turns take negative ids in `running`, apart from the queue's turn ids. */
   private heartbeatSeq = 0;
@@ -100,10 +137,20 @@ export class TurnDispatcher {
   /** Starts the batch's turn; resolves when it has ended and the queue knows the outcome. */
   start(batch: Batch): Promise<void> {
     const abort = new AbortController();
+    const info: RunningTurn = { turnId: batch.turnId, scope: batch.scope.key, channel: batch.scope.channel, startedAt: Date.now() };
     const mid = this.inbox(batch);
-    const done = this.run(batch, abort.signal, mid).finally(() => this.running.delete(batch.turnId));
-    this.running.set(batch.turnId, { scope: batch.scope.key, abort, done, mid });
-    return done;
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox } = { scope: batch.scope.key, abort, done: Promise.resolve(), info, mid };
+    this.running.set(batch.turnId, entry);
+    entry.done = this.run(batch, abort.signal, entry, mid).finally(() => this.running.delete(batch.turnId));
+    return entry.done;
+  }
+
+  /** The turns running now, with the agent's last activity and any gate wait. */
+  runningTurns(): RunningTurn[] {
+    return [...this.running.values()].map((r) => {
+      const state = r.session?.current?.state;
+      return { ...r.info, lastActivityAt: state?.lastActivityAt, lastActivity: state?.lastActivity };
+    });
   }
 
   /** Whether the running turn can take a mid-turn message now (else it queues for the next turn). */
@@ -175,15 +222,15 @@ export class TurnDispatcher {
     return n;
   }
 
-  /** `!rotate`: the scopes' sessions end; the next turn opens a fresh one. */
-  async rotate(match: (scopeKey: string) => boolean): Promise<number> {
+  /** `!rotate` (and rotation by turn count or stop reason): the scopes' sessions end; the next turn opens a fresh one. */
+  async rotate(match: (scopeKey: string) => boolean, reason = "owner"): Promise<number> {
     let n = 0;
     for (const [key, s] of [...this.scopes]) {
       if (!match(key)) continue;
       this.scopes.delete(key);
       s.link.unregister();
       this.d.sessions?.forget(key);
-      await this.d.pool.rotate(key);
+      await this.d.pool.rotate(key, reason);
       n++;
     }
     return n;
@@ -209,7 +256,7 @@ export class TurnDispatcher {
     this.scopes.clear();
   }
 
-  private async run(whole: Batch, signal: AbortSignal, mid: MidTurnInbox): Promise<void> {
+  private async run(whole: Batch, signal: AbortSignal, running: { info: RunningTurn; session?: AgentSession }, mid: MidTurnInbox): Promise<void> {
     const started = Date.now();
     const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
     let batch = whole;
@@ -249,8 +296,13 @@ export class TurnDispatcher {
     // Everything this turn publishes (tool replies, fallback, notices) is recorded durably
     // at once: a retry after a crash must know the thread was already answered.
     const published = new RecordedSet((id) => this.d.scheduler.recordReply(batch.turnId, id));
+    let usage: TurnUsage | undefined;
+    let model: string | undefined;
+    let rotateFor: string | undefined;
     try {
       const ss = await this.sessionFor(batch, channel, standing, log);
+      running.session = ss.session;
+      model = ss.session.model;
       const inflight: Inflight = { count: 0, waiters: [] };
       ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight };
       const blocks = (await this.builder.build(ss.prompt, {
@@ -288,6 +340,8 @@ export class TurnDispatcher {
                   const r = await ss.session.prompt(blocks, {
                     askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
                   });
+                  usage = addUsage(usage, r.turnUsage);
+                  if (ROTATE_STOP_REASONS.has(r.stopReason)) rotateFor = r.stopReason;
                   return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut, updates: r.updates };
                 },
                 () => signal.aborted,
@@ -299,6 +353,7 @@ export class TurnDispatcher {
           published,
           settled: () => (inflight.count === 0 ? Promise.resolve() : new Promise<void>((r) => inflight.waiters.push(r))),
           signal,
+          onGateWait: (gates) => (running.info.gateWait = gates ? { gates, since: Date.now() } : undefined),
           pendingInjection: {
             take: () => {
               const t = ss.injection;
@@ -311,6 +366,7 @@ export class TurnDispatcher {
       );
       ss.current = undefined;
       for (const id of published) ss.prompt.markDelivered([id]);
+      rotateFor = rotationDue(rotateFor, ++ss.turns, cfg.agent.max_turns_per_session);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       log.warn({ evt: "turn.start_failed", err: reason }, "could not start the turn");
@@ -321,17 +377,21 @@ export class TurnDispatcher {
     // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
     // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
     await mid.close(!signal.aborted);
+    if (usage) this.d.onUsage?.(channel.id, model, usage);
+    // The session ends after its turn budget, or when the agent ran out of context or
+    // requests: the next mention in the scope starts a fresh session.
+    if (rotateFor && this.scopes.has(batch.scope.key)) await this.rotate((k) => k === batch.scope.key, rotateFor);
     if (signal.aborted && signal.reason === "shutdown") {
       // Left running in the store: the next start re-queues it (its one retry), nothing is lost.
       log.info({ evt: "turn.interrupted", published: outcome.published.length }, "turn interrupted by shutdown; it runs again after restart");
       return;
     }
-    this.finish(batch, outcome, log, true);
+    this.finish(batch, outcome, log, true, { model, usage });
     end(outcome.status);
   }
 
-  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean): void {
-    log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined }, "turn ended");
+  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {
+    log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined, model: extra.model, usage: extra.usage }, "turn ended");
     if (outcome.status === "failed") {
       // A failed turn that already replied is not retried: the reply is the answer.
       if (outcome.published.length > 0) this.d.scheduler.complete(batch.turnId);
@@ -339,7 +399,7 @@ export class TurnDispatcher {
     } else this.d.scheduler.complete(batch.turnId);
   }
 
-  private async sessionFor(batch: { scope: { key: string } }, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
+  private async sessionFor(batch: { scope: { key: string; root?: string } }, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
     const key = batch.scope.key;
     const existing = this.scopes.get(key);
     if (existing && existing.session.alive && this.d.pool.session(key) === existing.session) return existing;
@@ -377,11 +437,13 @@ export class TurnDispatcher {
     const link = this.d.link.register({ sessionKey: key, manifest, tools });
     try {
       const previousSessionId = this.d.sessions?.get(key);
-      const session = await this.d.pool.acquire(key, { channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text, previousSessionId });
+      const session = await this.d.pool.acquire(key, {
+        channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text, previousSessionId, title: sessionTitle(channel.name, batch.scope.root),
+      });
       this.d.sessions?.save(key, session.sessionId);
       // A resumed session already holds the standing context from its first prompt.
       const standingDelivered = session.standingContextVia === "system_prompt" || session.resumed;
-      ss = { session, link, hookServers: manifest.servers.length, prompt: new PromptSession(standing, standingDelivered) };
+      ss = { session, link, hookServers: manifest.servers.length, turns: 0, prompt: new PromptSession(standing, standingDelivered) };
       this.scopes.set(key, ss);
       log.info({ evt: "turn.session", agent_pid: session.proc.pid, session: session.sessionId, resumed: session.resumed, standing_context: session.standingContextVia }, "agent session ready");
       return ss;
@@ -449,12 +511,16 @@ export class TurnDispatcher {
     const id = --this.heartbeatSeq;
     const key = `heartbeat:${channelId}`;
     const abort = new AbortController();
-    const done = this.runHeartbeat(id, key, channelId, text, abort.signal).finally(() => this.running.delete(id));
-    this.running.set(id, { scope: key, abort, done: done.then(() => undefined) });
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession } = {
+      scope: key, abort, done: Promise.resolve(), info: { turnId: id, scope: key, channel: channelId, startedAt: Date.now() },
+    };
+    this.running.set(id, entry);
+    const done = this.runHeartbeat(id, key, channelId, text, abort.signal, entry).finally(() => this.running.delete(id));
+    entry.done = done.then(() => undefined);
     return done;
   }
 
-  private async runHeartbeat(id: number, key: string, channelId: string, text: string, signal: AbortSignal): Promise<TurnOutcome["status"] | "no-channel"> {
+  private async runHeartbeat(id: number, key: string, channelId: string, text: string, signal: AbortSignal, running: { session?: AgentSession }): Promise<TurnOutcome["status"] | "no-channel"> {
     const started = Date.now();
     const log = this.d.logger.child({ scope: key, heartbeat: true });
     const channel = await this.d.channel(channelId);
@@ -471,14 +537,18 @@ export class TurnDispatcher {
       owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
     };
     const published = new Set<string>();
+    let rotateFor: string | undefined;
     let status: TurnOutcome["status"];
     let reason: string | undefined;
     try {
       const ss = await this.sessionFor({ scope: { key } }, channel, standing, log);
+      running.session = ss.session;
       const inflight: Inflight = { count: 0, waiters: [] };
       ss.current = { turnId: id, published, anchor: "", inflight };
       try {
         const r = await ss.session.prompt(heartbeatBlocks(ss.prompt, standing, text));
+        if (r.turnUsage) this.d.onUsage?.(channel.id, ss.session.model, r.turnUsage);
+        rotateFor = rotationDue(ROTATE_STOP_REASONS.has(r.stopReason) ? r.stopReason : undefined, ++ss.turns, cfg.agent.max_turns_per_session);
         if (inflight.count > 0) await new Promise<void>((res) => inflight.waiters.push(res));
         status = signal.aborted || r.stopReason === "cancelled" ? "cancelled" : r.timedOut ? "failed" : "answered";
         if (r.timedOut) reason = r.timedOut === "idle" ? "idle timeout" : "max_turn";
@@ -490,6 +560,8 @@ export class TurnDispatcher {
       reason = err instanceof Error ? err.message : String(err);
       await this.rotate((k) => k === key);
     }
+    // The heartbeat session rotates by the same rules as a scope's.
+    if (rotateFor && this.scopes.has(key)) await this.rotate((k) => k === key, rotateFor);
     // Not in turns_total: that counts mentions' turns; heartbeats have their own metric.
     log.info({ evt: "turn.end", status, reason, published: published.size, seconds: (Date.now() - started) / 1000 }, "heartbeat turn ended");
     return status;
