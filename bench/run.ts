@@ -16,6 +16,7 @@
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
  *   4s    bench/mention.ts   publish → session/prompt, warm spare, sandboxed vs not
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
+ *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
  */
@@ -203,6 +204,22 @@ async function main(): Promise<void> {
     rows.push({ figure: "2", measure: "hook fan-out: merged _Stop with one gate hung (3 live)", samples: h.hung.length, median: r3(hm), p99: r3(Math.max(...h.hung)), unit: "ms", baseline: `${h.deadline_ms} ms: hook_deadline`, ratio: r3(hm / h.deadline_ms), target: "≤ deadline + 50 ms", met: Math.max(...h.hung) <= h.deadline_ms + 50 });
   } else {
     rows.push(failed("2", "hook fan-out", hooks.error));
+  }
+
+  // 10 — a message arriving mid-turn: publish → the agent has it, steer vs queue.
+  const midTurn = await part("midturn", async () => (await import("./midturn.js")).benchMidTurn());
+  seconds.midturn = midTurn.seconds;
+  if (midTurn.ok) {
+    const m = midTurn.value;
+    raw.midturn = m;
+    const q = pct(m.queue, 50);
+    const base = `${fmt(Number(r3(q)))} ms: queue, same ${m.turn_ms} ms scripted turn (p99 ${fmt(Number(r3(pct(m.queue, 99))))})`;
+    for (const [label, xs] of [["steer, native (_session/steering)", m.native], ["steer, cancel-and-merge", m.merge]] as const) {
+      const med = pct(xs, 50);
+      rows.push({ figure: "10", measure: `mid-turn message: publish → agent has it, ${label}, sent ${m.send_after_ms} ms into the turn`, samples: xs.length, median: r3(med), p99: r3(pct(xs, 99)), unit: "ms", baseline: base, ratio: r3(med / q), target: "< queue", met: med < q });
+    }
+  } else {
+    rows.push(failed("10", "mid-turn message latency", midTurn.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));

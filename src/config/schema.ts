@@ -47,6 +47,14 @@ const stringMap = z.record(z.string(), z.string());
 export const RespondTo = z.enum(["owner-only", "allowlist", "anyone", "nobody"]);
 export const OnDenied = z.enum(["silent", "react", "reply"]);
 export const ReplyFallback = z.enum(["final_text", "notice", "off"]);
+/**
+ * What a message does when it arrives in a scope whose turn is running: `steer` it into the
+ * turn (natively when the agent offers steering, else cancel and re-prompt the same session
+ * with it merged), `queue` it for the next turn, `interrupt` the turn with it (it supersedes
+ * the earlier request), or `owner-interrupt`: interrupt for the owner's messages, queue others.
+ */
+export const MidTurn = z.enum(["steer", "queue", "interrupt", "owner-interrupt"]);
+export type MidTurnMode = z.output<typeof MidTurn>;
 
 const identity = z.strictObject({
   secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
@@ -159,6 +167,7 @@ const policyShape = {
   mcp: z.array(z.string()),
   reply_fallback: ReplyFallback,
   history: z.number().int().min(0).max(100),
+  mid_turn: MidTurn,
 };
 
 const defaults = z.strictObject({
@@ -171,6 +180,7 @@ const defaults = z.strictObject({
   mcp: policyShape.mcp.optional().describe("which mcp.servers sessions get; default all of them"),
   reply_fallback: policyShape.reply_fallback.default("final_text"),
   history: policyShape.history.default(12).describe("thread messages fetched into each prompt; default 12"),
+  mid_turn: policyShape.mid_turn.default("steer"),
 });
 
 /** Buzz names a channel by a lowercase hyphenated UUID (its `h` tag), never by its display name. */
@@ -207,6 +217,7 @@ const channel = z.strictObject({
   mcp: policyShape.mcp.optional(),
   reply_fallback: policyShape.reply_fallback.optional(),
   history: policyShape.history.optional(),
+  mid_turn: policyShape.mid_turn.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 export type ChannelEntry = z.output<typeof channel>;
@@ -368,6 +379,7 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     mcp: pick("mcp", d.mcp ?? Object.keys(cfg.mcp.servers)),
     reply_fallback: pick("reply_fallback", d.reply_fallback),
     history: pick("history", d.history),
+    mid_turn: pick("mid_turn", d.mid_turn),
     explicit,
   };
 }

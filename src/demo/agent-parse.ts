@@ -37,6 +37,7 @@ export interface Directives {
   sysprompt: boolean;
   auth: boolean;
   firstBlock: boolean;
+  progress: boolean;
   /** Report the session: id, prompts so far, its first prompt, model, effort, title. */
   session: boolean;
   /** End the turn with stop reason max_tokens (after replying). */
@@ -126,7 +127,7 @@ export function parseDirectives(text: string): Directives {
   return {
     finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"),
     hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
-    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"),
+    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), progress: has("progress"),
     session: has("session"), maxTokens: has("max-tokens"), maxTurnRequests: has("max-turn-requests"),
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
     slowMs: slow ? Number(slow[1]) : undefined, longChars: long ? Number(long[1]) : undefined, tools,

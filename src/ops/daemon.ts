@@ -9,7 +9,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
 import { AgentPool, AgentSandbox, agentEnvironment, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
-import type { Config } from "../config/schema.js";
+import type { Config, MidTurnMode } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { Heartbeat } from "../heartbeat/heartbeat.js";
 import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
@@ -22,6 +22,9 @@ import { refusalAdvice } from "../relay/auth-advice.js";
 import { RelayHttpError } from "../relay/errors.js";
 import { npub } from "../config/keys.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
+import { midTurnHow } from "../turn/mid-turn.js";
+import { Amendments } from "../turn/amend.js";
+import { KIND } from "../relay/kinds.js";
 import type { Enforce } from "../turn/run.js";
 import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
@@ -134,6 +137,7 @@ export class Daemon {
   private pool!: AgentPool;
   private link!: LinkServer;
   private gate!: Gate;
+  private amendments!: Amendments;
   private gateContext!: GateContext;
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
@@ -254,10 +258,22 @@ export class Daemon {
       },
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
+      onMidTurnDelivered: (method, seconds) => this.metrics.midTurnDelivered(method, seconds),
       onUsage: (channel, model, usage) => {
         this.metrics.turnUsage(channel, model, usage);
         this.usageToday.add(channel, model, usage);
       },
+    });
+
+    this.amendments = new Amendments({
+      store: this.store,
+      scheduler: this.scheduler,
+      cancelTurns: (ids) => void this.dispatcher.cancelTurns(ids),
+      retract: (scope, id, author) => this.dispatcher.retract(scope, id, author),
+      midTurn: (ev, scope, mode) => this.midTurn(ev, scope, mode),
+      ownReactions: (id) => this.relay.query([{ kinds: [KIND.reaction], authors: [pubkey], "#e": [id], limit: 20 }]),
+      out,
+      logger: this.log,
     });
 
     this.gateContext = {
@@ -412,18 +428,46 @@ export class Daemon {
     if (this.stopping) return; // not decided, so the cursor stays put and a restart replays it
     this.metrics.eventReceived(ev.kind);
     try {
-      const decision = await this.gate.handle(ev);
-      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.sibling ? "sibling" : "accepted");
+      // Decided and, when accepted, queued in this tick: the next event (an edit, a deletion)
+      // must find it. Only a possible sibling's decision waits for a look-up; the decision's
+      // other effects (answers, control commands) may take time.
+      const pending = this.gate.decide(ev);
+      const decision = pending instanceof Promise ? await pending : pending;
+      const acted = this.gate.act(ev, decision);
+      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.action === "amend" ? decision.amend : decision.sibling ? "sibling" : "accepted");
       if (decision.action === "deny") {
         this.denials.push({ at: Date.now(), channel: decision.channel?.id, author: ev.pubkey, reason: decision.reason });
         if (this.denials.length > RECENT_DENIALS) this.denials.shift();
       }
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
         this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: npub(ev.pubkey), ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
+        this.midTurn(ev, this.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
+      } else if (decision.action === "amend") {
+        if (decision.amend === "edit") this.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn);
+        else void this.amendments.delete(ev, decision.targets).catch((err) => this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle a deletion"));
+        // Decided, not queued as an event of its own: the cursor moves past it.
+        this.store.noteSeen(decision.channel.id, ev.created_at);
       }
+      await acted;
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }
+  }
+
+  /**
+   * An accepted event whose scope has a turn running: under `mid_turn` steer/interrupt it
+   * joins that turn in the queue (durably) and goes to the agent now; otherwise it waits
+   * for the next turn, as every queued event does.
+   */
+  private midTurn(ev: Event, scope: string, mode: MidTurnMode): void {
+    const turnId = this.scheduler.runningTurn(scope);
+    if (turnId === undefined) return;
+    const how = midTurnHow(mode, ev.pubkey === this.config.identity.owner);
+    if (!how || !this.dispatcher.canTake(turnId)) {
+      this.log.debug({ evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode }, "message arrived mid-turn; it waits for the next turn");
+      return;
+    }
+    if (this.scheduler.joinRunning(turnId, ev.id)) this.dispatcher.take(turnId, ev, how, Date.now());
   }
 
   /** queue → turn: starts every batch the scheduler allows now. */

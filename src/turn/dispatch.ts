@@ -27,6 +27,7 @@ import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
 const PROXY_CONNECT_WAIT_MS = 3000;
 import { askOwnerByReaction } from "./ask-owner.js";
+import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
 import { EMOJI } from "./signals.js";
 
 export interface DispatcherDeps {
@@ -47,6 +48,8 @@ export interface DispatcherDeps {
   logger: Logger;
   /** Turn outcome hook for metrics. */
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
+  /** A mid-turn message reached the agent, `seconds` after it was accepted. */
+  onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
   /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
 }
@@ -116,7 +119,8 @@ interface ScopeSession {
 
 export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
-  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession }>();
+  /** Turns in flight; a heartbeat's has no mid-turn inbox (nothing is steered into it). */
+  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox }>();
   private readonly builder: TurnPromptBuilder;
   /** Heartbeat turns take negative ids in `running`, apart from the queue's turn ids. */
   private heartbeatSeq = 0;
@@ -133,9 +137,10 @@ export class TurnDispatcher {
   start(batch: Batch): Promise<void> {
     const abort = new AbortController();
     const info: RunningTurn = { turnId: batch.turnId, scope: batch.scope.key, channel: batch.scope.channel, startedAt: Date.now() };
-    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession } = { scope: batch.scope.key, abort, done: Promise.resolve(), info };
+    const mid = this.inbox(batch);
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox } = { scope: batch.scope.key, abort, done: Promise.resolve(), info, mid };
     this.running.set(batch.turnId, entry);
-    entry.done = this.run(batch, abort.signal, entry).finally(() => this.running.delete(batch.turnId));
+    entry.done = this.run(batch, abort.signal, entry, mid).finally(() => this.running.delete(batch.turnId));
     return entry.done;
   }
 
@@ -144,6 +149,61 @@ export class TurnDispatcher {
     return [...this.running.values()].map((r) => {
       const state = r.session?.current?.state;
       return { ...r.info, lastActivityAt: state?.lastActivityAt, lastActivity: state?.lastActivity };
+    });
+  }
+
+  /** Whether the running turn can take a mid-turn message now (else it queues for the next turn). */
+  canTake(turnId: number): boolean {
+    const r = this.running.get(turnId);
+    return !!r?.mid && !r.abort.signal.aborted && r.mid.canTake();
+  }
+
+  /** A message that already joined the turn in the queue (Scheduler.joinRunning) goes to the agent. */
+  take(turnId: number, ev: Event, how: MidTurnHow, acceptedAt: number): void {
+    this.running.get(turnId)?.mid?.take(ev, how, acceptedAt);
+  }
+
+  /** A message the session saw was deleted by its author: told to the agent in its next prompt. */
+  retract(scopeKey: string, eventId: string, author: string): void {
+    const ss = this.scopes.get(scopeKey);
+    if (ss?.prompt.wasDelivered(eventId)) ss.prompt.retract(eventId, author);
+  }
+
+  /** The mid-turn inbox of a batch's turn; its session is the scope's, once the turn has opened it. */
+  private inbox(batch: Batch): MidTurnInbox {
+    const key = batch.scope.key;
+    const live = () => this.scopes.get(key);
+    const reacted = new Set<string>();
+    const log = this.d.logger.child({ turn: batch.turnId, scope: key });
+    return new MidTurnInbox({
+      session: {
+        get steerable() {
+          return live()?.session.steerable ?? false;
+        },
+        get updatesSoFar() {
+          return live()?.session.updatesSoFar ?? 0;
+        },
+        steer: (blocks) => live()?.session.steer(blocks) ?? Promise.resolve({ kind: "refused", reason: "no session" }),
+        interruptForSteer: () => live()?.session.interruptForSteer() ?? false,
+        cancelStray: () => live()?.session.cancelStray(),
+      },
+      blocks: async (events, framing) => {
+        const ss = live();
+        if (!ss) throw new Error("the scope's session is gone");
+        return (await this.builder.midTurn(ss.prompt, events, framing, this.anchorOf(events))) as TextBlock[];
+      },
+      leave: (ids) => this.d.scheduler.leaveRunning(batch.turnId, ids),
+      delivered: (events, method, waited) => {
+        const ss = live();
+        if (ss?.current && events.length) ss.current.anchor = this.anchorOf(events).id;
+        for (const ev of events) {
+          if (reacted.has(ev.id)) continue;
+          reacted.add(ev.id);
+          this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
+        }
+        for (const ms of waited) this.d.onMidTurnDelivered?.(method, ms / 1000);
+      },
+      logger: log,
     });
   }
 
@@ -195,10 +255,17 @@ export class TurnDispatcher {
     this.scopes.clear();
   }
 
-  private async run(batch: Batch, signal: AbortSignal, running: { info: RunningTurn; session?: AgentSession }): Promise<void> {
+  private async run(whole: Batch, signal: AbortSignal, running: { info: RunningTurn; session?: AgentSession }, mid: MidTurnInbox): Promise<void> {
     const started = Date.now();
-    const log = this.d.logger.child({ turn: batch.turnId, scope: batch.scope.key });
-    const anchor = batch.events[batch.events.length - 1]!;
+    const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
+    let batch = whole;
+    if (whole.publishedReplyIds.length > 0 && whole.unansweredJoins.length > 0) {
+      // The turn had answered, then took mid-turn messages, and the process stopped before
+      // it answered those: they run now, on their own; what was published stays.
+      log.info({ evt: "turn.resumed", replies: whole.publishedReplyIds, events: whole.unansweredJoins.map((e) => e.id) }, "messages steered into the turn before the restart still need an answer");
+      batch = { ...whole, events: whole.unansweredJoins, publishedReplyIds: [] };
+    }
+    const anchor = this.anchorOf(batch.events);
     const thread = replyRefFor(anchor);
     const cfg = this.d.config();
     const end = (outcome: TurnOutcome["status"]) => this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000);
@@ -206,11 +273,13 @@ export class TurnDispatcher {
     if (batch.publishedReplyIds.length > 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info({ evt: "turn.already_answered", replies: batch.publishedReplyIds }, "turn had already replied before the restart; not re-run");
+      await mid.close(true);
       this.d.scheduler.complete(batch.turnId);
       return end("answered");
     }
     const channel = await this.d.channel(batch.scope.channel);
     if (!channel) {
+      await mid.close(true);
       this.finish(batch, { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] }, log, false);
       return end("failed");
     }
@@ -240,6 +309,7 @@ export class TurnDispatcher {
         scope: batch.scope,
         channelType: channel.type,
         events: batch.events,
+        anchor,
         standing,
         history: policy.history,
       })) as TextBlock[];
@@ -263,14 +333,19 @@ export class TurnDispatcher {
         },
         {
           agent: {
-            prompt: async (b, s) => {
-              const r = await ss.session.prompt(b, {
-                askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
-              });
-              usage = addUsage(usage, r.turnUsage);
-              if (ROTATE_STOP_REASONS.has(r.stopReason)) rotateFor = r.stopReason;
-              return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut };
-            },
+            prompt: (b, s) =>
+              mid.prompt(
+                b,
+                async (blocks) => {
+                  const r = await ss.session.prompt(blocks, {
+                    askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
+                  });
+                  usage = addUsage(usage, r.turnUsage);
+                  if (ROTATE_STOP_REASONS.has(r.stopReason)) rotateFor = r.stopReason;
+                  return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut, updates: r.updates };
+                },
+                () => signal.aborted,
+              ),
           },
           hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? this.hooksOf(ss, log) : undefined,
           out: this.d.out,
@@ -303,6 +378,9 @@ export class TurnDispatcher {
       // A session that failed to open or crashed is not reused.
       await this.rotate((k) => k === batch.scope.key);
     }
+    // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
+    // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
+    await mid.close(!signal.aborted);
     if (usage) this.d.onUsage?.(channel.id, model, usage);
     // The session ends after its turn budget, or when the agent ran out of context or
     // requests: the next mention in the scope starts a fresh session.
@@ -422,11 +500,22 @@ export class TurnDispatcher {
 
   /** The notice (and ⚠️) posted when a turn fails for good (the queue's onFinalFailure). */
   async postFailure(events: Event[], error: string, channel: string): Promise<void> {
-    const anchor = events[events.length - 1];
-    if (!anchor) return;
+    if (!events.length) return;
+    const anchor = this.anchorOf(events);
     this.markFailed(events, channel);
     const ref = { root: threadRootOf(anchor), parent: anchor.id };
     await this.d.out.publish(failureNotice(channel, ref, events, error));
+  }
+
+  /**
+   * What the turn replies to: its newest message, or for an edit (which carries no thread
+   * tags) the message it edits, so the answer lands in that message's thread.
+   */
+  private anchorOf(events: Event[]): Event {
+    const last = events[events.length - 1]!;
+    if (last.kind !== KIND.edit) return last;
+    const target = last.tags.find((t) => t[0] === "e")?.[1];
+    return (target && this.d.scheduler.storedEvent(target)) || last;
   }
 
   /**
