@@ -75,6 +75,8 @@ test("a relay that does not admit the identity: run names the npub to add, not '
   const npub = nip19.npubEncode(getPublicKey(sk));
   assert.equal(line.npub, npub);
   assert.match(String(line.msg), new RegExp(`^the relay refused this identity: (relay_membership_required: )?restricted: not a relay member: ask the relay admin to add ${npub} as a relay member; retrying$`));
+  const refused = await d.waitLog((l) => l.evt === "relay.auth_refused");
+  assert.equal(refused.msg, `restricted: not a relay member: ask the relay admin to add ${npub} as a relay member`);
   assert.equal(await d.stop(), 0);
 });
 
