@@ -9,7 +9,7 @@
  * Exit codes: 0 ok, 1 usage or config error, 2 runtime failure.
  */
 import { readFileSync } from "node:fs";
-import { keepYoungGenerationSmall } from "./ops/young-generation.js";
+import { applyDaemonV8Settings } from "./ops/v8-memory.js";
 
 export interface Command {
   summary: string;
@@ -20,7 +20,7 @@ export interface Command {
 }
 
 const commands: Record<string, Command> = {
-  run: { summary: "run the daemon", load: () => import("./ops/run-command.js"), prepare: () => void keepYoungGenerationSmall() },
+  run: { summary: "run the daemon", load: () => import("./ops/run-command.js"), prepare: () => void applyDaemonV8Settings() },
   check: { summary: "validate the config and print the effective settings", load: () => import("./config/check-command.js") },
   doctor: { summary: "live self-check of relay, channels, agent and MCP servers", load: () => import("./ops/doctor-command.js") },
   keygen: { summary: "generate a new agent keypair", load: () => import("./config/keygen-command.js") },

@@ -1,13 +1,14 @@
 /**
- * `buzz-bridge run` keeps V8's young generation at its starting size, so the idle daemon
- * does not hold the 32 MiB V8 would otherwise keep after start-up (bench figure 7), unless
- * whoever started node sized it themselves. Real parts: dev relay, `buzz-bridge run`
+ * `buzz-bridge run` applies its V8 memory settings (src/ops/v8-memory.ts): the young
+ * generation stays at its starting size, so the idle daemon does not hold the 32 MiB V8
+ * would otherwise keep after start-up (bench figure 7), unless whoever started node chose
+ * the setting themselves. Real parts: dev relay, `buzz-bridge run`
  * subprocess (demo agent as its warm spare), its own `/metrics`.
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
-import { youngGenerationChosen } from "../src/ops/young-generation.js";
+import { daemonV8Flags } from "../src/ops/v8-memory.js";
 import { World } from "./fixtures/world.js";
 
 let w: World;
@@ -45,12 +46,14 @@ test("after start-up the daemon's young generation is still two 1 MiB semi-space
   }
 });
 
-test("a semi-space size or growth factor given to node (flag or NODE_OPTIONS) is left as given", () => {
-  assert.equal(youngGenerationChosen([], undefined), false);
-  assert.equal(youngGenerationChosen(["--expose-gc", "--import", "x.js"], "--enable-source-maps"), false);
-  assert.equal(youngGenerationChosen(["--max-semi-space-size=16"], undefined), true);
-  assert.equal(youngGenerationChosen(["--max_semi_space_size=8"], undefined), true);
-  assert.equal(youngGenerationChosen([], "--enable-source-maps --min-semi-space-size=4"), true);
-  assert.equal(youngGenerationChosen([], "--semi-space-growth-factor=2"), true);
-  assert.equal(youngGenerationChosen(["--max-old-space-size=512"], undefined), false);
+test("a setting given to node (flag or NODE_OPTIONS) is left as given; the others still apply", () => {
+  const both = ["--semi-space-growth-factor=1", "--heap-growing-percent=20"];
+  assert.deepEqual(daemonV8Flags([], undefined), both);
+  assert.deepEqual(daemonV8Flags(["--expose-gc", "--import", "x.js", "--max-old-space-size=512"], "--enable-source-maps"), both);
+  assert.deepEqual(daemonV8Flags(["--max-semi-space-size=16"], undefined), ["--heap-growing-percent=20"]);
+  assert.deepEqual(daemonV8Flags(["--max_semi_space_size=8"], undefined), ["--heap-growing-percent=20"]);
+  assert.deepEqual(daemonV8Flags([], "--enable-source-maps --min-semi-space-size=4"), ["--heap-growing-percent=20"]);
+  assert.deepEqual(daemonV8Flags([], "--semi-space-growth-factor=2"), ["--heap-growing-percent=20"]);
+  assert.deepEqual(daemonV8Flags(["--heap-growing-percent=50"], undefined), ["--semi-space-growth-factor=1"]);
+  assert.deepEqual(daemonV8Flags(["--max-semi-space-size=16", "--heap-growing-percent=0"], undefined), []);
 });
