@@ -15,6 +15,11 @@
  *
  * The price is more frequent collections under load; bench figure 6 reports the daemon's
  * CPU with them and README (Performance, figure 7) says where the idle RSS goes.
+ *
+ * On the command line V8 raises a growth factor below 2 to 2 (flag implications run once,
+ * when node starts); set at run time it is honoured by Node 20's V8, and a growth factor
+ * of 1 only means "do not grow". test/ops-v8-memory.test.ts checks the young generation of
+ * a running daemon, so a V8 that stops honouring it fails there rather than silently.
  */
 import { setFlagsFromString } from "node:v8";
 
