@@ -37,8 +37,8 @@ const pubkeyArg = z
   });
 
 /**
- * The tools list names the argument `event_id`; `event` is accepted as its alias, because
- * the buzz tools of other bridges call it that. One of the two is required.
+ * The argument is `event_id`; `event`, an earlier spelling of it, is accepted as its alias.
+ * One of the two is required.
  */
 const eventId = (what: string) => ({ event_id: hex64.optional().describe(what), event: hex64.optional().describe("alias of event_id") });
 const hasEvent = (a: { event_id?: string; event?: string }) => a.event_id !== undefined || a.event !== undefined;
