@@ -3,4 +3,3 @@ export { LinkServer, HELLO_TIMEOUT_MS, linkRootPath, SESSION_SOCKET_NAME, type B
 export { createBuzzTools, BuzzToolError, type RelayPort, type BuzzToolsOptions } from "./buzz-tools.js";
 export { LINK_ENV, LINK_TOKEN_ENV, LinkError, type HookFanout, type HookServerResult, type ProxyManifest } from "./protocol.js";
 export { manifestFromConfig } from "../contract/manifest.js";
-export { PROXY_SERVER_NAME as PROXY_SLOT_NAME } from "../contract/proxy-entry.js";
