@@ -20,8 +20,19 @@ export interface CircuitOptions {
 
 export type CircuitState = "closed" | "open";
 
-/** Emits `change` with `{ state, until, crashes }`. */
-export class CrashBreaker extends EventEmitter {
+/** The breaker opened (until = when it closes again) or closed (until = undefined, crashes = 0). */
+export interface CircuitChange {
+  state: CircuitState;
+  until: number | undefined;
+  crashes: number;
+}
+
+/** What a CrashBreaker emits, checked by tsc on emit/on/once/off. */
+export interface CrashBreakerEvents {
+  change: [change: CircuitChange];
+}
+
+export class CrashBreaker extends EventEmitter<CrashBreakerEvents> {
   private recent: number[] = [];
   private openUntil = 0;
   private timer: NodeJS.Timeout | undefined;
