@@ -159,6 +159,23 @@ const http = z.strictObject({
   listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics"),
 });
 
+/**
+ * Where the durable state lives. `sqlite` (the default) is one file under `state_dir`
+ * for one daemon; `postgres` is a database several daemons of the same identity share
+ * (fleet mode). The URL carries a password: give it from the environment.
+ */
+const state = z
+  .strictObject({
+    backend: z.enum(["sqlite", "postgres"]).default("sqlite").describe("sqlite: one daemon, a file under state_dir; postgres: a fleet of daemons sharing one database"),
+    url: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, { message: "expected a postgres:// or postgresql:// URL" })
+      .optional()
+      .describe("PostgreSQL connection URL for backend: postgres, e.g. ${BUZZ_BRIDGE_DATABASE_URL}; redacted in logs and check output"),
+  })
+  .refine((s) => s.backend !== "postgres" || s.url !== undefined, { message: "backend: postgres needs url (e.g. url: ${BUZZ_BRIDGE_DATABASE_URL})", path: ["url"] })
+  .refine((s) => s.backend !== "sqlite" || s.url === undefined, { message: "url only applies with backend: postgres", path: ["url"] });
+
 const log = z.strictObject({
   level: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
   format: z.enum(["json", "pretty"]).default("json"),
@@ -175,7 +192,8 @@ export const configSchema = z
     defaults: defaults.prefault({}),
     channels: z.array(channel).default([{ id: "*" }]),
     queue: queue.prefault({}),
-    state_dir: z.string().default("./buzz-bridge-state").describe("SQLite state: queue, cursors, sessions"),
+    state_dir: z.string().default("./buzz-bridge-state").describe("SQLite state: queue, cursors, sessions; also the link socket's directory with any backend"),
+    state: state.prefault({}),
     http: http.optional(),
     log: log.prefault({}),
     shutdown_grace: duration("shutdown_grace", "30s"),
