@@ -4,6 +4,8 @@
  * reload and graceful shutdown. Logic lives in the step folders; this file only wires.
  */
 import { mkdirSync } from "node:fs";
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
 import { cliPath } from "./cli-path.js";
 import { basename, join } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
@@ -14,6 +16,9 @@ import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
+import { FleetScheduler } from "../queue/fleet-scheduler.js";
+import { PostgresStore } from "../queue/pg-store.js";
+import { QueueStoreError, StateRefusedError } from "../queue/errors.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
@@ -77,8 +82,11 @@ export class Daemon {
   readonly metrics = new Metrics();
   devRelay?: DevRelay;
   relay!: RelayClient;
+  /** This daemon's own SQLite under state_dir: cursors and agent session ids (in a fleet too, as they are per machine). */
   store!: QueueStore;
-  scheduler!: Scheduler;
+  /** With `state.backend: postgres`: the fleet's shared store (events, turns, leases). */
+  fleetStore?: PostgresStore;
+  scheduler!: Scheduler | FleetScheduler;
   dispatcher!: TurnDispatcher;
   directory!: ChannelDirectory;
   private follower!: ChannelFollower;
@@ -125,6 +133,7 @@ export class Daemon {
       throw new StateDirError(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
     }
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
+    if (cfg.state.backend === "postgres") this.fleetStore = await this.openFleetStore(cfg.state.url!, pubkey);
 
     let url = cfg.relay.url;
     if (url === "embedded") {
@@ -151,23 +160,37 @@ export class Daemon {
     this.pool.on("crash", () => this.metrics.agentCrashed());
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
 
-    this.scheduler = new Scheduler({
-      store: this.store,
-      logger: this.log,
-      sessionScope: cfg.agent.session_scope,
-      maxConcurrent: cfg.agent.max_concurrent,
-      maxAttempts: cfg.queue.max_attempts,
-      scopeCap: cfg.queue.scope_cap,
-      // Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
-      backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
-      onWake: () => this.pump(),
-      onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
-      onRefused: (r) => {
-        const who = [...new Set(r.events.map((e) => e.author))];
-        const text = `I'm too far behind in this ${r.reason === "scope-cap" ? "thread" : "bridge"} and skipped ${r.events.length} older message${r.events.length === 1 ? "" : "s"}; please ask again if still needed.`;
-        void out.publish(message(r.channel, text, { mentions: who }));
-      },
-    });
+    this.scheduler = this.fleetStore
+      ? new FleetScheduler({
+          store: this.fleetStore,
+          daemon: { id: `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`, host: hostname(), pid: process.pid, maxConcurrent: cfg.agent.max_concurrent },
+          logger: this.log,
+          sessionScope: cfg.agent.session_scope,
+          maxConcurrent: cfg.agent.max_concurrent,
+          maxAttempts: cfg.queue.max_attempts,
+          backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
+          confirmPublished: async (ids) => (await this.relay.query([{ ids, limit: ids.length }])).map((e) => e.id).filter((id) => ids.includes(id)),
+          onWake: () => this.pump(),
+          onLost: (turnIds) => this.dispatcher.cancelTurns(turnIds),
+          onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
+        })
+      : new Scheduler({
+          store: this.store,
+          logger: this.log,
+          sessionScope: cfg.agent.session_scope,
+          maxConcurrent: cfg.agent.max_concurrent,
+          maxAttempts: cfg.queue.max_attempts,
+          scopeCap: cfg.queue.scope_cap,
+          // Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
+          backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
+          onWake: () => this.pump(),
+          onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
+          onRefused: (r) => {
+            const who = [...new Set(r.events.map((e) => e.author))];
+            const text = `I'm too far behind in this ${r.reason === "scope-cap" ? "thread" : "bridge"} and skipped ${r.events.length} older message${r.events.length === 1 ? "" : "s"}; please ask again if still needed.`;
+            void out.publish(message(r.channel, text, { mentions: who }));
+          },
+        });
     this.dispatcher = new TurnDispatcher({
       config: () => this.config,
       self: pubkey,
@@ -198,13 +221,13 @@ export class Daemon {
       verify: verifySignature,
     };
     const actions: ControlActions = {
-      cancel: (target) => {
-        const { runningTurnIds, ended } = this.scheduler.cancel(target);
+      cancel: async (target) => {
+        const { runningTurnIds, ended } = await this.scheduler.cancel(target);
         this.dispatcher.cancelTurns(runningTurnIds);
         return ended;
       },
       rotate: async (target) => {
-        const { runningTurnIds } = this.scheduler.cancel(target);
+        const { runningTurnIds } = await this.scheduler.cancel(target);
         this.dispatcher.cancelTurns(runningTurnIds);
         const key = target.thread ? scopeKey(target.channel, target.thread) : undefined;
         if (key) this.store.forgetSession(key);
@@ -216,10 +239,10 @@ export class Daemon {
     };
     this.gate = new Gate({
       context: this.gateContext,
-      reporter: new DeniedReporter({ logger: this.log, publish: (t) => out.publish(t) }),
+      reporter: new DeniedReporter({ logger: this.log, publish: (t) => out.publish(t), claimOnce: this.fleetStore && ((key, ms) => this.fleetStore!.claimOnce(key, ms)) }),
       control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: this.log }),
       logger: this.log,
-      claimControl: (id, at) => this.store.claimControl(id, at),
+      claimControl: (id, at) => (this.fleetStore ? this.fleetStore.claimControl(id, at) : this.store.claimControl(id, at)),
       noteSeen: (ch, at) => this.store.noteSeen(ch, at),
     });
 
@@ -277,6 +300,29 @@ export class Daemon {
     }
   }
 
+  /**
+   * The fleet's database at start: waits for it with backoff, as for the relay (both may
+   * come up after us), but a refusal (another identity, a newer schema) ends the start.
+   */
+  private async openFleetStore(url: string, pubkey: string): Promise<PostgresStore> {
+    for (let delay = 1000; ; delay = Math.min(delay * 2, 30_000)) {
+      try {
+        const store = await PostgresStore.open({ url, identity: pubkey });
+        this.log.info({ evt: "state.opened", backend: "postgres", where: store.where }, "fleet state database ready");
+        return store;
+      } catch (err) {
+        if (!(err instanceof QueueStoreError) || err instanceof StateRefusedError) throw err;
+        if (this.startAborted) throw new StartAbortedError(err);
+        this.log.warn({ evt: "state.unreachable", err: err.message, retry_ms: delay }, "cannot use the fleet's database yet; retrying");
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, delay);
+          this.wakeStart = () => (clearTimeout(t), r());
+        });
+        if (this.startAborted) throw new StartAbortedError(err);
+      }
+    }
+  }
+
   /** A stop signal during start(): the wait for the relay ends and start() throws. */
   abortStart(): void {
     this.startAborted = true;
@@ -304,9 +350,11 @@ export class Daemon {
     try {
       const decision = await this.gate.handle(ev);
       this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : "accepted");
-      if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
+      if (decision.action === "accept" && (await this.scheduler.accept(ev, decision.channel.id))) {
         this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey }, "mention accepted");
       }
+      // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor moves here.
+      if (decision.action === "accept" && this.fleetStore) this.store.noteSeen(decision.channel.id, ev.created_at);
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }
@@ -413,7 +461,8 @@ export class Daemon {
     this.follower?.stop();
     this.relay?.stop();
     await this.http?.close().catch(() => undefined);
-    this.scheduler?.close();
+    await this.scheduler?.close();
+    await this.fleetStore?.close().catch(() => undefined);
     this.store?.close();
     await this.devRelay?.close().catch(() => undefined);
     this.log.info({ evt: "daemon.stopped" }, "stopped");

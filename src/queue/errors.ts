@@ -5,3 +5,14 @@ export class QueueStoreError extends Error {
     this.name = "QueueStoreError";
   }
 }
+
+/**
+ * The store refuses this daemon for good (the database belongs to another identity, or
+ * its schema is newer than this code): retrying cannot help, the operator must act.
+ */
+export class StateRefusedError extends QueueStoreError {
+  constructor(message: string) {
+    super(message);
+    this.name = "StateRefusedError";
+  }
+}

@@ -12,7 +12,7 @@
 import pg from "pg";
 import type { Event } from "nostr-tools";
 import { redactDatabaseUrl } from "../ops/log.js";
-import { QueueStoreError } from "./errors.js";
+import { QueueStoreError, StateRefusedError } from "./errors.js";
 import { MIGRATIONS, MIGRATION_LOCK_KEY, PG_SCHEMA, PG_SCHEMA_VERSION } from "./pg-migrations.js";
 import { FleetLeases } from "./pg-leases.js";
 import type { EventState, StoredEvent, TurnRecord } from "./store.js";
@@ -95,7 +95,7 @@ export class PostgresStore implements StateStore {
         const found = await metaValue(c, "schema_version");
         const version = found === undefined ? 0 : Number(found);
         if (version > PG_SCHEMA_VERSION) {
-          throw new QueueStoreError(
+          throw new StateRefusedError(
             `the PostgreSQL database ${this.where} was written by a newer buzz-bridge (schema version ${version}; this one understands up to ${PG_SCHEMA_VERSION}). ` +
               `Upgrade every daemon of the fleet, or point state.url at another database.`,
           );
@@ -115,7 +115,7 @@ export class PostgresStore implements StateStore {
         await c.query(`INSERT INTO ${S}.meta (key, value) VALUES ('identity', $1) ON CONFLICT (key) DO NOTHING`, [identity]);
         const bound = await metaValue(c, "identity");
         if (bound !== identity) {
-          throw new QueueStoreError(
+          throw new StateRefusedError(
             `the PostgreSQL database ${this.where} belongs to another agent identity (pubkey ${bound}); this daemon's is ${identity}. ` +
               `One database serves one identity: give this fleet its own database (or schema-separated database) in state.url.`,
           );
@@ -209,6 +209,66 @@ export class PostgresStore implements StateStore {
       const id = Number(r.rows[0]!.id);
       await c.query(`UPDATE ${S}.events SET state = 'in_turn', turn_id = $1 WHERE id = ANY($2::text[])`, [id, [...eventIds]]);
       return id;
+    });
+  }
+
+  /**
+   * A held scope's next work, for the fleet scheduler: its open turn (running, left by a
+   * holder that died; or queued for a retry) if any, else its oldest waiting events.
+   */
+  async scopeWork(scope: string, batchSize: number): Promise<{ turn?: TurnRecord; waiting: string[] }> {
+    const t = await this.pool.query<TurnRow>(`SELECT * FROM ${S}.turns WHERE scope = $1 AND state IN ('queued', 'running') ORDER BY id LIMIT 1`, [scope]);
+    if (t.rows[0]) return { turn: toTurn(t.rows[0]), waiting: [] };
+    const w = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at, id LIMIT $2`, [scope, batchSize]);
+    return { waiting: w.rows.map((r) => r.id) };
+  }
+
+  /**
+   * Like updateTurn, but only while the turn is still in state `from`: a turn cancelled by
+   * the owner through another daemon stays cancelled. False when it was not in `from`.
+   */
+  async updateTurnFrom(from: TurnRecord["state"], t: TurnUpdate): Promise<boolean> {
+    return this.tx(async (c) => {
+      const r = await c.query(`UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = $3, recovered = $4, error = $5, updated_at = $6 WHERE id = $7 AND state = $8`, [
+        t.state,
+        t.attempts,
+        t.next_attempt_at,
+        t.recovered,
+        t.error,
+        Date.now(),
+        t.id,
+        from,
+      ]);
+      if (!r.rowCount) return false;
+      if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
+      return true;
+    });
+  }
+
+  /** Of these turns, the ones no longer running (cancelled by the owner elsewhere, or ended). */
+  async notRunning(turnIds: readonly number[]): Promise<number[]> {
+    if (turnIds.length === 0) return [];
+    const r = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.turns WHERE id = ANY($1::bigint[]) AND state <> 'running'`, [[...turnIds]]);
+    return r.rows.map((row) => Number(row.id));
+  }
+
+  /**
+   * `!cancel` across the fleet: the scopes' waiting events and open turns end as cancelled.
+   * `keys` undefined = every scope of the channel. Returns the turn ids that were running
+   * (their holders notice and stop them) and how many turns and events were ended.
+   */
+  async cancelScopes(channel: string, keys: readonly string[] | undefined): Promise<{ running: number[]; ended: number }> {
+    return this.tx(async (c) => {
+      const match = keys ? `scope = ANY($1::text[])` : `(scope = $1 OR starts_with(scope, $1 || '/'))`;
+      const arg = keys ? [...keys] : channel;
+      const ev = await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE state = 'waiting' AND ${match}`, [arg]);
+      const turns = await c.query<{ id: string; was: string }>(
+        `UPDATE ${S}.turns t SET state = 'cancelled', error = 'cancelled by owner', updated_at = $2 FROM (SELECT id, state AS was FROM ${S}.turns WHERE state IN ('queued', 'running') AND ${match} FOR UPDATE) o WHERE t.id = o.id RETURNING t.id, o.was`,
+        [arg, Date.now()],
+      );
+      const ids = turns.rows.map((r) => Number(r.id));
+      if (ids.length) await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE turn_id = ANY($1::bigint[])`, [ids]);
+      return { running: turns.rows.filter((r) => r.was === "running").map((r) => Number(r.id)), ended: (ev.rowCount ?? 0) + ids.length };
     });
   }
 

@@ -32,7 +32,8 @@ export interface DispatcherDeps {
   owner: string | undefined;
   pool: AgentPool;
   link: LinkServer;
-  scheduler: Scheduler;
+  /** The queue's side of a turn's end (the single-daemon Scheduler, or a fleet's). */
+  scheduler: Pick<Scheduler, "complete" | "fail" | "recordReply">;
   relay: RelayPort;
   out: TurnPublisher;
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
