@@ -29,7 +29,7 @@ export interface BuzzToolsOptions {
    * Called when a publishing tool call starts: the turn running then is told of the event
    * once published, and when the call is over either way (`release`).
    */
-  bindTurn?(): { published(ev: Event): void; release(): void } | undefined;
+  bindTurn?(): { publishing?(ev: Event): Promise<void>; published(ev: Event): void; release(): void } | undefined;
   /** Event a send_message without reply_to answers (the turn's mention); default none = top-level. */
   defaultReplyTo?(): string | undefined;
 }
@@ -67,6 +67,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     const turn = opts.bindTurn?.();
     try {
       const ev = relay.sign(template);
+      await turn?.publishing?.(ev);
       const out = await relay.publish(ev);
       if (!OK_STATUSES.has(out.status)) throw new BuzzToolError(`${what} not published: ${out.status}${out.reason ? ` (${out.reason})` : ""}`);
       turn?.published(ev);

@@ -19,6 +19,7 @@ import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { FleetScheduler } from "../queue/fleet-scheduler.js";
 import { PostgresStore } from "../queue/pg-store.js";
 import { QueueStoreError, StateRefusedError } from "../queue/errors.js";
+import { sleep } from "../relay/backoff.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
@@ -208,6 +209,7 @@ export class Daemon {
         save: (scope, id) => this.store.saveSession(scope, agentKey, id),
         forget: (scope) => this.store.forgetSession(scope),
       },
+      recordBeforePublish: this.fleetStore && ((turnId, id) => this.recordReplyDurably(turnId, id)),
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
     });
@@ -323,6 +325,24 @@ export class Daemon {
     }
   }
 
+  /**
+   * Fleet mode: a reply's id goes to the database before the reply goes to the relay. With
+   * the database briefly away the publish waits for it; after a lease period it gives up
+   * (the turn fails and is retried), since another daemon may hold the scope by then.
+   */
+  private async recordReplyDurably(turnId: number, eventId: string): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    for (let delay = 250; ; delay = Math.min(delay * 2, 5000)) {
+      try {
+        return await this.fleetStore!.recordReply(turnId, eventId);
+      } catch (err) {
+        if (Date.now() + delay > deadline) throw err;
+        this.log.warn({ evt: "state.record_retry", turn: turnId, event: eventId, err: err instanceof Error ? err.message : String(err), retry_ms: delay }, "cannot record the reply before publishing it; waiting for the database");
+        await sleep(delay);
+      }
+    }
+  }
+
   /** A stop signal during start(): the wait for the relay ends and start() throws. */
   abortStart(): void {
     this.startAborted = true;
@@ -384,8 +404,9 @@ export class Daemon {
 
   private publisher(): TurnPublisher {
     return {
-      publish: async (t: EventTemplate) => {
+      publish: async (t: EventTemplate, o?: { beforePublish?(ev: Event): Promise<void> }) => {
         const event = this.relay.sign(t);
+        await o?.beforePublish?.(event);
         const outcome = await this.publishConfirmed(event);
         this.metrics.publishOutcome(outcome.status);
         if (isSuccess(outcome)) return event;
