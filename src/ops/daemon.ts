@@ -134,7 +134,11 @@ export class Daemon {
       throw new StateDirError(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
     }
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
-    if (cfg.state.backend === "postgres") this.fleetStore = await this.openFleetStore(cfg.state.url!, pubkey);
+    if (cfg.state.backend === "postgres") {
+      // Up before the database wait, so /readyz answers 503 (state: waiting) meanwhile.
+      if (cfg.http && !this.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
+      this.fleetStore = await this.openFleetStore(cfg.state.url!, pubkey);
+    }
 
     let url = cfg.relay.url;
     if (url === "embedded") {
@@ -255,8 +259,9 @@ export class Daemon {
       agentProcesses: () => this.pool.stats().processes,
       relayReconnects: () => this.relay.metrics.reconnects ?? 0,
       signatureChecks: () => verifyStats,
+      ...(this.scheduler instanceof FleetScheduler ? { fleet: () => this.fleetStatus() } : {}),
     });
-    if (cfg.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
+    if (cfg.http && !this.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
 
     const recovered = this.scheduler.recover();
     if (recovered.events || recovered.turns) this.log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
@@ -419,6 +424,13 @@ export class Daemon {
     };
   }
 
+  /** Fleet mode: this daemon's leases and the fleet's queue depth (for /metrics; /status may show it too). */
+  fleetStatus(): { daemon: string; leases: number; scopes: string[]; queued: number } {
+    const s = this.scheduler as FleetScheduler;
+    const scopes = s.leases();
+    return { daemon: s.daemonId, leases: scopes.length, scopes, queued: s.depth().queued };
+  }
+
   readiness(): ReadyReport {
     const state = this.relay?.state;
     const circuit = this.pool?.circuit.state;
@@ -426,9 +438,15 @@ export class Daemon {
       checks: [
         { name: "relay", ok: state === "subscribed", detail: state === "subscribed" ? "authenticated and subscribed" : `relay connection is ${state ?? "not started"}${this.relay?.lastAuthError ? ` (${this.relay.lastAuthError})` : ""}` },
         { name: "agent", ok: circuit !== "open", detail: circuit === "open" ? "agent circuit breaker open after repeated crashes" : "agent available" },
-        { name: "state", ok: !!this.store && !this.stopping, detail: this.stopping ? "shutting down" : "state store open" },
+        this.stateCheck(),
       ],
     };
+  }
+
+  private stateCheck(): ReadyReport["checks"][number] {
+    if (this.stopping) return { name: "state", ok: false, detail: "shutting down" };
+    if (this.config.state.backend === "postgres" && !this.fleetStore) return { name: "state", ok: false, detail: "waiting for the fleet's PostgreSQL database" };
+    return { name: "state", ok: !!this.store, detail: this.fleetStore ? `state store open; fleet database ${this.fleetStore.where}` : "state store open" };
   }
 
   /** SIGHUP: policy, team instructions, channels and mcp lists apply to new turns. */

@@ -1,0 +1,74 @@
+/**
+ * Fleet mode at start: a database that is not there yet is waited for (a clear log line,
+ * /readyz 503 naming the state check, no password anywhere), and the daemon starts once
+ * it appears; a daemon of another identity pointed at a fleet's database is refused and
+ * exits with a message saying why.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { generateSecretKey, nip19 } from "nostr-tools";
+import { World } from "./fixtures/world.js";
+import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+
+let server: PgServer | undefined;
+let skip: string | undefined;
+let w: World;
+
+before(async () => {
+  const r = await postgresOrSkip();
+  if (typeof r === "string") skip = r;
+  else server = r;
+  w = await World.create();
+});
+after(async () => {
+  await w.close();
+  await server?.stop();
+});
+
+const fleetConfig = (i: number, extra: Record<string, unknown> = {}) => ({
+  state_dir: join(w.dir, `state-${i}`),
+  state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" },
+  http: { listen: "127.0.0.1:0" },
+  log: { level: "info" },
+  ...extra,
+});
+
+test("a database not reachable yet: the daemon retries with a log line and /readyz 503, then starts when it appears", { timeout: 60_000 }, async (ctx) => {
+  if (skip) return ctx.skip(skip);
+  const name = `later_${process.pid}`;
+  const env = { BUZZ_BRIDGE_DATABASE_URL: server!.urlOf(name) };
+  const d = await w.startDaemon(fleetConfig(0), { env, waitStarted: false });
+  const waiting = await d.waitLog((l) => l.evt === "state.unreachable");
+  assert.match(String(waiting.err), /cannot use the PostgreSQL database postgres:\/\/bb_test:\[redacted\]@127\.0\.0\.1/);
+  const http = await d.waitLog((l) => l.evt === "http.listening");
+  const ready = await fetch(`${String(http.url)}/readyz`);
+  assert.equal(ready.status, 503);
+  assert.match(await ready.text(), /waiting for the fleet's PostgreSQL database/);
+
+  await server!.createDatabase(name);
+  await d.waitLog((l) => l.evt === "daemon.started", 40_000);
+  const after = await fetch(`${String(http.url)}/readyz`);
+  const body = await after.text();
+  assert.doesNotMatch(body, /waiting for the fleet/);
+  const metrics = await (await fetch(`${String(http.url)}/metrics`)).text();
+  assert.match(metrics, /^buzz_bridge_fleet_leases 0$/m);
+  assert.match(metrics, /^buzz_bridge_fleet_queue_depth 0$/m);
+  assert.equal(await d.stop(), 0);
+  assert.ok(!d.raw().includes(server!.password), "no password in the daemon's output");
+});
+
+test("a daemon of another identity on a fleet's database is refused and exits, saying whose database it is", { timeout: 60_000 }, async (ctx) => {
+  if (skip) return ctx.skip(skip);
+  const url = await server!.createDatabase();
+  const env = { BUZZ_BRIDGE_DATABASE_URL: url };
+  const first = await w.startDaemon(fleetConfig(1), { env });
+  const other = nip19.nsecEncode(generateSecretKey());
+  const intruder = await w.startDaemon(fleetConfig(2, { identity: { secret_key: other, owner: w.owner.npub } }), { env, waitStarted: false });
+  const failed = await intruder.waitLog((l) => l.evt === "daemon.start_failed");
+  assert.match(String(failed.err), /belongs to another agent identity \(pubkey [0-9a-f]{64}\)/);
+  assert.ok(String(failed.err).includes(w.agent.pk));
+  assert.notEqual(await intruder.exited, 0);
+  assert.ok(!intruder.raw().includes(server!.password));
+  assert.equal(await first.stop(), 0);
+});
