@@ -7,6 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { execFile } from "node:child_process";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { World } from "./fixtures/world.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
@@ -14,6 +15,7 @@ import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
 let server: PgServer | undefined;
 let skip: string | undefined;
 let w: World;
+const CLI = join(import.meta.dirname, "..", "dist", "cli.js");
 
 before(async () => {
   const r = await postgresOrSkip();
@@ -62,13 +64,29 @@ test("a daemon of another identity on a fleet's database is refused and exits, s
   if (skip) return ctx.skip(skip);
   const url = await server!.createDatabase();
   const env = { BUZZ_BRIDGE_DATABASE_URL: url };
-  const first = await w.startDaemon(fleetConfig(1), { env });
+  const first = await w.startDaemon({}, { configFile: w.writeConfig(fleetConfig(1), "fleet-1.yaml"), env });
   const other = nip19.nsecEncode(generateSecretKey());
-  const intruder = await w.startDaemon(fleetConfig(2, { identity: { secret_key: other, owner: w.owner.npub } }), { env, waitStarted: false });
+  const intruder = await w.startDaemon({}, { configFile: w.writeConfig(fleetConfig(2, { identity: { secret_key: other, owner: w.owner.npub } }), "fleet-2.yaml"), env, waitStarted: false });
   const failed = await intruder.waitLog((l) => l.evt === "daemon.start_failed");
   assert.match(String(failed.err), /belongs to another agent identity \(pubkey [0-9a-f]{64}\)/);
   assert.ok(String(failed.err).includes(w.agent.pk));
   assert.notEqual(await intruder.exited, 0);
   assert.ok(!intruder.raw().includes(server!.password));
+
+  // doctor, for the fleet's own config and for the intruder's
+  // Not spawnSync: the relay runs in this process and must keep answering.
+  const doctor = (configFile: string) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((r) => {
+      const child = execFile(process.execPath, [CLI, "doctor", "-c", configFile], { encoding: "utf8", env: { ...process.env, ...env }, timeout: 40_000 }, (_err, stdout, stderr) => r({ status: child.exitCode, stdout, stderr }));
+    });
+  const ok = await doctor(first.configFile);
+  assert.match(ok.stdout, /✓ database +postgres:\/\/bb_test:\[redacted\]@127\.0\.0\.1:\d+\/\w+ reachable and migrated \(schema version \d+\)/);
+  assert.match(ok.stdout, /✓ clock +this machine's clock is within \d+ ms of the database's/);
+  assert.match(ok.stdout, /✓ fleet +1 live daemon, 0 scope leases, 0 mentions waiting/);
+  assert.match(ok.stdout, new RegExp(`/${first.proc.pid}/\\w+: 0 leases of max_concurrent 2, seen \\d+ s ago`));
+  const bad = await doctor(intruder.configFile);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stdout, /✗ database +.*belongs to another agent identity/);
+  assert.ok(!(ok.stdout + ok.stderr + bad.stdout + bad.stderr).includes(server!.password), "doctor shows no password");
   assert.equal(await first.stop(), 0);
 });

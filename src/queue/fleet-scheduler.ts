@@ -18,7 +18,7 @@ import type { Logger } from "../ops/log.js";
 import type { Batch, FinalFailure } from "./scheduler.js";
 import { parseScopeKey, scopeKey, scopeOf, type Scope, type SessionScope } from "./scope.js";
 import type { PostgresStore } from "./pg-store.js";
-import type { DaemonInfo } from "./pg-leases.js";
+import { FLEET_LEASE_MS, type DaemonInfo } from "./pg-leases.js";
 import type { TurnRecord } from "./store.js";
 
 export interface FleetSchedulerOptions {
@@ -68,7 +68,7 @@ export class FleetScheduler {
   private readonly o: Required<Omit<FleetSchedulerOptions, "onFinalFailure" | "onWake" | "onLost">> & FleetSchedulerOptions;
 
   constructor(opts: FleetSchedulerOptions) {
-    this.o = { batchSize: 50, maxAttempts: 3, backoff: DEFAULT_BACKOFF, leaseMs: 30_000, pollMs: 1_000, ...opts };
+    this.o = { batchSize: 50, maxAttempts: 3, backoff: DEFAULT_BACKOFF, leaseMs: FLEET_LEASE_MS, pollMs: 1_000, ...opts };
   }
 
   get daemonId(): string {

@@ -20,6 +20,9 @@ import { PG_SCHEMA } from "./pg-migrations.js";
 
 const S = PG_SCHEMA;
 
+/** The lease period: a scope whose holder stopped renewing is taken over after this long. */
+export const FLEET_LEASE_MS = 30_000;
+
 export interface DaemonInfo {
   id: string;
   host: string;
