@@ -11,6 +11,7 @@
  *   3, 5  bench/relay.ts     relay client handler latency vs nostr-tools; subscribing 500 channels
  *   6, 7  bench/busy.ts      20,000 denied events: decisions/s, CPU, signature checks; RSS
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
+ *   9     bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
  */
@@ -159,6 +160,25 @@ async function main(): Promise<void> {
     rows.push({ figure: "2", measure: "hook fan-out: merged _Stop with one gate hung (3 live)", samples: h.hung.length, median: r3(hm), p99: r3(Math.max(...h.hung)), unit: "ms", baseline: `${h.deadline_ms} ms: hook_deadline`, ratio: r3(hm / h.deadline_ms), target: "≤ deadline + 50 ms", met: Math.max(...h.hung) <= h.deadline_ms + 50 });
   } else {
     rows.push(failed("2", "hook fan-out", hooks.error));
+  }
+
+  // 9 — fleet mode on PostgreSQL.
+  const fleet = await part("fleet", async () => (await import("./fleet.js")).benchFleet());
+  seconds.fleet = fleet.seconds;
+  if (fleet.ok) {
+    const f = fleet.value;
+    raw.fleet = { ...f, accept_ms: { sqlite_median: r3(pct(f.accept_ms.sqlite, 50)), postgres_median: r3(pct(f.accept_ms.postgres, 50)) } };
+    const one = f.per_minute["1"]!;
+    for (const n of ["2", "3"]) {
+      const scale = f.scaling[n]!;
+      rows.push({ figure: "9", measure: `fleet: mentions answered per minute with ${n} daemons (${f.mentions} mentions, ${f.think_ms} ms think, max_concurrent ${f.max_concurrent} each)`, samples: f.mentions, median: f.per_minute[n]!, p99: null, unit: "/min", baseline: `${fmt(one)}/min: 1 daemon`, ratio: scale, target: `≥ ${0.75 * Number(n)}× (0.75 per daemon)`, met: scale >= 0.75 * Number(n) });
+    }
+    rows.push({ figure: "9", measure: "fleet: SIGKILL of a daemon running a turn → a survivor takes its scope over", samples: 1, median: f.takeover_ms, p99: null, unit: "ms", baseline: `${fmt(f.lease_ms)} ms: the lease period`, ratio: r3(f.takeover_ms / f.lease_ms), target: "≤ lease + 2 s", met: f.takeover_ms <= f.lease_ms + 2000 });
+    const pg = pct(f.accept_ms.postgres, 50);
+    const sq = pct(f.accept_ms.sqlite, 50);
+    rows.push({ figure: "9", measure: "fleet: store cost per accepted mention, PostgreSQL (loopback)", samples: f.accept_ms.postgres.length, median: r3(pg), p99: r3(pct(f.accept_ms.postgres, 99)), unit: "ms", baseline: `${fmt(r3(sq))} ms: SQLite (WAL, synchronous NORMAL)`, ratio: r3(pg / sq), target: "—", met: null });
+  } else {
+    rows.push(failed("9", "fleet mode", fleet.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));

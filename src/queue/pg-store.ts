@@ -150,15 +150,20 @@ export class PostgresStore implements StateStore {
   }
 
   async accept(ev: Event, channel: string, scope: string): Promise<boolean> {
-    return this.tx(async (c) => {
-      const r = await c.query(
-        `INSERT INTO ${S}.events (id, channel, scope, created_at, accepted_at, state, json) VALUES ($1, $2, $3, $4, $5, 'waiting', $6) ON CONFLICT (id) DO NOTHING`,
-        [ev.id, channel, scope, ev.created_at, Date.now(), JSON.stringify(ev)],
-      );
-      await bumpCursor(c, channel, ev.created_at);
-      if (r.rowCount) await c.query(`INSERT INTO ${S}.scopes (key, channel) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [scope, channel]);
-      return (r.rowCount ?? 0) > 0;
-    });
+    // One statement (so one round trip, and atomic): the event once, the cursor, the scope's lease row.
+    const r = await this.pool.query<{ n: string }>(
+      `WITH ins AS (
+         INSERT INTO ${S}.events (id, channel, scope, created_at, accepted_at, state, json) VALUES ($1, $2, $3, $4, $5, 'waiting', $6)
+         ON CONFLICT (id) DO NOTHING RETURNING scope, channel),
+       cur AS (
+         INSERT INTO ${S}.cursors (channel, created_at) VALUES ($2, $4)
+         ON CONFLICT (channel) DO UPDATE SET created_at = greatest(${S}.cursors.created_at, excluded.created_at)),
+       sc AS (
+         INSERT INTO ${S}.scopes (key, channel) SELECT scope, channel FROM ins ON CONFLICT (key) DO NOTHING)
+       SELECT count(*) AS n FROM ins`,
+      [ev.id, channel, scope, ev.created_at, Date.now(), JSON.stringify(ev)],
+    );
+    return Number(r.rows[0]?.n ?? 0) > 0;
   }
 
   async has(eventId: string): Promise<boolean> {
