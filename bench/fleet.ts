@@ -3,7 +3,7 @@
  * (Debian's binaries, as the tests do) and the dev relay:
  *
  *   - throughput with 1, 2 and 3 daemons of one identity: 36 owner mentions over 6
- *     channels posted at once (thread scope, the demo agent thinking 1 s per turn,
+ *     channels posted at once (thread scope, the demo agent thinking 3 s per turn,
  *     max_concurrent 2 per daemon), mentions answered per minute from the first post to
  *     the last reply on the relay; baseline: the 1-daemon run;
  *   - lease takeover after a SIGKILL: from the kill of a daemon running a turn to a
@@ -26,7 +26,7 @@ import { FLEET_LEASE_MS } from "../src/queue/pg-leases.js";
 
 const CHANNELS = 6;
 const MENTIONS = 36;
-const THINK_MS = 1000;
+const THINK_MS = 3000;
 const MAX_CONCURRENT = 2;
 const STORE_ACCEPTS = 500;
 

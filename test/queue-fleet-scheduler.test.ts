@@ -169,3 +169,24 @@ t("a failed turn is retried after its backoff, then gives up with one failure no
   await a.s.close();
   await a.store.close();
 });
+
+t("the database lost during a turn: the reply's record and the turn's end wait for it; the turn is not run again", async (url) => {
+  const a = await node(url, "A", new Set(), { leaseMs: 6000 });
+  const ev = fromWire(mention(owner, "during an outage"));
+  await a.s.accept(ev, CHANNEL);
+  const batch = await a.next();
+  const down = server!.restart(1500);
+  await new Promise((r) => setTimeout(r, 200)); // the server is going down or gone now
+  a.s.recordReply(batch.turnId, "c".repeat(64));
+  assert.equal(a.s.complete(batch.turnId), true);
+  await down;
+  const deadline = Date.now() + 10_000;
+  while ((await a.store.event(ev.id).catch(() => undefined))?.state !== "done" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.equal((await a.store.event(ev.id))?.state, "done");
+  assert.deepEqual((await a.store.turn(batch.turnId))?.reply_ids, ["c".repeat(64)]);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.deepEqual(a.batches, [], "not resumed as if left running");
+  assert.deepEqual(a.lost, [], "the lease outlived the outage");
+  await a.s.close();
+  await a.store.close();
+});

@@ -121,10 +121,15 @@ export class FleetScheduler {
       return "retry";
     }
     this.o.logger.error({ evt: "queue.turn_failed", turn: turnId, scope: r.scope.key, attempts: r.attempts, error });
+    let ended = false;
+    this.chain(turnId, async () => {
+      ended = await this.o.store.updateTurnFrom("running", { id: turnId, state: "failed", attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error });
+    });
+    // A separate write, so a retry after a lost connection cannot skip the notice.
     this.chain(
       turnId,
       async () => {
-        if (!(await this.o.store.updateTurnFrom("running", { id: turnId, state: "failed", attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error }))) return;
+        if (!ended) return;
         const events = (await this.o.store.eventsOfTurn(turnId)).map((e) => e.event);
         const publishedReplyIds = (await this.o.store.turn(turnId))?.reply_ids ?? [];
         this.o.onFinalFailure?.({ turnId, scope: r.scope, events, error, attempts: r.attempts, publishedReplyIds });
@@ -181,7 +186,7 @@ export class FleetScheduler {
     if (end) end.busy = true;
     const before = this.writes.get(turnId) ?? Promise.resolve();
     const p = before
-      .then(write)
+      .then(() => this.persist(turnId, write))
       .catch((err: unknown) => this.o.logger.error({ evt: "queue.store_write_failed", turn: turnId, err: err instanceof Error ? err.message : String(err) }));
     this.writes.set(turnId, p);
     if (end)
@@ -190,6 +195,24 @@ export class FleetScheduler {
         end.busy = false;
         this.kick();
       });
+  }
+
+  /**
+   * A turn's write, retried while the database is away for up to a lease period; past
+   * that the scope may be another daemon's, which resumes the turn from what was stored.
+   */
+  private async persist(turnId: number, write: () => Promise<unknown>): Promise<void> {
+    const deadline = Date.now() + this.o.leaseMs;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        await write();
+        return;
+      } catch (err) {
+        if (this.closed || Date.now() + delay > deadline) throw err;
+        this.o.logger.warn({ evt: "queue.store_write_retry", turn: turnId, err: err instanceof Error ? err.message : String(err), retry_ms: delay });
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
   }
 
   /** Wakes the loop now (coalesced: one pass at a time, one more if woken during it). */
