@@ -486,6 +486,7 @@ export class Daemon {
 
   private async doStop(): Promise<void> {
     this.stopping = true;
+    if (this.scheduler instanceof FleetScheduler) this.scheduler.stopClaiming();
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     if (this.presenceTimer) clearInterval(this.presenceTimer);
     if (this.pruneTimer) clearInterval(this.pruneTimer);

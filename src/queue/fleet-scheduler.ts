@@ -62,6 +62,8 @@ export class FleetScheduler {
   private again = false;
   private timer?: NodeJS.Timeout;
   private closed = false;
+  /** Stopping: keep renewing what we hold, claim and start nothing new. */
+  private draining = false;
   private lastRenewAt = 0;
   private lastRenewOk = Date.now();
   private fleetQueued = 0;
@@ -159,11 +161,27 @@ export class FleetScheduler {
     return [...this.held.keys()];
   }
 
-  /** Stops the loop, waits for pending writes and leaves the fleet: this daemon's leases end now. */
+  /** The daemon is stopping: nothing new is claimed or prepared; leases are still renewed while turns finish. */
+  stopClaiming(): void {
+    this.draining = true;
+  }
+
+  /**
+   * Stops the loop, waits for pending writes and leaves the fleet: this daemon's leases
+   * end now. Batches prepared but never started go back to the queue as they were, so
+   * the daemon that takes them does not spend their one recovery on them.
+   */
   async close(): Promise<void> {
+    this.draining = true;
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     await this.loop?.catch(() => undefined);
+    for (const b of this.ready.splice(0)) {
+      const r = this.finish(b.turnId);
+      if (!r) continue;
+      const back = { id: b.turnId, state: "queued" as const, attempts: b.attempt - 1, next_attempt_at: 0, recovered: b.recovered ? 1 : 0, error: null };
+      await this.o.store.updateTurnFrom("running", back).catch((err: unknown) => this.o.logger.warn({ evt: "queue.store_write_failed", turn: b.turnId, err: String(err) }));
+    }
     await Promise.allSettled([...this.writes.values()]);
     await this.o.store.leases.leave(this.o.daemon.id).catch((err: unknown) => this.o.logger.warn({ evt: "queue.fleet_leave_failed", err: String(err) }));
   }
@@ -242,6 +260,7 @@ export class FleetScheduler {
     const { store, daemon, leaseMs } = this.o;
     const now = Date.now();
     if (now - this.lastRenewAt >= leaseMs / 3) await this.renew(now);
+    if (this.draining) return;
     // Held scopes with nothing running and nothing prepared: find their next work (or let them go).
     for (const h of [...this.held.values()]) if (!h.running && !h.busy) await this.prepare(h, null);
     // byTurn holds the prepared batches too: each counts against max_concurrent from the start.
