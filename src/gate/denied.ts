@@ -65,7 +65,7 @@ export class DeniedReporter {
    * when nothing is published) so callers and tests can wait for it.
    */
   report(ev: Event, decision: Refusal): Promise<void> | undefined {
-    const line = { evt: "gate.denied", reason: decision.reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id };
+    const line = { evt: "gate.denied", reason: decision.reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id, ...(decision.sibling ? { sibling: decision.sibling } : {}) };
     if (decision.level === "debug") this.opts.logger.debug(line);
     else if (decision.reason === "bad-signature") this.forgedLog.log("info", "bad-signature", line);
     else this.opts.logger.info(line);

@@ -13,7 +13,9 @@ import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
-import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
+import { Heartbeat } from "../heartbeat/heartbeat.js";
+import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
+import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { FleetScheduler } from "../queue/fleet-scheduler.js";
@@ -98,6 +100,7 @@ export class Daemon {
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
   private presenceTimer?: NodeJS.Timeout;
+  private heartbeat?: Heartbeat;
   private pruneTimer?: NodeJS.Timeout;
   private readonly metadataReadAt = new Map<string, number>();
   private stopping = false;
@@ -226,6 +229,10 @@ export class Daemon {
       handled: (id) => this.store.has(id),
       verify: verifySignature,
     };
+    if (cfg.identity.owner) {
+      const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => this.profiles.lookup(pk) });
+      this.gateContext.sibling = (author, ev) => siblings.check(author, ev);
+    }
     const actions: ControlActions = {
       cancel: async (target) => {
         const { runningTurnIds, ended } = await this.scheduler.cancel(target);
@@ -272,7 +279,7 @@ export class Daemon {
     await this.relay.start();
     const channels = await this.discoverChannels();
     this.log.info(
-      { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url },
+      { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url, heartbeat: cfg.heartbeat ? { every_ms: cfg.heartbeat.every, channel: cfg.heartbeat.channel } : undefined },
       `listening in ${channels.length} channel${channels.length === 1 ? "" : "s"}`,
     );
     if (channels.length === 0) this.log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
@@ -284,6 +291,25 @@ export class Daemon {
     }
     this.listening = true;
     this.pump();
+    this.startHeartbeat();
+  }
+
+  /** `heartbeat:` configured: prompt the idle agent on a timer (applies from start-up; a reload does not change it). */
+  private startHeartbeat(): void {
+    const hb = this.config.heartbeat;
+    if (!hb) return;
+    const text = hb.prompt ?? DEFAULT_HEARTBEAT_PROMPT;
+    this.heartbeat = new Heartbeat({
+      everyMs: hb.every,
+      channel: hb.channel,
+      load: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
+      listening: () => this.listening && !this.stopping,
+      member: () => this.directory.get(hb.channel) !== undefined,
+      run: () => this.dispatcher.heartbeat(hb.channel, text),
+      logger: this.log,
+      onTick: (outcome, reason) => this.metrics.heartbeat(outcome, reason),
+    });
+    this.heartbeat.start();
   }
 
   /**
@@ -374,9 +400,9 @@ export class Daemon {
     this.metrics.eventReceived(ev.kind);
     try {
       const decision = await this.gate.handle(ev);
-      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : "accepted");
+      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.sibling ? "sibling" : "accepted");
       if (decision.action === "accept" && (await this.scheduler.accept(ev, decision.channel.id))) {
-        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey }, "mention accepted");
+        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey, ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
       }
       // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor moves here.
       if (decision.action === "accept" && this.fleetStore) this.store.noteSeen(decision.channel.id, ev.created_at);
@@ -468,10 +494,10 @@ export class Daemon {
       this.log.error({ evt: "config.reload_refused", file, needs_restart: needRestart }, `changing ${needRestart.join(", ")} needs a restart; keeping the old config`);
       return false;
     }
-    if (JSON.stringify(next.config.agent) !== JSON.stringify(this.config.agent) || next.config.identity.owner !== this.config.identity.owner) {
-      this.log.warn({ evt: "config.reload_partial" }, "agent settings and the owner apply after a restart; the rest applies now");
+    if (JSON.stringify(next.config.agent) !== JSON.stringify(this.config.agent) || next.config.identity.owner !== this.config.identity.owner || JSON.stringify(next.config.heartbeat) !== JSON.stringify(this.config.heartbeat)) {
+      this.log.warn({ evt: "config.reload_partial" }, "agent settings, the owner and the heartbeat apply after a restart; the rest applies now");
     }
-    this.config = { ...next.config, agent: this.config.agent, identity: this.config.identity };
+    this.config = { ...next.config, agent: this.config.agent, identity: this.config.identity, heartbeat: this.config.heartbeat };
     this.gateContext.config = this.config;
     const channels = await this.follower.refresh(configSelector(this.config));
     this.log.info({ evt: "config.reloaded", file, channels: channels.length }, "config reloaded");
@@ -490,6 +516,7 @@ export class Daemon {
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     if (this.presenceTimer) clearInterval(this.presenceTimer);
     if (this.pruneTimer) clearInterval(this.pruneTimer);
+    this.heartbeat?.stop();
     const interrupted = (await this.dispatcher?.drain(this.config.shutdown_grace)) ?? 0;
     if (interrupted) this.log.info({ evt: "daemon.turns_requeued", count: interrupted }, "turns still running at the end of the grace were cancelled; they run again after restart");
     this.dispatcher?.closeSessions();

@@ -26,6 +26,7 @@
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
  * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
  * | signature_checks_total | counter | result | Schnorr verifications done (valid / invalid): only events acted on |
+ * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member) |
  * | fleet_leases | gauge | | fleet mode only: scopes this daemon holds the lease of |
  * | fleet_queue_depth | gauge | | fleet mode only: mentions waiting for a turn across the fleet (as of the last lease renewal) |
  *
@@ -96,6 +97,7 @@ export class Metrics {
   private readonly relayStateGauge: Gauge<"state">;
   private readonly publishes: Counter<"status">;
   private readonly signatureChecks: Counter<"result">;
+  private readonly heartbeats: Counter<"outcome" | "reason">;
   private readonly checksSeen = { verified: 0, failed: 0 };
   private readonly relayStatesSeen = new Set<string>();
   private sources: MetricSources = {};
@@ -205,6 +207,12 @@ export class Metrics {
           }
         }),
     });
+    this.heartbeats = new Counter({
+      name: `${PREFIX}heartbeats_total`,
+      help: "Heartbeat ticks: fired (the idle agent was prompted) or skipped, with the reason.",
+      labelNames: ["outcome", "reason"],
+      registers,
+    });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -251,6 +259,11 @@ export class Metrics {
   turnEnded(outcome: TurnOutcome, seconds: number): void {
     this.turns.inc({ outcome });
     this.turnDuration.observe({ outcome }, seconds);
+  }
+
+  /** A heartbeat tick; `reason` is the skip reason ("" when fired). */
+  heartbeat(outcome: "fired" | "skipped", reason = ""): void {
+    this.heartbeats.inc({ outcome, reason });
   }
 
   /** Current number of live agent processes. */

@@ -15,6 +15,7 @@ import { policyFor } from "../config/schema.js";
 import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession, type RelayPort } from "../link/index.js";
 import type { Logger } from "../ops/log.js";
 import { buildStanding, PromptSession, TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
+import { heartbeatBlocks } from "../prompt/heartbeat.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../relay/directory.js";
 import { replyRefFor, threadRootOf } from "../relay/events.js";
@@ -85,6 +86,8 @@ export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
   private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void> }>();
   private readonly builder: TurnPromptBuilder;
+  /** Heartbeat turns take negative ids in `running`, apart from the queue's turn ids. */
+  private heartbeatSeq = 0;
 
   constructor(private readonly d: DispatcherDeps) {
     this.builder = new TurnPromptBuilder({ self: d.self, query: (f) => d.relay.query(f), displayName: (pk) => d.displayName(pk), logger: d.logger });
@@ -262,7 +265,7 @@ export class TurnDispatcher {
     } else this.d.scheduler.complete(batch.turnId);
   }
 
-  private async sessionFor(batch: Batch, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
+  private async sessionFor(batch: { scope: { key: string } }, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
     const key = batch.scope.key;
     const existing = this.scopes.get(key);
     if (existing && existing.session.alive && this.d.pool.session(key) === existing.session) return existing;
@@ -360,6 +363,63 @@ export class TurnDispatcher {
     if (!anchor) return;
     const ref = { root: threadRootOf(anchor), parent: anchor.id };
     await this.d.out.publish(failureNotice(channel, ref, events, error));
+  }
+
+  /**
+   * A heartbeat turn: `text` prompted in the channel's heartbeat session (its own, apart
+   * from every thread's). Nothing is queued or retried, there are no reactions or typing
+   * (no mention to react to) and no fallback reply: a heartbeat with nothing to do stays
+   * silent. What the agent posts lands top-level in the channel. It counts as a turn in
+   * flight, so `!status` shows it and shutdown drains it like any other.
+   */
+  heartbeat(channelId: string, text: string): Promise<TurnOutcome["status"] | "no-channel"> {
+    const id = --this.heartbeatSeq;
+    const key = `heartbeat:${channelId}`;
+    const abort = new AbortController();
+    const done = this.runHeartbeat(id, key, channelId, text, abort.signal).finally(() => this.running.delete(id));
+    this.running.set(id, { scope: key, abort, done: done.then(() => undefined) });
+    return done;
+  }
+
+  private async runHeartbeat(id: number, key: string, channelId: string, text: string, signal: AbortSignal): Promise<TurnOutcome["status"] | "no-channel"> {
+    const started = Date.now();
+    const log = this.d.logger.child({ scope: key, heartbeat: true });
+    const channel = await this.d.channel(channelId);
+    if (!channel) {
+      log.warn({ evt: "turn.end", status: "failed", reason: `the bridge is not a member of heartbeat.channel ${channelId}` }, "heartbeat channel unknown");
+      return "no-channel";
+    }
+    const cfg = this.d.config();
+    const policy = policyFor(cfg, channel.id);
+    const standing: StandingInput = {
+      channel: { id: channel.id, name: channel.name, about: channel.about },
+      persona: cfg.agent.persona,
+      teamInstructions: policy.team_instructions,
+      owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
+    };
+    const published = new Set<string>();
+    let status: TurnOutcome["status"];
+    let reason: string | undefined;
+    try {
+      const ss = await this.sessionFor({ scope: { key } }, channel, standing, log);
+      const inflight: Inflight = { count: 0, waiters: [] };
+      ss.current = { turnId: id, published, anchor: "", inflight };
+      try {
+        const r = await ss.session.prompt(heartbeatBlocks(ss.prompt, standing, text));
+        if (inflight.count > 0) await new Promise<void>((res) => inflight.waiters.push(res));
+        status = signal.aborted || r.stopReason === "cancelled" ? "cancelled" : r.timedOut ? "failed" : "answered";
+        if (r.timedOut) reason = r.timedOut === "idle" ? "idle timeout" : "max_turn";
+      } finally {
+        ss.current = undefined;
+      }
+    } catch (err) {
+      status = signal.aborted ? "cancelled" : "failed";
+      reason = err instanceof Error ? err.message : String(err);
+      await this.rotate((k) => k === key);
+    }
+    // Not in turns_total: that counts mentions' turns; heartbeats have their own metric.
+    log.info({ evt: "turn.end", status, reason, published: published.size, seconds: (Date.now() - started) / 1000 }, "heartbeat turn ended");
+    return status;
   }
 
   /** For tests and `!status`. */
