@@ -4,7 +4,7 @@
  * while it runs turns, another is stopped and started again. Judged from the relay as a
  * person would: every mention has exactly one agent reply in its own thread, nothing
  * else; the killed daemon's scopes were taken over by the survivors; a stranger's
- * denied mentions got one 🔒 each, not one per daemon.
+ * denied mentions got one 🔒 each and an owner command one outcome, not one per daemon.
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -91,6 +91,14 @@ test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channel
     denied.map(() => 1),
     "each denied mention got one 🔒 from the fleet",
   );
+
+  // An owner command is executed by one daemon of the fleet: one outcome, not three.
+  const cmd = await w.owner.post("!status", { channel: channels[0] });
+  await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
+  await new Promise((r) => setTimeout(r, 1500));
+  const outcomes = await w.query({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] });
+  assert.equal(outcomes.length, 1, "one !status outcome for the fleet");
+  assert.match(outcomes[0]!.content, /"type":"control.status"/);
 
   const raw = [a, b, c, c2].map((d) => d.raw()).join("\n");
   assert.ok(!raw.includes(server!.password), "the database password is in no daemon's output");
