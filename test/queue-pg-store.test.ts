@@ -2,7 +2,8 @@
  * What only the PostgreSQL store has: several daemons on one database. Migrations run
  * once under an advisory lock however many daemons start together; the database is bound
  * to one identity; a newer schema is refused; an event heard by every daemon is stored
- * once; scope leases are exclusive, expire, are taken over and renewed; the URL's
+ * once; scope leases are exclusive, expire, are taken over and renewed, and fence the
+ * old holder's writes after a takeover; the URL's
  * password never appears in an error. A real server, started by the test.
  */
 import { test, describe, before, after } from "node:test";
@@ -10,7 +11,7 @@ import assert from "node:assert/strict";
 import pg from "pg";
 import { PostgresStore } from "../src/queue/pg-store.js";
 import { PG_SCHEMA, PG_SCHEMA_VERSION } from "../src/queue/pg-migrations.js";
-import { QueueStoreError } from "../src/queue/errors.js";
+import { LeaseLostError, QueueStoreError } from "../src/queue/errors.js";
 import { agent, owner, teammate, CHANNEL, mention, fromWire } from "./fixtures/queue-helpers.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
 
@@ -170,6 +171,26 @@ describe("PostgreSQL store: scope leases", () => {
     await a.startTurn(scope!, CHANNEL, [ev!.id]); // A dies here: no waiting events, one running turn
     await new Promise((r) => setTimeout(r, 350));
     assert.deepEqual((await b.leases.claim("B", 1, 30_000)).map((c) => [c.key, c.from]), [[scope, "A"]]);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  t("after a takeover the old holder can neither record a reply nor end the turn (fencing by the lease)", async (url) => {
+    const { a, b, scopes } = await withScopes(url, 1);
+    const [scope] = scopes;
+    await a.leases.claim("A", 1, 200);
+    const [ev] = await a.waitingEvents();
+    const turn = await a.startTurn(scope!, CHANNEL, [ev!.id]);
+    await a.recordReplyAsHolder(turn, "1".repeat(64), "A");
+    await a.recordReplyAsHolder(turn, "1".repeat(64), "A"); // idempotent
+    await new Promise((r) => setTimeout(r, 350));
+    assert.deepEqual((await b.leases.claim("B", 1, 30_000)).map((c) => c.from), ["A"]);
+    await assert.rejects(a.recordReplyAsHolder(turn, "2".repeat(64), "A"), LeaseLostError);
+    const done = { id: turn, state: "done" as const, attempts: 1, next_attempt_at: 0, recovered: 0, error: null };
+    assert.equal(await a.updateTurnFrom("running", done, "A"), false, "A's late end is refused");
+    assert.equal((await b.turn(turn))?.state, "running");
+    assert.deepEqual((await b.turn(turn))?.reply_ids, ["1".repeat(64)], "only what A recorded while it held the scope");
+    assert.equal(await b.updateTurnFrom("running", done, "B"), true);
+    assert.equal((await b.event(ev!.id))?.state, "done");
     await Promise.all([a.close(), b.close()]);
   });
 

@@ -20,7 +20,7 @@ import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { FleetScheduler } from "../queue/fleet-scheduler.js";
 import { PostgresStore } from "../queue/pg-store.js";
-import { QueueStoreError, StateRefusedError } from "../queue/errors.js";
+import { LeaseLostError, QueueStoreError, StateRefusedError } from "../queue/errors.js";
 import { sleep } from "../relay/backoff.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
@@ -177,7 +177,7 @@ export class Daemon {
           maxConcurrent: cfg.agent.max_concurrent,
           maxAttempts: cfg.queue.max_attempts,
           backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
-          confirmPublished: async (ids) => (await this.relay.query([{ ids, limit: ids.length }])).map((e) => e.id).filter((id) => ids.includes(id)),
+          confirmPublished: (ids) => this.confirmPublished(ids),
           onWake: () => this.pump(),
           onLost: (turnIds) => this.dispatcher.cancelTurns(turnIds),
           onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
@@ -357,6 +357,19 @@ export class Daemon {
   }
 
   /**
+   * Which of a taken-over turn's recorded replies the relay has. One not found yet may
+   * still be on its way from the daemon that died (recorded, then sent): ask again after a
+   * publish timeout before the turn runs again.
+   */
+  private async confirmPublished(ids: string[]): Promise<string[]> {
+    const ask = async () => (await this.relay.query([{ ids, limit: ids.length }])).map((e) => e.id).filter((id) => ids.includes(id));
+    const found = await ask();
+    if (found.length) return found;
+    await sleep(this.config.relay.publish_timeout);
+    return ask();
+  }
+
+  /**
    * Fleet mode: a reply's id goes to the database before the reply goes to the relay. With
    * the database briefly away the publish waits for it; after a lease period it gives up
    * (the turn fails and is retried), since another daemon may hold the scope by then.
@@ -365,9 +378,9 @@ export class Daemon {
     const deadline = Date.now() + 30_000;
     for (let delay = 250; ; delay = Math.min(delay * 2, 5000)) {
       try {
-        return await this.fleetStore!.recordReply(turnId, eventId);
+        return await (this.scheduler as FleetScheduler).recordBeforePublish(turnId, eventId);
       } catch (err) {
-        if (Date.now() + delay > deadline) throw err;
+        if (err instanceof LeaseLostError || Date.now() + delay > deadline) throw err;
         this.log.warn({ evt: "state.record_retry", turn: turnId, event: eventId, err: err instanceof Error ? err.message : String(err), retry_ms: delay }, "cannot record the reply before publishing it; waiting for the database");
         await sleep(delay);
       }

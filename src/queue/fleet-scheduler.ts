@@ -100,6 +100,11 @@ export class FleetScheduler {
     return this.ready.shift() ?? null;
   }
 
+  /** Before publishing a reply: its id, recorded only while this daemon holds the scope (LeaseLostError otherwise). */
+  recordBeforePublish(turnId: number, eventId: string): Promise<void> {
+    return this.o.store.recordReplyAsHolder(turnId, eventId, this.o.daemon.id);
+  }
+
   recordReply(turnId: number, eventId: string): void {
     this.chain(turnId, () => this.o.store.recordReply(turnId, eventId));
   }
@@ -107,7 +112,7 @@ export class FleetScheduler {
   complete(turnId: number): boolean {
     const h = this.finish(turnId);
     if (!h) return false;
-    this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "done", attempts: h.attempts, next_attempt_at: 0, recovered: h.recovered ? 1 : 0, error: null }), h.held);
+    this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "done", attempts: h.attempts, next_attempt_at: 0, recovered: h.recovered ? 1 : 0, error: null }, this.o.daemon.id), h.held);
     return true;
   }
 
@@ -119,13 +124,13 @@ export class FleetScheduler {
       const { baseMs, factor, maxMs } = this.o.backoff;
       const dueAt = Date.now() + Math.min(maxMs, baseMs * factor ** (r.attempts - 1));
       this.o.logger.warn({ evt: "queue.turn_retry", turn: turnId, scope: r.scope.key, attempt: r.attempts, retry_in_ms: dueAt - Date.now(), error });
-      this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "queued", attempts: r.attempts, next_attempt_at: dueAt, recovered: 0, error }), r.held);
+      this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "queued", attempts: r.attempts, next_attempt_at: dueAt, recovered: 0, error }, this.o.daemon.id), r.held);
       return "retry";
     }
     this.o.logger.error({ evt: "queue.turn_failed", turn: turnId, scope: r.scope.key, attempts: r.attempts, error });
     let ended = false;
     this.chain(turnId, async () => {
-      ended = await this.o.store.updateTurnFrom("running", { id: turnId, state: "failed", attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error });
+      ended = await this.o.store.updateTurnFrom("running", { id: turnId, state: "failed", attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error }, this.o.daemon.id);
     });
     // A separate write, so a retry after a lost connection cannot skip the notice.
     this.chain(
@@ -180,7 +185,7 @@ export class FleetScheduler {
       const r = this.finish(b.turnId);
       if (!r) continue;
       const back = { id: b.turnId, state: "queued" as const, attempts: b.attempt - 1, next_attempt_at: 0, recovered: b.recovered ? 1 : 0, error: null };
-      await this.o.store.updateTurnFrom("running", back).catch((err: unknown) => this.o.logger.warn({ evt: "queue.store_write_failed", turn: b.turnId, err: String(err) }));
+      await this.o.store.updateTurnFrom("running", back, this.o.daemon.id).catch((err: unknown) => this.o.logger.warn({ evt: "queue.store_write_failed", turn: b.turnId, err: String(err) }));
     }
     await Promise.allSettled([...this.writes.values()]);
     await this.o.store.leases.leave(this.o.daemon.id).catch((err: unknown) => this.o.logger.warn({ evt: "queue.fleet_leave_failed", err: String(err) }));
@@ -345,14 +350,14 @@ export class FleetScheduler {
     if (leftRunning && (t.recovered === 1 || t.attempts >= this.o.maxAttempts)) {
       // Its one recovery was spent already: give up with a notice, as a restart would.
       const error = `the daemon running this turn stopped${from ? ` (${from})` : ""} and its retry was spent`;
-      if (await store.updateTurnFrom("running", { id: t.id, state: "failed", attempts: t.attempts, next_attempt_at: 0, recovered: 1, error })) {
+      if (await store.updateTurnFrom("running", { id: t.id, state: "failed", attempts: t.attempts, next_attempt_at: 0, recovered: 1, error }, this.o.daemon.id)) {
         const events = (await store.eventsOfTurn(t.id)).map((e) => e.event);
         this.o.onFinalFailure?.({ turnId: t.id, scope: h.scope, events, error, attempts: t.attempts, publishedReplyIds: t.reply_ids });
       }
       return undefined;
     }
     const attempts = t.attempts + 1;
-    if (!(await store.updateTurnFrom(t.state, { id: t.id, state: "running", attempts, next_attempt_at: 0, recovered: recovered ? 1 : 0, error: t.error }))) return undefined;
+    if (!(await store.updateTurnFrom(t.state, { id: t.id, state: "running", attempts, next_attempt_at: 0, recovered: recovered ? 1 : 0, error: t.error }, this.o.daemon.id))) return undefined;
     // Ids recorded before publishing: only those the relay has were really published.
     const published = t.reply_ids.length ? await this.o.confirmPublished(t.reply_ids) : [];
     if (leftRunning) this.o.logger.info({ evt: "queue.turn_resumed", turn: t.id, scope: h.scope.key, from, recorded: t.reply_ids.length, published: published.length });

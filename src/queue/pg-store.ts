@@ -12,7 +12,7 @@
 import pg from "pg";
 import type { Event } from "nostr-tools";
 import { redactDatabaseUrl } from "../ops/log.js";
-import { QueueStoreError, StateRefusedError } from "./errors.js";
+import { LeaseLostError, QueueStoreError, StateRefusedError } from "./errors.js";
 import { MIGRATIONS, MIGRATION_LOCK_KEY, PG_SCHEMA, PG_SCHEMA_VERSION } from "./pg-migrations.js";
 import { FleetLeases } from "./pg-leases.js";
 import type { EventState, StoredEvent, TurnRecord } from "./store.js";
@@ -229,21 +229,18 @@ export class PostgresStore implements StateStore {
   }
 
   /**
-   * Like updateTurn, but only while the turn is still in state `from`: a turn cancelled by
-   * the owner through another daemon stays cancelled. False when it was not in `from`.
+   * Like updateTurn, but only while the turn is still in state `from` (a turn cancelled by
+   * the owner through another daemon stays cancelled) and `holder` holds its scope (a
+   * daemon whose scope was taken over cannot touch the new holder's attempt). False when
+   * either is no longer so.
    */
-  async updateTurnFrom(from: TurnRecord["state"], t: TurnUpdate): Promise<boolean> {
+  async updateTurnFrom(from: TurnRecord["state"], t: TurnUpdate, holder: string): Promise<boolean> {
     return this.tx(async (c) => {
-      const r = await c.query(`UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = $3, recovered = $4, error = $5, updated_at = $6 WHERE id = $7 AND state = $8`, [
-        t.state,
-        t.attempts,
-        t.next_attempt_at,
-        t.recovered,
-        t.error,
-        Date.now(),
-        t.id,
-        from,
-      ]);
+      const r = await c.query(
+        `UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = $3, recovered = $4, error = $5, updated_at = $6
+         WHERE id = $7 AND state = $8 AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = ${S}.turns.scope AND s.holder = $9)`,
+        [t.state, t.attempts, t.next_attempt_at, t.recovered, t.error, Date.now(), t.id, from, holder],
+      );
       if (!r.rowCount) return false;
       if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
       return true;
@@ -305,6 +302,20 @@ export class PostgresStore implements StateStore {
   async recordReply(turnId: number, replyId: string): Promise<void> {
     // One statement, so two daemons (a holder and its successor) never lose each other's ids.
     await this.pool.query(`UPDATE ${S}.turns SET reply_ids = reply_ids || to_jsonb($2::text), updated_at = $3 WHERE id = $1 AND NOT reply_ids ? $2`, [turnId, replyId, Date.now()]);
+  }
+
+  /**
+   * recordReply, fenced by the lease: only while `daemon` holds the turn's scope. A daemon
+   * whose lease was taken over cannot add a reply after the new holder has read the list
+   * (and then publish it): LeaseLostError, and the reply is not sent.
+   */
+  async recordReplyAsHolder(turnId: number, replyId: string, daemon: string): Promise<void> {
+    const r = await this.pool.query<{ id: string }>(
+      `UPDATE ${S}.turns t SET reply_ids = CASE WHEN t.reply_ids ? $2 THEN t.reply_ids ELSE t.reply_ids || to_jsonb($2::text) END, updated_at = $4
+       FROM ${S}.scopes s WHERE t.id = $1 AND s.key = t.scope AND s.holder = $3 AND s.lease_until >= now() RETURNING t.id`,
+      [turnId, replyId, daemon, Date.now()],
+    );
+    if (!r.rowCount) throw new LeaseLostError(`turn ${turnId}: this daemon (${daemon}) no longer holds its scope's lease; not publishing`);
   }
 
   async claimControl(eventId: string, createdAt: number): Promise<boolean> {
