@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { FleetScheduler } from "../src/queue/fleet-scheduler.js";
 import { PostgresStore } from "../src/queue/pg-store.js";
 import type { Batch, FinalFailure } from "../src/queue/scheduler.js";
+import type { Refusal } from "../src/queue/refusals.js";
 import { agent, owner, CHANNEL, mention, fromWire, captureLogger } from "./fixtures/queue-helpers.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
 
@@ -29,22 +30,25 @@ interface Node {
   batches: Batch[];
   lost: number[];
   failures: FinalFailure[];
+  refusals: Refusal[];
   next(timeoutMs?: number): Promise<Batch>;
 }
 
 /** One daemon's queue: its own connection pool and scheduler, fast lease timings. */
-async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs?: number; maxAttempts?: number } = {}): Promise<Node> {
+async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs?: number; maxAttempts?: number; maxConcurrent?: number; scopeCap?: number } = {}): Promise<Node> {
   const store = await PostgresStore.open({ url, identity: agent.pk });
   const batches: Batch[] = [];
   const lost: number[] = [];
   const failures: FinalFailure[] = [];
+  const refusals: Refusal[] = [];
   const waiters: Array<() => void> = [];
   const s: FleetScheduler = new FleetScheduler({
     store,
-    daemon: { id, host: "test", pid: process.pid, maxConcurrent: 2 },
+    daemon: { id, host: "test", pid: process.pid, maxConcurrent: o.maxConcurrent ?? 2 },
     logger: captureLogger().logger,
     sessionScope: "thread",
-    maxConcurrent: 2,
+    maxConcurrent: o.maxConcurrent ?? 2,
+    ...(o.scopeCap !== undefined ? { scopeCap: o.scopeCap } : {}),
     maxAttempts: o.maxAttempts ?? 3,
     backoff: { baseMs: 200, factor: 1, maxMs: 200 },
     leaseMs: o.leaseMs ?? 900,
@@ -56,6 +60,7 @@ async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs
     },
     onLost: (ids) => lost.push(...ids),
     onFinalFailure: (f) => failures.push(f),
+    onRefused: (r) => refusals.push(r),
   });
   const next = async (timeoutMs = 8000) => {
     const deadline = Date.now() + timeoutMs;
@@ -69,7 +74,7 @@ async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs
     return batches.shift()!;
   };
   s.recover();
-  return { id, store, s, batches, lost, failures, next };
+  return { id, store, s, batches, lost, failures, refusals, next };
 }
 
 /** The daemon dies: its database connections are gone and it renews nothing any more. */
@@ -189,4 +194,25 @@ t("the database lost during a turn: the reply's record and the turn's end wait f
   assert.deepEqual(a.lost, [], "the lease outlived the outage");
   await a.s.close();
   await a.store.close();
+});
+
+t("the scope cap holds across the fleet: past it the oldest waiting mentions are refused once, with one notice", async (url) => {
+  const relayHas = new Set<string>();
+  // No free slots anywhere, so everything waits.
+  const a = await node(url, "A", relayHas, { maxConcurrent: 0, scopeCap: 3 });
+  const b = await node(url, "B", relayHas, { maxConcurrent: 0, scopeCap: 3 });
+  const root = fromWire(mention(owner, "root", { created_at: 5000 }));
+  const replies = [1, 2, 3, 4].map((i) => fromWire(mention(owner, `r${i}`, { created_at: 5000 + i, tags: [["e", root.id, "", "root"]] })));
+  // Every daemon hears every event, in its own order.
+  for (const ev of [root, ...replies]) await Promise.all([a.s.accept(ev, CHANNEL), b.s.accept(ev, CHANNEL)]);
+  await new Promise((r) => setTimeout(r, 100));
+  const refused = [...a.refusals, ...b.refusals].flatMap((r) => r.events.map((e) => e.id));
+  assert.deepEqual(refused.sort(), [root.id, replies[0]!.id].sort(), "the two oldest, each once");
+  assert.equal([...a.refusals, ...b.refusals].every((r) => r.reason === "scope-cap" && r.scope === `${CHANNEL}/${root.id}`), true);
+  assert.equal((await a.store.event(root.id))?.state, "refused");
+  assert.deepEqual((await a.store.waitingEvents()).map((e) => e.id), replies.slice(1).map((e) => e.id));
+  for (const n of [a, b]) {
+    await n.s.close();
+    await n.store.close();
+  }
 });

@@ -17,7 +17,7 @@ import { Heartbeat } from "../heartbeat/heartbeat.js";
 import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
-import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
+import { QueueStore, Scheduler, STORE_FILE, scopeKey, type QueueRefusal } from "../queue/index.js";
 import { FleetScheduler } from "../queue/fleet-scheduler.js";
 import { PostgresStore } from "../queue/pg-store.js";
 import { LeaseLostError, QueueStoreError, StateRefusedError } from "../queue/errors.js";
@@ -176,7 +176,9 @@ export class Daemon {
           sessionScope: cfg.agent.session_scope,
           maxConcurrent: cfg.agent.max_concurrent,
           maxAttempts: cfg.queue.max_attempts,
+          scopeCap: cfg.queue.scope_cap,
           backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
+          onRefused: (r) => this.announceRefusal(r, out),
           confirmPublished: (ids) => this.confirmPublished(ids),
           onWake: () => this.pump(),
           onLost: (turnIds) => this.dispatcher.cancelTurns(turnIds),
@@ -193,11 +195,7 @@ export class Daemon {
           backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
           onWake: () => this.pump(),
           onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
-          onRefused: (r) => {
-            const who = [...new Set(r.events.map((e) => e.author))];
-            const text = `I'm too far behind in this ${r.reason === "scope-cap" ? "thread" : "bridge"} and skipped ${r.events.length} older message${r.events.length === 1 ? "" : "s"}; please ask again if still needed.`;
-            void out.publish(message(r.channel, text, { mentions: who }));
-          },
+          onRefused: (r) => this.announceRefusal(r, out),
         });
     this.dispatcher = new TurnDispatcher({
       config: () => this.config,
@@ -354,6 +352,13 @@ export class Daemon {
         if (this.startAborted) throw new StartAbortedError(err);
       }
     }
+  }
+
+  /** The notice for mentions the queue refused (a scope over its cap, or the queue full). */
+  private announceRefusal(r: QueueRefusal, out: TurnPublisher): void {
+    const who = [...new Set(r.events.map((e) => e.author))];
+    const text = `I'm too far behind in this ${r.reason === "scope-cap" ? "thread" : "bridge"} and skipped ${r.events.length} older message${r.events.length === 1 ? "" : "s"}; please ask again if still needed.`;
+    void out.publish(message(r.channel, text, { mentions: who }));
   }
 
   /**

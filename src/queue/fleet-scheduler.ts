@@ -16,6 +16,7 @@
 import type { Event } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
 import type { Batch, FinalFailure } from "./scheduler.js";
+import { RefusalCoalescer, type Refusal } from "./refusals.js";
 import { parseScopeKey, scopeKey, scopeOf, type Scope, type SessionScope } from "./scope.js";
 import type { PostgresStore } from "./pg-store.js";
 import { FLEET_LEASE_MS, type DaemonInfo } from "./pg-leases.js";
@@ -29,6 +30,8 @@ export interface FleetSchedulerOptions {
   maxConcurrent: number;
   batchSize?: number;
   maxAttempts?: number;
+  /** Waiting events per scope across the fleet; above it the oldest are refused with a notice. Default 500. */
+  scopeCap?: number;
   backoff?: { baseMs: number; factor: number; maxMs: number };
   /** Lease period; renewed every third of it. Default 30 s. */
   leaseMs?: number;
@@ -37,6 +40,8 @@ export interface FleetSchedulerOptions {
   /** Which of these event ids the relay has stored (a takeover's recorded replies). */
   confirmPublished(ids: string[]): Promise<string[]>;
   onFinalFailure?(f: FinalFailure): void;
+  /** Events refused by the scope cap (announced by the daemon that accepted the event that crossed it). */
+  onRefused?(r: Refusal): void;
   /** Batches are ready: call `next()`. */
   onWake?(): void;
   /** These running turns must stop: their scope is no longer ours, or the owner cancelled them elsewhere. */
@@ -67,10 +72,12 @@ export class FleetScheduler {
   private lastRenewAt = 0;
   private lastRenewOk = Date.now();
   private fleetQueued = 0;
-  private readonly o: Required<Omit<FleetSchedulerOptions, "onFinalFailure" | "onWake" | "onLost">> & FleetSchedulerOptions;
+  private readonly o: Required<Omit<FleetSchedulerOptions, "onFinalFailure" | "onWake" | "onLost" | "onRefused">> & FleetSchedulerOptions;
+  private readonly refusals: RefusalCoalescer;
 
   constructor(opts: FleetSchedulerOptions) {
-    this.o = { batchSize: 50, maxAttempts: 3, backoff: DEFAULT_BACKOFF, leaseMs: FLEET_LEASE_MS, pollMs: 1_000, ...opts };
+    this.refusals = new RefusalCoalescer(opts.logger, opts.onRefused);
+    this.o = { batchSize: 50, maxAttempts: 3, scopeCap: 500, backoff: DEFAULT_BACKOFF, leaseMs: FLEET_LEASE_MS, pollMs: 1_000, ...opts };
   }
 
   get daemonId(): string {
@@ -85,6 +92,7 @@ export class FleetScheduler {
   async accept(ev: Event, channel: string): Promise<boolean> {
     const scope = this.scopeOf(ev, channel);
     const fresh = await this.o.store.accept(ev, channel, scope.key);
+    if (fresh) for (const old of await this.o.store.refuseOverCap(scope.key, this.o.scopeCap)) this.refusals.add(scope.key, scope.channel, "scope-cap", old);
     // Also for a duplicate: the daemon holding the scope hears the event too and looks now.
     this.kick();
     return fresh;
@@ -177,6 +185,7 @@ export class FleetScheduler {
    * the daemon that takes them does not spend their one recovery on them.
    */
   async close(): Promise<void> {
+    this.refusals.flush();
     this.draining = true;
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);

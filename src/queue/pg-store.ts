@@ -166,6 +166,21 @@ export class PostgresStore implements StateStore {
     return Number(r.rows[0]?.n ?? 0) > 0;
   }
 
+  /**
+   * The scope cap across the fleet: past `cap` waiting events in `scope`, the oldest are
+   * marked refused (atomically, so two daemons never refuse the same event twice) and
+   * returned for the notice.
+   */
+  async refuseOverCap(scope: string, cap: number): Promise<Array<{ id: string; author: string; created_at: number }>> {
+    const r = await this.pool.query<{ id: string; json: string; created_at: string }>(
+      `UPDATE ${S}.events e SET state = 'refused'
+       FROM (SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at DESC, id DESC OFFSET $2 FOR UPDATE SKIP LOCKED) old
+       WHERE e.id = old.id RETURNING e.id, e.json, e.created_at`,
+      [scope, cap],
+    );
+    return r.rows.map((row) => ({ id: row.id, author: (JSON.parse(row.json) as Event).pubkey, created_at: Number(row.created_at) }));
+  }
+
   async has(eventId: string): Promise<boolean> {
     return ((await this.pool.query(`SELECT 1 FROM ${S}.events WHERE id = $1`, [eventId])).rowCount ?? 0) > 0;
   }
