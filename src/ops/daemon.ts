@@ -306,6 +306,8 @@ export class Daemon {
       run: () => this.dispatcher.heartbeat(hb.channel, text),
       logger: this.log,
       onTick: (outcome, reason) => this.metrics.heartbeat(outcome, reason),
+      // A fleet fires one heartbeat per period, from whichever daemon ticks first in it.
+      claimTick: this.fleetStore && (() => this.fleetStore!.claimPeriod(`heartbeat:${hb.channel}`, hb.every)),
     });
     this.heartbeat.start();
   }

@@ -26,7 +26,7 @@
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
  * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
  * | signature_checks_total | counter | result | Schnorr verifications done (valid / invalid): only events acted on |
- * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member) |
+ * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member, other-daemon: another daemon of the fleet fired this period) |
  * | fleet_leases | gauge | | fleet mode only: scopes this daemon holds the lease of |
  * | fleet_queue_depth | gauge | | fleet mode only: mentions waiting for a turn across the fleet (as of the last lease renewal) |
  *

@@ -338,6 +338,18 @@ export class PostgresStore implements StateStore {
     return (r.rowCount ?? 0) > 0;
   }
 
+  /**
+   * True for the first claim of `name` in the current period of `periodMs`, periods cut
+   * by the database's clock so that daemons with drifting clocks agree on them.
+   */
+  async claimPeriod(name: string, periodMs: number): Promise<boolean> {
+    const r = await this.pool.query(
+      `INSERT INTO ${S}.claims (key, at) VALUES ($1 || ':' || floor(extract(epoch FROM now()) * 1000 / $2)::bigint, $3) ON CONFLICT (key) DO NOTHING`,
+      [name, periodMs, Date.now()],
+    );
+    return (r.rowCount ?? 0) > 0;
+  }
+
   async claimOnce(key: string, windowMs: number): Promise<boolean> {
     const now = Date.now();
     const r = await this.pool.query(`INSERT INTO ${S}.claims (key, at) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ${S}.claims.at <= $3`, [key, now, now - windowMs]);
