@@ -31,6 +31,7 @@ interface Node {
   lost: number[];
   failures: FinalFailure[];
   refusals: Refusal[];
+  rotated: string[];
   next(timeoutMs?: number): Promise<Batch>;
 }
 
@@ -41,6 +42,7 @@ async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs
   const lost: number[] = [];
   const failures: FinalFailure[] = [];
   const refusals: Refusal[] = [];
+  const rotated: string[] = [];
   const waiters: Array<() => void> = [];
   const s: FleetScheduler = new FleetScheduler({
     store,
@@ -61,6 +63,7 @@ async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs
     onLost: (ids) => lost.push(...ids),
     onFinalFailure: (f) => failures.push(f),
     onRefused: (r) => refusals.push(r),
+    onRotate: async (key) => void rotated.push(key),
   });
   const next = async (timeoutMs = 8000) => {
     const deadline = Date.now() + timeoutMs;
@@ -74,7 +77,7 @@ async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs
     return batches.shift()!;
   };
   s.recover();
-  return { id, store, s, batches, lost, failures, refusals, next };
+  return { id, store, s, batches, lost, failures, refusals, rotated, next };
 }
 
 /** The daemon dies: its database connections are gone and it renews nothing any more. */
@@ -215,4 +218,28 @@ t("the scope cap holds across the fleet: past it the oldest waiting mentions are
     await n.s.close();
     await n.store.close();
   }
+});
+
+t("!rotate executed by another daemon: this daemon ends its session of the scope before its next turn there", async (url) => {
+  const a = await node(url, "A", new Set());
+  const root = fromWire(mention(owner, "first"));
+  await a.s.accept(root, CHANNEL);
+  const first = await a.next();
+  assert.equal(a.s.complete(first.turnId), true);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.deepEqual(a.rotated, [], "the first turn opened the session; nothing to rotate");
+  // Another daemon of the fleet executed `!rotate` in the thread.
+  const other = await PostgresStore.open({ url, identity: agent.pk });
+  await other.bumpRotation(first.scope.key);
+  await other.close();
+  await a.s.accept(fromWire(mention(owner, "after the rotate", { tags: [["e", root.id, "", "root"]] })), CHANNEL);
+  const second = await a.next();
+  assert.equal(second.scope.key, first.scope.key);
+  assert.deepEqual(a.rotated, [first.scope.key], "rotated before the batch was handed out");
+  assert.equal(a.s.complete(second.turnId), true);
+  await a.s.accept(fromWire(mention(owner, "and again", { tags: [["e", root.id, "", "root"]] })), CHANNEL);
+  await a.next();
+  assert.deepEqual(a.rotated, [first.scope.key], "once per rotate, not every turn");
+  await a.s.close();
+  await a.store.close();
 });

@@ -182,6 +182,7 @@ export class Daemon {
           confirmPublished: (ids) => this.confirmPublished(ids),
           onWake: () => this.pump(),
           onLost: (turnIds) => this.dispatcher.cancelTurns(turnIds),
+          onRotate: async (key) => void (await this.dispatcher.rotate((k) => k === key)),
           onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
         })
       : new Scheduler({
@@ -241,6 +242,8 @@ export class Daemon {
         const { runningTurnIds } = await this.scheduler.cancel(target);
         this.dispatcher.cancelTurns(runningTurnIds);
         const key = target.thread ? scopeKey(target.channel, target.thread) : undefined;
+        // The fleet's other daemons end their sessions of it before their next turn there.
+        await this.fleetStore?.bumpRotation(key ?? target.channel);
         if (key) this.store.forgetSession(key);
         else this.store.forgetChannelSessions(target.channel);
         return this.dispatcher.rotate((k) => (key ? k === key : k === target.channel || k.startsWith(`${target.channel}/`)));

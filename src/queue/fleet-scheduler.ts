@@ -44,6 +44,11 @@ export interface FleetSchedulerOptions {
   onRefused?(r: Refusal): void;
   /** Batches are ready: call `next()`. */
   onWake?(): void;
+  /**
+   * The scope was rotated (`!rotate`, possibly through another daemon) since this daemon
+   * last ran it: end its agent session here before the next turn. Awaited.
+   */
+  onRotate?(scopeKey: string): Promise<void>;
   /** These running turns must stop: their scope is no longer ours, or the owner cancelled them elsewhere. */
   onLost?(turnIds: number[]): void;
 }
@@ -72,7 +77,9 @@ export class FleetScheduler {
   private lastRenewAt = 0;
   private lastRenewOk = Date.now();
   private fleetQueued = 0;
-  private readonly o: Required<Omit<FleetSchedulerOptions, "onFinalFailure" | "onWake" | "onLost" | "onRefused">> & FleetSchedulerOptions;
+  private readonly o: Required<Omit<FleetSchedulerOptions, "onFinalFailure" | "onWake" | "onLost" | "onRefused" | "onRotate">> & FleetSchedulerOptions;
+  /** Per scope this daemon has run: the rotation count its session was made under. */
+  private readonly rotationSeen = new Map<string, number>();
   private readonly refusals: RefusalCoalescer;
 
   constructor(opts: FleetSchedulerOptions) {
@@ -340,6 +347,7 @@ export class FleetScheduler {
         batch = await this.batchOf(h, turnId, 1, false, []);
       }
       if (batch) {
+        await this.followRotation(h.scope);
         this.ready.push(batch);
         return;
       }
@@ -348,6 +356,15 @@ export class FleetScheduler {
     } finally {
       h.busy = false;
     }
+  }
+
+  /** Ends this daemon's session of the scope when the fleet rotated it since (see onRotate). */
+  private async followRotation(scope: Scope): Promise<void> {
+    const epoch = await this.o.store.rotationEpoch(scope.key, scope.channel);
+    const seen = this.rotationSeen.get(scope.key);
+    this.rotationSeen.set(scope.key, epoch);
+    // Never run here before: there is no session of it to end.
+    if (seen !== undefined && seen !== epoch) await this.o.onRotate?.(scope.key);
   }
 
   /** An open turn of a scope we now hold: a due retry, or a turn its holder left running. */

@@ -339,6 +339,21 @@ export class PostgresStore implements StateStore {
   }
 
   /**
+   * `!rotate` for the fleet: bumps the rotation count of a scope (or of a whole channel).
+   * A daemon about to run the scope compares it with the count it saw when its session
+   * was made, and starts a fresh session when it moved.
+   */
+  async bumpRotation(key: string): Promise<void> {
+    await this.pool.query(`INSERT INTO ${S}.claims (key, at) VALUES ('rotate:' || $1, 1) ON CONFLICT (key) DO UPDATE SET at = ${S}.claims.at + 1`, [key]);
+  }
+
+  /** The scope's rotations plus its channel's (see bumpRotation). */
+  async rotationEpoch(scope: string, channel: string): Promise<number> {
+    const r = await this.pool.query<{ n: string | null }>(`SELECT sum(at) AS n FROM ${S}.claims WHERE key IN ('rotate:' || $1, 'rotate:' || $2)`, [scope, channel]);
+    return Number(r.rows[0]?.n ?? 0);
+  }
+
+  /**
    * True for the first claim of `name` in the current period of `periodMs`, periods cut
    * by the database's clock so that daemons with drifting clocks agree on them.
    */
@@ -383,7 +398,8 @@ export class PostgresStore implements StateStore {
       await c.query(`DELETE FROM ${S}.events WHERE state NOT IN ('waiting', 'in_turn') AND accepted_at < $1`, [cutoff]);
       await c.query(`DELETE FROM ${S}.turns WHERE state NOT IN ('queued', 'running') AND updated_at < $1`, [cutoff]);
       await c.query(`DELETE FROM ${S}.controls WHERE created_at < $1`, [Math.floor(cutoff / 1000)]);
-      await c.query(`DELETE FROM ${S}.claims WHERE at < $1`, [cutoff]);
+      // Rotation counts are counters, not times: they stay.
+      await c.query(`DELETE FROM ${S}.claims WHERE at < $1 AND NOT starts_with(key, 'rotate:')`, [cutoff]);
       // Scopes nobody holds and with nothing left to do; a new mention recreates the row.
       await c.query(
         `DELETE FROM ${S}.scopes s WHERE s.holder IS NULL
