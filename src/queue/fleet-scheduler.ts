@@ -137,9 +137,10 @@ export class FleetScheduler {
     const canRetry = opts.retry !== false && !r.recovered && r.attempts < this.o.maxAttempts;
     if (canRetry) {
       const { baseMs, factor, maxMs } = this.o.backoff;
-      const dueAt = Date.now() + Math.min(maxMs, baseMs * factor ** (r.attempts - 1));
-      this.o.logger.warn({ evt: "queue.turn_retry", turn: turnId, scope: r.scope.key, attempt: r.attempts, retry_in_ms: dueAt - Date.now(), error });
-      this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "queued", attempts: r.attempts, next_attempt_at: dueAt, recovered: 0, error }, this.o.daemon.id), r.held);
+      const delay = Math.min(maxMs, baseMs * factor ** (r.attempts - 1));
+      this.o.logger.warn({ evt: "queue.turn_retry", turn: turnId, scope: r.scope.key, attempt: r.attempts, retry_in_ms: delay, error });
+      // Due by the database's clock, so a daemon with a drifting clock retries neither early nor late.
+      this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "queued", attempts: r.attempts, next_attempt_at: 0, recovered: 0, error }, this.o.daemon.id, delay), r.held);
       return "retry";
     }
     this.o.logger.error({ evt: "queue.turn_failed", turn: turnId, scope: r.scope.key, attempts: r.attempts, error });
@@ -341,7 +342,8 @@ export class FleetScheduler {
     try {
       const work = await store.scopeWork(h.scope.key, this.o.batchSize);
       let batch: Batch | undefined;
-      if (work.turn) batch = await this.resume(h, work.turn, from);
+      // A retry not yet due: the scope is released until then (claims look at due retries only).
+      if (work.turn) batch = work.turn.state === "queued" && !work.due ? undefined : await this.resume(h, work.turn, from);
       else if (work.waiting.length) {
         const turnId = await store.startTurn(h.scope.key, h.scope.channel, work.waiting);
         batch = await this.batchOf(h, turnId, 1, false, []);
@@ -370,7 +372,6 @@ export class FleetScheduler {
   /** An open turn of a scope we now hold: a due retry, or a turn its holder left running. */
   private async resume(h: Held, t: TurnRecord, from: string | null): Promise<Batch | undefined> {
     const { store } = this.o;
-    if (t.state === "queued" && t.next_attempt_at > Date.now()) return undefined; // not due: released until then
     const leftRunning = t.state === "running";
     const recovered = leftRunning || t.recovered === 1;
     if (leftRunning && (t.recovered === 1 || t.attempts >= this.o.maxAttempts)) {

@@ -73,16 +73,16 @@ export class FleetLeases {
 
   /**
    * Claims up to `limit` scopes with open work (waiting events, a turn left running, or a
-   * retry due by `now`) that nobody holds or whose lease expired, oldest waiting work first.
+   * retry due by the database's clock) that nobody holds or whose lease expired, oldest waiting work first.
    */
-  async claim(daemon: string, limit: number, ttlMs: number, now = Date.now()): Promise<ClaimedScope[]> {
+  async claim(daemon: string, limit: number, ttlMs: number): Promise<ClaimedScope[]> {
     if (limit <= 0) return [];
     const r = await this.pool.query<{ key: string; channel: string; was: string | null }>(
       `WITH pick AS (
          SELECT c.key, c.holder AS was FROM ${S}.scopes c
          WHERE (c.holder IS NULL OR c.lease_until < now())
            AND (EXISTS (SELECT 1 FROM ${S}.events e WHERE e.scope = c.key AND e.state = 'waiting')
-             OR EXISTS (SELECT 1 FROM ${S}.turns t WHERE t.scope = c.key AND (t.state = 'running' OR (t.state = 'queued' AND t.next_attempt_at <= $4))))
+             OR EXISTS (SELECT 1 FROM ${S}.turns t WHERE t.scope = c.key AND (t.state = 'running' OR (t.state = 'queued' AND t.next_attempt_at <= (extract(epoch FROM now()) * 1000)::bigint))))
          ORDER BY (SELECT min(e.created_at) FROM ${S}.events e WHERE e.scope = c.key AND e.state IN ('waiting', 'in_turn')) NULLS LAST, c.key
          LIMIT $2
          FOR UPDATE SKIP LOCKED
@@ -90,7 +90,7 @@ export class FleetLeases {
        UPDATE ${S}.scopes s SET holder = $1, lease_until = now() + $3 * interval '1 millisecond'
        FROM pick WHERE s.key = pick.key
        RETURNING s.key, s.channel, pick.was`,
-      [daemon, limit, ttlMs, now],
+      [daemon, limit, ttlMs],
     );
     return r.rows.map((row) => ({ key: row.key, channel: row.channel, from: row.was === daemon ? null : row.was }));
   }

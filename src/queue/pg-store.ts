@@ -236,9 +236,12 @@ export class PostgresStore implements StateStore {
    * A held scope's next work, for the fleet scheduler: its open turn (running, left by a
    * holder that died; or queued for a retry) if any, else its oldest waiting events.
    */
-  async scopeWork(scope: string, batchSize: number): Promise<{ turn?: TurnRecord; waiting: string[] }> {
-    const t = await this.pool.query<TurnRow>(`SELECT * FROM ${S}.turns WHERE scope = $1 AND state IN ('queued', 'running') ORDER BY id LIMIT 1`, [scope]);
-    if (t.rows[0]) return { turn: toTurn(t.rows[0]), waiting: [] };
+  async scopeWork(scope: string, batchSize: number): Promise<{ turn?: TurnRecord; due?: boolean; waiting: string[] }> {
+    const t = await this.pool.query<TurnRow & { due: boolean }>(
+      `SELECT *, next_attempt_at <= (extract(epoch FROM now()) * 1000)::bigint AS due FROM ${S}.turns WHERE scope = $1 AND state IN ('queued', 'running') ORDER BY id LIMIT 1`,
+      [scope],
+    );
+    if (t.rows[0]) return { turn: toTurn(t.rows[0]), due: t.rows[0].due, waiting: [] };
     const w = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at, id LIMIT $2`, [scope, batchSize]);
     return { waiting: w.rows.map((r) => r.id) };
   }
@@ -247,14 +250,15 @@ export class PostgresStore implements StateStore {
    * Like updateTurn, but only while the turn is still in state `from` (a turn cancelled by
    * the owner through another daemon stays cancelled) and `holder` holds its scope (a
    * daemon whose scope was taken over cannot touch the new holder's attempt). False when
-   * either is no longer so.
+   * either is no longer so. `retryInMs`: next_attempt_at is that long from now by the
+   * database's clock (which every daemon shares), instead of `t.next_attempt_at`.
    */
-  async updateTurnFrom(from: TurnRecord["state"], t: TurnUpdate, holder: string): Promise<boolean> {
+  async updateTurnFrom(from: TurnRecord["state"], t: TurnUpdate, holder: string, retryInMs?: number): Promise<boolean> {
     return this.tx(async (c) => {
       const r = await c.query(
-        `UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = $3, recovered = $4, error = $5, updated_at = $6
+        `UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = coalesce((extract(epoch FROM now()) * 1000)::bigint + $10::bigint, $3), recovered = $4, error = $5, updated_at = $6
          WHERE id = $7 AND state = $8 AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = ${S}.turns.scope AND s.holder = $9)`,
-        [t.state, t.attempts, t.next_attempt_at, t.recovered, t.error, Date.now(), t.id, from, holder],
+        [t.state, t.attempts, t.next_attempt_at, t.recovered, t.error, Date.now(), t.id, from, holder, retryInMs ?? null],
       );
       if (!r.rowCount) return false;
       if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
