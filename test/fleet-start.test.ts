@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { execFile } from "node:child_process";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { World } from "./fixtures/world.js";
+import { KIND } from "../src/relay/kinds.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
 
 let server: PgServer | undefined;
@@ -89,4 +90,24 @@ test("a daemon of another identity on a fleet's database is refused and exits, s
   assert.match(bad.stdout, /✗ database +.*belongs to another agent identity/);
   assert.ok(!(ok.stdout + ok.stderr + bad.stdout + bad.stderr).includes(server!.password), "doctor shows no password");
   assert.equal(await first.stop(), 0);
+});
+
+test("with edits subscribed, an edit of a mention the fleet accepted is not taken for a new mention by any daemon", { timeout: 60_000 }, async (ctx) => {
+  if (skip) return ctx.skip(skip);
+  const url = await server!.createDatabase();
+  const env = { BUZZ_BRIDGE_DATABASE_URL: url };
+  const daemons = [
+    await w.startDaemon({}, { configFile: w.writeConfig(fleetConfig(3, { http: undefined, defaults: { kinds: [9, 40003] } }), "fleet-3.yaml"), env }),
+    await w.startDaemon({}, { configFile: w.writeConfig(fleetConfig(4, { http: undefined, defaults: { kinds: [9, 40003] } }), "fleet-4.yaml"), env }),
+  ];
+  const original = await w.owner.post("@agent please summarise the release notes");
+  await w.waitReplies(original, 1, 30_000);
+  const c = await w.owner.relay();
+  const { outcome } = await c.send({ kind: 40003, created_at: Math.floor(Date.now() / 1000), content: "@agent please summarise the release notes (typo fixed)", tags: [["h", w.channel], ["e", original.id], ["p", w.agent.pk]] });
+  assert.equal(outcome.status, "accepted");
+  await Promise.all(daemons.map((d) => d.waitLog((l) => l.evt === "gate.denied" && l.reason === "edit-of-handled", 10_000).catch(() => undefined)));
+  await new Promise((r) => setTimeout(r, 3000));
+  const agentMessages = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#h": [w.channel] });
+  assert.deepEqual(agentMessages.map((m) => m.tags.find((t) => t[0] === "e")?.[1]).filter((e) => e !== original.id), [], "nothing answers the edit");
+  for (const d of daemons) assert.equal(await d.stop(), 0);
 });

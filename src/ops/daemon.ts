@@ -225,7 +225,8 @@ export class Daemon {
       owner: cfg.identity.owner,
       config: cfg,
       channel: (id) => this.directory.get(id),
-      handled: (id) => this.store.has(id),
+      // In a fleet the event may be stored by another daemon: each daemon notes what its gate accepted.
+      handled: (id) => this.store.has(id) || (!!this.fleetStore && this.store.hasClaim(`accepted:${id}`)),
       verify: verifySignature,
     };
     if (cfg.identity.owner) {
@@ -427,8 +428,12 @@ export class Daemon {
       if (decision.action === "accept" && (await this.scheduler.accept(ev, decision.channel.id))) {
         this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey, ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
       }
-      // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor moves here.
-      if (decision.action === "accept" && this.fleetStore) this.store.noteSeen(decision.channel.id, ev.created_at);
+      // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor
+      // moves here, and it notes the event as handled (an edit of it is not a new mention).
+      if (decision.action === "accept" && this.fleetStore) {
+        this.store.noteSeen(decision.channel.id, ev.created_at);
+        this.store.claimOnce(`accepted:${ev.id}`, Number.MAX_SAFE_INTEGER);
+      }
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }

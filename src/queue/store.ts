@@ -159,6 +159,7 @@ export class QueueStore {
       pruneControls: db.prepare("DELETE FROM controls WHERE created_at < ?"),
       claimOnce: db.prepare("INSERT INTO claims (key, at) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET at = excluded.at WHERE claims.at <= ?"),
       pruneClaims: db.prepare("DELETE FROM claims WHERE at < ?"),
+      hasClaim: db.prepare("SELECT 1 FROM claims WHERE key = ?"),
       pruneEvents: db.prepare(`DELETE FROM events WHERE state NOT IN ('waiting', 'in_turn') AND accepted_at < ?`),
       saveSession: db.prepare("INSERT OR REPLACE INTO sessions (scope, agent, session_id, updated_at) VALUES (?, ?, ?, ?)"),
       getSession: db.prepare("SELECT session_id FROM sessions WHERE scope = ? AND agent = ?"),
@@ -274,6 +275,11 @@ export class QueueStore {
   /** True when `key` was not claimed within the last `windowMs`; claims it now. */
   claimOnce(key: string, windowMs: number, now = Date.now()): boolean {
     return this.stmt.claimOnce.run(key, now, now - windowMs).changes > 0;
+  }
+
+  /** Whether `key` was ever claimed (and not pruned yet). */
+  hasClaim(key: string): boolean {
+    return this.stmt.hasClaim.get(key) !== undefined;
   }
 
   /**
