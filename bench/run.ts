@@ -8,10 +8,16 @@
  *   1     bench/proxy.ts     proxy overhead vs direct and a byte copier
  *   2     bench/hooks.ts     merged _Stop over 1/5/10 gates (5 ms each) vs one gate directly; one gate hung
  *   3, 4  bench/mention.ts   publish → gate decision vs nostr-tools; publish → session/prompt warm vs cold
- *   3, 5  bench/relay.ts     relay client handler latency vs nostr-tools; subscribing 500 channels
+ *   3, 5a bench/relay.ts     relay client handler latency vs nostr-tools; the client alone subscribing 500 channels
+ *   5, 9  bench/quota.ts     at the daemon through a frame-counting proxy, relay with Buzz's limits:
+ *                            REQ frames to subscribe 500 channels; frames refused at start and in a
+ *                            20-mention burst; the burst's last reply vs its quota bound
  *   6, 7  bench/busy.ts      20,000 denied events: decisions/s, CPU, signature checks; RSS
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
- *   9     bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
+ *   4s    bench/mention.ts   publish → session/prompt, warm spare, sandboxed vs not
+ *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
+ *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
+ *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
  */
@@ -76,6 +82,7 @@ async function main(): Promise<void> {
       nostr_tools: { n: m.nostrTools.length, median: r3(pct(m.nostrTools, 50)), p99: r3(pct(m.nostrTools, 99)) },
       prompt_warm: m.promptWarm.map(r3),
       prompt_cold: m.promptCold.map(r3),
+      prompt_warm_unsandboxed: m.promptWarmPlain.map(r3),
     };
     const g = pct(m.gate, 50);
     const b = pct(m.nostrTools, 50);
@@ -83,6 +90,8 @@ async function main(): Promise<void> {
     const w = pct(m.promptWarm, 50);
     const c = pct(m.promptCold, 50);
     rows.push({ figure: "4", measure: "mention: relay publish → session/prompt to the demo agent, warm spare", samples: m.promptWarm.length, median: r3(w), p99: r3(pct(m.promptWarm, 99)), unit: "ms", baseline: `${fmt(Number(r3(c)))} ms: cold spawn (p99 ${fmt(Number(r3(pct(m.promptCold, 99))))})`, ratio: r3(w / c), target: "warm < cold", met: w < c });
+    const wp = pct(m.promptWarmPlain, 50);
+    rows.push({ figure: "4s", measure: "mention: relay publish → session/prompt, warm spare, agent sandbox (auto) vs none", samples: m.promptWarm.length, median: r3(w), p99: r3(pct(m.promptWarm, 99)), unit: "ms", baseline: `${fmt(Number(r3(wp)))} ms: warm spare, agent.sandbox: off (p99 ${fmt(Number(r3(pct(m.promptWarmPlain, 99))))})`, ratio: r3(w / wp), target: "≤ 1.2× (sandbox set up before the mention)", met: w / wp <= 1.2 });
   } else {
     rows.push(failed("3", "mention → gate decision", mention.error), failed("4", "mention → session/prompt", mention.error));
   }
@@ -94,9 +103,32 @@ async function main(): Promise<void> {
     const r = relay.value as Raw;
     raw.relay = r;
     rows.push({ figure: "3b", measure: "relay client alone: publish → handler", samples: r.relay_mentions!, median: r.relay_latency_median_ms!, p99: r.relay_latency_p99_ms!, unit: "ms", baseline: `${fmt(Number(r.nostr_tools_latency_median_ms))} ms: nostr-tools subscriber (p99 ${fmt(Number(r.nostr_tools_latency_p99_ms))})`, ratio: r.relay_latency_median_vs_nostr_tools!, target: "≤ 1.2×", met: r.relay_latency_median_vs_nostr_tools! <= 1.2 });
-    rows.push({ figure: "5", measure: `subscribe 500 channels: time to EOSE (${r.relay_subscribe_500_req_frames} REQ frames)`, samples: 1, median: r.relay_subscribe_500_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(r.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(r.per_channel_subscribe_500_req_frames))} frames)`, ratio: r.relay_subscribe_500_vs_per_channel!, target: "≤ 3 frames, < 1 s", met: r.relay_subscribe_500_req_frames! <= 3 && r.relay_subscribe_500_ms! < 1000 });
+    rows.push({ figure: "5a", measure: `relay client alone: subscribe 500 channels, time to EOSE (${r.relay_subscribe_500_req_frames} REQ frames)`, samples: 1, median: r.relay_subscribe_500_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(r.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(r.per_channel_subscribe_500_req_frames))} frames)`, ratio: r.relay_subscribe_500_vs_per_channel!, target: "≤ 3 frames, < 1 s", met: r.relay_subscribe_500_req_frames! <= 3 && r.relay_subscribe_500_ms! < 1000 });
   } else {
-    rows.push(failed("5", "subscribe 500 channels", relay.error));
+    rows.push(failed("5a", "relay client alone: subscribe 500 channels", relay.error));
+  }
+
+  // 5 (at the daemon), 9.
+  const quota = await part("quota", async () => (await import("./quota.js")).benchQuota());
+  seconds.quota = quota.seconds;
+  if (quota.ok) {
+    const q = quota.value as Raw;
+    raw.quota = q;
+    const perChannel = relay.ok ? (relay.value as Raw) : undefined;
+    rows.push({
+      figure: "5",
+      measure: `daemon (run) subscribes 500 channels at start, through a frame-counting proxy: time to subscribed (${q.daemon_subscribe_500_req_frames} REQ frames)`,
+      samples: 1, median: q.daemon_subscribe_500_ms!, p99: null, unit: "ms",
+      baseline: perChannel ? `${fmt(Number(perChannel.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(perChannel.per_channel_subscribe_500_req_frames))} frames)` : "—",
+      ratio: perChannel ? r3(q.daemon_subscribe_500_ms! / perChannel.per_channel_subscribe_500_ms!) : null,
+      target: "≤ 3 frames", met: q.daemon_subscribe_500_req_frames! <= 3,
+    });
+    rows.push({ figure: "9", measure: "Buzz-quota relay: frames of the daemon's refused during start with 500 channels", samples: 1, median: q.start_refused_frames!, p99: null, unit: "frames", baseline: "—", ratio: null, target: "0", met: q.start_refused_frames === 0 });
+    rows.push({ figure: "9", measure: `Buzz-quota relay: frames of the daemon's refused during a burst of ${q.burst_mentions} owner mentions in ${q.burst_mentions} channels (${q.burst_frames_sent} frames sent)`, samples: 1, median: q.burst_refused_frames!, p99: null, unit: "frames", baseline: "—", ratio: null, target: "0", met: q.burst_refused_frames === 0 });
+    rows.push({ figure: "9", measure: "burst: last reply after the mentions, vs the quota-bound time of its replies alone", samples: 1, median: q.burst_last_reply_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(q.burst_replies_quota_bound_ms))} ms: ${q.burst_mentions} replies at 50 frames per 5 s`, ratio: q.burst_last_reply_vs_quota_bound!, target: "—", met: null });
+    rows.push({ figure: "9", measure: "burst: last reply under Buzz's quota vs the same burst without quota or budget (agent turns set the pace)", samples: 1, median: q.burst_last_reply_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(q.unlimited_burst_last_reply_ms))} ms: no relay quota, no frame budget`, ratio: q.burst_last_reply_vs_unlimited!, target: "≤ 1.2×", met: q.burst_last_reply_vs_unlimited! <= 1.2 });
+  } else {
+    rows.push(failed("5", "daemon subscribes 500 channels", quota.error), failed("9", "frames refused / burst under Buzz's quota", quota.error));
   }
 
   // 6, 7.
@@ -125,6 +157,19 @@ async function main(): Promise<void> {
     rows.push({ figure: "8", measure: "dev relay: events delivered to a subscriber per second", samples: d.devrelay_events!, median: d.devrelay_delivered_per_s!, p99: null, unit: "/s", baseline: `${fmt(Number(d.ws_echo_frames_per_s))}/s: bare ws echo`, ratio: d.devrelay_delivered_vs_echo!, target: "—", met: null });
   } else {
     rows.push(failed("8", "dev relay throughput", dev.error));
+  }
+
+  // 9 — the agent sandbox's start-up cost.
+  const sandbox = await part("sandbox", async () => (await import("./sandbox.js")).benchSandbox());
+  seconds.sandbox = sandbox.seconds;
+  if (sandbox.ok) {
+    const sb = sandbox.value;
+    raw.sandbox = { sandboxed: sb.sandboxed.map(r3), unsandboxed: sb.plain.map(r3) };
+    const sm = pct(sb.sandboxed, 50);
+    const pm = pct(sb.plain, 50);
+    rows.push({ figure: "9", measure: "agent cold start (acquire → session ready, demo agent) in the bubblewrap sandbox", samples: sb.sandboxed.length, median: r3(sm), p99: r3(pct(sb.sandboxed, 99)), unit: "ms", baseline: `${fmt(Number(r3(pm)))} ms: same spawn unsandboxed (p99 ${fmt(Number(r3(pct(sb.plain, 99))))})`, ratio: r3(sm / pm), target: "≤ 1.2×", met: sm / pm <= 1.2 });
+  } else {
+    rows.push(failed("9", "agent cold start in the sandbox", sandbox.error));
   }
 
   // 1, 2 — last: the longest part.
@@ -162,7 +207,23 @@ async function main(): Promise<void> {
     rows.push(failed("2", "hook fan-out", hooks.error));
   }
 
-  // 9 — fleet mode on PostgreSQL.
+  // 10 — a message arriving mid-turn: publish → the agent has it, steer vs queue.
+  const midTurn = await part("midturn", async () => (await import("./midturn.js")).benchMidTurn());
+  seconds.midturn = midTurn.seconds;
+  if (midTurn.ok) {
+    const m = midTurn.value;
+    raw.midturn = m;
+    const q = pct(m.queue, 50);
+    const base = `${fmt(Number(r3(q)))} ms: queue, same ${m.turn_ms} ms scripted turn (p99 ${fmt(Number(r3(pct(m.queue, 99))))})`;
+    for (const [label, xs] of [["steer, native (_session/steering)", m.native], ["steer, cancel-and-merge", m.merge]] as const) {
+      const med = pct(xs, 50);
+      rows.push({ figure: "10", measure: `mid-turn message: publish → agent has it, ${label}, sent ${m.send_after_ms} ms into the turn`, samples: xs.length, median: r3(med), p99: r3(pct(xs, 99)), unit: "ms", baseline: base, ratio: r3(med / q), target: "< queue", met: med < q });
+    }
+  } else {
+    rows.push(failed("10", "mid-turn message latency", midTurn.error));
+  }
+
+  // 11 — fleet mode on PostgreSQL.
   const fleet = await part("fleet", async () => (await import("./fleet.js")).benchFleet());
   seconds.fleet = fleet.seconds;
   if (fleet.ok) {
@@ -171,14 +232,14 @@ async function main(): Promise<void> {
     const one = f.per_minute["1"]!;
     for (const n of ["2", "3"]) {
       const scale = f.scaling[n]!;
-      rows.push({ figure: "9", measure: `fleet: mentions answered per minute with ${n} daemons (${f.mentions} mentions, ${f.think_ms} ms think, max_concurrent ${f.max_concurrent} each)`, samples: f.mentions, median: f.per_minute[n]!, p99: null, unit: "/min", baseline: `${fmt(one)}/min: 1 daemon`, ratio: scale, target: `≥ ${0.75 * Number(n)}× (0.75 per daemon)`, met: scale >= 0.75 * Number(n) });
+      rows.push({ figure: "11", measure: `fleet: mentions answered per minute with ${n} daemons (${f.mentions} mentions, ${f.think_ms} ms think, max_concurrent ${f.max_concurrent} each)`, samples: f.mentions, median: f.per_minute[n]!, p99: null, unit: "/min", baseline: `${fmt(one)}/min: 1 daemon`, ratio: scale, target: `≥ ${0.75 * Number(n)}× (0.75 per daemon)`, met: scale >= 0.75 * Number(n) });
     }
-    rows.push({ figure: "9", measure: "fleet: SIGKILL of a daemon running a turn → a survivor takes its scope over", samples: 1, median: f.takeover_ms, p99: null, unit: "ms", baseline: `${fmt(f.lease_ms)} ms: the lease period`, ratio: r3(f.takeover_ms / f.lease_ms), target: "≤ lease + 2 s", met: f.takeover_ms <= f.lease_ms + 2000 });
+    rows.push({ figure: "11", measure: "fleet: SIGKILL of a daemon running a turn → a survivor takes its scope over", samples: 1, median: f.takeover_ms, p99: null, unit: "ms", baseline: `${fmt(f.lease_ms)} ms: the lease period`, ratio: r3(f.takeover_ms / f.lease_ms), target: "≤ lease + 2 s", met: f.takeover_ms <= f.lease_ms + 2000 });
     const pg = pct(f.accept_ms.postgres, 50);
     const sq = pct(f.accept_ms.sqlite, 50);
-    rows.push({ figure: "9", measure: "fleet: store cost per accepted mention, PostgreSQL (loopback)", samples: f.accept_ms.postgres.length, median: r3(pg), p99: r3(pct(f.accept_ms.postgres, 99)), unit: "ms", baseline: `${fmt(r3(sq))} ms: SQLite (WAL, synchronous NORMAL)`, ratio: r3(pg / sq), target: "—", met: null });
+    rows.push({ figure: "11", measure: "fleet: store cost per accepted mention, PostgreSQL (loopback)", samples: f.accept_ms.postgres.length, median: r3(pg), p99: r3(pct(f.accept_ms.postgres, 99)), unit: "ms", baseline: `${fmt(r3(sq))} ms: SQLite (WAL, synchronous NORMAL)`, ratio: r3(pg / sq), target: "—", met: null });
   } else {
-    rows.push(failed("9", "fleet mode", fleet.error));
+    rows.push(failed("11", "fleet mode", fleet.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));

@@ -14,7 +14,8 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, REPO, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "./fixtures/world.js";
+import { claudeCodeAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { KIND } from "../src/relay/kinds.js";
 import { threadRootOf } from "../src/relay/events.js";
 // @ts-expect-error — plain ESM fixture without type declarations
@@ -29,14 +30,6 @@ interface FakeApi {
   close(): Promise<void>;
 }
 
-/** The package's own bin (an executable `#!/usr/bin/env node` script), so a renamed bin fails here with a clear message. */
-function claudeCodeAcpBin(): string {
-  const dir = join(REPO, "node_modules", "@zed-industries", "claude-code-acp");
-  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
-  const rel = pkg.bin["claude-code-acp"];
-  if (!rel) throw new Error(`${dir}/package.json has no "claude-code-acp" bin (bins: ${Object.keys(pkg.bin).join(", ")})`);
-  return join(dir, rel);
-}
 
 const REPLY = "Hi owner, the build room ships releases (sent with send_message).";
 const FINAL = "Plain final text from the model, no tool used.";
@@ -48,13 +41,18 @@ let home: string;
 /** The first test's mention: later tests continue its thread (and so its agent session). */
 let firstMention: Event;
 
-/** Live processes whose environment carries our scratch HOME: the agent and the Claude CLI it spawned. */
+/**
+ * Live processes whose environment carries our scratch HOME: the agent and the Claude CLI
+ * it spawned. In the agent sandbox (agent.sandbox: auto, where bubblewrap works) HOME is the
+ * channel's own under the state directory instead of the configured one.
+ */
 function processesWithHome(dir: string): number[] {
+  const homes = [`HOME=${dir}`, `HOME=${join(w.dir, "state", "homes", "build-room")}`];
   const pids: number[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      if (readFileSync(`/proc/${name}/environ`, "utf8").split("\0").includes(`HOME=${dir}`)) pids.push(Number(name));
+      if (readFileSync(`/proc/${name}/environ`, "utf8").split("\0").some((v) => homes.includes(v))) pids.push(Number(name));
     } catch {
       /* gone, or not ours to read */
     }
@@ -71,18 +69,9 @@ before(async () => {
     agent: {
       command: claudeCodeAcpBin(),
       args: [],
-      env: {
-        ANTHROPIC_BASE_URL: api.url,
-        ANTHROPIC_API_KEY: "test",
-        IS_SANDBOX: "1", // the tests may run as root; Claude refuses bypass mode as root otherwise
-        ENABLE_TOOL_SEARCH: "false", // MCP tools in `tools`, not deferred behind ToolSearch
-        HOME: home,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        DISABLE_TELEMETRY: "1",
-        DISABLE_AUTOUPDATER: "1",
-        NO_PROXY: "127.0.0.1,localhost",
-      },
+      env: { ...offlineClaudeEnv(api.url), HOME: home },
       mode: "default",
+      model: "haiku", // claude-code-acp offers default, opus, opus[1m], haiku through its model selector
       permissions: "allow",
       idle_timeout: "40s",
     },
@@ -113,6 +102,16 @@ test("claude-code-acp answers a mention by calling the proxy's send_message; the
   assert.match(seen, /what is this room for\?/, "the model saw the question");
   const all = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
   assert.equal(all.length, 1, "one reply: no fallback on top of the tool reply");
+});
+
+test("agent.model is applied through claude-code-acp's model selector: the model API is asked for that model", async () => {
+  const turns = api.turnRequests();
+  assert.ok(turns.length > 0, "the first test ran a turn");
+  const models = [...new Set(turns.map((r) => String((r.body as { model?: unknown }).model)))];
+  assert.equal(models.length, 1, `one model for every turn request: ${models.join(", ")}`);
+  assert.match(models[0]!, /haiku/, "the configured model, not Claude Code's default");
+  const opened = await d.waitLog((l) => l.evt === "agent.session_open", 5_000);
+  assert.equal(opened.model, "haiku", "the session log line names the model");
 });
 
 test("when the model only writes text, the bridge publishes it as the fallback reply", async () => {
@@ -148,6 +147,27 @@ test("!cancel stops a real agent's stalled turn, and the thread's session answer
   const [reply] = await w.waitReplies(next, 1, 60_000);
   assert.equal(reply!.content, REPLY);
   assert.equal(threadRootOf(reply!), firstMention.id);
+});
+
+test("mid_turn steer with claude-code-acp (no native steering): a message in the thread while the model stalls cancels and re-prompts the same session; the model sees it framed as arriving mid-work; one reply", async () => {
+  api.setMode("hang");
+  const stalled = await w.owner.post("@agent refactor the release script");
+  for (const deadline = Date.now() + 30_000; api.hangingCount === 0; await new Promise((r) => setTimeout(r, 100))) {
+    assert.ok(Date.now() < deadline, "the agent never asked the model for the stalled turn");
+  }
+  const before = api.turnRequests().length;
+  api.setMode("tool");
+  const steer = await w.owner.post("@agent also keep the old flags working", { replyTo: stalled });
+  const line = await d.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(steer.id), 30_000);
+  assert.equal(line.method, "cancel-merge", "claude-code-acp 0.16 does not advertise _session/steering");
+  const [reply] = await w.waitReplies(stalled, 1, 75_000);
+  assert.equal(reply!.content, REPLY);
+  await w.waitReaction(stalled, "✅", 30_000);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal((await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [stalled.id] })).length, 1, "one reply for both messages");
+  const later = JSON.stringify(api.turnRequests().slice(before).map((r) => r.body.messages));
+  assert.match(later, /arrived while you were working/, "the model was told the message came mid-work");
+  assert.match(later, /also keep the old flags working/);
 });
 
 test("on SIGTERM the daemon exits 0 and leaves no Claude process behind", async () => {

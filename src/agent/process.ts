@@ -9,6 +9,7 @@
  * non-JSON on stdout before the handshake (usually a CLI that is not an ACP agent), no
  * answer to `initialize` in time, or an unsupported protocol version.
  */
+import { steeringAdvertised } from "./steering.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { Readable, Writable } from "node:stream";
@@ -43,6 +44,8 @@ export interface AgentProcessOptions {
   stderrLevel?: "debug" | "info" | "warn";
   /** `agent.auth_method`: ACP `authenticate` with this method after `initialize` (codex-acp needs "api-key"). */
   authMethod?: string;
+  /** Runs the agent through this (the sandbox: `bwrap <args> -- command args`); errors still name the agent command. */
+  launcher?: { command: string; args: string[] };
 }
 
 export interface ExitInfo {
@@ -63,6 +66,8 @@ export class AgentProcess extends EventEmitter {
   agentInfo: acp.Implementation | undefined;
   capabilities: acp.AgentCapabilities = {};
   authMethods: acp.AuthMethod[] = [];
+  /** The agent advertised native steering (`_session/steering`, see ./steering.ts) at initialize. */
+  steering = false;
   exitInfo: ExitInfo | undefined;
   readonly exited: Promise<ExitInfo>;
   readonly displayCommand: string;
@@ -123,7 +128,8 @@ export class AgentProcess extends EventEmitter {
 
   /** Spawns the agent and completes `initialize`; rejects with AgentStartError. */
   static async start(opts: AgentProcessOptions): Promise<AgentProcess> {
-    const child = spawn(opts.command, opts.args ?? [], {
+    const argv = [opts.command, ...(opts.args ?? [])];
+    const child = spawn(opts.launcher?.command ?? opts.command, opts.launcher ? [...opts.launcher.args, ...argv] : argv.slice(1), {
       cwd: opts.cwd,
       env: opts.env,
       stdio: ["pipe", "pipe", "pipe"],
@@ -213,8 +219,9 @@ export class AgentProcess extends EventEmitter {
           this.agentInfo = init.agentInfo ?? undefined;
           this.capabilities = init.agentCapabilities ?? {};
           this.authMethods = init.authMethods ?? [];
+          this.steering = steeringAdvertised(init);
           this.initialized = true;
-          this.log.info({ evt: "agent.initialized", agent_pid: this.pid, agent: this.agentInfo, capabilities: this.capabilities }, "agent initialized");
+          this.log.info({ evt: "agent.initialized", agent_pid: this.pid, agent: this.agentInfo, capabilities: this.capabilities, steering: this.steering }, "agent initialized");
           settle();
         })
         .catch(async (err: unknown) => {

@@ -10,7 +10,13 @@ import { silentLogger } from "../ops/log.js";
 import { cliPath } from "../ops/cli-path.js";
 import { AgentCrashedError, AgentModeError, AgentProtocolError, TurnInProgressError } from "./errors.js";
 import type { AgentProcess } from "./process.js";
+import { applySessionSettings, currentModel, type SessionSetup } from "./session-settings.js";
 import { TurnControl, type PromptOptions, type TurnLimits, type TurnResult } from "./turn-control.js";
+import { addUsage, SessionUsage, type TurnUsage } from "./usage.js";
+import { readSteerAnswer, steerRequest, STEER_METHOD, type SteerAnswer } from "./steering.js";
+
+/** How long a `_session/steering` request may go unanswered before it counts as ambiguous. */
+const STEER_ANSWER_TIMEOUT_MS = 10_000;
 
 /** The name of the proxy's entry in `mcpServers`; agents prefix tools with it (`mcp__buzz__…`). */
 export const PROXY_SERVER_NAME = "buzz";
@@ -42,6 +48,13 @@ export interface SessionOptions {
   standingContext?: string;
   /** `agent.mode`: selected with session/set_mode after session/new. */
   mode?: string;
+  /** `agent.model` / `agent.effort`: selected after session/new (see session-settings.ts). */
+  model?: string;
+  effort?: string;
+  /** `agent.initial_message`: a brand-new session's first prompt, before the first turn's own. */
+  initialMessage?: string;
+  /** A title for the session: `session/set_title` when offered, else `_meta.sessionTitle` on session/new. */
+  title?: string;
   /** A session id from before a restart: resumed (session/resume) or loaded (session/load) when supported. */
   previousSessionId?: string;
   /** Overrides the proxy command (tests, debugging); default `defaultProxyCommand()`. */
@@ -60,6 +73,14 @@ export class AgentSession {
   private turn: TurnControl | undefined;
   private closed = false;
   turns = 0;
+  /** The model the session runs, when the agent says (usage is counted per model). */
+  model: string | undefined;
+  /** The running turn's state (last activity, for the status page); undefined when idle. */
+  get current(): TurnControl | undefined {
+    return this.turn;
+  }
+  private readonly usage = new SessionUsage();
+  private initialPending: string | undefined;
   /** Set by the pool: called after every turn (success or failure), for idle accounting. */
   onTurnEnd: (() => void) | undefined;
 
@@ -71,8 +92,10 @@ export class AgentSession {
     private readonly standingContext: string,
     private readonly limits: TurnLimits,
     private readonly log: Logger,
+    initialMessage: string | undefined,
   ) {
     this.standingContextPending = standingContextVia === "prompt";
+    this.initialPending = resumed ? undefined : initialMessage || undefined;
     proc.routes.set(sessionId, {
       onUpdate: (n) => this.turn?.onUpdate(n),
       onPermission: (req, signal) =>
@@ -102,6 +125,7 @@ export class AgentSession {
 
     let sessionId: string | undefined;
     let modes: acp.SessionModeState | null | undefined;
+    let setup: SessionSetup = {};
     let resumed = false;
     if (opts.previousSessionId) {
       const prev = opts.previousSessionId;
@@ -109,11 +133,13 @@ export class AgentSession {
         if (caps.sessionCapabilities?.resume) {
           const res = await proc.agent.request(acp.methods.agent.session.resume, { sessionId: prev, cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) });
           modes = res.modes;
+          setup = res;
           sessionId = prev;
         } else if (caps.loadSession) {
           // The agent replays history as updates; no route exists yet, so they are dropped.
           const res = await proc.agent.request(acp.methods.agent.session.load, { sessionId: prev, cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) });
           modes = res?.modes;
+          setup = res ?? {};
           sessionId = prev;
         }
         resumed = sessionId !== undefined;
@@ -121,11 +147,15 @@ export class AgentSession {
         log.warn({ evt: "agent.session_resume_failed", sessionId: prev, err: String(err) }, "could not reopen the previous session; starting a new one");
       }
     }
+    const titleByRequest = !!opts.title && !!caps.sessionCapabilities?.title;
     if (!sessionId) {
+      // Agents that cannot be asked to set a title may still read it from _meta (the Rust bridge's way).
+      const meta = opts.title && !titleByRequest ? { _meta: { sessionTitle: opts.title } } : {};
       const res = await guard("session/new", () =>
-        proc.agent.request(acp.methods.agent.session.new, { cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) }));
+        proc.agent.request(acp.methods.agent.session.new, { cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}), ...meta }));
       sessionId = res.sessionId;
       modes = res.modes;
+      setup = res;
     }
     if (opts.mode) {
       const available = modes?.availableModes.map((m) => m.id) ?? [];
@@ -135,9 +165,20 @@ export class AgentSession {
         await guard("session/set_mode", () => proc.agent.request(acp.methods.agent.session.setMode, { sessionId: id, modeId: opts.mode! }));
       }
     }
-    log.info({ evt: "agent.session_open", agent_pid: proc.pid, sessionId, resumed, standing_context: via, mode: opts.mode }, "agent session open");
+    const id = sessionId;
+    const applied = await applySessionSettings(proc, id, setup, { model: opts.model, effort: opts.effort }, guard);
+    if (titleByRequest) {
+      await guard("session/set_title", () => proc.agent.request(acp.methods.agent.session.setTitle, { sessionId: id, title: opts.title! }));
+    }
+    const model = applied.model ?? currentModel(setup);
+    log.info({
+      evt: "agent.session_open", agent_pid: proc.pid, sessionId, resumed, standing_context: via, mode: opts.mode,
+      model, effort: applied.effort, title: opts.title ? (titleByRequest ? "set_title" : "meta") : undefined,
+    }, "agent session open");
     // A resumed session already had its standing context in its first prompt.
-    return new AgentSession(proc, sessionId, resumed && via === "prompt" ? "none" : via, resumed, standing, limits, log);
+    const session = new AgentSession(proc, sessionId, resumed && via === "prompt" ? "none" : via, resumed, standing, limits, log, opts.initialMessage);
+    session.model = model;
+    return session;
   }
 
   get alive(): boolean {
@@ -157,8 +198,28 @@ export class AgentSession {
     return [{ type: "text", text: this.standingContext }, ...blocks];
   }
 
-  /** Runs one turn. Rejects with AgentCrashedError when the process dies mid-turn. */
-  async prompt(blocks: acp.ContentBlock[], opts: PromptOptions = {}): Promise<TurnResult> {
+  /**
+   * Runs one turn. Rejects with AgentCrashedError when the process dies mid-turn.
+   *
+   * In a brand-new session the first call sends `initialMessage` first, as a prompt of
+   * its own (same limits, same permission handling), then `blocks`; the result is the
+   * second prompt's, with both prompts' usage added. A cancelled or failed initial prompt
+   * ends the call there, and it is not sent again.
+   */
+  async prompt(blocks: acp.ContentBlock[], opts: PromptOptions = {}): Promise<TurnResult & { turnUsage?: TurnUsage }> {
+    if (this.turn) throw new TurnInProgressError(this.sessionId);
+    const initial = this.initialPending;
+    this.initialPending = undefined;
+    if (initial) {
+      const first = await this.promptOnce([{ type: "text", text: initial }], opts, true);
+      if (first.stopReason === "cancelled" || first.killed || first.timedOut) return first;
+      const second = await this.promptOnce(blocks, opts, false);
+      return { ...second, turnUsage: addUsage(first.turnUsage, second.turnUsage) };
+    }
+    return this.promptOnce(blocks, opts, false);
+  }
+
+  private async promptOnce(blocks: acp.ContentBlock[], opts: PromptOptions, initial: boolean): Promise<TurnResult & { turnUsage?: TurnUsage }> {
     if (this.turn) throw new TurnInProgressError(this.sessionId);
     if (!this.alive) {
       const exit = this.proc.exitInfo;
@@ -169,13 +230,16 @@ export class AgentSession {
     this.standingContextPending = false;
     this.turns++;
     const started = Date.now();
+    this.log.debug({ evt: "agent.turn_start", sessionId: this.sessionId, agent_pid: this.proc.pid }, "prompt sent");
     try {
       const result = await turn.run(blocks);
+      const turnUsage = this.usage.of(result);
       this.log.info({
         evt: "agent.turn_end", sessionId: this.sessionId, agent_pid: this.proc.pid, stop: result.stopReason, ms: Date.now() - started,
         tool_calls: result.toolCalls, timed_out: result.timedOut, cancelled_by: result.cancelledBy, killed: result.killed,
+        initial_message: initial || undefined, model: this.model, usage: turnUsage,
       }, "turn ended");
-      return result;
+      return turnUsage ? { ...result, turnUsage } : result;
     } finally {
       this.turn = undefined;
       this.onTurnEnd?.();
@@ -187,11 +251,56 @@ export class AgentSession {
     return this.turn?.holdIdle() ?? (() => undefined);
   }
 
-  /** Cancels the running turn (`!cancel`); false when no turn was running. */
-  cancel(): boolean {
+  /** Cancels the running turn (`!cancel`, or the daemon shutting down); false when no turn was running. */
+  cancel(why: "owner" | "shutdown" = "owner"): boolean {
     if (!this.turn) return false;
-    this.turn.stop("owner");
+    this.turn.stop(why);
     return true;
+  }
+
+  /** Updates of the running turn so far (0 when none runs). */
+  get updatesSoFar(): number {
+    return this.turn?.state.updates ?? 0;
+  }
+
+  /** The agent advertised native steering at initialize. */
+  get steerable(): boolean {
+    return this.proc.steering;
+  }
+
+  /**
+   * Native steer (see ./steering.ts): puts the blocks into the running turn. Never throws:
+   * an error, a timeout or an odd answer comes back as `refused` or `ambiguous`.
+   */
+  async steer(blocks: acp.ContentBlock[]): Promise<SteerAnswer> {
+    if (!this.turn) return { kind: "no-turn", reason: "no turn is running on this session" };
+    if (!this.alive) return { kind: "refused", reason: "the agent process is gone" };
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), STEER_ANSWER_TIMEOUT_MS)));
+    const request = this.proc.agent.request(STEER_METHOD, steerRequest(this.sessionId, blocks)).then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    const settled = await Promise.race([request, timeout]).finally(() => clearTimeout(timer));
+    // Unanswered is ambiguous, not refused: the agent may have taken the message after all.
+    if (settled === "timeout") return { kind: "ambiguous", reason: `no answer within ${STEER_ANSWER_TIMEOUT_MS / 1000}s` };
+    return readSteerAnswer(settled);
+  }
+
+  /**
+   * Cancels the running turn so the bridge can prompt again with new messages merged in
+   * (session/cancel; killed after `cancel_grace` if ignored). False when no turn ran.
+   */
+  interruptForSteer(): boolean {
+    if (!this.turn) return false;
+    this.turn.stop("steer");
+    return true;
+  }
+
+  /** `session/cancel` with no turn of ours running: stops a turn the agent started by itself (a steer it took as a new prompt). */
+  cancelStray(): void {
+    if (this.turn || !this.alive) return;
+    this.proc.agent.notify(acp.methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
   }
 
   /** Stops routing this session's traffic (the process is the pool's to close). */

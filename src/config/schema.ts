@@ -47,10 +47,18 @@ const stringMap = z.record(z.string(), z.string());
 export const RespondTo = z.enum(["owner-only", "allowlist", "anyone", "nobody"]);
 export const OnDenied = z.enum(["silent", "react", "reply"]);
 export const ReplyFallback = z.enum(["final_text", "notice", "off"]);
+/**
+ * What a message does when it arrives in a scope whose turn is running: `steer` it into the
+ * turn (natively when the agent offers steering, else cancel and re-prompt the same session
+ * with it merged), `queue` it for the next turn, `interrupt` the turn with it (it supersedes
+ * the earlier request), or `owner-interrupt`: interrupt for the owner's messages, queue others.
+ */
+export const MidTurn = z.enum(["steer", "queue", "interrupt", "owner-interrupt"]);
+export type MidTurnMode = z.output<typeof MidTurn>;
 
 const identity = z.strictObject({
   secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
-  secret_key_file: z.string().optional().describe("file holding the nsec; must not be group/world readable"),
+  secret_key_file: z.string().optional().describe("file holding the nsec; must not be group/world readable; relative to the config file's directory"),
   owner: pubkey.optional().describe("whom owner-only means, and who may send !cancel/!rotate/!status/!shutdown"),
   auth_tag: z
     .union([z.string(), z.array(z.string())])
@@ -64,17 +72,35 @@ const relay = z.strictObject({
     .string()
     .refine((u) => u === "embedded" || /^wss?:\/\/[^\s/]+/.test(u), { message: "expected ws://host, wss://host or embedded" })
     .describe("the Buzz relay's WebSocket URL, or `embedded` to start the development relay in-process"),
-  seed: z.string().optional().describe("with url: embedded, the dev relay's seed file (channels, members)"),
+  seed: z.string().optional().describe("with url: embedded, the dev relay's seed file (channels, members); relative to the config file's directory"),
   presence: z.boolean().default(true).describe("publish kind 20001 presence (online every 60s, offline on shutdown); default true"),
   typing: z.boolean().default(true).describe("publish kind 20002 typing indicators while a turn runs; default true"),
   publish_timeout: duration("publish_timeout", "10s"),
+  frame_quota: z
+    .strictObject({
+      frames: z.number().int().min(1).default(50).describe("frames per window; default 50"),
+      window: duration("window", "5s"),
+    })
+    .prefault({})
+    .describe("the bridge's own outgoing WebSocket frame budget, mirroring the relay's quota (Buzz: 50 frames per 5s); replies and notices wait for room, typing and presence are dropped when it is short"),
+});
+
+export const SandboxModeSchema = z.enum(["auto", "bubblewrap", "off"]);
+export const NetworkModeSchema = z.enum(["on", "off"]);
+/** off < auto < bubblewrap and on < off: a channel may only move these to the right. */
+const SANDBOX_ORDER = ["off", "auto", "bubblewrap"];
+const NETWORK_ORDER = ["on", "off"];
+
+const sandboxBind = z.strictObject({
+  path: z.string().min(1).describe("a host path, mounted at the same path inside the sandbox; relative to the config file"),
+  mode: z.enum(["ro", "rw"]).default("ro").describe("ro (default) or rw"),
 });
 
 const agent = z.strictObject({
   command: z.string().default("claude-agent-acp").describe("the ACP agent executable; default claude-agent-acp"),
   args: z.array(z.string()).default([]),
   env: stringMap.default({}).describe("added to the agent's cleaned environment; the bridge's secret key never is"),
-  cwd: z.string().default("./work/{channel}").describe("agent working directory; {channel} = channel name slug; created if missing"),
+  cwd: z.string().optional().describe("agent working directory; {channel} = channel name slug; created if missing; relative to the config file's directory; default <state_dir>/work/{channel}"),
   session_scope: z.enum(["thread", "channel"]).default("thread"),
   max_concurrent: z.number().int().min(1).max(64).default(4).describe("agent processes at once; default 4"),
   idle_timeout: duration("idle_timeout", "15m"),
@@ -87,13 +113,27 @@ const agent = z.strictObject({
   mode: z.string().optional().describe("session mode to select after session/new (session/set_mode)"),
   auth_method: z.string().optional().describe("ACP authenticate with this method id after initialize (codex-acp: api-key)"),
   persona: z.string().default("").describe("the agent's own standing instructions, sent before team instructions"),
+  // Session settings (the Rust bridge's BUZZ_ACP_MODEL, _EFFORT_LEVEL, _MAX_TURNS_PER_SESSION, _INITIAL_MESSAGE).
+  model: z.string().min(1).optional().describe("model to select after every session/new, through the agent's model config option or its model selector; a model it does not offer fails the turn"),
+  effort: z.string().min(1).optional().describe("reasoning effort to select after every session/new, through the agent's thought_level config option; a value it does not offer fails the turn"),
+  max_turns_per_session: z.number().int().min(0).default(0).describe("start a new agent session after this many turns (0 = never); sessions also rotate after the stop reasons max_tokens and max_turn_requests"),
+  initial_message: z.string().optional().describe("sent as its own first prompt in every brand-new session, before the first mention's prompt"),
+  sandbox: SandboxModeSchema.default("auto").describe("auto (default): bubblewrap when it works here, else off with a warning; bubblewrap: required; off"),
+  sandbox_binds: z.array(sandboxBind).default([]).describe("extra host paths a sandboxed agent sees (a package cache, a git config, a toolchain under /opt)"),
+  network: NetworkModeSchema.default("on").describe("on (default); off: a sandboxed agent gets no network at all"),
+});
+
+/** A channel's agent overrides: only towards stricter (see crossCheck). */
+const channelAgent = z.strictObject({
+  sandbox: SandboxModeSchema.optional(),
+  network: NetworkModeSchema.optional(),
 });
 
 const mcpServer = z.strictObject({
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
   env: stringMap.default({}),
-  cwd: z.string().optional(),
+  cwd: z.string().optional().describe("the server's working directory, relative to the config file's directory; default the agent's cwd"),
   prefix: z.boolean().default(true).describe("false keeps tool names as they are (the dev shell stays `shell`)"),
   stop: z.enum(["reprompt", "wait"]).default("reprompt").describe("how the bridge treats this server's _Stop objections"),
   on_error: z.enum(["allow", "object"]).default("allow").describe("a hook that errors or times out counts as this"),
@@ -102,7 +142,9 @@ const mcpServer = z.strictObject({
 export type McpServerConfig = z.output<typeof mcpServer>;
 
 const mcp = z.strictObject({
-  servers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, { message: "server names use letters, digits and -" }), mcpServer).default({}),
+  servers: z
+    .record(z.string().regex(/^[A-Za-z0-9-]+$/, { message: "server names use letters, digits and - only ('_' separates a server's name from its tools' names in the proxy, and '__' is the agent's own separator)" }), mcpServer)
+    .default({}),
   hook_deadline: duration("hook_deadline", "2s"),
   list_timeout: duration("list_timeout", "15s"),
 });
@@ -125,6 +167,7 @@ const policyShape = {
   mcp: z.array(z.string()),
   reply_fallback: ReplyFallback,
   history: z.number().int().min(0).max(100),
+  mid_turn: MidTurn,
 };
 
 const defaults = z.strictObject({
@@ -137,10 +180,34 @@ const defaults = z.strictObject({
   mcp: policyShape.mcp.optional().describe("which mcp.servers sessions get; default all of them"),
   reply_fallback: policyShape.reply_fallback.default("final_text"),
   history: policyShape.history.default(12).describe("thread messages fetched into each prompt; default 12"),
+  mid_turn: policyShape.mid_turn.default("steer"),
 });
 
+/** Buzz names a channel by a lowercase hyphenated UUID (its `h` tag), never by its display name. */
+const CHANNEL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A channel id as Buzz writes it; a channel *name* gets a hint instead of a later "not a member". */
+function channelIdSchema(allowAll: boolean) {
+  return z
+    .string()
+    .superRefine((id, ctx) => {
+      if ((allowAll && id === "*") || CHANNEL_UUID.test(id)) return;
+      const looksLikeName = /^#?[\p{L}\p{N} _.-]+$/u.test(id) && !/^[0-9a-f-]+$/i.test(id);
+      const all = allowAll ? ' or "*"' : "";
+      ctx.addIssue({
+        code: "custom",
+        message: looksLikeName
+          ? `'${id}' looks like a channel name; channels are given by their UUID (e.g. 6f1c2a4e-0000-4000-8000-000000000001)${all} — \`buzz-bridge doctor\` lists each channel's name and UUID`
+          : `'${id}' is not a channel UUID (8-4-4-4-12 hex digits)${all}`,
+      });
+    })
+    .transform((id) => id.toLowerCase());
+}
+
+const channelId = channelIdSchema(true).describe('channel UUID, or "*" for every channel the identity is a member of');
+
 const channel = z.strictObject({
-  id: z.string().min(1).describe('channel UUID, or "*" for every channel the identity is a member of'),
+  id: channelId,
   respond_to: policyShape.respond_to.optional(),
   allow: policyShape.allow.optional(),
   on_denied: policyShape.on_denied.optional(),
@@ -150,6 +217,8 @@ const channel = z.strictObject({
   mcp: policyShape.mcp.optional(),
   reply_fallback: policyShape.reply_fallback.optional(),
   history: policyShape.history.optional(),
+  mid_turn: policyShape.mid_turn.optional(),
+  agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 export type ChannelEntry = z.output<typeof channel>;
 
@@ -161,7 +230,7 @@ const queue = z.strictObject({
 });
 
 const http = z.strictObject({
-  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics"),
+  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics /status"),
 });
 
 /**
@@ -202,7 +271,7 @@ const heartbeat = z.strictObject({
     .describe("how often an idle agent is prompted (1s … 24h)"),
   prompt: z.string().min(1).optional().describe("the heartbeat's text; default: check for pending work, stay silent when there is none"),
   prompt_file: z.string().optional().describe("file holding the heartbeat text (instead of prompt)"),
-  channel: z.string().min(1).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
+  channel: channelIdSchema(false).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
 });
 export type HeartbeatConfig = z.output<typeof heartbeat>;
 
@@ -225,7 +294,10 @@ export const configSchema = z
     defaults: defaults.prefault({}),
     channels: z.array(channel).default([{ id: "*" }]),
     queue: queue.prefault({}),
-    state_dir: z.string().default("./buzz-bridge-state").describe("SQLite state: queue, cursors, sessions; also the link socket's directory with any backend"),
+    state_dir: z
+      .string()
+      .optional()
+      .describe("SQLite state (queue, cursors, sessions) and the link socket; relative to the config file's directory; default $STATE_DIRECTORY (systemd's StateDirectory=, the image's volume), else buzz-bridge-state beside the config file"),
     state: state.prefault({}),
     http: http.optional(),
     log: log.prefault({}),
@@ -273,6 +345,18 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   };
   checkList(obj(cfg.defaults).mcp, ["defaults", "mcp"]);
   channels.forEach((ch, i) => checkList(ch.mcp, ["channels", i, "mcp"]));
+  const agentCfg = obj(cfg.agent);
+  const globalSandbox = typeof agentCfg.sandbox === "string" ? agentCfg.sandbox : "auto";
+  const globalNetwork = typeof agentCfg.network === "string" ? agentCfg.network : "on";
+  channels.forEach((ch, i) => {
+    const over = obj(ch.agent);
+    if (typeof over.sandbox === "string" && SANDBOX_ORDER.indexOf(over.sandbox) >= 0 && SANDBOX_ORDER.indexOf(over.sandbox) < SANDBOX_ORDER.indexOf(globalSandbox)) {
+      issues.push({ path: ["channels", i, "agent", "sandbox"], message: `a channel may only make the sandbox stricter than agent.sandbox (${globalSandbox}): use ${SANDBOX_ORDER.slice(SANDBOX_ORDER.indexOf(globalSandbox)).join(" or ")}, or change agent.sandbox` });
+    }
+    if (typeof over.network === "string" && NETWORK_ORDER.indexOf(over.network) >= 0 && NETWORK_ORDER.indexOf(over.network) < NETWORK_ORDER.indexOf(globalNetwork)) {
+      issues.push({ path: ["channels", i, "agent", "network"], message: `a channel may only make the network stricter than agent.network (${globalNetwork}): remove it, or change agent.network` });
+    }
+  });
   if ("auth_tag" in id && "auth_tag_file" in id) issues.push({ path: ["identity", "auth_tag_file"], message: "give at most one of auth_tag or auth_tag_file" });
   const hb = obj(cfg.heartbeat);
   if ("prompt" in hb && "prompt_file" in hb) issues.push({ path: ["heartbeat", "prompt_file"], message: "give at most one of heartbeat.prompt or heartbeat.prompt_file" });
@@ -283,7 +367,9 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   return issues;
 }
 
-export type Config = z.output<typeof configSchema>;
+type ParsedConfig = z.output<typeof configSchema>;
+/** The config as the rest of the code sees it: paths resolved (./paths.ts), so never missing. */
+export type Config = Omit<ParsedConfig, "state_dir" | "agent"> & { state_dir: string; agent: ParsedConfig["agent"] & { cwd: string } };
 export type Policy = {
   [K in keyof typeof policyShape]: z.output<(typeof policyShape)[K]>;
 };
@@ -311,8 +397,15 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     mcp: pick("mcp", d.mcp ?? Object.keys(cfg.mcp.servers)),
     reply_fallback: pick("reply_fallback", d.reply_fallback),
     history: pick("history", d.history),
+    mid_turn: pick("mid_turn", d.mid_turn),
     explicit,
   };
+}
+
+/** A channel's `agent` overrides (sandbox, network), from its entry or "*". */
+export function isolationFor(cfg: Config, channelId: string): { sandbox?: z.output<typeof SandboxModeSchema>; network?: z.output<typeof NetworkModeSchema> } {
+  const entry = cfg.channels.find((c) => c.id === channelId) ?? cfg.channels.find((c) => c.id === "*");
+  return entry?.agent ?? {};
 }
 
 /** True when the config listens in this channel (an explicit entry, or "*"). */

@@ -7,16 +7,16 @@ import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { cliPath } from "./cli-path.js";
-import { basename, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
-import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
+import { AgentPool, AgentSandbox, agentEnvironment, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
-import type { Config } from "../config/schema.js";
+import type { Config, MidTurnMode } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { Heartbeat } from "../heartbeat/heartbeat.js";
 import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
-import { LinkServer } from "../link/index.js";
+import { LinkServer, linkRootPath } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey, type QueueRefusal } from "../queue/index.js";
 import { FleetScheduler } from "../queue/fleet-scheduler.js";
 import { PostgresStore } from "../queue/pg-store.js";
@@ -24,12 +24,24 @@ import { LeaseLostError, QueueStoreError, StateRefusedError } from "../queue/err
 import { sleep } from "../relay/backoff.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
+import { refusalAdvice } from "../relay/auth-advice.js";
+import { RelayHttpError } from "../relay/errors.js";
+import { npub } from "../config/keys.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
+import { midTurnHow } from "../turn/mid-turn.js";
+import { Amendments } from "../turn/amend.js";
+import { KIND } from "../relay/kinds.js";
 import type { Enforce } from "../turn/run.js";
 import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
+import { agentCommandProblem, agentCwdProblem, stateDirProblem } from "./preflight.js";
+import { StateLock } from "./state-lock.js";
 import type { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
+import { UsageToday } from "./usage-today.js";
+import { renderStatusPage, type StatusSnapshot } from "./status-page.js";
+import { processParents, treeRss } from "./proc-memory.js";
+import { channelSelected, policyFor } from "../config/schema.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
 const PRESENCE_INTERVAL_MS = 60_000;
@@ -37,6 +49,8 @@ const PRESENCE_INTERVAL_MS = 60_000;
 const STATE_RETENTION_MS = 7 * 86_400_000;
 /** Channel metadata older than this is re-read before a turn (descriptions change rarely). */
 const CHANNEL_METADATA_TTL_MS = 60_000;
+/** Denials the status page lists. */
+const RECENT_DENIALS = 20;
 
 export interface DaemonOptions {
   loaded: LoadedConfig;
@@ -58,12 +72,17 @@ export function resolveAgentCommand(cfg: Config["agent"]): { command: string; ar
   return { command: process.execPath, args: [cliPath(), ...cfg.args] };
 }
 
-/** start() gave up waiting for the relay because a stop was requested: not a failure. */
 /** The state directory cannot be made or used (permissions, a file in the way). */
 export class StateDirError extends Error {
   override name = "StateDirError";
 }
 
+/** Something `run` needs is missing (the agent command, a writable work area): the same words `doctor` prints. */
+export class PreflightError extends Error {
+  override name = "PreflightError";
+}
+
+/** start() gave up waiting for the relay because a stop was requested: not a failure. */
 export class StartAbortedError extends Error {
   override name = "StartAbortedError";
   constructor(cause: unknown) {
@@ -80,9 +99,40 @@ export function agentGateEnv(cfg: Config, enforce: Enforce): Record<string, stri
   return { BUZZ_AGENT_STOP_MAX_REJECTIONS: String(cfg.gates.max_rejections), ...cfg.agent.env };
 }
 
+/**
+ * The agent sandbox for this config: hidden are the paths the configuration names for the
+ * bridge itself (config file, key file, state directory) and the directory holding the
+ * channels' working directories.
+ */
+export function sandboxFor(loaded: LoadedConfig, logger?: Logger): AgentSandbox {
+  const cfg = loaded.config;
+  const hide = bridgePaths(loaded).map((p) => p.path);
+  return new AgentSandbox({ mode: cfg.agent.sandbox, network: cfg.agent.network, binds: cfg.agent.sandbox_binds, hide, stateDir: cfg.state_dir }, logger);
+}
+
+/** The paths the configuration names for the bridge itself, which a sandboxed agent must not see. */
+export function bridgePaths(loaded: LoadedConfig): Array<{ label: string; path: string }> {
+  const cfg = loaded.config;
+  return [
+    { label: "config file", path: loaded.file },
+    ...(cfg.identity.secret_key_file ? [{ label: "key file", path: cfg.identity.secret_key_file }] : []),
+    { label: "state directory", path: cfg.state_dir },
+    ...(cfg.agent.cwd.includes(CHANNEL_PLACEHOLDER) ? [{ label: "channels' working directories", path: spareCwd(cfg.agent.cwd, false) }] : []),
+    // The bridge's other files: not secrets, but the bridge's, not the agent's.
+    ...(cfg.identity.auth_tag_file ? [{ label: "auth tag file", path: resolve(dirname(loaded.file), cfg.identity.auth_tag_file) }] : []),
+    ...(cfg.heartbeat?.prompt_file ? [{ label: "heartbeat prompt file", path: cfg.heartbeat.prompt_file }] : []),
+    ...(cfg.relay.seed ? [{ label: "dev relay seed", path: cfg.relay.seed }] : []),
+  ];
+}
+
 export class Daemon {
   config: Config;
   readonly metrics = new Metrics();
+  /** Usage reported since midnight UTC, for `!status` and `/status`. */
+  readonly usageToday = new UsageToday();
+  /** The last denials (newest last), for `/status`. */
+  private readonly denials: StatusSnapshot["denials"] = [];
+  private readonly startedAt = Date.now();
   devRelay?: DevRelay;
   relay!: RelayClient;
   /** This daemon's own SQLite under state_dir: cursors and agent session ids (in a fleet too, as they are per machine). */
@@ -96,9 +146,11 @@ export class Daemon {
   private pool!: AgentPool;
   private link!: LinkServer;
   private gate!: Gate;
+  private amendments!: Amendments;
   private gateContext!: GateContext;
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
+  private stateLock?: StateLock;
   private presenceTimer?: NodeJS.Timeout;
   private heartbeat?: Heartbeat;
   private pruneTimer?: NodeJS.Timeout;
@@ -136,10 +188,18 @@ export class Daemon {
     } catch (err) {
       throw new StateDirError(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
     }
+    const stateProblem = stateDirProblem(cfg.state_dir);
+    if (stateProblem) throw new StateDirError(stateProblem);
+    // Before anything touches the directory's contents (queue, link socket): one daemon per state_dir.
+    this.stateLock = StateLock.acquire(cfg.state_dir);
+    this.preflight(secretKey);
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
+    // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
+    const sandbox = sandboxFor(this.o.loaded, this.log);
+    sandbox.check(cfg.channels.map((c) => c.agent ?? {}));
     if (cfg.state.backend === "postgres") {
       // Up before the database wait, so /readyz answers 503 (state: waiting) meanwhile.
-      if (cfg.http && !this.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
+      await this.startHttpOnce();
       this.fleetStore = await this.openFleetStore(cfg.state.url!, pubkey);
     }
 
@@ -151,7 +211,14 @@ export class Daemon {
       this.log.info({ evt: "relay.embedded", url, channels: this.devRelay.seeded }, "embedded development relay started");
     }
 
-    this.relay = new RelayClient({ url, secretKey, logger: this.log, cursor: { get: () => this.store.minCursor() }, publish: { timeoutMs: cfg.relay.publish_timeout } });
+    this.relay = new RelayClient({
+      url,
+      secretKey,
+      logger: this.log,
+      cursor: { get: () => this.store.minCursor() },
+      publish: { timeoutMs: cfg.relay.publish_timeout },
+      connection: { frameQuota: { frames: cfg.relay.frame_quota.frames, windowMs: cfg.relay.frame_quota.window } },
+    });
     this.directory = new ChannelDirectory(this.relay, this.log).attach();
     this.follower = new ChannelFollower(this.relay, this.directory, configSelector(cfg));
     this.profiles = new ProfileCache(this.relay);
@@ -162,11 +229,12 @@ export class Daemon {
     const enforce = resolveEnforce(cfg);
     const agentKey = [cfg.agent.command, ...cfg.agent.args].join(" ");
     this.pool = new AgentPool(
-      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log }),
+      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log, sandbox, linkRoot: linkRootPath(cfg.state_dir) }),
     );
     this.pool.on("spawn", () => this.metrics.agentSpawned());
     this.pool.on("crash", () => this.metrics.agentCrashed());
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
+    this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
     this.scheduler = this.fleetStore
       ? new FleetScheduler({
@@ -218,6 +286,25 @@ export class Daemon {
       recordBeforePublish: this.fleetStore && ((turnId, id) => this.recordReplyDurably(turnId, id)),
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
+      onMidTurnDelivered: (method, seconds) => this.metrics.midTurnDelivered(method, seconds),
+      onUsage: (channel, model, usage) => {
+        this.metrics.turnUsage(channel, model, usage);
+        this.usageToday.add(channel, model, usage);
+      },
+    });
+
+    this.amendments = new Amendments({
+      store: this.store,
+      // In a fleet the queued events live in the shared database, which this step does not
+      // read yet: edits and deletions of queued or running messages are not applied there
+      // (an edit of a handled mention is ignored as of an unknown message).
+      scheduler: this.scheduler instanceof Scheduler ? this.scheduler : { runningTurn: () => undefined, accept: () => false, dropWaiting: () => false, cancelRunning: () => false },
+      cancelTurns: (ids) => void this.dispatcher.cancelTurns(ids),
+      retract: (scope, id, author) => this.dispatcher.retract(scope, id, author),
+      midTurn: (ev, scope, mode) => this.midTurn(ev, scope, mode),
+      ownReactions: (id) => this.relay.query([{ kinds: [KIND.reaction], authors: [pubkey], "#e": [id], limit: 20 }]),
+      out,
+      logger: this.log,
     });
 
     this.gateContext = {
@@ -249,7 +336,7 @@ export class Daemon {
         else this.store.forgetChannelSessions(target.channel);
         return this.dispatcher.rotate((k) => (key ? k === key : k === target.channel || k.startsWith(`${target.channel}/`)));
       },
-      status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
+      status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued, usage: this.usageToday.summary() }),
       shutdown: () => this.resolveShutdown("!shutdown"),
     };
     this.gate = new Gate({
@@ -270,7 +357,7 @@ export class Daemon {
       signatureChecks: () => verifyStats,
       ...(this.scheduler instanceof FleetScheduler ? { fleet: () => this.fleetStatus() } : {}),
     });
-    if (cfg.http && !this.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
+    await this.startHttpOnce();
 
     const recovered = this.scheduler.recover();
     if (recovered.events || recovered.turns) this.log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
@@ -284,6 +371,8 @@ export class Daemon {
       { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url, heartbeat: cfg.heartbeat ? { every_ms: cfg.heartbeat.every, channel: cfg.heartbeat.channel } : undefined },
       `listening in ${channels.length} channel${channels.length === 1 ? "" : "s"}`,
     );
+    // Sandboxed processes are bound to a channel: with one channel, the spare can be made now.
+    if (channels.length === 1) this.pool.warmFor(channels[0]!.name);
     if (channels.length === 0) this.log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
     if (cfg.relay.presence) {
       const announce = () => this.publisher().signal(presence("online"));
@@ -316,6 +405,14 @@ export class Daemon {
     this.heartbeat.start();
   }
 
+  /** Refuses to start with an agent that cannot run here, worded as `doctor` words it. */
+  private preflight(secret: Uint8Array): void {
+    const { command } = resolveAgentCommand(this.config.agent);
+    const env = agentEnvironment({ configured: this.config.agent.env, secret }).env;
+    const problem = agentCommandProblem(command, env.PATH ?? process.env.PATH ?? "") ?? agentCwdProblem(this.config.agent.cwd);
+    if (problem) throw new PreflightError(problem);
+  }
+
   /**
    * The first channel discovery. The relay may come up after us (both restarted at boot, a
    * relay upgrade): keep trying with backoff, as the connection itself does, instead of
@@ -327,7 +424,9 @@ export class Daemon {
         return await this.follower.refresh();
       } catch (err) {
         if (this.startAborted) throw new StartAbortedError(err);
-        this.log.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay }, "cannot list channels yet (is the relay up?); retrying");
+        const refused = err instanceof RelayHttpError && (err.status === 401 || err.status === 403) ? err.relayMessage : this.relay.lastAuthError;
+        const msg = refused !== undefined ? `the relay refused this identity: ${refusalAdvice(refused, this.pubkey)}; retrying` : "cannot list channels yet (is the relay up?); retrying";
+        this.log.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay, ...(refused !== undefined ? { npub: npub(this.pubkey) } : {}) }, msg);
         await new Promise<void>((r) => {
           const t = setTimeout(r, delay);
           this.wakeStart = () => (clearTimeout(t), r());
@@ -335,6 +434,15 @@ export class Daemon {
         if (this.startAborted) throw new StartAbortedError(err);
       }
     }
+  }
+
+  /** /healthz, /readyz, /metrics and /status, once (in fleet mode already while the database is awaited). */
+  private async startHttpOnce(): Promise<void> {
+    const cfg = this.config;
+    if (!cfg.http || this.http) return;
+    this.http = await startHttp({
+      listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), status: () => renderStatusPage(this.statusSnapshot()), logger: this.log,
+    });
   }
 
   /**
@@ -423,10 +531,27 @@ export class Daemon {
     if (this.stopping) return; // not decided, so the cursor stays put and a restart replays it
     this.metrics.eventReceived(ev.kind);
     try {
-      const decision = await this.gate.handle(ev);
-      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.sibling ? "sibling" : "accepted");
-      if (decision.action === "accept" && (await this.scheduler.accept(ev, decision.channel.id))) {
-        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey, ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
+      // Decided and, when accepted, queued in this tick: the next event (an edit, a deletion)
+      // must find it. Only a possible sibling's decision waits for a look-up; the decision's
+      // other effects (answers, control commands) may take time.
+      const pending = this.gate.decide(ev);
+      const decision = pending instanceof Promise ? await pending : pending;
+      const acted = this.gate.act(ev, decision);
+      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.action === "amend" ? decision.amend : decision.sibling ? "sibling" : "accepted");
+      if (decision.action === "deny") {
+        this.denials.push({ at: Date.now(), channel: decision.channel?.id, author: ev.pubkey, reason: decision.reason });
+        if (this.denials.length > RECENT_DENIALS) this.denials.shift();
+      }
+      // The single scheduler accepts synchronously (in this tick); a fleet's accept is the database's.
+      const accepting = decision.action === "accept" ? this.scheduler.accept(ev, decision.channel.id) : false;
+      if (decision.action === "accept" && (accepting instanceof Promise ? await accepting : accepting)) {
+        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: npub(ev.pubkey), ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
+        this.midTurn(ev, this.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
+      } else if (decision.action === "amend") {
+        if (decision.amend === "edit") this.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn);
+        else void this.amendments.delete(ev, decision.targets).catch((err) => this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle a deletion"));
+        // Decided, not queued as an event of its own: the cursor moves past it.
+        this.store.noteSeen(decision.channel.id, ev.created_at);
       }
       // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor
       // moves here, and it notes the event as handled (an edit of it is not a new mention).
@@ -434,9 +559,26 @@ export class Daemon {
         this.store.noteSeen(decision.channel.id, ev.created_at);
         this.store.claimOnce(`accepted:${ev.id}`, Number.MAX_SAFE_INTEGER);
       }
+      await acted;
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }
+  }
+
+  /**
+   * An accepted event whose scope has a turn running: under `mid_turn` steer/interrupt it
+   * joins that turn in the queue (durably) and goes to the agent now; otherwise it waits
+   * for the next turn, as every queued event does.
+   */
+  private midTurn(ev: Event, scope: string, mode: MidTurnMode): void {
+    const turnId = this.scheduler.runningTurn(scope);
+    if (turnId === undefined) return;
+    const how = midTurnHow(mode, ev.pubkey === this.config.identity.owner);
+    if (!how || !this.dispatcher.canTake(turnId)) {
+      this.log.debug({ evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode }, "message arrived mid-turn; it waits for the next turn");
+      return;
+    }
+    if (this.scheduler.joinRunning(turnId, ev.id)) this.dispatcher.take(turnId, ev, how, Date.now());
   }
 
   /** queue → turn: starts every batch the scheduler allows now. */
@@ -483,6 +625,30 @@ export class Daemon {
     const s = this.scheduler as FleetScheduler;
     const scopes = s.leases();
     return { daemon: s.daemonId, leases: scopes.length, scopes, queued: s.depth().queued };
+  }
+
+  /** What `/status` shows, gathered from the parts that know it. */
+  statusSnapshot(): StatusSnapshot {
+    const cfg = this.config;
+    const queued = this.scheduler.depthByChannel();
+    const parents = processParents();
+    return {
+      generatedAt: Date.now(),
+      startedAt: this.startedAt,
+      pubkey: this.pubkey,
+      relay: { url: this.devRelay?.url ?? cfg.relay.url, state: this.relay?.state ?? "not started" },
+      channels: this.directory.list().filter((c) => !c.archived && channelSelected(cfg, c.id)).map((c) => {
+        const p = policyFor(cfg, c.id);
+        return { id: c.id, name: c.name, about: c.about, type: c.type, respondTo: p.respond_to, onDenied: p.on_denied, queued: queued.get(c.id) ?? 0 };
+      }),
+      turns: this.dispatcher.runningTurns(),
+      denials: [...this.denials].reverse(),
+      agents: this.pool.processes().map((p) => ({
+        pid: p.pid, scope: p.scope, spare: p.spare, busy: p.session?.busy ?? false, model: p.session?.model, turns: p.session?.turns ?? 0, rssBytes: treeRss(p.pid, parents),
+      })),
+      circuit: this.pool.circuit.state,
+      usage: this.usageToday.snapshot(),
+    };
   }
 
   readiness(): ReadyReport {
@@ -560,6 +726,7 @@ export class Daemon {
     await this.fleetStore?.close().catch(() => undefined);
     this.store?.close();
     await this.devRelay?.close().catch(() => undefined);
+    this.stateLock?.release();
     this.log.info({ evt: "daemon.stopped" }, "stopped");
   }
 }

@@ -16,6 +16,7 @@
  * | queue_depth | gauge | | accepted events stored and not yet finished (all scopes) |
  * | turns_total | counter | outcome | finished turns: answered / failed / cancelled |
  * | turn_duration_seconds | histogram | outcome | wall time of a turn, 1 s … 2 h buckets |
+ * | mid_turn_delivery_seconds | histogram | method | a message arriving mid-turn: accepted → given to the agent (native steer or cancel-merge) |
  * | agent_processes | gauge | | agent processes alive (working, idle and warm) |
  * | agent_spawns_total | counter | | agent processes started |
  * | agent_crashes_total | counter | | agent processes that exited without being asked to |
@@ -26,6 +27,9 @@
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
  * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
  * | signature_checks_total | counter | result | Schnorr verifications done (valid / invalid): only events acted on |
+ * | tokens_total | counter | channel, model, direction | tokens the agent reported per turn (direction in / out) |
+ * | cost_total | counter | channel, model, currency | cost the agent reported per turn |
+ * | session_rotations_total | counter | reason | sessions ended by the bridge: max_turns, max_tokens, max_turn_requests, owner |
  * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member, other-daemon: another daemon of the fleet fired this period) |
  * | fleet_leases | gauge | | fleet mode only: scopes this daemon holds the lease of |
  * | fleet_queue_depth | gauge | | fleet mode only: mentions waiting for a turn across the fleet (as of the last lease renewal) |
@@ -38,7 +42,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 const PREFIX = "buzz_bridge_";
 
 /** What the gate did with an event (design §6). */
-export type GateDecision = "accept" | "deny" | "drop" | "control";
+export type GateDecision = "accept" | "amend" | "deny" | "drop" | "control";
 /** How a turn ended: every accepted mention ends as one of these (design §6). */
 export type TurnOutcome = "answered" | "failed" | "cancelled";
 /** The merged verdict of a hook fan-out: an objection was raised, or nobody objected. */
@@ -51,6 +55,9 @@ export type HookVerdict = "allow" | "object";
 export const TURN_DURATION_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200];
 
 /** Hook fan-outs answer within `mcp.hook_deadline` (2 s default, below the agent's 2.5 s). */
+/** A steer lands in milliseconds; a cancel-and-merge waits for the agent to stop (up to `agent.cancel_grace`). */
+export const MID_TURN_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30];
+
 export const HOOK_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 2.5, 5];
 
 /**
@@ -87,6 +94,7 @@ export class Metrics {
   private readonly queueDepthGauge: Gauge;
   private readonly turns: Counter<"outcome">;
   private readonly turnDuration: Histogram<"outcome">;
+  private readonly midTurnDelivery: Histogram<"method">;
   private readonly agentProcessesGauge: Gauge;
   private readonly agentSpawns: Counter;
   private readonly agentCrashes: Counter;
@@ -97,6 +105,9 @@ export class Metrics {
   private readonly relayStateGauge: Gauge<"state">;
   private readonly publishes: Counter<"status">;
   private readonly signatureChecks: Counter<"result">;
+  private readonly tokens: Counter<"channel" | "model" | "direction">;
+  private readonly cost: Counter<"channel" | "model" | "currency">;
+  private readonly rotations: Counter<"reason">;
   private readonly heartbeats: Counter<"outcome" | "reason">;
   private readonly checksSeen = { verified: 0, failed: 0 };
   private readonly relayStatesSeen = new Set<string>();
@@ -134,6 +145,13 @@ export class Metrics {
       help: "Wall-clock duration of a turn, from pick-up to its result reaction.",
       labelNames: ["outcome"],
       buckets: TURN_DURATION_BUCKETS,
+      registers,
+    });
+    this.midTurnDelivery = new Histogram({
+      name: `${PREFIX}mid_turn_delivery_seconds`,
+      help: "How long a message that arrived while its scope's turn ran took to reach the agent, by method (native, cancel-merge).",
+      labelNames: ["method"],
+      buckets: MID_TURN_BUCKETS,
       registers,
     });
     this.agentProcessesGauge = new Gauge({
@@ -207,6 +225,24 @@ export class Metrics {
           }
         }),
     });
+    this.tokens = new Counter({
+      name: `${PREFIX}tokens_total`,
+      help: "Tokens the agent reported for its turns, by channel, model and direction (in, out).",
+      labelNames: ["channel", "model", "direction"],
+      registers,
+    });
+    this.cost = new Counter({
+      name: `${PREFIX}cost_total`,
+      help: "Cost the agent reported for its turns, by channel, model and currency.",
+      labelNames: ["channel", "model", "currency"],
+      registers,
+    });
+    this.rotations = new Counter({
+      name: `${PREFIX}session_rotations_total`,
+      help: "Agent sessions the bridge ended so the next turn starts fresh, by reason.",
+      labelNames: ["reason"],
+      registers,
+    });
     this.heartbeats = new Counter({
       name: `${PREFIX}heartbeats_total`,
       help: "Heartbeat ticks: fired (the idle agent was prompted) or skipped, with the reason.",
@@ -261,6 +297,11 @@ export class Metrics {
     this.turnDuration.observe({ outcome }, seconds);
   }
 
+  /** A mid-turn message reached the agent `seconds` after it was accepted. */
+  midTurnDelivered(method: "native" | "cancel-merge", seconds: number): void {
+    this.midTurnDelivery.observe({ method }, seconds);
+  }
+
   /** A heartbeat tick; `reason` is the skip reason ("" when fired). */
   heartbeat(outcome: "fired" | "skipped", reason = ""): void {
     this.heartbeats.inc({ outcome, reason });
@@ -307,6 +348,22 @@ export class Metrics {
   /** A publish finished with `status` (`ok`, or the refusal class). */
   publishOutcome(status: string): void {
     this.publishes.inc({ status });
+  }
+
+  /**
+   * A turn's usage as the agent reported it. `channel` is a channel id (bounded by the
+   * identity's memberships), `model` the session's model or `unknown`.
+   */
+  turnUsage(channel: string, model: string | undefined, usage: { inputTokens: number; outputTokens: number; cost?: { amount: number; currency: string } }): void {
+    const m = model ?? "unknown";
+    if (usage.inputTokens > 0) this.tokens.inc({ channel, model: m, direction: "in" }, usage.inputTokens);
+    if (usage.outputTokens > 0) this.tokens.inc({ channel, model: m, direction: "out" }, usage.outputTokens);
+    if (usage.cost && usage.cost.amount > 0) this.cost.inc({ channel, model: m, currency: usage.cost.currency }, usage.cost.amount);
+  }
+
+  /** The bridge ended an agent session (`reason`: max_turns, max_tokens, max_turn_requests, owner). */
+  sessionRotated(reason: string): void {
+    this.rotations.inc({ reason });
   }
 
   /** Content-Type of {@link text}. */

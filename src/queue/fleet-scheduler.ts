@@ -77,7 +77,10 @@ export class FleetScheduler {
   private lastRenewAt = 0;
   private lastRenewOk = Date.now();
   private fleetQueued = 0;
+  private fleetByChannel = new Map<string, number>();
   private readonly o: Required<Omit<FleetSchedulerOptions, "onFinalFailure" | "onWake" | "onLost" | "onRefused" | "onRotate">> & FleetSchedulerOptions;
+  /** Events of the batches handed out and not ended yet (for storedEvent). */
+  private readonly batchEvents = new Map<string, { turnId: number; event: Event }>();
   /** Per scope this daemon has run: the rotation count its session was made under. */
   private readonly rotationSeen = new Map<string, number>();
   private readonly refusals: RefusalCoalescer;
@@ -173,6 +176,31 @@ export class FleetScheduler {
     return { runningTurnIds: mine, ended };
   }
 
+  /** An event of a batch this daemon runs (an edit's target, for its reply anchor). */
+  storedEvent(id: string): Event | undefined {
+    return this.batchEvents.get(id)?.event;
+  }
+
+  /**
+   * Mid-turn steering is single-daemon only for now: in a fleet no turn is offered as
+   * running, so a message that arrives mid-turn waits for the scope's next turn.
+   */
+  runningTurn(_scopeKey: string): number | undefined {
+    return undefined;
+  }
+
+  joinRunning(_turnId: number, _eventId: string): boolean {
+    return false;
+  }
+
+  /** Nothing joins a fleet's running turn (see runningTurn), so nothing leaves it. */
+  leaveRunning(_turnId: number, _eventIds: readonly string[]): void {}
+
+  /** Waiting mentions per channel across the fleet, as of the last lease renewal (for /status). */
+  depthByChannel(): Map<string, number> {
+    return new Map(this.fleetByChannel);
+  }
+
   depth(): { inFlight: number; queued: number; scopes: number; retrying: number } {
     return { inFlight: this.byTurn.size, queued: this.fleetQueued, scopes: this.held.size, retrying: 0 };
   }
@@ -212,6 +240,7 @@ export class FleetScheduler {
     const h = this.byTurn.get(turnId);
     if (!h?.running || h.running.turnId !== turnId) return undefined;
     const r = { ...h.running, scope: h.scope, held: h };
+    for (const [id, b] of this.batchEvents) if (b.turnId === turnId) this.batchEvents.delete(id);
     this.byTurn.delete(turnId);
     h.running = undefined;
     return r;
@@ -309,7 +338,8 @@ export class FleetScheduler {
       const lost = [...this.held.keys()].filter((k) => !kept.has(k));
       const cancelled = await store.notRunning([...this.byTurn.keys()]);
       this.drop(lost, cancelled, "taken over by another daemon");
-      this.fleetQueued = await store.leases.queueDepth();
+      this.fleetByChannel = await store.leases.queueDepthByChannel();
+      this.fleetQueued = [...this.fleetByChannel.values()].reduce((a, b) => a + b, 0);
     } catch (err) {
       this.o.logger.warn({ evt: "queue.lease_renew_failed", err: err instanceof Error ? err.message : String(err) }, "could not renew scope leases");
       // Past the lease period another daemon may hold our scopes: stop acting on them.
@@ -395,6 +425,7 @@ export class FleetScheduler {
     const events = (await this.o.store.eventsOfTurn(turnId)).map((e) => e.event);
     h.running = { turnId, attempts: attempt, recovered };
     this.byTurn.set(turnId, h);
-    return { turnId, scope: h.scope, events, attempt, recovered, publishedReplyIds };
+    for (const e of events) this.batchEvents.set(e.id, { turnId, event: e });
+    return { turnId, scope: h.scope, events, attempt, recovered, publishedReplyIds, unansweredJoins: [] };
   }
 }

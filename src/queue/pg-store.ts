@@ -440,6 +440,8 @@ function toStored(row: EventRow): StoredEvent {
     created_at: Number(row.created_at),
     state: row.state,
     turn_id: row.turn_id === null ? null : Number(row.turn_id),
+    // Mid-turn joins are single-daemon only for now: nothing joins a fleet's running turn.
+    joined_after: null,
     event: JSON.parse(row.json) as Event,
   };
 }

@@ -9,23 +9,26 @@
  * crash never posts the same answer twice.
  */
 import type { Event, EventTemplate } from "nostr-tools";
-import type { AgentPool, AgentSession } from "../agent/index.js";
+import type { AgentPool, AgentSession, TurnUsage } from "../agent/index.js";
 import type { Config } from "../config/schema.js";
-import { policyFor } from "../config/schema.js";
+import { isolationFor, policyFor } from "../config/schema.js";
 import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession, type RelayPort } from "../link/index.js";
 import type { Logger } from "../ops/log.js";
 import { buildStanding, PromptSession, TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
 import { heartbeatBlocks } from "../prompt/heartbeat.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../relay/directory.js";
-import { replyRefFor, threadRootOf } from "../relay/events.js";
+import { reaction, replyRefFor, threadRootOf } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
+import { addUsage } from "../agent/usage.js";
 import { failureNotice, runTurn, type Enforce, type TurnOutcome } from "./run.js";
 import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
 
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
 const PROXY_CONNECT_WAIT_MS = 3000;
 import { askOwnerByReaction } from "./ask-owner.js";
+import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
+import { EMOJI } from "./signals.js";
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -34,7 +37,7 @@ export interface DispatcherDeps {
   pool: AgentPool;
   link: LinkServer;
   /** The queue's side of a turn's end (the single-daemon Scheduler, or a fleet's). */
-  scheduler: Pick<Scheduler, "complete" | "fail" | "recordReply">;
+  scheduler: Pick<Scheduler, "complete" | "fail" | "recordReply" | "leaveRunning" | "storedEvent">;
   relay: RelayPort;
   out: TurnPublisher;
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
@@ -51,6 +54,42 @@ export interface DispatcherDeps {
   recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
   /** Turn outcome hook for metrics. */
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
+  /** A mid-turn message reached the agent, `seconds` after it was accepted. */
+  onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
+  /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
+  onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+}
+
+/** Stop reasons after which a session is not reused: its context or request budget is spent. */
+const ROTATE_STOP_REASONS = new Set(["max_tokens", "max_turn_requests"]);
+
+/**
+ * Why a session must end after the turn it just ran, if it must: a stop reason that spent
+ * its budget (`stopReason`, any prompt of the turn), else `agent.max_turns_per_session`.
+ */
+function rotationDue(stopReason: string | undefined, turns: number, maxTurns: number): string | undefined {
+  if (stopReason) return stopReason;
+  return maxTurns > 0 && turns >= maxTurns ? "max_turns" : undefined;
+}
+
+/** A running turn as the status page shows it. */
+export interface RunningTurn {
+  turnId: number;
+  scope: string;
+  channel: string;
+  startedAt: number;
+  /** When the agent last sent an update, and what it was. */
+  lastActivityAt?: number;
+  lastActivity?: string;
+  /** `stop: wait` gates the turn waits on (⏳), and since when. */
+  gateWait?: { gates: string[]; since: number };
+}
+
+/** The session's title: `#channel`, plus the thread for a thread scope; at most 80 characters, printable. */
+export function sessionTitle(channelName: string, root?: string): string {
+  const clean = channelName.replace(/[\p{Cc}\p{Cf}]/gu, "").trim() || "channel";
+  const title = root ? `#${clean} · thread ${root.slice(0, 8)}` : `#${clean}`;
+  return title.length > 80 ? `${title.slice(0, 79)}…` : title;
 }
 
 /** A set that reports each new member once (to the durable store). */
@@ -76,6 +115,8 @@ interface ScopeSession {
   link: LinkSession;
   /** Servers behind the session's proxy; with none there is nothing to gate. */
   hookServers: number;
+  /** Turns (mentions' batches) this session has run, for agent.max_turns_per_session. */
+  turns: number;
   prompt: PromptSession;
   /** The turn whose replies the link's publishes count toward. */
   current?: { turnId: number; published: Set<string>; anchor: string; inflight: Inflight };
@@ -84,7 +125,8 @@ interface ScopeSession {
 
 export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
-  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void> }>();
+  /** Turns in flight; a heartbeat's has no mid-turn inbox (nothing is steered into it). */
+  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox }>();
   private readonly builder: TurnPromptBuilder;
   /** Heartbeat turns take negative ids in `running`, apart from the queue's turn ids. */
   private heartbeatSeq = 0;
@@ -100,9 +142,75 @@ export class TurnDispatcher {
   /** Starts the batch's turn; resolves when it has ended and the queue knows the outcome. */
   start(batch: Batch): Promise<void> {
     const abort = new AbortController();
-    const done = this.run(batch, abort.signal).finally(() => this.running.delete(batch.turnId));
-    this.running.set(batch.turnId, { scope: batch.scope.key, abort, done });
-    return done;
+    const info: RunningTurn = { turnId: batch.turnId, scope: batch.scope.key, channel: batch.scope.channel, startedAt: Date.now() };
+    const mid = this.inbox(batch);
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox } = { scope: batch.scope.key, abort, done: Promise.resolve(), info, mid };
+    this.running.set(batch.turnId, entry);
+    entry.done = this.run(batch, abort.signal, entry, mid).finally(() => this.running.delete(batch.turnId));
+    return entry.done;
+  }
+
+  /** The turns running now, with the agent's last activity and any gate wait. */
+  runningTurns(): RunningTurn[] {
+    return [...this.running.values()].map((r) => {
+      const state = r.session?.current?.state;
+      return { ...r.info, lastActivityAt: state?.lastActivityAt, lastActivity: state?.lastActivity };
+    });
+  }
+
+  /** Whether the running turn can take a mid-turn message now (else it queues for the next turn). */
+  canTake(turnId: number): boolean {
+    const r = this.running.get(turnId);
+    return !!r?.mid && !r.abort.signal.aborted && r.mid.canTake();
+  }
+
+  /** A message that already joined the turn in the queue (Scheduler.joinRunning) goes to the agent. */
+  take(turnId: number, ev: Event, how: MidTurnHow, acceptedAt: number): void {
+    this.running.get(turnId)?.mid?.take(ev, how, acceptedAt);
+  }
+
+  /** A message the session saw was deleted by its author: told to the agent in its next prompt. */
+  retract(scopeKey: string, eventId: string, author: string): void {
+    const ss = this.scopes.get(scopeKey);
+    if (ss?.prompt.wasDelivered(eventId)) ss.prompt.retract(eventId, author);
+  }
+
+  /** The mid-turn inbox of a batch's turn; its session is the scope's, once the turn has opened it. */
+  private inbox(batch: Batch): MidTurnInbox {
+    const key = batch.scope.key;
+    const live = () => this.scopes.get(key);
+    const reacted = new Set<string>();
+    const log = this.d.logger.child({ turn: batch.turnId, scope: key });
+    return new MidTurnInbox({
+      session: {
+        get steerable() {
+          return live()?.session.steerable ?? false;
+        },
+        get updatesSoFar() {
+          return live()?.session.updatesSoFar ?? 0;
+        },
+        steer: (blocks) => live()?.session.steer(blocks) ?? Promise.resolve({ kind: "refused", reason: "no session" }),
+        interruptForSteer: () => live()?.session.interruptForSteer() ?? false,
+        cancelStray: () => live()?.session.cancelStray(),
+      },
+      blocks: async (events, framing) => {
+        const ss = live();
+        if (!ss) throw new Error("the scope's session is gone");
+        return (await this.builder.midTurn(ss.prompt, events, framing, this.anchorOf(events))) as TextBlock[];
+      },
+      leave: (ids) => this.d.scheduler.leaveRunning(batch.turnId, ids),
+      delivered: (events, method, waited) => {
+        const ss = live();
+        if (ss?.current && events.length) ss.current.anchor = this.anchorOf(events).id;
+        for (const ev of events) {
+          if (reacted.has(ev.id)) continue;
+          reacted.add(ev.id);
+          this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
+        }
+        for (const ms of waited) this.d.onMidTurnDelivered?.(method, ms / 1000);
+      },
+      logger: log,
+    });
   }
 
   /** `!cancel`, shutdown: ends these turns; the queue was told already by its own cancel. */
@@ -119,15 +227,15 @@ export class TurnDispatcher {
     return n;
   }
 
-  /** `!rotate`: the scopes' sessions end; the next turn opens a fresh one. */
-  async rotate(match: (scopeKey: string) => boolean): Promise<number> {
+  /** `!rotate` (and rotation by turn count or stop reason): the scopes' sessions end; the next turn opens a fresh one. */
+  async rotate(match: (scopeKey: string) => boolean, reason = "owner"): Promise<number> {
     let n = 0;
     for (const [key, s] of [...this.scopes]) {
       if (!match(key)) continue;
       this.scopes.delete(key);
       s.link.unregister();
       this.d.sessions?.forget(key);
-      await this.d.pool.rotate(key);
+      await this.d.pool.rotate(key, reason);
       n++;
     }
     return n;
@@ -142,7 +250,7 @@ export class TurnDispatcher {
     const left = [...this.running.values()];
     for (const r of left) {
       r.abort.abort("shutdown");
-      this.d.pool.cancel(r.scope);
+      this.d.pool.cancel(r.scope, "shutdown");
     }
     await Promise.race([Promise.all(left.map((r) => r.done.catch(() => undefined))), new Promise((r) => setTimeout(r, 5000).unref())]);
     return left.length;
@@ -153,10 +261,17 @@ export class TurnDispatcher {
     this.scopes.clear();
   }
 
-  private async run(batch: Batch, signal: AbortSignal): Promise<void> {
+  private async run(whole: Batch, signal: AbortSignal, running: { info: RunningTurn; session?: AgentSession }, mid: MidTurnInbox): Promise<void> {
     const started = Date.now();
-    const log = this.d.logger.child({ turn: batch.turnId, scope: batch.scope.key });
-    const anchor = batch.events[batch.events.length - 1]!;
+    const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
+    let batch = whole;
+    if (whole.publishedReplyIds.length > 0 && whole.unansweredJoins.length > 0) {
+      // The turn had answered, then took mid-turn messages, and the process stopped before
+      // it answered those: they run now, on their own; what was published stays.
+      log.info({ evt: "turn.resumed", replies: whole.publishedReplyIds, events: whole.unansweredJoins.map((e) => e.id) }, "messages steered into the turn before the restart still need an answer");
+      batch = { ...whole, events: whole.unansweredJoins, publishedReplyIds: [] };
+    }
+    const anchor = this.anchorOf(batch.events);
     const thread = replyRefFor(anchor);
     const cfg = this.d.config();
     const end = (outcome: TurnOutcome["status"]) => this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000);
@@ -164,11 +279,13 @@ export class TurnDispatcher {
     if (batch.publishedReplyIds.length > 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info({ evt: "turn.already_answered", replies: batch.publishedReplyIds }, "turn had already replied before the restart; not re-run");
+      await mid.close(true);
       this.d.scheduler.complete(batch.turnId);
       return end("answered");
     }
     const channel = await this.d.channel(batch.scope.channel);
     if (!channel) {
+      await mid.close(true);
       this.finish(batch, { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] }, log, false);
       return end("failed");
     }
@@ -181,17 +298,24 @@ export class TurnDispatcher {
     };
 
     let outcome: TurnOutcome;
+    let retry = true;
     // Everything this turn publishes (tool replies, fallback, notices) is recorded durably
     // at once: a retry after a crash must know the thread was already answered.
     const published = new RecordedSet((id) => this.d.scheduler.recordReply(batch.turnId, id));
+    let usage: TurnUsage | undefined;
+    let model: string | undefined;
+    let rotateFor: string | undefined;
     try {
       const ss = await this.sessionFor(batch, channel, standing, log);
+      running.session = ss.session;
+      model = ss.session.model;
       const inflight: Inflight = { count: 0, waiters: [] };
       ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
         events: batch.events,
+        anchor,
         standing,
         history: policy.history,
       })) as TextBlock[];
@@ -215,12 +339,19 @@ export class TurnDispatcher {
         },
         {
           agent: {
-            prompt: async (b, s) => {
-              const r = await ss.session.prompt(b, {
-                askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
-              });
-              return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut };
-            },
+            prompt: (b, s) =>
+              mid.prompt(
+                b,
+                async (blocks) => {
+                  const r = await ss.session.prompt(blocks, {
+                    askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
+                  });
+                  usage = addUsage(usage, r.turnUsage);
+                  if (ROTATE_STOP_REASONS.has(r.stopReason)) rotateFor = r.stopReason;
+                  return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut, updates: r.updates };
+                },
+                () => signal.aborted,
+              ),
           },
           hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? this.hooksOf(ss, log) : undefined,
           out: this.outFor(batch.turnId),
@@ -228,6 +359,7 @@ export class TurnDispatcher {
           published,
           settled: () => (inflight.count === 0 ? Promise.resolve() : new Promise<void>((r) => inflight.waiters.push(r))),
           signal,
+          onGateWait: (gates) => (running.info.gateWait = gates ? { gates, since: Date.now() } : undefined),
           pendingInjection: {
             take: () => {
               const t = ss.injection;
@@ -240,32 +372,46 @@ export class TurnDispatcher {
       );
       ss.current = undefined;
       for (const id of published) ss.prompt.markDelivered([id]);
+      rotateFor = rotationDue(rotateFor, ++ss.turns, cfg.agent.max_turns_per_session);
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      log.warn({ evt: "turn.start_failed", err: reason }, "could not start the turn");
+      // The breaker open (now, or by this very failure): a retry within its window cannot
+      // succeed, so the thread hears at once what happened instead of after the retry wait.
+      const circuit = this.d.pool.circuitError();
+      const reason = circuit?.message ?? (err instanceof Error ? err.message : String(err));
+      log.warn({ evt: "turn.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start the turn");
       outcome = { status: "failed", reason, published: [...published] };
+      if (circuit) retry = false;
       // A session that failed to open or crashed is not reused.
       await this.rotate((k) => k === batch.scope.key);
     }
+    // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
+    // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
+    await mid.close(!signal.aborted);
+    if (usage) this.d.onUsage?.(channel.id, model, usage);
+    // The session ends after its turn budget, or when the agent ran out of context or
+    // requests: the next mention in the scope starts a fresh session.
+    if (rotateFor && this.scopes.has(batch.scope.key)) await this.rotate((k) => k === batch.scope.key, rotateFor);
     if (signal.aborted && signal.reason === "shutdown") {
       // Left running in the store: the next start re-queues it (its one retry), nothing is lost.
       log.info({ evt: "turn.interrupted", published: outcome.published.length }, "turn interrupted by shutdown; it runs again after restart");
       return;
     }
-    this.finish(batch, outcome, log, true);
+    this.finish(batch, outcome, log, retry, { model, usage });
     end(outcome.status);
   }
 
-  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean): void {
-    log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined }, "turn ended");
+  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {
+    log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined, model: extra.model, usage: extra.usage }, "turn ended");
     if (outcome.status === "failed") {
-      // A failed turn that already replied is not retried: the reply is the answer.
-      if (outcome.published.length > 0) this.d.scheduler.complete(batch.turnId);
-      else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry });
+      // A failed turn that already replied is not retried: the reply is the answer, marked ⚠️.
+      if (outcome.published.length > 0) {
+        this.d.scheduler.complete(batch.turnId);
+        this.markFailed(batch.events, batch.scope.channel);
+      } else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry }); // final → postFailure
     } else this.d.scheduler.complete(batch.turnId);
   }
 
-  private async sessionFor(batch: { scope: { key: string } }, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
+  private async sessionFor(batch: { scope: { key: string; root?: string } }, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
     const key = batch.scope.key;
     const existing = this.scopes.get(key);
     if (existing && existing.session.alive && this.d.pool.session(key) === existing.session) return existing;
@@ -305,11 +451,19 @@ export class TurnDispatcher {
     const link = this.d.link.register({ sessionKey: key, manifest, tools });
     try {
       const previousSessionId = this.d.sessions?.get(key);
-      const session = await this.d.pool.acquire(key, { channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text, previousSessionId });
+      const session = await this.d.pool.acquire(key, {
+        channelName: channel.name,
+        // The session's own socket, in its process's link directory (all a sandboxed agent sees of the state directory).
+        mcpEnv: (dir) => (dir ? link.listen(dir) : link.env),
+        isolation: isolationFor(cfg, channel.id),
+        standingContext: buildStanding(standing).text,
+        previousSessionId,
+        title: sessionTitle(channel.name, batch.scope.root),
+      });
       this.d.sessions?.save(key, session.sessionId);
       // A resumed session already holds the standing context from its first prompt.
       const standingDelivered = session.standingContextVia === "system_prompt" || session.resumed;
-      ss = { session, link, hookServers: manifest.servers.length, prompt: new PromptSession(standing, standingDelivered) };
+      ss = { session, link, hookServers: manifest.servers.length, turns: 0, prompt: new PromptSession(standing, standingDelivered) };
       this.scopes.set(key, ss);
       log.info({ evt: "turn.session", agent_pid: session.proc.pid, session: session.sessionId, resumed: session.resumed, standing_context: session.standingContextVia }, "agent session ready");
       return ss;
@@ -357,12 +511,29 @@ export class TurnDispatcher {
     return { channel, thread, owner: this.d.owner!, out: this.d.out, relay: this.d.relay, signal };
   }
 
-  /** The notice posted when a turn fails for good (the queue's onFinalFailure). */
+  /** ⚠️ on the (last few) mentions of a turn that ended failed for good. */
+  private markFailed(events: Event[], channel: string): void {
+    for (const e of events.slice(-5)) this.d.out.signal(reaction(e, EMOJI.failed, channel));
+  }
+
+  /** The notice (and ⚠️) posted when a turn fails for good (the queue's onFinalFailure). */
   async postFailure(events: Event[], error: string, channel: string): Promise<void> {
-    const anchor = events[events.length - 1];
-    if (!anchor) return;
+    if (!events.length) return;
+    const anchor = this.anchorOf(events);
+    this.markFailed(events, channel);
     const ref = { root: threadRootOf(anchor), parent: anchor.id };
     await this.d.out.publish(failureNotice(channel, ref, events, error));
+  }
+
+  /**
+   * What the turn replies to: its newest message, or for an edit (which carries no thread
+   * tags) the message it edits, so the answer lands in that message's thread.
+   */
+  private anchorOf(events: Event[]): Event {
+    const last = events[events.length - 1]!;
+    if (last.kind !== KIND.edit) return last;
+    const target = last.tags.find((t) => t[0] === "e")?.[1];
+    return (target && this.d.scheduler.storedEvent(target)) || last;
   }
 
   /**
@@ -376,12 +547,16 @@ export class TurnDispatcher {
     const id = --this.heartbeatSeq;
     const key = `heartbeat:${channelId}`;
     const abort = new AbortController();
-    const done = this.runHeartbeat(id, key, channelId, text, abort.signal).finally(() => this.running.delete(id));
-    this.running.set(id, { scope: key, abort, done: done.then(() => undefined) });
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession } = {
+      scope: key, abort, done: Promise.resolve(), info: { turnId: id, scope: key, channel: channelId, startedAt: Date.now() },
+    };
+    this.running.set(id, entry);
+    const done = this.runHeartbeat(id, key, channelId, text, abort.signal, entry).finally(() => this.running.delete(id));
+    entry.done = done.then(() => undefined);
     return done;
   }
 
-  private async runHeartbeat(id: number, key: string, channelId: string, text: string, signal: AbortSignal): Promise<TurnOutcome["status"] | "no-channel"> {
+  private async runHeartbeat(id: number, key: string, channelId: string, text: string, signal: AbortSignal, running: { session?: AgentSession }): Promise<TurnOutcome["status"] | "no-channel"> {
     const started = Date.now();
     const log = this.d.logger.child({ scope: key, heartbeat: true });
     const channel = await this.d.channel(channelId);
@@ -398,14 +573,18 @@ export class TurnDispatcher {
       owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
     };
     const published = new Set<string>();
+    let rotateFor: string | undefined;
     let status: TurnOutcome["status"];
     let reason: string | undefined;
     try {
       const ss = await this.sessionFor({ scope: { key } }, channel, standing, log);
+      running.session = ss.session;
       const inflight: Inflight = { count: 0, waiters: [] };
       ss.current = { turnId: id, published, anchor: "", inflight };
       try {
         const r = await ss.session.prompt(heartbeatBlocks(ss.prompt, standing, text));
+        if (r.turnUsage) this.d.onUsage?.(channel.id, ss.session.model, r.turnUsage);
+        rotateFor = rotationDue(ROTATE_STOP_REASONS.has(r.stopReason) ? r.stopReason : undefined, ++ss.turns, cfg.agent.max_turns_per_session);
         if (inflight.count > 0) await new Promise<void>((res) => inflight.waiters.push(res));
         status = signal.aborted || r.stopReason === "cancelled" ? "cancelled" : r.timedOut ? "failed" : "answered";
         if (r.timedOut) reason = r.timedOut === "idle" ? "idle timeout" : "max_turn";
@@ -417,6 +596,8 @@ export class TurnDispatcher {
       reason = err instanceof Error ? err.message : String(err);
       await this.rotate((k) => k === key);
     }
+    // The heartbeat session rotates by the same rules as a scope's.
+    if (rotateFor && this.scopes.has(key)) await this.rotate((k) => k === key, rotateFor);
     // Not in turns_total: that counts mentions' turns; heartbeats have their own metric.
     log.info({ evt: "turn.end", status, reason, published: published.size, seconds: (Date.now() - started) / 1000 }, "heartbeat turn ended");
     return status;
