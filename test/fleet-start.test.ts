@@ -37,7 +37,7 @@ const fleetConfig = (i: number, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-test("a database not reachable yet: the daemon retries with a log line and /readyz 503, then starts when it appears", { timeout: 60_000 }, async (ctx) => {
+test("a database not reachable yet: the daemon retries with a log line, /readyz 503 and a /status page saying so, then starts when it appears", { timeout: 60_000 }, async (ctx) => {
   if (skip) return ctx.skip(skip);
   const name = `later_${process.pid}`;
   const env = { BUZZ_BRIDGE_DATABASE_URL: server!.urlOf(name) };
@@ -48,6 +48,9 @@ test("a database not reachable yet: the daemon retries with a log line and /read
   const ready = await fetch(`${String(http.url)}/readyz`);
   assert.equal(ready.status, 503);
   assert.match(await ready.text(), /waiting for the fleet's PostgreSQL database/);
+  const waitingPage = await fetch(`${String(http.url)}/status`);
+  assert.equal(waitingPage.status, 200);
+  assert.match(await waitingPage.text(), /waiting for the fleet&#39;s database/);
 
   await server!.createDatabase(name);
   await d.waitLog((l) => l.evt === "daemon.started", 40_000);
@@ -57,6 +60,8 @@ test("a database not reachable yet: the daemon retries with a log line and /read
   const metrics = await (await fetch(`${String(http.url)}/metrics`)).text();
   assert.match(metrics, /^buzz_bridge_fleet_leases 0$/m);
   assert.match(metrics, /^buzz_bridge_fleet_queue_depth 0$/m);
+  const page = await (await fetch(`${String(http.url)}/status`)).text();
+  assert.match(page, /Fleet: this daemon [^<]+\/\d+\/\w+ holds 0 leases; 0 mentions waiting across the fleet/);
   assert.equal(await d.stop(), 0);
   assert.ok(!d.raw().includes(server!.password), "no password in the daemon's output");
 });

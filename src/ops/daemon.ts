@@ -630,6 +630,11 @@ export class Daemon {
   /** What `/status` shows, gathered from the parts that know it. */
   statusSnapshot(): StatusSnapshot {
     const cfg = this.config;
+    if (!this.dispatcher) {
+      // Fleet mode, still waiting for the database: the page says so instead of failing.
+      const state = cfg.state.backend === "postgres" && !this.fleetStore ? "not started (waiting for the fleet's database)" : "not started";
+      return { generatedAt: Date.now(), startedAt: this.startedAt, pubkey: this.pubkey, relay: { url: cfg.relay.url, state }, channels: [], turns: [], denials: [], agents: [], circuit: "closed", usage: this.usageToday.snapshot() };
+    }
     const queued = this.scheduler.depthByChannel();
     const parents = processParents();
     return {
@@ -648,6 +653,7 @@ export class Daemon {
       })),
       circuit: this.pool.circuit.state,
       usage: this.usageToday.snapshot(),
+      ...(this.scheduler instanceof FleetScheduler ? { fleet: this.fleetStatus() } : {}),
     };
   }
 
