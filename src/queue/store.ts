@@ -93,7 +93,6 @@ CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (scope TEXT PRIMARY KEY, agent TEXT NOT NULL, session_id TEXT NOT NULL, updated_at INTEGER NOT NULL);
 `;
 
-const OPEN_EVENT_STATES = ["waiting", "in_turn"];
 
 export class QueueStore {
   readonly file: string;

@@ -7,7 +7,7 @@
  */
 import { EventEmitter } from "node:events";
 import WebSocket from "ws";
-import type { Event } from "nostr-tools";
+import { getPublicKey, type Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
@@ -22,6 +22,7 @@ import { FrameBudget, priorityOfKind, type FramePriority, type FrameQuota, BUZZ_
 import { RateGate } from "./rate-gate.js";
 import { RelayQueryError } from "./errors.js";
 import { signEvent } from "./verify.js";
+import { refusalAdvice } from "./auth-advice.js";
 
 export type ConnectionState = "idle" | "connecting" | "authenticated" | "subscribed" | "closed" | "stopped";
 
@@ -373,7 +374,8 @@ export class RelayConnection extends EventEmitter {
     }
     this.metrics.authRefused++;
     this.lastAuthError = reason;
-    this.log.error({ evt: "relay.auth_refused", reason }, `relay refused authentication: ${reason}`);
+    // The message names the fix (for a membership refusal: the npub the relay admin must add).
+    this.log.error({ evt: "relay.auth_refused", reason }, refusalAdvice(reason, getPublicKey(this.opts.secretKey)));
     this.emit("auth-failed", reason);
     this.ws?.close(); // Buzz keeps a failed auth sticky per connection: only a new one can succeed
     return false;
