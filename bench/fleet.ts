@@ -41,7 +41,7 @@ export interface FleetBench {
   accept_ms: { sqlite: number[]; postgres: number[] };
 }
 
-async function fleetConfig(w: World, url: string, n: number, i: number): Promise<string> {
+async function fleetConfig(w: World, n: number, i: number): Promise<string> {
   return w.writeConfig(
     {
       state_dir: join(w.dir, `state-${n}-${i}`),
@@ -60,7 +60,7 @@ async function throughput(server: PgServer, n: number): Promise<number> {
     for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `room-${i}` }));
     const url = await server.createDatabase();
     const daemons: DaemonProc[] = [];
-    for (let i = 0; i < n; i++) daemons.push(await w.startDaemon({}, { configFile: await fleetConfig(w, url, n, i), env: { BUZZ_BRIDGE_DATABASE_URL: url } }));
+    for (let i = 0; i < n; i++) daemons.push(await w.startDaemon({}, { configFile: await fleetConfig(w, n, i), env: { BUZZ_BRIDGE_DATABASE_URL: url } }));
     const t0 = performance.now();
     const mentions: Event[] = [];
     for (let i = 0; i < MENTIONS; i++) mentions.push(await w.owner.post(`@agent ping ${i} #slow ${THINK_MS}`, { channel: channels[i % CHANNELS] }));
@@ -78,8 +78,8 @@ async function takeover(server: PgServer): Promise<number> {
   try {
     const url = await server.createDatabase();
     const env = { BUZZ_BRIDGE_DATABASE_URL: url };
-    const a = await w.startDaemon({}, { configFile: await fleetConfig(w, url, 9, 0), env });
-    const b = await w.startDaemon({}, { configFile: await fleetConfig(w, url, 9, 1), env });
+    const a = await w.startDaemon({}, { configFile: await fleetConfig(w, 9, 0), env });
+    const b = await w.startDaemon({}, { configFile: await fleetConfig(w, 9, 1), env });
     // One long turn: the survivor has free slots, so the time measured is the lease's.
     await w.owner.post("@agent long job #slow 60000");
     const [victim, survivor] = await Promise.race([
