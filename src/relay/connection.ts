@@ -67,7 +67,20 @@ interface Sub {
   authRetried: boolean;
 }
 
-export class RelayConnection extends EventEmitter {
+/** What a RelayConnection emits, checked by tsc on emit/on/once/off. */
+export interface ConnectionEvents {
+  /** An EVENT on one of our subscriptions (not on a one-shot `query`). */
+  event: [subId: string, ev: Event];
+  /** The subscription's last REQ was answered by EOSE (or it has no filters to send). */
+  eose: [subId: string];
+  state: [state: ConnectionState, prev: ConnectionState];
+  /** The relay refused our AUTH; the connection is closed and retried. */
+  "auth-failed": [reason: string];
+  /** The relay closed a subscription for a reason we do not retry. */
+  "sub-closed": [subId: string, reason: string];
+}
+
+export class RelayConnection extends EventEmitter<ConnectionEvents> {
   readonly url: string;
   readonly metrics = { reconnects: 0, reqFrames: 0, closeFrames: 0, eventFrames: 0, authOk: 0, authRefused: 0, invalidFrames: 0, rateLimited: 0, dead: 0 };
   private readonly log: Logger;
