@@ -39,6 +39,11 @@ export interface DeniedReporterOptions {
    * `gate.denied_suppressed` line when the minute ends (and in /metrics).
    */
   forgedLogLimit?: LogThrottleOptions;
+  /**
+   * A fleet's shared "once per window" (the state store's claimOnce): every daemon hears
+   * the denied event, and only the one whose claim succeeds answers it.
+   */
+  claimOnce?(key: string, windowMs: number): Promise<boolean>;
 }
 
 export class DeniedReporter {
@@ -65,9 +70,10 @@ export class DeniedReporter {
     else if (decision.reason === "bad-signature") this.forgedLog.log("info", "bad-signature", line);
     else this.opts.logger.info(line);
 
-    const template = this.answerFor(ev, decision);
-    if (!template) return undefined;
-    return this.opts.publish(template).then(
+    const answer = this.answerFor(ev, decision);
+    if (!answer) return undefined;
+    const claimed = this.opts.claimOnce ? this.opts.claimOnce(`denied:${answer.key}`, this.windowMs) : Promise.resolve(true);
+    return claimed.then((ok) => (ok ? this.opts.publish(answer.template) : undefined)).then(
       () => undefined,
       (err: unknown) => {
         this.opts.logger.warn({ evt: "gate.denied_notify_failed", event: ev.id, err: (err as Error)?.message ?? String(err) });
@@ -75,7 +81,7 @@ export class DeniedReporter {
     );
   }
 
-  private answerFor(ev: Event, decision: Refusal): EventTemplate | undefined {
+  private answerFor(ev: Event, decision: Refusal): { template: EventTemplate; key: string } | undefined {
     // Only respond-to denials are answered: drops were not addressed to the agent, and a
     // bad signature names an author who may not have written the event at all.
     if (decision.action !== "deny" || decision.reason === "bad-signature") return undefined;
@@ -85,10 +91,11 @@ export class DeniedReporter {
     // Not in DMs: clients p-tag every participant there, so members talking to each other
     // would collect locks and replies meant for nobody.
     if (isDmLike(channel.type)) return undefined;
-    if (!this.due(`${ev.pubkey}:${channel.id}`)) return undefined;
-    if (mode === "react") return reaction(ev, DENIED_REACTION, channel.id);
+    const key = `${ev.pubkey}:${channel.id}`;
+    if (!this.due(key)) return undefined;
+    if (mode === "react") return { template: reaction(ev, DENIED_REACTION, channel.id), key };
     const text = REPLY_TEXT[decision.reason] ?? "🔒 I can't take this request here.";
-    return message(channel.id, text, { thread: replyRefFor(ev) });
+    return { template: message(channel.id, text, { thread: replyRefFor(ev) }), key };
   }
 
   /** Once per window per key; the map stays bounded by evicting the oldest entry. */
