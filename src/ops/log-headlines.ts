@@ -36,6 +36,9 @@ export const HEADLINES: Readonly<Record<string, string>> = {
   "queue.recovered": "re-queued work accepted before the restart",
   "queue.refusal_notice_failed": "could not post the notice for refused events",
   "queue.refused": "refused an event: too far behind",
+  "queue.scope_lost": "this daemon lost a scope's lease to another daemon of the fleet",
+  "queue.store_write_retry": "the state database is unreachable; retrying a turn's write",
+  "queue.turn_resumed": "took over a turn another daemon left running",
   "queue.turn_failed": "turn failed for good; the thread gets a notice",
   "queue.turn_retry": "turn failed; retrying after a backoff",
 };
