@@ -216,7 +216,7 @@ export class Daemon {
     };
     this.gate = new Gate({
       context: this.gateContext,
-      reporter: new DeniedReporter({ logger: this.log, publish: (t) => out.publish(t) }),
+      reporter: new DeniedReporter({ logger: this.log, publish: (t) => out.publish(t), verify: verifySignature }),
       control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: this.log }),
       logger: this.log,
       claimControl: (id, at) => this.store.claimControl(id, at),
