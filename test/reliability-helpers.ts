@@ -129,3 +129,9 @@ export async function assertCoveredOnce(w: World, channels: string[], mentions: 
   }
   throw new Error(`mentions not covered exactly once (${problems.length} problems):\n${problems.slice(0, 20).join("\n")}`);
 }
+
+/** The daemon's own view, one line per turn: for a failure message only, never a verdict. */
+export async function turnsSummary(w: World): Promise<string> {
+  const turns = await storedTurns(w);
+  return turns.map((t) => `turn ${t.id} ${t.state}: ${t.trigger_ids.length} triggers, ${t.reply_ids.length} replies`).join("\n");
+}

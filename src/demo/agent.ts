@@ -26,6 +26,9 @@
  *                         (then stopReason cancelled)
  *   #ignore-cancel        like #hang, but ignores session/cancel
  *
+ * A turn carrying several messages (a channel-scope batch) is answered with one
+ * `send_message` per message, each in that message's thread (reply_to its event id).
+ *
  * Capabilities: `loadSession: false`; modes `default` and `bypassPermissions`;
  * `sessionCapabilities.systemPrompt` only when DEMO_AGENT_SYSTEM_PROMPT=1, so both
  * standing-context paths are testable; `sessionCapabilities.resume` only when
@@ -224,7 +227,17 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
 
     if (d.silent) return { stopReason: "end_turn" };
     const reply = [summary(parsed), ...reports].join("\n");
-    if (!d.finalOnly && (await findTool("send_message"))) {
+    if (!d.finalOnly && parsed.batch.length > 1 && (await findTool("send_message"))) {
+      // Several askers: each gets an answer in their own thread (the last one with the reports).
+      const results: string[] = [];
+      for (const [i, m] of parsed.batch.entries()) {
+        if (turn.signal.aborted) return cancelled();
+        const last = i === parsed.batch.length - 1;
+        const content = last ? reply : summary({ ...parsed, asked: m.asked });
+        results.push((await callTool("send_message", { content, reply_to: m.id })).slice(0, 80));
+      }
+      await say(`Replied to ${results.length} messages in their threads.`);
+    } else if (!d.finalOnly && (await findTool("send_message"))) {
       const result = await callTool("send_message", { content: reply });
       await say(`Replied in the thread (${result.slice(0, 200)}).`);
     } else {

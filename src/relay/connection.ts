@@ -19,6 +19,7 @@ import { LogThrottle } from "../ops/log-throttle.js";
 import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
 import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
 import { RateGate } from "./rate-gate.js";
+import { killNow, replyFaultFor } from "./faults.js";
 import { signEvent } from "./verify.js";
 
 export type ConnectionState = "idle" | "connecting" | "authenticated" | "subscribed" | "closed" | "stopped";
@@ -76,6 +77,8 @@ export class RelayConnection extends EventEmitter {
   private authChallenge: string | undefined;
   private subs = new Map<string, Sub>();
   private okWaiters = new OkWaiters();
+  /** Test-only (./faults.ts): OKs to drop as if lost on the wire. */
+  private swallowOk = new Set<string>();
   private readonly gate: RateGate;
   private timers = new Set<NodeJS.Timeout>();
   private stopLiveness: (() => void) | undefined;
@@ -158,11 +161,16 @@ export class RelayConnection extends EventEmitter {
       await sleep(this.rateLimitedFor);
     }
     if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
+    const fault = replyFaultFor(ev);
+    if (fault === "swallow") this.swallowOk.add(ev.id);
     const outcome = new Promise<PublishOutcome>((resolve) =>
       this.okWaiters.add(
         ev.id,
         timeoutMs,
-        (ok, reason) => resolve(reason === DISCONNECTED ? { status: "disconnected", reason: "connection lost before OK" } : outcomeFromOk(ok, reason)),
+        (ok, reason) => {
+          if (fault === "kill" && ok) killNow();
+          resolve(reason === DISCONNECTED ? { status: "disconnected", reason: "connection lost before OK" } : outcomeFromOk(ok, reason));
+        },
         () => resolve({ status: "timeout", reason: `no OK within ${timeoutMs} ms` }),
       ),
     );
@@ -241,6 +249,7 @@ export class RelayConnection extends EventEmitter {
         this.emit("event", f.sub, f.event);
         return;
       case "OK":
+        if (this.swallowOk.delete(f.id)) return;
         return this.okWaiters.resolve(f.id, f.ok, f.reason);
       case "EOSE":
         return this.onEose(f.sub);

@@ -144,20 +144,21 @@ export class TurnDispatcher {
     this.scopes.clear();
   }
 
-  private async run(batch: Batch, signal: AbortSignal): Promise<void> {
+  private async run(fullBatch: Batch, signal: AbortSignal): Promise<void> {
     const started = Date.now();
-    const log = this.d.logger.child({ turn: batch.turnId, scope: batch.scope.key });
-    const anchor = batch.events[batch.events.length - 1]!;
-    const thread = replyRefFor(anchor);
+    const log = this.d.logger.child({ turn: fullBatch.turnId, scope: fullBatch.scope.key });
     const cfg = this.d.config();
     const end = (outcome: TurnOutcome["status"]) => this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000);
 
-    if (batch.publishedReplyIds.length > 0) {
+    const batch = await this.unanswered(fullBatch, log);
+    if (batch.events.length === 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info({ evt: "turn.already_answered", replies: batch.publishedReplyIds }, "turn had already replied before the restart; not re-run");
       this.d.scheduler.complete(batch.turnId);
       return end("answered");
     }
+    const anchor = batch.events[batch.events.length - 1]!;
+    const thread = replyRefFor(anchor);
     const channel = await this.d.channel(batch.scope.channel);
     if (!channel) {
       this.finish(batch, { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] }, log, false);
@@ -245,6 +246,43 @@ export class TurnDispatcher {
     }
     this.finish(batch, outcome, log, true);
     end(outcome.status);
+  }
+
+  /**
+   * A turn that ran before (a restart, a retry) may have answered some of its mentions
+   * already, and not all of that is in the store: the process can die between the relay's
+   * OK for a reply and the write that records it. The relay is the record of what people
+   * saw, so it is asked: a trigger with an agent message replying to it is answered (the
+   * reply is recorded now), and only the rest run again. Without the relay's answer, the
+   * store decides alone: anything recorded means the turn is answered.
+   */
+  private async unanswered(batch: Batch, log: Logger): Promise<Batch> {
+    if (batch.attempt <= 1 && !batch.recovered && batch.publishedReplyIds.length === 0) return batch;
+    const ids = batch.events.map((e) => e.id);
+    let replies: Event[];
+    try {
+      replies = await this.d.relay.query([{ kinds: [KIND.message], authors: [this.d.self], "#e": ids, limit: 1000 }]);
+    } catch (err) {
+      log.warn({ evt: "turn.replies_unknown", err: err instanceof Error ? err.message : String(err) }, "could not ask the relay which mentions were answered before the restart");
+      return batch.publishedReplyIds.length > 0 ? { ...batch, events: [] } : batch;
+    }
+    // A reply answers its parent and, within that thread, every earlier trigger (an agent
+    // answers a thread once, under its last message).
+    const answered = new Set<string>();
+    const mine = replies.filter((r) => r.pubkey === this.d.self);
+    for (const r of mine) {
+      const parent = r.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1] ?? (threadRootOf(r) === r.id ? undefined : threadRootOf(r));
+      const at = parent ? ids.indexOf(parent) : -1;
+      if (at < 0) continue;
+      const thread = threadRootOf(batch.events[at]!);
+      for (const e of batch.events.slice(0, at + 1)) if (threadRootOf(e) === thread) answered.add(e.id);
+      this.d.scheduler.recordReply(batch.turnId, r.id);
+    }
+    if (answered.size === 0) return batch.publishedReplyIds.length > 0 ? { ...batch, events: [] } : batch;
+    const events = batch.events.filter((e) => !answered.has(e.id));
+    const publishedReplyIds = [...new Set([...batch.publishedReplyIds, ...mine.map((r) => r.id)])];
+    if (events.length > 0) log.info({ evt: "turn.already_answered", replies: publishedReplyIds, answered: answered.size, remaining: events.length }, "some of the turn's mentions were answered before the restart; the rest run again");
+    return { ...batch, events, publishedReplyIds };
   }
 
   private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean): void {
