@@ -5,7 +5,9 @@
  */
 import { mkdirSync } from "node:fs";
 import { cliPath } from "./cli-path.js";
-import { basename, join } from "node:path";
+import { join } from "node:path";
+import { resolveEnforce } from "../config/enforce.js";
+export { resolveEnforce };
 import type { Event, EventTemplate } from "nostr-tools";
 import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
@@ -35,13 +37,6 @@ export interface DaemonOptions {
   logger: Logger;
   /** Re-read on SIGHUP; default the loaded file. */
   configFile?: string;
-}
-
-/** gates.enforce resolved: `auto` means the agent enforces when it calls hooks itself (buzz-agent). */
-export function resolveEnforce(cfg: Config): Enforce {
-  const e = cfg.gates.enforce;
-  if (e !== "auto") return e;
-  return /buzz-agent/.test(basename(cfg.agent.command)) ? "agent" : "bridge";
 }
 
 /** `agent.command: buzz-bridge` runs this very installation (the demo agent), wherever it lives. */
