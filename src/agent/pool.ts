@@ -7,7 +7,7 @@
  * Generic on purpose: it takes a plain options object (see poolOptionsFromConfig) and
  * knows nothing of relays or channels beyond a name for the working directory.
  *
- * Events: `spawn` {pid, spare}, `spare` {pid}, `exit` {pid, scope?, code, signal, expected},
+ * Events: `spawn` {pid, spare, exited}, `spare` {pid}, `exit` {pid, scope?, code, signal, expected},
  * `crash` {pid, scope?, code, signal, stderrTail}, `circuit` {state, until, crashes}.
  */
 import { EventEmitter } from "node:events";
@@ -219,7 +219,7 @@ export class AgentPool extends EventEmitter {
         command: this.o.command, args: this.o.args, cwd, env, initTimeoutMs: this.o.initTimeoutMs,
         logger: this.log, secretForms: secretForms(this.o.secret), authMethod: this.o.authMethod,
       });
-      this.emit("spawn", { pid: proc.pid, spare: isSpare });
+      this.emit("spawn", { pid: proc.pid, spare: isSpare, exited: proc.exited });
       return proc;
     } catch (err) {
       if (err instanceof AgentStartError) {

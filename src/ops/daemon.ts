@@ -10,6 +10,7 @@ import { resolveEnforce } from "../config/enforce.js";
 export { resolveEnforce };
 import type { Event, EventTemplate } from "nostr-tools";
 import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
+import { processIdentity, stopLeftoverAgents } from "../agent/leftovers.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
@@ -142,7 +143,10 @@ export class Daemon {
     this.pool = new AgentPool(
       poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log }),
     );
-    this.pool.on("spawn", () => this.metrics.agentSpawned());
+    this.pool.on("spawn", (p: { pid: number | undefined; exited: Promise<unknown> }) => {
+      this.metrics.agentSpawned();
+      this.trackAgentGroup(p.pid, p.exited);
+    });
     this.pool.on("crash", () => this.metrics.agentCrashed());
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
 
@@ -228,6 +232,9 @@ export class Daemon {
     });
     if (cfg.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
 
+    // Agents a SIGKILLed predecessor left running: stopped before new ones start.
+    await stopLeftoverAgents(this.store.agentGroups(), this.log);
+    for (const g of this.store.agentGroups()) this.store.forgetAgentGroup(g.pgid);
     const recovered = this.scheduler.recover();
     if (recovered.events || recovered.turns) this.log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
     this.pool.start();
@@ -305,6 +312,20 @@ export class Daemon {
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }
+  }
+
+  /** Records an agent's process group while it runs, so a successor can stop it if this daemon is killed. */
+  private trackAgentGroup(pid: number | undefined, exited: Promise<unknown>): void {
+    const identity = pid === undefined ? undefined : processIdentity(pid);
+    if (pid === undefined || !identity) return;
+    this.store.recordAgentGroup(pid, identity);
+    void exited.then(() => {
+      try {
+        this.store.forgetAgentGroup(pid);
+      } catch {
+        // the store closed first (shutdown): the next start finds the group gone
+      }
+    });
   }
 
   /** queue → turn: starts every batch the scheduler allows now. */
