@@ -9,7 +9,18 @@ import { join } from "node:path";
 import { REPO, World } from "./fixtures/world.js";
 
 let w: World;
-after(() => w?.close());
+/** Agent groups this test left behind if it failed half-way: stopped so no process outlives the test. */
+let pids: number[] = [];
+after(async () => {
+  for (const pid of pids) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // already stopped (the pass case)
+    }
+  }
+  await w?.close();
+});
 
 const alive = (pid: number) => {
   try {
@@ -25,7 +36,7 @@ test("agents left running by a SIGKILLed daemon are stopped by the next start, a
   const d1 = await w.startDaemon({ agent: { command: process.execPath, args: [join(REPO, "test", "fixtures", "agent-stubborn.mjs")] }, log: { level: "info" } });
   const ev = await w.owner.post("@agent hello");
   await w.waitReplies(ev);
-  const pids = [...new Set(d1.logs.filter((l) => l.evt === "agent.initialized").map((l) => Number(l.agent_pid)))];
+  pids = [...new Set(d1.logs.filter((l) => l.evt === "agent.initialized").map((l) => Number(l.agent_pid)))];
   assert.ok(pids.length >= 1, "an agent served the mention");
 
   d1.proc.kill("SIGKILL");
