@@ -70,3 +70,11 @@ for (const scope of ["thread", "channel"] as const) {
     await d.stop();
   });
 }
+
+test("an unknown BUZZ_BRIDGE_FAULT entry stops the daemon at start with an error naming it", { timeout: 30_000 }, async () => {
+  const w = await World.create();
+  worlds.push(w);
+  const d = await w.startDaemon({}, { env: { BUZZ_BRIDGE_FAULT: "kill-after-reply:2" }, waitStarted: false });
+  assert.equal(await d.exited, 2);
+  assert.match(d.raw(), /BUZZ_BRIDGE_FAULT: 'kill-after-reply:2' is not a fault point; use kill-after-reply-ok:N or swallow-reply-ok:N/);
+});

@@ -11,6 +11,7 @@ export { resolveEnforce };
 import type { Event, EventTemplate } from "nostr-tools";
 import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
 import { processIdentity, stopLeftoverAgents } from "../agent/leftovers.js";
+import { checkFaultEnv } from "../relay/faults.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
@@ -115,6 +116,7 @@ export class Daemon {
   async start(): Promise<void> {
     const cfg = this.config;
     const { secretKey, pubkey } = this.o.loaded;
+    checkFaultEnv();
     try {
       mkdirSync(cfg.state_dir, { recursive: true, mode: 0o700 });
     } catch (err) {

@@ -31,6 +31,17 @@ export function parseFaults(value: string | undefined): Parsed {
   return { ok: true, faults };
 }
 
+/** A bad BUZZ_BRIDGE_FAULT value, found at start-up rather than at the first reply. */
+export class FaultEnvError extends Error {
+  override name = "FaultEnvError";
+}
+
+/** Throws FaultEnvError when the variable is set to something that is not a fault point. */
+export function checkFaultEnv(env: NodeJS.ProcessEnv = process.env): void {
+  const p = parseFaults(env[FAULT_ENV]);
+  if (!p.ok) throw new FaultEnvError(p.error);
+}
+
 let armed: Map<number, ReplyFault> | undefined;
 const seen = new Set<string>();
 
