@@ -33,6 +33,7 @@ export interface Directives {
   silent: boolean;
   permission: boolean;
   crash: boolean;
+  crashAfterReply: boolean;
   hang: boolean;
   ignoreCancel: boolean;
   env: boolean;
@@ -116,7 +117,7 @@ export function parseDirectives(text: string): Directives {
     tools.push({ name: m[1]!, args });
   }
   return {
-    finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"),
+    finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"), crashAfterReply: has("crash-after-reply"),
     hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
     stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), slowMs: slow ? Number(slow[1]) : undefined, tools,
   };

@@ -22,6 +22,8 @@
  *   #compact              emit compaction_update (in_progress, then completed)
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #crash                exit(1) in the middle of the turn
+ *   #crash-after-reply    exit(1) right after its first send_message (in a batch: after
+ *                         answering the first message only)
  *   #hang                 one thought chunk, then no answer until session/cancel
  *                         (then stopReason cancelled)
  *   #ignore-cancel        like #hang, but ignores session/cancel
@@ -109,6 +111,11 @@ function summary(p: ParsedPrompt): string {
   return `Demo agent here, no LLM. Here is what I was given:\n${lines.join("\n")}`;
 }
 
+
+/** Exits as a crash would, the moment a directive asks for it. */
+function crashNow(): never {
+  process.exit(1);
+}
 
 /** Runs the agent on the given streams until the client goes away. */
 export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stdout): Promise<void> {
@@ -235,10 +242,12 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
         const last = i === parsed.batch.length - 1;
         const content = last ? reply : summary({ ...parsed, asked: m.asked });
         results.push((await callTool("send_message", { content, reply_to: m.id })).slice(0, 80));
+        if (d.crashAfterReply) crashNow();
       }
       await say(`Replied to ${results.length} messages in their threads.`);
     } else if (!d.finalOnly && (await findTool("send_message"))) {
       const result = await callTool("send_message", { content: reply });
+      if (d.crashAfterReply) crashNow();
       await say(`Replied in the thread (${result.slice(0, 200)}).`);
     } else {
       await say(reply);

@@ -24,6 +24,8 @@ import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
 
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
 const PROXY_CONNECT_WAIT_MS = 3000;
+/** Failure notices per failed batch, one per thread, before they are merged into one. */
+const MAX_NOTICE_THREADS = 10;
 import { askOwnerByReaction } from "./ask-owner.js";
 
 export interface DispatcherDeps {
@@ -258,38 +260,52 @@ export class TurnDispatcher {
    */
   private async unanswered(batch: Batch, log: Logger): Promise<Batch> {
     if (batch.attempt <= 1 && !batch.recovered && batch.publishedReplyIds.length === 0) return batch;
-    const ids = batch.events.map((e) => e.id);
-    let replies: Event[];
+    const found = await this.answeredOnRelay(batch.events, log);
+    if (!found) return batch.publishedReplyIds.length > 0 ? { ...batch, events: [] } : batch;
+    for (const id of found.replies) this.d.scheduler.recordReply(batch.turnId, id);
+    if (found.answered.size === 0) return batch.publishedReplyIds.length > 0 ? { ...batch, events: [] } : batch;
+    const events = batch.events.filter((e) => !found.answered.has(e.id));
+    const publishedReplyIds = [...new Set([...batch.publishedReplyIds, ...found.replies])];
+    if (events.length > 0) log.info({ evt: "turn.already_answered", replies: publishedReplyIds, answered: found.answered.size, remaining: events.length }, "some of the turn's mentions were answered before; the rest run again");
+    return { ...batch, events, publishedReplyIds };
+  }
+
+  /**
+   * Which of `events` the agent has answered, as the relay shows it: a reply answers its
+   * parent and, within that thread, every earlier event (an agent answers a thread once,
+   * under its last message). Undefined when the relay cannot be asked.
+   */
+  private async answeredOnRelay(events: Event[], log: Logger): Promise<{ answered: Set<string>; replies: string[] } | undefined> {
+    const ids = events.map((e) => e.id);
+    let found: Event[];
     try {
-      replies = await this.d.relay.query([{ kinds: [KIND.message], authors: [this.d.self], "#e": ids, limit: 1000 }]);
+      found = await this.d.relay.query([{ kinds: [KIND.message], authors: [this.d.self], "#e": ids, limit: 1000 }]);
     } catch (err) {
-      log.warn({ evt: "turn.replies_unknown", err: err instanceof Error ? err.message : String(err) }, "could not ask the relay which mentions were answered before the restart");
-      return batch.publishedReplyIds.length > 0 ? { ...batch, events: [] } : batch;
+      log.warn({ evt: "turn.replies_unknown", err: err instanceof Error ? err.message : String(err) }, "could not ask the relay which mentions were already answered");
+      return undefined;
     }
-    // A reply answers its parent and, within that thread, every earlier trigger (an agent
-    // answers a thread once, under its last message).
     const answered = new Set<string>();
-    const mine = replies.filter((r) => r.pubkey === this.d.self);
-    for (const r of mine) {
+    const replies: string[] = [];
+    for (const r of found) {
+      if (r.pubkey !== this.d.self) continue;
       const parent = r.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1] ?? (threadRootOf(r) === r.id ? undefined : threadRootOf(r));
       const at = parent ? ids.indexOf(parent) : -1;
       if (at < 0) continue;
-      const thread = threadRootOf(batch.events[at]!);
-      for (const e of batch.events.slice(0, at + 1)) if (threadRootOf(e) === thread) answered.add(e.id);
-      this.d.scheduler.recordReply(batch.turnId, r.id);
+      const thread = threadRootOf(events[at]!);
+      for (const e of events.slice(0, at + 1)) if (threadRootOf(e) === thread) answered.add(e.id);
+      replies.push(r.id);
     }
-    if (answered.size === 0) return batch.publishedReplyIds.length > 0 ? { ...batch, events: [] } : batch;
-    const events = batch.events.filter((e) => !answered.has(e.id));
-    const publishedReplyIds = [...new Set([...batch.publishedReplyIds, ...mine.map((r) => r.id)])];
-    if (events.length > 0) log.info({ evt: "turn.already_answered", replies: publishedReplyIds, answered: answered.size, remaining: events.length }, "some of the turn's mentions were answered before the restart; the rest run again");
-    return { ...batch, events, publishedReplyIds };
+    return { answered, replies };
   }
 
   private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean): void {
     log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined }, "turn ended");
     if (outcome.status === "failed") {
-      // A failed turn that already replied is not retried: the reply is the answer.
-      if (outcome.published.length > 0) this.d.scheduler.complete(batch.turnId);
+      // A failed turn that already replied in its one thread is not retried: the reply is
+      // the answer. A batch from several threads may have answered only some of them: it
+      // is retried, and the retry runs only for the mentions still unanswered.
+      const threads = new Set(batch.events.map((e) => threadRootOf(e))).size;
+      if (outcome.published.length > 0 && threads === 1) this.d.scheduler.complete(batch.turnId);
       else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry });
     } else this.d.scheduler.complete(batch.turnId);
   }
@@ -374,12 +390,24 @@ export class TurnDispatcher {
     return { channel, thread, owner: this.d.owner!, out: this.d.out, relay: this.d.relay, signal };
   }
 
-  /** The notice posted when a turn fails for good (the queue's onFinalFailure). */
+  /**
+   * The notices posted when a turn fails for good (the queue's onFinalFailure): one in each
+   * thread of the batch that has no answer yet, under its last message, naming its askers.
+   * Mentions an earlier attempt answered get nothing more. A batch from more threads than
+   * MAX_NOTICE_THREADS gets one notice under its last message naming everyone instead.
+   */
   async postFailure(events: Event[], error: string, channel: string): Promise<void> {
-    const anchor = events[events.length - 1];
-    if (!anchor) return;
-    const ref = { root: threadRootOf(anchor), parent: anchor.id };
-    await this.d.out.publish(failureNotice(channel, ref, events, error));
+    const log = this.d.logger.child({ channel });
+    const found = events.length > 0 ? await this.answeredOnRelay(events, log) : undefined;
+    const open = found ? events.filter((e) => !found.answered.has(e.id)) : events;
+    const threads = new Map<string, Event[]>();
+    for (const e of open) threads.set(threadRootOf(e), [...(threads.get(threadRootOf(e)) ?? []), e]);
+    const groups = threads.size > MAX_NOTICE_THREADS ? [open] : [...threads.values()];
+    for (const group of groups) {
+      const anchor = group[group.length - 1];
+      if (!anchor) continue;
+      await this.d.out.publish(failureNotice(channel, { root: threadRootOf(anchor), parent: anchor.id }, group, error));
+    }
   }
 
   /** For tests and `!status`. */
