@@ -83,6 +83,7 @@ before(async () => {
         NO_PROXY: "127.0.0.1,localhost",
       },
       mode: "default",
+      model: "haiku", // claude-code-acp offers default, opus, opus[1m], haiku through its model selector
       permissions: "allow",
       idle_timeout: "40s",
     },
@@ -113,6 +114,16 @@ test("claude-code-acp answers a mention by calling the proxy's send_message; the
   assert.match(seen, /what is this room for\?/, "the model saw the question");
   const all = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
   assert.equal(all.length, 1, "one reply: no fallback on top of the tool reply");
+});
+
+test("agent.model is applied through claude-code-acp's model selector: the model API is asked for that model", async () => {
+  const turns = api.turnRequests();
+  assert.ok(turns.length > 0, "the first test ran a turn");
+  const models = [...new Set(turns.map((r) => String((r.body as { model?: unknown }).model)))];
+  assert.equal(models.length, 1, `one model for every turn request: ${models.join(", ")}`);
+  assert.match(models[0]!, /haiku/, "the configured model, not Claude Code's default");
+  const opened = await d.waitLog((l) => l.evt === "agent.session_open", 5_000);
+  assert.equal(opened.model, "haiku", "the session log line names the model");
 });
 
 test("when the model only writes text, the bridge publishes it as the fallback reply", async () => {

@@ -82,6 +82,9 @@ describe("doctor", { concurrency: 2 }, () => {
     expectLine(r, "channels", /^✓ .*1 channel/);
     assert.match(r.out, /#build-room .*Where the build team coordinates releases/, "channel name and description shown");
     expectLine(r, "agent", /^✓ .*answered ACP initialize as buzz-bridge-demo-agent/);
+    assert.match(r.out, /modes: default, bypassPermissions/, "the modes the agent offers are listed");
+    assert.match(r.out, /models: demo-small, demo-large/, "the models the agent offers are listed, for agent.model");
+    assert.match(r.out, /effort levels: low, medium, high/, "the effort levels the agent offers are listed, for agent.effort");
     expectLine(r, "mcp gates", /^✓ .*listed \d+ tools/);
     assert.match(r.out, /lint/, "the server's tools are listed");
     expectLine(r, "tool names", /^✓ .*no collisions/);

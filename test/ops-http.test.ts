@@ -133,6 +133,26 @@ test("unknown paths are 404, other methods on known paths 405", async () => {
   await res.body?.cancel();
 });
 
+test("/status is HTML with a policy that forbids scripts and remote assets, rendered on each request; without a page it is 404", async () => {
+  let n = 0;
+  const h = await startHttp({ listen: "127.0.0.1:0", metrics: new Metrics({ defaultMetrics: false }), readiness: () => ({ checks: [] }), status: () => `<p>render ${++n}</p>` });
+  try {
+    let res = await fetch(`${h.url}/status`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^text\/html/);
+    assert.match(res.headers.get("content-security-policy") ?? "", /default-src 'none'/);
+    assert.equal(await res.text(), "<p>render 1</p>");
+    res = await fetch(`${h.url}/status`);
+    assert.equal(await res.text(), "<p>render 2</p>", "fresh on every request");
+  } finally {
+    await h.close();
+  }
+  const without = await start();
+  const res = await fetch(`${without.url}/status`);
+  assert.equal(res.status, 404);
+  assert.ok(!((await res.json()) as { paths: string[] }).paths.includes("/status"), "not listed when there is no page");
+});
+
 test("a port in use is a clear HttpListenError", async () => {
   const blocker = createServer();
   await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));

@@ -32,6 +32,19 @@ export class AgentModeError extends AgentStartError {
   }
 }
 
+/** `agent.model` / `agent.effort` names a value the agent does not offer for the session. */
+export class AgentSettingError extends AgentStartError {
+  override name = "AgentSettingError";
+  constructor(command: string, readonly key: string, readonly value: string, readonly available: string[], what: string) {
+    super(
+      command,
+      available.length
+        ? `${key} '${value}' is not offered by the agent (it offers: ${available.join(", ")})`
+        : `${key} '${value}' is set but the agent offers no ${what} to choose from; remove ${key}`,
+    );
+  }
+}
+
 /** The agent process died while it was serving a session (possibly mid-turn). */
 export class AgentCrashedError extends Error {
   override name = "AgentCrashedError";

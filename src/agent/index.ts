@@ -8,3 +8,5 @@ export { agentEnvironment, secretForms, SECRET_ENV_NAMES } from "./env.js";
 export { agentCwd, channelSlug, spareCwd } from "./cwd.js";
 export { probeAgent, type AgentProbe } from "./probe.js";
 export * from "./errors.js";
+export { addUsage, SessionUsage, type TurnUsage } from "./usage.js";
+export { offeredSettings, type OfferedSettings } from "./session-settings.js";

@@ -27,6 +27,10 @@ export interface AgentPoolOptions {
   permissions: PermissionPolicy;
   permissionTimeoutMs: number;
   mode?: string;
+  /** `agent.model`, `agent.effort`, `agent.initial_message`: applied to every new session. */
+  model?: string;
+  effort?: string;
+  initialMessage?: string;
   /** `agent.auth_method`: ACP authenticate after initialize. */
   authMethod?: string;
   /** `initialize` bound; default 30 s. */
@@ -54,6 +58,7 @@ export function poolOptionsFromConfig(
     maxConcurrent: agent.max_concurrent, idleTimeoutMs: agent.idle_timeout, maxTurnMs: agent.max_turn,
     idleCloseMs: agent.idle_close, cancelGraceMs: agent.cancel_grace, warmSpare: agent.warm_spare,
     permissions: agent.permissions, permissionTimeoutMs: agent.permission_timeout, mode: agent.mode, authMethod: agent.auth_method,
+    model: agent.model, effort: agent.effort, initialMessage: agent.initial_message,
     ...extra,
   };
 }
@@ -68,6 +73,8 @@ export interface AcquireOptions {
   standingContext?: string;
   /** Reopen this session after a restart when the agent supports resume/load. */
   previousSessionId?: string;
+  /** The session's title, where the agent accepts one. */
+  title?: string;
 }
 
 export interface PoolStats {

@@ -8,7 +8,7 @@
  * knows nothing of relays or channels beyond a name for the working directory.
  *
  * Events: `spawn` {pid, spare, exited}, `spare` {pid}, `exit` {pid, scope?, code, signal, expected},
- * `crash` {pid, scope?, code, signal, stderrTail}, `circuit` {state, until, crashes}.
+ * `crash` {pid, scope?, code, signal, stderrTail}, `circuit` {state, until, crashes}, `rotate` {scope, reason}.
  */
 import { EventEmitter } from "node:events";
 import type { Logger } from "../ops/log.js";
@@ -127,6 +127,7 @@ export class AgentPool extends EventEmitter {
       proc.tags.scope = scope;
       const session = await AgentSession.open(proc, {
         cwd, mcpEnv: opts.mcpEnv, standingContext: opts.standingContext, mode: this.o.mode,
+        model: this.o.model, effort: this.o.effort, initialMessage: this.o.initialMessage, title: opts.title,
         previousSessionId: opts.previousSessionId, proxy: this.o.proxy, logger: this.log,
       }, this.limits);
       proc.tags.sessionId = session.sessionId;
@@ -321,13 +322,26 @@ export class AgentPool extends EventEmitter {
     return this.entries.get(scope)?.session.cancel() ?? false;
   }
 
-  /** `!rotate`: ends the scope's session (its process is closed); the next acquire starts fresh. */
-  async rotate(scope: string): Promise<boolean> {
+  /**
+   * Ends the scope's session (its process is closed); the next acquire starts fresh.
+   * `reason`: `owner` (`!rotate`), `max_turns` (agent.max_turns_per_session), or the stop
+   * reason that forced it (`max_tokens`, `max_turn_requests`).
+   */
+  async rotate(scope: string, reason = "owner"): Promise<boolean> {
     const entry = this.entries.get(scope);
     if (!entry) return false;
-    this.log.info({ evt: "agent.rotate", scope, sessionId: entry.session.sessionId }, "session rotated");
+    this.log.info({ evt: "agent.rotate", scope, sessionId: entry.session.sessionId, reason, turns: entry.session.turns }, "session rotated");
+    this.emit("rotate", { scope, reason });
     await this.release(entry);
     return true;
+  }
+
+  /** Every live agent process, for the status page: its scope and session, or the warm spare. */
+  processes(): Array<{ pid: number; scope?: string; session?: AgentSession; spare: boolean }> {
+    const list: Array<{ pid: number; scope?: string; session?: AgentSession; spare: boolean }> = [];
+    for (const e of this.entries.values()) if (e.session.proc.alive) list.push({ pid: e.session.proc.pid, scope: e.scope, session: e.session, spare: false });
+    if (this.spare?.alive) list.push({ pid: this.spare.pid, spare: true });
+    return list;
   }
 
   /** Kills everything: stdin end, grace, SIGTERM, SIGKILL on each process group. */

@@ -1,24 +1,32 @@
 /**
  * `doctor`'s agent check: start the agent, complete `initialize`, open one session (with
- * no MCP servers) to see its modes, and check `agent.mode` against them; then stop it.
+ * no MCP servers) to see the modes, models and effort levels it offers, and check
+ * `agent.mode`, `agent.model` and `agent.effort` against them; then stop it. When none of
+ * those is configured, a session that cannot be opened only leaves the lists empty.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import { agentEnvironment, secretForms } from "./env.js";
-import { AgentModeError, AgentProtocolError } from "./errors.js";
+import { AgentModeError, AgentProtocolError, AgentSettingError } from "./errors.js";
 import { AgentProcess } from "./process.js";
+import { offeredSettings, type OfferedSettings } from "./session-settings.js";
 
 export interface AgentProbe {
   agentInfo?: acp.Implementation;
   capabilities: acp.AgentCapabilities;
   modes: string[];
+  /** What the agent offers (empty lists when it offers none, or no session could be opened). */
+  offered: OfferedSettings;
+  /** Why no session could be opened to list them, when nothing required it. */
+  sessionError?: string;
   initMs: number;
 }
 
 export async function probeAgent(o: {
-  command: string; args: string[]; env: Record<string, string>; mode?: string; authMethod?: string; initTimeoutMs?: number; secret?: Uint8Array | string[];
+  command: string; args: string[]; env: Record<string, string>; mode?: string; model?: string; effort?: string;
+  authMethod?: string; initTimeoutMs?: number; secret?: Uint8Array | string[];
 }): Promise<AgentProbe> {
   const cwd = mkdtempSync(join(tmpdir(), "buzz-bridge-probe-"));
   const started = Date.now();
@@ -28,18 +36,22 @@ export async function probeAgent(o: {
   });
   const initMs = Date.now() - started;
   try {
-    let modes: string[] = [];
-    if (o.mode) {
-      let res: acp.NewSessionResponse;
-      try {
-        res = await proc.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
-      } catch (err) {
-        throw new AgentProtocolError(proc.displayCommand, "session/new", err);
-      }
-      modes = res.modes?.availableModes.map((m) => m.id) ?? [];
-      if (!modes.includes(o.mode)) throw new AgentModeError(proc.displayCommand, o.mode, modes);
+    let offered: OfferedSettings = { modes: [], models: [], efforts: [], modelVia: "none" };
+    let res: acp.NewSessionResponse | undefined;
+    let sessionError: string | undefined;
+    try {
+      res = await proc.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    } catch (err) {
+      const failure = new AgentProtocolError(proc.displayCommand, "session/new", err);
+      if (o.mode || o.model || o.effort) throw failure;
+      sessionError = failure.message;
     }
-    return { agentInfo: proc.agentInfo, capabilities: proc.capabilities, modes, initMs };
+    if (res) offered = offeredSettings(res);
+    const { modes, models, efforts } = offered;
+    if (o.mode && !modes.includes(o.mode)) throw new AgentModeError(proc.displayCommand, o.mode, modes);
+    if (o.model && !models.includes(o.model)) throw new AgentSettingError(proc.displayCommand, "agent.model", o.model, models, "models");
+    if (o.effort && !efforts.includes(o.effort)) throw new AgentSettingError(proc.displayCommand, "agent.effort", o.effort, efforts, "effort levels");
+    return { agentInfo: proc.agentInfo, capabilities: proc.capabilities, modes, offered, sessionError, initMs };
   } finally {
     await proc.close(1000);
     rmSync(cwd, { recursive: true, force: true });

@@ -10,7 +10,9 @@ import { silentLogger } from "../ops/log.js";
 import { cliPath } from "../ops/cli-path.js";
 import { AgentCrashedError, AgentModeError, AgentProtocolError, TurnInProgressError } from "./errors.js";
 import type { AgentProcess } from "./process.js";
+import { applySessionSettings, currentModel, type SessionSetup } from "./session-settings.js";
 import { TurnControl, type PromptOptions, type TurnLimits, type TurnResult } from "./turn-control.js";
+import { addUsage, SessionUsage, type TurnUsage } from "./usage.js";
 
 /** The name of the proxy's entry in `mcpServers`; agents prefix tools with it (`mcp__buzz__…`). */
 export const PROXY_SERVER_NAME = "buzz";
@@ -42,6 +44,13 @@ export interface SessionOptions {
   standingContext?: string;
   /** `agent.mode`: selected with session/set_mode after session/new. */
   mode?: string;
+  /** `agent.model` / `agent.effort`: selected after session/new (see session-settings.ts). */
+  model?: string;
+  effort?: string;
+  /** `agent.initial_message`: a brand-new session's first prompt, before the first turn's own. */
+  initialMessage?: string;
+  /** A title for the session: `session/set_title` when offered, else `_meta.sessionTitle` on session/new. */
+  title?: string;
   /** A session id from before a restart: resumed (session/resume) or loaded (session/load) when supported. */
   previousSessionId?: string;
   /** Overrides the proxy command (tests, debugging); default `defaultProxyCommand()`. */
@@ -60,6 +69,14 @@ export class AgentSession {
   private turn: TurnControl | undefined;
   private closed = false;
   turns = 0;
+  /** The model the session runs, when the agent says (usage is counted per model). */
+  model: string | undefined;
+  /** The running turn's state (last activity, for the status page); undefined when idle. */
+  get current(): TurnControl | undefined {
+    return this.turn;
+  }
+  private readonly usage = new SessionUsage();
+  private initialPending: string | undefined;
   /** Set by the pool: called after every turn (success or failure), for idle accounting. */
   onTurnEnd: (() => void) | undefined;
 
@@ -71,8 +88,10 @@ export class AgentSession {
     private readonly standingContext: string,
     private readonly limits: TurnLimits,
     private readonly log: Logger,
+    initialMessage: string | undefined,
   ) {
     this.standingContextPending = standingContextVia === "prompt";
+    this.initialPending = resumed ? undefined : initialMessage || undefined;
     proc.routes.set(sessionId, {
       onUpdate: (n) => this.turn?.onUpdate(n),
       onPermission: (req, signal) =>
@@ -102,6 +121,7 @@ export class AgentSession {
 
     let sessionId: string | undefined;
     let modes: acp.SessionModeState | null | undefined;
+    let setup: SessionSetup = {};
     let resumed = false;
     if (opts.previousSessionId) {
       const prev = opts.previousSessionId;
@@ -109,11 +129,13 @@ export class AgentSession {
         if (caps.sessionCapabilities?.resume) {
           const res = await proc.agent.request(acp.methods.agent.session.resume, { sessionId: prev, cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) });
           modes = res.modes;
+          setup = res;
           sessionId = prev;
         } else if (caps.loadSession) {
           // The agent replays history as updates; no route exists yet, so they are dropped.
           const res = await proc.agent.request(acp.methods.agent.session.load, { sessionId: prev, cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) });
           modes = res?.modes;
+          setup = res ?? {};
           sessionId = prev;
         }
         resumed = sessionId !== undefined;
@@ -121,11 +143,15 @@ export class AgentSession {
         log.warn({ evt: "agent.session_resume_failed", sessionId: prev, err: String(err) }, "could not reopen the previous session; starting a new one");
       }
     }
+    const titleByRequest = !!opts.title && !!caps.sessionCapabilities?.title;
     if (!sessionId) {
+      // Agents that cannot be asked to set a title may still read it from _meta (the Rust bridge's way).
+      const meta = opts.title && !titleByRequest ? { _meta: { sessionTitle: opts.title } } : {};
       const res = await guard("session/new", () =>
-        proc.agent.request(acp.methods.agent.session.new, { cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) }));
+        proc.agent.request(acp.methods.agent.session.new, { cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}), ...meta }));
       sessionId = res.sessionId;
       modes = res.modes;
+      setup = res;
     }
     if (opts.mode) {
       const available = modes?.availableModes.map((m) => m.id) ?? [];
@@ -135,9 +161,20 @@ export class AgentSession {
         await guard("session/set_mode", () => proc.agent.request(acp.methods.agent.session.setMode, { sessionId: id, modeId: opts.mode! }));
       }
     }
-    log.info({ evt: "agent.session_open", agent_pid: proc.pid, sessionId, resumed, standing_context: via, mode: opts.mode }, "agent session open");
+    const id = sessionId;
+    const applied = await applySessionSettings(proc, id, setup, { model: opts.model, effort: opts.effort }, guard);
+    if (titleByRequest) {
+      await guard("session/set_title", () => proc.agent.request(acp.methods.agent.session.setTitle, { sessionId: id, title: opts.title! }));
+    }
+    const model = applied.model ?? currentModel(setup);
+    log.info({
+      evt: "agent.session_open", agent_pid: proc.pid, sessionId, resumed, standing_context: via, mode: opts.mode,
+      model, effort: applied.effort, title: opts.title ? (titleByRequest ? "set_title" : "meta") : undefined,
+    }, "agent session open");
     // A resumed session already had its standing context in its first prompt.
-    return new AgentSession(proc, sessionId, resumed && via === "prompt" ? "none" : via, resumed, standing, limits, log);
+    const session = new AgentSession(proc, sessionId, resumed && via === "prompt" ? "none" : via, resumed, standing, limits, log, opts.initialMessage);
+    session.model = model;
+    return session;
   }
 
   get alive(): boolean {
@@ -157,8 +194,28 @@ export class AgentSession {
     return [{ type: "text", text: this.standingContext }, ...blocks];
   }
 
-  /** Runs one turn. Rejects with AgentCrashedError when the process dies mid-turn. */
-  async prompt(blocks: acp.ContentBlock[], opts: PromptOptions = {}): Promise<TurnResult> {
+  /**
+   * Runs one turn. Rejects with AgentCrashedError when the process dies mid-turn.
+   *
+   * In a brand-new session the first call sends `initialMessage` first, as a prompt of
+   * its own (same limits, same permission handling), then `blocks`; the result is the
+   * second prompt's, with both prompts' usage added. A cancelled or failed initial prompt
+   * ends the call there, and it is not sent again.
+   */
+  async prompt(blocks: acp.ContentBlock[], opts: PromptOptions = {}): Promise<TurnResult & { turnUsage?: TurnUsage }> {
+    if (this.turn) throw new TurnInProgressError(this.sessionId);
+    const initial = this.initialPending;
+    this.initialPending = undefined;
+    if (initial) {
+      const first = await this.promptOnce([{ type: "text", text: initial }], opts, true);
+      if (first.stopReason === "cancelled" || first.killed || first.timedOut) return first;
+      const second = await this.promptOnce(blocks, opts, false);
+      return { ...second, turnUsage: addUsage(first.turnUsage, second.turnUsage) };
+    }
+    return this.promptOnce(blocks, opts, false);
+  }
+
+  private async promptOnce(blocks: acp.ContentBlock[], opts: PromptOptions, initial: boolean): Promise<TurnResult & { turnUsage?: TurnUsage }> {
     if (this.turn) throw new TurnInProgressError(this.sessionId);
     if (!this.alive) {
       const exit = this.proc.exitInfo;
@@ -171,11 +228,13 @@ export class AgentSession {
     const started = Date.now();
     try {
       const result = await turn.run(blocks);
+      const turnUsage = this.usage.of(result);
       this.log.info({
         evt: "agent.turn_end", sessionId: this.sessionId, agent_pid: this.proc.pid, stop: result.stopReason, ms: Date.now() - started,
         tool_calls: result.toolCalls, timed_out: result.timedOut, cancelled_by: result.cancelledBy, killed: result.killed,
+        initial_message: initial || undefined, model: this.model, usage: turnUsage,
       }, "turn ended");
-      return result;
+      return turnUsage ? { ...result, turnUsage } : result;
     } finally {
       this.turn = undefined;
       this.onTurnEnd?.();

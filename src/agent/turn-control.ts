@@ -48,6 +48,8 @@ export interface TurnResult {
   /** The agent ignored session/cancel and its process was killed; the session is gone. */
   killed: boolean;
   usage?: acp.Usage | null;
+  /** The turn's last `usage_update` (context tokens, the session's cumulative cost). */
+  contextUsage?: acp.UsageUpdate;
 }
 
 export class TurnControl {
@@ -198,6 +200,7 @@ export class TurnControl {
     if (this.interrupt === "idle" || this.interrupt === "max_turn") r.timedOut = this.interrupt;
     if (this.interrupt === "owner") r.cancelledBy = "owner";
     if (usage) r.usage = usage;
+    if (this.state.lastUsage) r.contextUsage = this.state.lastUsage;
     return r;
   }
 }

@@ -12,9 +12,16 @@ export class TurnState {
   private readonly toolCallIds = new Set<string>();
   compacted = false;
   updates = 0;
+  /** When the agent last said anything, and what (for the status page). */
+  lastActivityAt: number | undefined;
+  lastActivity: string | undefined;
+  /** The latest `usage_update` of the turn: context tokens and the session's cumulative cost. */
+  lastUsage: acp.UsageUpdate | undefined;
 
   apply(update: acp.SessionUpdate): void {
     this.updates++;
+    this.lastActivityAt = Date.now();
+    this.lastActivity = describeUpdate(update);
     switch (update.sessionUpdate) {
       case "agent_message_chunk": {
         const id = update.messageId;
@@ -38,6 +45,9 @@ export class TurnState {
       case "compaction_update":
         if (update.status === "completed") this.compacted = true;
         break;
+      case "usage_update":
+        this.lastUsage = update;
+        break;
       default:
         // thoughts, plans, usage and mode updates do not split the agent's message
         break;
@@ -56,4 +66,13 @@ export class TurnState {
   get toolCalls(): number {
     return this.toolCallIds.size;
   }
+}
+
+/** A short, bounded description of an update: its kind, and a tool call's title. */
+function describeUpdate(update: acp.SessionUpdate): string {
+  if (update.sessionUpdate === "tool_call" || update.sessionUpdate === "tool_call_update") {
+    const title = "title" in update && update.title ? `: ${update.title.slice(0, 80)}` : "";
+    return `${update.sessionUpdate}${title}`;
+  }
+  return update.sessionUpdate;
 }

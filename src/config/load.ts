@@ -11,6 +11,8 @@ import type { z } from "zod";
 import { configSchema, crossCheck, type Config } from "./schema.js";
 import { KeyError, parseSecretKey, pubkeyOf } from "./keys.js";
 import { hookDeadlineProblem } from "./enforce.js";
+import { resolveAttestation } from "./attestation.js";
+import { policyLockProblems } from "./policy-lock.js";
 
 export interface ConfigProblem {
   file: string;
@@ -38,6 +40,8 @@ export interface LoadedConfig {
   secretKey: Uint8Array;
   pubkey: string;
   warnings: string[];
+  /** The agent's verified NIP-OA attestation, when configured (its owner is `config.identity.owner`). */
+  authTag?: string[];
 }
 
 type PathPart = string | number;
@@ -123,6 +127,27 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
       warn(["channels", i, "respond_to"], "respond_to is allowlist but allow is empty: only the owner will be answered");
     }
   });
+  for (const p of policyLockProblems(config)) at(nodeAt(doc, p.path)?.range?.[0] ?? nodeAt(doc, [p.path[0]!])?.range?.[0], p.path, p.message);
+  let authTag: string[] | undefined;
+  if (secretKey) {
+    const att = resolveAttestation(config.identity, baseDir, pubkeyOf(secretKey));
+    if (!att.ok) at(nodeAt(doc, ["identity", att.key])?.range?.[0], ["identity", att.key], att.problem);
+    else if (att.owner) {
+      if (att.warning) warn(["identity", "owner"], att.warning);
+      config.identity.owner = att.owner;
+      authTag = att.tag;
+    }
+  }
+  if (config.heartbeat?.prompt_file !== undefined) {
+    const file = resolve(baseDir, config.heartbeat.prompt_file);
+    try {
+      config.heartbeat.prompt = readFileSync(file, "utf8").trim();
+      if (!config.heartbeat.prompt) at(nodeAt(doc, ["heartbeat", "prompt_file"])?.range?.[0], ["heartbeat", "prompt_file"], `heartbeat prompt file ${file} is empty`);
+    } catch (err) {
+      at(nodeAt(doc, ["heartbeat", "prompt_file"])?.range?.[0], ["heartbeat", "prompt_file"], `cannot read heartbeat prompt file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    config.heartbeat.prompt_file = file;
+  }
   if (!config.identity.owner) warn(["identity"], "no owner set: owner-only channels answer nobody and control commands are disabled");
   const deadline = hookDeadlineProblem(config);
   if (deadline) at(nodeAt(doc, ["mcp", "hook_deadline"])?.range?.[0] ?? nodeAt(doc, ["gates", "enforce"])?.range?.[0], ["mcp", "hook_deadline"], deadline);
@@ -131,7 +156,7 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
 
   config.state_dir = resolve(baseDir, config.state_dir);
   if (config.relay.seed) config.relay.seed = resolve(baseDir, config.relay.seed);
-  return { file, config, secretKey, pubkey: pubkeyOf(secretKey), warnings };
+  return { file, config, secretKey, pubkey: pubkeyOf(secretKey), warnings, authTag };
 }
 
 /** Reads a key file, refusing one that group or others can read (it holds the agent's identity). */

@@ -52,6 +52,11 @@ const identity = z.strictObject({
   secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
   secret_key_file: z.string().optional().describe("file holding the nsec; must not be group/world readable"),
   owner: pubkey.optional().describe("whom owner-only means, and who may send !cancel/!rotate/!status/!shutdown"),
+  auth_tag: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .describe('the NIP-OA owner attestation of this agent: the JSON text ["auth","<owner hex>","<conditions>","<sig hex>"] (e.g. ${BUZZ_AUTH_TAG}) or that list in YAML; verified at start, its owner wins over identity.owner'),
+  auth_tag_file: z.string().optional().describe("file holding the NIP-OA auth tag JSON (instead of auth_tag)"),
 });
 
 const relay = z.strictObject({
@@ -82,6 +87,11 @@ const agent = z.strictObject({
   mode: z.string().optional().describe("session mode to select after session/new (session/set_mode)"),
   auth_method: z.string().optional().describe("ACP authenticate with this method id after initialize (codex-acp: api-key)"),
   persona: z.string().default("").describe("the agent's own standing instructions, sent before team instructions"),
+  // Session settings (the Rust bridge's BUZZ_ACP_MODEL, _EFFORT_LEVEL, _MAX_TURNS_PER_SESSION, _INITIAL_MESSAGE).
+  model: z.string().min(1).optional().describe("model to select after every session/new, through the agent's model config option or its model selector; a model it does not offer fails the turn"),
+  effort: z.string().min(1).optional().describe("reasoning effort to select after every session/new, through the agent's thought_level config option; a value it does not offer fails the turn"),
+  max_turns_per_session: z.number().int().min(0).default(0).describe("start a new agent session after this many turns (0 = never); sessions also rotate after the stop reasons max_tokens and max_turn_requests"),
+  initial_message: z.string().optional().describe("sent as its own first prompt in every brand-new session, before the first mention's prompt"),
 });
 
 const mcpServer = z.strictObject({
@@ -156,12 +166,40 @@ const queue = z.strictObject({
 });
 
 const http = z.strictObject({
-  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics"),
+  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics /status"),
 });
 
 const log = z.strictObject({
   level: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
   format: z.enum(["json", "pretty"]).default("json"),
+});
+
+// ---- heartbeat and policy lock (top-level keys; kept together) ----
+
+/** The Rust bridge's built-in heartbeat text, in substance: look for work, stay quiet when there is none. */
+export const DEFAULT_HEARTBEAT_PROMPT =
+  "Heartbeat: nobody asked you anything. Check the channel for pending actions and unanswered mentions and act on them; if there is nothing to do, do not post anything.";
+
+DURATION_KEYS.add("every");
+const heartbeat = z.strictObject({
+  every: z
+    .string()
+    .regex(new RegExp(DURATION_PATTERN), { message: "bad duration: write it as 90s, 15m or 2h" })
+    .transform((s) => parseDuration(s)!)
+    .refine((ms) => ms >= 1000 && ms <= 86_400_000, { message: "heartbeat.every must be between 1s and 24h" })
+    .describe("how often an idle agent is prompted (1s … 24h)"),
+  prompt: z.string().min(1).optional().describe("the heartbeat's text; default: check for pending work, stay silent when there is none"),
+  prompt_file: z.string().optional().describe("file holding the heartbeat text (instead of prompt)"),
+  channel: z.string().min(1).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
+});
+export type HeartbeatConfig = z.output<typeof heartbeat>;
+
+const policy = z.strictObject({
+  allowed_respond_to: z
+    .array(RespondTo)
+    .min(1, { message: "list at least one respond_to mode, or leave allowed_respond_to out" })
+    .optional()
+    .describe("the respond_to modes this deployment permits; start-up and check fail when a channel uses another"),
 });
 
 export const configSchema = z
@@ -179,6 +217,8 @@ export const configSchema = z
     http: http.optional(),
     log: log.prefault({}),
     shutdown_grace: duration("shutdown_grace", "30s"),
+    heartbeat: heartbeat.optional(),
+    policy: policy.prefault({}),
   });
 
 export interface CrossIssue {
@@ -220,6 +260,9 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   };
   checkList(obj(cfg.defaults).mcp, ["defaults", "mcp"]);
   channels.forEach((ch, i) => checkList(ch.mcp, ["channels", i, "mcp"]));
+  if ("auth_tag" in id && "auth_tag_file" in id) issues.push({ path: ["identity", "auth_tag_file"], message: "give at most one of auth_tag or auth_tag_file" });
+  const hb = obj(cfg.heartbeat);
+  if ("prompt" in hb && "prompt_file" in hb) issues.push({ path: ["heartbeat", "prompt_file"], message: "give at most one of heartbeat.prompt or heartbeat.prompt_file" });
   const relay = obj(cfg.relay);
   if (relay.seed !== undefined && relay.url !== "embedded") {
     issues.push({ path: ["relay", "seed"], message: "relay.seed only applies with url: embedded" });

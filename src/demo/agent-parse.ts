@@ -42,6 +42,14 @@ export interface Directives {
   sysprompt: boolean;
   auth: boolean;
   firstBlock: boolean;
+  /** Report the session: id, prompts so far, its first prompt, model, effort, title. */
+  session: boolean;
+  /** End the turn with stop reason max_tokens (after replying). */
+  maxTokens: boolean;
+  /** End the turn with stop reason max_turn_requests (after replying). */
+  maxTurnRequests: boolean;
+  /** Report this usage for the turn: tokens in, tokens out, cost (USD, added to the session's running total). */
+  usage?: { inputTokens: number; outputTokens: number; cost: number };
   slowMs?: number;
   tools: Array<{ name: string; args: Record<string, unknown> }>;
 }
@@ -104,6 +112,7 @@ function askedOf(text: string): { author?: string; asked: string } {
 export function parseDirectives(text: string): Directives {
   const has = (word: string) => new RegExp(`(^|\\s)#${word}(?=\\s|$)`, "i").test(text);
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
+  const usage = /(?:^|\s)#usage\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)/i.exec(text);
   const tools: Directives["tools"] = [];
   for (const m of text.matchAll(/(?:^|\s)#tool\s+([A-Za-z0-9_.-]+)[ \t]*(\{.*\})?/gim)) {
     let args: Record<string, unknown> = {};
@@ -119,7 +128,10 @@ export function parseDirectives(text: string): Directives {
   return {
     finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"), crashAfterReply: has("crash-after-reply"),
     hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
-    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), slowMs: slow ? Number(slow[1]) : undefined, tools,
+    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"),
+    session: has("session"), maxTokens: has("max-tokens"), maxTurnRequests: has("max-turn-requests"),
+    usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
+    slowMs: slow ? Number(slow[1]) : undefined, tools,
   };
 }
 

@@ -27,11 +27,20 @@
  *   #hang                 one thought chunk, then no answer until session/cancel
  *                         (then stopReason cancelled)
  *   #ignore-cancel        like #hang, but ignores session/cancel
+ *   #session              report the session: id, prompts so far, its first prompt,
+ *                         model, effort and title
+ *   #max-tokens           reply, then end the turn with stop reason max_tokens
+ *   #max-turn-requests    reply, then end the turn with stop reason max_turn_requests
+ *   #usage <in> <out> <usd>  report that usage for the turn: tokens in the prompt
+ *                         answer's `usage`, the cost added to the session's running
+ *                         total in a `usage_update` (ACP reports cost cumulatively)
  *
  * A turn carrying several messages (a channel-scope batch) is answered with one
  * `send_message` per message, each in that message's thread (reply_to its event id).
  *
- * Capabilities: `loadSession: false`; modes `default` and `bypassPermissions`;
+ * Capabilities: `loadSession: false`; modes `default` and `bypassPermissions`; config
+ * options `model` (demo-small, demo-large) and `effort` (category thought_level: low,
+ * medium, high); `sessionCapabilities.title` (session/set_title);
  * `sessionCapabilities.systemPrompt` only when DEMO_AGENT_SYSTEM_PROMPT=1, so both
  * standing-context paths are testable; `sessionCapabilities.resume` only when
  * DEMO_AGENT_RESUME=1 (it keeps no history: a resumed session is a fresh one under the
@@ -51,6 +60,13 @@ interface DemoSession {
   mcp?: Promise<McpLink>;
   turn?: AbortController;
   mode: string;
+  model: string;
+  effort: string;
+  title?: string;
+  prompts: number;
+  firstPrompt?: string;
+  /** Cumulative cost reported so far (USD). */
+  cost: number;
 }
 
 interface McpLink {
@@ -65,6 +81,16 @@ const MODES: acp.SessionMode[] = [
   { id: "default", name: "Default", description: "asks before acting" },
   { id: "bypassPermissions", name: "Bypass permissions", description: "never asks" },
 ];
+
+const MODELS = ["demo-small", "demo-large"];
+const EFFORTS = ["low", "medium", "high"];
+
+function configOptions(s: DemoSession): acp.SessionConfigOption[] {
+  return [
+    { id: "model", name: "Model", category: "model", type: "select", currentValue: s.model, options: MODELS.map((m) => ({ value: m, name: m })) },
+    { id: "effort", name: "Reasoning effort", category: "thought_level", type: "select", currentValue: s.effort, options: EFFORTS.map((e) => ({ value: e, name: e })) },
+  ];
+}
 
 const NSEC = /nsec1[02-9ac-hj-np-z]{20,}/;
 const HEX64 = /(^|[^0-9a-fA-F])[0-9a-fA-F]{64}([^0-9a-fA-F]|$)/;
@@ -122,13 +148,17 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
   const sessions = new Map<string, DemoSession>();
   const offersSystemPrompt = process.env.DEMO_AGENT_SYSTEM_PROMPT === "1";
   const offersResume = process.env.DEMO_AGENT_RESUME === "1";
-  const openSession = (id: string, params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[] }) => {
+  const openSession = (id: string, params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[]; _meta?: Record<string, unknown> | null }) => {
     if (params.systemPrompt && !offersSystemPrompt) throw acp.RequestError.invalidParams(undefined, "systemPrompt not supported");
-    const s: DemoSession = { id, systemPrompt: params.systemPrompt, servers: params.mcpServers ?? [], mode: "default" };
+    const metaTitle = params._meta?.sessionTitle;
+    const s: DemoSession = {
+      id, systemPrompt: params.systemPrompt, servers: params.mcpServers ?? [], mode: "default", model: MODELS[0]!, effort: "medium",
+      title: typeof metaTitle === "string" ? metaTitle : undefined, prompts: 0, cost: 0,
+    };
     // Connect now, as real agents do, so the first prompt does not wait for the servers.
     s.mcp = connectMcp(s.servers);
     sessions.set(id, s);
-    return { modes: { currentModeId: s.mode, availableModes: MODES } };
+    return { modes: { currentModeId: s.mode, availableModes: MODES }, configOptions: configOptions(s) };
   };
 
   const prompt = async (params: acp.PromptRequest, client: acp.AgentContext): Promise<acp.PromptResponse> => {
@@ -142,6 +172,8 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     const sys = (s.systemPrompt?.content ?? []).map((b) => (b.type === "text" ? b.text : "")).join("\n");
     const parsed = parsePrompt(text, sys);
     const d = parsed.directives;
+    s.prompts++;
+    s.firstPrompt ??= text.slice(0, 120);
     const cancelled = () => ({ stopReason: "cancelled" as const });
 
     if (d.hang || d.ignoreCancel) {
@@ -197,6 +229,9 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       reports.push(s.systemPrompt ? `systemPrompt: yes (mode ${s.systemPrompt.mode}, ${sys.length} chars)` : "systemPrompt: no");
     }
     if (d.auth) reports.push(`authenticated: ${authenticatedWith ?? "no"}`);
+    if (d.session) {
+      reports.push(`session: ${s.id}; prompts: ${s.prompts}; first prompt: ${JSON.stringify(s.firstPrompt)}; model: ${s.model}; effort: ${s.effort}; title: ${JSON.stringify(s.title ?? null)}`);
+    }
     if (d.firstBlock) {
       const first = params.prompt.find((b) => b.type === "text");
       reports.push(`first block: ${JSON.stringify(first?.type === "text" ? first.text.slice(0, 300) : null)}`);
@@ -232,7 +267,13 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     if (d.stopHook) reports.push(`_Stop: ${JSON.stringify(await callTool("_Stop", {}))}`);
     if (turn.signal.aborted) return cancelled();
 
-    if (d.silent) return { stopReason: "end_turn" };
+    const stopReason = d.maxTokens ? ("max_tokens" as const) : d.maxTurnRequests ? ("max_turn_requests" as const) : ("end_turn" as const);
+    const usage = d.usage ? { inputTokens: d.usage.inputTokens, outputTokens: d.usage.outputTokens, totalTokens: d.usage.inputTokens + d.usage.outputTokens } : undefined;
+    if (d.usage) {
+      s.cost += d.usage.cost;
+      await up({ sessionUpdate: "usage_update", used: d.usage.inputTokens + d.usage.outputTokens, size: 200_000, cost: { amount: s.cost, currency: "USD" } });
+    }
+    if (d.silent) return { stopReason, ...(usage ? { usage } : {}) };
     const reply = [summary(parsed), ...reports].join("\n");
     if (!d.finalOnly && parsed.batch.length > 1 && (await findTool("send_message"))) {
       // Several askers: each gets an answer in their own thread (the last one with the reports).
@@ -252,7 +293,7 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     } else {
       await say(reply);
     }
-    return { stopReason: "end_turn" };
+    return { stopReason, ...(usage ? { usage } : {}) };
   };
 
   const stream = acp.ndJsonStream(
@@ -267,7 +308,7 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
         loadSession: false,
         promptCapabilities: { embeddedContext: true },
         mcpCapabilities: { http: false, sse: false },
-        sessionCapabilities: { ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
+        sessionCapabilities: { title: {}, ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
       },
       agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
       // One method, so an operator's agent.auth_method (codex-acp needs "api-key") is testable.
@@ -293,6 +334,21 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       if (!MODES.some((m) => m.id === params.modeId)) throw acp.RequestError.invalidParams(undefined, `unknown mode ${params.modeId}`);
       s.mode = params.modeId;
       return {};
+    })
+    .onRequest(acp.methods.agent.session.setConfigOption, ({ params }) => {
+      const s = sessions.get(params.sessionId);
+      if (!s) throw acp.RequestError.sessionNotFound(params.sessionId);
+      const value = String(params.value);
+      if (params.configId === "model" && MODELS.includes(value)) s.model = value;
+      else if (params.configId === "effort" && EFFORTS.includes(value)) s.effort = value;
+      else throw acp.RequestError.invalidParams(undefined, `unknown config option ${params.configId}=${value}`);
+      return { configOptions: configOptions(s) };
+    })
+    .onRequest(acp.methods.agent.session.setTitle, ({ params }) => {
+      const s = sessions.get(params.sessionId);
+      if (!s) throw acp.RequestError.sessionNotFound(params.sessionId);
+      s.title = params.title;
+      return { title: params.title };
     })
     .onRequest(acp.methods.agent.session.prompt, ({ params, client }) => prompt(params, client))
     .onNotification(acp.methods.agent.session.cancel, ({ params }) => {

@@ -26,9 +26,16 @@ export interface ControlActions {
   cancel(target: ControlTarget): number | Promise<number>;
   /** Drops the target's agent session(s) so the next mention starts fresh; returns sessions rotated. */
   rotate(target: ControlTarget): number | Promise<number>;
-  status(): { inFlight: number; queued: number } | Promise<{ inFlight: number; queued: number }>;
+  /** `usage`: the day's token and cost summary, when the daemon keeps one. */
+  status(): StatusFigures | Promise<StatusFigures>;
   /** Begins graceful shutdown; called after the outcome is published so the owner sees it. */
   shutdown(): void | Promise<void>;
+}
+
+export interface StatusFigures {
+  inFlight: number;
+  queued: number;
+  usage?: string;
 }
 
 export interface ControlOptions {
@@ -84,7 +91,8 @@ export class ControlExecutor {
           outcome: "ok",
           in_flight: s.inFlight,
           queued: s.queued,
-          text: `${s.inFlight} turn${s.inFlight === 1 ? "" : "s"} in flight, ${s.queued} event${s.queued === 1 ? "" : "s"} queued`,
+          ...(s.usage !== undefined ? { usage: s.usage } : {}),
+          text: `${s.inFlight} turn${s.inFlight === 1 ? "" : "s"} in flight, ${s.queued} event${s.queued === 1 ? "" : "s"} queued${s.usage ? `; ${s.usage}` : ""}`,
         };
       }
       case "!shutdown":

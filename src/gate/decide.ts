@@ -1,8 +1,10 @@
 /**
  * The gate's decision for one relay event, in design §6's order: own event → not in a
  * configured channel → edit of an already-handled event → owner control command →
- * subscribed kinds → mention requirement → respond-to policy. Pure apart from the
- * injected lookups; side effects (logs, reactions, control actions) happen elsewhere.
+ * subscribed kinds → mention requirement → respond-to policy (where a verified sibling
+ * passes like the owner; the caller looks that up only for refusals it could change). Pure
+ * apart from the injected lookups; side effects (logs, reactions, control actions) happen
+ * elsewhere.
  *
  * Signatures are verified only for events that would be acted on (control commands and
  * accepted events). The relay client already checks what it receives, but the bridge
@@ -14,6 +16,7 @@ import type { Config } from "../config/schema.js";
 import { KIND } from "../relay/kinds.js";
 import { channelOf, mentionsOf } from "../relay/events.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
+import type { SiblingVerdict } from "./siblings.js";
 
 export const CONTROL_COMMANDS = ["!cancel", "!rotate", "!status", "!shutdown"] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
@@ -41,10 +44,15 @@ export interface GateContext {
   handled(eventId: string): boolean;
   /** Schnorr signature check (the relay client's wasm verifier); called only for events acted on. */
   verify(ev: Event): boolean;
+  /**
+   * Whether an author the policy refused is a sibling (same owner, NIP-OA); asked only
+   * for owner-only, allowlist and DM refusals, and only when an owner is known.
+   */
+  sibling?(author: string, ev: Event): Promise<SiblingVerdict>;
 }
 
 export type Decision =
-  | { action: "accept"; channel: ChannelInfo; policy: ChannelPolicy }
+  | { action: "accept"; channel: ChannelInfo; policy: ChannelPolicy; sibling?: SiblingVerdict }
   | { action: "control"; command: ControlCommand; channel: ChannelInfo }
   | {
       /**
@@ -58,6 +66,8 @@ export type Decision =
       level: "debug" | "info";
       channel?: ChannelInfo;
       policy?: ChannelPolicy;
+      /** Set when a sibling look-up was part of the decision: why the author is not one. */
+      sibling?: SiblingVerdict;
     };
 
 export type Refusal = Extract<Decision, { action: "drop" | "deny" }>;
@@ -66,8 +76,8 @@ function drop(reason: DropReason, extra: { level?: "debug" | "info"; channel?: C
   return { action: "drop", reason, level: extra.level ?? "info", channel: extra.channel, policy: extra.policy };
 }
 
-function deny(reason: DropReason, channel: ChannelInfo, policy: ChannelPolicy): Decision {
-  return { action: "deny", reason, level: "info", channel, policy };
+function deny(reason: DropReason, channel: ChannelInfo, policy: ChannelPolicy, sibling?: SiblingVerdict): Decision {
+  return { action: "deny", reason, level: "info", channel, policy, ...(sibling ? { sibling } : {}) };
 }
 
 /** Owner control command shape (buzz-acp §8): kind 9, exact trimmed text, `p`-tags the agent. */
@@ -83,7 +93,20 @@ function editTarget(ev: Event): string | undefined {
   return ev.tags.find((t) => t[0] === "e")?.[1];
 }
 
-export function decide(ev: Event, ctx: GateContext): Decision {
+/** Author refusals a sibling can overturn (never `nobody`: that channel answers no one). */
+const SIBLING_OVERRIDABLE: ReadonlySet<DropReason> = new Set(["not-owner", "not-allowlisted", "dm-not-owner"]);
+
+/** True when `decide` refused the author in a way a verified sibling would pass. */
+export function siblingMayChange(d: Decision, ctx: Pick<GateContext, "owner" | "sibling">): boolean {
+  return d.action === "deny" && SIBLING_OVERRIDABLE.has(d.reason) && ctx.owner !== undefined && ctx.sibling !== undefined;
+}
+
+/**
+ * The decision for `ev`. `sibling` is the author's sibling verdict when the caller looked
+ * it up (the lookup is async and costs a round trip, so it is only done for refusals it
+ * could change — see Gate.handle); without it no author counts as a sibling.
+ */
+export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict): Decision {
   if (ev.pubkey === ctx.self) return drop("own-event", { level: "debug" });
 
   const channelId = channelOf(ev);
@@ -109,8 +132,8 @@ export function decide(ev: Event, ctx: GateContext): Decision {
   if (!policy.kinds.includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
   if (policy.require_mention && !mentionsOf(ev).includes(ctx.self)) return drop("no-mention", { channel, policy });
 
-  const verdict = authorAllowed(policy, channel.type, ev.pubkey, ctx.owner);
-  if (!verdict.allowed) return deny(verdict.reason, channel, policy);
+  const verdict = authorAllowed(policy, channel.type, ev.pubkey, ctx.owner, sibling === "verified");
+  if (!verdict.allowed) return deny(verdict.reason, channel, policy, sibling);
   if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
-  return { action: "accept", channel, policy };
+  return { action: "accept", channel, policy, ...(verdict.by === "sibling" ? { sibling } : {}) };
 }

@@ -72,7 +72,7 @@ export class DeniedReporter {
     const forged = template !== undefined && !this.opts.verify(ev);
     if (forged) template = undefined;
     const reason = forged ? "bad-signature" : decision.reason;
-    const line = { evt: "gate.denied", reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id };
+    const line = { evt: "gate.denied", reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id, ...(decision.sibling ? { sibling: decision.sibling } : {}) };
     if (decision.level === "debug") this.opts.logger.debug(line);
     else if (reason === "bad-signature") this.forgedLog.log("info", "bad-signature", line);
     else this.opts.logger.info(line);

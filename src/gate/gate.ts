@@ -5,7 +5,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
-import { decide, type Decision, type GateContext } from "./decide.js";
+import { decide, siblingMayChange, type Decision, type GateContext } from "./decide.js";
 import { DeniedReporter } from "./denied.js";
 import { ControlExecutor } from "./control.js";
 
@@ -33,7 +33,11 @@ export class Gate {
 
   /** Decides and performs the decision's side effects; returns the decision. */
   async handle(ev: Event): Promise<Decision> {
-    const decision = decide(ev, this.opts.context);
+    const ctx = this.opts.context;
+    let decision = decide(ev, ctx);
+    // A refused author may be another agent of the same owner: ask (profile look-up,
+    // bounded in time, fails closed) and decide again with the answer.
+    if (siblingMayChange(decision, ctx)) decision = decide(ev, ctx, await ctx.sibling!(ev.pubkey, ev));
     if (decision.action === "accept") return decision;
     const seenIn = cursorChannel(decision);
     if (seenIn) this.opts.noteSeen?.(seenIn, ev.created_at);

@@ -55,6 +55,8 @@ export function channelPolicy(cfg: Config, channelId: string, known: boolean): C
  *
  * - The owner is always allowed, except under `nobody` (a channel that answers no one;
  *   owner control commands still work there because they are decided before this).
+ * - A verified sibling (another agent of the same owner) is allowed wherever the owner
+ *   is, as in the Rust bridge: under owner-only, allowlist and in DMs.
  * - In DMs (and channels of unknown type) only the owner is answered unless the channel
  *   ENTRY itself (by id) sets `respond_to` or `allow`: clients p-tag every DM participant, so a
  *   permissive default would answer anyone who opens a group DM with the agent.
@@ -64,10 +66,13 @@ export function authorAllowed(
   channelType: ChannelType,
   author: string,
   owner: string | undefined,
-): { allowed: true } | { allowed: false; reason: AuthorDenial } {
+  /** The author is a verified sibling (siblings.ts): trusted like the owner for turns, in DMs too. */
+  sibling = false,
+): { allowed: true; by?: "sibling" } | { allowed: false; reason: AuthorDenial } {
   if (policy.respond_to === "nobody") return { allowed: false, reason: "nobody" };
   const isOwner = owner !== undefined && author === owner;
   if (isOwner) return { allowed: true };
+  if (sibling && owner !== undefined) return { allowed: true, by: "sibling" };
   if (isDmLike(channelType) && !policy.opensDm) {
     return { allowed: false, reason: "dm-not-owner" };
   }

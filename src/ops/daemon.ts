@@ -15,7 +15,9 @@ import { checkFaultEnv } from "../relay/faults.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
-import { ControlExecutor, DeniedReporter, Gate, type ControlActions, type GateContext } from "../gate/index.js";
+import { Heartbeat } from "../heartbeat/heartbeat.js";
+import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
+import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
@@ -26,6 +28,10 @@ import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
 import type { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
+import { UsageToday } from "./usage-today.js";
+import { renderStatusPage, type StatusSnapshot } from "./status-page.js";
+import { processParents, treeRss } from "./proc-memory.js";
+import { channelSelected, policyFor } from "../config/schema.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
 const PRESENCE_INTERVAL_MS = 60_000;
@@ -33,6 +39,8 @@ const PRESENCE_INTERVAL_MS = 60_000;
 const STATE_RETENTION_MS = 7 * 86_400_000;
 /** Channel metadata older than this is re-read before a turn (descriptions change rarely). */
 const CHANNEL_METADATA_TTL_MS = 60_000;
+/** Denials the status page lists. */
+const RECENT_DENIALS = 20;
 
 export interface DaemonOptions {
   loaded: LoadedConfig;
@@ -72,6 +80,11 @@ export function agentGateEnv(cfg: Config, enforce: Enforce): Record<string, stri
 export class Daemon {
   config: Config;
   readonly metrics = new Metrics();
+  /** Usage reported since midnight UTC, for `!status` and `/status`. */
+  readonly usageToday = new UsageToday();
+  /** The last denials (newest last), for `/status`. */
+  private readonly denials: StatusSnapshot["denials"] = [];
+  private readonly startedAt = Date.now();
   devRelay?: DevRelay;
   relay!: RelayClient;
   store!: QueueStore;
@@ -86,6 +99,7 @@ export class Daemon {
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
   private presenceTimer?: NodeJS.Timeout;
+  private heartbeat?: Heartbeat;
   private pruneTimer?: NodeJS.Timeout;
   private readonly metadataReadAt = new Map<string, number>();
   private stopping = false;
@@ -151,6 +165,7 @@ export class Daemon {
     });
     this.pool.on("crash", () => this.metrics.agentCrashed());
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
+    this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
     this.scheduler = new Scheduler({
       store: this.store,
@@ -188,6 +203,10 @@ export class Daemon {
       },
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
+      onUsage: (channel, model, usage) => {
+        this.metrics.turnUsage(channel, model, usage);
+        this.usageToday.add(channel, model, usage);
+      },
     });
 
     this.gateContext = {
@@ -198,6 +217,10 @@ export class Daemon {
       handled: (id) => this.store.has(id),
       verify: verifySignature,
     };
+    if (cfg.identity.owner) {
+      const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => this.profiles.lookup(pk) });
+      this.gateContext.sibling = (author, ev) => siblings.check(author, ev);
+    }
     const actions: ControlActions = {
       cancel: (target) => {
         const { runningTurnIds, ended } = this.scheduler.cancel(target);
@@ -212,7 +235,7 @@ export class Daemon {
         else this.store.forgetChannelSessions(target.channel);
         return this.dispatcher.rotate((k) => (key ? k === key : k === target.channel || k.startsWith(`${target.channel}/`)));
       },
-      status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
+      status: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued, usage: this.usageToday.summary() }),
       shutdown: () => this.resolveShutdown("!shutdown"),
     };
     this.gate = new Gate({
@@ -232,7 +255,11 @@ export class Daemon {
       relayReconnects: () => this.relay.metrics.reconnects ?? 0,
       signatureChecks: () => verifyStats,
     });
-    if (cfg.http) this.http = await startHttp({ listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), logger: this.log });
+    if (cfg.http) {
+      this.http = await startHttp({
+        listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), status: () => renderStatusPage(this.statusSnapshot()), logger: this.log,
+      });
+    }
 
     // Agents a SIGKILLed predecessor left running: stopped before new ones start.
     await stopLeftoverAgents(this.store.agentGroups(), this.log);
@@ -246,7 +273,7 @@ export class Daemon {
     await this.relay.start();
     const channels = await this.discoverChannels();
     this.log.info(
-      { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url },
+      { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url, heartbeat: cfg.heartbeat ? { every_ms: cfg.heartbeat.every, channel: cfg.heartbeat.channel } : undefined },
       `listening in ${channels.length} channel${channels.length === 1 ? "" : "s"}`,
     );
     if (channels.length === 0) this.log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
@@ -258,6 +285,25 @@ export class Daemon {
     }
     this.listening = true;
     this.pump();
+    this.startHeartbeat();
+  }
+
+  /** `heartbeat:` configured: prompt the idle agent on a timer (applies from start-up; a reload does not change it). */
+  private startHeartbeat(): void {
+    const hb = this.config.heartbeat;
+    if (!hb) return;
+    const text = hb.prompt ?? DEFAULT_HEARTBEAT_PROMPT;
+    this.heartbeat = new Heartbeat({
+      everyMs: hb.every,
+      channel: hb.channel,
+      load: () => ({ inFlight: this.dispatcher.inFlight, queued: this.scheduler.depth().queued }),
+      listening: () => this.listening && !this.stopping,
+      member: () => this.directory.get(hb.channel) !== undefined,
+      run: () => this.dispatcher.heartbeat(hb.channel, text),
+      logger: this.log,
+      onTick: (outcome, reason) => this.metrics.heartbeat(outcome, reason),
+    });
+    this.heartbeat.start();
   }
 
   /**
@@ -307,9 +353,13 @@ export class Daemon {
     this.metrics.eventReceived(ev.kind);
     try {
       const decision = await this.gate.handle(ev);
-      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : "accepted");
+      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.sibling ? "sibling" : "accepted");
+      if (decision.action === "deny") {
+        this.denials.push({ at: Date.now(), channel: decision.channel?.id, author: ev.pubkey, reason: decision.reason });
+        if (this.denials.length > RECENT_DENIALS) this.denials.shift();
+      }
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
-        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey }, "mention accepted");
+        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey, ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
       }
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
@@ -368,6 +418,30 @@ export class Daemon {
     };
   }
 
+  /** What `/status` shows, gathered from the parts that know it. */
+  statusSnapshot(): StatusSnapshot {
+    const cfg = this.config;
+    const queued = this.scheduler.depthByChannel();
+    const parents = processParents();
+    return {
+      generatedAt: Date.now(),
+      startedAt: this.startedAt,
+      pubkey: this.pubkey,
+      relay: { url: this.devRelay?.url ?? cfg.relay.url, state: this.relay?.state ?? "not started" },
+      channels: this.directory.list().filter((c) => !c.archived && channelSelected(cfg, c.id)).map((c) => {
+        const p = policyFor(cfg, c.id);
+        return { id: c.id, name: c.name, about: c.about, type: c.type, respondTo: p.respond_to, onDenied: p.on_denied, queued: queued.get(c.id) ?? 0 };
+      }),
+      turns: this.dispatcher.runningTurns(),
+      denials: [...this.denials].reverse(),
+      agents: this.pool.processes().map((p) => ({
+        pid: p.pid, scope: p.scope, spare: p.spare, busy: p.session?.busy ?? false, model: p.session?.model, turns: p.session?.turns ?? 0, rssBytes: treeRss(p.pid, parents),
+      })),
+      circuit: this.pool.circuit.state,
+      usage: this.usageToday.snapshot(),
+    };
+  }
+
   readiness(): ReadyReport {
     const state = this.relay?.state;
     const circuit = this.pool?.circuit.state;
@@ -399,10 +473,10 @@ export class Daemon {
       this.log.error({ evt: "config.reload_refused", file, needs_restart: needRestart }, `changing ${needRestart.join(", ")} needs a restart; keeping the old config`);
       return false;
     }
-    if (JSON.stringify(next.config.agent) !== JSON.stringify(this.config.agent) || next.config.identity.owner !== this.config.identity.owner) {
-      this.log.warn({ evt: "config.reload_partial" }, "agent settings and the owner apply after a restart; the rest applies now");
+    if (JSON.stringify(next.config.agent) !== JSON.stringify(this.config.agent) || next.config.identity.owner !== this.config.identity.owner || JSON.stringify(next.config.heartbeat) !== JSON.stringify(this.config.heartbeat)) {
+      this.log.warn({ evt: "config.reload_partial" }, "agent settings, the owner and the heartbeat apply after a restart; the rest applies now");
     }
-    this.config = { ...next.config, agent: this.config.agent, identity: this.config.identity };
+    this.config = { ...next.config, agent: this.config.agent, identity: this.config.identity, heartbeat: this.config.heartbeat };
     this.gateContext.config = this.config;
     const channels = await this.follower.refresh(configSelector(this.config));
     this.log.info({ evt: "config.reloaded", file, channels: channels.length }, "config reloaded");
@@ -420,6 +494,7 @@ export class Daemon {
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     if (this.presenceTimer) clearInterval(this.presenceTimer);
     if (this.pruneTimer) clearInterval(this.pruneTimer);
+    this.heartbeat?.stop();
     const interrupted = (await this.dispatcher?.drain(this.config.shutdown_grace)) ?? 0;
     if (interrupted) this.log.info({ evt: "daemon.turns_requeued", count: interrupted }, "turns still running at the end of the grace were cancelled; they run again after restart");
     this.dispatcher?.closeSessions();

@@ -204,7 +204,7 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
   const missing = commandProblem(command, env.PATH ?? process.env.PATH ?? "");
   if (missing) return { name: "agent", mark: "fail", summary: missing };
   const probe = await bounded(timeoutMs + 2000, `agent '${shown}'`, () =>
-    probeAgent({ command, args, env: cfg.env, mode: cfg.mode, authMethod: cfg.auth_method, initTimeoutMs: timeoutMs, secret: loaded.secretKey }));
+    probeAgent({ command, args, env: cfg.env, mode: cfg.mode, model: cfg.model, effort: cfg.effort, authMethod: cfg.auth_method, initTimeoutMs: timeoutMs, secret: loaded.secretKey }));
   if (!probe.ok) {
     const [first, ...rest] = probe.error.split("\n");
     return { name: "agent", mark: "fail", summary: first!, details: rest.filter((l) => l.trim() !== "") };
@@ -212,7 +212,12 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
   const p = probe.value;
   const who = p.agentInfo ? `${p.agentInfo.name}${p.agentInfo.version ? ` ${p.agentInfo.version}` : ""}` : "an unnamed agent";
   const mode = cfg.mode ? `; mode '${cfg.mode}' offered` : "";
-  return { name: "agent", mark: "ok", summary: `'${shown}' answered ACP initialize as ${who} (${p.initMs} ms)${mode}` };
+  const list = (xs: string[]) => (xs.length ? xs.join(", ") : "none");
+  // What the agent offers, so an operator can pick agent.mode / agent.model / agent.effort.
+  const details = p.sessionError
+    ? [`could not open a session to list its modes and models: ${p.sessionError.split("\n")[0]}`]
+    : [`modes: ${list(p.offered.modes)}`, `models: ${list(p.offered.models)}`, `effort levels: ${list(p.offered.efforts)}`];
+  return { name: "agent", mark: "ok", summary: `'${shown}' answered ACP initialize as ${who} (${p.initMs} ms)${mode}`, details };
 }
 
 /** Why `command` cannot be started, or undefined when it looks runnable. */

@@ -6,6 +6,8 @@
  * - `GET /readyz`: 200 when every readiness check passes, else 503; the body lists each
  *   check as `{name, ok, detail}` so a person sees which one fails.
  * - `GET /metrics`: Prometheus text from {@link Metrics}.
+ * - `GET /status`: the status page (./status-page.ts), when the daemon provides one;
+ *   served with a Content-Security-Policy that allows no script and no remote asset.
  * - anything else: 404 (405 for a known path with a method other than GET/HEAD).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -31,6 +33,8 @@ export interface HttpOptions {
   metrics: Metrics;
   /** Called on every `/readyz`; the daemon reports relay, agent circuits and state store. */
   readiness: () => ReadyReport | Promise<ReadyReport>;
+  /** The status page's HTML, rendered on every request; `/status` is absent without it. */
+  status?: () => string | Promise<string>;
   /** Optional; `http.listening` and request failures are logged here. */
   logger?: Logger;
 }
@@ -78,8 +82,11 @@ function listenErrorMessage(where: string, err: NodeJS.ErrnoException): string {
   }
 }
 
-function send(res: ServerResponse, status: number, contentType: string, body: string): void {
-  res.writeHead(status, { "content-type": contentType, "cache-control": "no-store" });
+/** No script, no remote load, inline styles only: the status page needs nothing else. */
+const STATUS_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+function send(res: ServerResponse, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": contentType, "cache-control": "no-store", ...headers });
   res.end(res.req.method === "HEAD" ? undefined : body);
 }
 
@@ -99,12 +106,13 @@ async function readyz(opts: HttpOptions): Promise<{ status: number; body: { stat
   return { status: ready ? 200 : 503, body: { status: ready ? "ready" : "not ready", checks } };
 }
 
-const ROUTES = new Set(["/healthz", "/readyz", "/metrics"]);
+const ROUTES = ["/healthz", "/readyz", "/metrics"];
 
 async function handle(opts: HttpOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = new URL(req.url ?? "/", "http://localhost").pathname;
-  if (!ROUTES.has(path)) {
-    sendJson(res, 404, { error: "not found", paths: [...ROUTES] });
+  const routes = opts.status ? [...ROUTES, "/status"] : ROUTES;
+  if (!routes.includes(path)) {
+    sendJson(res, 404, { error: "not found", paths: routes });
     return;
   }
   if (req.method !== "GET" && req.method !== "HEAD") {
@@ -117,6 +125,8 @@ async function handle(opts: HttpOptions, req: IncomingMessage, res: ServerRespon
   } else if (path === "/readyz") {
     const { status, body } = await readyz(opts);
     sendJson(res, status, body);
+  } else if (path === "/status" && opts.status) {
+    send(res, 200, "text/html; charset=utf-8", await opts.status(), { "content-security-policy": STATUS_CSP, "x-content-type-options": "nosniff" });
   } else {
     send(res, 200, opts.metrics.contentType, await opts.metrics.text());
   }

@@ -26,6 +26,10 @@
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
  * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
  * | signature_checks_total | counter | result | Schnorr verifications done (valid / invalid): only events acted on |
+ * | tokens_total | counter | channel, model, direction | tokens the agent reported per turn (direction in / out) |
+ * | cost_total | counter | channel, model, currency | cost the agent reported per turn |
+ * | session_rotations_total | counter | reason | sessions ended by the bridge: max_turns, max_tokens, max_turn_requests, owner |
+ * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member) |
  *
  * Plus prom-client's default process metrics (`process_*`, `nodejs_*`) under their usual
  * names, so stock Node dashboards work unchanged.
@@ -92,6 +96,10 @@ export class Metrics {
   private readonly relayStateGauge: Gauge<"state">;
   private readonly publishes: Counter<"status">;
   private readonly signatureChecks: Counter<"result">;
+  private readonly tokens: Counter<"channel" | "model" | "direction">;
+  private readonly cost: Counter<"channel" | "model" | "currency">;
+  private readonly rotations: Counter<"reason">;
+  private readonly heartbeats: Counter<"outcome" | "reason">;
   private readonly checksSeen = { verified: 0, failed: 0 };
   private readonly relayStatesSeen = new Set<string>();
   private sources: MetricSources = {};
@@ -201,6 +209,30 @@ export class Metrics {
           }
         }),
     });
+    this.tokens = new Counter({
+      name: `${PREFIX}tokens_total`,
+      help: "Tokens the agent reported for its turns, by channel, model and direction (in, out).",
+      labelNames: ["channel", "model", "direction"],
+      registers,
+    });
+    this.cost = new Counter({
+      name: `${PREFIX}cost_total`,
+      help: "Cost the agent reported for its turns, by channel, model and currency.",
+      labelNames: ["channel", "model", "currency"],
+      registers,
+    });
+    this.rotations = new Counter({
+      name: `${PREFIX}session_rotations_total`,
+      help: "Agent sessions the bridge ended so the next turn starts fresh, by reason.",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.heartbeats = new Counter({
+      name: `${PREFIX}heartbeats_total`,
+      help: "Heartbeat ticks: fired (the idle agent was prompted) or skipped, with the reason.",
+      labelNames: ["outcome", "reason"],
+      registers,
+    });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -241,6 +273,11 @@ export class Metrics {
   turnEnded(outcome: TurnOutcome, seconds: number): void {
     this.turns.inc({ outcome });
     this.turnDuration.observe({ outcome }, seconds);
+  }
+
+  /** A heartbeat tick; `reason` is the skip reason ("" when fired). */
+  heartbeat(outcome: "fired" | "skipped", reason = ""): void {
+    this.heartbeats.inc({ outcome, reason });
   }
 
   /** Current number of live agent processes. */
@@ -284,6 +321,22 @@ export class Metrics {
   /** A publish finished with `status` (`ok`, or the refusal class). */
   publishOutcome(status: string): void {
     this.publishes.inc({ status });
+  }
+
+  /**
+   * A turn's usage as the agent reported it. `channel` is a channel id (bounded by the
+   * identity's memberships), `model` the session's model or `unknown`.
+   */
+  turnUsage(channel: string, model: string | undefined, usage: { inputTokens: number; outputTokens: number; cost?: { amount: number; currency: string } }): void {
+    const m = model ?? "unknown";
+    if (usage.inputTokens > 0) this.tokens.inc({ channel, model: m, direction: "in" }, usage.inputTokens);
+    if (usage.outputTokens > 0) this.tokens.inc({ channel, model: m, direction: "out" }, usage.outputTokens);
+    if (usage.cost && usage.cost.amount > 0) this.cost.inc({ channel, model: m, currency: usage.cost.currency }, usage.cost.amount);
+  }
+
+  /** The bridge ended an agent session (`reason`: max_turns, max_tokens, max_turn_requests, owner). */
+  sessionRotated(reason: string): void {
+    this.rotations.inc({ reason });
   }
 
   /** Content-Type of {@link text}. */

@@ -323,6 +323,16 @@ export class Scheduler {
     return { inFlight: this.inFlight, queued: this.totalWaiting + retryEvents, scopes: this.scopes.size, retrying };
   }
 
+  /** Accepted events waiting (queued or due for a retry) per channel, for the status page. */
+  depthByChannel(): Map<string, number> {
+    const by = new Map<string, number>();
+    for (const s of this.scopes.values()) {
+      const n = s.waiting.length + (s.retry?.size ?? 0);
+      if (n > 0) by.set(s.scope.channel, (by.get(s.scope.channel) ?? 0) + n);
+    }
+    return by;
+  }
+
   /** Earliest time a pending retry comes due (unix ms), if any. */
   nextRetryAt(): number | undefined {
     let at: number | undefined;

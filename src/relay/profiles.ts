@@ -18,6 +18,11 @@ export interface Profile {
   displayName: string;
   name?: string;
   picture?: string;
+  /**
+   * The profile's NIP-OA `auth` tag (an agent's owner attestation), unverified: exactly one,
+   * since a profile carrying several names no single owner. Whoever acts on it verifies it.
+   */
+  authTag?: string[];
 }
 
 export interface ProfileCacheOptions {
@@ -44,7 +49,8 @@ export function profileOf(pubkey: string, ev: Event | undefined): Profile {
     // a malformed profile is treated as no profile
   }
   const str = (k: string) => (typeof meta[k] === "string" && (meta[k] as string).trim() ? (meta[k] as string).trim() : undefined);
-  return { pubkey, displayName: str("display_name") ?? str("name") ?? shortNpub(pubkey), name: str("name"), picture: str("picture") };
+  const auth = ev?.tags.filter((t) => t[0] === "auth") ?? [];
+  return { pubkey, displayName: str("display_name") ?? str("name") ?? shortNpub(pubkey), name: str("name"), picture: str("picture"), authTag: auth.length === 1 ? auth[0] : undefined };
 }
 
 export class ProfileCache {
@@ -92,6 +98,26 @@ export class ProfileCache {
       }
     }
     return out;
+  }
+
+  /**
+   * One profile, from the cache or the relay; undefined when the relay could not be asked
+   * (nothing is cached then, so the next call asks again). A pubkey without a profile
+   * yields the short-npub profile, cached like any other answer.
+   */
+  async lookup(pubkey: string): Promise<Profile | undefined> {
+    const hit = this.peek(pubkey);
+    if (hit) return hit;
+    let events: Event[];
+    try {
+      events = await this.source.query([{ kinds: [KIND.profile], authors: [pubkey] }]);
+    } catch {
+      return undefined;
+    }
+    const newest = events.filter((e) => e.kind === KIND.profile && e.pubkey === pubkey).reduce<Event | undefined>((a, e) => (!a || e.created_at > a.created_at ? e : a), undefined);
+    const p = profileOf(pubkey, newest);
+    this.put(p);
+    return p;
   }
 
   async displayName(pubkey: string): Promise<string> {

@@ -9,16 +9,18 @@
  * crash never posts the same answer twice.
  */
 import type { Event, EventTemplate } from "nostr-tools";
-import type { AgentPool, AgentSession } from "../agent/index.js";
+import type { AgentPool, AgentSession, TurnUsage } from "../agent/index.js";
 import type { Config } from "../config/schema.js";
 import { policyFor } from "../config/schema.js";
 import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession, type RelayPort } from "../link/index.js";
 import type { Logger } from "../ops/log.js";
 import { buildStanding, PromptSession, TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
+import { heartbeatBlocks } from "../prompt/heartbeat.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../relay/directory.js";
 import { replyRefFor, threadRootOf } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
+import { addUsage } from "../agent/usage.js";
 import { failureNotice, runTurn, type Enforce, type TurnOutcome } from "./run.js";
 import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
 
@@ -46,6 +48,40 @@ export interface DispatcherDeps {
   logger: Logger;
   /** Turn outcome hook for metrics. */
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
+  /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
+  onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+}
+
+/** Stop reasons after which a session is not reused: its context or request budget is spent. */
+const ROTATE_STOP_REASONS = new Set(["max_tokens", "max_turn_requests"]);
+
+/**
+ * Why a session must end after the turn it just ran, if it must: a stop reason that spent
+ * its budget (`stopReason`, any prompt of the turn), else `agent.max_turns_per_session`.
+ */
+function rotationDue(stopReason: string | undefined, turns: number, maxTurns: number): string | undefined {
+  if (stopReason) return stopReason;
+  return maxTurns > 0 && turns >= maxTurns ? "max_turns" : undefined;
+}
+
+/** A running turn as the status page shows it. */
+export interface RunningTurn {
+  turnId: number;
+  scope: string;
+  channel: string;
+  startedAt: number;
+  /** When the agent last sent an update, and what it was. */
+  lastActivityAt?: number;
+  lastActivity?: string;
+  /** `stop: wait` gates the turn waits on (⏳), and since when. */
+  gateWait?: { gates: string[]; since: number };
+}
+
+/** The session's title: `#channel`, plus the thread for a thread scope; at most 80 characters, printable. */
+export function sessionTitle(channelName: string, root?: string): string {
+  const clean = channelName.replace(/[\p{Cc}\p{Cf}]/gu, "").trim() || "channel";
+  const title = root ? `#${clean} · thread ${root.slice(0, 8)}` : `#${clean}`;
+  return title.length > 80 ? `${title.slice(0, 79)}…` : title;
 }
 
 /** A set that reports each new member once (to the durable store). */
@@ -71,6 +107,8 @@ interface ScopeSession {
   link: LinkSession;
   /** Servers behind the session's proxy; with none there is nothing to gate. */
   hookServers: number;
+  /** Turns (mentions' batches) this session has run, for agent.max_turns_per_session. */
+  turns: number;
   prompt: PromptSession;
   /** The turn whose replies the link's publishes count toward. */
   current?: { turnId: number; published: Set<string>; anchor: string; inflight: Inflight };
@@ -79,8 +117,10 @@ interface ScopeSession {
 
 export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
-  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void> }>();
+  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession }>();
   private readonly builder: TurnPromptBuilder;
+  /** Heartbeat turns take negative ids in `running`, apart from the queue's turn ids. */
+  private heartbeatSeq = 0;
 
   constructor(private readonly d: DispatcherDeps) {
     this.builder = new TurnPromptBuilder({ self: d.self, query: (f) => d.relay.query(f), displayName: (pk) => d.displayName(pk), logger: d.logger });
@@ -93,9 +133,19 @@ export class TurnDispatcher {
   /** Starts the batch's turn; resolves when it has ended and the queue knows the outcome. */
   start(batch: Batch): Promise<void> {
     const abort = new AbortController();
-    const done = this.run(batch, abort.signal).finally(() => this.running.delete(batch.turnId));
-    this.running.set(batch.turnId, { scope: batch.scope.key, abort, done });
-    return done;
+    const info: RunningTurn = { turnId: batch.turnId, scope: batch.scope.key, channel: batch.scope.channel, startedAt: Date.now() };
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession } = { scope: batch.scope.key, abort, done: Promise.resolve(), info };
+    this.running.set(batch.turnId, entry);
+    entry.done = this.run(batch, abort.signal, entry).finally(() => this.running.delete(batch.turnId));
+    return entry.done;
+  }
+
+  /** The turns running now, with the agent's last activity and any gate wait. */
+  runningTurns(): RunningTurn[] {
+    return [...this.running.values()].map((r) => {
+      const state = r.session?.current?.state;
+      return { ...r.info, lastActivityAt: state?.lastActivityAt, lastActivity: state?.lastActivity };
+    });
   }
 
   /** `!cancel`, shutdown: ends these turns; the queue was told already by its own cancel. */
@@ -112,15 +162,15 @@ export class TurnDispatcher {
     return n;
   }
 
-  /** `!rotate`: the scopes' sessions end; the next turn opens a fresh one. */
-  async rotate(match: (scopeKey: string) => boolean): Promise<number> {
+  /** `!rotate` (and rotation by turn count or stop reason): the scopes' sessions end; the next turn opens a fresh one. */
+  async rotate(match: (scopeKey: string) => boolean, reason = "owner"): Promise<number> {
     let n = 0;
     for (const [key, s] of [...this.scopes]) {
       if (!match(key)) continue;
       this.scopes.delete(key);
       s.link.unregister();
       this.d.sessions?.forget(key);
-      await this.d.pool.rotate(key);
+      await this.d.pool.rotate(key, reason);
       n++;
     }
     return n;
@@ -146,7 +196,7 @@ export class TurnDispatcher {
     this.scopes.clear();
   }
 
-  private async run(fullBatch: Batch, signal: AbortSignal): Promise<void> {
+  private async run(fullBatch: Batch, signal: AbortSignal, running: { info: RunningTurn; session?: AgentSession }): Promise<void> {
     const started = Date.now();
     const log = this.d.logger.child({ turn: fullBatch.turnId, scope: fullBatch.scope.key });
     const cfg = this.d.config();
@@ -178,8 +228,13 @@ export class TurnDispatcher {
     // Everything this turn publishes (tool replies, fallback, notices) is recorded durably
     // at once: a retry after a crash must know the thread was already answered.
     const published = new RecordedSet((id) => this.d.scheduler.recordReply(batch.turnId, id));
+    let usage: TurnUsage | undefined;
+    let model: string | undefined;
+    let rotateFor: string | undefined;
     try {
       const ss = await this.sessionFor(batch, channel, standing, log);
+      running.session = ss.session;
+      model = ss.session.model;
       const inflight: Inflight = { count: 0, waiters: [] };
       ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight };
       const blocks = (await this.builder.build(ss.prompt, {
@@ -213,6 +268,8 @@ export class TurnDispatcher {
               const r = await ss.session.prompt(b, {
                 askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
               });
+              usage = addUsage(usage, r.turnUsage);
+              if (ROTATE_STOP_REASONS.has(r.stopReason)) rotateFor = r.stopReason;
               return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut };
             },
           },
@@ -222,6 +279,7 @@ export class TurnDispatcher {
           published,
           settled: () => (inflight.count === 0 ? Promise.resolve() : new Promise<void>((r) => inflight.waiters.push(r))),
           signal,
+          onGateWait: (gates) => (running.info.gateWait = gates ? { gates, since: Date.now() } : undefined),
           pendingInjection: {
             take: () => {
               const t = ss.injection;
@@ -234,6 +292,7 @@ export class TurnDispatcher {
       );
       ss.current = undefined;
       for (const id of published) ss.prompt.markDelivered([id]);
+      rotateFor = rotationDue(rotateFor, ++ss.turns, cfg.agent.max_turns_per_session);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       log.warn({ evt: "turn.start_failed", err: reason }, "could not start the turn");
@@ -241,12 +300,16 @@ export class TurnDispatcher {
       // A session that failed to open or crashed is not reused.
       await this.rotate((k) => k === batch.scope.key);
     }
+    if (usage) this.d.onUsage?.(channel.id, model, usage);
+    // The session ends after its turn budget, or when the agent ran out of context or
+    // requests: the next mention in the scope starts a fresh session.
+    if (rotateFor && this.scopes.has(batch.scope.key)) await this.rotate((k) => k === batch.scope.key, rotateFor);
     if (signal.aborted && signal.reason === "shutdown") {
       // Left running in the store: the next start re-queues it (its one retry), nothing is lost.
       log.info({ evt: "turn.interrupted", published: outcome.published.length }, "turn interrupted by shutdown; it runs again after restart");
       return;
     }
-    this.finish(batch, outcome, log, true);
+    this.finish(batch, outcome, log, true, { model, usage });
     end(outcome.status);
   }
 
@@ -298,8 +361,8 @@ export class TurnDispatcher {
     return { answered, replies };
   }
 
-  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean): void {
-    log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined }, "turn ended");
+  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {
+    log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined, model: extra.model, usage: extra.usage }, "turn ended");
     if (outcome.status === "failed") {
       // A failed turn that already replied in its one thread is not retried: the reply is
       // the answer. A batch from several threads may have answered only some of them: it
@@ -310,7 +373,7 @@ export class TurnDispatcher {
     } else this.d.scheduler.complete(batch.turnId);
   }
 
-  private async sessionFor(batch: Batch, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
+  private async sessionFor(batch: { scope: { key: string; root?: string } }, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
     const key = batch.scope.key;
     const existing = this.scopes.get(key);
     if (existing && existing.session.alive && this.d.pool.session(key) === existing.session) return existing;
@@ -348,11 +411,13 @@ export class TurnDispatcher {
     const link = this.d.link.register({ sessionKey: key, manifest, tools });
     try {
       const previousSessionId = this.d.sessions?.get(key);
-      const session = await this.d.pool.acquire(key, { channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text, previousSessionId });
+      const session = await this.d.pool.acquire(key, {
+        channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text, previousSessionId, title: sessionTitle(channel.name, batch.scope.root),
+      });
       this.d.sessions?.save(key, session.sessionId);
       // A resumed session already holds the standing context from its first prompt.
       const standingDelivered = session.standingContextVia === "system_prompt" || session.resumed;
-      ss = { session, link, hookServers: manifest.servers.length, prompt: new PromptSession(standing, standingDelivered) };
+      ss = { session, link, hookServers: manifest.servers.length, turns: 0, prompt: new PromptSession(standing, standingDelivered) };
       this.scopes.set(key, ss);
       log.info({ evt: "turn.session", agent_pid: session.proc.pid, session: session.sessionId, resumed: session.resumed, standing_context: session.standingContextVia }, "agent session ready");
       return ss;
@@ -408,6 +473,73 @@ export class TurnDispatcher {
       if (!anchor) continue;
       await this.d.out.publish(failureNotice(channel, { root: threadRootOf(anchor), parent: anchor.id }, group, error));
     }
+  }
+
+  /**
+   * A heartbeat turn: `text` prompted in the channel's heartbeat session (its own, apart
+   * from every thread's). Nothing is queued or retried, there are no reactions or typing
+   * (no mention to react to) and no fallback reply: a heartbeat with nothing to do stays
+   * silent. What the agent posts lands top-level in the channel. It counts as a turn in
+   * flight, so `!status` shows it and shutdown drains it like any other.
+   */
+  heartbeat(channelId: string, text: string): Promise<TurnOutcome["status"] | "no-channel"> {
+    const id = --this.heartbeatSeq;
+    const key = `heartbeat:${channelId}`;
+    const abort = new AbortController();
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession } = {
+      scope: key, abort, done: Promise.resolve(), info: { turnId: id, scope: key, channel: channelId, startedAt: Date.now() },
+    };
+    this.running.set(id, entry);
+    const done = this.runHeartbeat(id, key, channelId, text, abort.signal, entry).finally(() => this.running.delete(id));
+    entry.done = done.then(() => undefined);
+    return done;
+  }
+
+  private async runHeartbeat(id: number, key: string, channelId: string, text: string, signal: AbortSignal, running: { session?: AgentSession }): Promise<TurnOutcome["status"] | "no-channel"> {
+    const started = Date.now();
+    const log = this.d.logger.child({ scope: key, heartbeat: true });
+    const channel = await this.d.channel(channelId);
+    if (!channel) {
+      log.warn({ evt: "turn.end", status: "failed", reason: `the bridge is not a member of heartbeat.channel ${channelId}` }, "heartbeat channel unknown");
+      return "no-channel";
+    }
+    const cfg = this.d.config();
+    const policy = policyFor(cfg, channel.id);
+    const standing: StandingInput = {
+      channel: { id: channel.id, name: channel.name, about: channel.about },
+      persona: cfg.agent.persona,
+      teamInstructions: policy.team_instructions,
+      owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
+    };
+    const published = new Set<string>();
+    let rotateFor: string | undefined;
+    let status: TurnOutcome["status"];
+    let reason: string | undefined;
+    try {
+      const ss = await this.sessionFor({ scope: { key } }, channel, standing, log);
+      running.session = ss.session;
+      const inflight: Inflight = { count: 0, waiters: [] };
+      ss.current = { turnId: id, published, anchor: "", inflight };
+      try {
+        const r = await ss.session.prompt(heartbeatBlocks(ss.prompt, standing, text));
+        if (r.turnUsage) this.d.onUsage?.(channel.id, ss.session.model, r.turnUsage);
+        rotateFor = rotationDue(ROTATE_STOP_REASONS.has(r.stopReason) ? r.stopReason : undefined, ++ss.turns, cfg.agent.max_turns_per_session);
+        if (inflight.count > 0) await new Promise<void>((res) => inflight.waiters.push(res));
+        status = signal.aborted || r.stopReason === "cancelled" ? "cancelled" : r.timedOut ? "failed" : "answered";
+        if (r.timedOut) reason = r.timedOut === "idle" ? "idle timeout" : "max_turn";
+      } finally {
+        ss.current = undefined;
+      }
+    } catch (err) {
+      status = signal.aborted ? "cancelled" : "failed";
+      reason = err instanceof Error ? err.message : String(err);
+      await this.rotate((k) => k === key);
+    }
+    // The heartbeat session rotates by the same rules as a scope's.
+    if (rotateFor && this.scopes.has(key)) await this.rotate((k) => k === key, rotateFor);
+    // Not in turns_total: that counts mentions' turns; heartbeats have their own metric.
+    log.info({ evt: "turn.end", status, reason, published: published.size, seconds: (Date.now() - started) / 1000 }, "heartbeat turn ended");
+    return status;
   }
 
   /** For tests and `!status`. */

@@ -40,6 +40,8 @@ export interface TurnPorts {
   /** Resolves when no tool publish of this turn is still on its way. */
   settled?: () => Promise<void>;
   signal: AbortSignal;
+  /** The turn waits on these `stop: wait` gates (⏳), or no longer waits (undefined); for the status page. */
+  onGateWait?(gates: string[] | undefined): void;
   /** Text to put at the start of the next prompt (a `_PostCompact` answer). */
   pendingInjection?: { take(): string | undefined; set(text: string): void };
 }
@@ -84,11 +86,15 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
         waitMaxMs: spec.gates.waitMaxMs,
         logger: log,
         signal: ports.signal,
-        onWaiting: () => signals.waiting(),
+        onWaiting: (gates) => {
+          signals.waiting();
+          ports.onGateWait?.(gates);
+        },
         onReprompt: () => signals.startTyping(),
         prefix: injected,
       });
       result = gate.result;
+      ports.onGateWait?.(undefined);
       if (gate.kind === "cancelled") {
         signals.finished(false);
         return { status: "cancelled", published: published() };

@@ -30,8 +30,8 @@ export interface StopGateOptions {
   /** Carries the turn id in its bindings, so `gate.round` names the turn exactly once. */
   logger: Logger;
   signal: AbortSignal;
-  /** Called when the bridge starts waiting for a human (typing stops, ⏳ shows). */
-  onWaiting?: () => void;
+  /** Called with the gates waited on when the bridge starts waiting for a human (typing stops, ⏳ shows). */
+  onWaiting?: (gates: string[]) => void;
   /** Called when a reprompt starts (typing resumes). */
   onReprompt?: () => void;
   /** Injected before the objection text (e.g. _PostCompact after a compaction). */
@@ -93,7 +93,7 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
     // none of the pending servers end the wait instead of holding the scope for wait_max.
     const pending = new Set(objecting.map((s) => s.name));
     let unreachable = 0;
-    o.onWaiting?.();
+    o.onWaiting?.([...pending]);
     const started = Date.now();
     for (;;) {
       const remaining = o.waitMaxMs - (Date.now() - started);

@@ -1,0 +1,120 @@
+/**
+ * Model and usage with a real Claude agent that reports them over ACP:
+ * `@zed-industries/claude-agent-acp` (a devDependency; claude-code-acp 0.16 reports no
+ * usage and offers its models only through the older model selector, which
+ * compat-claude-code.test.ts covers) against the scripted fake Anthropic API on
+ * 127.0.0.1. No network, no API key.
+ *
+ * What a person sees: `agent.model` picks the model the API is asked for (through the
+ * agent's `model` session config option); the tokens the API reported for each turn
+ * reach Prometheus, the turn's log line and `!status`, per channel and model; the cost
+ * Claude computes is counted per turn, not as its running session total.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { World, REPO, type DaemonProc } from "./fixtures/world.js";
+import { KIND } from "../src/relay/kinds.js";
+// @ts-expect-error — plain ESM fixture without type declarations
+import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
+
+interface FakeApi {
+  url: string;
+  requests: { body: { model?: string; tools?: { name: string }[] } }[];
+  turnRequests(): FakeApi["requests"];
+  close(): Promise<void>;
+}
+
+const TOKENS = { input_tokens: 1234, output_tokens: 56 };
+
+function claudeAgentAcpBin(): string {
+  const dir = join(REPO, "node_modules", "@zed-industries", "claude-agent-acp");
+  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
+  const rel = pkg.bin["claude-agent-acp"];
+  if (!rel) throw new Error(`${dir}/package.json has no "claude-agent-acp" bin (bins: ${Object.keys(pkg.bin).join(", ")})`);
+  return join(dir, rel);
+}
+
+/** The value of one Prometheus sample, matching every given label. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return undefined;
+}
+
+let w: World;
+let d: DaemonProc;
+let api: FakeApi;
+let base: string;
+
+before(async () => {
+  api = (await startFakeAnthropic({ mode: "text", finalText: "Short answer from the model.", usage: TOKENS })) as FakeApi;
+  w = await World.create({ channelName: "build-room" });
+  const home = join(w.dir, "claude-home");
+  mkdirSync(home, { recursive: true });
+  d = await w.startDaemon({
+    agent: {
+      command: claudeAgentAcpBin(),
+      args: [],
+      env: {
+        ANTHROPIC_BASE_URL: api.url,
+        ANTHROPIC_API_KEY: "test",
+        IS_SANDBOX: "1",
+        ENABLE_TOOL_SEARCH: "false",
+        HOME: home,
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_AUTOUPDATER: "1",
+        NO_PROXY: "127.0.0.1,localhost",
+      },
+      model: "haiku",
+      idle_timeout: "60s",
+    },
+    http: { listen: "127.0.0.1:0" },
+  });
+  base = String((await d.waitLog((l) => l.evt === "daemon.started")).http);
+});
+after(async () => {
+  await w?.close();
+  await api?.close();
+});
+
+test("agent.model is selected through claude-agent-acp's model config option; the API's token usage is counted per turn, channel and model", async () => {
+  const first = await w.owner.post("@agent first question");
+  await w.waitReplies(first, 1, 90_000);
+  const second = await w.owner.post("@agent second question", { replyTo: first });
+  await w.waitReplies(second, 1, 90_000);
+  const ends = () => d.logs.filter((l) => l.evt === "turn.end" && l.status === "answered");
+  for (const deadline = Date.now() + 20_000; ends().length < 2; await new Promise((r) => setTimeout(r, 100))) {
+    assert.ok(Date.now() < deadline, "two answered turns logged");
+  }
+
+  const models = [...new Set(api.turnRequests().map((r) => String(r.body.model)))];
+  assert.equal(models.length, 1, `one model for every turn: ${models.join(", ")}`);
+  assert.match(models[0]!, /haiku/, "the configured model, not Claude's default");
+
+  const usages = ends().map((l) => l.usage as { inputTokens: number; outputTokens: number; cost?: { amount: number; currency: string } });
+  for (const u of usages) {
+    assert.equal(u.inputTokens, TOKENS.input_tokens, "the turn's input tokens are the API's");
+    assert.equal(u.outputTokens, TOKENS.output_tokens, "the turn's output tokens are the API's");
+    assert.equal(u.cost?.currency, "USD");
+    assert.ok(u.cost!.amount > 0, "Claude priced the turn");
+  }
+  assert.ok(Math.abs(usages[1]!.cost!.amount - usages[0]!.cost!.amount) < 1e-9,
+    "the same tokens cost the same in both turns: the second is not the session's running total");
+  assert.equal(ends()[0]!.model, "haiku", "the turn's log line names the model");
+
+  const metrics = await (await fetch(`${base}/metrics`)).text();
+  const labels = { channel: w.channel, model: "haiku" };
+  assert.equal(sample(metrics, "buzz_bridge_tokens_total", { ...labels, direction: "in" }), 2 * TOKENS.input_tokens);
+  assert.equal(sample(metrics, "buzz_bridge_tokens_total", { ...labels, direction: "out" }), 2 * TOKENS.output_tokens);
+  const cost = sample(metrics, "buzz_bridge_cost_total", { ...labels, currency: "USD" })!;
+  assert.ok(Math.abs(cost - 2 * usages[0]!.cost!.amount) < 1e-9, `cost_total is the sum of the turns' costs (${cost})`);
+
+  const cmd = await w.owner.post("!status");
+  const [outcome] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
+  assert.match((JSON.parse(outcome!.content) as { text: string }).text, new RegExp(`today: ${2 * TOKENS.input_tokens} tokens in, ${2 * TOKENS.output_tokens} out, [0-9.]+ USD over 2 turns`));
+});
