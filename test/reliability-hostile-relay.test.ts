@@ -93,9 +93,9 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
   const newLines = d.logs.slice(linesBefore);
   const byEvt = newLines.reduce<Record<string, number>>((a, l) => ((a[String(l.evt)] = (a[String(l.evt)] ?? 0) + 1), a), {});
   const policyDenials = newLines.filter((l) => l.evt === "gate.denied" && l.reason !== "bad-signature").length;
-  // A refusal due an answer (🔒) is verified first; a forged one is then logged as bad-signature instead.
-  const verifiedForged = forged.filter((l) => l.author !== w.owner.npub).length;
-  assert.equal(policyDenials + verifiedForged, signedDenials, "each well-formed refused mention has its line, nothing else does");
+  // A refusal due an answer (🔒, once per author) is verified first: the first forged one from
+  // a stranger is then a bad-signature line instead (which the forged-line limit may hold back).
+  assert.ok(policyDenials === signedDenials || policyDenials === signedDenials - 1, `each well-formed refused mention has its line, nothing else does (${policyDenials} lines for ${signedDenials})`);
   const rest = newLines.length - policyDenials - forged.length;
   assert.ok(rest <= 40, `other lines stay within the rate limits: ${rest} (${JSON.stringify(byEvt)})`);
   assert.ok(!d.logs.some((l) => JSON.stringify(l).length > 20_000), "no log line carries a 300 KB payload");
