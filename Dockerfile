@@ -14,6 +14,14 @@
 # - Set `http: { listen: "0.0.0.0:9464" }` in the config for the published port and the
 #   HEALTHCHECK; a different port needs BUZZ_BRIDGE_HEALTH_URL set to match.
 # - The agent (e.g. claude-agent-acp) is not in this image: build FROM it and add yours.
+# - The agent sandbox (agent.sandbox: auto, the default) runs each agent in bubblewrap,
+#   installed here. Docker's defaults refuse it the user namespace (seccomp), the mounts
+#   (AppArmor) and a /proc of its own (masked /proc paths), so add
+#     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     --security-opt systempaths=unconfined
+#   (compose: security_opt). Without them agents run unsandboxed, with one warning at start
+#   and in `doctor`; agent.sandbox: bubblewrap makes that a start-up error instead. The host
+#   kernel must allow unprivileged user namespaces (user.max_user_namespaces > 0).
 #
 # test/ops-dockerfile.test.ts runs this recipe's build and start steps outside a container.
 
@@ -45,6 +53,10 @@ RUN groupadd --system --gid 10001 buzz-bridge \
       --shell /usr/sbin/nologin buzz-bridge \
  && install -d -o buzz-bridge -g buzz-bridge -m 0750 /var/lib/buzz-bridge /srv/agents \
  && install -d -m 0755 /etc/buzz-bridge
+# bubblewrap: the agent sandbox (see above).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # Application files stay root-owned: the service user can read but not rewrite them.
 COPY --from=build /app/package.json ./package.json

@@ -9,6 +9,9 @@
  *  4. relay publish → `session/prompt` sent to the demo agent (AgentSession.prompt
  *     entered; the agent reads it from its pipe microseconds later), for top-level mentions,
  *     with the warm spare (warm_spare: true, spare ready) vs a cold spawn (warm_spare: false).
+ *     Both run in the agent sandbox where bubblewrap works (agent.sandbox: auto); the
+ * 4s. same with the warm spare and `agent.sandbox: off`: the baseline for the warm spare in
+ *     the sandbox, whose set-up happens before the mention.
  * Run alone: `node --import tsx bench/mention.ts` (build first: the demo agent is dist/cli.js).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -39,6 +42,8 @@ export interface MentionResult {
   nostrTools: number[];
   promptWarm: number[];
   promptCold: number[];
+  /** Warm spare, agent.sandbox: off. */
+  promptWarmPlain: number[];
 }
 
 /** Resolvers keyed by event id, settled from log lines or subscriber callbacks. */
@@ -118,12 +123,12 @@ export async function benchMention(): Promise<MentionResult> {
     return at - t0;
   };
 
-  const startDaemon = async (name: string, warmSpare: boolean): Promise<Daemon> => {
+  const startDaemon = async (name: string, warmSpare: boolean, sandbox: "auto" | "off" = "auto"): Promise<Daemon> => {
     const file = join(dir, `${name}.yaml`);
     writeFileSync(file, stringify({
       identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(owner) },
       relay: { url: relay.url },
-      agent: { command: process.execPath, args: [fileURLToPath(new URL("../dist/cli.js", import.meta.url)), "demo-agent"], cwd: join(dir, name, "{channel}"), warm_spare: warmSpare, max_concurrent: PROMPT_SAMPLES + 2 },
+      agent: { command: process.execPath, args: [fileURLToPath(new URL("../dist/cli.js", import.meta.url)), "demo-agent"], cwd: join(dir, name, "{channel}"), warm_spare: warmSpare, max_concurrent: PROMPT_SAMPLES + 2, sandbox },
       state_dir: join(dir, name, "state"),
       log: { level: "info" },
       shutdown_grace: "2s",
@@ -198,7 +203,19 @@ export async function benchMention(): Promise<MentionResult> {
       while (turnsEnded === ended) await new Promise((r) => setTimeout(r, 20));
     }
     await cold.stop();
-    return { gate, nostrTools, promptWarm, promptCold };
+
+    // --- 4s: warm spare without the sandbox ---
+    const plainDaemon = await startDaemon("plain", true, "off");
+    const promptWarmPlain: number[] = [];
+    for (let i = 0; i < PROMPT_SAMPLES; i++) {
+      if (!(await poolOf(plainDaemon).spareReady())) throw new Error("mention bench: the warm spare did not start");
+      const ended = turnsEnded;
+      const ev = mention(`@bench bench-mention-${2000 + i} #final-only`);
+      promptWarmPlain.push(await timed(ev, () => promptSeen.wait(String(2000 + i), "session/prompt")));
+      while (turnsEnded === ended) await new Promise((r) => setTimeout(r, 20));
+    }
+    await plainDaemon.stop();
+    return { gate, nostrTools, promptWarm, promptCold, promptWarmPlain };
   } finally {
     AgentSession.prototype.prompt = original;
     for (const d of daemons) await d.stop().catch(() => undefined);

@@ -11,6 +11,8 @@
  *   3, 5  bench/relay.ts     relay client handler latency vs nostr-tools; subscribing 500 channels
  *   6, 7  bench/busy.ts      20,000 denied events: decisions/s, CPU, signature checks; RSS
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
+ *   4s    bench/mention.ts   publish → session/prompt, warm spare, sandboxed vs not
+ *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
  */
@@ -75,6 +77,7 @@ async function main(): Promise<void> {
       nostr_tools: { n: m.nostrTools.length, median: r3(pct(m.nostrTools, 50)), p99: r3(pct(m.nostrTools, 99)) },
       prompt_warm: m.promptWarm.map(r3),
       prompt_cold: m.promptCold.map(r3),
+      prompt_warm_unsandboxed: m.promptWarmPlain.map(r3),
     };
     const g = pct(m.gate, 50);
     const b = pct(m.nostrTools, 50);
@@ -82,6 +85,8 @@ async function main(): Promise<void> {
     const w = pct(m.promptWarm, 50);
     const c = pct(m.promptCold, 50);
     rows.push({ figure: "4", measure: "mention: relay publish → session/prompt to the demo agent, warm spare", samples: m.promptWarm.length, median: r3(w), p99: r3(pct(m.promptWarm, 99)), unit: "ms", baseline: `${fmt(Number(r3(c)))} ms: cold spawn (p99 ${fmt(Number(r3(pct(m.promptCold, 99))))})`, ratio: r3(w / c), target: "warm < cold", met: w < c });
+    const wp = pct(m.promptWarmPlain, 50);
+    rows.push({ figure: "4s", measure: "mention: relay publish → session/prompt, warm spare, agent sandbox (auto) vs none", samples: m.promptWarm.length, median: r3(w), p99: r3(pct(m.promptWarm, 99)), unit: "ms", baseline: `${fmt(Number(r3(wp)))} ms: warm spare, agent.sandbox: off (p99 ${fmt(Number(r3(pct(m.promptWarmPlain, 99))))})`, ratio: r3(w / wp), target: "≤ 1.2× (sandbox set up before the mention)", met: w / wp <= 1.2 });
   } else {
     rows.push(failed("3", "mention → gate decision", mention.error), failed("4", "mention → session/prompt", mention.error));
   }
@@ -124,6 +129,19 @@ async function main(): Promise<void> {
     rows.push({ figure: "8", measure: "dev relay: events delivered to a subscriber per second", samples: d.devrelay_events!, median: d.devrelay_delivered_per_s!, p99: null, unit: "/s", baseline: `${fmt(Number(d.ws_echo_frames_per_s))}/s: bare ws echo`, ratio: d.devrelay_delivered_vs_echo!, target: "—", met: null });
   } else {
     rows.push(failed("8", "dev relay throughput", dev.error));
+  }
+
+  // 9 — the agent sandbox's start-up cost.
+  const sandbox = await part("sandbox", async () => (await import("./sandbox.js")).benchSandbox());
+  seconds.sandbox = sandbox.seconds;
+  if (sandbox.ok) {
+    const sb = sandbox.value;
+    raw.sandbox = { sandboxed: sb.sandboxed.map(r3), unsandboxed: sb.plain.map(r3) };
+    const sm = pct(sb.sandboxed, 50);
+    const pm = pct(sb.plain, 50);
+    rows.push({ figure: "9", measure: "agent cold start (acquire → session ready, demo agent) in the bubblewrap sandbox", samples: sb.sandboxed.length, median: r3(sm), p99: r3(pct(sb.sandboxed, 99)), unit: "ms", baseline: `${fmt(Number(r3(pm)))} ms: same spawn unsandboxed (p99 ${fmt(Number(r3(pct(sb.plain, 99))))})`, ratio: r3(sm / pm), target: "≤ 1.2×", met: sm / pm <= 1.2 });
+  } else {
+    rows.push(failed("9", "agent cold start in the sandbox", sandbox.error));
   }
 
   // 1, 2 — last: the longest part.

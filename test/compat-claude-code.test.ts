@@ -14,7 +14,8 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, REPO, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "./fixtures/world.js";
+import { claudeCodeAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { KIND } from "../src/relay/kinds.js";
 import { threadRootOf } from "../src/relay/events.js";
 // @ts-expect-error — plain ESM fixture without type declarations
@@ -29,14 +30,6 @@ interface FakeApi {
   close(): Promise<void>;
 }
 
-/** The package's own bin (an executable `#!/usr/bin/env node` script), so a renamed bin fails here with a clear message. */
-function claudeCodeAcpBin(): string {
-  const dir = join(REPO, "node_modules", "@zed-industries", "claude-code-acp");
-  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
-  const rel = pkg.bin["claude-code-acp"];
-  if (!rel) throw new Error(`${dir}/package.json has no "claude-code-acp" bin (bins: ${Object.keys(pkg.bin).join(", ")})`);
-  return join(dir, rel);
-}
 
 const REPLY = "Hi owner, the build room ships releases (sent with send_message).";
 const FINAL = "Plain final text from the model, no tool used.";
@@ -48,13 +41,18 @@ let home: string;
 /** The first test's mention: later tests continue its thread (and so its agent session). */
 let firstMention: Event;
 
-/** Live processes whose environment carries our scratch HOME: the agent and the Claude CLI it spawned. */
+/**
+ * Live processes whose environment carries our scratch HOME: the agent and the Claude CLI
+ * it spawned. In the agent sandbox (agent.sandbox: auto, where bubblewrap works) HOME is the
+ * channel's own under the state directory instead of the configured one.
+ */
 function processesWithHome(dir: string): number[] {
+  const homes = [`HOME=${dir}`, `HOME=${join(w.dir, "state", "homes", "build-room")}`];
   const pids: number[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      if (readFileSync(`/proc/${name}/environ`, "utf8").split("\0").includes(`HOME=${dir}`)) pids.push(Number(name));
+      if (readFileSync(`/proc/${name}/environ`, "utf8").split("\0").some((v) => homes.includes(v))) pids.push(Number(name));
     } catch {
       /* gone, or not ours to read */
     }
@@ -71,17 +69,7 @@ before(async () => {
     agent: {
       command: claudeCodeAcpBin(),
       args: [],
-      env: {
-        ANTHROPIC_BASE_URL: api.url,
-        ANTHROPIC_API_KEY: "test",
-        IS_SANDBOX: "1", // the tests may run as root; Claude refuses bypass mode as root otherwise
-        ENABLE_TOOL_SEARCH: "false", // MCP tools in `tools`, not deferred behind ToolSearch
-        HOME: home,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        DISABLE_TELEMETRY: "1",
-        DISABLE_AUTOUPDATER: "1",
-        NO_PROXY: "127.0.0.1,localhost",
-      },
+      env: { ...offlineClaudeEnv(api.url), HOME: home },
       mode: "default",
       model: "haiku", // claude-code-acp offers default, opus, opus[1m], haiku through its model selector
       permissions: "allow",

@@ -30,13 +30,13 @@ interface Run {
 }
 
 /** Runs doctor on a config written from the World's base plus overrides. */
-function doctor(overrides: Record<string, unknown>, name: string, extraArgs: string[] = []): Promise<Run> {
-  return doctorFile(w.writeConfig(overrides, `${name}.yaml`), extraArgs);
+function doctor(overrides: Record<string, unknown>, name: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  return doctorFile(w.writeConfig(overrides, `${name}.yaml`), extraArgs, env);
 }
 
-function doctorFile(file: string, extraArgs: string[] = []): Promise<Run> {
+function doctorFile(file: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CLI, "doctor", "-c", file, "--timeout", "30s", ...extraArgs], { stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(process.execPath, [CLI, "doctor", "-c", file, "--timeout", "30s", ...extraArgs], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
     let out = "";
     proc.stdout.on("data", (d: Buffer) => (out += d.toString()));
     proc.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -88,6 +88,13 @@ describe("doctor", { concurrency: 2 }, () => {
     expectLine(r, "mcp gates", /^✓ .*listed \d+ tools/);
     assert.match(r.out, /lint/, "the server's tools are listed");
     expectLine(r, "tool names", /^✓ .*no collisions/);
+    // bubblewrap is installed where the suite runs (.ci/run installs it): the sandbox runs once.
+    expectLine(r, "sandbox", /^✓ .*bubblewrap .*: agents run sandboxed; network on/);
+    // The test world binds its own directory in (test/fixtures/world.ts), so what lies in it is
+    // covered rather than absent: an unreadable placeholder, an empty directory (the work
+    // area does not exist yet: doctor starts no session).
+    assert.match(r.out, /cannot reach: config file \S+ok\.yaml \(unreadable\), state directory \S+ \(empty\), channels' working directories \S+ \(hidden\)/);
+    assert.match(r.out, /processes: sees \d+ \(its own pid namespace\), not the daemon's/);
     assert.match(r.out, /all checks passed/);
     assert.doesNotMatch(r.out, /nsec1/, "no secret in the output");
   });
@@ -98,7 +105,7 @@ describe("doctor", { concurrency: 2 }, () => {
     const r = await doctor(
       {
         relay: { url: `ws://127.0.0.1:${port}` },
-        agent: { command: "no-such-agent-xyz", args: [] },
+        agent: { command: "no-such-agent-xyz", args: [], sandbox: "bubblewrap" },
         mcp: {
           servers: {
             gates: { ...gatesServer, env: { GATE_TOOLS: long } },
@@ -109,6 +116,8 @@ describe("doctor", { concurrency: 2 }, () => {
         },
       },
       "many-faults",
+      [],
+      { PATH: "/nonexistent" }, // no bwrap there
     );
     assert.equal(r.code, 1, r.out);
     expectLine(r, "relay", new RegExp(`^✗ .*cannot connect to ws://127\\.0\\.0\\.1:${port}: ECONNREFUSED`));
@@ -121,7 +130,9 @@ describe("doctor", { concurrency: 2 }, () => {
     expectLine(r, "tool names", /^✗ .*problems with the proxy's tool names \(without broken, which did not start\)/);
     assert.match(r.out, new RegExp(`tool '${long}' of 'gates' breaks the naming rules .*limit 64`));
     assert.match(r.out, /tool name 'pid' is offered by both 'other' and 'third'/);
-    assert.match(r.out, /4 checks failed/);
+    expectLine(r, "sandbox", /^✗ .*agent\.sandbox is bubblewrap but bubblewrap \(bwrap\) is not installed/);
+    assert.match(r.out, /to fix: install bubblewrap \(Debian\/Ubuntu: apt-get install bubblewrap\)/);
+    assert.match(r.out, /5 checks failed/);
   });
 
   test("an identity that is not a relay member: ✗ auth with the relay's reason and whom to ask; agent.mode not offered: ✗", async () => {

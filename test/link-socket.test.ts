@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isAbsolute } from "node:path";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { linkSocketPath, LinkServer } from "../src/link/server.js";
@@ -49,6 +49,40 @@ test("register, connect with the token, fetch the manifest; a revoked token is r
     client.close();
     s.unregister();
     await assert.rejects(LinkClient.connect(s.env.BUZZ_BRIDGE_LINK!, s.env.BUZZ_BRIDGE_LINK_TOKEN!), /link refused/);
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a session's own socket (in its process's link directory) accepts that session's token only, and goes with unregister", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "link-own-"));
+  const server = new LinkServer({ socketPath: join(dir, "state", "link.sock"), logger: silentLogger() });
+  await server.start();
+  try {
+    const manifest = { servers: [], hook_deadline: 2000, list_timeout: 15000 };
+    const tools = {
+      sendMessage: async () => ({ event_id: "e".repeat(64) }),
+      addReaction: async () => ({ event_id: "f".repeat(64) }),
+      getMessages: async () => [],
+      getThread: async () => ({}),
+      getChannel: async () => ({ id: "c" }),
+    };
+    const a = server.register({ sessionKey: "a", manifest, tools });
+    const b = server.register({ sessionKey: "b", manifest, tools });
+    const procDir = join(dir, "state", "link", "1");
+    mkdirSync(procDir, { recursive: true });
+    const env = await a.listen(procDir);
+    assert.equal(env.BUZZ_BRIDGE_LINK, join(procDir, "link.sock"));
+    assert.equal(env.BUZZ_BRIDGE_LINK_TOKEN, a.env.BUZZ_BRIDGE_LINK_TOKEN, "the same token as on the shared socket");
+    assert.equal(statSync(env.BUZZ_BRIDGE_LINK!).mode & 0o777, 0o600);
+    const own = await LinkClient.connect(env.BUZZ_BRIDGE_LINK!, env.BUZZ_BRIDGE_LINK_TOKEN!);
+    assert.deepEqual(await own.callBuzzTool("send_message", { content: "hi" }), { event_id: "e".repeat(64) });
+    own.close();
+    await assert.rejects(LinkClient.connect(env.BUZZ_BRIDGE_LINK!, b.env.BUZZ_BRIDGE_LINK_TOKEN!), /link refused/, "another session's token is refused there");
+    a.unregister();
+    assert.equal(existsSync(env.BUZZ_BRIDGE_LINK!), false, "the socket is removed with the session");
+    b.unregister();
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -5,7 +5,9 @@ export { AgentProcess, ACP_PROTOCOL_VERSION, type AgentProcessOptions, type Exit
 export type { TurnResult, PromptOptions, TurnLimits } from "./turn-control.js";
 export type { AskOwner, PermissionPolicy } from "./permissions.js";
 export { agentEnvironment, secretForms, SECRET_ENV_NAMES } from "./env.js";
-export { agentCwd, channelSlug, spareCwd } from "./cwd.js";
+export { agentCwd, channelSlug, spareCwd, CHANNEL_PLACEHOLDER } from "./cwd.js";
+export { AgentSandbox, SandboxError, type ChannelIsolation, type SandboxPolicy, type SandboxLaunch } from "./sandbox-plan.js";
+export { probeBubblewrap, bubblewrapArgs, hiddenPaths, BUBBLEWRAP_ADVICE, type BubblewrapProbe, type SandboxMode, type NetworkMode, type SandboxBind } from "./sandbox.js";
 export { probeAgent, type AgentProbe } from "./probe.js";
 export * from "./errors.js";
 export { addUsage, SessionUsage, type TurnUsage } from "./usage.js";

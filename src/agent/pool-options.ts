@@ -7,6 +7,7 @@ import type { Logger } from "../ops/log.js";
 import type { CircuitOptions, CircuitState } from "./circuit.js";
 import type { PermissionPolicy } from "./permissions.js";
 import type { ProxyCommand } from "./session.js";
+import type { AgentSandbox, ChannelIsolation } from "./sandbox-plan.js";
 
 export interface AgentPoolOptions {
   command: string;
@@ -46,12 +47,19 @@ export interface AgentPoolOptions {
   logger?: Logger;
   /** The environment the allow-list picks from; default process.env. */
   parentEnv?: NodeJS.ProcessEnv;
+  /**
+   * Each process gets a directory of its own here (mode 0700, removed when it exits) for its
+   * session's link socket; acquire's `mcpEnv` function is given it. Default: none.
+   */
+  linkRoot?: string;
+  /** Sandboxes processes per channel (see AgentSandbox); default none. */
+  sandbox?: AgentSandbox;
 }
 
 /** The pool options from config (durations are already milliseconds there). */
 export function poolOptionsFromConfig(
   agent: Config["agent"],
-  extra: Pick<AgentPoolOptions, "secret" | "hooksAgentEnforced" | "logger" | "proxy" | "initTimeoutMs"> = {},
+  extra: Pick<AgentPoolOptions, "secret" | "hooksAgentEnforced" | "logger" | "proxy" | "initTimeoutMs" | "sandbox" | "linkRoot"> = {},
 ): AgentPoolOptions {
   return {
     command: agent.command, args: agent.args, env: agent.env, cwd: agent.cwd,
@@ -68,8 +76,13 @@ export interface AcquireOptions {
   channelName: string;
   /** Overrides the cwd template (absolute path). */
   cwd?: string;
-  /** The proxy's environment for this session (link address and token). */
-  mcpEnv: Record<string, string>;
+  /**
+   * The proxy's environment for this session (link address and token); as a function it is
+   * given the process's link directory (see AgentPoolOptions.linkRoot) once the process is known.
+   */
+  mcpEnv: Record<string, string> | ((linkDir: string | undefined) => Record<string, string> | Promise<Record<string, string>>);
+  /** The channel's `agent.sandbox` / `agent.network` overrides. */
+  isolation?: ChannelIsolation;
   standingContext?: string;
   /** Reopen this session after a restart when the agent supports resume/load. */
   previousSessionId?: string;

@@ -7,10 +7,17 @@
  * Generic on purpose: it takes a plain options object (see poolOptionsFromConfig) and
  * knows nothing of relays or channels beyond a name for the working directory.
  *
- * Events: `spawn` {pid, spare, exited}, `spare` {pid}, `exit` {pid, scope?, code, signal, expected},
+ * With a sandbox, a process is bound at spawn to one channel (its working directory and
+ * HOME are mounted into it then, and nothing else of the host's agents' area), so the
+ * warm spare is made for the channel that last opened a session: a new thread there takes
+ * it at once; a session in another channel spawns cold and the spare moves to that channel.
+ *
+ * Events: `spawn` {pid, spare, sandboxed, exited}, `spare` {pid}, `exit` {pid, scope?, code, signal, expected},
  * `crash` {pid, scope?, code, signal, stderrTail}, `circuit` {state, until, crashes}, `rotate` {scope, reason}.
  */
 import { EventEmitter } from "node:events";
+import { chmodSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
 import { agentCwd, spareCwd } from "./cwd.js";
@@ -19,10 +26,21 @@ import { AgentCrashedError, AgentStartError, CircuitOpenError, PoolClosedError }
 import { CrashBreaker, type CircuitState } from "./circuit.js";
 import { AgentProcess } from "./process.js";
 import { AgentSession } from "./session.js";
+import { SandboxError, type ChannelIsolation } from "./sandbox-plan.js";
 import type { TurnLimits } from "./turn-control.js";
 import type { AcquireOptions, AgentPoolOptions, PoolStats } from "./pool-options.js";
 
 export { poolOptionsFromConfig, type AcquireOptions, type AgentPoolOptions, type PoolStats } from "./pool-options.js";
+
+/** Where a process runs: a channel (sandboxes are per channel), or no channel yet (an unsandboxed spare). */
+interface Target {
+  channelName: string;
+  cwd: string;
+  isolation?: ChannelIsolation;
+}
+
+/** Processes with this key serve any channel: they are not sandboxed. */
+const PLAIN = "plain";
 
 interface Entry {
   scope: string;
@@ -37,6 +55,13 @@ export class AgentPool extends EventEmitter {
   private waiters: Array<() => void> = [];
   private spare: AgentProcess | undefined;
   private spareStarting: Promise<AgentProcess | undefined> | undefined;
+  /** The key of the spare being started (see keyOf). */
+  private spareStartingKey: string | undefined;
+  /** The channel the next spare is made for, when processes are bound to channels. */
+  private spareTarget: Target | undefined;
+  private readonly procKeys = new WeakMap<AgentProcess, string>();
+  private readonly linkDirs = new WeakMap<AgentProcess, string>();
+  private linkSeq = 0;
   private spareRetry: NodeJS.Timeout | undefined;
   private closed = false;
   private spawns = 0;
@@ -65,7 +90,23 @@ export class AgentPool extends EventEmitter {
 
   /** Starts warming the spare (if configured). */
   start(): void {
+    if (this.o.linkRoot) {
+      // Directories left by a daemon that was killed: their sockets are dead.
+      rmSync(this.o.linkRoot, { recursive: true, force: true });
+      mkdirSync(this.o.linkRoot, { recursive: true, mode: 0o700 });
+      chmodSync(this.o.linkRoot, 0o700);
+    }
     this.ensureSpare();
+  }
+
+  /** Makes the spare for this channel (when processes are bound to channels), e.g. the only channel at start. */
+  warmFor(channelName: string, cwd?: string): void {
+    if (this.closed || !this.o.sandbox) return;
+    try {
+      this.retarget({ channelName, cwd: cwd ?? agentCwd(this.o.cwd, channelName) });
+    } catch (err) {
+      this.log.warn({ evt: "agent.spare_failed", err: (err as Error).message }, "could not start the warm spare agent");
+    }
   }
 
   get circuit(): { state: CircuitState; until?: number; crashes: number } {
@@ -123,10 +164,11 @@ export class AgentPool extends EventEmitter {
     let proc: AgentProcess | undefined;
     try {
       const cwd = this.workDir(() => opts.cwd ?? agentCwd(this.o.cwd, opts.channelName));
-      proc = await this.takeProcess(cwd);
+      proc = await this.takeProcess({ channelName: opts.channelName, cwd, isolation: opts.isolation });
       proc.tags.scope = scope;
+      const mcpEnv = typeof opts.mcpEnv === "function" ? await opts.mcpEnv(this.linkDirs.get(proc)) : opts.mcpEnv;
       const session = await AgentSession.open(proc, {
-        cwd, mcpEnv: opts.mcpEnv, standingContext: opts.standingContext, mode: this.o.mode,
+        cwd, mcpEnv, standingContext: opts.standingContext, mode: this.o.mode,
         model: this.o.model, effort: this.o.effort, initialMessage: this.o.initialMessage, title: opts.title,
         previousSessionId: opts.previousSessionId, proxy: this.o.proxy, logger: this.log,
       }, this.limits);
@@ -192,21 +234,57 @@ export class AgentPool extends EventEmitter {
     w?.();
   }
 
-  private async takeProcess(cwd: string): Promise<AgentProcess> {
-    if (!this.spare?.alive && this.spareStarting) await this.spareStarting;
+  /** Which processes can serve a target: "plain" ones serve all, sandboxed ones their channel only. */
+  private keyOf(target: Target | undefined): string {
+    if (!target || !this.o.sandbox) return PLAIN;
+    try {
+      return this.o.sandbox.key(target.channelName, target.cwd, target.isolation);
+    } catch (err) {
+      if (err instanceof SandboxError) throw new AgentStartError(this.display, err.message);
+      throw err;
+    }
+  }
+
+  private async takeProcess(target: Target): Promise<AgentProcess> {
+    const key = this.keyOf(target);
+    if (!this.spare?.alive && this.spareStarting && this.spareStartingKey === key) await this.spareStarting;
     const spare = this.spare;
-    if (spare?.alive) {
+    if (spare?.alive && this.procKeys.get(spare) === key) {
       this.spare = undefined;
       delete spare.tags.spare;
-      this.ensureSpare();
+      this.retarget(target);
       return spare;
     }
-    const proc = await this.spawn(cwd, false);
+    this.retarget(target);
+    const proc = await this.spawn(target, false);
     this.ensureSpare();
     return proc;
   }
 
-  private async spawn(cwd: string, isSpare: boolean): Promise<AgentProcess> {
+  /** The next spare serves this channel: a spare made for another one is closed. */
+  private retarget(target: Target): void {
+    const key = this.keyOf(target);
+    // An unsandboxed channel (where channels differ) gets the unbound spare back.
+    this.spareTarget = key !== PLAIN ? target : undefined;
+    const spare = this.spare;
+    if (spare?.alive && this.procKeys.get(spare) !== key) {
+      this.spare = undefined;
+      this.log.debug({ evt: "agent.spare_moved", agent_pid: spare.pid, channel: target.channelName }, "the warm spare moves to another channel");
+      void spare.close(this.o.closeGraceMs);
+    }
+    this.ensureSpare();
+  }
+
+  /** A directory of the process's own for its session's link socket (see AgentPoolOptions.linkRoot). */
+  private makeLinkDir(): string | undefined {
+    if (!this.o.linkRoot) return undefined;
+    const dir = join(this.o.linkRoot, String(++this.linkSeq));
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return dir;
+  }
+
+  private async spawn(target: Target | undefined, isSpare: boolean): Promise<AgentProcess> {
     await this.breaker.backoff();
     this.checkCircuit();
     if (this.closed) throw new PoolClosedError();
@@ -214,15 +292,27 @@ export class AgentPool extends EventEmitter {
       configured: this.o.env, secret: this.o.secret, hooksAgentEnforced: this.o.hooksAgentEnforced, parent: this.o.parentEnv,
     });
     if (dropped.length) this.log.warn({ evt: "agent.env_dropped", names: dropped }, "kept the bridge's secret key out of the agent environment");
+    const key = this.keyOf(target);
+    const cwd = target?.cwd ?? this.workDir(() => spareCwd(this.o.cwd));
+    const linkDir = this.makeLinkDir();
     this.spawns++;
     try {
+      const launch = target && key !== PLAIN ? this.o.sandbox!.launch({ channelName: target.channelName, cwd, linkDir, isolation: target.isolation, env, command: this.o.command }) : undefined;
       const proc = await AgentProcess.start({
-        command: this.o.command, args: this.o.args, cwd, env, initTimeoutMs: this.o.initTimeoutMs,
+        command: this.o.command, args: this.o.args, cwd, env: { ...env, ...launch?.env }, initTimeoutMs: this.o.initTimeoutMs,
         logger: this.log, secretForms: secretForms(this.o.secret), authMethod: this.o.authMethod,
+        launcher: launch ? { command: launch.command, args: launch.args } : undefined,
       });
-      this.emit("spawn", { pid: proc.pid, spare: isSpare, exited: proc.exited });
+      this.procKeys.set(proc, key);
+      if (linkDir) {
+        this.linkDirs.set(proc, linkDir);
+        void proc.exited.then(() => rmSync(linkDir, { recursive: true, force: true }));
+      }
+      this.emit("spawn", { pid: proc.pid, spare: isSpare, sandboxed: launch !== undefined, exited: proc.exited });
       return proc;
-    } catch (err) {
+    } catch (caught) {
+      if (linkDir) rmSync(linkDir, { recursive: true, force: true });
+      const err = caught instanceof SandboxError ? new AgentStartError(this.display, caught.message) : caught;
       if (err instanceof AgentStartError) {
         this.log.error({ evt: "agent.start_failed", command: this.display, reason: err.reason, stderr: err.stderrTail }, err.message);
         // A command that cannot start would otherwise be retried forever.
@@ -234,21 +324,35 @@ export class AgentPool extends EventEmitter {
 
   private ensureSpare(): void {
     if (this.closed || !this.o.warmSpare || this.spare?.alive || this.spareStarting || this.breaker.state === "open") return;
+    // Bound to channels: no spare until one is known (see warmFor, retarget).
+    const target = this.spareTarget;
+    try {
+      if (!target && this.o.sandbox?.effective().sandboxed) return;
+      this.spareStartingKey = this.keyOf(target);
+    } catch (err) {
+      this.log.warn({ evt: "agent.spare_failed", err: (err as Error).message }, "could not start the warm spare agent");
+      return;
+    }
     clearTimeout(this.spareRetry);
     this.spareStarting = Promise.resolve()
       .then(() => {
-        let dir: string;
         try {
-          dir = this.workDir(() => spareCwd(this.o.cwd));
+          if (!target) this.workDir(() => spareCwd(this.o.cwd));
         } catch (err) {
           this.breaker.record(); // a directory that cannot be made must not be retried in a tight loop
           throw err;
         }
-        return this.spawn(dir, true);
+        return this.spawn(target, true);
       })
       .then((proc) => {
         if (this.closed) {
           void proc.close(this.o.closeGraceMs);
+          return undefined;
+        }
+        if (this.keyOf(this.spareTarget) !== this.keyOf(target)) {
+          // The spare moved to another channel while this one started.
+          void proc.close(this.o.closeGraceMs);
+          setTimeout(() => this.ensureSpare(), 0);
           return undefined;
         }
         this.spare = proc;
@@ -270,6 +374,7 @@ export class AgentPool extends EventEmitter {
       })
       .finally(() => {
         this.spareStarting = undefined;
+        this.spareStartingKey = undefined;
       });
   }
 

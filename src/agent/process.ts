@@ -50,6 +50,8 @@ export interface AgentProcessOptions {
   stderrLogLimit?: LogThrottleOptions;
   /** `agent.auth_method`: ACP `authenticate` with this method after `initialize` (codex-acp needs "api-key"). */
   authMethod?: string;
+  /** Runs the agent through this (the sandbox: `bwrap <args> -- command args`); errors still name the agent command. */
+  launcher?: { command: string; args: string[] };
 }
 
 export interface ExitInfo {
@@ -130,7 +132,8 @@ export class AgentProcess extends EventEmitter {
 
   /** Spawns the agent and completes `initialize`; rejects with AgentStartError. */
   static async start(opts: AgentProcessOptions): Promise<AgentProcess> {
-    const child = spawn(opts.command, opts.args ?? [], {
+    const argv = [opts.command, ...(opts.args ?? [])];
+    const child = spawn(opts.launcher?.command ?? opts.command, opts.launcher ? [...opts.launcher.args, ...argv] : argv.slice(1), {
       cwd: opts.cwd,
       env: opts.env,
       stdio: ["pipe", "pipe", "pipe"],

@@ -4,7 +4,7 @@
  * secret key. Every problem is collected and reported as `FILE:LINE:COL: key.path: message`;
  * the daemon never starts on a config it only half understood.
  */
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from "yaml";
 import type { z } from "zod";
@@ -153,6 +153,14 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
   if (deadline) at(nodeAt(doc, ["mcp", "hook_deadline"])?.range?.[0] ?? nodeAt(doc, ["gates", "enforce"])?.range?.[0], ["mcp", "hook_deadline"], deadline);
 
   if (problems.length || !secretKey) throw new ConfigError(sortProblems(problems));
+
+  config.agent.sandbox_binds.forEach((b, i) => {
+    b.path = resolve(baseDir, b.path);
+    if (!existsSync(b.path)) {
+      at(nodeAt(doc, ["agent", "sandbox_binds", i, "path"])?.range?.[0], ["agent", "sandbox_binds", i, "path"], `${b.path} does not exist; create it, or remove this bind`);
+    }
+  });
+  if (problems.length) throw new ConfigError(sortProblems(problems));
 
   config.state_dir = resolve(baseDir, config.state_dir);
   if (config.relay.seed) config.relay.seed = resolve(baseDir, config.relay.seed);

@@ -70,6 +70,17 @@ const relay = z.strictObject({
   publish_timeout: duration("publish_timeout", "10s"),
 });
 
+export const SandboxModeSchema = z.enum(["auto", "bubblewrap", "off"]);
+export const NetworkModeSchema = z.enum(["on", "off"]);
+/** off < auto < bubblewrap and on < off: a channel may only move these to the right. */
+const SANDBOX_ORDER = ["off", "auto", "bubblewrap"];
+const NETWORK_ORDER = ["on", "off"];
+
+const sandboxBind = z.strictObject({
+  path: z.string().min(1).describe("a host path, mounted at the same path inside the sandbox; relative to the config file"),
+  mode: z.enum(["ro", "rw"]).default("ro").describe("ro (default) or rw"),
+});
+
 const agent = z.strictObject({
   command: z.string().default("claude-agent-acp").describe("the ACP agent executable; default claude-agent-acp"),
   args: z.array(z.string()).default([]),
@@ -92,6 +103,15 @@ const agent = z.strictObject({
   effort: z.string().min(1).optional().describe("reasoning effort to select after every session/new, through the agent's thought_level config option; a value it does not offer fails the turn"),
   max_turns_per_session: z.number().int().min(0).default(0).describe("start a new agent session after this many turns (0 = never); sessions also rotate after the stop reasons max_tokens and max_turn_requests"),
   initial_message: z.string().optional().describe("sent as its own first prompt in every brand-new session, before the first mention's prompt"),
+  sandbox: SandboxModeSchema.default("auto").describe("auto (default): bubblewrap when it works here, else off with a warning; bubblewrap: required; off"),
+  sandbox_binds: z.array(sandboxBind).default([]).describe("extra host paths a sandboxed agent sees (a package cache, a git config, a toolchain under /opt)"),
+  network: NetworkModeSchema.default("on").describe("on (default); off: a sandboxed agent gets no network at all"),
+});
+
+/** A channel's agent overrides: only towards stricter (see crossCheck). */
+const channelAgent = z.strictObject({
+  sandbox: SandboxModeSchema.optional(),
+  network: NetworkModeSchema.optional(),
 });
 
 const mcpServer = z.strictObject({
@@ -155,6 +175,7 @@ const channel = z.strictObject({
   mcp: policyShape.mcp.optional(),
   reply_fallback: policyShape.reply_fallback.optional(),
   history: policyShape.history.optional(),
+  agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 export type ChannelEntry = z.output<typeof channel>;
 
@@ -260,6 +281,18 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   };
   checkList(obj(cfg.defaults).mcp, ["defaults", "mcp"]);
   channels.forEach((ch, i) => checkList(ch.mcp, ["channels", i, "mcp"]));
+  const agentCfg = obj(cfg.agent);
+  const globalSandbox = typeof agentCfg.sandbox === "string" ? agentCfg.sandbox : "auto";
+  const globalNetwork = typeof agentCfg.network === "string" ? agentCfg.network : "on";
+  channels.forEach((ch, i) => {
+    const over = obj(ch.agent);
+    if (typeof over.sandbox === "string" && SANDBOX_ORDER.indexOf(over.sandbox) >= 0 && SANDBOX_ORDER.indexOf(over.sandbox) < SANDBOX_ORDER.indexOf(globalSandbox)) {
+      issues.push({ path: ["channels", i, "agent", "sandbox"], message: `a channel may only make the sandbox stricter than agent.sandbox (${globalSandbox}): use ${SANDBOX_ORDER.slice(SANDBOX_ORDER.indexOf(globalSandbox)).join(" or ")}, or change agent.sandbox` });
+    }
+    if (typeof over.network === "string" && NETWORK_ORDER.indexOf(over.network) >= 0 && NETWORK_ORDER.indexOf(over.network) < NETWORK_ORDER.indexOf(globalNetwork)) {
+      issues.push({ path: ["channels", i, "agent", "network"], message: `a channel may only make the network stricter than agent.network (${globalNetwork}): remove it, or change agent.network` });
+    }
+  });
   if ("auth_tag" in id && "auth_tag_file" in id) issues.push({ path: ["identity", "auth_tag_file"], message: "give at most one of auth_tag or auth_tag_file" });
   const hb = obj(cfg.heartbeat);
   if ("prompt" in hb && "prompt_file" in hb) issues.push({ path: ["heartbeat", "prompt_file"], message: "give at most one of heartbeat.prompt or heartbeat.prompt_file" });
@@ -300,6 +333,12 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     history: pick("history", d.history),
     explicit,
   };
+}
+
+/** A channel's `agent` overrides (sandbox, network), from its entry or "*". */
+export function isolationFor(cfg: Config, channelId: string): { sandbox?: z.output<typeof SandboxModeSchema>; network?: z.output<typeof NetworkModeSchema> } {
+  const entry = cfg.channels.find((c) => c.id === channelId) ?? cfg.channels.find((c) => c.id === "*");
+  return entry?.agent ?? {};
 }
 
 /** True when the config listens in this channel (an explicit entry, or "*"). */

@@ -1,8 +1,10 @@
 /**
  * The daemon's end of the link: one unix socket (mode 0600, in state_dir) shared by all
- * sessions. Each session registers and gets a capability token, handed to its proxy
- * through the proxy's env; a connection that does not present a registered token as its
- * first request is refused and logged. Authenticated proxies fetch their manifest, call
+ * sessions, and, per session, a socket of its own in its agent process's link directory
+ * (the only part of the state directory a sandboxed agent sees), which accepts that
+ * session's token alone. Each session registers and gets a capability token, handed to
+ * its proxy through the proxy's env; a connection that does not present a registered
+ * token as its first request is refused and logged. Authenticated proxies fetch their manifest, call
  * the session's buzz tools, and answer the daemon's hook requests.
  */
 import { createHash, randomBytes } from "node:crypto";
@@ -28,8 +30,14 @@ export interface BuzzToolHandlers {
 }
 
 export interface LinkSession {
-  /** Add to the proxy's env (the `mcpServers` entry): socket path and token. */
+  /** Add to the proxy's env (the `mcpServers` entry): the shared socket's path and the token. */
   env: Record<string, string>;
+  /**
+   * Listens on a socket of this session's own, `<dir>/link.sock` (dir: the agent process's
+   * link directory), that accepts only this session's token; resolves to the proxy's env
+   * pointing there. Closed by unregister.
+   */
+  listen(dir: string): Promise<Record<string, string>>;
   /** Asks the session's proxy to run the merged hook; `servers` limits it to some servers. */
   runHook(name: string, opts?: { servers?: string[] }): Promise<HookFanout>;
   connected(): boolean;
@@ -76,6 +84,9 @@ interface Entry {
 
 const digest = (token: string) => createHash("sha256").update(token).digest("hex");
 
+/** A session's own socket in its process's link directory. */
+export const SESSION_SOCKET_NAME = "link.sock";
+
 /** sockaddr_un holds 108 bytes on Linux (104 on macOS); longer paths cannot be bound. */
 const MAX_SOCKET_PATH_BYTES = 100;
 
@@ -90,10 +101,22 @@ export function linkSocketPath(wanted: string): string {
   return join(tmpdir(), `buzz-bridge-${createHash("sha256").update(abs).digest("hex").slice(0, 16)}.sock`);
 }
 
+/**
+ * Where the per-process link directories go: `<state_dir>/link`, or a directory in the temp
+ * dir when that is too deep for `<root>/<n>/link.sock` to fit a unix socket path.
+ */
+export function linkRootPath(stateDir: string): string {
+  const root = resolve(stateDir, "link");
+  if (Buffer.byteLength(join(root, "1234567", SESSION_SOCKET_NAME)) <= MAX_SOCKET_PATH_BYTES) return root;
+  return join(tmpdir(), `buzz-bridge-${createHash("sha256").update(root).digest("hex").slice(0, 16)}`);
+}
+
 export class LinkServer {
   private server?: NetServer;
   private readonly sessions = new Map<string, Entry>();
   private readonly sockets = new Set<Socket>();
+  /** Sessions' own listeners (see LinkSession.listen). */
+  private readonly own = new Set<NetServer>();
 
   private readonly path: string;
 
@@ -124,6 +147,8 @@ export class LinkServer {
   async stop(): Promise<void> {
     for (const e of this.sessions.values()) e.conn?.dispose();
     for (const s of this.sockets) s.destroy();
+    for (const s of this.own) s.close();
+    this.own.clear();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server = undefined;
     rmSync(this.path, { force: true });
@@ -134,13 +159,34 @@ export class LinkServer {
     const id = digest(token);
     const entry: Entry = { key: s.sessionKey, manifest: s.manifest, tools: s.tools };
     this.sessions.set(id, entry);
+    let own: { server: NetServer; path: string } | undefined;
     return {
       env: { [LINK_ENV]: this.path, [LINK_TOKEN_ENV]: token },
+      listen: async (dir) => {
+        if (own) return { [LINK_ENV]: own.path, [LINK_TOKEN_ENV]: token };
+        const path = join(dir, SESSION_SOCKET_NAME);
+        rmSync(path, { force: true });
+        const server = createServer((socket) => this.accept(socket, id));
+        await new Promise<void>((resolve, reject) => {
+          server.once("error", (err) => reject(new LinkError(`cannot listen on session link socket ${path}: ${err.message}`)));
+          server.listen(path, () => resolve());
+        });
+        chmodSync(path, 0o600);
+        own = { server, path };
+        this.own.add(server);
+        return { [LINK_ENV]: path, [LINK_TOKEN_ENV]: token };
+      },
       connected: () => entry.conn !== undefined,
       unregister: () => {
         this.sessions.delete(id);
         entry.conn?.dispose();
         entry.conn = undefined;
+        if (own) {
+          this.own.delete(own.server);
+          own.server.close();
+          rmSync(own.path, { force: true });
+          own = undefined;
+        }
       },
       runHook: async (name, opts) => {
         const conn = entry.conn;
@@ -164,7 +210,8 @@ export class LinkServer {
     };
   }
 
-  private accept(socket: Socket): void {
+  /** `only`: the token digest a session's own socket accepts; any other hello is refused. */
+  private accept(socket: Socket, only?: string): void {
     this.sockets.add(socket);
     socket.on("close", () => this.sockets.delete(socket));
     socket.on("error", () => {});
@@ -180,7 +227,8 @@ export class LinkServer {
     helloTimer.unref();
 
     conn.onRequest(Hello, (p) => {
-      const found = typeof p?.token === "string" ? this.sessions.get(digest(p.token)) : undefined;
+      const presented = typeof p?.token === "string" ? digest(p.token) : undefined;
+      const found = presented !== undefined && (only === undefined || presented === only) ? this.sessions.get(presented) : undefined;
       if (!found) {
         log.warn({ evt: "link.refused", reason: "unknown or revoked token", pid: p?.pid });
         setTimeout(() => socket.destroy(), 50);

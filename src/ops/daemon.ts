@@ -5,11 +5,11 @@
  */
 import { mkdirSync } from "node:fs";
 import { cliPath } from "./cli-path.js";
-import { join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
+import type { Event, EventTemplate } from "nostr-tools";
 import { resolveEnforce } from "../config/enforce.js";
 export { resolveEnforce };
-import type { Event, EventTemplate } from "nostr-tools";
-import { AgentPool, poolOptionsFromConfig } from "../agent/index.js";
+import { AgentPool, AgentSandbox, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
 import { processIdentity, stopLeftoverAgents } from "../agent/leftovers.js";
 import { checkFaultEnv } from "../relay/faults.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
@@ -18,7 +18,7 @@ import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { Heartbeat } from "../heartbeat/heartbeat.js";
 import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
-import { LinkServer } from "../link/index.js";
+import { LinkServer, linkRootPath } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
@@ -75,6 +75,32 @@ export class StartAbortedError extends Error {
 export function agentGateEnv(cfg: Config, enforce: Enforce): Record<string, string> {
   if (enforce !== "agent") return cfg.agent.env;
   return { BUZZ_AGENT_STOP_MAX_REJECTIONS: String(cfg.gates.max_rejections), ...cfg.agent.env };
+}
+
+/**
+ * The agent sandbox for this config: hidden are the paths the configuration names for the
+ * bridge itself (config file, key file, state directory) and the directory holding the
+ * channels' working directories.
+ */
+export function sandboxFor(loaded: LoadedConfig, logger?: Logger): AgentSandbox {
+  const cfg = loaded.config;
+  const hide = bridgePaths(loaded).map((p) => p.path);
+  return new AgentSandbox({ mode: cfg.agent.sandbox, network: cfg.agent.network, binds: cfg.agent.sandbox_binds, hide, stateDir: cfg.state_dir }, logger);
+}
+
+/** The paths the configuration names for the bridge itself, which a sandboxed agent must not see. */
+export function bridgePaths(loaded: LoadedConfig): Array<{ label: string; path: string }> {
+  const cfg = loaded.config;
+  return [
+    { label: "config file", path: loaded.file },
+    ...(cfg.identity.secret_key_file ? [{ label: "key file", path: cfg.identity.secret_key_file }] : []),
+    { label: "state directory", path: cfg.state_dir },
+    ...(cfg.agent.cwd.includes(CHANNEL_PLACEHOLDER) ? [{ label: "channels' working directories", path: spareCwd(cfg.agent.cwd, false) }] : []),
+    // The bridge's other files: not secrets, but the bridge's, not the agent's.
+    ...(cfg.identity.auth_tag_file ? [{ label: "auth tag file", path: resolve(dirname(loaded.file), cfg.identity.auth_tag_file) }] : []),
+    ...(cfg.heartbeat?.prompt_file ? [{ label: "heartbeat prompt file", path: cfg.heartbeat.prompt_file }] : []),
+    ...(cfg.relay.seed ? [{ label: "dev relay seed", path: cfg.relay.seed }] : []),
+  ];
 }
 
 export class Daemon {
@@ -137,6 +163,9 @@ export class Daemon {
       throw new StateDirError(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
     }
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
+    // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
+    const sandbox = sandboxFor(this.o.loaded, this.log);
+    sandbox.check(cfg.channels.map((c) => c.agent ?? {}));
 
     let url = cfg.relay.url;
     if (url === "embedded") {
@@ -157,7 +186,7 @@ export class Daemon {
     const enforce = resolveEnforce(cfg);
     const agentKey = [cfg.agent.command, ...cfg.agent.args].join(" ");
     this.pool = new AgentPool(
-      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log }),
+      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log, sandbox, linkRoot: linkRootPath(cfg.state_dir) }),
     );
     this.pool.on("spawn", (p: { pid: number | undefined; exited: Promise<unknown> }) => {
       this.metrics.agentSpawned();
@@ -276,6 +305,8 @@ export class Daemon {
       { evt: "daemon.started", pubkey, relay: url, channels: channels.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url, heartbeat: cfg.heartbeat ? { every_ms: cfg.heartbeat.every, channel: cfg.heartbeat.channel } : undefined },
       `listening in ${channels.length} channel${channels.length === 1 ? "" : "s"}`,
     );
+    // Sandboxed processes are bound to a channel: with one channel, the spare can be made now.
+    if (channels.length === 1) this.pool.warmFor(channels[0]!.name);
     if (channels.length === 0) this.log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
     if (cfg.relay.presence) {
       const announce = () => this.publisher().signal(presence("online"));

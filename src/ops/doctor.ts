@@ -21,6 +21,7 @@ import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../proxy/naming.js";
 import { ChannelDirectory, initCrypto, probeRelay, RelayAuthError, RelayClient, type ChannelInfo } from "../relay/index.js";
 import { resolveAgentCommand } from "./daemon.js";
 import { createLogger, type Logger } from "./log.js";
+import { sandboxCheck } from "./doctor-sandbox.js";
 
 /** ✓ passed, ✗ failed (exit 1), – not run because a check it needs failed. */
 export type Mark = "ok" | "fail" | "skip";
@@ -51,12 +52,13 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
     summary: `${loaded.file} is valid; agent identity ${npub(loaded.pubkey)}`,
     details: loaded.warnings.map((w) => `warning: ${w}`),
   };
-  const [relay, mcp, agent] = await Promise.all([
+  const [relay, mcp, agent, sandbox] = await Promise.all([
     relayChecks(loaded, timeoutMs),
     mcpChecks(cfg, timeoutMs),
     agentCheck(loaded, timeoutMs),
+    sandboxCheck(loaded, timeoutMs),
   ]);
-  return [configCheck, ...relay, agent, ...mcp];
+  return [configCheck, ...relay, agent, sandbox, ...mcp];
 }
 
 // ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 import type { Event, EventTemplate } from "nostr-tools";
 import type { AgentPool, AgentSession, TurnUsage } from "../agent/index.js";
 import type { Config } from "../config/schema.js";
-import { policyFor } from "../config/schema.js";
+import { isolationFor, policyFor } from "../config/schema.js";
 import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession, type RelayPort } from "../link/index.js";
 import type { Logger } from "../ops/log.js";
 import { buildStanding, PromptSession, TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
@@ -412,7 +412,13 @@ export class TurnDispatcher {
     try {
       const previousSessionId = this.d.sessions?.get(key);
       const session = await this.d.pool.acquire(key, {
-        channelName: channel.name, mcpEnv: link.env, standingContext: buildStanding(standing).text, previousSessionId, title: sessionTitle(channel.name, batch.scope.root),
+        channelName: channel.name,
+        // The session's own socket, in its process's link directory (all a sandboxed agent sees of the state directory).
+        mcpEnv: (dir) => (dir ? link.listen(dir) : link.env),
+        isolation: isolationFor(cfg, channel.id),
+        standingContext: buildStanding(standing).text,
+        previousSessionId,
+        title: sessionTitle(channel.name, batch.scope.root),
       });
       this.d.sessions?.save(key, session.sessionId);
       // A resumed session already holds the standing context from its first prompt.

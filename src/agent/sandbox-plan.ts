@@ -1,0 +1,135 @@
+/**
+ * Which agent processes run sandboxed, and how: `agent.sandbox` / `agent.network` with a
+ * channel's overrides (stricter only), bubblewrap probed once, and for each process the
+ * launcher (bwrap and its arguments), the channel's HOME and the environment changes.
+ *
+ *   auto        bubblewrap when it works here; else one warning and agents run unsandboxed
+ *   bubblewrap  bubblewrap or nothing: start-up fails naming what to install or enable
+ *   off         no sandbox
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "../ops/log.js";
+import { silentLogger } from "../ops/log.js";
+import { channelSlug } from "./cwd.js";
+import {
+  BUBBLEWRAP_ADVICE, bubblewrapArgs, ensurePlaceholder, hiddenBy, hiddenPaths, resolveCommand, NETWORK_STRICTNESS, probeBubblewrap, SANDBOX_STRICTNESS,
+  type BubblewrapProbe, type NetworkMode, type SandboxBind, type SandboxMode,
+} from "./sandbox.js";
+
+/** bubblewrap is required (`agent.sandbox: bubblewrap`) but cannot run here. */
+export class SandboxError extends Error {
+  override name = "SandboxError";
+}
+
+/** A channel's `agent` overrides. */
+export interface ChannelIsolation {
+  sandbox?: SandboxMode;
+  network?: NetworkMode;
+}
+
+export interface SandboxPolicy {
+  mode: SandboxMode;
+  network: NetworkMode;
+  binds: SandboxBind[];
+  /** Paths the bridge's configuration names for itself: key file, config file, state dir, agents' area. */
+  hide: string[];
+  /** The state directory: channel HOMEs live in `homes/`, the placeholder in `sandbox/`. */
+  stateDir: string;
+  /** The bubblewrap executable; default `bwrap` on PATH. */
+  bwrap?: string;
+}
+
+/** How one process is launched: prefix the agent command with `command args`, lay `env` over its environment. */
+export interface SandboxLaunch {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  home: string;
+}
+
+export class AgentSandbox {
+  private probed: BubblewrapProbe | undefined;
+  private warned = false;
+
+  constructor(readonly policy: SandboxPolicy, private readonly log: Logger = silentLogger(), private readonly probeFn: () => BubblewrapProbe = () => probeBubblewrap(policy.bwrap)) {}
+
+  /** bubblewrap's probe, run once. */
+  get probe(): BubblewrapProbe {
+    this.probed ??= this.probeFn();
+    return this.probed;
+  }
+
+  /**
+   * Start-up check for `agent.sandbox` and each channel's override: throws SandboxError
+   * when bubblewrap is required and cannot run; with `auto`, logs one warning. Returns
+   * whether agents of the default policy run sandboxed.
+   */
+  check(channels: ChannelIsolation[] = []): boolean {
+    const modes = [this.policy.mode, ...channels.map((c) => c.sandbox).filter((m): m is SandboxMode => m !== undefined)];
+    if (modes.every((m) => m === "off")) {
+      this.log.info({ evt: "agent.sandbox", state: "off", reason: "agent.sandbox: off" }, "agents run without a sandbox (agent.sandbox: off)");
+      return false;
+    }
+    const probe = this.probe;
+    if (!probe.ok) {
+      if (modes.includes("bubblewrap")) {
+        throw new SandboxError(`agent.sandbox is bubblewrap but ${probe.reason}: ${BUBBLEWRAP_ADVICE}`);
+      }
+      this.warnUnavailable(probe.reason);
+      return false;
+    }
+    const on = this.policy.mode !== "off";
+    this.log.info({ evt: "agent.sandbox", state: on ? "bubblewrap" : "off", version: probe.version, network: this.policy.network }, on ? "agents run in a bubblewrap sandbox" : "agents run without a sandbox except in channels that ask for one");
+    return on;
+  }
+
+  private warnUnavailable(reason: string): void {
+    if (this.warned) return;
+    this.warned = true;
+    this.log.warn({ evt: "agent.sandbox", state: "unavailable", reason, advice: BUBBLEWRAP_ADVICE }, `agent.sandbox is auto and ${reason}: agents run WITHOUT a sandbox`);
+  }
+
+  /** The effective settings for a channel: its overrides only count when stricter. */
+  effective(ch: ChannelIsolation = {}): { sandboxed: boolean; network: boolean } {
+    const mode = ch.sandbox && SANDBOX_STRICTNESS[ch.sandbox] > SANDBOX_STRICTNESS[this.policy.mode] ? ch.sandbox : this.policy.mode;
+    const network = ch.network && NETWORK_STRICTNESS[ch.network] > NETWORK_STRICTNESS[this.policy.network] ? ch.network : this.policy.network;
+    if (mode === "off") return { sandboxed: false, network: true };
+    const probe = this.probe;
+    if (!probe.ok) {
+      if (mode === "bubblewrap") throw new SandboxError(`agent.sandbox is bubblewrap but ${probe.reason}: ${BUBBLEWRAP_ADVICE}`);
+      this.warnUnavailable(probe.reason);
+      return { sandboxed: false, network: true };
+    }
+    return { sandboxed: true, network: network === "on" };
+  }
+
+  /** Processes with the same key are interchangeable: the warm spare serves any acquire with its key. */
+  key(channelName: string, cwd: string, ch: ChannelIsolation = {}): string {
+    const e = this.effective(ch);
+    return e.sandboxed ? `bubblewrap:${e.network ? "net" : "nonet"}:${cwd}:${channelSlug(channelName)}` : "plain";
+  }
+
+  /** The launch of one process for a channel; undefined when it runs unsandboxed. */
+  launch(o: { channelName: string; cwd: string; linkDir?: string; isolation?: ChannelIsolation; env: Record<string, string>; home?: string; command?: string }): SandboxLaunch | undefined {
+    const e = this.effective(o.isolation);
+    if (!e.sandboxed) return undefined;
+    // Made first: a state directory that does not exist yet could not be hidden.
+    const home = o.home ?? join(this.policy.stateDir, "homes", channelSlug(o.channelName));
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+    const placeholder = ensurePlaceholder(join(this.policy.stateDir, "sandbox", "hidden"));
+    const hide = hiddenPaths(this.policy.hide, this.policy.binds.map((b) => b.path));
+    // An agent installed under the state directory (e.g. ~/.local/bin when HOME is state_dir) would vanish inside.
+    const exe = o.command ? resolveCommand(o.command, o.env.PATH ?? "") : undefined;
+    const hiddenAt = exe ? hiddenBy(exe, hide, this.policy.binds) : undefined;
+    if (hiddenAt) {
+      throw new SandboxError(`the agent command ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`);
+    }
+    const args = bubblewrapArgs({
+      cwd: o.cwd, home, linkDir: o.linkDir, hide, placeholder, binds: this.policy.binds, network: e.network,
+    });
+    // A TMPDIR of the host would be read-only in here; the private /tmp is the agent's.
+    const env: Record<string, string> = { HOME: home, ...(o.env.TMPDIR !== undefined ? { TMPDIR: "/tmp" } : {}) };
+    return { command: this.policy.bwrap ?? "bwrap", args, env, home };
+  }
+}
