@@ -1,10 +1,11 @@
 /**
- * A daemon that is SIGKILLed cannot stop its agents; one that ignores the end of its stdin
- * keeps running. The next start finds them from the process groups recorded in its state
+ * A daemon that is SIGKILLed cannot stop its agents; an unsandboxed one that ignores the end
+ * of its stdin keeps running (a sandboxed one dies with its parent). The next start finds them from the process groups recorded in its state
  * and stops them before starting its own.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO, World } from "./fixtures/world.js";
 
@@ -22,10 +23,11 @@ after(async () => {
   await w?.close();
 });
 
+/** Running (a zombie waiting to be reaped has stopped already). */
 const alive = (pid: number) => {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
   } catch {
     return false;
   }
@@ -33,7 +35,8 @@ const alive = (pid: number) => {
 
 test("agents left running by a SIGKILLed daemon are stopped by the next start, and only those", { timeout: 60_000 }, async () => {
   w = await World.create();
-  const d1 = await w.startDaemon({ agent: { command: process.execPath, args: [join(REPO, "test", "fixtures", "agent-stubborn.mjs")] }, log: { level: "info" } });
+  // Unsandboxed: a bubblewrap sandbox dies with its parent, so only a plain agent can outlive the daemon.
+  const d1 = await w.startDaemon({ agent: { command: process.execPath, args: [join(REPO, "test", "fixtures", "agent-stubborn.mjs")], sandbox: "off" }, log: { level: "info" } });
   const ev = await w.owner.post("@agent hello");
   await w.waitReplies(ev);
   pids = [...new Set(d1.logs.filter((l) => l.evt === "agent.initialized").map((l) => Number(l.agent_pid)))];

@@ -19,6 +19,8 @@ export function processIdentity(pid: number): string | undefined {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // Field 22 (starttime), counted after the parenthesised command name, which may hold spaces.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // A zombie has stopped already; only its parent can reap it.
+    if (fields[0] === "Z") return undefined;
     const start = fields[19];
     return start ? `${boot}:${start}` : undefined;
   } catch {
