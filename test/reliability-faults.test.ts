@@ -59,8 +59,9 @@ for (const scope of ["thread", "channel"] as const) {
 
     assert.ok(existsSync(counter), "the gate server was called");
     const calls = readFileSync(counter, "utf8").trim().split("\n");
-    const pids = new Set(calls.map((l) => l.split(" ")[1]));
-    assert.ok(pids.size >= 2, `more than one gate process served the calls (${calls.length} calls, ${pids.size} processes)`);
+    // A gate process dies on its second call, so more than two calls mean restarted processes
+    // (pids cannot tell: each sandboxed agent has a pid namespace of its own).
+    assert.ok(calls.length > 2, `more than one gate process served the calls (${calls.length} calls)`);
     assert.match(d.raw(), /proxy\.server_(down|restart)/, "the proxy saw its downstream server crash and restarted it");
     assert.equal(d.proc.exitCode, null, "the daemon survived");
     assert.deepEqual(leakedSecrets(d.raw(), [w.agent, w.owner, w.teammate, w.stranger]), [], "no secret in the daemon's output");
