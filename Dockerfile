@@ -4,9 +4,19 @@
 #
 #   docker build -t buzz-bridge .
 #   docker run -d --name buzz-bridge --init --stop-timeout 45 \
+#     --env-file /etc/buzz-bridge/env \
 #     -v /etc/buzz-bridge:/etc/buzz-bridge:ro -v buzz-bridge-state:/var/lib/buzz-bridge \
 #     -p 127.0.0.1:9464:9464 buzz-bridge
 #
+# - The agent's key reaches the container user (uid 10001) in one of two ways:
+#   * in the environment: /etc/buzz-bridge/env on the host (root-owned, 0600; docker reads it
+#     as root) holds BUZZ_PRIVATE_KEY=nsec1… (and the agent's ANTHROPIC_API_KEY=…), and the
+#     config says `secret_key: ${BUZZ_PRIVATE_KEY}`;
+#   * as a file owned by that uid: `buzz-bridge keygen --out /etc/buzz-bridge/agent.nsec
+#     --owner 10001:10001` on the host, and the config says `secret_key_file: agent.nsec`.
+#   The daemon refuses a key file that group or others can read, so 0640 does not work.
+# - State: the image sets STATE_DIRECTORY to the volume, the default state_dir (relative
+#   paths in the config are relative to the config file's directory, which is read-only).
 # - `--init` (tini as PID 1) reaps the agents' orphaned grandchildren (shells, git, ...);
 #   Node as PID 1 would leave them as zombies.
 # - `--stop-timeout 45` (compose: `stop_grace_period: 45s`): Docker's default 10 s is below
@@ -23,9 +33,12 @@
 #   and in `doctor`; agent.sandbox: bubblewrap makes that a start-up error instead. The host
 #   kernel must allow unprivileged user namespaces (user.max_user_namespaces > 0).
 #
-# test/ops-dockerfile.test.ts runs this recipe's build and start steps outside a container.
+# test/ops-dockerfile.test.ts runs this recipe's build and start steps outside a container,
+# and test/ops-unprivileged.test.ts starts the daemon as this image's user with its ENV.
 
-ARG NODE_VERSION=20
+# Node 22, the oldest LTS line still maintained (until 2027-04-30); package.json's engines
+# says >=20 because the test suite runs on Node 20.
+ARG NODE_VERSION=22
 
 # ---- build: dev dependencies and the toolchain for better-sqlite3's native module ----
 FROM node:${NODE_VERSION}-bookworm AS build
@@ -64,8 +77,10 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/config ./config
 USER 10001:10001
-ENV HOME=/var/lib/buzz-bridge
-# Relative paths in the config (state, agent work dirs) land in the writable volume.
+# The volume is the default state_dir (STATE_DIRECTORY, as systemd's StateDirectory= sets it);
+# agents' work dirs default to work/{channel} inside it, and HOME keeps their caches there too.
+ENV HOME=/var/lib/buzz-bridge \
+    STATE_DIRECTORY=/var/lib/buzz-bridge
 WORKDIR /var/lib/buzz-bridge
 VOLUME /var/lib/buzz-bridge
 EXPOSE 9464

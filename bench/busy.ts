@@ -139,7 +139,7 @@ export async function benchBusy(): Promise<BusyResult> {
     );
     const total = perAuthor.reduce((n, f) => n + f.length, 0);
 
-    const relay = spawn(process.execPath, [CLI, "dev-relay", "--port", "0", "--seed", seed], { stdio: ["ignore", "pipe", "inherit"] });
+    const relay = spawn(process.execPath, [CLI, "dev-relay", "--port", "0", "--seed", seed, "--no-limits"], { stdio: ["ignore", "pipe", "inherit"] });
     children.push(relay);
     const url = String((await createInterface({ input: relay.stdout! })[Symbol.asyncIterator]().next()).value);
     if (!url.startsWith("ws://")) throw new Error(`busy bench: the dev relay did not start (first line: ${url})`);

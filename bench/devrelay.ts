@@ -85,7 +85,7 @@ export async function benchDevRelay(): Promise<Record<string, number>> {
     ews.close();
 
     // The relay.
-    const relay = await spawnWithUrl([cli, "dev-relay", "--port", "0", "--seed", seed]);
+    const relay = await spawnWithUrl([cli, "dev-relay", "--port", "0", "--seed", seed, "--no-limits"]);
     children.push(relay.child);
     const rssIdle = rssMiB(relay.child.pid!);
     const subscriber = await RawClient.authed(relay.url, sub);

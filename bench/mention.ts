@@ -73,13 +73,14 @@ class Arrivals {
 export async function benchMention(): Promise<MentionResult> {
   await initCrypto();
   const dir = mkdtempSync(join(tmpdir(), "bench-mention-"));
-  const relay: DevRelay = await startDevRelay({ port: 0 });
+  // Latency, not quota: the relay's quotas and the publisher's frame budget are off here.
+  const relay: DevRelay = await startDevRelay({ port: 0, noLimits: true });
   const bridgeSk = generateSecretKey();
   const bridge = getPublicKey(bridgeSk);
   const ownerSk = generateSecretKey();
   const owner = getPublicKey(ownerSk);
   const channel = await relay.createChannel({ name: "bench", about: "latency bench", members: [bridge, owner] });
-  const publisher = new RelayClient({ url: relay.url, secretKey: ownerSk });
+  const publisher = new RelayClient({ url: relay.url, secretKey: ownerSk, connection: { frameQuota: null } });
   await publisher.start();
   if (!(await publisher.waitAuthenticated(10_000))) throw new Error("mention bench: publisher did not authenticate");
   const daemons: Daemon[] = [];
@@ -127,7 +128,8 @@ export async function benchMention(): Promise<MentionResult> {
     const file = join(dir, `${name}.yaml`);
     writeFileSync(file, stringify({
       identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(owner) },
-      relay: { url: relay.url },
+      // Latency, not quota: the daemon's own frame budget is effectively off.
+      relay: { url: relay.url, frame_quota: { frames: 1_000_000, window: "1s" } },
       agent: { command: process.execPath, args: [fileURLToPath(new URL("../dist/cli.js", import.meta.url)), "demo-agent"], cwd: join(dir, name, "{channel}"), warm_spare: warmSpare, max_concurrent: PROMPT_SAMPLES + 2, sandbox },
       state_dir: join(dir, name, "state"),
       log: { level: "info" },

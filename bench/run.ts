@@ -8,11 +8,15 @@
  *   1     bench/proxy.ts     proxy overhead vs direct and a byte copier
  *   2     bench/hooks.ts     merged _Stop over 1/5/10 gates (5 ms each) vs one gate directly; one gate hung
  *   3, 4  bench/mention.ts   publish → gate decision vs nostr-tools; publish → session/prompt warm vs cold
- *   3, 5  bench/relay.ts     relay client handler latency vs nostr-tools; subscribing 500 channels
+ *   3, 5a bench/relay.ts     relay client handler latency vs nostr-tools; the client alone subscribing 500 channels
+ *   5, 9  bench/quota.ts     at the daemon through a frame-counting proxy, relay with Buzz's limits:
+ *                            REQ frames to subscribe 500 channels; frames refused at start and in a
+ *                            20-mention burst; the burst's last reply vs its quota bound
  *   6, 7  bench/busy.ts      20,000 denied events: decisions/s, CPU, signature checks; RSS
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
  *   4s    bench/mention.ts   publish → session/prompt, warm spare, sandboxed vs not
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
+ *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
  */
@@ -98,9 +102,32 @@ async function main(): Promise<void> {
     const r = relay.value as Raw;
     raw.relay = r;
     rows.push({ figure: "3b", measure: "relay client alone: publish → handler", samples: r.relay_mentions!, median: r.relay_latency_median_ms!, p99: r.relay_latency_p99_ms!, unit: "ms", baseline: `${fmt(Number(r.nostr_tools_latency_median_ms))} ms: nostr-tools subscriber (p99 ${fmt(Number(r.nostr_tools_latency_p99_ms))})`, ratio: r.relay_latency_median_vs_nostr_tools!, target: "≤ 1.2×", met: r.relay_latency_median_vs_nostr_tools! <= 1.2 });
-    rows.push({ figure: "5", measure: `subscribe 500 channels: time to EOSE (${r.relay_subscribe_500_req_frames} REQ frames)`, samples: 1, median: r.relay_subscribe_500_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(r.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(r.per_channel_subscribe_500_req_frames))} frames)`, ratio: r.relay_subscribe_500_vs_per_channel!, target: "≤ 3 frames, < 1 s", met: r.relay_subscribe_500_req_frames! <= 3 && r.relay_subscribe_500_ms! < 1000 });
+    rows.push({ figure: "5a", measure: `relay client alone: subscribe 500 channels, time to EOSE (${r.relay_subscribe_500_req_frames} REQ frames)`, samples: 1, median: r.relay_subscribe_500_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(r.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(r.per_channel_subscribe_500_req_frames))} frames)`, ratio: r.relay_subscribe_500_vs_per_channel!, target: "≤ 3 frames, < 1 s", met: r.relay_subscribe_500_req_frames! <= 3 && r.relay_subscribe_500_ms! < 1000 });
   } else {
-    rows.push(failed("5", "subscribe 500 channels", relay.error));
+    rows.push(failed("5a", "relay client alone: subscribe 500 channels", relay.error));
+  }
+
+  // 5 (at the daemon), 9.
+  const quota = await part("quota", async () => (await import("./quota.js")).benchQuota());
+  seconds.quota = quota.seconds;
+  if (quota.ok) {
+    const q = quota.value as Raw;
+    raw.quota = q;
+    const perChannel = relay.ok ? (relay.value as Raw) : undefined;
+    rows.push({
+      figure: "5",
+      measure: `daemon (run) subscribes 500 channels at start, through a frame-counting proxy: time to subscribed (${q.daemon_subscribe_500_req_frames} REQ frames)`,
+      samples: 1, median: q.daemon_subscribe_500_ms!, p99: null, unit: "ms",
+      baseline: perChannel ? `${fmt(Number(perChannel.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(perChannel.per_channel_subscribe_500_req_frames))} frames)` : "—",
+      ratio: perChannel ? r3(q.daemon_subscribe_500_ms! / perChannel.per_channel_subscribe_500_ms!) : null,
+      target: "≤ 3 frames", met: q.daemon_subscribe_500_req_frames! <= 3,
+    });
+    rows.push({ figure: "9", measure: "Buzz-quota relay: frames of the daemon's refused during start with 500 channels", samples: 1, median: q.start_refused_frames!, p99: null, unit: "frames", baseline: "—", ratio: null, target: "0", met: q.start_refused_frames === 0 });
+    rows.push({ figure: "9", measure: `Buzz-quota relay: frames of the daemon's refused during a burst of ${q.burst_mentions} owner mentions in ${q.burst_mentions} channels (${q.burst_frames_sent} frames sent)`, samples: 1, median: q.burst_refused_frames!, p99: null, unit: "frames", baseline: "—", ratio: null, target: "0", met: q.burst_refused_frames === 0 });
+    rows.push({ figure: "9", measure: "burst: last reply after the mentions, vs the quota-bound time of its replies alone", samples: 1, median: q.burst_last_reply_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(q.burst_replies_quota_bound_ms))} ms: ${q.burst_mentions} replies at 50 frames per 5 s`, ratio: q.burst_last_reply_vs_quota_bound!, target: "—", met: null });
+    rows.push({ figure: "9", measure: "burst: last reply under Buzz's quota vs the same burst without quota or budget (agent turns set the pace)", samples: 1, median: q.burst_last_reply_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(q.unlimited_burst_last_reply_ms))} ms: no relay quota, no frame budget`, ratio: q.burst_last_reply_vs_unlimited!, target: "≤ 1.2×", met: q.burst_last_reply_vs_unlimited! <= 1.2 });
+  } else {
+    rows.push(failed("5", "daemon subscribes 500 channels", quota.error), failed("9", "frames refused / burst under Buzz's quota", quota.error));
   }
 
   // 6, 7.
@@ -177,6 +204,22 @@ async function main(): Promise<void> {
     rows.push({ figure: "2", measure: "hook fan-out: merged _Stop with one gate hung (3 live), max", samples: h.hung.length, median: r3(hm), p99: r3(Math.max(...h.hung)), unit: "ms", baseline: `${h.deadline_ms} ms: hook_deadline`, ratio: r3(Math.max(...h.hung) / h.deadline_ms), target: "max ≤ deadline + 50 ms", met: Math.max(...h.hung) <= h.deadline_ms + 50 });
   } else {
     rows.push(failed("2", "hook fan-out", hooks.error));
+  }
+
+  // 10 — a message arriving mid-turn: publish → the agent has it, steer vs queue.
+  const midTurn = await part("midturn", async () => (await import("./midturn.js")).benchMidTurn());
+  seconds.midturn = midTurn.seconds;
+  if (midTurn.ok) {
+    const m = midTurn.value;
+    raw.midturn = m;
+    const q = pct(m.queue, 50);
+    const base = `${fmt(Number(r3(q)))} ms: queue, same ${m.turn_ms} ms scripted turn (p99 ${fmt(Number(r3(pct(m.queue, 99))))})`;
+    for (const [label, xs] of [["steer, native (_session/steering)", m.native], ["steer, cancel-and-merge", m.merge]] as const) {
+      const med = pct(xs, 50);
+      rows.push({ figure: "10", measure: `mid-turn message: publish → agent has it, ${label}, sent ${m.send_after_ms} ms into the turn`, samples: xs.length, median: r3(med), p99: r3(pct(xs, 99)), unit: "ms", baseline: base, ratio: r3(med / q), target: "< queue", met: med < q });
+    }
+  } else {
+    rows.push(failed("10", "mid-turn message latency", midTurn.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));

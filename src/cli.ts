@@ -24,6 +24,7 @@ const commands: Record<string, Command> = {
   "mcp-proxy": { summary: "the aggregating MCP proxy on stdio", load: () => import("./proxy/command.js") },
   "demo-agent": { summary: "the scripted demo agent (ACP on stdio)", load: () => import("./demo/agent-command.js") },
   post: { summary: "post a message to a channel as a given key (for trying the demo)", load: () => import("./demo/post-command.js") },
+  tail: { summary: "a channel's messages, reactions and command outcomes, live", load: () => import("./ops/tail-command.js") },
   schema: { summary: "print the config JSON schema", load: () => import("./config/schema-command.js") },
 };
 

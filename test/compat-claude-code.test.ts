@@ -149,6 +149,27 @@ test("!cancel stops a real agent's stalled turn, and the thread's session answer
   assert.equal(threadRootOf(reply!), firstMention.id);
 });
 
+test("mid_turn steer with claude-code-acp (no native steering): a message in the thread while the model stalls cancels and re-prompts the same session; the model sees it framed as arriving mid-work; one reply", async () => {
+  api.setMode("hang");
+  const stalled = await w.owner.post("@agent refactor the release script");
+  for (const deadline = Date.now() + 30_000; api.hangingCount === 0; await new Promise((r) => setTimeout(r, 100))) {
+    assert.ok(Date.now() < deadline, "the agent never asked the model for the stalled turn");
+  }
+  const before = api.turnRequests().length;
+  api.setMode("tool");
+  const steer = await w.owner.post("@agent also keep the old flags working", { replyTo: stalled });
+  const line = await d.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(steer.id), 30_000);
+  assert.equal(line.method, "cancel-merge", "claude-code-acp 0.16 does not advertise _session/steering");
+  const [reply] = await w.waitReplies(stalled, 1, 75_000);
+  assert.equal(reply!.content, REPLY);
+  await w.waitReaction(stalled, "✅", 30_000);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal((await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [stalled.id] })).length, 1, "one reply for both messages");
+  const later = JSON.stringify(api.turnRequests().slice(before).map((r) => r.body.messages));
+  assert.match(later, /arrived while you were working/, "the model was told the message came mid-work");
+  assert.match(later, /also keep the old flags working/);
+});
+
 test("on SIGTERM the daemon exits 0 and leaves no Claude process behind", async () => {
   assert.ok(processesWithHome(home).length > 0, "the agent processes were found while running");
   assert.equal(await d.stop("SIGTERM"), 0);

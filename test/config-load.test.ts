@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync, chmodSync, rmSync, readFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync, chmodSync, rmSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync, spawnSync } from "node:child_process";
@@ -28,11 +28,23 @@ function problemsOf(text: string, env: NodeJS.ProcessEnv = {}): string[] {
 
 const minimal = (extra = "") => `identity:\n  secret_key: ${nsec}\n  owner: ${nip19.npubEncode(owner)}\nrelay:\n  url: ws://127.0.0.1:7777\n${extra}`;
 
-test("the shipped example and demo configs load", () => {
+test("the shipped example and demo configs load (the example only with the key it asks for)", () => {
   for (const f of ["config/example.yaml", "config/demo.yaml"]) {
-    const loaded = loadConfig(f, {});
+    const loaded = loadConfig(f, { BUZZ_PRIVATE_KEY: nsec });
     assert.equal(loaded.config.identity.secret_key, "[redacted]");
     assert.match(loaded.pubkey, /^[0-9a-f]{64}$/);
+  }
+  assert.equal(loadConfig("config/example.yaml", { BUZZ_PRIVATE_KEY: nsec }).pubkey, hex);
+});
+
+test("no shipped config falls back to a published key: an unset BUZZ_PRIVATE_KEY is an error naming it", () => {
+  assert.deepEqual(
+    problemsOf(readFileSync("config/example.yaml", "utf8"), {}).map((l) => l.replace(/^t\.yaml:\d+:\d+: /, "")),
+    ["identity.secret_key: environment variable BUZZ_PRIVATE_KEY is not set; set it to the agent's nsec (buzz-bridge keygen makes one) or use identity.secret_key_file instead"],
+  );
+  // Only the demo's own config may carry a key, and it says it is published.
+  for (const f of readdirSync("config").filter((n) => /\.ya?ml$/.test(n) && n !== "demo.yaml")) {
+    assert.doesNotMatch(readFileSync(join("config", f), "utf8").replace(/^\s*#.*$/gm, ""), /nsec1|[0-9a-f]{64}/i, `${f} holds a key`);
   }
 });
 
@@ -64,18 +76,18 @@ test("every error is reported at once, each at its position", () => {
     "defaults:",
     "  mcp: [dev]",
     "channels:",
-    "  - id: abc",
-    "  - id: abc",
+    "  - id: 6f1c2a4e-0000-4000-8000-00000000abcd",
+    "  - id: 6f1c2a4e-0000-4000-8000-00000000abcd",
   ].join("\n");
   const lines = problemsOf(text);
   const expect = [
-    /^t\.yaml:2:15: identity\.secret_key: environment variable MISSING_VAR is not set$/,
+    /^t\.yaml:2:15: identity\.secret_key: environment variable MISSING_VAR is not set; set it to the agent's nsec/,
     /^t\.yaml:3:10: identity\.owner: bad pubkey/,
     /^t\.yaml:5:8: relay\.url: expected ws:\/\/host/,
     /^t\.yaml:7:17: agent\.idle_timeout: bad duration/,
     /^t\.yaml:8:19: agent\.max_concurrent: .*expected number/,
     /^t\.yaml:10:9: defaults\.mcp\[0\]: unknown mcp server 'dev'/,
-    /^t\.yaml:13:9: channels\[1\]\.id: duplicate channel id abc/,
+    /^t\.yaml:13:9: channels\[1\]\.id: duplicate channel id 6f1c2a4e-0000-4000-8000-00000000abcd/,
   ];
   assert.equal(lines.length, expect.length, lines.join("\n"));
   expect.forEach((re, i) => assert.match(lines[i]!, re));
@@ -112,9 +124,10 @@ test("allowlist with an empty allow list is accepted but warned", () => {
 });
 
 test("a channel entry overrides defaults for that channel only", () => {
-  const { config } = loadConfigText(minimal(`channels:\n  - id: "*"\n  - id: c1\n    respond_to: anyone\n`), "t.yaml", {});
-  assert.equal(policyFor(config, "c1").respond_to, "anyone");
-  assert.ok(policyFor(config, "c1").explicit.has("respond_to"));
+  const c1 = "6f1c2a4e-0000-4000-8000-0000000000c1";
+  const { config } = loadConfigText(minimal(`channels:\n  - id: "*"\n  - id: ${c1}\n    respond_to: anyone\n`), "t.yaml", {});
+  assert.equal(policyFor(config, c1).respond_to, "anyone");
+  assert.ok(policyFor(config, c1).explicit.has("respond_to"));
   assert.equal(policyFor(config, "c2").respond_to, "owner-only");
 });
 
@@ -135,7 +148,7 @@ test("secret_key_file must not be group/world readable", () => {
 });
 
 test("check exits 0 without showing the secret, 1 with positions on a typo", () => {
-  const ok = spawnSync(process.execPath, [CLI, "check", "-c", "config/example.yaml"], { encoding: "utf8", env: { PATH: process.env.PATH } });
+  const ok = spawnSync(process.execPath, [CLI, "check", "-c", "config/example.yaml"], { encoding: "utf8", env: { PATH: process.env.PATH, BUZZ_PRIVATE_KEY: nsec } });
   assert.equal(ok.status, 0, ok.stderr);
   assert.match(ok.stdout, /secret_key: "\[redacted\]"/);
   assert.doesNotMatch(ok.stdout, /nsec1/);

@@ -104,7 +104,7 @@ describe("dev relay rate limit", () => {
   let c: RawClient;
 
   before(async () => {
-    relay = await startDevRelay({ rateLimit: { frames: 3, windowMs: 60_000 } });
+    relay = await startDevRelay({ limits: { frameQuota: { frames: 3, windowMs: 60_000 } } });
     await relay.createChannel({ name: "general", members: [getPublicKey(alice)] });
     c = await RawClient.authed(relay.url, alice);
   });
@@ -113,12 +113,14 @@ describe("dev relay rate limit", () => {
     await relay.close();
   });
 
-  it("answers over-quota REQ with CLOSED and EVENT with OK false in Buzz's format", async () => {
+  it("answers an over-quota REQ with CLOSED and drops an over-quota EVENT with a NOTICE, in Buzz's format", async () => {
     for (let i = 0; i < 3; i++) assert.equal((await c.req(`s${i}`, { kinds: [1] })).closed, undefined);
     const r = await c.req("over", { kinds: [1] });
     assert.match(r.closed ?? "", /^rate-limited: quota exceeded; retry in \d+s$/);
-    const ok = await c.publish(sign({ kind: 1, content: "x" }, alice));
-    assert.equal(ok[2], false);
-    assert.match(String(ok[3]), /^rate-limited: quota exceeded; retry in \d+s$/);
+    const ev = sign({ kind: 1, content: "x" }, alice);
+    c.send(["EVENT", ev]);
+    const notice = await c.next((f) => f[0] === "NOTICE" || (f[0] === "OK" && f[1] === ev.id));
+    assert.equal(notice[0], "NOTICE", "no OK: the frame was dropped");
+    assert.match(String(notice[1]), /^rate-limited: quota exceeded; retry in \d+s$/);
   });
 });

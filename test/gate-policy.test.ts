@@ -129,15 +129,22 @@ describe("drops before the policy", () => {
     assert.equal(decide(fromWire(mention(stranger, "hi", { mention: false })), context(cfg)).action, "accept");
   });
 
-  test("an edit of an already-handled event is dropped at debug; others go through the policy", () => {
+  test("an edit or deletion of an already-handled event is an amendment; an edit of something new goes through the policy only where 40003 is listened to", () => {
     const cfg = makeConfig({ defaults: { respond_to: "anyone", kinds: [9, 40003] } });
     const handled = new Set(["a".repeat(64)]);
     const ctx = { ...context(cfg), handled: (id: string) => handled.has(id) };
     const edit = mention(owner, "fixed typo", { kind: 40003, tags: [["e", "a".repeat(64)]] });
     const d = decide(fromWire(edit), ctx);
-    assert.ok(d.action === "drop" && d.reason === "edit-of-handled" && d.level === "debug");
+    assert.ok(d.action === "amend" && d.amend === "edit" && d.targets[0] === "a".repeat(64));
+    const del = mention(owner, "", { kind: 5, mention: false, tags: [["e", "b".repeat(64)], ["e", "a".repeat(64)]] });
+    const dd = decide(fromWire(del), ctx);
+    assert.ok(dd.action === "amend" && dd.amend === "delete" && dd.targets.length === 1, "only the handled target counts");
+    const nip29 = decide(fromWire(mention(owner, "", { kind: 9005, mention: false, tags: [["e", "a".repeat(64)]] })), ctx);
+    assert.ok(nip29.action === "amend" && nip29.amend === "delete", "a NIP-29 delete-event (9005) is a deletion too");
     const fresh = mention(owner, "edit of something new", { kind: 40003, tags: [["e", "b".repeat(64)]] });
     assert.equal(decide(fromWire(fresh), ctx).action, "accept");
+    const elsewhere = decide(fromWire(fresh), { ...ctx, config: makeConfig({ defaults: { respond_to: "anyone" } }) });
+    assert.ok(elsewhere.action === "drop" && elsewhere.reason === "amends-unknown" && elsewhere.level === "debug", "edits of other messages are not logged at info");
   });
 
   test("a forged event (valid owner pubkey, bad signature) is denied with bad-signature", () => {

@@ -14,32 +14,11 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { startHttp, type HttpHandle } from "../src/ops/http.js";
 import { Metrics } from "../src/ops/metrics.js";
+import { dockerEnv, parseDockerfile, type Instruction } from "./fixtures/recipes.js";
+import { generateSecretKey, nip19 } from "nostr-tools";
 
 const REPO = join(import.meta.dirname, "..");
 const dockerfile = readFileSync(join(REPO, "Dockerfile"), "utf8");
-
-interface Instruction {
-  op: string;
-  args: string;
-}
-
-/** Dockerfile lines → instructions: comments dropped, `\` continuations joined. */
-function parseDockerfile(text: string): Instruction[][] {
-  const joined = text
-    .split("\n")
-    .filter((l) => !/^\s*#/.test(l))
-    .join("\n")
-    .replace(/\\\n/g, " ");
-  const stages: Instruction[][] = [[]];
-  for (const line of joined.split("\n")) {
-    const m = /^\s*([A-Za-z]+)\s+(.*)$/.exec(line);
-    if (!m) continue;
-    const ins = { op: m[1]!.toUpperCase(), args: m[2]!.replace(/\s+/g, " ").trim() };
-    if (ins.op === "FROM") stages.push([]);
-    stages[stages.length - 1]!.push(ins);
-  }
-  return stages; // stages[0]: instructions before the first FROM (ARG)
-}
 
 const [preamble, buildStage, runStage] = parseDockerfile(dockerfile) as [Instruction[], Instruction[], Instruction[]];
 const argDefaults = Object.fromEntries(
@@ -52,21 +31,12 @@ const one = (stage: Instruction[], op: string) => {
   assert.equal(found.length, 1, `expected one ${op} in the stage`);
   return found[0]!.args;
 };
-function envOf(stage: Instruction[]): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const { args } of all(stage, "ENV")) {
-    for (const pair of args.split(" ")) {
-      const [k, ...v] = pair.split("=");
-      env[k!] = v.join("=");
-    }
-  }
-  return env;
-}
+const envOf = dockerEnv;
 
 test("the Dockerfile has the pieces the issue names", () => {
   assert.ok(buildStage && runStage, "two stages");
-  assert.equal(expandArgs(one(buildStage, "FROM")), "node:20-bookworm AS build");
-  assert.equal(expandArgs(one(runStage, "FROM")), "node:20-bookworm-slim AS run");
+  assert.equal(expandArgs(one(buildStage, "FROM")), "node:22-bookworm AS build");
+  assert.equal(expandArgs(one(runStage, "FROM")), "node:22-bookworm-slim AS run");
   assert.match(all(buildStage, "RUN").map((r) => r.args).join("\n"), /apt-get install .*python3 make g\+\+/);
   const user = one(runStage, "USER");
   assert.doesNotMatch(user, /^(root|0)(:|$)/, "runs as a non-root user");
@@ -173,15 +143,17 @@ function recipeTests(): void {
   });
 
   test("the image's entrypoint answers --help, check and dev-relay --help with production deps", () => {
+    // The example asks for the key in the environment, as `docker run --env-file` gives it.
+    const key = { BUZZ_PRIVATE_KEY: nip19.nsecEncode(generateSecretKey()) };
     for (const args of [["--help"], ["check", "-c", "config/example.yaml"], ["dev-relay", "--help"]]) {
-      const r = entrypoint(args);
+      const r = entrypoint(args, key);
       assert.equal(r.status, 0, `${args.join(" ")} exited ${r.status}:\n${r.stderr}`);
     }
     // --version reads package.json next to dist/: the image must keep that layout.
     const version = entrypoint(["--version"]);
     assert.equal(version.stdout.trim(), JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version);
     // The mounted config is found through BUZZ_BRIDGE_CONFIG, without -c.
-    const r = entrypoint(["check"], { BUZZ_BRIDGE_CONFIG: join(runDir, "config", "example.yaml") });
+    const r = entrypoint(["check"], { ...key, BUZZ_BRIDGE_CONFIG: join(runDir, "config", "example.yaml") });
     assert.equal(r.status, 0, r.stderr);
   });
 

@@ -12,32 +12,12 @@ import { join } from "node:path";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { loadConfigText } from "../src/config/load.js";
 import { parseDuration } from "../src/config/duration.js";
+import { parseUnit } from "./fixtures/recipes.js";
 import { needs } from "./fixtures/ci.js";
 
 const REPO = join(import.meta.dirname, "..");
 const UNIT = "buzz-bridge.service";
 const unitText = readFileSync(join(REPO, "config", UNIT), "utf8");
-
-/** `[Section]` → key → every value given (ExecReload and friends may repeat). */
-function parseUnit(text: string): Map<string, Map<string, string[]>> {
-  const sections = new Map<string, Map<string, string[]>>();
-  let current: Map<string, string[]> | undefined;
-  for (const raw of text.split("\n")) {
-    const line = raw.trim();
-    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue;
-    const section = /^\[(\w+)\]$/.exec(line);
-    if (section) {
-      current = new Map();
-      sections.set(section[1]!, current);
-      continue;
-    }
-    const eq = line.indexOf("=");
-    assert.ok(current && eq > 0, `unparsable line: ${line}`);
-    const key = line.slice(0, eq);
-    current.set(key, [...(current.get(key) ?? []), line.slice(eq + 1)]);
-  }
-  return sections;
-}
 
 const service = parseUnit(unitText).get("Service")!;
 const value = (key: string) => {
@@ -69,7 +49,7 @@ test("the unit runs the daemon hardened, as a dedicated user, with state and con
   assert.equal(value("ProtectSystem"), "strict");
   assert.equal(value("ProtectHome"), "yes");
   assert.equal(value("PrivateTmp"), "yes");
-  assert.deepEqual(value("ReadWritePaths").split(/\s+/), ["/var/lib/buzz-bridge", "/srv/agents"]);
+  assert.deepEqual(value("ReadWritePaths").split(/\s+/), ["/var/lib/buzz-bridge", "-/srv/agents"], "/srv/agents optional: agent.cwd defaults to the state dir");
   assert.equal(value("KillSignal"), "SIGTERM");
   // SIGTERM to the daemon alone: agents keep working through the grace period.
   assert.equal(value("KillMode"), "mixed");
@@ -128,4 +108,24 @@ test("systemd-analyze security rates the unit's exposure low", { skip: skipNoSys
   assert.ok(m, `no exposure level in:\n${r.stdout}\n${r.stderr}`);
   // 0 = fully locked down, 10 = unprotected; systemd calls < 4 "OK". Ours needs exec and network.
   assert.ok(Number(m[1]) <= 2.5, `exposure ${m[1]}`);
+});
+
+test("the unit's install steps create /opt/buzz-bridge before copying into it, and work on a fresh machine", () => {
+  const steps = unitText.split("\n").filter((l) => /^#   \S/.test(l)).map((l) => l.replace(/^#\s+/, "").replace(/\s+#.*$/, ""));
+  const copy = steps.findIndex((s) => /^cp -r .* \/opt\/buzz-bridge\/$/.test(s));
+  const mkdir = steps.findIndex((s) => /^install -d .*\/opt\/buzz-bridge$/.test(s));
+  assert.ok(copy >= 0 && mkdir >= 0 && mkdir < copy, steps.join("\n"));
+  // Replayed into an empty root (node_modules left out: it is large and copies the same way).
+  const root = join(tmp, "fresh");
+  for (const s of [steps[mkdir]!, steps[copy]!.replace(" node_modules", "")]) {
+    const r = spawnSync("sh", ["-c", s.replaceAll("/opt/", `${root}/opt/`)], { cwd: REPO, encoding: "utf8" });
+    assert.equal(r.status, 0, `${s}\n${r.stderr}`);
+  }
+  assert.ok(readFileSync(join(root, "opt", "buzz-bridge", "dist", "cli.js")).length > 0);
+});
+
+test("secrets reach the service as systemd hands them over: the key by LoadCredential=, API keys by EnvironmentFile=", () => {
+  assert.equal(value("LoadCredential"), "agent.nsec:/etc/buzz-bridge/agent.nsec");
+  assert.equal(value("EnvironmentFile"), "-/etc/buzz-bridge/env");
+  assert.doesNotMatch(unitText, /0640, group buzz-bridge\)/, "no instruction the daemon would refuse");
 });

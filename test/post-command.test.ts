@@ -41,3 +41,13 @@ test("post reports what is wrong: missing arguments (exit 1), a refused message 
   assert.equal(refused.status, 2);
   assert.match(refused.stderr, /refused the message: refused \(restricted/);
 });
+
+test("post by a key the relay does not admit names the relay's reason and the npub to add, not 'disconnected'", async () => {
+  const { generateSecretKey, nip19 } = await import("nostr-tools");
+  const outsider = generateSecretKey();
+  const r = await post(["--relay", w.relay.url, "--nsec", nip19.nsecEncode(outsider), "--channel", w.channel, "hello"]);
+  assert.equal(r.status, 2, r.stderr);
+  const npub = nip19.npubEncode((await import("nostr-tools")).getPublicKey(outsider));
+  assert.equal(r.stderr.trim(), `post: restricted: not a relay member: ask the relay admin to add ${npub} as a relay member`);
+  assert.doesNotMatch(r.stderr, /disconnected/);
+});

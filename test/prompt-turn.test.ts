@@ -170,6 +170,34 @@ describe("turn prompt", () => {
     assert.match(one, new RegExp(`Answer with send_message in this thread \\(reply_to ${c.id}\\)`));
   });
 
+  test("mid-turn framing: an addition, a correction (an edit names what it edits) and a retraction read differently; the reply anchor is the edited message", async () => {
+    const { b } = builder([root, ask]);
+    const session = new PromptSession(standing(), true);
+    await b.build(session, input([ask]));
+    session.retract(ask.id, teammate.pk);
+    const addition = inRoot(owner, "also the changelog", 1005, true);
+    const edit = fromWire(mention(teammate, "can you rerun it on staging?", { mention: false, kind: 40003, created_at: 1006, tags: [["e", ask.id]] }));
+    const steer = (await b.midTurn(session, [edit, addition], "steer", ask)).map((x) => x.text);
+    assert.match(steer[0]!, /^Mid-turn: the messages below arrived while you were working/);
+    assert.match(steer[1]!, new RegExp(`^Retracted since you saw them[\\s\\S]*event ${ask.id} from Tom`));
+    assert.match(steer[2]!, /^Added while you were working \(message 1 of 2 for you\):/);
+    assert.match(steer[3]!, /^Correction \(message 2 of 2 for you\):/);
+    assert.match(steer[3]!, new RegExp(`Edits: event ${ask.id} — this text replaces`));
+    assert.match(steer.at(-1)!, new RegExp(`^Reply to: event ${ask.id}`));
+    const again = (await b.midTurn(session, [addition], "interrupt")).map((x) => x.text);
+    assert.match(again[0]!, /^Mid-turn: the messages below supersede the earlier request/);
+    assert.match(again[1]!, /^Superseding message/);
+    assert.ok(!again.some((t) => t.startsWith("Retracted")), "a retraction is told once");
+  });
+
+  test("a queued message an edit corrected says so", async () => {
+    const { b } = builder([root, ask]);
+    const edited = { ...ask, content: "can you rerun it twice?", edited: "e".repeat(64) };
+    const texts = (await b.build(new PromptSession(standing(), true), input([edited]))).map((x) => x.text);
+    assert.match(texts.at(-1)!, /Edited: the author corrected this message/);
+    assert.match(texts.at(-1)!, /rerun it twice/);
+  });
+
   test("history that cannot be loaded is noted and logged; the turn still gets its prompt", async () => {
     const { logger, lines } = captureLogger();
     const b = new TurnPromptBuilder({ self: agent.pk, query: async () => { throw new Error("relay down"); }, displayName: () => undefined, logger });

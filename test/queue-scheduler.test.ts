@@ -41,6 +41,57 @@ const inThread = (root: string, text: string, at?: number) => fromWire(mention(t
 const ids = (evs: Event[]) => evs.map((e) => e.id);
 
 describe("scheduler", () => {
+  test("a mid-turn message joins the running turn durably (a restart replays it with the turn, once); handed back, it waits for its own turn", () => {
+    const { scheduler, store } = setup();
+    const top = fromWire(mention(owner, "start", { created_at: 100 }));
+    scheduler.accept(top, CHANNEL);
+    const turn = scheduler.next()!;
+    const steer = inThread(top.id, "also this", 101);
+    const later = inThread(top.id, "and this", 102);
+    scheduler.accept(steer, CHANNEL);
+    scheduler.accept(later, CHANNEL);
+    assert.equal(scheduler.runningTurn(turn.scope.key), turn.turnId);
+    assert.equal(scheduler.joinRunning(turn.turnId, steer.id), true);
+    assert.equal(scheduler.joinRunning(turn.turnId, steer.id), false, "only a waiting event joins, once");
+    assert.deepEqual(store.turn(turn.turnId)!.trigger_ids, [top.id, steer.id]);
+    assert.equal(store.event(steer.id)!.state, "in_turn");
+    assert.equal(scheduler.depth().queued, 1, "only the other message still waits");
+
+    // A restart now: the recovered turn carries the steered message, and it is not queued twice.
+    const again = new Scheduler({ store, logger: captureLogger().logger, sessionScope: "thread", maxConcurrent: 4, now: () => 1_000_000 });
+    assert.deepEqual(again.recover(), { events: 1, turns: 1 });
+    const replay = again.next()!;
+    assert.deepEqual(ids(replay.events), [top.id, steer.id]);
+    assert.equal(again.next(), null, "the scope is busy with its replay");
+    again.close();
+
+    // In this process: the turn could not take it after all; it waits again, then runs on its own.
+    scheduler.leaveRunning(turn.turnId, [steer.id]);
+    assert.deepEqual(store.turn(turn.turnId)!.trigger_ids, [top.id]);
+    scheduler.complete(turn.turnId);
+    assert.equal(store.event(top.id)!.state, "done");
+    const next = scheduler.next()!;
+    assert.deepEqual(ids(next.events), [steer.id, later.id]);
+  });
+
+  test("a waiting event its author deleted leaves the queue without a turn; a running turn can be cancelled alone", () => {
+    const { scheduler, store } = setup();
+    const a = fromWire(mention(owner, "a", { created_at: 100 }));
+    scheduler.accept(a, CHANNEL);
+    const t = scheduler.next()!;
+    const b = inThread(a.id, "b", 101);
+    scheduler.accept(b, CHANNEL);
+    assert.equal(scheduler.dropWaiting(t.scope.key, b.id), true);
+    assert.equal(store.event(b.id)!.state, "deleted");
+    assert.equal(scheduler.dropWaiting(t.scope.key, a.id), false, "in a turn: not waiting");
+    assert.equal(scheduler.cancelRunning(t.turnId, "deleted"), true);
+    assert.equal(store.turn(t.turnId)!.state, "cancelled");
+    assert.equal(scheduler.runningTurn(t.scope.key), undefined, "nothing more joins a cancelled turn");
+    assert.equal(scheduler.complete(t.turnId), true);
+    assert.equal(store.turn(t.turnId)!.state, "cancelled", "the agent reporting its end does not undo the cancel");
+    assert.equal(scheduler.next(), null, "nothing left to run");
+  });
+
   test("one turn per scope; what arrives meanwhile is batched, ordered by created_at", () => {
     const { scheduler } = setup();
     const top = fromWire(mention(owner, "start", { created_at: 100 }));

@@ -78,6 +78,22 @@ describe("queue store", () => {
     });
   });
 
+  test("a database written before mid-turn steering gets the joined_after column, its events kept", () => {
+    const dir = freshDir();
+    const ev = fromWire(mention(owner, "from before the upgrade"));
+    const old = QueueStore.open(dir);
+    old.accept(ev, CHANNEL, CHANNEL);
+    old.close();
+    // What an older version left: the same tables without the column.
+    const db = new Database(join(dir, STORE_FILE));
+    db.exec("ALTER TABLE events DROP COLUMN joined_after");
+    db.close();
+    const store = QueueStore.open(dir);
+    assert.equal(store.event(ev.id)!.joined_after, null);
+    assert.equal(store.event(ev.id)!.event.content, "from before the upgrade");
+    store.close();
+  });
+
   test("WAL mode is on", () => {
     const dir = freshDir();
     QueueStore.open(dir).close();

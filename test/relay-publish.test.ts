@@ -42,7 +42,7 @@ test("publish outcomes: accepted, duplicate, refused with the relay's reason, ti
 
 test("a rate-limit reply delays further publishes and they then succeed; typing is dropped meanwhile", async () => {
   // 4 frames per 1.5 s: the two REQs at start plus a burst of publishes overrun it.
-  const relay = await relayWith([bridge, alice], { rateLimit: { frames: 4, windowMs: 1500 } });
+  const relay = await relayWith([bridge, alice], { limits: { frameQuota: { frames: 4, windowMs: 1500 } } });
   cleanup.push(() => relay.close());
   const ch = await relay.createChannel({ name: "busy", members: [bridge.pk, alice.pk] });
   const bot = client(relay, bridge);

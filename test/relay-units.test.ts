@@ -49,12 +49,16 @@ test("dedupe remembers ids across one generation and stays bounded", () => {
 test("500 channels make a few filters: grouped by kinds, mention rule and since", () => {
   const chans = Array.from({ length: 500 }, (_, i) => ({ id: `c${String(i).padStart(3, "0")}`, kinds: i % 100 === 0 ? [9, 45001] : [9], requireMention: i % 250 !== 7 }));
   const filters = channelFilters(chans, self, () => 1000);
-  assert.equal(filters.length, 3);
+  assert.equal(filters.length, 4);
+  const amend = filters.find((f) => f.kinds?.includes(40003))!;
+  assert.deepEqual(amend.kinds, [5, 9005, 40003], "edits and deletions: one filter for every channel, no mention rule");
+  assert.equal(amend["#h"]!.length, 500);
+  assert.equal(amend["#p"], undefined);
   const main = filters.find((f) => f["#h"]!.length > 400)!;
   assert.deepEqual(main.kinds, [9]);
   assert.deepEqual(main["#p"], [self]);
   assert.equal(main.since, 1000);
-  const noMention = filters.find((f) => !f["#p"])!;
+  const noMention = filters.find((f) => !f["#p"] && f !== amend)!;
   assert.deepEqual(noMention["#h"], ["c007", "c257"]);
   assert.deepEqual(membershipFilter(self, 5), [{ kinds: [44100, 44101], "#p": [self], since: 5 }]);
 });
@@ -67,6 +71,9 @@ test("only events for requested channels, kinds and mentions count as requested"
   assert.equal(isRequested(ev("c1", 7, self), chans, self), false);
   assert.equal(isRequested(ev("c2", 9), chans, self), true);
   assert.equal(isRequested(ev("c3", 9, self), chans, self), false);
+  assert.equal(isRequested(ev("c1", 40003), chans, self), true, "an edit names no one: requested in a listened channel");
+  assert.equal(isRequested(ev("c1", 5), chans, self), true, "so does a deletion");
+  assert.equal(isRequested(ev("c3", 5), chans, self), false);
 });
 
 test("relay tag and HTTP origin drop the trailing slash and path", () => {

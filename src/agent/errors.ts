@@ -59,13 +59,25 @@ export class AgentCrashedError extends Error {
   }
 }
 
-/** Too many crashes in a short time: the pool refuses to start agents for a while. */
+/**
+ * Too many crashes in a short time: the pool refuses to start agents for a while. When no
+ * process ever got through start-up, that is what the message says ("never started", with
+ * the last start failure), not "crashed": a missing API key or a bad argument is a setup
+ * problem, not a flaky agent.
+ */
 export class CircuitOpenError extends Error {
   override name = "CircuitOpenError";
-  constructor(readonly command: string, readonly until: number, readonly crashes: number) {
+  constructor(
+    readonly command: string,
+    readonly until: number,
+    readonly crashes: number,
+    readonly history: { neverStarted?: boolean; lastStartFailure?: string } = {},
+  ) {
+    const until_ = `not trying again until ${new Date(until).toISOString().slice(11, 19)} UTC (circuit breaker open)`;
     super(
-      `agent '${command}' crashed ${crashes} times in a short time; not starting it again until ` +
-        `${new Date(until).toISOString()} (circuit breaker open)`,
+      history.neverStarted
+        ? `agent '${command}' never started (${crashes} attempts${history.lastStartFailure ? `, the last: ${history.lastStartFailure}` : ""}); ${until_}`
+        : `agent '${command}' crashed ${crashes} times in a short time; ${until_}`,
     );
   }
 }

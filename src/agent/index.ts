@@ -10,5 +10,6 @@ export { AgentSandbox, SandboxError, type ChannelIsolation, type SandboxPolicy, 
 export { probeBubblewrap, bubblewrapArgs, hiddenPaths, BUBBLEWRAP_ADVICE, type BubblewrapProbe, type SandboxMode, type NetworkMode, type SandboxBind } from "./sandbox.js";
 export { probeAgent, type AgentProbe } from "./probe.js";
 export * from "./errors.js";
+export { STEER_METHOD, type SteerAnswer } from "./steering.js";
 export { addUsage, SessionUsage, type TurnUsage } from "./usage.js";
 export { offeredSettings, type OfferedSettings } from "./session-settings.js";

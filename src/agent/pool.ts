@@ -66,6 +66,9 @@ export class AgentPool extends EventEmitter {
   private closed = false;
   private spawns = 0;
   private readonly breaker: CrashBreaker;
+  /** Processes that got through start-up (ACP initialize), and the last start failure's reason. */
+  private started = 0;
+  private lastStartFailure: string | undefined;
   private readonly log: Logger;
   private readonly limits: TurnLimits;
   private readonly display: string;
@@ -206,7 +209,14 @@ export class AgentPool extends EventEmitter {
   }
 
   private checkCircuit(): void {
-    if (this.breaker.state === "open") throw new CircuitOpenError(this.display, this.breaker.until!, this.breaker.recentCrashes);
+    const err = this.circuitError();
+    if (err) throw err;
+  }
+
+  /** While the breaker is open: the error a caller gets, saying whether any agent ever started. */
+  circuitError(): CircuitOpenError | undefined {
+    if (this.breaker.state !== "open") return undefined;
+    return new CircuitOpenError(this.display, this.breaker.until!, this.breaker.recentCrashes, { neverStarted: this.started === 0, lastStartFailure: this.lastStartFailure });
   }
 
   /** Waits for a free process slot, closing the least recently used idle scope if that makes one. */
@@ -303,6 +313,7 @@ export class AgentPool extends EventEmitter {
         logger: this.log, secretForms: secretForms(this.o.secret), authMethod: this.o.authMethod,
         launcher: launch ? { command: launch.command, args: launch.args } : undefined,
       });
+      this.started++;
       this.procKeys.set(proc, key);
       if (linkDir) {
         this.linkDirs.set(proc, linkDir);
@@ -314,6 +325,7 @@ export class AgentPool extends EventEmitter {
       if (linkDir) rmSync(linkDir, { recursive: true, force: true });
       const err = caught instanceof SandboxError ? new AgentStartError(this.display, caught.message) : caught;
       if (err instanceof AgentStartError) {
+        this.lastStartFailure = err.reason;
         this.log.error({ evt: "agent.start_failed", command: this.display, reason: err.reason, stderr: err.stderrTail }, err.message);
         // A command that cannot start would otherwise be retried forever.
         this.breaker.record();
@@ -423,8 +435,8 @@ export class AgentPool extends EventEmitter {
   }
 
   /** `!cancel`: cancels the scope's running turn; false when none was running. */
-  cancel(scope: string): boolean {
-    return this.entries.get(scope)?.session.cancel() ?? false;
+  cancel(scope: string, why: "owner" | "shutdown" = "owner"): boolean {
+    return this.entries.get(scope)?.session.cancel(why) ?? false;
   }
 
   /**

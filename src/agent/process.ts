@@ -9,6 +9,7 @@
  * non-JSON on stdout before the handshake (usually a CLI that is not an ACP agent), no
  * answer to `initialize` in time, or an unsupported protocol version.
  */
+import { steeringAdvertised } from "./steering.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { Readable, Writable } from "node:stream";
@@ -72,6 +73,8 @@ export class AgentProcess extends EventEmitter {
   agentInfo: acp.Implementation | undefined;
   capabilities: acp.AgentCapabilities = {};
   authMethods: acp.AuthMethod[] = [];
+  /** The agent advertised native steering (`_session/steering`, see ./steering.ts) at initialize. */
+  steering = false;
   exitInfo: ExitInfo | undefined;
   readonly exited: Promise<ExitInfo>;
   readonly displayCommand: string;
@@ -223,8 +226,9 @@ export class AgentProcess extends EventEmitter {
           this.agentInfo = init.agentInfo ?? undefined;
           this.capabilities = init.agentCapabilities ?? {};
           this.authMethods = init.authMethods ?? [];
+          this.steering = steeringAdvertised(init);
           this.initialized = true;
-          this.log.info({ evt: "agent.initialized", agent_pid: this.pid, agent: this.agentInfo, capabilities: this.capabilities }, "agent initialized");
+          this.log.info({ evt: "agent.initialized", agent_pid: this.pid, agent: this.agentInfo, capabilities: this.capabilities, steering: this.steering }, "agent initialized");
           settle();
         })
         .catch(async (err: unknown) => {

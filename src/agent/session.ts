@@ -13,6 +13,10 @@ import type { AgentProcess } from "./process.js";
 import { applySessionSettings, currentModel, type SessionSetup } from "./session-settings.js";
 import { TurnControl, type PromptOptions, type TurnLimits, type TurnResult } from "./turn-control.js";
 import { addUsage, SessionUsage, type TurnUsage } from "./usage.js";
+import { readSteerAnswer, steerRequest, STEER_METHOD, type SteerAnswer } from "./steering.js";
+
+/** How long a `_session/steering` request may go unanswered before it counts as ambiguous. */
+const STEER_ANSWER_TIMEOUT_MS = 10_000;
 
 /** The name of the proxy's entry in `mcpServers`; agents prefix tools with it (`mcp__buzz__…`). */
 export const PROXY_SERVER_NAME = "buzz";
@@ -226,6 +230,7 @@ export class AgentSession {
     this.standingContextPending = false;
     this.turns++;
     const started = Date.now();
+    this.log.debug({ evt: "agent.turn_start", sessionId: this.sessionId, agent_pid: this.proc.pid }, "prompt sent");
     try {
       const result = await turn.run(blocks);
       const turnUsage = this.usage.of(result);
@@ -246,11 +251,56 @@ export class AgentSession {
     return this.turn?.holdIdle() ?? (() => undefined);
   }
 
-  /** Cancels the running turn (`!cancel`); false when no turn was running. */
-  cancel(): boolean {
+  /** Cancels the running turn (`!cancel`, or the daemon shutting down); false when no turn was running. */
+  cancel(why: "owner" | "shutdown" = "owner"): boolean {
     if (!this.turn) return false;
-    this.turn.stop("owner");
+    this.turn.stop(why);
     return true;
+  }
+
+  /** Updates of the running turn so far (0 when none runs). */
+  get updatesSoFar(): number {
+    return this.turn?.state.updates ?? 0;
+  }
+
+  /** The agent advertised native steering at initialize. */
+  get steerable(): boolean {
+    return this.proc.steering;
+  }
+
+  /**
+   * Native steer (see ./steering.ts): puts the blocks into the running turn. Never throws:
+   * an error, a timeout or an odd answer comes back as `refused` or `ambiguous`.
+   */
+  async steer(blocks: acp.ContentBlock[]): Promise<SteerAnswer> {
+    if (!this.turn) return { kind: "no-turn", reason: "no turn is running on this session" };
+    if (!this.alive) return { kind: "refused", reason: "the agent process is gone" };
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), STEER_ANSWER_TIMEOUT_MS)));
+    const request = this.proc.agent.request(STEER_METHOD, steerRequest(this.sessionId, blocks)).then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    const settled = await Promise.race([request, timeout]).finally(() => clearTimeout(timer));
+    // Unanswered is ambiguous, not refused: the agent may have taken the message after all.
+    if (settled === "timeout") return { kind: "ambiguous", reason: `no answer within ${STEER_ANSWER_TIMEOUT_MS / 1000}s` };
+    return readSteerAnswer(settled);
+  }
+
+  /**
+   * Cancels the running turn so the bridge can prompt again with new messages merged in
+   * (session/cancel; killed after `cancel_grace` if ignored). False when no turn ran.
+   */
+  interruptForSteer(): boolean {
+    if (!this.turn) return false;
+    this.turn.stop("steer");
+    return true;
+  }
+
+  /** `session/cancel` with no turn of ours running: stops a turn the agent started by itself (a steer it took as a new prompt). */
+  cancelStray(): void {
+    if (this.turn || !this.alive) return;
+    this.proc.agent.notify(acp.methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
   }
 
   /** Stops routing this session's traffic (the process is the pool's to close). */

@@ -32,7 +32,8 @@ export interface PromptOptions {
   askOwner?: AskOwner;
 }
 
-export type Interrupt = "idle" | "max_turn" | "owner";
+/** Why a turn was stopped; `steer`: the bridge cancels it to prompt again with new messages merged in. */
+export type Interrupt = "idle" | "max_turn" | "owner" | "shutdown" | "steer";
 
 export interface TurnResult {
   stopReason: acp.StopReason;
@@ -47,6 +48,8 @@ export interface TurnResult {
   cancelledBy?: "owner";
   /** The agent ignored session/cancel and its process was killed; the session is gone. */
   killed: boolean;
+  /** Updates the agent sent during the turn (a steer that none followed was likely not read). */
+  updates: number;
   usage?: acp.Usage | null;
   /** The turn's last `usage_update` (context tokens, the session's cumulative cost). */
   contextUsage?: acp.UsageUpdate;
@@ -196,6 +199,7 @@ export class TurnControl {
       compacted: this.state.compacted,
       toolCalls: this.state.toolCalls,
       killed: this.killed,
+      updates: this.state.updates,
     };
     if (this.interrupt === "idle" || this.interrupt === "max_turn") r.timedOut = this.interrupt;
     if (this.interrupt === "owner") r.cancelledBy = "owner";

@@ -11,6 +11,8 @@ import type { z } from "zod";
 import { configSchema, crossCheck, type Config } from "./schema.js";
 import { KeyError, parseSecretKey, pubkeyOf } from "./keys.js";
 import { hookDeadlineProblem } from "./enforce.js";
+import { resolvePaths } from "./paths.js";
+import { explainYamlErrors } from "./yaml-errors.js";
 import { resolveAttestation } from "./attestation.js";
 import { policyLockProblems } from "./policy-lock.js";
 
@@ -59,7 +61,16 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `cannot read config: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }]);
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    const hint =
+      code === "ENOENT"
+        ? "; give the file with -c FILE or BUZZ_BRIDGE_CONFIG=FILE (without either, ./buzz-bridge.yaml is read); config/example.yaml is a starting point"
+        : code === "EACCES"
+          ? `; ${file} is not readable by this user`
+          : code === "EISDIR"
+            ? "; -c names a directory: give the YAML file in it"
+            : "";
+    throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `cannot read config: ${code}${hint}` }]);
   }
   return loadConfigText(text, file, env);
 }
@@ -73,8 +84,9 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
     problems.push({ file, line: pos.line, col: pos.col, path: formatPath(path), message });
   };
 
-  for (const e of [...doc.errors, ...doc.warnings]) at(e.pos[0], [], e.message.split("\n")[0]!);
-  if (doc.errors.length) throw new ConfigError(problems);
+  for (const p of explainYamlErrors(text, doc.errors, (o) => lc.linePos(o))) problems.push({ file, path: "", ...p });
+  for (const e of doc.warnings) at(e.pos[0], [], e.message.split("\n")[0]!);
+  if (doc.errors.length) throw new ConfigError(sortProblems(problems));
 
   interpolate(doc, env, at);
   const raw = doc.toJS() ?? {};
@@ -89,7 +101,8 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
   }
   if (problems.length || !result.success) throw new ConfigError(sortProblems(problems));
 
-  const config = result.data;
+  // Relative paths are relative to the config file's directory (./paths.ts), these too.
+  const config: Config = resolvePaths(result.data, file, env);
   const baseDir = dirname(resolve(file));
   const warnings: string[] = [];
   const warn = (path: PathPart[], message: string) => {
@@ -107,14 +120,13 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
     }
     config.identity.secret_key = "[redacted]";
   } else if (config.identity.secret_key_file !== undefined) {
-    const keyFile = resolve(baseDir, config.identity.secret_key_file);
+    const keyFile = config.identity.secret_key_file;
     const where = nodeAt(doc, ["identity", "secret_key_file"])?.range?.[0];
     try {
       secretKey = readSecretFile(keyFile);
     } catch (err) {
       at(where, ["identity", "secret_key_file"], (err as Error).message);
     }
-    config.identity.secret_key_file = keyFile;
   }
 
   if (config.defaults.respond_to === "allowlist" && config.defaults.allow.length === 0) {
@@ -162,8 +174,6 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
   });
   if (problems.length) throw new ConfigError(sortProblems(problems));
 
-  config.state_dir = resolve(baseDir, config.state_dir);
-  if (config.relay.seed) config.relay.seed = resolve(baseDir, config.relay.seed);
   return { file, config, secretKey, pubkey: pubkeyOf(secretKey), warnings, authTag };
 }
 
@@ -194,7 +204,8 @@ function interpolate(doc: Document, env: NodeJS.ProcessEnv, at: (offset: number 
         const v = env[name];
         if (fallback !== undefined && (v === undefined || v === "")) return fallback;
         if (v === undefined) {
-          at(node.range?.[0], path, `environment variable ${name} is not set`);
+          const hint = formatPath(path) === "identity.secret_key" ? "; set it to the agent's nsec (buzz-bridge keygen makes one) or use identity.secret_key_file instead" : "";
+          at(node.range?.[0], path, `environment variable ${name} is not set${hint}`);
           return "";
         }
         return v;
@@ -238,6 +249,19 @@ function locateIssue(doc: Document, issue: z.core.$ZodIssue, at: (offset: number
       }
       at(offset, [...path, key], `unknown key '${key}'`);
     }
+    return;
+  }
+  if (issue.code === "invalid_key") {
+    // A record key that fails its own rule: say which key and why, not zod's "Invalid key in record".
+    const key = path.at(-1);
+    const why = issue.issues.map((i) => i.message).join("; ");
+    const parent = nodeAt(doc, path.slice(0, -1));
+    let offset = nodeAt(doc, path)?.range?.[0];
+    if (isMap(parent)) {
+      const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === key);
+      if (pair && isScalar(pair.key)) offset = pair.key.range?.[0];
+    }
+    at(offset, path, `bad name '${String(key)}': ${why}`);
     return;
   }
   let depth = path.length;

@@ -47,10 +47,18 @@ const stringMap = z.record(z.string(), z.string());
 export const RespondTo = z.enum(["owner-only", "allowlist", "anyone", "nobody"]);
 export const OnDenied = z.enum(["silent", "react", "reply"]);
 export const ReplyFallback = z.enum(["final_text", "notice", "off"]);
+/**
+ * What a message does when it arrives in a scope whose turn is running: `steer` it into the
+ * turn (natively when the agent offers steering, else cancel and re-prompt the same session
+ * with it merged), `queue` it for the next turn, `interrupt` the turn with it (it supersedes
+ * the earlier request), or `owner-interrupt`: interrupt for the owner's messages, queue others.
+ */
+export const MidTurn = z.enum(["steer", "queue", "interrupt", "owner-interrupt"]);
+export type MidTurnMode = z.output<typeof MidTurn>;
 
 const identity = z.strictObject({
   secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
-  secret_key_file: z.string().optional().describe("file holding the nsec; must not be group/world readable"),
+  secret_key_file: z.string().optional().describe("file holding the nsec; must not be group/world readable; relative to the config file's directory"),
   owner: pubkey.optional().describe("whom owner-only means, and who may send !cancel/!rotate/!status/!shutdown"),
   auth_tag: z
     .union([z.string(), z.array(z.string())])
@@ -64,10 +72,17 @@ const relay = z.strictObject({
     .string()
     .refine((u) => u === "embedded" || /^wss?:\/\/[^\s/]+/.test(u), { message: "expected ws://host, wss://host or embedded" })
     .describe("the Buzz relay's WebSocket URL, or `embedded` to start the development relay in-process"),
-  seed: z.string().optional().describe("with url: embedded, the dev relay's seed file (channels, members)"),
+  seed: z.string().optional().describe("with url: embedded, the dev relay's seed file (channels, members); relative to the config file's directory"),
   presence: z.boolean().default(true).describe("publish kind 20001 presence (online every 60s, offline on shutdown); default true"),
   typing: z.boolean().default(true).describe("publish kind 20002 typing indicators while a turn runs; default true"),
   publish_timeout: duration("publish_timeout", "10s"),
+  frame_quota: z
+    .strictObject({
+      frames: z.number().int().min(1).default(50).describe("frames per window; default 50"),
+      window: duration("window", "5s"),
+    })
+    .prefault({})
+    .describe("the bridge's own outgoing WebSocket frame budget, mirroring the relay's quota (Buzz: 50 frames per 5s); replies and notices wait for room, typing and presence are dropped when it is short"),
 });
 
 export const SandboxModeSchema = z.enum(["auto", "bubblewrap", "off"]);
@@ -85,7 +100,7 @@ const agent = z.strictObject({
   command: z.string().default("claude-agent-acp").describe("the ACP agent executable; default claude-agent-acp"),
   args: z.array(z.string()).default([]),
   env: stringMap.default({}).describe("added to the agent's cleaned environment; the bridge's secret key never is"),
-  cwd: z.string().default("./work/{channel}").describe("agent working directory; {channel} = channel name slug; created if missing"),
+  cwd: z.string().optional().describe("agent working directory; {channel} = channel name slug; created if missing; relative to the config file's directory; default <state_dir>/work/{channel}"),
   session_scope: z.enum(["thread", "channel"]).default("thread"),
   max_concurrent: z.number().int().min(1).max(64).default(4).describe("agent processes at once; default 4"),
   idle_timeout: duration("idle_timeout", "15m"),
@@ -118,7 +133,7 @@ const mcpServer = z.strictObject({
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
   env: stringMap.default({}),
-  cwd: z.string().optional(),
+  cwd: z.string().optional().describe("the server's working directory, relative to the config file's directory; default the agent's cwd"),
   prefix: z.boolean().default(true).describe("false keeps tool names as they are (the dev shell stays `shell`)"),
   stop: z.enum(["reprompt", "wait"]).default("reprompt").describe("how the bridge treats this server's _Stop objections"),
   on_error: z.enum(["allow", "object"]).default("allow").describe("a hook that errors or times out counts as this"),
@@ -127,7 +142,9 @@ const mcpServer = z.strictObject({
 export type McpServerConfig = z.output<typeof mcpServer>;
 
 const mcp = z.strictObject({
-  servers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, { message: "server names use letters, digits and -" }), mcpServer).default({}),
+  servers: z
+    .record(z.string().regex(/^[A-Za-z0-9-]+$/, { message: "server names use letters, digits and - only ('_' separates a server's name from its tools' names in the proxy, and '__' is the agent's own separator)" }), mcpServer)
+    .default({}),
   hook_deadline: duration("hook_deadline", "2s"),
   list_timeout: duration("list_timeout", "15s"),
 });
@@ -150,6 +167,7 @@ const policyShape = {
   mcp: z.array(z.string()),
   reply_fallback: ReplyFallback,
   history: z.number().int().min(0).max(100),
+  mid_turn: MidTurn,
 };
 
 const defaults = z.strictObject({
@@ -162,10 +180,34 @@ const defaults = z.strictObject({
   mcp: policyShape.mcp.optional().describe("which mcp.servers sessions get; default all of them"),
   reply_fallback: policyShape.reply_fallback.default("final_text"),
   history: policyShape.history.default(12).describe("thread messages fetched into each prompt; default 12"),
+  mid_turn: policyShape.mid_turn.default("steer"),
 });
 
+/** Buzz names a channel by a lowercase hyphenated UUID (its `h` tag), never by its display name. */
+const CHANNEL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A channel id as Buzz writes it; a channel *name* gets a hint instead of a later "not a member". */
+function channelIdSchema(allowAll: boolean) {
+  return z
+    .string()
+    .superRefine((id, ctx) => {
+      if ((allowAll && id === "*") || CHANNEL_UUID.test(id)) return;
+      const looksLikeName = /^#?[\p{L}\p{N} _.-]+$/u.test(id) && !/^[0-9a-f-]+$/i.test(id);
+      const all = allowAll ? ' or "*"' : "";
+      ctx.addIssue({
+        code: "custom",
+        message: looksLikeName
+          ? `'${id}' looks like a channel name; channels are given by their UUID (e.g. 6f1c2a4e-0000-4000-8000-000000000001)${all} — \`buzz-bridge doctor\` lists each channel's name and UUID`
+          : `'${id}' is not a channel UUID (8-4-4-4-12 hex digits)${all}`,
+      });
+    })
+    .transform((id) => id.toLowerCase());
+}
+
+const channelId = channelIdSchema(true).describe('channel UUID, or "*" for every channel the identity is a member of');
+
 const channel = z.strictObject({
-  id: z.string().min(1).describe('channel UUID, or "*" for every channel the identity is a member of'),
+  id: channelId,
   respond_to: policyShape.respond_to.optional(),
   allow: policyShape.allow.optional(),
   on_denied: policyShape.on_denied.optional(),
@@ -175,6 +217,7 @@ const channel = z.strictObject({
   mcp: policyShape.mcp.optional(),
   reply_fallback: policyShape.reply_fallback.optional(),
   history: policyShape.history.optional(),
+  mid_turn: policyShape.mid_turn.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 export type ChannelEntry = z.output<typeof channel>;
@@ -211,7 +254,7 @@ const heartbeat = z.strictObject({
     .describe("how often an idle agent is prompted (1s … 24h)"),
   prompt: z.string().min(1).optional().describe("the heartbeat's text; default: check for pending work, stay silent when there is none"),
   prompt_file: z.string().optional().describe("file holding the heartbeat text (instead of prompt)"),
-  channel: z.string().min(1).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
+  channel: channelIdSchema(false).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
 });
 export type HeartbeatConfig = z.output<typeof heartbeat>;
 
@@ -234,7 +277,10 @@ export const configSchema = z
     defaults: defaults.prefault({}),
     channels: z.array(channel).default([{ id: "*" }]),
     queue: queue.prefault({}),
-    state_dir: z.string().default("./buzz-bridge-state").describe("SQLite state: queue, cursors, sessions"),
+    state_dir: z
+      .string()
+      .optional()
+      .describe("SQLite state (queue, cursors, sessions) and the link socket; relative to the config file's directory; default $STATE_DIRECTORY (systemd's StateDirectory=, the image's volume), else buzz-bridge-state beside the config file"),
     http: http.optional(),
     log: log.prefault({}),
     shutdown_grace: duration("shutdown_grace", "30s"),
@@ -303,7 +349,9 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   return issues;
 }
 
-export type Config = z.output<typeof configSchema>;
+type ParsedConfig = z.output<typeof configSchema>;
+/** The config as the rest of the code sees it: paths resolved (./paths.ts), so never missing. */
+export type Config = Omit<ParsedConfig, "state_dir" | "agent"> & { state_dir: string; agent: ParsedConfig["agent"] & { cwd: string } };
 export type Policy = {
   [K in keyof typeof policyShape]: z.output<(typeof policyShape)[K]>;
 };
@@ -331,6 +379,7 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     mcp: pick("mcp", d.mcp ?? Object.keys(cfg.mcp.servers)),
     reply_fallback: pick("reply_fallback", d.reply_fallback),
     history: pick("history", d.history),
+    mid_turn: pick("mid_turn", d.mid_turn),
     explicit,
   };
 }

@@ -42,6 +42,7 @@ export interface Directives {
   sysprompt: boolean;
   auth: boolean;
   firstBlock: boolean;
+  progress: boolean;
   /** Report the session: id, prompts so far, its first prompt, model, effort, title. */
   session: boolean;
   /** End the turn with stop reason max_tokens (after replying). */
@@ -51,6 +52,8 @@ export interface Directives {
   /** Report this usage for the turn: tokens in, tokens out, cost (USD, added to the session's running total). */
   usage?: { inputTokens: number; outputTokens: number; cost: number };
   slowMs?: number;
+  /** Pad the reply to at least this many characters (numbered filler lines). */
+  longChars?: number;
   tools: Array<{ name: string; args: Record<string, unknown> }>;
 }
 
@@ -112,6 +115,7 @@ function askedOf(text: string): { author?: string; asked: string } {
 export function parseDirectives(text: string): Directives {
   const has = (word: string) => new RegExp(`(^|\\s)#${word}(?=\\s|$)`, "i").test(text);
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
+  const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);
   const usage = /(?:^|\s)#usage\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)/i.exec(text);
   const tools: Directives["tools"] = [];
   for (const m of text.matchAll(/(?:^|\s)#tool\s+([A-Za-z0-9_.-]+)[ \t]*(\{.*\})?/gim)) {
@@ -128,10 +132,10 @@ export function parseDirectives(text: string): Directives {
   return {
     finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"), crashAfterReply: has("crash-after-reply"),
     hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
-    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"),
+    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), progress: has("progress"),
     session: has("session"), maxTokens: has("max-tokens"), maxTurnRequests: has("max-turn-requests"),
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
-    slowMs: slow ? Number(slow[1]) : undefined, tools,
+    slowMs: slow ? Number(slow[1]) : undefined, longChars: long ? Number(long[1]) : undefined, tools,
   };
 }
 

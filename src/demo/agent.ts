@@ -20,7 +20,9 @@
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
  *   #compact              emit compaction_update (in_progress, then completed)
+ *   #progress             post a progress note with send_message first (before #slow)
  *   #slow <ms>            wait that long before answering (cancellable)
+ *   #long <chars>         pad the reply with numbered filler lines to at least that length
  *   #crash                exit(1) in the middle of the turn
  *   #crash-after-reply    exit(1) right after its first send_message (in a batch: after
  *                         answering the first message only)
@@ -38,9 +40,18 @@
  * A turn carrying several messages (a channel-scope batch) is answered with one
  * `send_message` per message, each in that message's thread (reply_to its event id).
  *
- * Capabilities: `loadSession: false`; modes `default` and `bypassPermissions`; config
- * options `model` (demo-small, demo-large) and `effort` (category thought_level: low,
- * medium, high); `sessionCapabilities.title` (session/set_title);
+ * Mid-turn messages (for the steer/interrupt tests and the bench): every reply ends with
+ * `Received: <ms since epoch>` for the prompt and one `Steered in at <ms>: <text>` line per
+ * message put into the running turn with `_session/steering`; when the prompt carries the
+ * bridge's mid-turn framing its `Mid-turn:` line is reported as `Framing: <line>`, and each
+ * `Correction` / `Added while you were working` / `Superseding message` label as `Labels: …`.
+ *
+ * Capabilities: `loadSession: false`; native steering (`_meta.steering.supported`, the
+ * `_session/steering` method, honouring `idleBehavior: "promptRequired"`) only when
+ * DEMO_AGENT_STEERING=1 (=refuse: advertised, but every steer is answered `failed`); modes
+ * `default` and `bypassPermissions`; config options `model` (demo-small, demo-large) and
+ * `effort` (category thought_level: low, medium, high); `sessionCapabilities.title`
+ * (session/set_title);
  * `sessionCapabilities.systemPrompt` only when DEMO_AGENT_SYSTEM_PROMPT=1, so both
  * standing-context paths are testable; `sessionCapabilities.resume` only when
  * DEMO_AGENT_RESUME=1 (it keeps no history: a resumed session is a fresh one under the
@@ -52,6 +63,7 @@ import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { parsePrompt, type ParsedPrompt } from "./agent-parse.js";
 import { sleep } from "../relay/backoff.js";
+import { STEER_METHOD } from "../agent/steering.js";
 
 interface DemoSession {
   id: string;
@@ -59,6 +71,8 @@ interface DemoSession {
   servers: acp.McpServer[];
   mcp?: Promise<McpLink>;
   turn?: AbortController;
+  /** Messages steered into the running turn, with when they arrived. */
+  steered: Array<{ at: number; text: string }>;
   mode: string;
   model: string;
   effort: string;
@@ -127,6 +141,28 @@ function toolText(result: unknown): string {
   return r.isError ? `error: ${text}` : text;
 }
 
+interface SteerParams {
+  sessionId: string;
+  prompt: acp.ContentBlock[];
+  _meta?: { steering?: { idleBehavior?: string } };
+}
+
+interface SteerResult {
+  outcome: "injected" | "promptRequired" | "startedNewTurn" | "failed";
+  reason?: string;
+}
+
+/** What the mid-turn tests read: when the prompt came, what was steered in, how it was framed. */
+function midTurnReport(text: string, receivedAt: number, steered: DemoSession["steered"]): string[] {
+  const lines = [`Received: ${receivedAt}`];
+  for (const st of steered) lines.push(`Steered in at ${st.at}: ${st.text}`);
+  const framing = /^Mid-turn:.*$/m.exec(text);
+  if (framing) lines.push(`Framing: ${framing[0].slice(0, 200)}`);
+  const labels = [...text.matchAll(/^(Correction|Added while you were working|Superseding message)\b[^\n]*/gm)].map((m) => m[1]);
+  if (labels.length) lines.push(`Labels: ${labels.join(", ")}`);
+  return lines;
+}
+
 function summary(p: ParsedPrompt): string {
   const lines = [
     `Channel: ${p.channel ?? "(unknown)"}${p.description ? ` — ${p.description}` : " (no description)"}`,
@@ -148,11 +184,13 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
   const sessions = new Map<string, DemoSession>();
   const offersSystemPrompt = process.env.DEMO_AGENT_SYSTEM_PROMPT === "1";
   const offersResume = process.env.DEMO_AGENT_RESUME === "1";
+  const offersSteering = process.env.DEMO_AGENT_STEERING === "1" || process.env.DEMO_AGENT_STEERING === "refuse";
+  const refusesSteers = process.env.DEMO_AGENT_STEERING === "refuse";
   const openSession = (id: string, params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[]; _meta?: Record<string, unknown> | null }) => {
     if (params.systemPrompt && !offersSystemPrompt) throw acp.RequestError.invalidParams(undefined, "systemPrompt not supported");
     const metaTitle = params._meta?.sessionTitle;
     const s: DemoSession = {
-      id, systemPrompt: params.systemPrompt, servers: params.mcpServers ?? [], mode: "default", model: MODELS[0]!, effort: "medium",
+      id, systemPrompt: params.systemPrompt, servers: params.mcpServers ?? [], steered: [], mode: "default", model: MODELS[0]!, effort: "medium",
       title: typeof metaTitle === "string" ? metaTitle : undefined, prompts: 0, cost: 0,
     };
     // Connect now, as real agents do, so the first prompt does not wait for the servers.
@@ -164,8 +202,10 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
   const prompt = async (params: acp.PromptRequest, client: acp.AgentContext): Promise<acp.PromptResponse> => {
     const s = sessions.get(params.sessionId);
     if (!s) throw acp.RequestError.sessionNotFound(params.sessionId);
+    const receivedAt = Date.now();
     const turn = new AbortController();
     s.turn = turn;
+    s.steered = [];
     const up = (update: acp.SessionUpdate) => client.notify(acp.methods.client.session.update, { sessionId: s.id, update });
     const say = (text: string) => up({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
     const text = params.prompt.map((b) => (b.type === "text" ? b.text : b.type === "resource" && "text" in b.resource ? b.resource.text : "")).join("\n");
@@ -174,7 +214,10 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     const d = parsed.directives;
     s.prompts++;
     s.firstPrompt ??= text.slice(0, 120);
-    const cancelled = () => ({ stopReason: "cancelled" as const });
+    const cancelled = (): acp.PromptResponse => {
+      if (s.turn === turn) s.turn = undefined;
+      return { stopReason: "cancelled" };
+    };
 
     if (d.hang || d.ignoreCancel) {
       // One update first, so a test can cancel once the turn is surely running.
@@ -190,11 +233,6 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       setTimeout(() => process.exit(1), 20);
       await new Promise(() => {});
     }
-    if (d.slowMs !== undefined) {
-      await sleep(d.slowMs, turn.signal);
-      if (turn.signal.aborted) return cancelled();
-    }
-
     const reports: string[] = [];
     // Awaited only when a tool is needed: the servers start in the background at session/new.
     const linkOf = async (): Promise<McpLink> => (s.mcp ? await s.mcp : { clients: [] });
@@ -218,6 +256,12 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
         return `error: ${(err as Error).message}`;
       }
     };
+
+    if (d.progress) await callTool("send_message", { content: "Working on it (a progress note)." });
+    if (d.slowMs !== undefined) {
+      await sleep(d.slowMs, turn.signal);
+      if (turn.signal.aborted) return cancelled();
+    }
 
     if (d.compact) {
       const compactionId = randomUUID();
@@ -273,8 +317,18 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       s.cost += d.usage.cost;
       await up({ sessionUpdate: "usage_update", used: d.usage.inputTokens + d.usage.outputTokens, size: 200_000, cost: { amount: s.cost, currency: "USD" } });
     }
-    if (d.silent) return { stopReason, ...(usage ? { usage } : {}) };
-    const reply = [summary(parsed), ...reports].join("\n");
+    if (d.silent) return endTurn(s, turn, { stopReason, ...(usage ? { usage } : {}) });
+    reports.push(...midTurnReport(text, receivedAt, s.steered));
+    let reply = [summary(parsed), ...reports].join("\n");
+    if (d.longChars !== undefined) {
+      const filler: string[] = [];
+      for (let n = 1, size = reply.length; size < d.longChars; n++) {
+        const l = `filler line ${String(n).padStart(7, "0")}: the demo agent was asked for a long reply.`;
+        filler.push(l);
+        size += l.length + 1;
+      }
+      reply = [reply, ...filler].join("\n");
+    }
     if (!d.finalOnly && parsed.batch.length > 1 && (await findTool("send_message"))) {
       // Several askers: each gets an answer in their own thread (the last one with the reports).
       const results: string[] = [];
@@ -293,7 +347,27 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     } else {
       await say(reply);
     }
-    return { stopReason, ...(usage ? { usage } : {}) };
+    return endTurn(s, turn, { stopReason, ...(usage ? { usage } : {}) });
+  };
+
+  /** The turn is over: a steer arriving from now on finds no running turn. */
+  const endTurn = (s: DemoSession, turn: AbortController, response: acp.PromptResponse): acp.PromptResponse => {
+    if (s.turn === turn) s.turn = undefined;
+    return response;
+  };
+
+  const steer = (params: SteerParams, client: acp.AgentContext): SteerResult => {
+    const s = sessions.get(params.sessionId);
+    if (!s) throw acp.RequestError.sessionNotFound(params.sessionId);
+    const text = params.prompt.map((b) => (b.type === "text" ? b.text : "")).join("\n");
+    if (refusesSteers) return { outcome: "failed" };
+    if (s.turn && !s.turn.signal.aborted) {
+      s.steered.push({ at: Date.now(), text: parsePrompt(text).asked });
+      return { outcome: "injected" };
+    }
+    if (params._meta?.steering?.idleBehavior === "promptRequired") return { outcome: "promptRequired", reason: "noRunningTurn" };
+    void prompt({ sessionId: s.id, prompt: params.prompt }, client).catch(() => undefined);
+    return { outcome: "startedNewTurn" };
   };
 
   const stream = acp.ndJsonStream(
@@ -311,6 +385,7 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
         sessionCapabilities: { title: {}, ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
       },
       agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
+      ...(offersSteering ? { _meta: { steering: { supported: true } } } : {}),
       // One method, so an operator's agent.auth_method (codex-acp needs "api-key") is testable.
       authMethods: [{ id: "demo-token", name: "Demo token", description: "accepted without checking anything" }],
     }))
@@ -351,6 +426,10 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       return { title: params.title };
     })
     .onRequest(acp.methods.agent.session.prompt, ({ params, client }) => prompt(params, client))
+    .onRequest(STEER_METHOD, (raw: unknown) => {
+      if (!offersSteering) throw acp.RequestError.methodNotFound(STEER_METHOD);
+      return raw as SteerParams;
+    }, ({ params, client }) => steer(params, client))
     .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
       const s = sessions.get(params.sessionId);
       s?.turn?.abort();

@@ -7,7 +7,7 @@
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { isAbsolute, join, relative } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { Event } from "nostr-tools";
@@ -19,7 +19,9 @@ import { parseCommandArgs, withUsage } from "../ops/args.js";
 import { createLogger } from "../ops/log.js";
 import { message } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
-import { RelayClient } from "../relay/index.js";
+import { RelayClient, shortNpub } from "../relay/index.js";
+import { cliPath } from "../ops/cli-path.js";
+import { followChannels } from "../ops/tail.js";
 import { DEMO_CHANNEL, DEMO_USERS } from "./identities.js";
 import { formatTranscript } from "./transcript.js";
 
@@ -116,9 +118,18 @@ export async function runDemo(opts: { keep: boolean; verbose: boolean; out?: Nod
     for (const l of denied) say(JSON.stringify({ evt: l.evt, reason: l.reason, author: l.author, channel: l.channel, event: l.event }));
     if (!opts.keep) return ok ? 0 : 2;
 
-    say(`\nThe demo stays up (Ctrl-C to stop). Post yourself as bob, e.g.:\n`);
-    say(`  buzz-bridge post --relay ${url} --nsec ${DEMO_USERS.bob.nsec} --channel ${DEMO_CHANNEL} --mention ${nip19.npubEncode(agentPk)} "hello agent"\n`);
-    await follow(people.get("alice")!, names, out);
+    const cli = runnableCli();
+    const agent = nip19.npubEncode(agentPk);
+    say(`\nThe demo stays up (Ctrl-C to stop). From another terminal, post as bob:\n`);
+    say(`  ${cli} post --relay ${url} --nsec ${DEMO_USERS.bob.nsec} --channel ${DEMO_CHANNEL} --mention ${agent} "hello agent"\n`);
+    say(`or ask for the bridge's status as alice, the owner (the answer is a 40099 outcome, shown below):\n`);
+    say(`  ${cli} post --relay ${url} --nsec ${DEMO_USERS.alice.nsec} --channel ${DEMO_CHANNEL} --mention ${agent} "!status"\n`);
+    say(`Live from #release-room (messages, reactions, command outcomes):`);
+    const stop = new Promise<void>((resolve) => {
+      process.once("SIGINT", () => resolve());
+      process.once("SIGTERM", () => resolve());
+    });
+    await followChannels(people.get("alice")!, { skipReplay: true, channels: new Map([[DEMO_CHANNEL, "release-room"]]), names: async (pks) => new Map(pks.map((pk) => [pk, { pubkey: pk, displayName: names.get(pk) ?? shortNpub(pk) }])), out }, stop);
     return 0;
   } catch (err) {
     say(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -147,22 +158,11 @@ function dedupe(events: Event[]): Event[] {
   return [...new Map(events.map((e) => [e.id, e])).values()];
 }
 
-/** --keep: prints each new message of the channel until SIGINT/SIGTERM. */
-async function follow(client: RelayClient, names: Map<string, string>, out: NodeJS.WritableStream): Promise<void> {
-  const seen = new Set<string>();
-  let stop = false;
-  const onSig = () => (stop = true);
-  process.once("SIGINT", onSig);
-  process.once("SIGTERM", onSig);
-  let since = Math.floor(Date.now() / 1000) - 1;
-  while (!stop) {
-    const events = await client.query([{ kinds: [KIND.message], "#h": [DEMO_CHANNEL], since }]).catch(() => []);
-    for (const e of events.sort((a, b) => a.created_at - b.created_at)) {
-      if (seen.has(e.id)) continue;
-      seen.add(e.id);
-      since = Math.max(since, e.created_at - 1);
-      out.write(formatTranscript([e], { names }));
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
+/**
+ * How to run this installation's CLI from the current directory: `node dist/cli.js` in a
+ * checkout after `npm start` (no `npm link` needed), else the built CLI's absolute path.
+ */
+function runnableCli(): string {
+  const rel = relative(process.cwd(), cliPath());
+  return `node ${rel && !rel.startsWith("..") && !isAbsolute(rel) ? rel : cliPath()}`;
 }

@@ -8,6 +8,7 @@ import { parseCommandArgs, withUsage, UsageError } from "../ops/args.js";
 import { createLogger } from "../ops/log.js";
 import { message, replyRefFor } from "../relay/events.js";
 import { RelayClient } from "../relay/index.js";
+import { isMembershipRefusal, refusalAdvice, waitAdmitted } from "../relay/auth-advice.js";
 
 const HELP = `usage: buzz-bridge post --relay URL --nsec NSEC --channel ID [--mention NPUB]… [--reply-to EVENT_ID] TEXT
 
@@ -44,6 +45,15 @@ export function main(argv: string[]): Promise<number> {
     const client = new RelayClient({ url: v.relay as string, secretKey: secret, logger: createLogger({ level: "silent" }) });
     try {
       await client.start();
+      const admitted = await waitAdmitted(client, 15_000);
+      if (!admitted.ok) {
+        process.stderr.write(
+          admitted.refused !== undefined
+            ? `post: ${refusalAdvice(admitted.refused, client.pubkey)}\n`
+            : `post: no authenticated connection to ${String(v.relay)} within 15 s; check --relay and that the relay is running\n`,
+        );
+        return 2;
+      }
       let thread;
       if (v["reply-to"]) {
         const [parent] = await client.query([{ ids: [v["reply-to"] as string], limit: 1 }]);
@@ -55,7 +65,8 @@ export function main(argv: string[]): Promise<number> {
       }
       const { event, outcome } = await client.send(message(v.channel as string, args.positionals.join(" "), { mentions, thread }));
       if (outcome.status !== "accepted" && outcome.status !== "duplicate") {
-        process.stderr.write(`post: the relay refused the message: ${outcome.status}${outcome.reason ? ` (${outcome.reason})` : ""}\n`);
+        const advice = outcome.reason && isMembershipRefusal(outcome.reason) ? `: ${refusalAdvice(outcome.reason, client.pubkey, "publish")}` : `: ${outcome.status}${outcome.reason ? ` (${outcome.reason})` : ""}`;
+        process.stderr.write(`post: the relay refused the message${advice}\n`);
         return 2;
       }
       process.stdout.write(`${event.id}\n`);

@@ -6,6 +6,7 @@
 import type { Event } from "nostr-tools";
 import { KIND } from "../relay/kinds.js";
 import { threadRootOf } from "../relay/events.js";
+import { describeSystem } from "../ops/tail.js";
 
 export interface TranscriptOptions {
   names: Map<string, string>;
@@ -38,7 +39,7 @@ export function formatTranscript(events: Event[], opts: TranscriptOptions): stri
   }
   const lines: string[] = [];
   const render = (e: Event, indent: string) => {
-    const head = e.kind === KIND.system ? `${indent}${time(e.created_at)}  · ${systemText(e, name)}` : `${indent}${time(e.created_at)}  ${name(e.pubkey)}:`;
+    const head = e.kind === KIND.system ? `${indent}${time(e.created_at)}  · ${describeSystem(e, name)}` : `${indent}${time(e.created_at)}  ${name(e.pubkey)}:`;
     lines.push(head);
     if (e.kind !== KIND.system) for (const l of wrap(e.content, opts.width ?? 88)) lines.push(`${indent}    ${l}`);
     const rs = reactions.get(e.id);
@@ -50,15 +51,6 @@ export function formatTranscript(events: Event[], opts: TranscriptOptions): stri
     lines.push("");
   }
   return lines.join("\n");
-}
-
-function systemText(e: Event, name: (pk: string) => string): string {
-  try {
-    const p = JSON.parse(e.content) as { type?: string; actor?: string; outcome?: string };
-    return `${p.type ?? "system"}${p.outcome ? ` (${p.outcome})` : ""}${p.actor ? ` by ${name(p.actor)}` : ""}`;
-  } catch {
-    return e.content;
-  }
 }
 
 function wrap(text: string, width: number): string[] {

@@ -11,12 +11,11 @@ import WebSocket, { type RawData } from "ws";
 import { KIND } from "../relay/kinds.js";
 import type { RelayCore, Subscriber } from "./core.js";
 import { verifyReason } from "./crypto.js";
-import { RateLimiter, type RateLimit } from "./rate-limit.js";
+import { RateLimiter } from "./rate-limit.js";
 import { filterReason, LIMITS, shapeReason } from "./rules.js";
 
 export interface ConnectionOptions {
   authTimeoutMs: number;
-  rateLimit?: RateLimit;
   /** When true, EVENTs are processed but never answered with OK (publish-timeout tests). */
   swallowOk: () => boolean;
 }
@@ -40,7 +39,7 @@ export class Connection implements Subscriber {
     private readonly core: RelayCore,
     private readonly opts: ConnectionOptions,
   ) {
-    this.limiter = opts.rateLimit ? new RateLimiter(opts.rateLimit) : undefined;
+    this.limiter = core.limits.frameQuota ? new RateLimiter(core.limits.frameQuota) : undefined;
     ws.on("message", (data) => this.onFrame(data));
     ws.on("error", () => ws.terminate());
     this.authTimer = setTimeout(() => {
@@ -80,8 +79,9 @@ export class Connection implements Subscriber {
   private onFrame(data: RawData): void {
     this.core.stats.framesIn++;
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-    if (buf.length > LIMITS.frameBytes) {
-      this.send(["NOTICE", `error: frame too large (${buf.length} bytes, max ${LIMITS.frameBytes})`]);
+    const max = this.core.limits.frameBytes;
+    if (buf.length > max) {
+      this.send(["NOTICE", `error: frame too large (${buf.length} bytes, max ${max})`]);
       this.ws.close(1009, "frame too large");
       return;
     }
@@ -135,8 +135,9 @@ export class Connection implements Subscriber {
       this.send(["COUNT", subId, { count: this.core.count(filters as Filter[], this.pubkey) }]);
       return;
     }
-    if (!this.subs.has(subId) && this.subs.size >= LIMITS.maxSubscriptions) {
-      return this.send(["CLOSED", subId, `blocked: at most ${LIMITS.maxSubscriptions} subscriptions per connection`]);
+    const maxSubs = this.core.limits.maxSubscriptions;
+    if (!this.subs.has(subId) && this.subs.size >= maxSubs) {
+      return this.send(["CLOSED", subId, `blocked: at most ${maxSubs} subscriptions per connection`]);
     }
     const prefix = `["EVENT",${JSON.stringify(subId)},`;
     for (const ev of this.core.query(filters as Filter[], this.pubkey)) this.sendRaw(`${prefix}${JSON.stringify(ev)}]`);
@@ -150,7 +151,8 @@ export class Connection implements Subscriber {
     const answer = (ok: boolean, message: string) => {
       if (!this.opts.swallowOk()) this.send(["OK", id, ok, message]);
     };
-    if (retry !== undefined) return answer(false, rateLimited(retry));
+    // Buzz answers an over-quota EVENT (any frame but REQ) with a NOTICE and drops it: no OK.
+    if (retry !== undefined) return this.send(["NOTICE", rateLimited(retry)]);
     if (this.pubkey === undefined) return answer(false, "auth-required: authenticate with NIP-42 first");
     const r = this.core.ingest(raw, this.pubkey, "ws");
     answer(r.accepted, r.message);
@@ -193,6 +195,7 @@ export class Connection implements Subscriber {
   }
 }
 
-function rateLimited(retrySec: number): string {
+/** Buzz's over-quota text (docs/protocol.md, "Limits"). */
+export function rateLimited(retrySec: number): string {
   return `rate-limited: quota exceeded; retry in ${retrySec}s`;
 }

@@ -11,7 +11,8 @@ import { matchFilter, type Filter } from "nostr-tools/filter";
 import { isEphemeral } from "../relay/kinds.js";
 import type { Directory } from "./channels.js";
 import { signWithWasm, verifyReason } from "./crypto.js";
-import { authorizeWrite, canRead, filterAdmits, limitReason, LIMITS, shapeReason, WS_ONLY_KINDS } from "./rules.js";
+import { BUZZ_LIMITS, type RelayLimits } from "./limits.js";
+import { authorizeWrite, canRead, filterAdmits, limitReason, shapeReason, WS_ONLY_KINDS } from "./rules.js";
 import type { EventStore, StoredRecord } from "./store.js";
 
 /** Deletion requests (NIP-09 kind 5, NIP-29 kind 9005). */
@@ -46,6 +47,7 @@ export class RelayCore {
     readonly dir: Directory,
     private readonly relaySecret: Uint8Array,
     readonly relayPubkey: string,
+    readonly limits: RelayLimits = BUZZ_LIMITS,
   ) {}
 
   /** One client event, from WS `EVENT` or `POST /events`, written as `author` (the authenticated key). */
@@ -60,7 +62,7 @@ export class RelayCore {
     if (via === "http" && WS_ONLY_KINDS.has(ev.kind)) return refuse(`invalid: kind ${ev.kind} is accepted on the WebSocket only`);
     const decision = authorizeWrite(ev, author, this.dir, this.store);
     if (!decision.ok) return refuse(decision.reason);
-    const limit = limitReason(ev, Math.floor(Date.now() / 1000));
+    const limit = limitReason(ev, Math.floor(Date.now() / 1000), this.limits);
     if (limit) return refuse(limit);
     const result = this.accept({ event: clean(ev), channel: decision.channel });
     if (result.accepted && DELETION_KINDS.has(ev.kind)) this.deleteTargets(ev);
@@ -101,7 +103,7 @@ export class RelayCore {
     const out: Event[] = [];
     const accept = (rec: StoredRecord) => canRead(rec, reader, this.dir);
     for (const f of filters) {
-      const limit = Math.min(f.limit ?? LIMITS.maxStoredPerFilter, LIMITS.maxStoredPerFilter);
+      const limit = Math.min(f.limit ?? this.limits.maxStoredPerFilter, this.limits.maxStoredPerFilter);
       for (const rec of this.store.query(f, (r) => filterAdmits(f, r.event, reader) && accept(r), limit)) {
         if (seen.has(rec.event.id)) continue;
         seen.add(rec.event.id);

@@ -1,6 +1,6 @@
 /** Failure domains of the development relay, each with a message a user can act on. */
 
-/** The seed file could not be read or does not have the documented shape (design §9). */
+/** The seed file could not be read or does not have the documented shape (docs/dev-relay.md). */
 export class SeedError extends Error {
   override name = "SeedError";
   constructor(readonly file: string, readonly problems: string[]) {

@@ -13,7 +13,9 @@ import type { Filter } from "nostr-tools/filter";
 import type { RelayCore } from "./core.js";
 import { DevRelayAdminError } from "./errors.js";
 import type { Nip98Guard } from "./nip98.js";
-import { filterReason, LIMITS } from "./rules.js";
+import { rateLimited } from "./connection.js";
+import { RateLimiter } from "./rate-limit.js";
+import { filterReason } from "./rules.js";
 
 export interface HttpDeps {
   core: RelayCore;
@@ -21,9 +23,9 @@ export interface HttpDeps {
   adminToken: string;
   /** Runs one admin op; throws DevRelayAdminError for a request that cannot be carried out. */
   admin(op: string, body: Record<string, unknown>): Promise<unknown>;
+  /** Per-pubkey HTTP quota counters (Buzz counts calls per identity, not per connection). */
+  httpQuota: Map<string, RateLimiter>;
 }
-
-const MAX_BODY = 2 * LIMITS.frameBytes;
 
 export async function handleHttp(req: IncomingMessage, res: ServerResponse, deps: HttpDeps): Promise<void> {
   const path = (req.url ?? "/").split("?")[0]!;
@@ -34,14 +36,14 @@ export async function handleHttp(req: IncomingMessage, res: ServerResponse, deps
       pubkey: deps.core.relayPubkey,
       supported_nips: [1, 11, 29, 42, 45, 98],
       software: "buzz-bridge",
-      limitation: { max_message_length: LIMITS.frameBytes, max_content_length: LIMITS.contentBytes, max_subscriptions: LIMITS.maxSubscriptions, auth_required: true, restricted_writes: true },
+      limitation: { max_message_length: deps.core.limits.frameBytes, max_content_length: deps.core.limits.contentBytes, max_subscriptions: deps.core.limits.maxSubscriptions, auth_required: true, restricted_writes: true },
     }, "application/nostr+json");
   }
   if (req.method === "GET" && path === "/health") return json(res, 200, { ok: true });
   if (req.method !== "POST") return json(res, 404, { error: `no route ${req.method} ${path}` });
   let body: Buffer;
   try {
-    body = await readBody(req);
+    body = await readBody(req, 2 * deps.core.limits.frameBytes);
   } catch (err) {
     return json(res, 413, { error: (err as Error).message });
   }
@@ -51,6 +53,13 @@ export async function handleHttp(req: IncomingMessage, res: ServerResponse, deps
   if (!auth.ok) return json(res, auth.status, { error: auth.error });
   if (!deps.core.dir.isRelayMember(auth.pubkey)) {
     return json(res, 403, { error: "relay_membership_required", message: "restricted: not a relay member" });
+  }
+  const quota = deps.core.limits.httpQuota;
+  if (quota) {
+    let limiter = deps.httpQuota.get(auth.pubkey);
+    if (!limiter) deps.httpQuota.set(auth.pubkey, (limiter = new RateLimiter(quota)));
+    const retry = limiter.take();
+    if (retry !== undefined) return json(res, 429, { error: rateLimited(retry) });
   }
   let parsed: unknown;
   try {
@@ -96,7 +105,7 @@ async function admin(req: IncomingMessage, res: ServerResponse, op: string, body
   }
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
+function readBody(req: IncomingMessage, MAX_BODY: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -1,5 +1,5 @@
 /**
- * The embedded Buzz-compatible development relay (design §9; buzz-protocol §7): one
+ * The embedded Buzz-compatible development relay (docs/dev-relay.md; docs/protocol.md): one
  * port for WebSocket (NIP-01 + NIP-42) and the NIP-98 HTTP bridge, channels as NIP-29
  * groups with enforced membership. Started in-process by tests and `demo` through
  * `startDevRelay`, or as `buzz-bridge dev-relay` (command.ts).
@@ -19,7 +19,8 @@ import { initCrypto } from "./crypto.js";
 import { DevRelayAdminError } from "./errors.js";
 import { handleHttp } from "./http.js";
 import { Nip98Guard } from "./nip98.js";
-import type { RateLimit } from "./rate-limit.js";
+import { resolveLimits, type RelayLimits } from "./limits.js";
+import { RateLimiter } from "./rate-limit.js";
 import { loadSeed, parseSeed, type SeedInput } from "./seed.js";
 import { MemoryStore, type EventStore } from "./store.js";
 import { SqliteStore } from "./sqlite-store.js";
@@ -28,6 +29,7 @@ export { loadSeed, parseSeed, type SeedFile, type SeedInput } from "./seed.js";
 export { SeedError, DevRelayAdminError } from "./errors.js";
 export type { NewChannel } from "./admin.js";
 export type { RateLimit } from "./rate-limit.js";
+export { BUZZ_LIMITS, describeLimits, parseQuota, type RelayLimits } from "./limits.js";
 
 export interface DevRelayOptions {
   /** TCP port; default 0 = any free port (read `url` afterwards). */
@@ -40,8 +42,13 @@ export interface DevRelayOptions {
   dataDir?: string;
   /** Time a client has to answer the NIP-42 challenge; default 5000 ms like Buzz's AUTH_TIMEOUT. */
   authTimeoutMs?: number;
-  /** Per-connection frame quota answered in Buzz's `rate-limited:` format; default off. */
-  rateLimit?: RateLimit;
+  /**
+   * Buzz's limits (limits.ts), on by default; any subset may be changed. The seed's `limits:`
+   * apply first, these over them.
+   */
+  limits?: Partial<RelayLimits>;
+  /** Switches the frame and HTTP quotas off (benchmarks and tests about something else). */
+  noLimits?: boolean;
   /** Bearer token for `POST /admin/<op>`; default random (see `adminToken`). */
   adminToken?: string;
 }
@@ -58,6 +65,8 @@ export interface DevRelay {
   port: number;
   /** Channels created or loaded from the seed, in seed order. */
   seeded: { id: string; name: string }[];
+  /** The limits in force. */
+  limits: RelayLimits;
   close(): Promise<void>;
   /** Cuts every connection (clients must reconnect and re-authenticate). */
   dropAll(): void;
@@ -99,14 +108,16 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
     store.setMeta(RELAY_SECRET_META, secretHex);
   }
   const secret = hexToBytes(secretHex);
-  const core = new RelayCore(store, new Directory(), secret, getPublicKey(secret));
+  const limits = resolveLimits({ limits: seed?.limits }, { limits: opts.limits, noLimits: opts.noLimits });
+  const core = new RelayCore(store, new Directory(), secret, getPublicKey(secret), limits);
   const admin = new ChannelAdmin(core);
   const seeded = seed ? admin.applySeed(seed).map((c) => ({ id: c.id, name: c.name })) : [];
   const nip98 = new Nip98Guard();
   const adminToken = opts.adminToken ?? randomBytes(16).toString("hex");
   const connections = new Set<Connection>();
   let swallowOk = false;
-  const connOpts = { authTimeoutMs: opts.authTimeoutMs ?? 5000, rateLimit: opts.rateLimit, swallowOk: () => swallowOk };
+  const connOpts = { authTimeoutMs: opts.authTimeoutMs ?? 5000, swallowOk: () => swallowOk };
+  const httpQuota = new Map<string, RateLimiter>();
 
   const relay: DevRelay = {
     url: "",
@@ -115,6 +126,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
     adminToken,
     port: 0,
     seeded,
+    limits,
     async close() {
       await stopListening();
       store.close();
@@ -169,7 +181,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
 
   async function listen(port: number): Promise<void> {
     const srv = createServer((req, res) => {
-      handleHttp(req, res, { core, nip98, adminToken, admin: adminOp }).catch((err: unknown) => {
+      handleHttp(req, res, { core, nip98, adminToken, admin: adminOp, httpQuota }).catch((err: unknown) => {
         if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: `internal error: ${(err as Error).message}` }));
       });

@@ -7,18 +7,11 @@ import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
 import { KIND, P_GATED_KINDS } from "../relay/kinds.js";
 import { GROUP_STATE_KINDS, type Directory } from "./channels.js";
+import type { RelayLimits } from "./limits.js";
 import type { EventStore, StoredRecord } from "./store.js";
 
+/** Fixed protocol bounds; Buzz's adjustable limits are in limits.ts. */
 export const LIMITS = {
-  /** Buzz BUZZ_MAX_FRAME_BYTES: larger frames get a NOTICE and the socket is closed. */
-  frameBytes: 512 * 1024,
-  /** Buzz ingest limit on content (bytes of UTF-8). */
-  contentBytes: 256 * 1024,
-  /** created_at must be within this many seconds of relay time. */
-  createdAtSkewSec: 900,
-  maxSubscriptions: 1024,
-  /** Stored events returned per filter before EOSE. */
-  maxStoredPerFilter: 2000,
   maxSubIdLength: 64,
 } as const;
 
@@ -56,11 +49,11 @@ export function shapeReason(ev: unknown): string | null {
 }
 
 /** Buzz's ingest limits: content size and created_at window. */
-export function limitReason(ev: Event, nowSec: number): string | null {
+export function limitReason(ev: Event, nowSec: number, limits: RelayLimits): string | null {
   const bytes = Buffer.byteLength(ev.content, "utf8");
-  if (bytes > LIMITS.contentBytes) return `invalid: content too large (${bytes} bytes, max ${LIMITS.contentBytes})`;
-  if (Math.abs(ev.created_at - nowSec) > LIMITS.createdAtSkewSec) {
-    return `invalid: created_at is more than ${LIMITS.createdAtSkewSec / 60} minutes from relay time`;
+  if (bytes > limits.contentBytes) return `invalid: content too large (${bytes} bytes, max ${limits.contentBytes})`;
+  if (Math.abs(ev.created_at - nowSec) > limits.createdAtSkewSec) {
+    return `invalid: created_at is more than ${limits.createdAtSkewSec / 60} minutes from relay time`;
   }
   return null;
 }

@@ -1,5 +1,5 @@
 /**
- * The `--seed FILE` format (design §9): relay members and channels with their members,
+ * The `--seed FILE` format (docs/dev-relay.md): relay members and channels with their members,
  * optionally initial messages. YAML via the `yaml` library, validated with zod; pubkeys
  * may be npub or hex and are normalised by config/keys.ts.
  */
@@ -8,6 +8,7 @@ import { parse } from "yaml";
 import { z } from "zod";
 import { parsePubkey } from "../config/keys.js";
 import { SeedError } from "./errors.js";
+import { seedLimitsSchema } from "./limits.js";
 
 const pubkey = z.string().transform((s, ctx) => {
   try {
@@ -38,6 +39,8 @@ const seedChannel = z.strictObject({
 
 export const seedSchema = z.strictObject({
   members: z.array(pubkey).default([]),
+  /** Buzz's limits, changed for this relay (limits.ts; docs/dev-relay.md). */
+  limits: seedLimitsSchema.optional(),
   channels: z.array(seedChannel).default([]),
 });
 

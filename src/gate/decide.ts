@@ -27,6 +27,7 @@ export type DropReason =
   | "no-channel"
   | "not-configured"
   | "edit-of-handled"
+  | "amends-unknown"
   | "kind-not-subscribed"
   | "no-mention"
   | "bad-signature"
@@ -53,6 +54,12 @@ export interface GateContext {
 
 export type Decision =
   | { action: "accept"; channel: ChannelInfo; policy: ChannelPolicy; sibling?: SiblingVerdict }
+  /**
+   * An edit (40003) or deletion (5) of an event the bridge accepted earlier. Who may amend
+   * it and what that does depends on where that event is now (waiting, in a running turn,
+   * answered): the daemon decides with the queue; the signature is already verified.
+   */
+  | { action: "amend"; amend: "edit" | "delete"; targets: string[]; channel: ChannelInfo; policy: ChannelPolicy }
   | { action: "control"; command: ControlCommand; channel: ChannelInfo }
   | {
       /**
@@ -93,6 +100,11 @@ function editTarget(ev: Event): string | undefined {
   return ev.tags.find((t) => t[0] === "e")?.[1];
 }
 
+/** NIP-09: a deletion names its targets with `e` tags (at most 50 looked at). */
+function deletionTargets(ev: Event): string[] {
+  return [...new Set(ev.tags.filter((t) => t[0] === "e" && typeof t[1] === "string").map((t) => t[1]!))].slice(0, 50);
+}
+
 /** Author refusals a sibling can overturn (never `nobody`: that channel answers no one). */
 const SIBLING_OVERRIDABLE: ReadonlySet<DropReason> = new Set(["not-owner", "not-allowlisted", "dm-not-owner"]);
 
@@ -116,9 +128,17 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict): D
   if (!policy) return drop("not-configured", { level: "debug" });
   const channel: ChannelInfo = known ?? { id: channelId, type: "unknown" };
 
-  if (ev.kind === KIND.edit) {
-    const target = editTarget(ev);
-    if (target && ctx.handled(target)) return drop("edit-of-handled", { level: "debug", channel, policy });
+  if (ev.kind === KIND.edit || ev.kind === KIND.deletion || ev.kind === KIND.groupDeletion) {
+    const amend = ev.kind === KIND.edit ? "edit" : "delete";
+    const targets = amend === "edit" ? [editTarget(ev)].filter((t): t is string => !!t) : deletionTargets(ev);
+    const known = targets.filter((t) => ctx.handled(t));
+    if (known.length) {
+      if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
+      return { action: "amend", amend, targets: known, channel, policy };
+    }
+    // Edits and deletions of other messages arrive in every channel (they name no one):
+    // only an edit in a channel that listens to kind 40003 is a message of its own.
+    if (!policy.kinds.includes(ev.kind)) return drop("amends-unknown", { level: "debug", channel, policy });
   }
 
   // Before the policy: the owner can always stop or inspect the agent, even in a channel

@@ -33,24 +33,38 @@ export class Gate {
 
   /** Decides and performs the decision's side effects; returns the decision. */
   async handle(ev: Event): Promise<Decision> {
+    const decision = await this.decide(ev);
+    await this.act(ev, decision);
+    return decision;
+  }
+
+  /**
+   * The decision, synchronously whenever no look-up is needed: the daemon queues an
+   * accepted event in the same tick, so an edit or deletion delivered right after it
+   * already finds it handled. A refused author may be another agent of the same owner:
+   * then it asks (profile look-up, bounded in time, fails closed) and decides again.
+   */
+  decide(ev: Event): Decision | Promise<Decision> {
     const ctx = this.opts.context;
-    let decision = decide(ev, ctx);
-    // A refused author may be another agent of the same owner: ask (profile look-up,
-    // bounded in time, fails closed) and decide again with the answer.
-    if (siblingMayChange(decision, ctx)) decision = decide(ev, ctx, await ctx.sibling!(ev.pubkey, ev));
-    if (decision.action === "accept") return decision;
+    const decision = decide(ev, ctx);
+    if (siblingMayChange(decision, ctx)) return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
+    return decision;
+  }
+
+  /** The decision's side effects (cursor, control command, denial answer); none for accept and amend. */
+  async act(ev: Event, decision: Decision): Promise<void> {
+    if (decision.action === "accept" || decision.action === "amend") return;
     const seenIn = cursorChannel(decision);
     if (seenIn) this.opts.noteSeen?.(seenIn, ev.created_at);
     if (decision.action === "control") {
       if (!this.opts.claimControl(ev.id, ev.created_at)) {
         this.opts.logger.debug({ evt: "gate.control_replayed", event: ev.id, command: decision.command });
-        return decision;
+        return;
       }
       await this.opts.control.execute(ev, decision.command, decision.channel.id);
-      return decision;
+      return;
     }
     await this.opts.reporter.report(ev, decision);
-    return decision;
   }
 }
 
@@ -60,6 +74,6 @@ export class Gate {
  */
 function cursorChannel(d: Decision): string | undefined {
   if (d.action === "control") return d.channel.id;
-  if (d.action === "accept" || d.reason === "bad-signature" || !d.policy) return undefined;
+  if (d.action === "accept" || d.action === "amend" || d.reason === "bad-signature" || !d.policy) return undefined;
   return d.channel?.id;
 }

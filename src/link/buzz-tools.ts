@@ -5,7 +5,7 @@
  */
 import type { Event, EventTemplate, Filter } from "nostr-tools";
 import { KIND } from "../relay/kinds.js";
-import { channelOf, message, reaction, replyRefFor, threadRootOf } from "../relay/events.js";
+import { channelOf, messageParts, reaction, replyRefFor, threadRootOf } from "../relay/events.js";
 import type { BuzzToolHandlers } from "./server.js";
 
 /** The little the buzz tools need of a relay client; the daemon plugs in the real one. */
@@ -61,17 +61,24 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     return ev;
   };
 
-  const publish = async (template: EventTemplate, what: string): Promise<{ event_id: string }> => {
+  /** Publishes the templates in order (a long message's parts); the first event's id answers. */
+  const publish = async (templates: EventTemplate | EventTemplate[], what: string): Promise<{ event_id: string; parts?: string[] }> => {
     // Bound before the wait: a publish that completes late (a reconnect) still counts for
     // the turn that asked for it, and that turn knows a publish is still on its way.
     const turn = opts.bindTurn?.();
+    const list = Array.isArray(templates) ? templates : [templates];
+    const ids: string[] = [];
     try {
-      const ev = relay.sign(template);
-      const out = await relay.publish(ev);
-      if (!OK_STATUSES.has(out.status)) throw new BuzzToolError(`${what} not published: ${out.status}${out.reason ? ` (${out.reason})` : ""}`);
-      turn?.published(ev);
-      opts.onPublished?.(ev);
-      return { event_id: ev.id };
+      for (const [i, template] of list.entries()) {
+        const ev = relay.sign(template);
+        const out = await relay.publish(ev);
+        const part = list.length > 1 ? ` (part ${i + 1} of ${list.length}; ${i} published before it)` : "";
+        if (!OK_STATUSES.has(out.status)) throw new BuzzToolError(`${what} not published${part}: ${out.status}${out.reason ? ` (${out.reason})` : ""}`);
+        turn?.published(ev);
+        opts.onPublished?.(ev);
+        ids.push(ev.id);
+      }
+      return list.length > 1 ? { event_id: ids[0]!, parts: ids } : { event_id: ids[0]! };
     } finally {
       turn?.release();
     }
@@ -81,7 +88,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     async sendMessage(a) {
       const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
       const thread = replyTo ? replyRefFor(await inChannel(replyTo, "reply_to event")) : undefined;
-      return publish(message(channel, a.content, { thread, mentions: a.mentions }), "message");
+      return publish(messageParts(channel, a.content, { thread, mentions: a.mentions }), "message");
     },
     async addReaction(a) {
       const target = await inChannel(a.event_id, "event");

@@ -230,7 +230,7 @@ export class LinkServer {
       const presented = typeof p?.token === "string" ? digest(p.token) : undefined;
       const found = presented !== undefined && (only === undefined || presented === only) ? this.sessions.get(presented) : undefined;
       if (!found) {
-        log.warn({ evt: "link.refused", reason: "unknown or revoked token", pid: p?.pid });
+        log.warn({ evt: "link.refused", reason: "unknown or revoked token", proxy_pid: p?.pid });
         setTimeout(() => socket.destroy(), 50);
         return new ResponseError(LinkErrorCode.Unauthorized, "link refused: unknown or revoked token");
       }
@@ -239,7 +239,7 @@ export class LinkServer {
       // A proxy restarted by the agent replaces the old connection.
       if (found.conn && found.conn !== conn) found.conn.dispose();
       found.conn = conn;
-      log.info({ evt: "link.connected", session: found.key, pid: p.pid });
+      log.info({ evt: "link.connected", session: found.key, proxy_pid: p.pid }); // `pid` is the daemon's own
       return { manifest: found.manifest };
     });
 

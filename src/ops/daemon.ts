@@ -7,13 +7,13 @@ import { mkdirSync } from "node:fs";
 import { cliPath } from "./cli-path.js";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
+import { AgentPool, AgentSandbox, agentEnvironment, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
 import { resolveEnforce } from "../config/enforce.js";
 export { resolveEnforce };
-import { AgentPool, AgentSandbox, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
 import { processIdentity, stopLeftoverAgents } from "../agent/leftovers.js";
 import { checkFaultEnv } from "../relay/faults.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
-import type { Config } from "../config/schema.js";
+import type { Config, MidTurnMode } from "../config/schema.js";
 import { startDevRelay, type DevRelay } from "../devrelay/index.js";
 import { Heartbeat } from "../heartbeat/heartbeat.js";
 import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
@@ -22,10 +22,18 @@ import { LinkServer, linkRootPath } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
+import { refusalAdvice } from "../relay/auth-advice.js";
+import { RelayHttpError } from "../relay/errors.js";
+import { npub } from "../config/keys.js";
 import { TurnDispatcher } from "../turn/dispatch.js";
+import { midTurnHow } from "../turn/mid-turn.js";
+import { Amendments } from "../turn/amend.js";
+import { KIND } from "../relay/kinds.js";
 import type { Enforce } from "../turn/run.js";
 import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
+import { agentCommandProblem, agentCwdProblem, stateDirProblem } from "./preflight.js";
+import { StateLock } from "./state-lock.js";
 import type { Logger } from "./log.js";
 import { Metrics } from "./metrics.js";
 import { UsageToday } from "./usage-today.js";
@@ -55,12 +63,17 @@ export function resolveAgentCommand(cfg: Config["agent"]): { command: string; ar
   return { command: process.execPath, args: [cliPath(), ...cfg.args] };
 }
 
-/** start() gave up waiting for the relay because a stop was requested: not a failure. */
 /** The state directory cannot be made or used (permissions, a file in the way). */
 export class StateDirError extends Error {
   override name = "StateDirError";
 }
 
+/** Something `run` needs is missing (the agent command, a writable work area): the same words `doctor` prints. */
+export class PreflightError extends Error {
+  override name = "PreflightError";
+}
+
+/** start() gave up waiting for the relay because a stop was requested: not a failure. */
 export class StartAbortedError extends Error {
   override name = "StartAbortedError";
   constructor(cause: unknown) {
@@ -121,9 +134,11 @@ export class Daemon {
   private pool!: AgentPool;
   private link!: LinkServer;
   private gate!: Gate;
+  private amendments!: Amendments;
   private gateContext!: GateContext;
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
+  private stateLock?: StateLock;
   private presenceTimer?: NodeJS.Timeout;
   private heartbeat?: Heartbeat;
   private pruneTimer?: NodeJS.Timeout;
@@ -162,6 +177,11 @@ export class Daemon {
     } catch (err) {
       throw new StateDirError(`cannot create state_dir ${cfg.state_dir}: ${(err as Error).message}`, { cause: err });
     }
+    const stateProblem = stateDirProblem(cfg.state_dir);
+    if (stateProblem) throw new StateDirError(stateProblem);
+    // Before anything touches the directory's contents (queue, link socket): one daemon per state_dir.
+    this.stateLock = StateLock.acquire(cfg.state_dir);
+    this.preflight(secretKey);
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
     // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
     const sandbox = sandboxFor(this.o.loaded, this.log);
@@ -175,7 +195,14 @@ export class Daemon {
       this.log.info({ evt: "relay.embedded", url, channels: this.devRelay.seeded }, "embedded development relay started");
     }
 
-    this.relay = new RelayClient({ url, secretKey, logger: this.log, cursor: { get: () => this.store.minCursor() }, publish: { timeoutMs: cfg.relay.publish_timeout } });
+    this.relay = new RelayClient({
+      url,
+      secretKey,
+      logger: this.log,
+      cursor: { get: () => this.store.minCursor() },
+      publish: { timeoutMs: cfg.relay.publish_timeout },
+      connection: { frameQuota: { frames: cfg.relay.frame_quota.frames, windowMs: cfg.relay.frame_quota.window } },
+    });
     this.directory = new ChannelDirectory(this.relay, this.log).attach();
     this.follower = new ChannelFollower(this.relay, this.directory, configSelector(cfg));
     this.profiles = new ProfileCache(this.relay);
@@ -232,10 +259,22 @@ export class Daemon {
       },
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
+      onMidTurnDelivered: (method, seconds) => this.metrics.midTurnDelivered(method, seconds),
       onUsage: (channel, model, usage) => {
         this.metrics.turnUsage(channel, model, usage);
         this.usageToday.add(channel, model, usage);
       },
+    });
+
+    this.amendments = new Amendments({
+      store: this.store,
+      scheduler: this.scheduler,
+      cancelTurns: (ids) => void this.dispatcher.cancelTurns(ids),
+      retract: (scope, id, author) => this.dispatcher.retract(scope, id, author),
+      midTurn: (ev, scope, mode) => this.midTurn(ev, scope, mode),
+      ownReactions: (id) => this.relay.query([{ kinds: [KIND.reaction], authors: [pubkey], "#e": [id], limit: 20 }]),
+      out,
+      logger: this.log,
     });
 
     this.gateContext = {
@@ -337,6 +376,14 @@ export class Daemon {
     this.heartbeat.start();
   }
 
+  /** Refuses to start with an agent that cannot run here, worded as `doctor` words it. */
+  private preflight(secret: Uint8Array): void {
+    const { command } = resolveAgentCommand(this.config.agent);
+    const env = agentEnvironment({ configured: this.config.agent.env, secret }).env;
+    const problem = agentCommandProblem(command, env.PATH ?? process.env.PATH ?? "") ?? agentCwdProblem(this.config.agent.cwd);
+    if (problem) throw new PreflightError(problem);
+  }
+
   /**
    * The first channel discovery. The relay may come up after us (both restarted at boot, a
    * relay upgrade): keep trying with backoff, as the connection itself does, instead of
@@ -348,7 +395,9 @@ export class Daemon {
         return await this.follower.refresh();
       } catch (err) {
         if (this.startAborted) throw new StartAbortedError(err);
-        this.log.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay }, "cannot list channels yet (is the relay up?); retrying");
+        const refused = err instanceof RelayHttpError && (err.status === 401 || err.status === 403) ? err.relayMessage : this.relay.lastAuthError;
+        const msg = refused !== undefined ? `the relay refused this identity: ${refusalAdvice(refused, this.pubkey)}; retrying` : "cannot list channels yet (is the relay up?); retrying";
+        this.log.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay, ...(refused !== undefined ? { npub: npub(this.pubkey) } : {}) }, msg);
         await new Promise<void>((r) => {
           const t = setTimeout(r, delay);
           this.wakeStart = () => (clearTimeout(t), r());
@@ -383,15 +432,27 @@ export class Daemon {
     if (this.stopping) return; // not decided, so the cursor stays put and a restart replays it
     this.metrics.eventReceived(ev.kind);
     try {
-      const decision = await this.gate.handle(ev);
-      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.sibling ? "sibling" : "accepted");
+      // Decided and, when accepted, queued in this tick: the next event (an edit, a deletion)
+      // must find it. Only a possible sibling's decision waits for a look-up; the decision's
+      // other effects (answers, control commands) may take time.
+      const pending = this.gate.decide(ev);
+      const decision = pending instanceof Promise ? await pending : pending;
+      const acted = this.gate.act(ev, decision);
+      this.metrics.gateDecision(decision.action, decision.action === "drop" || decision.action === "deny" ? decision.reason : decision.action === "control" ? decision.command : decision.action === "amend" ? decision.amend : decision.sibling ? "sibling" : "accepted");
       if (decision.action === "deny") {
         this.denials.push({ at: Date.now(), channel: decision.channel?.id, author: ev.pubkey, reason: decision.reason });
         if (this.denials.length > RECENT_DENIALS) this.denials.shift();
       }
       if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
-        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: ev.pubkey, ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
+        this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: npub(ev.pubkey), ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
+        this.midTurn(ev, this.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
+      } else if (decision.action === "amend") {
+        if (decision.amend === "edit") this.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn);
+        else void this.amendments.delete(ev, decision.targets).catch((err) => this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle a deletion"));
+        // Decided, not queued as an event of its own: the cursor moves past it.
+        this.store.noteSeen(decision.channel.id, ev.created_at);
       }
+      await acted;
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }
@@ -409,6 +470,22 @@ export class Daemon {
         // the store closed first (shutdown): the next start finds the group gone
       }
     });
+  }
+
+  /**
+   * An accepted event whose scope has a turn running: under `mid_turn` steer/interrupt it
+   * joins that turn in the queue (durably) and goes to the agent now; otherwise it waits
+   * for the next turn, as every queued event does.
+   */
+  private midTurn(ev: Event, scope: string, mode: MidTurnMode): void {
+    const turnId = this.scheduler.runningTurn(scope);
+    if (turnId === undefined) return;
+    const how = midTurnHow(mode, ev.pubkey === this.config.identity.owner);
+    if (!how || !this.dispatcher.canTake(turnId)) {
+      this.log.debug({ evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode }, "message arrived mid-turn; it waits for the next turn");
+      return;
+    }
+    if (this.scheduler.joinRunning(turnId, ev.id)) this.dispatcher.take(turnId, ev, how, Date.now());
   }
 
   /** queue → turn: starts every batch the scheduler allows now. */
@@ -540,6 +617,7 @@ export class Daemon {
     this.scheduler?.close();
     this.store?.close();
     await this.devRelay?.close().catch(() => undefined);
+    this.stateLock?.release();
     this.log.info({ evt: "daemon.stopped" }, "stopped");
   }
 }

@@ -10,9 +10,10 @@ import { parseDuration } from "../config/duration.js";
 
 const HELP = `usage: buzz-bridge doctor [-c FILE] [--timeout 15s]
 
-Live self-check: config valid, relay reachable, NIP-42 auth accepted, channels found
-(name and description), agent command starts and answers ACP initialize (and offers
-agent.mode), the agent sandbox runs once and shows what an agent can and cannot
+Live self-check: config valid, state_dir writable by this user (and whether a daemon
+holds its lock), relay reachable, NIP-42 auth accepted, channels found (name, UUID and
+description), agent command starts and answers ACP initialize (and offers agent.mode),
+agent.cwd writable, the agent sandbox runs once and shows what an agent can and cannot
 reach, each MCP server starts and lists its tools, proxy tool names valid.
 Prints ✓/✗ per check with the reason; exit 0 when all pass, 1 otherwise.
 With relay.url: embedded the development relay is started as the daemon would.

@@ -5,8 +5,6 @@
  * person can act on. Each check is bounded in time, cleans up after itself, and never
  * throws: a failure is a result. Checks that depend on a failed one are skipped.
  */
-import { accessSync, constants, statSync } from "node:fs";
-import { delimiter, isAbsolute, join, resolve } from "node:path";
 import WebSocket from "ws";
 import { agentEnvironment, probeAgent } from "../agent/index.js";
 import { npub } from "../config/keys.js";
@@ -20,6 +18,9 @@ import { manifestFromConfig } from "../proxy/manifest.js";
 import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../proxy/naming.js";
 import { ChannelDirectory, initCrypto, probeRelay, RelayAuthError, RelayClient, type ChannelInfo } from "../relay/index.js";
 import { resolveAgentCommand } from "./daemon.js";
+import { refusalAdvice } from "../relay/auth-advice.js";
+import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } from "./preflight.js";
+import { StateLock } from "./state-lock.js";
 import { createLogger, type Logger } from "./log.js";
 import { sandboxCheck } from "./doctor-sandbox.js";
 
@@ -58,7 +59,28 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
     agentCheck(loaded, timeoutMs),
     sandboxCheck(loaded, timeoutMs),
   ]);
-  return [configCheck, ...relay, agent, sandbox, ...mcp];
+  return [configCheck, stateCheck(cfg.state_dir), ...relay, agent, workDirCheck(cfg.agent.cwd), sandbox, ...mcp];
+}
+
+// ---------------------------------------------------------------------------------------
+// state_dir writable by this user, and whether a daemon holds it
+
+function stateCheck(dir: string): CheckResult {
+  const problem = stateDirProblem(dir);
+  if (problem) return { name: "state", mark: "fail", summary: problem };
+  const lock = StateLock.probe(dir);
+  if (lock.state === "held") {
+    // A running daemon is normal when doctor checks a live service; a second `run` is what would fail.
+    return { name: "state", mark: "ok", summary: `${dir} is writable and in use by a running daemon${lock.pid ? ` (pid ${lock.pid})` : ""}; a second \`run\` on it would exit 2` };
+  }
+  if (lock.state === "unknown") return { name: "state", mark: "fail", summary: `cannot read the lock in ${dir}: ${lock.error}` };
+  return { name: "state", mark: "ok", summary: `${dir} is writable; no daemon is using it` };
+}
+
+function workDirCheck(template: string): CheckResult {
+  const problem = agentCwdProblem(template);
+  if (problem) return { name: "agent cwd", mark: "fail", summary: problem };
+  return { name: "agent cwd", mark: "ok", summary: `${agentCwdBase(template)} is writable (agent.cwd ${template})` };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -163,10 +185,7 @@ function connectAdvice(url: string, err: NodeJS.ErrnoException): string {
 /** The relay's own reason, plus what to do about it. */
 function authAdvice(cause: unknown, fallback: string, pubkey: string): string {
   if (!(cause instanceof RelayAuthError)) return fallback;
-  const reason = cause.reason || "(the relay gave no reason)";
-  if (/^(restricted|blocked)\b|member/i.test(reason)) return `${reason}: ask the relay admin to add ${npub(pubkey)} as a relay member`;
-  if (/created_at|time|clock/i.test(reason)) return `${reason}: check this machine's clock (NTP)`;
-  return `relay refused NIP-42 auth: ${reason}`;
+  return refusalAdvice(cause.reason, pubkey);
 }
 
 async function discoverChannels(url: string, secretKey: Uint8Array, timeoutMs: number): Promise<ChannelInfo[]> {
@@ -203,7 +222,7 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
   const { command, args } = resolveAgentCommand(cfg);
   const shown = [cfg.command, ...cfg.args].join(" ");
   const env = agentEnvironment({ configured: cfg.env, secret: loaded.secretKey }).env;
-  const missing = commandProblem(command, env.PATH ?? process.env.PATH ?? "");
+  const missing = agentCommandProblem(command, env.PATH ?? process.env.PATH ?? "");
   if (missing) return { name: "agent", mark: "fail", summary: missing };
   const probe = await bounded(timeoutMs + 2000, `agent '${shown}'`, () =>
     probeAgent({ command, args, env: cfg.env, mode: cfg.mode, model: cfg.model, effort: cfg.effort, authMethod: cfg.auth_method, initTimeoutMs: timeoutMs, secret: loaded.secretKey }));
@@ -220,34 +239,6 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
     ? [`could not open a session to list its modes and models: ${p.sessionError.split("\n")[0]}`]
     : [`modes: ${list(p.offered.modes)}`, `models: ${list(p.offered.models)}`, `effort levels: ${list(p.offered.efforts)}`];
   return { name: "agent", mark: "ok", summary: `'${shown}' answered ACP initialize as ${who} (${p.initMs} ms)${mode}`, details };
-}
-
-/** Why `command` cannot be started, or undefined when it looks runnable. */
-function commandProblem(command: string, path: string): string | undefined {
-  if (command.includes("/")) {
-    const full = resolve(command);
-    try {
-      if (!statSync(full).isFile()) return `agent command '${command}' is not a file`;
-      accessSync(full, constants.X_OK);
-      return undefined;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      return code === "EACCES" ? `agent command '${command}' is not executable (chmod +x?)` : `agent command '${command}' does not exist`;
-    }
-  }
-  for (const dir of path.split(delimiter)) {
-    if (!dir || !isAbsolute(dir)) continue;
-    try {
-      const full = join(dir, command);
-      if (statSync(full).isFile()) {
-        accessSync(full, constants.X_OK);
-        return undefined;
-      }
-    } catch {
-      /* not here */
-    }
-  }
-  return `agent command '${command}' not found on PATH; install it or set agent.command to its full path`;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * could travel (config objects, env maps handed to children, raw errors).
  */
 import { pino, type Logger, type DestinationStream, type Level } from "pino";
+import { headlineFor } from "./log-headlines.js";
 
 export type { Logger };
 
@@ -53,7 +54,12 @@ export function createLogger(opts: LogOptions = {}): Logger {
     formatters: { level: (label: string) => ({ level: label }) },
     hooks: {
       // Masks nsec-shaped text in the message string; structured fields are covered by redact.
+      // A call with fields only gets its event's headline, so no line has an empty `msg`.
       logMethod(this: Logger, args: unknown[], method: (...a: unknown[]) => void) {
+        const [first] = args;
+        if (args.length === 1 && first && typeof first === "object" && typeof (first as { evt?: unknown }).evt === "string" && !("msg" in first)) {
+          args = [first, headlineFor((first as { evt: string }).evt)];
+        }
         method.apply(this, args.map((a) => (typeof a === "string" ? scrub(a) : a)));
       },
     },

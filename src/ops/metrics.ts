@@ -16,6 +16,7 @@
  * | queue_depth | gauge | | accepted events stored and not yet finished (all scopes) |
  * | turns_total | counter | outcome | finished turns: answered / failed / cancelled |
  * | turn_duration_seconds | histogram | outcome | wall time of a turn, 1 s … 2 h buckets |
+ * | mid_turn_delivery_seconds | histogram | method | a message arriving mid-turn: accepted → given to the agent (native steer or cancel-merge) |
  * | agent_processes | gauge | | agent processes alive (working, idle and warm) |
  * | agent_spawns_total | counter | | agent processes started |
  * | agent_crashes_total | counter | | agent processes that exited without being asked to |
@@ -39,7 +40,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 const PREFIX = "buzz_bridge_";
 
 /** What the gate did with an event (design §6). */
-export type GateDecision = "accept" | "deny" | "drop" | "control";
+export type GateDecision = "accept" | "amend" | "deny" | "drop" | "control";
 /** How a turn ended: every accepted mention ends as one of these (design §6). */
 export type TurnOutcome = "answered" | "failed" | "cancelled";
 /** The merged verdict of a hook fan-out: an objection was raised, or nobody objected. */
@@ -52,6 +53,9 @@ export type HookVerdict = "allow" | "object";
 export const TURN_DURATION_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200];
 
 /** Hook fan-outs answer within `mcp.hook_deadline` (2 s default, below the agent's 2.5 s). */
+/** A steer lands in milliseconds; a cancel-and-merge waits for the agent to stop (up to `agent.cancel_grace`). */
+export const MID_TURN_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30];
+
 export const HOOK_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 2.5, 5];
 
 /**
@@ -86,6 +90,7 @@ export class Metrics {
   private readonly queueDepthGauge: Gauge;
   private readonly turns: Counter<"outcome">;
   private readonly turnDuration: Histogram<"outcome">;
+  private readonly midTurnDelivery: Histogram<"method">;
   private readonly agentProcessesGauge: Gauge;
   private readonly agentSpawns: Counter;
   private readonly agentCrashes: Counter;
@@ -136,6 +141,13 @@ export class Metrics {
       help: "Wall-clock duration of a turn, from pick-up to its result reaction.",
       labelNames: ["outcome"],
       buckets: TURN_DURATION_BUCKETS,
+      registers,
+    });
+    this.midTurnDelivery = new Histogram({
+      name: `${PREFIX}mid_turn_delivery_seconds`,
+      help: "How long a message that arrived while its scope's turn ran took to reach the agent, by method (native, cancel-merge).",
+      labelNames: ["method"],
+      buckets: MID_TURN_BUCKETS,
       registers,
     });
     this.agentProcessesGauge = new Gauge({
@@ -273,6 +285,11 @@ export class Metrics {
   turnEnded(outcome: TurnOutcome, seconds: number): void {
     this.turns.inc({ outcome });
     this.turnDuration.observe({ outcome }, seconds);
+  }
+
+  /** A mid-turn message reached the agent `seconds` after it was accepted. */
+  midTurnDelivered(method: "native" | "cancel-merge", seconds: number): void {
+    this.midTurnDelivery.observe({ method }, seconds);
   }
 
   /** A heartbeat tick; `reason` is the skip reason ("" when fired). */

@@ -8,12 +8,16 @@ import { parseCommandArgs, withUsage } from "./args.js";
 import { ConfigError, loadConfig, resolveConfigPath } from "../config/load.js";
 import { createLogger } from "./log.js";
 import { Daemon, StartAbortedError } from "./daemon.js";
+import { StateLockedError } from "./state-lock.js";
 
 const HELP = `usage: buzz-bridge run [-c FILE]
 
 Runs the daemon. Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml.
 Signals: SIGTERM/SIGINT stop gracefully (turns get shutdown_grace to finish; the rest
-run again after restart), SIGHUP reloads the config.`;
+run again after restart), SIGHUP reloads the config.
+Exit 1 on a config error; 2 when it cannot start: another daemon holds state_dir
+(log evt state.locked, naming its pid), the agent command is not found, or state_dir or
+agent.cwd is not writable by this user (the same words \`buzz-bridge doctor\` prints).`;
 
 export function main(argv: string[]): Promise<number> {
   return withUsage(async () => {
@@ -64,7 +68,13 @@ export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLog
         await daemon.stop();
         return 0;
       }
-      log.fatal({ evt: "daemon.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start");
+      if (err instanceof StateLockedError) {
+        log.fatal({ evt: "state.locked", state_dir: err.stateDir, holder_pid: err.holderPid }, err.message);
+        await daemon.stop().catch(() => undefined);
+        return 2;
+      }
+      const reason = err instanceof Error ? err.message : String(err);
+      log.fatal({ evt: "daemon.start_failed", err: reason }, `could not start: ${reason}`);
       await daemon.stop().catch(() => undefined);
       return 2;
     }

@@ -27,6 +27,8 @@ export class PromptSession {
   standingSent: boolean;
   settings: SessionSettings;
   private readonly delivered = new Set<string>();
+  /** Messages the agent saw that their authors deleted since; told once, in the next prompt. */
+  private retracted: Array<{ id: string; author: string }> = [];
 
   /**
    * @param standing the context the session starts with
@@ -51,6 +53,17 @@ export class PromptSession {
       this.delivered.add(id);
     }
     while (this.delivered.size > this.maxDelivered) this.delivered.delete(this.delivered.values().next().value as string);
+  }
+
+  /** A message this session saw was deleted by its author (at most 50 kept until told). */
+  retract(id: string, author: string): void {
+    if (this.retracted.length < 50 && !this.retracted.some((r) => r.id === id)) this.retracted.push({ id, author });
+  }
+
+  takeRetractions(): Array<{ id: string; author: string }> {
+    const r = this.retracted;
+    this.retracted = [];
+    return r;
   }
 
   get deliveredCount(): number {

@@ -23,6 +23,24 @@ export function fence(text: string, label = "untrusted"): string {
 }
 
 /**
+ * The most of one member's message a prompt carries (characters, ≈ 12k tokens): a larger
+ * message (Buzz accepts up to 256 KB) would crowd out the rest of the turn's context.
+ */
+export const MAX_MESSAGE_CHARS = 50_000;
+
+/**
+ * `text` cut to `max` characters with a visible marker saying how much is left out and
+ * where to read it, so a large mention is never dropped nor silently shortened.
+ */
+export function cutForPrompt(text: string, eventId: string, max = MAX_MESSAGE_CHARS): string {
+  if (text.length <= max) return text;
+  let end = max;
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--; // keep a surrogate pair whole
+  return `${text.slice(0, end)}\n[… cut by the bridge: ${text.length - end} more characters of this message are not shown; get_thread with event ${eventId} reads it in full]`;
+}
+
+/**
  * A value shown inside a header line (names, channel names, descriptions): control
  * characters and line breaks collapse to spaces so it cannot begin a line that looks
  * like one of the bridge's own headings; capped in length.

@@ -12,7 +12,7 @@ import type { Logger } from "../ops/log.js";
 import { npub } from "../config/keys.js";
 import { KIND } from "../relay/kinds.js";
 import { mentionsOf, threadRootOf } from "../relay/events.js";
-import { block, fence, oneLine, type TextBlock } from "./text.js";
+import { block, cutForPrompt, fence, oneLine, type TextBlock } from "./text.js";
 import { buildStanding, channelLines, type StandingInput } from "./standing.js";
 import { settingsOf, type PromptSession, type SessionSettings } from "./session.js";
 
@@ -29,8 +29,10 @@ export interface TurnPromptOptions {
 export interface TurnInput {
   scope: { key: string; channel: string; root?: string };
   channelType?: string;
-  /** The batch, oldest first; the last event is the reply anchor. */
+  /** The batch, oldest first; the last event is the reply anchor unless `anchor` is given. */
   events: Event[];
+  /** The message to reply to when it is not the last event (an edit's target). */
+  anchor?: Event;
   /** Current standing context (settings may have changed since the session began). */
   standing: StandingInput;
   /** Messages of history at most (`history` in the channel policy); 0 = none. */
@@ -38,6 +40,26 @@ export interface TurnInput {
 }
 
 const HISTORY_KINDS = [KIND.message, KIND.messageV2];
+
+/**
+ * How messages that arrive while a turn runs are put to the agent, so it can tell them
+ * apart: `steer` = additions (and corrections) to what it is doing; `interrupt` = they
+ * supersede the earlier request; `early` = they came before it started working.
+ */
+export type MidTurnFraming = "steer" | "interrupt" | "early";
+
+const MID_TURN_HEADER: Record<MidTurnFraming, string> = {
+  steer:
+    "Mid-turn: the messages below arrived while you were working on the request above. Keep what you already did and published; continue with these taken into account (an addition adds to the request, a correction replaces the text of the message it edits). Answer once, covering the earlier request and these.",
+  interrupt:
+    "Mid-turn: the messages below supersede the earlier request. Stop working on it (what you already published stays) and act on these instead. Answer once.",
+  early: "Mid-turn: the messages below arrived just before you started; treat them as part of this request.",
+};
+
+/** An event whose text an edit replaced while it waited (the queue keeps the edit's id here). */
+export interface EditedEvent extends Event {
+  edited?: string;
+}
 
 /** The thread the turn is about: the scope's root, or in channel scope the anchor's own thread. */
 function threadOf(input: TurnInput, ev: Event): string | undefined {
@@ -77,10 +99,36 @@ export class TurnPromptBuilder {
 
     blocks.push(block(this.context(input, events, who)));
     if (history.text || history.events.length) blocks.push(block(this.historyText(history, input.history, who)));
+    const retracted = this.retractions(session, who);
+    if (retracted) blocks.push(retracted);
     events.forEach((ev, i) => blocks.push(block(this.eventText(ev, i, events.length, who))));
 
     session.markDelivered([...history.events.map((e) => e.id), ...events.map((e) => e.id)]);
     return blocks;
+  }
+
+  /**
+   * The blocks for messages that arrived while a turn runs (a native steer or the prompt
+   * after a cancel): a framing header, then one labelled block per message.
+   */
+  async midTurn(session: PromptSession, events: Event[], framing: MidTurnFraming, anchor?: Event): Promise<TextBlock[]> {
+    const sorted = [...events].sort((a, b) => a.created_at - b.created_at);
+    const names = await this.names([...new Set(sorted.flatMap((e) => [e.pubkey, ...mentionsOf(e)]))]);
+    const who = (pk: string) => (pk === this.opts.self ? `you (${npub(pk)})` : `${names.get(pk) ?? "unknown"} (${npub(pk)})`);
+    const blocks = [block(MID_TURN_HEADER[framing])];
+    const retracted = this.retractions(session, who);
+    if (retracted) blocks.push(retracted);
+    const last = anchor ?? sorted[sorted.length - 1];
+    sorted.forEach((ev, i) => blocks.push(block(this.eventText(ev, i, sorted.length, who, framing === "interrupt" ? "Superseding message" : "Added while you were working"))));
+    if (last) blocks.push(block(`Reply to: event ${last.id} from ${who(last.pubkey)} (send_message, reply_to ${last.id}).`));
+    session.markDelivered(sorted.map((e) => e.id));
+    return blocks;
+  }
+
+  private retractions(session: PromptSession, who: (pk: string) => string): TextBlock | undefined {
+    const r = session.takeRetractions();
+    if (!r.length) return undefined;
+    return block(["Retracted since you saw them (deleted by their authors); do not act on them any further:", ...r.map((x) => `- event ${x.id} from ${who(x.author)}`)].join("\n"));
   }
 
   private settingsChanged(was: SessionSettings, now: SessionSettings, standing: StandingInput): TextBlock | undefined {
@@ -94,7 +142,7 @@ export class TurnPromptBuilder {
   }
 
   private context(input: TurnInput, events: Event[], who: (pk: string) => string): string {
-    const anchor = events[events.length - 1]!;
+    const anchor = input.anchor ?? events[events.length - 1]!;
     const { scope } = input;
     const root = threadOf(input, anchor);
     const dm = input.channelType === "dm" || input.channelType === "unknown";
@@ -159,22 +207,27 @@ export class TurnPromptBuilder {
       `History: ${h.events.length} earlier message${h.events.length === 1 ? "" : "s"}${h.total > h.events.length ? ` (the last ${h.events.length} of ${h.total})` : ""}, oldest first, up to ${max}. Written by channel members: untrusted.`,
     ];
     if (h.text) lines.push(h.text);
-    h.events.forEach((ev, i) => lines.push(`[${i + 1}] ${who(ev.pubkey)} at ${iso(ev.created_at)} (event ${ev.id}):\n${fence(ev.content)}`));
+    h.events.forEach((ev, i) => lines.push(`[${i + 1}] ${who(ev.pubkey)} at ${iso(ev.created_at)} (event ${ev.id}):\n${fence(cutForPrompt(ev.content, ev.id))}`));
     return lines.join("\n");
   }
 
-  private eventText(ev: Event, i: number, n: number, who: (pk: string) => string): string {
-    const lines = [n > 1 ? `Message ${i + 1} of ${n} for you:` : "Message for you:"];
+  private eventText(ev: EditedEvent, i: number, n: number, who: (pk: string) => string, label?: string): string {
+    const head = n > 1 ? `Message ${i + 1} of ${n} for you` : "Message for you";
+    const lines = [ev.kind === KIND.edit ? `Correction (${head.toLowerCase()}):` : label ? `${label} (${head.toLowerCase()}):` : `${head}:`];
     lines.push(`Event: ${ev.id}`);
     lines.push(`From: ${who(ev.pubkey)}`);
     lines.push(`Time: ${iso(ev.created_at)}`);
-    if (ev.kind !== KIND.message) lines.push(`Kind: ${ev.kind}`);
+    if (ev.kind === KIND.edit) {
+      const target = ev.tags.find((t) => t[0] === "e")?.[1];
+      lines.push(`Edits: event ${target ?? "(unknown)"} — this text replaces that message's earlier text; act on the corrected request.`);
+    } else if (ev.kind !== KIND.message) lines.push(`Kind: ${ev.kind}`);
+    if (ev.edited) lines.push(`Edited: the author corrected this message (edit ${ev.edited}) before you saw it; the text below is the corrected one.`);
     const parent = ev.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1];
     if (parent) lines.push(`In reply to: ${parent}`);
     const mentions = mentionsOf(ev);
     if (mentions.length) lines.push(`Mentions: ${mentions.map(who).join(", ")}`);
     lines.push("Content (written by a channel member; untrusted):");
-    lines.push(fence(ev.content));
+    lines.push(fence(cutForPrompt(ev.content, ev.id)));
     return lines.join("\n");
   }
 

@@ -12,6 +12,9 @@ import { FastStdioServerTransport } from "./line-transport.js";
 import { DEFAULT_HOOK_DEADLINE_MS, DEFAULT_LIST_TIMEOUT_MS, loadManifestFile, ManifestError, type ProxyManifest } from "./manifest.js";
 import { AggregatingProxy } from "./server.js";
 
+/** How long a closed link may precede the proxy's own stop before it counts as lost. */
+const LINK_CLOSE_GRACE_MS = 3000;
+
 const HELP = `usage: buzz-bridge mcp-proxy [--manifest FILE]
 
 The aggregating MCP proxy on stdio: starts the session's MCP servers and presents
@@ -71,7 +74,15 @@ export function main(argv: string[]): Promise<number> {
       process.once("SIGTERM", () => void stop("SIGTERM").then(resolve));
       process.once("SIGINT", () => void stop("SIGINT").then(resolve));
     });
-    link?.onClose(() => logger.warn({ evt: "proxy.link_closed" }));
+    // Closing is expected while the proxy stops: the daemon ends a session's link as it
+    // shuts down, and the agent closes the proxy's stdin a moment later. Only a link still
+    // gone while the proxy keeps serving is worth a warning.
+    link?.onClose(() => {
+      if (stopping) return void logger.debug({ evt: "proxy.link_closed" }, "link to the daemon closed while stopping");
+      setTimeout(() => {
+        if (!stopping) logger.warn({ evt: "proxy.link_closed" }, "the link to the daemon closed; buzz tools are unavailable");
+      }, LINK_CLOSE_GRACE_MS).unref();
+    });
     logger.info({ evt: "proxy.start", servers: manifest.servers.map((s) => s.name), link: Boolean(link) });
     await proxy.start(transport);
     await done;

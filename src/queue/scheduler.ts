@@ -1,10 +1,12 @@
 /**
  * Per-scope queues over the durable store (design §6, buzz-acp §4): one turn in flight
- * per scope, arrivals meanwhile batched into the next turn (≤ 50, by created_at), a
- * global concurrency limit, oldest-waiting-scope-first fairness, a per-scope cap whose
- * refusals are announced, retries with backoff, and restart recovery. Every accepted
- * event ends answered (complete), failed with a notice (onFinalFailure), cancelled by the
- * owner (cancel) or refused with a notice (onRefused) — never silently gone.
+ * per scope, arrivals meanwhile batched into the next turn (≤ 50, by created_at) unless
+ * they join the running one (joinRunning: a mid-turn steer), a global concurrency limit,
+ * oldest-waiting-scope-first fairness, a per-scope cap whose refusals are announced,
+ * retries with backoff, and restart recovery. Every accepted event ends answered
+ * (complete), failed with a notice (onFinalFailure), cancelled by the owner (cancel),
+ * refused with a notice (onRefused) or deleted by its author (dropWaiting, logged) —
+ * never silently gone.
  *
  * Only ids and timestamps are held in memory; event bodies are read back from SQLite
  * when a batch starts, so a burst costs memory per event id, not per event body.
@@ -50,6 +52,12 @@ export interface Batch {
   recovered: boolean;
   /** Already published for this turn by an earlier attempt: do not publish the same reply again. */
   publishedReplyIds: string[];
+  /**
+   * With publishedReplyIds: the messages that joined the turn mid-way after its last reply
+   * (a steer under way when the process stopped). They still need an answer; the rest of
+   * the turn has one.
+   */
+  unansweredJoins: Event[];
 }
 
 export interface FinalFailure {
@@ -99,10 +107,10 @@ export class Scheduler {
 
   /**
    * Durably accepts an event the gate let through. False for a duplicate id (a relay
-   * replay): nothing changes. The store write happens before anything else.
+   * replay): nothing changes. The store write happens before anything else. `scope`
+   * overrides where it goes (an edit goes to the scope of the message it edits).
    */
-  accept(ev: Event, channel: string): boolean {
-    const scope = this.scopeOf(ev, channel);
+  accept(ev: Event, channel: string, scope: Scope = this.scopeOf(ev, channel)): boolean {
     if (!this.o.store.accept(ev, channel, scope.key)) return false;
     this.enqueue(scope, { id: ev.id, author: ev.pubkey, created_at: ev.created_at });
     this.wake();
@@ -169,9 +177,81 @@ export class Scheduler {
     s.running = { turnId, attempts, recovered, cancelled: false };
     this.byTurn.set(turnId, s);
     this.inFlight++;
-    const events = this.o.store.eventsOfTurn(turnId).map((e) => e.event);
+    const stored = this.o.store.eventsOfTurn(turnId);
     const publishedReplyIds = this.o.store.turn(turnId)?.reply_ids ?? [];
-    return { turnId, scope: s.scope, events, attempt: attempts, recovered, publishedReplyIds };
+    const unansweredJoins = stored.filter((e) => e.joined_after !== null && e.joined_after >= publishedReplyIds.length).map((e) => e.event);
+    return { turnId, scope: s.scope, events: stored.map((e) => e.event), attempt: attempts, recovered, publishedReplyIds, unansweredJoins };
+  }
+
+  /** An accepted event as stored (an edit's target, for its reply anchor). */
+  storedEvent(id: string): Event | undefined {
+    return this.o.store.event(id)?.event;
+  }
+
+  /** The turn running in the scope now (not one the owner cancelled), if any. */
+  runningTurn(scopeKey: string): number | undefined {
+    const r = this.scopes.get(scopeKey)?.running;
+    return r && !r.cancelled ? r.turnId : undefined;
+  }
+
+  /**
+   * A waiting event of the turn's scope joins the running turn (a mid-turn message being
+   * steered into it): durably first, so a restart replays the turn with it, exactly once.
+   * False when the turn is not running here or the event is not waiting in its scope.
+   */
+  joinRunning(turnId: number, eventId: string): boolean {
+    const s = this.byTurn.get(turnId);
+    if (!s?.running || s.running.turnId !== turnId || s.running.cancelled) return false;
+    const i = s.waiting.findIndex((w) => w.id === eventId);
+    if (i < 0) return false;
+    s.waiting.splice(i, 1);
+    this.totalWaiting--;
+    this.o.store.joinTurn(turnId, [eventId]);
+    return true;
+  }
+
+  /**
+   * Events that joined the turn but could not be given to the agent (the turn ended first,
+   * or had already answered) wait again, in created_at order, for the scope's next turn.
+   */
+  leaveRunning(turnId: number, eventIds: readonly string[]): void {
+    const s = this.byTurn.get(turnId);
+    if (!s || !eventIds.length) return;
+    this.o.store.leaveTurn(turnId, eventIds);
+    for (const id of eventIds) {
+      const e = this.o.store.event(id);
+      if (e) this.enqueue(s.scope, { id, author: e.event.pubkey, created_at: e.created_at });
+    }
+    this.wake();
+  }
+
+  /**
+   * Its author deleted a waiting event: it leaves the queue without a turn. False when it
+   * is not waiting (unknown, already in a turn, or finished).
+   */
+  dropWaiting(scopeKey: string, eventId: string): boolean {
+    const s = this.scopes.get(scopeKey);
+    const i = s?.waiting.findIndex((w) => w.id === eventId) ?? -1;
+    if (!s || i < 0) return false;
+    s.waiting.splice(i, 1);
+    this.totalWaiting--;
+    this.o.store.setEventStates([eventId], "deleted");
+    this.forgetIfIdle(s);
+    return true;
+  }
+
+  /**
+   * Ends one running turn as cancelled (its only trigger was deleted by its author), like
+   * `!cancel` for that turn alone: the scope's other waiting events stay. Returns whether
+   * it was running; the caller stops it at the agent.
+   */
+  cancelRunning(turnId: number, reason: string): boolean {
+    const s = this.byTurn.get(turnId);
+    const r = s?.running;
+    if (!s || !r || r.turnId !== turnId || r.cancelled) return false;
+    this.o.store.updateTurn({ id: turnId, state: "cancelled", attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error: reason });
+    r.cancelled = true;
+    return true;
   }
 
   /** Remembers a reply published for the turn (survives a crash; handed to a retry). */

@@ -16,8 +16,12 @@ import { QueueStoreError } from "./errors.js";
 export const SCHEMA_VERSION = 1;
 export const STORE_FILE = "queue.db";
 
-/** Life of an accepted event: waiting → in_turn → done | failed | cancelled, or refused (cap). */
-export type EventState = "waiting" | "in_turn" | "done" | "failed" | "cancelled" | "refused";
+/**
+ * Life of an accepted event: waiting → in_turn → done | failed | cancelled, or refused (cap),
+ * or deleted (its author deleted it before its turn started). A mid-turn message goes from
+ * waiting straight into the running turn (joinTurn), or back to waiting (leaveTurn).
+ */
+export type EventState = "waiting" | "in_turn" | "done" | "failed" | "cancelled" | "refused" | "deleted";
 export type TurnState = "queued" | "running" | "done" | "failed" | "cancelled";
 
 export interface StoredEvent {
@@ -27,6 +31,11 @@ export interface StoredEvent {
   created_at: number;
   state: EventState;
   turn_id: number | null;
+  /**
+   * For a message that joined a running turn (a mid-turn steer): how many replies the turn
+   * had published when it joined. A restart replays it unless a reply came after that.
+   */
+  joined_after: number | null;
   event: Event;
 }
 
@@ -127,6 +136,9 @@ export class QueueStore {
       );
     }
     this.db.exec(DDL);
+    // Added without a version bump: an older buzz-bridge reading this file ignores the column.
+    const columns = (this.db.prepare("PRAGMA table_info(events)").all() as { name: string }[]).map((c) => c.name);
+    if (!columns.includes("joined_after")) this.db.exec("ALTER TABLE events ADD COLUMN joined_after INTEGER");
     this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(SCHEMA_VERSION));
   }
 
@@ -153,6 +165,9 @@ export class QueueStore {
       updateTurn: db.prepare(
         "UPDATE turns SET state = ?, attempts = ?, next_attempt_at = ?, recovered = ?, error = ?, updated_at = ? WHERE id = ?",
       ),
+      setJoined: db.prepare("UPDATE events SET joined_after = ? WHERE id = ?"),
+      setTriggers: db.prepare("UPDATE turns SET trigger_ids = ?, updated_at = ? WHERE id = ?"),
+      setEventJson: db.prepare("UPDATE events SET json = ? WHERE id = ?"),
       setReplies: db.prepare("UPDATE turns SET reply_ids = ?, updated_at = ? WHERE id = ?"),
       openTurns: db.prepare("SELECT * FROM turns WHERE state IN ('queued', 'running') ORDER BY id"),
       claimControl: db.prepare("INSERT OR IGNORE INTO controls (id, created_at) VALUES (?, ?)"),
@@ -234,6 +249,50 @@ export class QueueStore {
       return id;
     });
     return tx();
+  }
+
+  /**
+   * A mid-turn message joins a running turn: its events become in_turn there and triggers
+   * of the turn, in one transaction, before the agent is given them (a restart replays the
+   * turn with them, once).
+   */
+  joinTurn(turnId: number, eventIds: readonly string[]): void {
+    const tx = this.db.transaction(() => {
+      const t = this.turn(turnId);
+      if (!t) return;
+      for (const e of eventIds) {
+        this.stmt.setEventState.run("in_turn", turnId, e);
+        this.stmt.setJoined.run(t.reply_ids.length, e);
+      }
+      const triggers = [...t.trigger_ids, ...eventIds.filter((e) => !t.trigger_ids.includes(e))];
+      this.stmt.setTriggers.run(JSON.stringify(triggers), Date.now(), turnId);
+    });
+    tx();
+  }
+
+  /** The reverse of joinTurn: the events wait for a turn of their own again. */
+  leaveTurn(turnId: number, eventIds: readonly string[]): void {
+    const tx = this.db.transaction(() => {
+      const t = this.turn(turnId);
+      if (!t) return;
+      for (const e of eventIds) {
+        this.stmt.setEventState.run("waiting", null, e);
+        this.stmt.setJoined.run(null, e);
+      }
+      this.stmt.setTriggers.run(JSON.stringify(t.trigger_ids.filter((id) => !eventIds.includes(id))), Date.now(), turnId);
+    });
+    tx();
+  }
+
+  /**
+   * An edit replaced a stored event's text; everything else about it (id, scope, time)
+   * stays, and `edited` names the edit (the prompt says the text was corrected).
+   */
+  replaceContent(eventId: string, content: string, editId: string): boolean {
+    const e = this.event(eventId);
+    if (!e) return false;
+    this.stmt.setEventJson.run(JSON.stringify({ ...e.event, content, edited: editId }), eventId);
+    return true;
   }
 
   turn(id: number): TurnRecord | undefined {

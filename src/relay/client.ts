@@ -17,9 +17,13 @@ import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
 import { RelayConnection, type ConnectionOptions, type ConnectionState } from "./connection.js";
 import { TwoGenerationDedupe } from "./dedupe.js";
+import { Coalescer, type CoalesceOptions } from "./coalesce.js";
 import { channelOf } from "./events.js";
 import { channelFilters, isMembershipFor, isRequested, membershipFilter, SUB_CHANNELS, SUB_MEMBERSHIP, type ChannelSubscription } from "./filters.js";
 import { RelayHttp, type RelayHttpOptions } from "./http.js";
+import { RelayHttpError, RelayQueryError } from "./errors.js";
+import { sleep } from "./backoff.js";
+import { eventShapeProblem } from "./validate.js";
 import { KIND } from "./kinds.js";
 import { LogThrottle } from "../ops/log-throttle.js";
 import type { PublishOutcome } from "./outcome.js";
@@ -50,6 +54,14 @@ export interface RelayClientOptions {
   http?: Omit<RelayHttpOptions, "url" | "secretKey" | "logger">;
   /** Defaults for `publish`. */
   publish?: PublishOptions;
+  /**
+   * Channel-set changes closer together than `quietMs` go out as one replacement REQ, at the
+   * latest `maxMs` after the first. Default 300 ms / 1 s: a start-up or a burst of joins costs
+   * one or two frames of the relay's quota, and a new channel is listened to within a second.
+   * The quiet time is longer than the directory's lookup batches (≤ 250 ms apart), so a steady
+   * trickle of joins is not cut into a frame per batch.
+   */
+  coalesce?: CoalesceOptions;
 }
 
 export interface EventContext {
@@ -90,6 +102,10 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private channelsLive = false;
   private memCursor: number | undefined;
   private startWatermark = Math.floor(Date.now() / 1000);
+  private pendingChannels: ChannelSubscription[] | undefined;
+  /** Set once the relay showed it has no HTTP bridge. */
+  private readsOverSocket = false;
+  private readonly coalescer: Coalescer;
 
   constructor(private readonly opts: RelayClientOptions) {
     super();
@@ -100,6 +116,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.skew = opts.sinceSkewSec ?? 5;
     this.conn = new RelayConnection({ ...opts.connection, url: opts.url, secretKey: opts.secretKey, logger: this.log });
     this.http = new RelayHttp({ ...opts.http, url: opts.url, secretKey: opts.secretKey, logger: this.log });
+    this.coalescer = new Coalescer(() => this.applyChannels(), opts.coalesce ?? { quietMs: 300, maxMs: 1000 });
     this.conn.on("state", (s: ConnectionState) => {
       if (s === "closed") this.channelsLive = false;
       this.emit("state", s);
@@ -118,6 +135,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   }
 
   stop(): void {
+    this.coalescer.cancel();
     this.conn.stop();
   }
 
@@ -134,16 +152,32 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     return { ...this.conn.metrics, ...this.counters, http: { ...this.http.metrics }, dedupeSize: this.dedupe.size };
   }
 
-  /** Channels currently subscribed. */
+  /** Channels subscribed, or about to be (a coalesced change not yet on the wire). */
   get channelIds(): string[] {
-    return [...this.channels.keys()];
+    return this.pendingChannels ? this.pendingChannels.map((c) => c.id) : [...this.channels.keys()];
   }
 
   /**
    * Replaces the channel set. Sends ONE `REQ` (same subscription id, so the relay replaces the
-   * old one) and only when something changed.
+   * old one) and only when something changed. While connected, changes arriving close together
+   * are coalesced (`coalesce`) into one frame; before that they only shape the first REQ.
    */
   setChannels(list: ChannelSubscription[]): void {
+    this.pendingChannels = list;
+    if (this.conn.authenticated) return this.coalescer.touch();
+    this.coalescer.cancel();
+    this.applyChannels();
+  }
+
+  /** Sends a coalesced channel change now (tests, shutdown). */
+  flushChannels(): void {
+    this.coalescer.flush();
+  }
+
+  private applyChannels(): void {
+    const list = this.pendingChannels;
+    this.pendingChannels = undefined;
+    if (!list) return;
     const next = new Map(list.map((c) => [c.id, c.since !== undefined && this.floorsUsed.get(c.id) === c.since ? { ...c, since: undefined } : { ...c }]));
     const key = keyOf(next);
     if (key === this.channelsKey) return;
@@ -155,6 +189,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   /** Resolves true once the relay has acknowledged (EOSE) the current channel set. */
   waitSubscribed(timeoutMs: number): Promise<boolean> {
+    this.coalescer.flush(); // whoever waits wants the change on the wire now
     if (this.channelsLive) return Promise.resolve(true);
     return new Promise((resolve) => {
       const t = setTimeout(() => {
@@ -191,12 +226,41 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     return { event, outcome: await this.publish(event, opts) };
   }
 
-  query(filters: Filter[]): Promise<Event[]> {
-    return this.http.query(filters);
+  /**
+   * Reads stored events: over Buzz's HTTP bridge (`POST /query`) where the relay has one, else
+   * over the WebSocket. A relay whose `/query` answers 404 (any plain NIP-01/NIP-29 relay) is
+   * switched to WebSocket reads for good, with one info line saying so.
+   */
+  async query(filters: Filter[]): Promise<Event[]> {
+    if (!this.readsOverSocket) {
+      try {
+        return await this.http.query(filters);
+      } catch (err) {
+        if (!(err instanceof RelayHttpError) || err.status !== 404) throw err;
+        this.readsOverSocket = true;
+        this.log.info({ evt: "relay.reads_over_websocket", url: this.opts.url }, "the relay has no HTTP bridge (/query answers 404): reading history, channels and profiles over the WebSocket");
+      }
+    }
+    return this.socketQuery(filters);
   }
 
-  count(filters: Filter[]): Promise<number> {
+  async count(filters: Filter[]): Promise<number> {
+    if (this.readsOverSocket) return (await this.socketQuery(filters.map((f) => ({ ...f, limit: undefined })))).length;
     return this.http.count(filters);
+  }
+
+  /** A WebSocket read; a `rate-limited` refusal is waited out and tried again (three times). */
+  private async socketQuery(filters: Filter[]): Promise<Event[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const events = await this.conn.query(filters);
+        return events.filter((e) => eventShapeProblem(e) === undefined);
+      } catch (err) {
+        const rateLimited = err instanceof RelayQueryError && /rate-limited/.test(err.message);
+        if (!rateLimited || attempt >= 3) throw err;
+        await sleep(Math.max(this.conn.rateLimitedFor, 1000));
+      }
+    }
   }
 
   /** The resubscribe floor: durable cursor, else last handled, else start time; minus the skew. */
@@ -205,13 +269,20 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     return Math.max(0, base - this.skew);
   }
 
+  /**
+   * Channels with their own replay floor share the lowest one, so a burst of joins (each with
+   * its notification's time) adds one filter, not one per channel; the extra replay is
+   * de-duplicated by id.
+   */
   private channelFilters(): Filter[] {
     const since = this.since();
     this.floorsSent = new Set();
+    let floor = since;
+    for (const ch of this.channels.values()) if (ch.since !== undefined && ch.since < since) floor = Math.min(floor, ch.since);
     return channelFilters(this.channels.values(), this.pubkey, (ch) => {
       if (ch.since === undefined || ch.since >= since) return since;
       this.floorsSent.add(ch.id);
-      return ch.since;
+      return floor;
     });
   }
 

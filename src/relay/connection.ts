@@ -18,8 +18,10 @@ import { parseRelayFrame } from "./frames.js";
 import { LogThrottle } from "../ops/log-throttle.js";
 import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
 import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
+import { FrameBudget, priorityOfKind, type FramePriority, type FrameQuota, BUZZ_FRAME_QUOTA } from "./frame-budget.js";
 import { RateGate } from "./rate-gate.js";
 import { killNow, replyFaultFor } from "./faults.js";
+import { RelayQueryError } from "./errors.js";
 import { signEvent } from "./verify.js";
 
 export type ConnectionState = "idle" | "connecting" | "authenticated" | "subscribed" | "closed" | "stopped";
@@ -42,6 +44,8 @@ export interface ConnectionOptions {
   authTimeoutMs?: number;
   /** Rate-limit pause when the relay gives no `retry in` hint. Default 5 s (buzz-acp). */
   defaultRateLimitMs?: number;
+  /** Our outgoing frame budget (config `relay.frame_quota`). Default Buzz's 50 per 5 s; null = none. */
+  frameQuota?: FrameQuota | null;
 }
 
 export interface SendOptions {
@@ -49,6 +53,8 @@ export interface SendOptions {
   timeoutMs?: number;
   /** Drop instead of waiting while rate-limited (typing). Default false. */
   droppable?: boolean;
+  /** Place in the frame budget's queue; default by kind (reactions, typing/presence, the rest durable). */
+  priority?: FramePriority;
 }
 
 interface Sub {
@@ -77,9 +83,15 @@ export class RelayConnection extends EventEmitter {
   private authChallenge: string | undefined;
   private subs = new Map<string, Sub>();
   private okWaiters = new OkWaiters();
+  /** One-shot reads over the socket (`query`), by subscription id. */
+  private readonly reads = new Map<string, { events: Event[]; done: (closed?: string) => void }>();
+  private readSeq = 0;
+  /** Ids of EVENTs sent and still waiting for their OK (not AUTH). */
+  private readonly eventsInFlight = new Set<string>();
   /** Test-only (./faults.ts): OKs to drop as if lost on the wire. */
   private swallowOk = new Set<string>();
   private readonly gate: RateGate;
+  readonly budget: FrameBudget;
   private timers = new Set<NodeJS.Timeout>();
   private stopLiveness: (() => void) | undefined;
   /** Last refusal of our AUTH, for /readyz and doctor. */
@@ -93,6 +105,7 @@ export class RelayConnection extends EventEmitter {
     this.throttle = new LogThrottle(this.log, { summaryEvt: "relay.log_suppressed" });
     this.backoff = new Backoff(opts.backoff);
     this.gate = new RateGate((ids) => ids.forEach((id) => void this.sendReq(id)), opts.defaultRateLimitMs);
+    this.budget = new FrameBudget(opts.frameQuota === undefined ? BUZZ_FRAME_QUOTA : opts.frameQuota);
   }
 
   get state(): ConnectionState {
@@ -118,6 +131,7 @@ export class RelayConnection extends EventEmitter {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.gate.stop();
+    this.budget.stop();
     this.teardown();
     this.ws?.terminate();
     this.ws = undefined;
@@ -134,7 +148,10 @@ export class RelayConnection extends EventEmitter {
   removeSubscription(id: string): void {
     const sub = this.subs.get(id);
     this.subs.delete(id);
-    if (sub?.open && this.authed) this.sendFrame(["CLOSE", id]) && this.metrics.closeFrames++;
+    if (sub?.open && this.authed && this.sendFrame(["CLOSE", id])) {
+      this.metrics.closeFrames++;
+      this.budget.note();
+    }
   }
 
   /** Resolves true once authenticated (false on timeout or stop). */
@@ -153,9 +170,50 @@ export class RelayConnection extends EventEmitter {
     });
   }
 
+  /**
+   * A one-shot read over the WebSocket, for relays without an HTTP bridge: `REQ` with its own
+   * subscription id, the stored events up to `EOSE`, then `CLOSE`. Both frames go through the
+   * frame budget. Rejects with RelayQueryError when the relay closes the read or the socket
+   * goes, or nothing answers within `timeoutMs`.
+   */
+  async query(filters: Filter[], timeoutMs = 15_000): Promise<Event[]> {
+    if (!this.authed && !(await this.waitAuthenticated(timeoutMs))) throw new RelayQueryError("not connected to the relay");
+    await this.budget.acquire("durable");
+    const id = `read-${++this.readSeq}`;
+    const gen = this.gen;
+    return new Promise<Event[]>((resolve, reject) => {
+      const events: Event[] = [];
+      const timer = setTimeout(() => done("no EOSE within " + timeoutMs + " ms"), timeoutMs);
+      const done = (closed?: string) => {
+        clearTimeout(timer);
+        if (!this.reads.delete(id)) return;
+        if (closed === undefined) {
+          // The relay keeps a subscription open after EOSE until told otherwise.
+          void this.budget.acquire("control").then(() => gen === this.gen && this.sendFrame(["CLOSE", id]) && this.metrics.closeFrames++);
+          resolve(events);
+        }
+        else reject(new RelayQueryError(closed === DISCONNECTED ? "connection lost during the read" : `relay closed the read: ${closed}`));
+      };
+      this.reads.set(id, { events, done });
+      if (!this.sendFrame(["REQ", id, ...filters])) done(DISCONNECTED);
+      else this.metrics.reqFrames++;
+    });
+  }
+
   /** One publish attempt: send `EVENT`, await `OK`. Never rejects. */
   async sendEvent(ev: Event, opts: SendOptions = {}): Promise<PublishOutcome> {
     const timeoutMs = opts.timeoutMs ?? 10_000;
+    while (this.rateLimitedFor > 0) {
+      if (opts.droppable) return { status: "dropped", reason: `rate-limited for another ${this.rateLimitedFor} ms` };
+      await sleep(this.rateLimitedFor);
+    }
+    if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
+    const priority = opts.priority ?? priorityOfKind(ev.kind);
+    if (!(await this.budget.acquire(priority))) {
+      this.throttle.log("info", "relay.signal_dropped", { evt: "relay.signal_dropped", event: ev.id, kind: ev.kind, reason: "frame budget short" }, "typing/presence not sent: the frame budget is kept for replies");
+      return { status: "dropped", reason: "frame budget short" };
+    }
+    // The relay may have asked us to hold back while this frame waited for its slot.
     while (this.rateLimitedFor > 0) {
       if (opts.droppable) return { status: "dropped", reason: `rate-limited for another ${this.rateLimitedFor} ms` };
       await sleep(this.rateLimitedFor);
@@ -175,7 +233,8 @@ export class RelayConnection extends EventEmitter {
       ),
     );
     if (this.sendFrame(["EVENT", ev])) this.metrics.eventFrames++;
-    const o = await outcome;
+    this.eventsInFlight.add(ev.id);
+    const o = await outcome.finally(() => this.eventsInFlight.delete(ev.id));
     if (o.status === "refused") this.onRefusal(o.reason ?? "");
     return o;
   }
@@ -239,12 +298,14 @@ export class RelayConnection extends EventEmitter {
     this.authInFlight = undefined;
     for (const s of this.subs.values()) Object.assign(s, { open: false, eosed: false, pending: 0, authRetried: false });
     this.okWaiters.failAll();
+    for (const r of [...this.reads.values()]) r.done(DISCONNECTED);
   }
 
   private onMessage(text: string): void {
     const f = parseRelayFrame(text);
     switch (f.type) {
       case "EVENT":
+        if (this.reads.has(f.sub)) return void this.reads.get(f.sub)!.events.push(f.event);
         if (!this.subs.has(f.sub)) return this.invalid("EVENT for a subscription we do not hold", text);
         this.emit("event", f.sub, f.event);
         return;
@@ -252,8 +313,10 @@ export class RelayConnection extends EventEmitter {
         if (this.swallowOk.delete(f.id)) return;
         return this.okWaiters.resolve(f.id, f.ok, f.reason);
       case "EOSE":
+        if (this.reads.has(f.sub)) return this.reads.get(f.sub)!.done();
         return this.onEose(f.sub);
       case "CLOSED":
+        if (this.reads.has(f.sub)) return this.reads.get(f.sub)!.done(f.reason || "closed");
         return this.onSubClosed(f.sub, f.reason);
       case "AUTH":
         this.challenge = f.challenge;
@@ -261,7 +324,13 @@ export class RelayConnection extends EventEmitter {
         return;
       case "NOTICE":
         this.throttle.log("info", "relay.notice", { evt: "relay.notice", notice: f.message }, "relay notice");
-        if (reasonPrefix(f.message) === "rate-limited") this.rateLimit(f.message);
+        if (reasonPrefix(f.message) === "rate-limited") {
+          this.rateLimit(f.message);
+          // Buzz drops an over-quota EVENT with a NOTICE and no OK (docs/protocol.md, "Limits"):
+          // we cannot tell which one, so every publish waiting for an OK is retried after the
+          // pause. Re-sending a stored event only earns a `duplicate`, which counts as success.
+          this.okWaiters.answerWhere((id) => this.eventsInFlight.has(id), false, f.message);
+        }
         return;
       case "invalid":
         return this.invalid(f.reason, text);
@@ -299,7 +368,7 @@ export class RelayConnection extends EventEmitter {
       if (this.authInFlight === p) this.authInFlight = undefined;
     });
     this.authInFlight = p;
-    this.sendFrame(["AUTH", ev]);
+    if (this.sendFrame(["AUTH", ev])) this.budget.note();
     return p;
   }
 
@@ -333,6 +402,9 @@ export class RelayConnection extends EventEmitter {
     const sub = this.subs.get(id);
     if (!sub || !this.authed) return;
     if (this.rateLimitedFor > 0) return this.gate.defer(id);
+    if (!(await this.budget.acquire("control"))) return;
+    // Replaced while waiting: the replacement's own sendReq sends the newer filters.
+    if (!this.authed || this.subs.get(id) !== sub) return;
     let filters: Filter[];
     try {
       filters = sub.filters();
@@ -343,7 +415,7 @@ export class RelayConnection extends EventEmitter {
     sub.eosed = false;
     if (filters.length === 0) {
       // A REQ needs at least one filter; nothing to listen to means no subscription.
-      if (sub.open && this.sendFrame(["CLOSE", id])) this.metrics.closeFrames++;
+      if (sub.open && this.sendFrame(["CLOSE", id])) this.metrics.closeFrames++; // the slot taken above
       sub.open = false;
       sub.pending = 0;
       sub.eosed = true;

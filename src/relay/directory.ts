@@ -10,6 +10,7 @@ import type { Event } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
 import type { MembershipChange } from "./client.js";
+import { Coalescer } from "./coalesce.js";
 import { KIND } from "./kinds.js";
 
 export type ChannelType = "stream" | "private" | "dm" | "unknown";
@@ -79,6 +80,12 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
   private channels = new Map<string, ChannelInfo>();
   private readonly log: Logger;
   private readonly onMembership = (c: MembershipChange) => void this.apply(c);
+  private pendingAdds = new Map<string, MembershipChange>();
+  /** Configured channels already reported as having no NIP-29 state. */
+  private readonly stateless = new Set<string>();
+  private addWaiters: (() => void)[] = [];
+  /** Batches at most 250 ms apart: inside the client's 300 ms quiet time for the subscription. */
+  private readonly lookups = new Coalescer(() => void this.joinPending(), { quietMs: 50, maxMs: 250 });
 
   constructor(private readonly source: DirectorySource, logger?: Logger) {
     super();
@@ -105,6 +112,25 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
     return this.list();
   }
 
+  /**
+   * Channels the config names by id that discovery did not find: those with no NIP-29 state at
+   * all (no 39000, no 39002 — a plain NIP-42 relay, or one that does not keep group state) are
+   * listened in anyway, with no description and membership unknown, logged once per channel.
+   * A channel that has group state without us in it stays out: we are not a member.
+   */
+  async adopt(ids: string[]): Promise<ChannelInfo[]> {
+    const out: ChannelInfo[] = [];
+    for (const info of await this.fetchInfo(ids)) {
+      if (info.type !== "unknown" || info.members) continue;
+      this.channels.set(info.id, info);
+      out.push(info);
+      if (this.stateless.has(info.id)) continue;
+      this.stateless.add(info.id);
+      this.log.info({ evt: "relay.channel_state_unknown", channel: info.id }, "the relay has no NIP-29 state for this configured channel: listening without a description, membership not known");
+    }
+    return out;
+  }
+
   /** Re-reads one channel's metadata (after a 39000 update); emits `updated`. */
   async refresh(id: string): Promise<ChannelInfo | undefined> {
     const [info] = await this.fetchInfo([id]);
@@ -125,37 +151,66 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
   }
 
   detach(): void {
+    this.lookups.cancel();
     this.source.off("membership", this.onMembership);
   }
 
-  /** Applies one membership change; never throws (a failed lookup still joins, as `unknown`). */
-  async apply(c: MembershipChange): Promise<void> {
+  /**
+   * Applies one membership change; never throws (a failed lookup still joins, as `unknown`).
+   * Additions are looked up in batches: a burst of notifications (a replay after start, a
+   * script adding the agent to 100 channels) costs one `/query`, not one per channel, which
+   * keeps inside the relay's HTTP quota (docs/protocol.md, "Limits"). Resolves once applied.
+   */
+  apply(c: MembershipChange): Promise<void> {
     if (c.type === "removed") {
+      this.pendingAdds.delete(c.channel);
       if (this.channels.delete(c.channel)) this.log.info({ evt: "relay.channel_left", channel: c.channel }, "removed from channel");
       this.emit("left", c.channel);
-      return;
+      return Promise.resolve();
     }
-    if (this.channels.has(c.channel)) return; // a replayed notification for a channel we know
-    let info: ChannelInfo;
+    if (this.channels.has(c.channel)) return Promise.resolve(); // a replayed notification for a channel we know
+    const prev = this.pendingAdds.get(c.channel);
+    if (!prev || c.at < prev.at) this.pendingAdds.set(c.channel, c);
+    return new Promise((resolve) => {
+      this.addWaiters.push(resolve);
+      this.lookups.touch();
+    });
+  }
+
+  private async joinPending(): Promise<void> {
+    const batch = [...this.pendingAdds.values()];
+    const waiters = this.addWaiters;
+    this.pendingAdds.clear();
+    this.addWaiters = [];
+    const ids = batch.map((c) => c.channel).filter((id) => !this.channels.has(id));
+    const infos = new Map<string, ChannelInfo>();
     try {
-      info = (await this.fetchInfo([c.channel]))[0] ?? channelInfoOf(c.channel, undefined);
+      for (const info of await this.fetchInfo(ids)) infos.set(info.id, info);
     } catch (err) {
-      this.log.warn({ evt: "relay.channel_lookup_failed", channel: c.channel, err: (err as Error).message }, "channel metadata lookup failed; joining anyway");
-      info = channelInfoOf(c.channel, undefined);
+      this.log.warn({ evt: "relay.channel_lookup_failed", channels: ids, err: (err as Error).message }, "channel metadata lookup failed; joining anyway");
     }
-    if (info.archived) return;
-    // Replays arrive newest first, so an old 44100 can follow the 44101 that undid it: the
-    // member list (39002) has the final word when the relay gave us one.
-    if (info.members && !info.members.includes(this.source.pubkey)) return;
-    this.channels.set(info.id, info);
-    this.log.info({ evt: "relay.channel_joined", channel: info.id, name: info.name }, "added to channel");
-    this.emit("joined", info, c.at);
+    for (const c of batch) {
+      if (this.channels.has(c.channel)) continue;
+      const info = infos.get(c.channel) ?? channelInfoOf(c.channel, undefined);
+      if (info.archived) continue;
+      // Replays arrive newest first, so an old 44100 can follow the 44101 that undid it: the
+      // member list (39002) has the final word when the relay gave us one.
+      if (info.members && !info.members.includes(this.source.pubkey)) continue;
+      this.channels.set(info.id, info);
+      this.log.info({ evt: "relay.channel_joined", channel: info.id, name: info.name }, "added to channel");
+      this.emit("joined", info, c.at);
+    }
+    for (const w of waiters) w();
   }
 
   private async fetchInfo(ids: string[], memberLists?: Map<string, Event>): Promise<ChannelInfo[]> {
     if (ids.length === 0) return [];
     const kinds = memberLists ? [KIND.groupMetadata] : [KIND.groupMetadata, KIND.groupMembers];
-    const events = await this.source.query([{ kinds, "#d": ids }]);
+    // A relay returns at most 2000 stored events per filter (docs/protocol.md, "Limits"): ask
+    // for at most 500 channels (≤ 1000 events, with old versions to spare) per filter.
+    const filters = [];
+    for (let i = 0; i < ids.length; i += 500) filters.push({ kinds, "#d": ids.slice(i, i + 500) });
+    const events = await this.source.query(filters);
     const metas = newestByD(events, KIND.groupMetadata);
     const members = memberLists ?? newestByD(events, KIND.groupMembers);
     return ids.map((id) => channelInfoOf(id, metas.get(id), members.get(id)));

@@ -18,6 +18,11 @@ export class RelayHttpError extends Error {
   }
 }
 
+/** A read over the WebSocket (relays without an HTTP bridge) did not complete. */
+export class RelayQueryError extends Error {
+  override name = "RelayQueryError";
+}
+
 /** The client was used in a way that cannot work (not started, stopped, bad URL). */
 export class RelayUsageError extends Error {
   override name = "RelayUsageError";

@@ -3,6 +3,7 @@
  * NIP-10 thread markers and mentions, reactions, typing, presence and 40099 system
  * messages. They return unsigned templates; signing stays with the one holder of the key.
  */
+import { splitContent } from "./split.js";
 import type { EventTemplate, Event } from "nostr-tools";
 import { KIND } from "./kinds.js";
 
@@ -57,6 +58,14 @@ export function message(channel: string, content: string, opts: { thread?: Threa
     content,
     tags: [["h", channel], ...threadTags(opts.thread), ...mentions.map((p) => ["p", p]), ...(opts.extraTags ?? [])],
   };
+}
+
+/**
+ * A message as the templates to publish in order: one, or marked parts `(i/n)` in the same
+ * thread when the text is longer than the relay takes (split.ts). Never truncated.
+ */
+export function messageParts(channel: string, content: string, opts: Parameters<typeof message>[2] = {}): EventTemplate[] {
+  return splitContent(content).map((part) => message(channel, part, opts));
 }
 
 export function reaction(target: Pick<Event, "id" | "pubkey">, emoji: string, channel?: string): EventTemplate {

@@ -26,6 +26,13 @@ export interface ChannelSubscription {
 export const SUB_CHANNELS = "channels";
 export const SUB_MEMBERSHIP = "membership";
 
+/**
+ * Edits (40003) and deletions (5, and NIP-29's 9005) name the event they change with an `e` tag and carry no
+ * `p` tag, so the mention filters never match them: one more filter asks for them in every
+ * channel we listen in, whatever its kinds and mention rule (docs/protocol.md).
+ */
+export const AMEND_KINDS: readonly number[] = [KIND.deletion, KIND.groupDeletion, KIND.edit];
+
 const kindsKey = (kinds: number[] | undefined) => (kinds && kinds.length ? [...new Set(kinds)].sort((a, b) => a - b).join(",") : "*");
 
 /** Channel filters grouped by (kinds, requireMention, since), `#h` lists sorted for stable frames. */
@@ -46,7 +53,16 @@ export function channelFilters(channels: Iterable<ChannelSubscription>, self: st
     }
     g.ids.push(ch.id);
   }
-  return [...groups.values()].map(({ f, ids }) => ({ ...f, "#h": ids.sort() }));
+  const filters: Filter[] = [...groups.values()].map(({ f, ids }) => ({ ...f, "#h": ids.sort() }));
+  const all = filters.flatMap((f) => f["#h"]!).sort();
+  if (all.length) {
+    const sinces = filters.map((f) => f.since);
+    const amend: Filter = { kinds: [...AMEND_KINDS], "#h": all };
+    // The earliest floor of any group; a group without one means no floor at all.
+    if (sinces.every((x) => x !== undefined)) amend.since = Math.min(...(sinces as number[]));
+    filters.push(amend);
+  }
+  return filters;
 }
 
 /** 44100/44101 are p-gated: `#p` must be exactly our pubkey (buzz-protocol §2.5). */
@@ -65,6 +81,7 @@ export function isRequested(ev: Event, channels: ReadonlyMap<string, ChannelSubs
   const h = channelOf(ev);
   const ch = h === undefined ? undefined : channels.get(h);
   if (!ch) return false;
+  if (AMEND_KINDS.includes(ev.kind)) return true;
   if (ch.kinds && ch.kinds.length && !ch.kinds.includes(ev.kind)) return false;
   if ((ch.requireMention ?? true) && !ev.tags.some((t) => t[0] === "p" && t[1] === self)) return false;
   return true;

@@ -9,16 +9,21 @@ import type { RelayClient } from "./client.js";
 import type { ChannelDirectory, ChannelInfo } from "./directory.js";
 import type { ChannelSubscription } from "./filters.js";
 
-/** How to listen in a channel (kinds, mention rule), or undefined to stay out of it. */
-export type ChannelSelector = (ch: ChannelInfo) => Omit<ChannelSubscription, "id" | "since"> | undefined;
+/**
+ * How to listen in a channel (kinds, mention rule), or undefined to stay out of it; `named`
+ * lists channels chosen by id, listened in even where the relay keeps no NIP-29 state.
+ */
+export type ChannelSelector = ((ch: ChannelInfo) => Omit<ChannelSubscription, "id" | "since"> | undefined) & { named?: string[] };
 
 /** The config's selection: listed (or `"*"`) channels, with their effective `kinds` and `require_mention`. */
 export function configSelector(cfg: Config): ChannelSelector {
-  return (ch) => {
+  const select: ChannelSelector = (ch) => {
     if (!channelSelected(cfg, ch.id)) return undefined;
     const p = policyFor(cfg, ch.id);
     return { kinds: p.kinds, requireMention: p.require_mention };
   };
+  select.named = cfg.channels.map((c) => c.id).filter((id) => id !== "*");
+  return select;
 }
 
 export class ChannelFollower {
@@ -42,6 +47,8 @@ export class ChannelFollower {
   async refresh(select?: ChannelSelector): Promise<ChannelInfo[]> {
     if (select) this.select = select;
     const all = await this.directory.discover();
+    const missing = (this.select.named ?? []).filter((id) => !all.some((c) => c.id === id));
+    if (missing.length) all.push(...(await this.directory.adopt(missing)));
     const next = new Map<string, ChannelSubscription>();
     for (const ch of all) {
       const how = this.select(ch);

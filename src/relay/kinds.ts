@@ -5,6 +5,8 @@
 export const KIND = {
   profile: 0,
   deletion: 5,
+  /** NIP-29 delete-event (what `buzz messages delete` sends); a deletion like kind 5 for the bridge. */
+  groupDeletion: 9005,
   reaction: 7,
   message: 9,
   messageV2: 40002,

@@ -30,6 +30,11 @@ export class OkWaiters {
     for (const w of ws) w(ok, reason);
   }
 
+  /** Answers every waiter whose id `which` selects, as if the relay had said so. */
+  answerWhere(which: (id: string) => boolean, ok: boolean, reason: string): void {
+    for (const id of [...this.map.keys()]) if (which(id)) this.resolve(id, ok, reason);
+  }
+
   /** Every waiter learns the connection is gone. */
   failAll(): void {
     const all = [...this.map.values()].flat();

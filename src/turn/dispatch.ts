@@ -18,7 +18,7 @@ import { buildStanding, PromptSession, TurnPromptBuilder, type StandingInput } f
 import { heartbeatBlocks } from "../prompt/heartbeat.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../relay/directory.js";
-import { replyRefFor, threadRootOf } from "../relay/events.js";
+import { reaction, replyRefFor, threadRootOf } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
 import { addUsage } from "../agent/usage.js";
 import { failureNotice, runTurn, type Enforce, type TurnOutcome } from "./run.js";
@@ -29,6 +29,8 @@ const PROXY_CONNECT_WAIT_MS = 3000;
 /** Failure notices per failed batch, one per thread, before they are merged into one. */
 const MAX_NOTICE_THREADS = 10;
 import { askOwnerByReaction } from "./ask-owner.js";
+import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
+import { EMOJI } from "./signals.js";
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -48,6 +50,8 @@ export interface DispatcherDeps {
   logger: Logger;
   /** Turn outcome hook for metrics. */
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
+  /** A mid-turn message reached the agent, `seconds` after it was accepted. */
+  onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
   /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
 }
@@ -117,7 +121,8 @@ interface ScopeSession {
 
 export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
-  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession }>();
+  /** Turns in flight; a heartbeat's has no mid-turn inbox (nothing is steered into it). */
+  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox }>();
   private readonly builder: TurnPromptBuilder;
   /** Heartbeat turns take negative ids in `running`, apart from the queue's turn ids. */
   private heartbeatSeq = 0;
@@ -134,9 +139,10 @@ export class TurnDispatcher {
   start(batch: Batch): Promise<void> {
     const abort = new AbortController();
     const info: RunningTurn = { turnId: batch.turnId, scope: batch.scope.key, channel: batch.scope.channel, startedAt: Date.now() };
-    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession } = { scope: batch.scope.key, abort, done: Promise.resolve(), info };
+    const mid = this.inbox(batch);
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox } = { scope: batch.scope.key, abort, done: Promise.resolve(), info, mid };
     this.running.set(batch.turnId, entry);
-    entry.done = this.run(batch, abort.signal, entry).finally(() => this.running.delete(batch.turnId));
+    entry.done = this.run(batch, abort.signal, entry, mid).finally(() => this.running.delete(batch.turnId));
     return entry.done;
   }
 
@@ -145,6 +151,61 @@ export class TurnDispatcher {
     return [...this.running.values()].map((r) => {
       const state = r.session?.current?.state;
       return { ...r.info, lastActivityAt: state?.lastActivityAt, lastActivity: state?.lastActivity };
+    });
+  }
+
+  /** Whether the running turn can take a mid-turn message now (else it queues for the next turn). */
+  canTake(turnId: number): boolean {
+    const r = this.running.get(turnId);
+    return !!r?.mid && !r.abort.signal.aborted && r.mid.canTake();
+  }
+
+  /** A message that already joined the turn in the queue (Scheduler.joinRunning) goes to the agent. */
+  take(turnId: number, ev: Event, how: MidTurnHow, acceptedAt: number): void {
+    this.running.get(turnId)?.mid?.take(ev, how, acceptedAt);
+  }
+
+  /** A message the session saw was deleted by its author: told to the agent in its next prompt. */
+  retract(scopeKey: string, eventId: string, author: string): void {
+    const ss = this.scopes.get(scopeKey);
+    if (ss?.prompt.wasDelivered(eventId)) ss.prompt.retract(eventId, author);
+  }
+
+  /** The mid-turn inbox of a batch's turn; its session is the scope's, once the turn has opened it. */
+  private inbox(batch: Batch): MidTurnInbox {
+    const key = batch.scope.key;
+    const live = () => this.scopes.get(key);
+    const reacted = new Set<string>();
+    const log = this.d.logger.child({ turn: batch.turnId, scope: key });
+    return new MidTurnInbox({
+      session: {
+        get steerable() {
+          return live()?.session.steerable ?? false;
+        },
+        get updatesSoFar() {
+          return live()?.session.updatesSoFar ?? 0;
+        },
+        steer: (blocks) => live()?.session.steer(blocks) ?? Promise.resolve({ kind: "refused", reason: "no session" }),
+        interruptForSteer: () => live()?.session.interruptForSteer() ?? false,
+        cancelStray: () => live()?.session.cancelStray(),
+      },
+      blocks: async (events, framing) => {
+        const ss = live();
+        if (!ss) throw new Error("the scope's session is gone");
+        return (await this.builder.midTurn(ss.prompt, events, framing, this.anchorOf(events))) as TextBlock[];
+      },
+      leave: (ids) => this.d.scheduler.leaveRunning(batch.turnId, ids),
+      delivered: (events, method, waited) => {
+        const ss = live();
+        if (ss?.current && events.length) ss.current.anchor = this.anchorOf(events).id;
+        for (const ev of events) {
+          if (reacted.has(ev.id)) continue;
+          reacted.add(ev.id);
+          this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
+        }
+        for (const ms of waited) this.d.onMidTurnDelivered?.(method, ms / 1000);
+      },
+      logger: log,
     });
   }
 
@@ -185,7 +246,7 @@ export class TurnDispatcher {
     const left = [...this.running.values()];
     for (const r of left) {
       r.abort.abort("shutdown");
-      this.d.pool.cancel(r.scope);
+      this.d.pool.cancel(r.scope, "shutdown");
     }
     await Promise.race([Promise.all(left.map((r) => r.done.catch(() => undefined))), new Promise((r) => setTimeout(r, 5000).unref())]);
     return left.length;
@@ -196,23 +257,32 @@ export class TurnDispatcher {
     this.scopes.clear();
   }
 
-  private async run(fullBatch: Batch, signal: AbortSignal, running: { info: RunningTurn; session?: AgentSession }): Promise<void> {
+  private async run(whole: Batch, signal: AbortSignal, running: { info: RunningTurn; session?: AgentSession }, mid: MidTurnInbox): Promise<void> {
     const started = Date.now();
-    const log = this.d.logger.child({ turn: fullBatch.turnId, scope: fullBatch.scope.key });
+    const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
+    let resumed = whole;
+    if (whole.publishedReplyIds.length > 0 && whole.unansweredJoins.length > 0) {
+      // The turn had answered, then took mid-turn messages, and the process stopped before
+      // it answered those: they run now, on their own; what was published stays.
+      log.info({ evt: "turn.resumed", replies: whole.publishedReplyIds, events: whole.unansweredJoins.map((e) => e.id) }, "messages steered into the turn before the restart still need an answer");
+      resumed = { ...whole, events: whole.unansweredJoins, publishedReplyIds: [] };
+    }
     const cfg = this.d.config();
     const end = (outcome: TurnOutcome["status"]) => this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000);
 
-    const batch = await this.unanswered(fullBatch, log);
+    const batch = await this.unanswered(resumed, log);
     if (batch.events.length === 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info({ evt: "turn.already_answered", replies: batch.publishedReplyIds }, "turn had already replied before the restart; not re-run");
+      await mid.close(true);
       this.d.scheduler.complete(batch.turnId);
       return end("answered");
     }
-    const anchor = batch.events[batch.events.length - 1]!;
+    const anchor = this.anchorOf(batch.events);
     const thread = replyRefFor(anchor);
     const channel = await this.d.channel(batch.scope.channel);
     if (!channel) {
+      await mid.close(true);
       this.finish(batch, { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] }, log, false);
       return end("failed");
     }
@@ -225,6 +295,7 @@ export class TurnDispatcher {
     };
 
     let outcome: TurnOutcome;
+    let retry = true;
     // Everything this turn publishes (tool replies, fallback, notices) is recorded durably
     // at once: a retry after a crash must know the thread was already answered.
     const published = new RecordedSet((id) => this.d.scheduler.recordReply(batch.turnId, id));
@@ -241,6 +312,7 @@ export class TurnDispatcher {
         scope: batch.scope,
         channelType: channel.type,
         events: batch.events,
+        anchor,
         standing,
         history: policy.history,
       })) as TextBlock[];
@@ -264,14 +336,19 @@ export class TurnDispatcher {
         },
         {
           agent: {
-            prompt: async (b, s) => {
-              const r = await ss.session.prompt(b, {
-                askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
-              });
-              usage = addUsage(usage, r.turnUsage);
-              if (ROTATE_STOP_REASONS.has(r.stopReason)) rotateFor = r.stopReason;
-              return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut };
-            },
+            prompt: (b, s) =>
+              mid.prompt(
+                b,
+                async (blocks) => {
+                  const r = await ss.session.prompt(blocks, {
+                    askOwner: this.d.owner ? (req, sig) => askOwnerByReaction(req, { ...this.askDeps(channel.id, thread, s), timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
+                  });
+                  usage = addUsage(usage, r.turnUsage);
+                  if (ROTATE_STOP_REASONS.has(r.stopReason)) rotateFor = r.stopReason;
+                  return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut, updates: r.updates };
+                },
+                () => signal.aborted,
+              ),
           },
           hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? this.hooksOf(ss, log) : undefined,
           out: this.d.out,
@@ -294,12 +371,19 @@ export class TurnDispatcher {
       for (const id of published) ss.prompt.markDelivered([id]);
       rotateFor = rotationDue(rotateFor, ++ss.turns, cfg.agent.max_turns_per_session);
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      log.warn({ evt: "turn.start_failed", err: reason }, "could not start the turn");
+      // The breaker open (now, or by this very failure): a retry within its window cannot
+      // succeed, so the thread hears at once what happened instead of after the retry wait.
+      const circuit = this.d.pool.circuitError();
+      const reason = circuit?.message ?? (err instanceof Error ? err.message : String(err));
+      log.warn({ evt: "turn.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start the turn");
       outcome = { status: "failed", reason, published: [...published] };
+      if (circuit) retry = false;
       // A session that failed to open or crashed is not reused.
       await this.rotate((k) => k === batch.scope.key);
     }
+    // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
+    // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
+    await mid.close(!signal.aborted);
     if (usage) this.d.onUsage?.(channel.id, model, usage);
     // The session ends after its turn budget, or when the agent ran out of context or
     // requests: the next mention in the scope starts a fresh session.
@@ -309,7 +393,7 @@ export class TurnDispatcher {
       log.info({ evt: "turn.interrupted", published: outcome.published.length }, "turn interrupted by shutdown; it runs again after restart");
       return;
     }
-    this.finish(batch, outcome, log, true, { model, usage });
+    this.finish(batch, outcome, log, retry, { model, usage });
     end(outcome.status);
   }
 
@@ -339,10 +423,11 @@ export class TurnDispatcher {
    * under its last message). Undefined when the relay cannot be asked.
    */
   private async answeredOnRelay(events: Event[], log: Logger): Promise<{ answered: Set<string>; replies: string[] } | undefined> {
-    const ids = events.map((e) => e.id);
+    // An edit is answered under the message it edits (the reply anchor): a reply to that counts for it.
+    const ids = events.map((e) => (e.kind === KIND.edit ? this.anchorOf([e]).id : e.id));
     let found: Event[];
     try {
-      found = await this.d.relay.query([{ kinds: [KIND.message], authors: [this.d.self], "#e": ids, limit: 1000 }]);
+      found = await this.d.relay.query([{ kinds: [KIND.message], authors: [this.d.self], "#e": [...new Set(ids)], limit: 1000 }]);
     } catch (err) {
       log.warn({ evt: "turn.replies_unknown", err: err instanceof Error ? err.message : String(err) }, "could not ask the relay which mentions were already answered");
       return undefined;
@@ -352,10 +437,10 @@ export class TurnDispatcher {
     for (const r of found) {
       if (r.pubkey !== this.d.self) continue;
       const parent = r.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1] ?? (threadRootOf(r) === r.id ? undefined : threadRootOf(r));
-      const at = parent ? ids.indexOf(parent) : -1;
+      const at = parent ? ids.lastIndexOf(parent) : -1;
       if (at < 0) continue;
-      const thread = threadRootOf(events[at]!);
-      for (const e of events.slice(0, at + 1)) if (threadRootOf(e) === thread) answered.add(e.id);
+      const thread = threadRootOf(this.anchorOf([events[at]!]));
+      for (const e of events.slice(0, at + 1)) if (threadRootOf(this.anchorOf([e])) === thread) answered.add(e.id);
       replies.push(r.id);
     }
     return { answered, replies };
@@ -365,11 +450,13 @@ export class TurnDispatcher {
     log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined, model: extra.model, usage: extra.usage }, "turn ended");
     if (outcome.status === "failed") {
       // A failed turn that already replied in its one thread is not retried: the reply is
-      // the answer. A batch from several threads may have answered only some of them: it
-      // is retried, and the retry runs only for the mentions still unanswered.
+      // the answer, marked ⚠️. A batch from several threads may have answered only some of
+      // them: it is retried, and the retry runs only for the mentions still unanswered.
       const threads = new Set(batch.events.map((e) => threadRootOf(e))).size;
-      if (outcome.published.length > 0 && threads === 1) this.d.scheduler.complete(batch.turnId);
-      else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry });
+      if (outcome.published.length > 0 && threads === 1) {
+        this.d.scheduler.complete(batch.turnId);
+        this.markFailed(batch.events, batch.scope.channel);
+      } else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry }); // final → postFailure
     } else this.d.scheduler.complete(batch.turnId);
   }
 
@@ -461,24 +548,42 @@ export class TurnDispatcher {
     return { channel, thread, owner: this.d.owner!, out: this.d.out, relay: this.d.relay, signal };
   }
 
+  /** ⚠️ on the (last few) mentions of a turn that ended failed for good. */
+  private markFailed(events: Event[], channel: string): void {
+    for (const e of events.slice(-5)) this.d.out.signal(reaction(e, EMOJI.failed, channel));
+  }
+
   /**
-   * The notices posted when a turn fails for good (the queue's onFinalFailure): one in each
-   * thread of the batch that has no answer yet, under its last message, naming its askers.
-   * Mentions an earlier attempt answered get nothing more. A batch from more threads than
-   * MAX_NOTICE_THREADS gets one notice under its last message naming everyone instead.
+   * The notices (and ⚠️) posted when a turn fails for good (the queue's onFinalFailure): one
+   * in each thread of the batch that has no answer yet, under its last message, naming its
+   * askers. Mentions an earlier attempt answered get nothing more. A batch from more threads
+   * than MAX_NOTICE_THREADS gets one notice under its last message naming everyone instead.
    */
   async postFailure(events: Event[], error: string, channel: string): Promise<void> {
+    if (!events.length) return;
+    this.markFailed(events, channel);
     const log = this.d.logger.child({ channel });
-    const found = events.length > 0 ? await this.answeredOnRelay(events, log) : undefined;
+    const found = await this.answeredOnRelay(events, log);
     const open = found ? events.filter((e) => !found.answered.has(e.id)) : events;
     const threads = new Map<string, Event[]>();
     for (const e of open) threads.set(threadRootOf(e), [...(threads.get(threadRootOf(e)) ?? []), e]);
     const groups = threads.size > MAX_NOTICE_THREADS ? [open] : [...threads.values()];
     for (const group of groups) {
-      const anchor = group[group.length - 1];
-      if (!anchor) continue;
+      if (!group.length) continue;
+      const anchor = this.anchorOf(group);
       await this.d.out.publish(failureNotice(channel, { root: threadRootOf(anchor), parent: anchor.id }, group, error));
     }
+  }
+
+  /**
+   * What the turn replies to: its newest message, or for an edit (which carries no thread
+   * tags) the message it edits, so the answer lands in that message's thread.
+   */
+  private anchorOf(events: Event[]): Event {
+    const last = events[events.length - 1]!;
+    if (last.kind !== KIND.edit) return last;
+    const target = last.tags.find((t) => t[0] === "e")?.[1];
+    return (target && this.d.scheduler.storedEvent(target)) || last;
   }
 
   /**

@@ -8,7 +8,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
-import { message, type ThreadRef } from "../relay/events.js";
+import { message, messageParts, type ThreadRef } from "../relay/events.js";
 import type { AgentTurnResult, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
 import { TurnSignals } from "./signals.js";
 import { enforceStopGates, type StopMode } from "./stop-gates.js";
@@ -71,7 +71,7 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
     await afterCompaction(result, ports, log);
     if (ports.signal.aborted || result.stopReason === "cancelled") {
       if (result.timedOut) throw new TurnFailed(timeoutReason(result.timedOut));
-      signals.finished(false);
+      cancelledSignal(signals, ports.signal);
       return { status: "cancelled", published: published() };
     }
     if (result.stopReason === "refusal") throw new TurnFailed("the agent refused to answer");
@@ -96,7 +96,7 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
       result = gate.result;
       ports.onGateWait?.(undefined);
       if (gate.kind === "cancelled") {
-        signals.finished(false);
+        cancelledSignal(signals, ports.signal);
         return { status: "cancelled", published: published() };
       }
       if (gate.kind === "budget-exhausted") {
@@ -113,8 +113,13 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
     signals.finished(true);
     return { status: "answered", published: published(), via };
   } catch (err) {
-    signals.finished(false);
-    if (ports.signal.aborted) return { status: "cancelled", published: published() };
+    if (ports.signal.aborted) {
+      cancelledSignal(signals, ports.signal);
+      return { status: "cancelled", published: published() };
+    }
+    // ⚠️ only once the failure is final: the dispatcher marks it with the notice, so a turn
+    // that is retried and then answered ends with ✅ alone.
+    signals.stopTyping();
     const reason = err instanceof Error ? err.message : String(err);
     log.warn({ evt: "turn.error", err: reason }, "turn failed");
     return { status: "failed", reason, published: published() };
@@ -136,9 +141,13 @@ async function replyIfSilent(result: AgentTurnResult, spec: TurnSpec, ports: Tur
   if (ports.published.size > 0) return "tool";
   const text = result.finalText.trim();
   if (spec.replyFallback === "final_text" && text) {
-    const ev = await ports.out.publish(message(spec.channel, text, { thread: spec.thread, mentions: requesters(spec) }));
-    if (!ev) throw new TurnFailed("the relay refused the fallback reply");
-    ports.published.add(ev.id);
+    // Longer than the relay takes: ordered, marked parts in the same thread, each published
+    // once the one before it is in.
+    for (const part of messageParts(spec.channel, text, { thread: spec.thread, mentions: requesters(spec) })) {
+      const ev = await ports.out.publish(part);
+      if (!ev) throw new TurnFailed("the relay refused the fallback reply");
+      ports.published.add(ev.id);
+    }
     return "fallback";
   }
   if (spec.replyFallback === "notice" || (spec.replyFallback === "final_text" && !text)) {
@@ -159,6 +168,15 @@ export function requesters(spec: Pick<TurnSpec, "triggers">): string[] {
 }
 
 /** The one message posted when a turn fails for good. */
+/**
+ * A cancelled turn: ⚠️ when the owner cancelled it; nothing when the daemon is shutting
+ * down, since the turn runs again after the restart and its ✅ should then stand alone.
+ */
+function cancelledSignal(signals: TurnSignals, signal: AbortSignal): void {
+  if (signal.aborted && signal.reason === "shutdown") signals.stopTyping();
+  else signals.finished(false);
+}
+
 export function failureNotice(channel: string, thread: ThreadRef, triggers: Event[], reason: string) {
   return message(channel, `Sorry, I could not answer this: ${reason}.`, { thread, mentions: requesters({ triggers }), extraTags: [["buzz", "agent-failure"]] });
 }

@@ -1,0 +1,80 @@
+/**
+ * Mid-turn latency: a message published while its thread's turn runs → the agent has it.
+ * The same scripted turn every time (`#slow 3000`, the demo agent), the message sent
+ * 300 ms into it, three ways, each on its own channel:
+ *  - steer, native: the demo agent advertises `_session/steering` (DEMO_AGENT_STEERING=1)
+ *    and reports when the steer reached it (`Steered in at <ms>`);
+ *  - steer, cancel-and-merge: the agent does not; the turn is cancelled and re-prompted
+ *    (`Received: <ms>` of the merged prompt);
+ *  - queue (the baseline): the message waits for the turn to end and starts the next one.
+ * Times come from the agent's reply (same machine, same clock). Real daemons
+ * (`buzz-bridge run` subprocesses), real dev relay, real demo agent.
+ * Run alone: `node --import tsx bench/midturn.ts` (build first: the daemon is dist/cli.js).
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Event } from "nostr-tools";
+import { World, type DaemonProc } from "../test/fixtures/world.js";
+
+const SAMPLES = Number(process.env.BENCH_MIDTURN_SAMPLES ?? 5);
+const TURN_MS = 3000;
+const SEND_AFTER_MS = 300;
+
+export interface MidTurnResult {
+  native: number[];
+  merge: number[];
+  queue: number[];
+  turn_ms: number;
+  send_after_ms: number;
+}
+
+async function sample(w: World, d: DaemonProc, channel: string, read: (reply: string) => number | undefined): Promise<number> {
+  const from = d.logs.length;
+  const first = await w.owner.post(`@agent #slow ${TURN_MS} long job`, { channel });
+  await d.waitLog((l) => d.logs.indexOf(l) >= from && l.evt === "agent.turn_start");
+  await new Promise((r) => setTimeout(r, SEND_AFTER_MS));
+  const sent = Date.now();
+  const second = await w.owner.post("@agent also this", { replyTo: first, channel });
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+    const replies: Event[] = await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [first.id] });
+    for (const r of replies) {
+      const at = read(r.content);
+      if (at !== undefined) return at - sent;
+    }
+  }
+  throw new Error(`midturn bench: no reply carrying the arrival time of ${second.id}`);
+}
+
+export async function benchMidTurn(): Promise<MidTurnResult> {
+  const w = await World.create({ channelName: "merge-room" });
+  try {
+    const merge = w.channel;
+    const queue = await w.addChannel({ name: "queue-room" });
+    const native = await w.addChannel({ name: "native-room" });
+    const common = { defaults: { respond_to: "owner-only" }, log: { level: "debug" } };
+    // Two daemons of one identity on disjoint channels: one agent steers natively, one does not.
+    const plain = await w.startDaemon({}, { configFile: w.writeConfig({ ...common, channels: [{ id: merge }, { id: queue, mid_turn: "queue" }], state_dir: join(w.dir, "state-plain") }, "plain.yaml") });
+    const steering = await w.startDaemon({}, { configFile: w.writeConfig({ ...common, channels: [{ id: native }], state_dir: join(w.dir, "state-native"), agent: { env: { DEMO_AGENT_STEERING: "1" } } }, "native.yaml") });
+    const steeredAt = (text: string) => Number(/Steered in at (\d+): @agent also this/.exec(text)?.[1] ?? NaN) || undefined;
+    const receivedFor = (text: string) => (/Asked: @agent also this/.test(text) ? Number(/Received: (\d+)/.exec(text)?.[1] ?? NaN) || undefined : undefined);
+    const out: MidTurnResult = { native: [], merge: [], queue: [], turn_ms: TURN_MS, send_after_ms: SEND_AFTER_MS };
+    for (let i = 0; i < SAMPLES; i++) {
+      out.native.push(await sample(w, steering, native, steeredAt));
+      out.merge.push(await sample(w, plain, merge, receivedFor));
+      out.queue.push(await sample(w, plain, queue, receivedFor));
+    }
+    return out;
+  } finally {
+    await w.close();
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  benchMidTurn().then((r) => {
+    console.log(JSON.stringify(r, null, 2));
+    process.exit(0);
+  }, (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,46 @@
+/**
+ * Headlines for log events logged without a message of their own, so every line has a
+ * `msg` and pretty logs never show a blank headline. The logger adds the headline when a
+ * call passes only the fields; a call's own message always wins. An `evt` missing here
+ * gets its own name as the headline.
+ */
+export const HEADLINES: Readonly<Record<string, string>> = {
+  "agent.kill_after_grace": "the agent did not exit in time; killed",
+  "gate.control": "owner command handled",
+  "gate.control_publish_failed": "could not publish an owner command's outcome",
+  "gate.control_replayed": "owner command already handled before; not run again",
+  "gate.denied_notify_failed": "could not tell the author the mention was denied",
+  "link.connected": "a session's proxy connected",
+  "link.disconnected": "a session's proxy disconnected",
+  "link.listening": "proxy link socket listening",
+  "link.refused": "refused a proxy link connection",
+  "link.tool_failed": "a buzz tool call through the link failed",
+  "prompt.history_failed": "could not fetch thread history for the prompt",
+  "proxy.hook_name_invalid": "an MCP server's hook has an invalid name; ignored",
+  "proxy.link_closed": "the link to the daemon closed",
+  "proxy.link_failed": "could not connect to the daemon's link",
+  "proxy.list_changed": "an MCP server's tool list changed",
+  "proxy.list_failed": "an MCP server failed to list its tools",
+  "proxy.list_timeout": "an MCP server did not list its tools in time",
+  "proxy.name_collision": "two MCP servers offer the same tool name",
+  "proxy.server_down": "an MCP server is down",
+  "proxy.server_error": "an MCP server reported an error",
+  "proxy.server_failed": "an MCP server failed to start",
+  "proxy.server_restart": "restarting an MCP server",
+  "proxy.start": "proxy started",
+  "proxy.stop": "proxy stopping",
+  "proxy.too_many_tools": "more tools than one session can list; some dropped",
+  "proxy.tool_renamed": "a tool was renamed to fit the naming rules",
+  "proxy.upstream_error": "error on the agent side of the proxy",
+  "queue.cancelled": "queued and running work cancelled",
+  "queue.recovered": "re-queued work accepted before the restart",
+  "queue.refusal_notice_failed": "could not post the notice for refused events",
+  "queue.refused": "refused an event: too far behind",
+  "queue.turn_failed": "turn failed for good; the thread gets a notice",
+  "queue.turn_retry": "turn failed; retrying after a backoff",
+};
+
+/** The headline for a fields-only call: the table's, else the event name itself. */
+export function headlineFor(evt: string): string {
+  return HEADLINES[evt] ?? evt;
+}

@@ -1,0 +1,49 @@
+// Native steering over real ACP stdio with the demo agent: how `_session/steering` is
+// detected, what a steer into a running prompt does, and what a steer racing the end of
+// the turn is answered when the bridge opts into idleBehavior "promptRequired".
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readSteerAnswer, steerRequest, STEER_METHOD } from "../src/agent/steering.js";
+import { eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
+
+const { pool, acquire, ask } = poolFixture();
+
+describe("native steering (_session/steering)", () => {
+  it("an agent that does not advertise steering is not steered; asked anyway, its answer reads as refused (fall back to cancel-and-merge)", async () => {
+    const p = pool();
+    const s = await acquire(p, "plain");
+    assert.equal(s.steerable, false);
+    const answer = await s.proc.agent.request(STEER_METHOD, steerRequest(s.sessionId, ask("hello"))).then(
+      (value) => readSteerAnswer({ ok: true, value }),
+      (error: unknown) => readSteerAnswer({ ok: false, error }),
+    );
+    assert.equal(answer.kind, "refused");
+  });
+
+  it("a steer into a running prompt is injected: the turn finishes its request with the steered message in it, without a cancel", async () => {
+    const p = pool({ env: { DEMO_AGENT_STEERING: "1" } });
+    const s = await acquire(p, "steerable");
+    assert.equal(s.steerable, true, "advertised by _meta.steering.supported at initialize");
+    const turn = s.prompt(ask("#slow 1500 #final-only build it"));
+    await new Promise((r) => setTimeout(r, 300));
+    const answer = await s.steer([eventBlock("ivy", "use the staging branch")]);
+    assert.deepEqual(answer, { kind: "injected" });
+    const r = await turn;
+    assert.equal(r.stopReason, "end_turn");
+    assert.match(r.finalText, /Asked: #slow 1500 #final-only build it/);
+    assert.match(r.finalText, /Steered in at \d+: use the staging branch/);
+  });
+
+  it("a steer that races the end of the turn is answered promptRequired (no turn running) and starts no turn", async () => {
+    const p = pool({ env: { DEMO_AGENT_STEERING: "1" } });
+    const s = await acquire(p, "late");
+    await s.prompt(ask("#final-only quick one"));
+    let updates = 0;
+    s.proc.routes.set(s.sessionId, { onUpdate: () => void updates++, onPermission: async () => ({ outcome: { outcome: "cancelled" } }) });
+    const value = await s.proc.agent.request(STEER_METHOD, steerRequest(s.sessionId, ask("#final-only too late")));
+    assert.deepEqual(readSteerAnswer({ ok: true, value }), { kind: "no-turn", reason: "noRunningTurn" });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(updates, 0, "the agent did not start a turn nobody owns");
+    assert.deepEqual(await s.steer(ask("x")), { kind: "no-turn", reason: "no turn is running on this session" }, "the session does not even ask when it runs no turn");
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * `buzz-bridge tail` and `demo --keep` as a person uses them: a channel read live, with
+ * messages, the bridge's reactions (👀 → ✅) and owner-command outcomes (kind 40099) by
+ * name; `demo --keep` prints post commands that work as printed from a fresh checkout
+ * (after `npm start`, without `npm link`), and its feed shows what they cause.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { KIND } from "../src/relay/kinds.js";
+import { CLI, REPO, World } from "./fixtures/world.js";
+
+let w: World;
+const children: ChildProcess[] = [];
+before(async () => {
+  w = await World.create({ channelName: "build-room" });
+});
+after(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  await w.close();
+});
+
+/** A child whose stdout is collected; `until` waits for a pattern in it. */
+function run(args: string[], cwd = REPO) {
+  const proc = spawn(process.execPath, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(proc);
+  let out = "";
+  let err = "";
+  proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const until = async (re: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const m = re.exec(out);
+      if (m) return m;
+      assert.ok(Date.now() < deadline && proc.exitCode === null, `no ${re} in:\n${out}\n--- stderr ---\n${err.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const exited = new Promise<number | null>((r) => proc.on("exit", (code) => r(code)));
+  return { proc, out: () => out, err: () => err, until, exited };
+}
+
+test("tail prints messages, the bridge's reactions and !status's outcome live, by name", async () => {
+  const owner = await w.owner.relay();
+  await owner.send({ kind: KIND.profile, created_at: Math.floor(Date.now() / 1000), tags: [], content: JSON.stringify({ name: "olivia" }) });
+  const daemon = await w.startDaemon({ relay: { presence: false } });
+  const tail = run([CLI, "tail", "-c", daemon.configFile, "--channel", w.channel]);
+  const started = Date.now();
+  while (!tail.err().includes("following #build-room")) {
+    assert.ok(Date.now() - started < 60_000 && tail.proc.exitCode === null, tail.err());
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await w.owner.post("@agent draft the release notes");
+  await tail.until(/#build-room {2}olivia: @agent draft the release notes {2}→ @\S+$/m);
+  await tail.until(/reacted 👀 to olivia: "@agent draft the release notes"/);
+  await tail.until(/#build-room ↳ olivia's thread {2}\S+: /);
+  await tail.until(/reacted ✅ to olivia: "@agent draft the release notes"/);
+  // A client that writes "@agent" without the p tag: shown without an arrow (the bridge never sees it).
+  await w.owner.post("@agent are you listening?", { mention: false });
+  await tail.until(/#build-room {2}olivia: @agent are you listening\?$/m);
+  await w.owner.post("!status");
+  await tail.until(/#build-room {2}· control\.status \(\w[\w-]*\) by olivia/);
+  tail.proc.kill("SIGINT");
+  assert.equal(await tail.exited, 0);
+  await daemon.stop();
+});
+
+test("tail by an identity the relay does not admit says so and names the npub to add", async () => {
+  const { generateSecretKey, getPublicKey, nip19 } = await import("nostr-tools");
+  const sk = generateSecretKey();
+  const file = w.writeConfig({ identity: { secret_key: nip19.nsecEncode(sk) } }, "outsider-tail.yaml");
+  const tail = run([CLI, "tail", "-c", file]);
+  assert.equal(await tail.exited, 2);
+  assert.match(tail.err(), new RegExp(`tail: restricted: not a relay member: ask the relay admin to add ${nip19.npubEncode(getPublicKey(sk))} as a relay member`));
+});
+
+test("demo --keep prints post commands that work as printed, and its feed shows replies, reactions and !status", async () => {
+  const demo = run([CLI, "demo", "--keep"]);
+  await demo.until(/Live from #release-room/, 120_000);
+  const commands = [...demo.out().matchAll(/^ {2}(node \S+ post .*)$/gm)].map((m) => m[1]!);
+  assert.equal(commands.length, 2, demo.out());
+  for (const c of commands) assert.match(c, /^node dist\/cli\.js post /, "runnable from the checkout without npm link");
+  const sh = (cmd: string) => new Promise<number | null>((resolve) => spawn("sh", ["-c", cmd], { cwd: REPO, stdio: "ignore" }).on("exit", resolve));
+  assert.equal(await sh(commands[0]!), 0, commands[0]);
+  await demo.until(/#release-room {2}bob \(teammate\): hello agent {2}→ @\S+$/m);
+  await demo.until(/reacted ✅ to bob \(teammate\): "hello agent"/);
+  assert.equal(await sh(commands[1]!), 0, commands[1]);
+  await demo.until(/· control\.status \(\w[\w-]*\) by alice \(owner\)/);
+  assert.doesNotMatch(demo.out().split("Live from")[1]!, /What is this room for/, "the scripted part is not replayed into the feed");
+  demo.proc.kill("SIGINT");
+  assert.equal(await demo.exited, 0, demo.err().slice(-2000));
+});
+
+test("dev-relay --help points at docs/dev-relay.md for the seed format and the admin API", async () => {
+  const r = run([CLI, "dev-relay", "--help"]);
+  assert.equal(await r.exited, 0);
+  assert.match(r.out(), /--seed FILE .*\(docs\/dev-relay\.md\)/);
+  assert.match(r.out(), /admin API is\s+in docs\/dev-relay\.md/);
+  assert.doesNotMatch(r.out(), /design §/);
+});
