@@ -481,7 +481,7 @@ export class Daemon {
     const turnId = this.scheduler.runningTurn(scope);
     if (turnId === undefined) return;
     const how = midTurnHow(mode, ev.pubkey === this.config.identity.owner);
-    if (!how || !this.dispatcher.canTake(turnId)) {
+    if (!how || !this.dispatcher.canTake(turnId, ev)) {
       this.log.debug({ evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode }, "message arrived mid-turn; it waits for the next turn");
       return;
     }

@@ -122,7 +122,7 @@ interface ScopeSession {
 export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
   /** Turns in flight; a heartbeat's has no mid-turn inbox (nothing is steered into it). */
-  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox }>();
+  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox; threads?: Set<string> }>();
   private readonly builder: TurnPromptBuilder;
   /** Heartbeat turns take negative ids in `running`, apart from the queue's turn ids. */
   private heartbeatSeq = 0;
@@ -140,7 +140,8 @@ export class TurnDispatcher {
     const abort = new AbortController();
     const info: RunningTurn = { turnId: batch.turnId, scope: batch.scope.key, channel: batch.scope.channel, startedAt: Date.now() };
     const mid = this.inbox(batch);
-    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox } = { scope: batch.scope.key, abort, done: Promise.resolve(), info, mid };
+    const threads = new Set(batch.events.map((e) => this.threadOf(e)));
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox; threads?: Set<string> } = { scope: batch.scope.key, abort, done: Promise.resolve(), info, mid, threads };
     this.running.set(batch.turnId, entry);
     entry.done = this.run(batch, abort.signal, entry, mid).finally(() => this.running.delete(batch.turnId));
     return entry.done;
@@ -155,9 +156,19 @@ export class TurnDispatcher {
   }
 
   /** Whether the running turn can take a mid-turn message now (else it queues for the next turn). */
-  canTake(turnId: number): boolean {
+  canTake(turnId: number, ev?: Event): boolean {
     const r = this.running.get(turnId);
+    // Steering is for the conversation the turn is in. A mention that starts or continues
+    // another thread (channel scope) is a request of its own: it waits for the next turn,
+    // whose answer goes into its own thread, instead of moving this turn's answer away
+    // from the thread that asked first.
+    if (ev && r?.threads && !r.threads.has(this.threadOf(ev))) return false;
     return !!r?.mid && !r.abort.signal.aborted && r.mid.canTake();
+  }
+
+  /** The thread an event belongs to (an edit: the thread of the message it edits). */
+  private threadOf(ev: Event): string {
+    return threadRootOf(this.anchorOf([ev]));
   }
 
   /** A message that already joined the turn in the queue (Scheduler.joinRunning) goes to the agent. */
