@@ -1,8 +1,8 @@
 /**
  * Paths users hit that the other daemon tests do not walk, each through the real daemon,
  * relay and demo agent: unicode through the whole path, typing indicators, max_turn and
- * idle_close, direct messages, a 256 KB mention whose quoted answer the relay refuses,
- * removal from a channel in the middle of a turn, and `!shutdown` (last: it stops the daemon).
+ * idle_close, direct messages, a 256 KB mention, removal from a channel in the middle of
+ * a turn (the relay then refuses the bridge's replies), and `!shutdown` (last: it stops the daemon).
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -99,20 +99,18 @@ test("a DM from the owner is answered in its thread; a teammate's DM is refused 
   assert.deepEqual(await w.query({ authors: [w.agent.pk], "#e": [denied.id] }), [], "no reaction and no reply in a DM");
 });
 
-test("a 256 KB mention reaches the agent; the relay refuses the answer quoting it, and the thread still gets exactly one message", { timeout: 60_000 }, async () => {
+test("a 256 KB mention reaches the agent and is answered with exactly one message within the relay's size limit", { timeout: 60_000 }, async () => {
   const body = "lorem ipsum dolor sit amet ".repeat(10_000).slice(0, 256 * 1024 - 40);
   const ev = await w.owner.post(`@agent [big] ${body}`, { channel: ch.big });
   assert.ok(Buffer.byteLength(ev.content) > 255 * 1024);
-  const replies = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.length >= 1, 45_000);
+  const mark = d.logs.length;
+  await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.length >= 1, 45_000);
   await new Promise((r) => setTimeout(r, 2000));
   const all = await answersTo(ev);
   assert.equal(all.length, 1, `exactly one agent message: ${all.map((e) => JSON.stringify(e.content.slice(0, 120))).join(" | ")}`);
-  assert.ok(Buffer.byteLength(replies[0]!.content) < 256 * 1024);
-  // The agent heard of the refusal (its send_message failed with the relay's reason); its final text is the fallback.
-  assert.match(all[0]!.content, /not published: refused/, all[0]!.content.slice(0, 300));
-  const refused = d.logs.filter((l) => l.evt === "relay.publish_failed" && l.status === "refused");
-  assert.ok(refused.length >= 1 && refused.length <= 2, `the refusal is logged with the relay's reason, not retried in a loop (${refused.length} lines)`);
-  assert.ok(refused.every((l) => typeof l.reason === "string" && (l.reason as string).length > 0));
+  assert.ok(all[0]!.content.includes("[big] lorem ipsum"), "the answer quotes the mention (the agent got it)");
+  assert.ok(Buffer.byteLength(all[0]!.content) <= 256 * 1024, "within the relay's content limit");
+  assert.deepEqual(d.logs.slice(mark).filter((l) => l.evt === "relay.publish_failed"), [], "nothing was refused");
   assert.equal(d.proc.exitCode, null);
 });
 
