@@ -14,7 +14,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,6 +40,21 @@ const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 export function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? round(Number(m[1]) / 1024) : NaN;
+}
+
+/** Resident memory of a process by where it is mapped from (/proc/PID/smaps), in MiB. */
+export function rssByMapping(pid: number): { node_binary: number; other_files: number; anonymous: number } {
+  const exe = readlinkSync(`/proc/${pid}/exe`);
+  let kb = { node_binary: 0, other_files: 0, anonymous: 0 };
+  let bucket: keyof typeof kb = "anonymous";
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const path = head[1]!;
+      bucket = path === exe ? "node_binary" : path.startsWith("/") ? "other_files" : "anonymous";
+    } else if (line.startsWith("Rss:")) kb = { ...kb, [bucket]: kb[bucket] + Number(line.split(/\s+/)[1]) };
+  }
+  return { node_binary: round(kb.node_binary / 1024), other_files: round(kb.other_files / 1024), anonymous: round(kb.anonymous / 1024) };
 }
 
 /** utime + stime of a process in seconds (clock ticks are 100/s on Linux). */
@@ -85,6 +100,18 @@ async function collect(pid: number): Promise<void> {
   await new Promise((r) => setTimeout(r, 1000));
 }
 
+/** The V8 heap's committed size by space (its `/metrics`), in MiB: new (the young generation) and the rest. */
+async function heapSpacesMiB(metricsUrl: string): Promise<{ new_space: number; other_spaces: number }> {
+  const text = await (await fetch(metricsUrl)).text();
+  let young = 0;
+  let rest = 0;
+  for (const m of text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)/gm)) {
+    if (m[1] === "new") young += Number(m[2]);
+    else rest += Number(m[2]);
+  }
+  return { new_space: round(young / 1048576), other_spaces: round(rest / 1048576) };
+}
+
 /** The daemon's V8 heap in use (its `/metrics`), to tell a leak from RSS headroom. */
 async function heapUsedMiB(metricsUrl: string): Promise<number> {
   const text = await (await fetch(metricsUrl)).text();
@@ -108,6 +135,14 @@ export interface BusyResult {
   daemon_rss_idle_after_gc_mib: number;
   daemon_rss_after_events_after_gc_mib: number;
   daemon_heap_used_idle_mib: number;
+  /** The idle RSS (as is) split: pages of the node executable, of other files (libc, SQLite's addon), anonymous memory. */
+  daemon_rss_idle_node_binary_mib: number;
+  daemon_rss_idle_other_files_mib: number;
+  daemon_rss_idle_anonymous_mib: number;
+  /** Of the anonymous memory: V8's young generation and its other spaces (committed), and the rest (native: malloc). */
+  daemon_v8_new_space_idle_mib: number;
+  daemon_v8_other_spaces_idle_mib: number;
+  daemon_rss_idle_native_mib: number;
   daemon_heap_used_after_mib: number;
   subscriber_rss_idle_mib: number;
   subscriber_rss_after_mib: number;
@@ -186,6 +221,9 @@ export async function benchBusy(): Promise<BusyResult> {
     // Idle: the daemon settled with 500 channels subscribed (its warm agent is another process).
     await new Promise((r) => setTimeout(r, 3000));
     const daemonIdle = rssMiB(daemon.pid!);
+    // Where it goes: mapped files vs anonymous memory, and how much of the latter V8's heap spaces hold.
+    const idleMap = rssByMapping(daemon.pid!);
+    const idleSpaces = await heapSpacesMiB(`http://127.0.0.1:${port}/metrics`);
     await collect(daemon.pid!);
     const daemonIdleGc = rssMiB(daemon.pid!);
     const subIdle = rssMiB(sub.pid!);
@@ -244,6 +282,12 @@ export async function benchBusy(): Promise<BusyResult> {
       daemon_rss_idle_after_gc_mib: daemonIdleGc,
       daemon_rss_after_events_after_gc_mib: daemonAfterGc,
       daemon_heap_used_idle_mib: heapIdle,
+      daemon_rss_idle_node_binary_mib: idleMap.node_binary,
+      daemon_rss_idle_other_files_mib: idleMap.other_files,
+      daemon_rss_idle_anonymous_mib: idleMap.anonymous,
+      daemon_v8_new_space_idle_mib: idleSpaces.new_space,
+      daemon_v8_other_spaces_idle_mib: idleSpaces.other_spaces,
+      daemon_rss_idle_native_mib: round(idleMap.anonymous - idleSpaces.new_space - idleSpaces.other_spaces),
       daemon_heap_used_after_mib: heapAfter,
       subscriber_rss_idle_mib: subIdle,
       subscriber_rss_after_mib: subAfter,

@@ -8,7 +8,7 @@ import type { AgentPool, AskOwner } from "../src/agent/index.js";
 import { AgentModeError } from "../src/agent/index.js";
 import { STANDING, eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
 
-const { tmp, pool } = poolFixture();
+const { pool } = poolFixture();
 
 describe("timeouts", () => {
   it("a hanging agent hits idle_timeout and is cancelled", async () => {

@@ -2,11 +2,10 @@
 // respawn; the circuit breaker opens after 3 crashes and closes again.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { AgentPool } from "../src/agent/index.js";
 import { AgentCrashedError, CircuitOpenError } from "../src/agent/index.js";
 import { poolFixture } from "./fixtures/agent-helpers.js";
 
-const { tmp, pool, acquire, ask } = poolFixture();
+const { pool, acquire, ask } = poolFixture();
 
 describe("agent crashes", () => {
   it("a crash mid-turn fails the turn with AgentCrashedError; the next turn gets a new process", async () => {

@@ -2,10 +2,9 @@
 // max_concurrent, close. Crashes and the circuit breaker: agent-crash.test.ts.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { AgentPool } from "../src/agent/index.js";
 import { poolFixture } from "./fixtures/agent-helpers.js";
 
-const { tmp, pool, acquire, ask } = poolFixture();
+const { pool, acquire, ask } = poolFixture();
 
 describe("agent pool", () => {
   it("uses the warm spare: an acquire takes the ready process instead of spawning", async () => {

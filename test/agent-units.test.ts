@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { nip19, generateSecretKey } from "nostr-tools";
 import { bytesToHex } from "nostr-tools/utils";
 import { agentEnvironment, channelSlug } from "../src/agent/index.js";
+import { CrashBreaker } from "../src/agent/circuit.js";
 import { answer } from "../src/agent/permissions.js";
 import { TurnState } from "../src/agent/turn-state.js";
 import { parsePrompt } from "../src/demo/agent-parse.js";
@@ -27,6 +28,21 @@ describe("agent environment", () => {
     const { env } = agentEnvironment({ parent: {}, configured: { BUZZ_AGENT_REQUIRE_REPLY: "1" }, hooksAgentEnforced: true });
     assert.equal(env.BUZZ_AGENT_REQUIRE_REPLY, "1");
     assert.equal(env.MCP_HOOK_SERVERS, "buzz");
+  });
+});
+
+describe("crash breaker respawn pacing", () => {
+  it("delays the next spawn by the base after a crash, doubling per recent crash up to the cap", () => {
+    const breaker = new CrashBreaker({ threshold: 100, backoffBaseMs: 500, backoffMaxMs: 3000 });
+    for (const expected of [500, 1000, 2000, 3000, 3000]) {
+      const before = Date.now();
+      breaker.record();
+      const after = Date.now();
+      // record() read the clock somewhere between `before` and `after`.
+      assert.ok(breaker.nextSpawnAt >= before + expected && breaker.nextSpawnAt <= after + expected, `${breaker.nextSpawnAt - before} ms, want ${expected}`);
+    }
+    assert.equal(breaker.state, "closed");
+    breaker.dispose();
   });
 });
 

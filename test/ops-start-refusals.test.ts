@@ -6,7 +6,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
@@ -75,6 +75,8 @@ test("a relay that does not admit the identity: run names the npub to add, not '
   const npub = nip19.npubEncode(getPublicKey(sk));
   assert.equal(line.npub, npub);
   assert.match(String(line.msg), new RegExp(`^the relay refused this identity: (relay_membership_required: )?restricted: not a relay member: ask the relay admin to add ${npub} as a relay member; retrying$`));
+  const refused = await d.waitLog((l) => l.evt === "relay.auth_refused");
+  assert.equal(refused.msg, `restricted: not a relay member: ask the relay admin to add ${npub} as a relay member`);
   assert.equal(await d.stop(), 0);
 });
 

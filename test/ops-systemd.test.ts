@@ -111,7 +111,7 @@ test("systemd-analyze security rates the unit's exposure low", { skip: skipNoSys
 });
 
 test("the unit's install steps create /opt/buzz-bridge before copying into it, and work on a fresh machine", () => {
-  const steps = unitText.split("\n").filter((l) => /^#   \S/.test(l)).map((l) => l.replace(/^#\s+/, "").replace(/\s+#.*$/, ""));
+  const steps = unitText.split("\n").filter((l) => /^# {3}\S/.test(l)).map((l) => l.replace(/^#\s+/, "").replace(/\s+#.*$/, ""));
   const copy = steps.findIndex((s) => /^cp -r .* \/opt\/buzz-bridge\/$/.test(s));
   const mkdir = steps.findIndex((s) => /^install -d .*\/opt\/buzz-bridge$/.test(s));
   assert.ok(copy >= 0 && mkdir >= 0 && mkdir < copy, steps.join("\n"));

@@ -97,6 +97,23 @@ test("NIP-98 query: two identical bodies in one second both succeed; count and p
   assert.match(await profiles.displayName(identity().pk), /^npub1/);
 });
 
+test("a burst of look-ups of one author before the first answer asks the relay once", async () => {
+  const relay = await relayWith([bridge, alice]);
+  cleanup.push(() => relay.close());
+  const author = client(relay, alice);
+  cleanup.push(() => author.stop());
+  await author.start();
+  assert.equal(await author.waitAuthenticated(10_000), true);
+  await author.send({ kind: 0, created_at: Math.floor(Date.now() / 1000), tags: [], content: JSON.stringify({ name: "alice" }) });
+  const bot = client(relay, bridge);
+  cleanup.push(() => bot.stop());
+  const profiles = new ProfileCache(bot);
+  // What a busy channel does to the gate: many events from one author, each asking at once.
+  const found = await Promise.all(Array.from({ length: 50 }, () => profiles.lookup(alice.pk)));
+  assert.deepEqual(new Set(found.map((p) => p?.displayName)), new Set(["alice"]));
+  assert.equal(bot.http.metrics.requests, 1, "one profile request for the whole burst");
+});
+
 test("the follower listens where the config says: listed channels, or every channel with \"*\"", async () => {
   const { loadConfigText } = await import("../src/config/load.js");
   const { ChannelFollower, configSelector } = await import("../src/relay/follow.js");

@@ -75,7 +75,7 @@ test("a rate-limited answer without a retry hint, and a refusal for a reason nob
   const proxy = await startFrameProxy(w.relay.url, {
     intercept: (f, answer) => {
       const ev = f[0] === "EVENT" ? (f[1] as { id: string; kind: number; pubkey: string }) : undefined;
-      if (!ev || ev.kind !== 9 || ev.pubkey !== w.agent.pk || refused.length >= 2 || refused.includes(ev.id)) return false;
+      if (ev?.kind !== 9 || ev.pubkey !== w.agent.pk || refused.length >= 2 || refused.includes(ev.id)) return false;
       answer(["OK", ev.id, false, refused.length === 0 ? "rate-limited: slow down" : "mystery: the relay will not say why"]);
       refused.push(ev.id);
       return true;

@@ -1,6 +1,5 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import type { DevRelay } from "../src/devrelay/index.js";
 import type { RelayClient } from "../src/relay/client.js";
 import { client, collector, FAST, identity, mention, relayWith, wait } from "./relay-helpers.js";
 

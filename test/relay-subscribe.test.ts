@@ -1,14 +1,14 @@
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import type { DevRelay } from "../src/devrelay/index.js";
-import { RelayClient } from "../src/relay/client.js";
+import type { RelayClient } from "../src/relay/client.js";
 import { client, collector, identity, mention, relayWith } from "./relay-helpers.js";
 
 const bridge = identity();
 const alice = identity();
 let relay: DevRelay;
 const clients: RelayClient[] = [];
-let channels: string[] = [];
+const channels: string[] = [];
 
 before(async () => {
   relay = await relayWith([bridge, alice]);

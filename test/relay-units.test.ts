@@ -28,6 +28,17 @@ test("backoff doubles from the base to the cap with bounded jitter", () => {
   assert.ok(b.next() <= 1200);
 });
 
+test("backoff without jitter gives exactly base · 2^attempt up to the cap, by count or in sequence", () => {
+  const b = new Backoff({ baseMs: 500, capMs: 30_000, jitter: 0 });
+  const expected = [500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000];
+  assert.deepEqual(expected.map((_, i) => b.delayFor(i)), expected);
+  assert.equal(b.attempts, 0, "delayFor does not count an attempt");
+  assert.deepEqual(expected.map(() => b.next()), expected);
+  assert.equal(b.delayFor(1_000), 30_000, "a large count stays at the cap");
+  b.reset();
+  assert.equal(b.next(), 500);
+});
+
 test("retry hints and reason prefixes are read from relay text", () => {
   assert.equal(retryAfterMs("rate-limited: quota exceeded; retry in 7s"), 7000);
   assert.equal(retryAfterMs("rate-limited: too many concurrent requests"), undefined);

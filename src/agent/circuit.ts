@@ -4,6 +4,7 @@
  * which no agent is started and calls fail fast (design §7: 3 in 60 s → 5 min).
  */
 import { EventEmitter } from "node:events";
+import { Backoff } from "../relay/backoff.js";
 
 export interface CircuitOptions {
   /** Crashes within the window that open the circuit; default 3. */
@@ -20,8 +21,19 @@ export interface CircuitOptions {
 
 export type CircuitState = "closed" | "open";
 
-/** Emits `change` with `{ state, until, crashes }`. */
-export class CrashBreaker extends EventEmitter {
+/** The breaker opened (until = when it closes again) or closed (until = undefined, crashes = 0). */
+export interface CircuitChange {
+  state: CircuitState;
+  until: number | undefined;
+  crashes: number;
+}
+
+/** What a CrashBreaker emits, checked by tsc on emit/on/once/off. */
+export interface CrashBreakerEvents {
+  change: [change: CircuitChange];
+}
+
+export class CrashBreaker extends EventEmitter<CrashBreakerEvents> {
   private recent: number[] = [];
   private openUntil = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -29,10 +41,13 @@ export class CrashBreaker extends EventEmitter {
   nextSpawnAt = 0;
   totalCrashes = 0;
   private readonly o: Required<CircuitOptions>;
+  /** Without jitter: the delay is a function of the recent crash count alone. */
+  private readonly respawn: Backoff;
 
   constructor(opts: CircuitOptions = {}) {
     super();
     this.o = { threshold: 3, windowMs: 60_000, openMs: 300_000, backoffBaseMs: 500, backoffMaxMs: 30_000, ...opts };
+    this.respawn = new Backoff({ baseMs: this.o.backoffBaseMs, capMs: this.o.backoffMaxMs, jitter: 0 });
   }
 
   get state(): CircuitState {
@@ -54,7 +69,7 @@ export class CrashBreaker extends EventEmitter {
     this.totalCrashes++;
     this.recent.push(now);
     const n = this.recentCrashes;
-    this.nextSpawnAt = now + Math.min(this.o.backoffBaseMs * 2 ** (n - 1), this.o.backoffMaxMs);
+    this.nextSpawnAt = now + this.respawn.delayFor(n - 1);
     if (n >= this.o.threshold && this.state === "closed") {
       this.openUntil = now + this.o.openMs;
       this.emit("change", { state: "open", until: this.openUntil, crashes: n });

@@ -5,7 +5,7 @@
  * value contains the key in either spelling (nsec or hex), even when a user put it in
  * `agent.env` by mistake.
  */
-import { nip19 } from "nostr-tools";
+import * as nip19 from "nostr-tools/nip19";
 import { bytesToHex } from "nostr-tools/utils";
 
 /** Inherited as-is when present in the bridge's own environment. */

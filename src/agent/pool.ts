@@ -23,8 +23,8 @@ import { silentLogger } from "../ops/log.js";
 import { agentCwd, spareCwd } from "./cwd.js";
 import { agentEnvironment, secretForms } from "./env.js";
 import { AgentCrashedError, AgentStartError, CircuitOpenError, PoolClosedError } from "./errors.js";
-import { CrashBreaker, type CircuitState } from "./circuit.js";
-import { AgentProcess } from "./process.js";
+import { CrashBreaker, type CircuitChange, type CircuitState } from "./circuit.js";
+import { AgentProcess, type ExitInfo } from "./process.js";
 import { AgentSession } from "./session.js";
 import { SandboxError, type ChannelIsolation } from "./sandbox-plan.js";
 import type { TurnLimits } from "./turn-control.js";
@@ -48,7 +48,36 @@ interface Entry {
   idleTimer?: NodeJS.Timeout;
 }
 
-export class AgentPool extends EventEmitter {
+/** A process the pool started: the warm spare, or one for a scope; `sandboxed` = run through the sandbox launcher. */
+export interface AgentSpawned {
+  pid: number;
+  spare: boolean;
+  sandboxed: boolean;
+}
+
+/** A process that died without being asked to; `scope` is undefined for the warm spare. */
+export interface AgentCrash {
+  pid: number;
+  scope: string | undefined;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderrTail: string;
+}
+
+/** What an AgentPool emits, checked by tsc on emit/on/once/off. */
+export interface AgentPoolEvents {
+  circuit: [change: CircuitChange];
+  spawn: [info: AgentSpawned];
+  /** A new warm spare is ready. */
+  spare: [info: { pid: number }];
+  crash: [info: AgentCrash];
+  /** A scope's process exited, expected or not (a crash also emits `crash`). */
+  exit: [info: ExitInfo & { pid: number; scope: string }];
+  /** A scope's session was ended; `reason` as in rotate(). */
+  rotate: [info: { scope: string; reason: string }];
+}
+
+export class AgentPool extends EventEmitter<AgentPoolEvents> {
   private readonly entries = new Map<string, Entry>();
   private readonly pending = new Map<string, Promise<AgentSession>>();
   private starting = 0;
@@ -78,7 +107,7 @@ export class AgentPool extends EventEmitter {
     this.log = o.logger ?? silentLogger();
     this.display = [o.command, ...o.args].join(" ");
     this.breaker = new CrashBreaker(o.circuit);
-    this.breaker.on("change", (c: { state: CircuitState; until?: number; crashes: number }) => {
+    this.breaker.on("change", (c) => {
       const line = { evt: "agent.circuit", state: c.state, until: c.until ? new Date(c.until).toISOString() : undefined, crashes: c.crashes, command: this.display };
       if (c.state === "open") this.log.error(line, "agent circuit breaker open: too many crashes");
       else this.log.info(line, "agent circuit breaker closed");
@@ -369,7 +398,7 @@ export class AgentPool extends EventEmitter {
         }
         this.spare = proc;
         proc.tags.spare = true;
-        proc.once("exit", (info: { expected: boolean; code: number | null; signal: NodeJS.Signals | null }) => {
+        proc.once("exit", (info) => {
           if (this.spare === proc) this.spare = undefined;
           if (!info.expected && proc.tags.scope === undefined) this.crashed(proc, undefined);
         });
@@ -393,7 +422,7 @@ export class AgentPool extends EventEmitter {
   private crashed(proc: AgentProcess, scope: string | undefined): void {
     const exit = proc.exitInfo!;
     this.breaker.record();
-    const info = { pid: proc.pid, scope, code: exit.code, signal: exit.signal, stderrTail: proc.stderrTail() };
+    const info: AgentCrash = { pid: proc.pid, scope, code: exit.code, signal: exit.signal, stderrTail: proc.stderrTail() };
     this.log.error({ evt: "agent.crash", agent_pid: info.pid, scope, code: exit.code, signal: exit.signal, stderr: info.stderrTail, command: this.display }, "agent process died");
     this.emit("crash", info);
     if (!this.closed) setTimeout(() => this.ensureSpare(), 0);
@@ -401,7 +430,7 @@ export class AgentPool extends EventEmitter {
 
   private watch(entry: Entry): void {
     const proc = entry.session.proc;
-    proc.once("exit", (info: { expected: boolean; code: number | null; signal: NodeJS.Signals | null }) => {
+    proc.once("exit", (info) => {
       this.emit("exit", { pid: proc.pid, scope: entry.scope, ...info });
       if (this.entries.get(entry.scope) === entry) this.drop(entry);
       if (!info.expected) this.crashed(proc, entry.scope);

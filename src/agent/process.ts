@@ -65,8 +65,13 @@ export interface ExitInfo {
 export const ACP_PROTOCOL_VERSION = 1;
 const DEFAULT_INIT_TIMEOUT = 30_000;
 
-/** Emits `exit` (ExitInfo) once. */
-export class AgentProcess extends EventEmitter {
+/** What an AgentProcess emits, checked by tsc on emit/on/once/off. */
+export interface AgentProcessEvents {
+  /** Once, when the process has exited. */
+  exit: [info: ExitInfo];
+}
+
+export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   readonly routes = new Map<string, SessionRoute>();
   /** Tags added to every log line of this process (scope, sessionId), set by the pool. */
   readonly tags: Record<string, unknown> = {};

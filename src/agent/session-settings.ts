@@ -61,7 +61,7 @@ function effortOption(options: acp.SessionConfigOption[]): acp.SessionConfigOpti
 
 /** The value ids of a select option (groups flattened); a boolean option offers none. */
 function values(option: acp.SessionConfigOption | undefined): string[] {
-  if (!option || option.type !== "select") return [];
+  if (option?.type !== "select") return [];
   return option.options.flatMap((o) => ("group" in o ? o.options.map((x) => x.value) : [o.value]));
 }
 

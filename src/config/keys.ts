@@ -3,7 +3,9 @@
  * (buzz-protocol §5); people write npub1… as often as hex, so both are accepted here and
  * normalised once. NIP-19 decoding is nostr-tools', never hand-rolled.
  */
-import { nip19, getPublicKey } from "nostr-tools";
+// Subpath imports: the package root also loads NIP-04/NIP-44 encryption, which nothing here uses.
+import * as nip19 from "nostr-tools/nip19";
+import { getPublicKey } from "nostr-tools/pure";
 import { hexToBytes, bytesToHex } from "nostr-tools/utils";
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;

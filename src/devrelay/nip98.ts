@@ -21,7 +21,7 @@ export class Nip98Guard {
   check(req: IncomingMessage, body: Buffer): Nip98Result {
     const fail = (error: string): Nip98Result => ({ ok: false, status: 401, error });
     const header = req.headers.authorization;
-    if (!header || !header.startsWith("Nostr ")) return fail("missing Nostr auth");
+    if (!header?.startsWith("Nostr ")) return fail("missing Nostr auth");
     let ev: Event;
     try {
       ev = JSON.parse(Buffer.from(header.slice(6).trim(), "base64").toString("utf8")) as Event;

@@ -6,8 +6,8 @@
 import type { Event } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
 import { decide, siblingMayChange, type Decision, type GateContext } from "./decide.js";
-import { DeniedReporter } from "./denied.js";
-import { ControlExecutor } from "./control.js";
+import type { DeniedReporter } from "./denied.js";
+import type { ControlExecutor } from "./control.js";
 
 export interface GateOptions {
   context: GateContext;

@@ -81,7 +81,6 @@ export function authorAllowed(
       return { allowed: true };
     case "allowlist":
       return policy.allow.includes(author) ? { allowed: true } : { allowed: false, reason: "not-allowlisted" };
-    case "owner-only":
     default:
       return { allowed: false, reason: "not-owner" };
   }

@@ -14,7 +14,7 @@ import { processIdentity, stopLeftoverAgents } from "../agent/leftovers.js";
 import { checkFaultEnv } from "../relay/faults.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config, MidTurnMode } from "../config/schema.js";
-import { startDevRelay, type DevRelay } from "../devrelay/index.js";
+import type { DevRelay } from "../devrelay/index.js";
 import { Heartbeat } from "../heartbeat/heartbeat.js";
 import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
@@ -189,6 +189,8 @@ export class Daemon {
 
     let url = cfg.relay.url;
     if (url === "embedded") {
+      // Loaded only here: a daemon on a real relay never loads the development relay.
+      const { startDevRelay } = await import("../devrelay/index.js");
       this.devRelay = await startDevRelay({ port: 0, seed: cfg.relay.seed });
       this.devRelay.addRelayMember(pubkey);
       url = this.devRelay.url;

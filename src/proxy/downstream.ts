@@ -27,13 +27,14 @@ import type { ManifestServer } from "./manifest.js";
 import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
 import { RawCalls } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
+import { Backoff } from "../relay/backoff.js";
 
 export type DownstreamState = "starting" | "ready" | "down" | "stopped";
 
 /** setTimeout's ceiling: "no timeout" for calls whose server has none configured. */
 export const NO_TIMEOUT_MS = 2_147_483_647;
-const BACKOFF_FIRST_MS = 500;
-const BACKOFF_MAX_MS = 30_000;
+/** Restart pacing after a server goes down: 500 ms doubling to 30 s, no jitter (one proxy, no herd). */
+const RESTART_BACKOFF = { baseMs: 500, capMs: 30_000, jitter: 0 };
 /**
  * A server gets at least this long to initialize and list. list_timeout only bounds how
  * long the agent's first tools/list waits; a slower server still joins (list_changed).
@@ -67,7 +68,7 @@ export class Downstream {
   private client?: Client;
   private transport?: FastStdioClientTransport;
   private raw?: RawCalls;
-  private attempt = 0;
+  private readonly restarts = new Backoff(RESTART_BACKOFF);
   private readyAt = 0;
   private restartTimer?: NodeJS.Timeout;
   private generation = 0;
@@ -210,8 +211,8 @@ export class Downstream {
   }
 
   private scheduleRestart(): void {
-    if (this.readyAt && Date.now() - this.readyAt > STABLE_AFTER_MS) this.attempt = 0;
-    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.attempt++);
+    if (this.readyAt && Date.now() - this.readyAt > STABLE_AFTER_MS) this.restarts.reset();
+    const delay = this.restarts.next();
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => void this.launch(), delay);
     this.restartTimer.unref();

@@ -13,7 +13,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
-import { QueueStore, type StoredEvent } from "./store.js";
+import type { QueueStore, StoredEvent } from "./store.js";
 import { RefusalCoalescer, type Refusal, type RefusedEvent } from "./refusals.js";
 import { parseScopeKey, scopeKey, scopeOf, type Scope, type SessionScope } from "./scope.js";
 

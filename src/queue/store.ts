@@ -93,7 +93,6 @@ CREATE TABLE IF NOT EXISTS sessions (scope TEXT PRIMARY KEY, agent TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS agent_groups (pgid INTEGER PRIMARY KEY, identity TEXT NOT NULL, started_at INTEGER NOT NULL);
 `;
 
-const OPEN_EVENT_STATES = ["waiting", "in_turn"];
 
 export class QueueStore {
   readonly file: string;

@@ -4,7 +4,7 @@
  * membership names the npub the relay admin has to add, since that is the one thing the
  * operator has to hand over.
  */
-import { nip19 } from "nostr-tools";
+import * as nip19 from "nostr-tools/nip19";
 
 /** `restricted: not a relay member`, `…not a channel member`: the key is not let in. */
 export function isMembershipRefusal(reason: string): boolean {

@@ -26,8 +26,15 @@ export class Backoff {
 
   /** The next delay; each call doubles the nominal delay up to the cap. */
   next(): number {
-    const nominal = Math.min(this.capMs, this.baseMs * 2 ** Math.min(this.attempt, 30));
-    this.attempt++;
+    return this.delayFor(this.attempt++);
+  }
+
+  /**
+   * The delay before retry number `attempt` (0 = the first): base · 2^attempt, capped, with
+   * jitter. For callers that count attempts themselves (the crash breaker counts recent crashes).
+   */
+  delayFor(attempt: number): number {
+    const nominal = Math.min(this.capMs, this.baseMs * 2 ** Math.min(Math.max(0, attempt), 30));
     const spread = nominal * this.jitter * (Math.random() * 2 - 1);
     return Math.max(0, Math.round(Math.min(this.capMs, nominal + spread)));
   }

@@ -7,7 +7,7 @@
  */
 import { EventEmitter } from "node:events";
 import WebSocket from "ws";
-import type { Event } from "nostr-tools";
+import { getPublicKey, type Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
@@ -23,6 +23,7 @@ import { RateGate } from "./rate-gate.js";
 import { killNow, replyFaultFor } from "./faults.js";
 import { RelayQueryError } from "./errors.js";
 import { signEvent } from "./verify.js";
+import { refusalAdvice } from "./auth-advice.js";
 
 export type ConnectionState = "idle" | "connecting" | "authenticated" | "subscribed" | "closed" | "stopped";
 
@@ -67,7 +68,20 @@ interface Sub {
   authRetried: boolean;
 }
 
-export class RelayConnection extends EventEmitter {
+/** What a RelayConnection emits, checked by tsc on emit/on/once/off. */
+export interface ConnectionEvents {
+  /** An EVENT on one of our subscriptions (not on a one-shot `query`). */
+  event: [subId: string, ev: Event];
+  /** The subscription's last REQ was answered by EOSE (or it has no filters to send). */
+  eose: [subId: string];
+  state: [state: ConnectionState, prev: ConnectionState];
+  /** The relay refused our AUTH; the connection is closed and retried. */
+  "auth-failed": [reason: string];
+  /** The relay closed a subscription for a reason we do not retry. */
+  "sub-closed": [subId: string, reason: string];
+}
+
+export class RelayConnection extends EventEmitter<ConnectionEvents> {
   readonly url: string;
   readonly metrics = { reconnects: 0, reqFrames: 0, closeFrames: 0, eventFrames: 0, authOk: 0, authRefused: 0, invalidFrames: 0, rateLimited: 0, dead: 0 };
   private readonly log: Logger;
@@ -382,7 +396,8 @@ export class RelayConnection extends EventEmitter {
     }
     this.metrics.authRefused++;
     this.lastAuthError = reason;
-    this.log.error({ evt: "relay.auth_refused", reason }, `relay refused authentication: ${reason}`);
+    // The message names the fix (for a membership refusal: the npub the relay admin must add).
+    this.log.error({ evt: "relay.auth_refused", reason }, refusalAdvice(reason, getPublicKey(this.opts.secretKey)));
     this.emit("auth-failed", reason);
     this.ws?.close(); // Buzz keeps a failed auth sticky per connection: only a new one can succeed
     return false;

@@ -33,7 +33,7 @@ export const SUB_MEMBERSHIP = "membership";
  */
 export const AMEND_KINDS: readonly number[] = [KIND.deletion, KIND.groupDeletion, KIND.edit];
 
-const kindsKey = (kinds: number[] | undefined) => (kinds && kinds.length ? [...new Set(kinds)].sort((a, b) => a - b).join(",") : "*");
+const kindsKey = (kinds: number[] | undefined) => (kinds?.length ? [...new Set(kinds)].sort((a, b) => a - b).join(",") : "*");
 
 /** Channel filters grouped by (kinds, requireMention, since), `#h` lists sorted for stable frames. */
 export function channelFilters(channels: Iterable<ChannelSubscription>, self: string, sinceOf: (ch: ChannelSubscription) => number | undefined): Filter[] {
@@ -45,7 +45,7 @@ export function channelFilters(channels: Iterable<ChannelSubscription>, self: st
     let g = groups.get(key);
     if (!g) {
       const f: Filter = {};
-      if (ch.kinds && ch.kinds.length) f.kinds = [...new Set(ch.kinds)].sort((a, b) => a - b);
+      if (ch.kinds?.length) f.kinds = [...new Set(ch.kinds)].sort((a, b) => a - b);
       if (mention) f["#p"] = [self];
       if (since !== undefined) f.since = since;
       g = { f, ids: [] };
@@ -82,7 +82,7 @@ export function isRequested(ev: Event, channels: ReadonlyMap<string, ChannelSubs
   const ch = h === undefined ? undefined : channels.get(h);
   if (!ch) return false;
   if (AMEND_KINDS.includes(ev.kind)) return true;
-  if (ch.kinds && ch.kinds.length && !ch.kinds.includes(ev.kind)) return false;
+  if (ch.kinds?.length && !ch.kinds.includes(ev.kind)) return false;
   if ((ch.requireMention ?? true) && !ev.tags.some((t) => t[0] === "p" && t[1] === self)) return false;
   return true;
 }

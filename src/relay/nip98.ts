@@ -15,7 +15,7 @@ export function nip98Template(url: string, method: string, body: Uint8Array | un
     ["method", method.toUpperCase()],
     ["nonce", randomUUID()],
   ];
-  if (body && body.length) tags.push(["payload", createHash("sha256").update(body).digest("hex")]);
+  if (body?.length) tags.push(["payload", createHash("sha256").update(body).digest("hex")]);
   return { kind: KIND.httpAuth, created_at: Math.floor(Date.now() / 1000), content: "", tags };
 }
 

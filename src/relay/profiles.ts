@@ -55,6 +55,8 @@ export function profileOf(pubkey: string, ev: Event | undefined): Profile {
 
 export class ProfileCache {
   private entries = new Map<string, { p: Profile; at: number }>();
+  /** Look-ups on their way to the relay: a burst of events from one author asks once, not once per event. */
+  private readonly inFlight = new Map<string, Promise<Profile | undefined>>();
   private readonly capacity: number;
   private readonly ttlMs: number;
 
@@ -105,9 +107,18 @@ export class ProfileCache {
    * (nothing is cached then, so the next call asks again). A pubkey without a profile
    * yields the short-npub profile, cached like any other answer.
    */
-  async lookup(pubkey: string): Promise<Profile | undefined> {
+  lookup(pubkey: string): Promise<Profile | undefined> {
     const hit = this.peek(pubkey);
-    if (hit) return hit;
+    if (hit) return Promise.resolve(hit);
+    let pending = this.inFlight.get(pubkey);
+    if (!pending) {
+      pending = this.fetchOne(pubkey).finally(() => this.inFlight.delete(pubkey));
+      this.inFlight.set(pubkey, pending);
+    }
+    return pending;
+  }
+
+  private async fetchOne(pubkey: string): Promise<Profile | undefined> {
     let events: Event[];
     try {
       events = await this.source.query([{ kinds: [KIND.profile], authors: [pubkey] }]);

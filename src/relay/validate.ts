@@ -2,7 +2,7 @@
  * Shape checks for what a relay sends us (NIP-01 event fields), before anything downstream
  * touches it. A relay that sends garbage gets a reason string back, never an exception.
  */
-import { getEventHash, type Event } from "nostr-tools";
+import { getEventHash, type Event } from "nostr-tools/pure";
 
 const HEX64 = /^[0-9a-f]{64}$/;
 const HEX128 = /^[0-9a-f]{128}$/;

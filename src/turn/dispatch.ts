@@ -474,7 +474,7 @@ export class TurnDispatcher {
   private async sessionFor(batch: { scope: { key: string; root?: string } }, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
     const key = batch.scope.key;
     const existing = this.scopes.get(key);
-    if (existing && existing.session.alive && this.d.pool.session(key) === existing.session) return existing;
+    if (existing?.session.alive && this.d.pool.session(key) === existing.session) return existing;
     if (existing) {
       existing.link.unregister();
       this.scopes.delete(key);
