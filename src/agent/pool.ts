@@ -53,6 +53,8 @@ export interface AgentSpawned {
   pid: number;
   spare: boolean;
   sandboxed: boolean;
+  /** Settles when the process has exited (the daemon forgets its recorded process group then). */
+  exited: Promise<unknown>;
 }
 
 /** A process that died without being asked to; `scope` is undefined for the warm spare. */

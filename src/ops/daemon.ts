@@ -5,9 +5,9 @@
  */
 import { mkdirSync } from "node:fs";
 import { cliPath } from "./cli-path.js";
-import { basename, dirname, join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
-import { AgentPool, AgentSandbox, agentEnvironment, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
+import { AgentPool, AgentSandbox, agentEnvironment, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER, type AgentSpawned } from "../agent/index.js";
 import { resolveEnforce } from "../config/enforce.js";
 export { resolveEnforce };
 import { processIdentity, stopLeftoverAgents } from "../agent/leftovers.js";
@@ -217,7 +217,7 @@ export class Daemon {
     this.pool = new AgentPool(
       poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log, sandbox, linkRoot: linkRootPath(cfg.state_dir) }),
     );
-    this.pool.on("spawn", (p: { pid: number | undefined; exited: Promise<unknown> }) => {
+    this.pool.on("spawn", (p: AgentSpawned) => {
       this.metrics.agentSpawned();
       this.trackAgentGroup(p.pid, p.exited);
     });
