@@ -57,15 +57,15 @@ for (const scope of ["thread", "channel"] as const) {
     const { w, d } = await setup(scope, "swallow-reply-ok:2");
     const asked = await threeMentions(w, scope);
     // The relay stored the reply at once; the bridge learns it only when its OK wait ends.
-    await d.waitLog((l) => l.evt === "relay.publish_retry", 30_000);
+    await d.waitLog((l) => l.evt === "relay.publish_retry" && l.status === "timeout", 30_000);
     // Every turn has ended (three in thread scope; the first and the batch in channel scope).
     const turns = scope === "thread" ? 3 : 2;
     await d.waitLog(() => d.logs.filter((x) => x.evt === "turn.end").length >= turns, 30_000);
     const v = await assertAnsweredOnce(w, asked, { timeoutMs: 45_000, diagnose: () => turnsSummary(w) });
     assert.equal(v.notices, 0, "no failure notices");
-    const retried = d.logs.filter((l) => l.evt === "relay.publish_retry");
-    assert.equal(retried.length, 1, "exactly one publish waited out its lost OK and was sent again");
-    assert.equal(retried[0]!.status, "timeout");
+    // (Retries for other reasons, e.g. the relay's rate limit, are not this fault's doing.)
+    const retried = d.logs.filter((l) => l.evt === "relay.publish_retry" && l.status === "timeout");
+    assert.equal(retried.length, 1, `exactly one publish waited out its lost OK and was sent again: ${JSON.stringify(d.logs.filter((l) => l.evt === "relay.publish_retry"))}`);
     assert.equal(d.proc.exitCode, null, "the daemon kept running");
     await d.stop();
   });
