@@ -9,6 +9,7 @@
  * Exit codes: 0 ok, 1 usage or config error, 2 runtime failure.
  */
 import { readFileSync } from "node:fs";
+import { PROXY_SUBCOMMAND } from "./contract/proxy-entry.js";
 import { applyDaemonV8Settings } from "./ops/v8-memory.js";
 
 export interface Command {
@@ -26,7 +27,7 @@ const commands: Record<string, Command> = {
   keygen: { summary: "generate a new agent keypair", load: () => import("./config/keygen-command.js") },
   demo: { summary: "scripted demo on the embedded relay (no network, no API key)", load: () => import("./demo/demo-command.js") },
   "dev-relay": { summary: "the Buzz-compatible development relay", load: () => import("./devrelay/command.js") },
-  "mcp-proxy": { summary: "the aggregating MCP proxy on stdio", load: () => import("./proxy/command.js") },
+  [PROXY_SUBCOMMAND]: { summary: "the aggregating MCP proxy on stdio", load: () => import("./proxy/command.js") },
   "demo-agent": { summary: "the scripted demo agent (ACP on stdio)", load: () => import("./demo/agent-command.js") },
   post: { summary: "post a message to a channel as a given key (for trying the demo)", load: () => import("./demo/post-command.js") },
   tail: { summary: "a channel's messages, reactions and command outcomes, live", load: () => import("./ops/tail-command.js") },

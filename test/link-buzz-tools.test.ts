@@ -17,6 +17,9 @@ import { RawClient } from "../src/devrelay/testing.js";
 import { createLogger } from "../src/ops/log.js";
 import { LinkServer, createBuzzTools, type RelayPort, type LinkSession } from "../src/link/index.js";
 import { message } from "../src/relay/events.js";
+import { BUZZ_TOOL_ARGS, BUZZ_TOOL_NAMES, type BuzzToolName } from "../src/contract/buzz-tools.js";
+import { Ajv } from "ajv";
+import { z } from "zod";
 import { CLI, gate, startProxy, textOf, waitFor, type RunningProxy } from "./fixtures/proxy-harness.js";
 
 /** A RelayPort over one authenticated WebSocket, as the daemon's relay client would be. */
@@ -190,6 +193,42 @@ describe("buzz tools through the link", () => {
     assert.equal(code, 2);
     assert.match(err, /link refused/);
     await waitFor(() => cap.lines.some((l) => l.evt === "link.refused"), 3000, "the refusal to be logged");
+  });
+
+  test("each buzz tool lists the JSON Schema of the zod schema the daemon validates it with", async () => {
+    const listed = (await proxy.client.listTools()).tools.filter((t) => (BUZZ_TOOL_NAMES as readonly string[]).includes(t.name));
+    assert.deepEqual(listed.map((t) => t.name).sort(), [...BUZZ_TOOL_NAMES].sort());
+    for (const t of listed) {
+      const { $schema: _, ...generated } = z.toJSONSchema(BUZZ_TOOL_ARGS[t.name as BuzzToolName], { io: "input" });
+      assert.deepEqual(t.inputSchema, generated, t.name);
+    }
+  });
+
+  test("the listed schema accepts and refuses arguments exactly as the daemon does", async () => {
+    const schemas = new Map((await proxy.client.listTools()).tools.map((t) => [t.name, t.inputSchema]));
+    const ajv = new Ajv({ strict: false });
+    const parent = finalizeEvent(message(chanA, "@agent schema check", { mentions: [agent] }), ownerSk);
+    assert.equal((await ownerPort.publish(parent)).status, "accepted");
+    const pubkeys = Array.from({ length: 51 }, () => getPublicKey(generateSecretKey()));
+    const cases: { tool: BuzzToolName; args: Record<string, unknown>; accepted: boolean }[] = [
+      { tool: "send_message", args: { content: "npub mention", mentions: [npubEncode(owner)] }, accepted: true },
+      { tool: "send_message", args: { content: "too many", mentions: pubkeys }, accepted: false },
+      { tool: "send_message", args: { content: "not a key", mentions: ["@owner"] }, accepted: false },
+      { tool: "add_reaction", args: { event: parent.id, emoji: "👍" }, accepted: true },
+      { tool: "add_reaction", args: { event_id: parent.id.toUpperCase(), emoji: "👍" }, accepted: false },
+      { tool: "get_thread", args: { event: parent.id }, accepted: true },
+      { tool: "get_messages", args: { limit: 101 }, accepted: false },
+    ];
+    for (const c of cases) {
+      const what = `${c.tool} ${JSON.stringify(c.args).slice(0, 120)}`;
+      const schema = schemas.get(c.tool);
+      assert.ok(schema, c.tool);
+      assert.equal(ajv.validate(schema, c.args), c.accepted, `the listed schema on ${what}: ${ajv.errorsText()}`);
+      const r = await proxy.call(c.tool, c.args);
+      assert.equal(!r.isError, c.accepted, `the daemon on ${what}: ${textOf(r)}`);
+      // A refusal names the argument at fault, so it is the argument check and not the relay.
+      if (!c.accepted) assert.match(textOf(r), new RegExp(`${c.tool}: (mentions|event_id|limit)`), what);
+    }
   });
 
   test("unregistering disconnects the session", async () => {

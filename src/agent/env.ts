@@ -7,6 +7,7 @@
  */
 import * as nip19 from "nostr-tools/nip19";
 import { bytesToHex } from "nostr-tools/utils";
+import { PROXY_SERVER_NAME } from "../contract/proxy-entry.js";
 
 /** Inherited as-is when present in the bridge's own environment. */
 const INHERITED = new Set([
@@ -68,7 +69,7 @@ export function agentEnvironment(opts: AgentEnvOptions = {}): AgentEnv {
   }
   // buzz-agent's reply guard would nag about send_message posts; the bridge's fallback covers silence.
   env.BUZZ_AGENT_REQUIRE_REPLY = "0";
-  if (opts.hooksAgentEnforced) env.MCP_HOOK_SERVERS = "buzz";
+  if (opts.hooksAgentEnforced) env.MCP_HOOK_SERVERS = PROXY_SERVER_NAME;
   for (const [name, value] of Object.entries(opts.configured ?? {})) put(name, value);
   return { env, dropped: [...new Set(dropped)] };
 }

@@ -8,6 +8,7 @@ import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Logger } from "../ops/log.js";
 import { silentLogger } from "../ops/log.js";
 import { cliPath } from "../ops/cli-path.js";
+import { PROXY_SERVER_NAME, PROXY_SUBCOMMAND } from "../contract/proxy-entry.js";
 import { AgentCrashedError, AgentModeError, AgentProtocolError, TurnInProgressError } from "./errors.js";
 import type { AgentProcess } from "./process.js";
 import { applySessionSettings, currentModel, type SessionSetup } from "./session-settings.js";
@@ -18,8 +19,7 @@ import { readSteerAnswer, steerRequest, STEER_METHOD, type SteerAnswer } from ".
 /** How long a `_session/steering` request may go unanswered before it counts as ambiguous. */
 const STEER_ANSWER_TIMEOUT_MS = 10_000;
 
-/** The name of the proxy's entry in `mcpServers`; agents prefix tools with it (`mcp__buzz__…`). */
-export const PROXY_SERVER_NAME = "buzz";
+export { PROXY_SERVER_NAME };
 
 export interface ProxyCommand {
   command: string;
@@ -36,7 +36,7 @@ export const PROXY_NODE_FLAGS = ["--max-semi-space-size=1"];
 
 /** `node <flags> <dist>/cli.js mcp-proxy`, found relative to this module (also when run from src/ via tsx). */
 export function defaultProxyCommand(): ProxyCommand {
-  return { command: process.execPath, args: [...PROXY_NODE_FLAGS, cliPath(), "mcp-proxy"] };
+  return { command: process.execPath, args: [...PROXY_NODE_FLAGS, cliPath(), PROXY_SUBCOMMAND] };
 }
 
 export interface SessionOptions {

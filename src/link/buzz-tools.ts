@@ -6,7 +6,10 @@
 import type { Event, EventTemplate, Filter } from "nostr-tools";
 import { KIND } from "../relay/kinds.js";
 import { channelOf, messageParts, reaction, replyRefFor, threadRootOf } from "../relay/events.js";
+import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import type { BuzzToolHandlers } from "./server.js";
+
+export { DEFAULT_MESSAGE_LIMIT };
 
 /** The little the buzz tools need of a relay client; the daemon plugs in the real one. */
 export interface RelayPort {
@@ -33,9 +36,6 @@ export interface BuzzToolsOptions {
   /** Event a send_message without reply_to answers (the turn's mention); default none = top-level. */
   defaultReplyTo?(): string | undefined;
 }
-
-/** Default page size of get_messages. */
-export const DEFAULT_MESSAGE_LIMIT = 20;
 
 const OK_STATUSES = new Set(["accepted", "duplicate"]);
 

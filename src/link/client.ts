@@ -5,8 +5,8 @@
  */
 import { connect, type Socket } from "node:net";
 import { createMessageConnection, SocketMessageReader, SocketMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
-import { manifestWire, type ProxyManifest } from "../proxy/manifest.js";
-import type { HookFanout } from "../proxy/hooks.js";
+import type { HookFanout } from "../contract/hooks.js";
+import { manifestWire, type ProxyManifest } from "../contract/manifest.js";
 import { BuzzCall, Hello, LinkError, RunHook, type BuzzToolName, type RunHookParams } from "./protocol.js";
 
 /** How long the proxy waits for the daemon's socket and hello answer (default 10 s: the daemon is local). */

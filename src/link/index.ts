@@ -2,5 +2,4 @@
 export { LinkServer, HELLO_TIMEOUT_MS, linkRootPath, SESSION_SOCKET_NAME, type BuzzToolHandlers, type LinkSession } from "./server.js";
 export { createBuzzTools, BuzzToolError, type RelayPort, type BuzzToolsOptions } from "./buzz-tools.js";
 export { LINK_ENV, LINK_TOKEN_ENV, LinkError, type HookFanout, type HookServerResult, type ProxyManifest } from "./protocol.js";
-export { manifestFromConfig } from "../proxy/manifest.js";
-export { PROXY_SLOT_NAME } from "../proxy/naming.js";
+export { manifestFromConfig } from "../contract/manifest.js";

@@ -5,20 +5,14 @@
  * for a merged hook run.
  */
 import { RequestType } from "vscode-jsonrpc/node";
-import type { ProxyManifest } from "../proxy/manifest.js";
-import type { HookFanout } from "../proxy/hooks.js";
+import type { BuzzToolName } from "../contract/buzz-tools.js";
+import type { HookFanout } from "../contract/hooks.js";
+import type { ProxyManifest } from "../contract/manifest.js";
 
-export type { ProxyManifest } from "../proxy/manifest.js";
-export type { HookFanout, HookServerResult, Verdict } from "../proxy/hooks.js";
-
-/** Env var with the link's unix socket path, set by the daemon on the proxy entry. */
-export const LINK_ENV = "BUZZ_BRIDGE_LINK";
-/** Env var with the session's capability token. */
-export const LINK_TOKEN_ENV = "BUZZ_BRIDGE_LINK_TOKEN";
-
-/** The built-in buzz tools, by the names the agent sees. */
-export const BUZZ_TOOL_NAMES = ["send_message", "add_reaction", "get_messages", "get_thread", "get_channel"] as const;
-export type BuzzToolName = (typeof BUZZ_TOOL_NAMES)[number];
+export type { ProxyManifest } from "../contract/manifest.js";
+export type { HookFanout, HookServerResult, Verdict } from "../contract/hooks.js";
+export { LINK_ENV, LINK_TOKEN_ENV } from "../contract/proxy-entry.js";
+export { BUZZ_TOOL_NAMES, type BuzzToolName } from "../contract/buzz-tools.js";
 
 export interface HelloParams {
   token: string;

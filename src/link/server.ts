@@ -13,19 +13,18 @@ import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createMessageConnection, ResponseError, SocketMessageReader, SocketMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
-import { z } from "zod";
-import { parsePubkey } from "../config/keys.js";
+import { BUZZ_TOOL_ARGS as argSchemas, type BuzzToolArgs } from "../contract/buzz-tools.js";
+import type { HookFanout } from "../contract/hooks.js";
+import type { ProxyManifest } from "../contract/manifest.js";
 import type { Logger } from "../ops/log.js";
-import type { ProxyManifest } from "../proxy/manifest.js";
-import type { HookFanout } from "../proxy/hooks.js";
 import { BuzzCall, Hello, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook, type BuzzToolName } from "./protocol.js";
 
 /** Implemented by the daemon per session, scoped to its channel (see createBuzzTools). */
 export interface BuzzToolHandlers {
-  sendMessage(a: { content: string; reply_to?: string; mentions?: string[] }): Promise<{ event_id: string }>;
-  addReaction(a: { event_id: string; emoji: string }): Promise<{ event_id: string }>;
-  getMessages(a: { limit?: number }): Promise<unknown>;
-  getThread(a: { event_id: string }): Promise<unknown>;
+  sendMessage(a: BuzzToolArgs["send_message"]): Promise<{ event_id: string }>;
+  addReaction(a: BuzzToolArgs["add_reaction"]): Promise<{ event_id: string }>;
+  getMessages(a: BuzzToolArgs["get_messages"]): Promise<unknown>;
+  getThread(a: BuzzToolArgs["get_thread"]): Promise<unknown>;
   getChannel(): Promise<unknown>;
 }
 
@@ -49,31 +48,6 @@ export const HELLO_TIMEOUT_MS = 10_000;
 /** Slack on top of the session's hook_deadline for the link round trip. */
 const HOOK_LINK_SLACK_MS = 3000;
 
-const hex64 = z.string().regex(/^[0-9a-f]{64}$/, { message: "expected a 64-character lowercase hex event id / pubkey" });
-/** design §8 names the argument `event`, the tools list `event_id`: both are accepted. */
-const eventAlias = (v: unknown) => {
-  if (v && typeof v === "object" && !("event_id" in v) && "event" in v) {
-    const { event, ...rest } = v as Record<string, unknown>;
-    return { ...rest, event_id: event };
-  }
-  return v;
-};
-/** People write npub1…; the wire wants hex. */
-const pubkeyArg = z.preprocess((v) => {
-  if (typeof v !== "string" || !v.startsWith("npub1")) return v;
-  try {
-    return parsePubkey(v);
-  } catch {
-    return v;
-  }
-}, hex64);
-const argSchemas = {
-  send_message: z.object({ content: z.string().min(1, { message: "content is required" }), reply_to: hex64.optional(), mentions: z.array(pubkeyArg).max(50).optional() }),
-  add_reaction: z.preprocess(eventAlias, z.object({ event_id: hex64, emoji: z.string().min(1).max(64) })),
-  get_messages: z.object({ limit: z.number().int().min(1).max(100).optional() }),
-  get_thread: z.preprocess(eventAlias, z.object({ event_id: hex64 })),
-  get_channel: z.object({}),
-} satisfies Record<BuzzToolName, z.ZodType>;
 
 interface Entry {
   key: string;
@@ -275,13 +249,13 @@ export class LinkServer {
 function dispatch(tools: BuzzToolHandlers, tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> {
   switch (tool) {
     case "send_message":
-      return tools.sendMessage(args as Parameters<BuzzToolHandlers["sendMessage"]>[0]);
+      return tools.sendMessage(args as BuzzToolArgs["send_message"]);
     case "add_reaction":
-      return tools.addReaction(args as Parameters<BuzzToolHandlers["addReaction"]>[0]);
+      return tools.addReaction(args as BuzzToolArgs["add_reaction"]);
     case "get_messages":
-      return tools.getMessages(args as { limit?: number });
+      return tools.getMessages(args as BuzzToolArgs["get_messages"]);
     case "get_thread":
-      return tools.getThread(args as { event_id: string });
+      return tools.getThread(args as BuzzToolArgs["get_thread"]);
     case "get_channel":
       return tools.getChannel();
   }

@@ -7,7 +7,7 @@
 import { createLogger, PROXY_LOGGER_NAME } from "../ops/log.js";
 import { parseCommandArgs, UsageError, withUsage } from "../ops/args.js";
 import { LinkClient } from "../link/client.js";
-import { LINK_ENV, LINK_TOKEN_ENV } from "../link/protocol.js";
+import { LINK_ENV, LINK_TOKEN_ENV } from "../contract/proxy-entry.js";
 import { FastStdioServerTransport } from "./line-transport.js";
 import { DEFAULT_HOOK_DEADLINE_MS, DEFAULT_LIST_TIMEOUT_MS, loadManifestFile, ManifestError, type ProxyManifest } from "./manifest.js";
 import { AggregatingProxy } from "./server.js";

@@ -3,6 +3,7 @@
  * itself has (the agent may have cleared it) plus exactly the server's configured env.
  * Keys and the link token are never passed on, even if a server's env names them.
  */
+import { LINK_ENV, LINK_TOKEN_ENV } from "../contract/proxy-entry.js";
 
 /** Inherited when present; enough for shells, git and locale-aware tools to work. */
 export const INHERITED_ENV = [
@@ -13,7 +14,7 @@ export const INHERITED_ENV = [
 ];
 
 /** Never handed to a downstream server, whatever the config says. */
-export const FORBIDDEN_ENV = new Set(["BUZZ_PRIVATE_KEY", "NOSTR_PRIVATE_KEY", "BUZZ_BRIDGE_LINK", "BUZZ_BRIDGE_LINK_TOKEN"]);
+export const FORBIDDEN_ENV = new Set(["BUZZ_PRIVATE_KEY", "NOSTR_PRIVATE_KEY", LINK_ENV, LINK_TOKEN_ENV]);
 
 export function downstreamEnv(configured: Record<string, string>, parent: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const env: Record<string, string> = {};

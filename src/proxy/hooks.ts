@@ -6,6 +6,7 @@
  * at most 16 KiB with a fair share each, `""` when nobody objects, never isError.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { HookFanout, HookServerResult } from "../contract/hooks.js";
 import type { Logger } from "../ops/log.js";
 import type { Downstream } from "./downstream.js";
 
@@ -14,25 +15,7 @@ export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
 /** Consecutive deadline misses after which a server is restarted (buzz-agent kills on the second). */
 export const HOOK_MISSES_BEFORE_RESTART = 2;
 
-export type Verdict = "allow" | "object";
-
-export interface HookServerResult {
-  name: string;
-  ms: number;
-  verdict: Verdict;
-  timed_out: boolean;
-  error?: string;
-  /** This server's answer as given (trimmed), or the on_error objection text. */
-  text: string;
-}
-
-export interface HookFanout {
-  /** The merged answer, as the agent receives it. */
-  text: string;
-  verdict: Verdict;
-  ms: number;
-  servers: HookServerResult[];
-}
+export type { HookFanout, HookServerResult, Verdict } from "../contract/hooks.js";
 
 function resultText(r: CallToolResult): string {
   const parts: string[] = [];

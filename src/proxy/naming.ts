@@ -6,11 +6,10 @@
  * shortened deterministically, and a collision is an error naming both owners.
  */
 import { createHash } from "node:crypto";
+import { PROXY_SERVER_NAME } from "../contract/proxy-entry.js";
 
-/** The name the daemon gives the proxy's entry in `session/new` `mcpServers`. */
-export const PROXY_SLOT_NAME = "buzz";
-/** The longest prefix an agent adds to our tool names: Claude Code's `mcp__<slot>__`. */
-export const AGENT_PREFIX = `mcp__${PROXY_SLOT_NAME}__`;
+/** The longest prefix an agent adds to our tool names: Claude Code's `mcp__<slot>__`, the slot being the proxy's entry name. */
+export const AGENT_PREFIX = `mcp__${PROXY_SERVER_NAME}__`;
 /** Qualified name limit of LLM APIs and buzz-agent (MAX_QNAME_LEN). */
 export const MAX_QUALIFIED_NAME = 64;
 /** What is left for our own names: 64 − len("mcp__buzz__") = 53. */

@@ -6,6 +6,7 @@
 import { splitContent } from "./split.js";
 import type { EventTemplate, Event } from "nostr-tools";
 import { KIND } from "./kinds.js";
+import { MENTION_CAP } from "../contract/limits.js";
 
 export interface ThreadRef {
   /** Root of the thread; equal to parent for a direct reply to a top-level message. */
@@ -48,7 +49,7 @@ export function channelOf(ev: Pick<Event, "tags">): string | undefined {
   return ev.tags.find((t) => t[0] === "h")?.[1];
 }
 
-export const MENTION_CAP = 50;
+export { MENTION_CAP };
 
 export function message(channel: string, content: string, opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][] } = {}): EventTemplate {
   const mentions = [...new Set(opts.mentions ?? [])].slice(0, MENTION_CAP);

@@ -3,6 +3,9 @@
  * reaches back into the relay, queue or agent pool directly: the daemon hands it these.
  */
 import type { Event, EventTemplate } from "nostr-tools";
+import type { HookFanout } from "../contract/hooks.js";
+
+export type { HookFanout, HookServerResult } from "../contract/hooks.js";
 
 /** A text content block as ACP's `session/prompt` takes it. */
 export interface TextBlock {
@@ -23,22 +26,6 @@ export interface AgentTurnResult {
 /** One agent session, as the turn drives it. */
 export interface TurnAgent {
   prompt(blocks: TextBlock[], signal?: AbortSignal): Promise<AgentTurnResult>;
-}
-
-export interface HookServerResult {
-  name: string;
-  ms: number;
-  verdict: "allow" | "object";
-  timed_out: boolean;
-  error?: string;
-  text: string;
-}
-
-export interface HookFanout {
-  text: string;
-  verdict: "allow" | "object";
-  ms: number;
-  servers: HookServerResult[];
 }
 
 /** The session's proxy, reached over the link. */

@@ -8,7 +8,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../ops/log.js";
-import { message, messageParts, type ThreadRef } from "../relay/events.js";
+import { MENTION_CAP, message, messageParts, type ThreadRef } from "../relay/events.js";
 import type { AgentTurnResult, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
 import { TurnSignals } from "./signals.js";
 import { enforceStopGates, type StopMode } from "./stop-gates.js";
@@ -162,9 +162,9 @@ async function notice(ports: TurnPorts, spec: TurnSpec, text: string): Promise<v
   if (ev) ports.published.add(ev.id);
 }
 
-/** The people who asked, for a notice's mentions (at most 50, the Buzz cap). */
+/** The people who asked, for a notice's mentions (at most MENTION_CAP, the Buzz cap). */
 export function requesters(spec: Pick<TurnSpec, "triggers">): string[] {
-  return [...new Set(spec.triggers.map((e) => e.pubkey))].slice(0, 50);
+  return [...new Set(spec.triggers.map((e) => e.pubkey))].slice(0, MENTION_CAP);
 }
 
 /** The one message posted when a turn fails for good. */

@@ -1,0 +1,64 @@
+/**
+ * The proxy's manifest as it crosses the link: which downstream servers one agent session
+ * gets, and the hook and listing deadlines, in milliseconds. Server order is config order:
+ * hook answers are merged in it. Part of the daemon↔proxy contract; the proxy's YAML file
+ * form (`--manifest`) is read in proxy/manifest.ts.
+ */
+import { z } from "zod";
+import type { McpServerConfig } from "../config/schema.js";
+
+export interface ManifestServer {
+  name: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd?: string;
+  /** false keeps tool names unchanged (the dev shell stays `shell`). */
+  prefix: boolean;
+  /** A hook that errors or times out counts as this verdict. */
+  on_error: "allow" | "object";
+  /** Per-call timeout in ms; absent = none (shell commands may run long). */
+  timeout?: number;
+}
+
+export interface ProxyManifest {
+  servers: ManifestServer[];
+  hook_deadline: number;
+  list_timeout: number;
+}
+
+/** Server names: letters, digits and `-` (they become tool-name prefixes). */
+export const SERVER_NAME_PATTERN = /^[A-Za-z0-9-]+$/;
+
+/** The JSON form sent over the link (already in ms, already filtered to the channel). */
+export const manifestWire = z.object({
+  servers: z.array(
+    z.object({
+      name: z.string().regex(SERVER_NAME_PATTERN),
+      command: z.string().min(1),
+      args: z.array(z.string()),
+      env: z.record(z.string(), z.string()),
+      cwd: z.string().optional(),
+      prefix: z.boolean(),
+      on_error: z.enum(["allow", "object"]),
+      timeout: z.number().int().positive().optional(),
+    }),
+  ),
+  hook_deadline: z.number().int().positive(),
+  list_timeout: z.number().int().positive(),
+});
+
+/** Builds a manifest from the config's (already parsed) `mcp` section, keeping only `names`. */
+export function manifestFromConfig(
+  mcp: { servers: Record<string, McpServerConfig>; hook_deadline: number; list_timeout: number },
+  names: string[] = Object.keys(mcp.servers),
+): ProxyManifest {
+  const wanted = new Set(names);
+  return {
+    servers: Object.entries(mcp.servers)
+      .filter(([name]) => wanted.has(name))
+      .map(([name, s]) => ({ name, command: s.command, args: s.args, env: s.env, cwd: s.cwd, prefix: s.prefix, on_error: s.on_error, timeout: s.timeout })),
+    hook_deadline: mcp.hook_deadline,
+    list_timeout: mcp.list_timeout,
+  };
+}
