@@ -21,7 +21,8 @@ after(async () => {
 /** A first mention that keeps the channel busy, then two more that arrive meanwhile (one batch in channel scope). */
 async function busyThenTwo(w: World, second: string, third: string, thirdFails = false): Promise<Asked[]> {
   const asked = [await ask(w.owner, "first #slow 4000", { channel: w.channel })];
-  await new Promise((r) => setTimeout(r, 300));
+  // Its turn has started (👀): what follows arrives while it runs, not before.
+  await w.waitReaction(asked[0]!.event, "👀", 20_000);
   asked.push(await ask(w.owner, second, { channel: w.channel }));
   // A second later, so the two are ordered by created_at (seconds) and the directive-carrying one is last.
   await new Promise((r) => setTimeout(r, 1200));
