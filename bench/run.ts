@@ -17,6 +17,7 @@
  *   4s    bench/mention.ts   publish → session/prompt, warm spare, sandboxed vs not
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
  *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
+ *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
  */
@@ -221,6 +222,25 @@ async function main(): Promise<void> {
     }
   } else {
     rows.push(failed("10", "mid-turn message latency", midTurn.error));
+  }
+
+  // 11 — fleet mode on PostgreSQL.
+  const fleet = await part("fleet", async () => (await import("./fleet.js")).benchFleet());
+  seconds.fleet = fleet.seconds;
+  if (fleet.ok) {
+    const f = fleet.value;
+    raw.fleet = { ...f, accept_ms: { sqlite_median: r3(pct(f.accept_ms.sqlite, 50)), postgres_median: r3(pct(f.accept_ms.postgres, 50)) } };
+    const one = f.per_minute["1"]!;
+    for (const n of ["2", "3"]) {
+      const scale = f.scaling[n]!;
+      rows.push({ figure: "11", measure: `fleet: mentions answered per minute with ${n} daemons (${f.mentions} mentions, ${f.think_ms} ms think, max_concurrent ${f.max_concurrent} each)`, samples: f.mentions, median: f.per_minute[n]!, p99: null, unit: "/min", baseline: `${fmt(one)}/min: 1 daemon`, ratio: scale, target: `≥ ${0.75 * Number(n)}× (0.75 per daemon)`, met: scale >= 0.75 * Number(n) });
+    }
+    rows.push({ figure: "11", measure: "fleet: SIGKILL of a daemon running a turn → a survivor takes its scope over", samples: 1, median: f.takeover_ms, p99: null, unit: "ms", baseline: `${fmt(f.lease_ms)} ms: the lease period`, ratio: r3(f.takeover_ms / f.lease_ms), target: "≤ lease + 2 s", met: f.takeover_ms <= f.lease_ms + 2000 });
+    const pg = pct(f.accept_ms.postgres, 50);
+    const sq = pct(f.accept_ms.sqlite, 50);
+    rows.push({ figure: "11", measure: "fleet: store cost per accepted mention, PostgreSQL (loopback)", samples: f.accept_ms.postgres.length, median: r3(pg), p99: r3(pct(f.accept_ms.postgres, 99)), unit: "ms", baseline: `${fmt(r3(sq))} ms: SQLite (WAL, synchronous NORMAL)`, ratio: r3(pg / sq), target: "—", met: null });
+  } else {
+    rows.push(failed("11", "fleet mode", fleet.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));

@@ -8,6 +8,7 @@ import { ConfigError, loadConfig, resolveConfigPath } from "./load.js";
 import { DURATION_KEYS } from "./schema.js";
 import { formatDuration } from "./duration.js";
 import { npub } from "./keys.js";
+import { redactDatabaseUrl } from "../ops/log.js";
 
 const HELP = `usage: buzz-bridge check [-c FILE]
 
@@ -42,6 +43,7 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CREDENTIAL/i;
 
 export function displayable(value: unknown, key = "", parent = ""): unknown {
   if (key === "secret_key") return "[redacted]";
+  if (parent === "state" && key === "url" && typeof value === "string") return redactDatabaseUrl(value);
   // env maps carry API keys and tokens: show that they are set, not what they are
   if (parent === "env" && typeof value === "string" && value !== "" && SECRET_NAME.test(key)) return "[redacted]";
   if (DURATION_KEYS.has(key) && typeof value === "number") return formatDuration(value);

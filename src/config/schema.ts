@@ -233,6 +233,23 @@ const http = z.strictObject({
   listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics /status"),
 });
 
+/**
+ * Where the durable state lives. `sqlite` (the default) is one file under `state_dir`
+ * for one daemon; `postgres` is a database several daemons of the same identity share
+ * (fleet mode). The URL carries a password: give it from the environment.
+ */
+const state = z
+  .strictObject({
+    backend: z.enum(["sqlite", "postgres"]).default("sqlite").describe("sqlite: one daemon, a file under state_dir; postgres: a fleet of daemons sharing one database"),
+    url: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, { message: "expected a postgres:// or postgresql:// URL" })
+      .optional()
+      .describe("PostgreSQL connection URL for backend: postgres, e.g. ${BUZZ_BRIDGE_DATABASE_URL}; redacted in logs and check output"),
+  })
+  .refine((s) => s.backend !== "postgres" || s.url !== undefined, { message: "backend: postgres needs url (e.g. url: ${BUZZ_BRIDGE_DATABASE_URL})", path: ["url"] })
+  .refine((s) => s.backend !== "sqlite" || s.url === undefined, { message: "url only applies with backend: postgres", path: ["url"] });
+
 const log = z.strictObject({
   level: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
   format: z.enum(["json", "pretty"]).default("json"),
@@ -281,6 +298,7 @@ export const configSchema = z
       .string()
       .optional()
       .describe("SQLite state (queue, cursors, sessions) and the link socket; relative to the config file's directory; default $STATE_DIRECTORY (systemd's StateDirectory=, the image's volume), else buzz-bridge-state beside the config file"),
+    state: state.prefault({}),
     http: http.optional(),
     log: log.prefault({}),
     shutdown_grace: duration("shutdown_grace", "30s"),

@@ -46,6 +46,11 @@ export interface DeniedReporterOptions {
    * `gate.denied_suppressed` line when the minute ends (and in /metrics).
    */
   forgedLogLimit?: LogThrottleOptions;
+  /**
+   * A fleet's shared "once per window" (the state store's claimOnce): every daemon hears
+   * the denied event, and only the one whose claim succeeds answers it.
+   */
+  claimOnce?(key: string, windowMs: number): Promise<boolean>;
 }
 
 export class DeniedReporter {
@@ -67,18 +72,20 @@ export class DeniedReporter {
    * when nothing is published) so callers and tests can wait for it.
    */
   report(ev: Event, decision: Refusal): Promise<void> | undefined {
-    let template = this.answerFor(ev, decision);
+    let answer = this.answerFor(ev, decision);
     // Verified only now, when the denial would be answered (see `verify`).
-    const forged = template !== undefined && !this.opts.verify(ev);
-    if (forged) template = undefined;
+    const forged = answer !== undefined && !this.opts.verify(ev);
+    if (forged) answer = undefined;
     const reason = forged ? "bad-signature" : decision.reason;
     const line = { evt: "gate.denied", reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id, ...(decision.sibling ? { sibling: decision.sibling } : {}) };
     if (decision.level === "debug") this.opts.logger.debug(line);
     else if (reason === "bad-signature") this.forgedLog.log("info", "bad-signature", line);
     else this.opts.logger.info(line);
 
-    if (!template) return undefined;
-    return this.opts.publish(template).then(
+    if (!answer) return undefined;
+    const template = answer.template;
+    const claimed = this.opts.claimOnce ? this.opts.claimOnce(`denied:${answer.key}`, this.windowMs) : Promise.resolve(true);
+    return claimed.then((ok) => (ok ? this.opts.publish(template) : undefined)).then(
       () => undefined,
       (err: unknown) => {
         this.opts.logger.warn({ evt: "gate.denied_notify_failed", event: ev.id, err: (err as Error)?.message ?? String(err) });
@@ -86,7 +93,7 @@ export class DeniedReporter {
     );
   }
 
-  private answerFor(ev: Event, decision: Refusal): EventTemplate | undefined {
+  private answerFor(ev: Event, decision: Refusal): { template: EventTemplate; key: string } | undefined {
     // Only respond-to denials are answered: drops were not addressed to the agent, and a
     // bad signature names an author who may not have written the event at all.
     if (decision.action !== "deny" || decision.reason === "bad-signature") return undefined;
@@ -96,10 +103,11 @@ export class DeniedReporter {
     // Not in DMs: clients p-tag every participant there, so members talking to each other
     // would collect locks and replies meant for nobody.
     if (isDmLike(channel.type)) return undefined;
-    if (!this.due(`${ev.pubkey}:${channel.id}`)) return undefined;
-    if (mode === "react") return reaction(ev, DENIED_REACTION, channel.id);
+    const key = `${ev.pubkey}:${channel.id}`;
+    if (!this.due(key)) return undefined;
+    if (mode === "react") return { template: reaction(ev, DENIED_REACTION, channel.id), key };
     const text = REPLY_TEXT[decision.reason] ?? "🔒 I can't take this request here.";
-    return message(channel.id, text, { thread: replyRefFor(ev) });
+    return { template: message(channel.id, text, { thread: replyRefFor(ev) }), key };
   }
 
   /** Once per window per key; the map stays bounded by evicting the oldest entry. */

@@ -17,9 +17,10 @@ export interface GateOptions {
   /**
    * Claims a control command's event id durably; false when it was already executed. A
    * `!shutdown` replayed after a restart (the relay resends since the cursor) must not
-   * shut the daemon down again.
+   * shut the daemon down again. In a fleet the claim is the database's, so one daemon
+   * executes each command.
    */
-  claimControl(eventId: string, createdAt: number): boolean;
+  claimControl(eventId: string, createdAt: number): boolean | Promise<boolean>;
   /**
    * Advances the channel's cursor for events that were decided but not queued (denied,
    * dropped, control), so a reconnect's `since` does not replay them. Accepted events
@@ -57,7 +58,7 @@ export class Gate {
     const seenIn = cursorChannel(decision);
     if (seenIn) this.opts.noteSeen?.(seenIn, ev.created_at);
     if (decision.action === "control") {
-      if (!this.opts.claimControl(ev.id, ev.created_at)) {
+      if (!(await this.opts.claimControl(ev.id, ev.created_at))) {
         this.opts.logger.debug({ evt: "gate.control_replayed", event: ev.id, command: decision.command });
         return;
       }

@@ -10,7 +10,7 @@
 import type { Logger } from "../ops/log.js";
 
 /** Why a tick did not prompt the agent; stable strings (log lines, metric labels). */
-export type HeartbeatSkip = "busy" | "queued" | "heartbeat-running" | "not-listening" | "not-a-member";
+export type HeartbeatSkip = "busy" | "queued" | "heartbeat-running" | "not-listening" | "not-a-member" | "other-daemon";
 
 export interface HeartbeatOptions {
   everyMs: number;
@@ -25,6 +25,11 @@ export interface HeartbeatOptions {
   run(): Promise<unknown>;
   logger: Logger;
   onTick?(outcome: "fired" | "skipped", reason?: HeartbeatSkip): void;
+  /**
+   * Fleet mode: claims this tick's period for the fleet; false when another daemon of the
+   * fleet fired in it already (the tick is skipped as other-daemon). Absent: always fire.
+   */
+  claimTick?(): Promise<boolean>;
 }
 
 export class Heartbeat {
@@ -45,25 +50,43 @@ export class Heartbeat {
     this.timer = undefined;
   }
 
-  /** One tick: fire when the agent is idle, else say why not. Returns what it did. */
-  tick(): "fired" | HeartbeatSkip {
+  /**
+   * One tick: fire when the agent is idle, else say why not. Returns what it did, or
+   * "claiming" while a fleet's claim for the tick is asked (it then fires or is skipped).
+   */
+  tick(): "fired" | HeartbeatSkip | "claiming" {
     const reason = this.skipReason();
     if (reason) {
-      this.o.logger.info({ evt: "heartbeat.skipped", reason, channel: this.o.channel }, `heartbeat skipped (${reason})`);
-      this.o.onTick?.("skipped", reason);
+      this.skip(reason);
       return reason;
     }
+    if (this.o.claimTick) {
+      this.current = this.o
+        .claimTick()
+        .then(
+          (ok) => (ok ? this.fire() : this.skip("other-daemon")),
+          (err: unknown) => this.o.logger.warn({ evt: "heartbeat.claim_failed", err: err instanceof Error ? err.message : String(err) }, "could not claim the heartbeat tick for the fleet"),
+        )
+        .finally(() => (this.current = undefined));
+      return "claiming";
+    }
+    this.current = this.fire().finally(() => (this.current = undefined));
+    return "fired";
+  }
+
+  private skip(reason: HeartbeatSkip): void {
+    this.o.logger.info({ evt: "heartbeat.skipped", reason, channel: this.o.channel }, `heartbeat skipped (${reason})`);
+    this.o.onTick?.("skipped", reason);
+  }
+
+  private fire(): Promise<void> {
     this.o.logger.info({ evt: "heartbeat.fired", channel: this.o.channel }, "heartbeat: prompting the idle agent");
     this.o.onTick?.("fired");
     // The turn logs its own end (turn.end, heartbeat: true); run() does not reject.
-    this.current = this.o
-      .run()
-      .then(
-        () => undefined,
-        (err: unknown) => this.o.logger.warn({ evt: "turn.error", heartbeat: true, err: err instanceof Error ? err.message : String(err) }, "heartbeat turn failed"),
-      )
-      .finally(() => (this.current = undefined));
-    return "fired";
+    return this.o.run().then(
+      () => undefined,
+      (err: unknown) => this.o.logger.warn({ evt: "turn.error", heartbeat: true, err: err instanceof Error ? err.message : String(err) }, "heartbeat turn failed"),
+    );
   }
 
   private skipReason(): HeartbeatSkip | undefined {

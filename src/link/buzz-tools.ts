@@ -32,7 +32,7 @@ export interface BuzzToolsOptions {
    * Called when a publishing tool call starts: the turn running then is told of the event
    * once published, and when the call is over either way (`release`).
    */
-  bindTurn?(): { published(ev: Event): void; release(): void } | undefined;
+  bindTurn?(): { publishing?(ev: Event): Promise<void>; published(ev: Event): void; release(): void } | undefined;
   /** Event a send_message without reply_to answers (the turn's mention); default none = top-level. */
   defaultReplyTo?(): string | undefined;
 }
@@ -71,6 +71,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     try {
       for (const [i, template] of list.entries()) {
         const ev = relay.sign(template);
+        await turn?.publishing?.(ev);
         const out = await relay.publish(ev);
         const part = list.length > 1 ? ` (part ${i + 1} of ${list.length}; ${i} published before it)` : "";
         if (!OK_STATUSES.has(out.status)) throw new BuzzToolError(`${what} not published${part}: ${out.status}${out.reason ? ` (${out.reason})` : ""}`);

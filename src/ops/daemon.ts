@@ -4,6 +4,8 @@
  * reload and graceful shutdown. Logic lives in the step folders; this file only wires.
  */
 import { mkdirSync } from "node:fs";
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
 import { cliPath } from "./cli-path.js";
 import { dirname, join, resolve } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
@@ -19,7 +21,11 @@ import { Heartbeat } from "../heartbeat/heartbeat.js";
 import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer, linkRootPath } from "../link/index.js";
-import { QueueStore, Scheduler, STORE_FILE, scopeKey } from "../queue/index.js";
+import { QueueStore, Scheduler, STORE_FILE, scopeKey, type QueueRefusal } from "../queue/index.js";
+import { FleetScheduler } from "../queue/fleet-scheduler.js";
+import { PostgresStore } from "../queue/pg-store.js";
+import { LeaseLostError, QueueStoreError, StateRefusedError } from "../queue/errors.js";
+import { sleep } from "../relay/backoff.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
 import { refusalAdvice } from "../relay/auth-advice.js";
@@ -126,8 +132,11 @@ export class Daemon {
   private readonly startedAt = Date.now();
   devRelay?: DevRelay;
   relay!: RelayClient;
+  /** This daemon's own SQLite under state_dir: cursors and agent session ids (in a fleet too, as they are per machine). */
   store!: QueueStore;
-  scheduler!: Scheduler;
+  /** With `state.backend: postgres`: the fleet's shared store (events, turns, leases). */
+  fleetStore?: PostgresStore;
+  scheduler!: Scheduler | FleetScheduler;
   dispatcher!: TurnDispatcher;
   directory!: ChannelDirectory;
   private follower!: ChannelFollower;
@@ -186,6 +195,11 @@ export class Daemon {
     // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
     const sandbox = sandboxFor(this.o.loaded, this.log);
     sandbox.check(cfg.channels.map((c) => c.agent ?? {}));
+    if (cfg.state.backend === "postgres") {
+      // Up before the database wait, so /readyz answers 503 (state: waiting) meanwhile.
+      await this.startHttpOnce();
+      this.fleetStore = await this.openFleetStore(cfg.state.url!, pubkey);
+    }
 
     let url = cfg.relay.url;
     if (url === "embedded") {
@@ -225,23 +239,36 @@ export class Daemon {
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
     this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
-    this.scheduler = new Scheduler({
-      store: this.store,
-      logger: this.log,
-      sessionScope: cfg.agent.session_scope,
-      maxConcurrent: cfg.agent.max_concurrent,
-      maxAttempts: cfg.queue.max_attempts,
-      scopeCap: cfg.queue.scope_cap,
-      // Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
-      backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
-      onWake: () => this.pump(),
-      onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
-      onRefused: (r) => {
-        const who = [...new Set(r.events.map((e) => e.author))];
-        const text = `I'm too far behind in this ${r.reason === "scope-cap" ? "thread" : "bridge"} and skipped ${r.events.length} older message${r.events.length === 1 ? "" : "s"}; please ask again if still needed.`;
-        void out.publish(message(r.channel, text, { mentions: who }));
-      },
-    });
+    this.scheduler = this.fleetStore
+      ? new FleetScheduler({
+          store: this.fleetStore,
+          daemon: { id: `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`, host: hostname(), pid: process.pid, maxConcurrent: cfg.agent.max_concurrent },
+          logger: this.log,
+          sessionScope: cfg.agent.session_scope,
+          maxConcurrent: cfg.agent.max_concurrent,
+          maxAttempts: cfg.queue.max_attempts,
+          scopeCap: cfg.queue.scope_cap,
+          backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
+          onRefused: (r) => this.announceRefusal(r, out),
+          confirmPublished: (ids) => this.confirmPublished(ids),
+          onWake: () => this.pump(),
+          onLost: (turnIds) => this.dispatcher.cancelTurns(turnIds),
+          onRotate: async (key) => void (await this.dispatcher.rotate((k) => k === key)),
+          onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
+        })
+      : new Scheduler({
+          store: this.store,
+          logger: this.log,
+          sessionScope: cfg.agent.session_scope,
+          maxConcurrent: cfg.agent.max_concurrent,
+          maxAttempts: cfg.queue.max_attempts,
+          scopeCap: cfg.queue.scope_cap,
+          // Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
+          backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
+          onWake: () => this.pump(),
+          onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
+          onRefused: (r) => this.announceRefusal(r, out),
+        });
     this.dispatcher = new TurnDispatcher({
       config: () => this.config,
       self: pubkey,
@@ -259,6 +286,7 @@ export class Daemon {
         save: (scope, id) => this.store.saveSession(scope, agentKey, id),
         forget: (scope) => this.store.forgetSession(scope),
       },
+      recordBeforePublish: this.fleetStore && ((turnId, id) => this.recordReplyDurably(turnId, id)),
       logger: this.log,
       onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
       onMidTurnDelivered: (method, seconds) => this.metrics.midTurnDelivered(method, seconds),
@@ -270,7 +298,10 @@ export class Daemon {
 
     this.amendments = new Amendments({
       store: this.store,
-      scheduler: this.scheduler,
+      // In a fleet the queued events live in the shared database, which this step does not
+      // read yet: edits and deletions of queued or running messages are not applied there
+      // (an edit of a handled mention is ignored as of an unknown message).
+      scheduler: this.scheduler instanceof Scheduler ? this.scheduler : { runningTurn: () => undefined, accept: () => false, dropWaiting: () => false, cancelRunning: () => false },
       cancelTurns: (ids) => void this.dispatcher.cancelTurns(ids),
       retract: (scope, id, author) => this.dispatcher.retract(scope, id, author),
       midTurn: (ev, scope, mode) => this.midTurn(ev, scope, mode),
@@ -284,7 +315,8 @@ export class Daemon {
       owner: cfg.identity.owner,
       config: cfg,
       channel: (id) => this.directory.get(id),
-      handled: (id) => this.store.has(id),
+      // In a fleet the event may be stored by another daemon: each daemon notes what its gate accepted.
+      handled: (id) => this.store.has(id) || (!!this.fleetStore && this.store.hasClaim(`accepted:${id}`)),
       verify: verifySignature,
     };
     if (cfg.identity.owner) {
@@ -292,15 +324,17 @@ export class Daemon {
       this.gateContext.sibling = (author, ev) => siblings.check(author, ev);
     }
     const actions: ControlActions = {
-      cancel: (target) => {
-        const { runningTurnIds, ended } = this.scheduler.cancel(target);
+      cancel: async (target) => {
+        const { runningTurnIds, ended } = await this.scheduler.cancel(target);
         this.dispatcher.cancelTurns(runningTurnIds);
         return ended;
       },
       rotate: async (target) => {
-        const { runningTurnIds } = this.scheduler.cancel(target);
+        const { runningTurnIds } = await this.scheduler.cancel(target);
         this.dispatcher.cancelTurns(runningTurnIds);
         const key = target.thread ? scopeKey(target.channel, target.thread) : undefined;
+        // The fleet's other daemons end their sessions of it before their next turn there.
+        await this.fleetStore?.bumpRotation(key ?? target.channel);
         if (key) this.store.forgetSession(key);
         else this.store.forgetChannelSessions(target.channel);
         return this.dispatcher.rotate((k) => (key ? k === key : k === target.channel || k.startsWith(`${target.channel}/`)));
@@ -310,10 +344,10 @@ export class Daemon {
     };
     this.gate = new Gate({
       context: this.gateContext,
-      reporter: new DeniedReporter({ logger: this.log, publish: (t) => out.publish(t), verify: verifySignature }),
+      reporter: new DeniedReporter({ logger: this.log, publish: (t) => out.publish(t), verify: verifySignature, claimOnce: this.fleetStore && ((key, ms) => this.fleetStore!.claimOnce(key, ms)) }),
       control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: this.log }),
       logger: this.log,
-      claimControl: (id, at) => this.store.claimControl(id, at),
+      claimControl: (id, at) => (this.fleetStore ? this.fleetStore.claimControl(id, at) : this.store.claimControl(id, at)),
       noteSeen: (ch, at) => this.store.noteSeen(ch, at),
     });
 
@@ -324,12 +358,9 @@ export class Daemon {
       agentProcesses: () => this.pool.stats().processes,
       relayReconnects: () => this.relay.metrics.reconnects ?? 0,
       signatureChecks: () => verifyStats,
+      ...(this.scheduler instanceof FleetScheduler ? { fleet: () => this.fleetStatus() } : {}),
     });
-    if (cfg.http) {
-      this.http = await startHttp({
-        listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), status: () => renderStatusPage(this.statusSnapshot()), logger: this.log,
-      });
-    }
+    await this.startHttpOnce();
 
     // Agents a SIGKILLed predecessor left running: stopped before new ones start.
     await stopLeftoverAgents(this.store.agentGroups(), this.log);
@@ -374,6 +405,8 @@ export class Daemon {
       run: () => this.dispatcher.heartbeat(hb.channel, text),
       logger: this.log,
       onTick: (outcome, reason) => this.metrics.heartbeat(outcome, reason),
+      // A fleet fires one heartbeat per period, from whichever daemon ticks first in it.
+      claimTick: this.fleetStore && (() => this.fleetStore!.claimPeriod(`heartbeat:${hb.channel}`, hb.every)),
     });
     this.heartbeat.start();
   }
@@ -405,6 +438,76 @@ export class Daemon {
           this.wakeStart = () => (clearTimeout(t), r());
         });
         if (this.startAborted) throw new StartAbortedError(err);
+      }
+    }
+  }
+
+  /** /healthz, /readyz, /metrics and /status, once (in fleet mode already while the database is awaited). */
+  private async startHttpOnce(): Promise<void> {
+    const cfg = this.config;
+    if (!cfg.http || this.http) return;
+    this.http = await startHttp({
+      listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), status: () => renderStatusPage(this.statusSnapshot()), logger: this.log,
+    });
+  }
+
+  /**
+   * The fleet's database at start: waits for it with backoff, as for the relay (both may
+   * come up after us), but a refusal (another identity, a newer schema) ends the start.
+   */
+  private async openFleetStore(url: string, pubkey: string): Promise<PostgresStore> {
+    for (let delay = 1000; ; delay = Math.min(delay * 2, 30_000)) {
+      try {
+        const store = await PostgresStore.open({ url, identity: pubkey });
+        this.log.info({ evt: "state.opened", backend: "postgres", where: store.where }, "fleet state database ready");
+        return store;
+      } catch (err) {
+        if (!(err instanceof QueueStoreError) || err instanceof StateRefusedError) throw err;
+        if (this.startAborted) throw new StartAbortedError(err);
+        this.log.warn({ evt: "state.unreachable", err: err.message, retry_ms: delay }, "cannot use the fleet's database yet; retrying");
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, delay);
+          this.wakeStart = () => (clearTimeout(t), r());
+        });
+        if (this.startAborted) throw new StartAbortedError(err);
+      }
+    }
+  }
+
+  /** The notice for mentions the queue refused (a scope over its cap, or the queue full). */
+  private announceRefusal(r: QueueRefusal, out: TurnPublisher): void {
+    const who = [...new Set(r.events.map((e) => e.author))];
+    const text = `I'm too far behind in this ${r.reason === "scope-cap" ? "thread" : "bridge"} and skipped ${r.events.length} older message${r.events.length === 1 ? "" : "s"}; please ask again if still needed.`;
+    void out.publish(message(r.channel, text, { mentions: who }));
+  }
+
+  /**
+   * Which of a taken-over turn's recorded replies the relay has. One not found yet may
+   * still be on its way from the daemon that died (recorded, then sent): ask again after a
+   * publish timeout before the turn runs again.
+   */
+  private async confirmPublished(ids: string[]): Promise<string[]> {
+    const ask = async () => (await this.relay.query([{ ids, limit: ids.length }])).map((e) => e.id).filter((id) => ids.includes(id));
+    const found = await ask();
+    if (found.length) return found;
+    await sleep(this.config.relay.publish_timeout);
+    return ask();
+  }
+
+  /**
+   * Fleet mode: a reply's id goes to the database before the reply goes to the relay. With
+   * the database briefly away the publish waits for it; after a lease period it gives up
+   * (the turn fails and is retried), since another daemon may hold the scope by then.
+   */
+  private async recordReplyDurably(turnId: number, eventId: string): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    for (let delay = 250; ; delay = Math.min(delay * 2, 5000)) {
+      try {
+        return await (this.scheduler as FleetScheduler).recordBeforePublish(turnId, eventId);
+      } catch (err) {
+        if (err instanceof LeaseLostError || Date.now() + delay > deadline) throw err;
+        this.log.warn({ evt: "state.record_retry", turn: turnId, event: eventId, err: err instanceof Error ? err.message : String(err), retry_ms: delay }, "cannot record the reply before publishing it; waiting for the database");
+        await sleep(delay);
       }
     }
   }
@@ -445,7 +548,9 @@ export class Daemon {
         this.denials.push({ at: Date.now(), channel: decision.channel?.id, author: ev.pubkey, reason: decision.reason });
         if (this.denials.length > RECENT_DENIALS) this.denials.shift();
       }
-      if (decision.action === "accept" && this.scheduler.accept(ev, decision.channel.id)) {
+      // The single scheduler accepts synchronously (in this tick); a fleet's accept is the database's.
+      const accepting = decision.action === "accept" ? this.scheduler.accept(ev, decision.channel.id) : false;
+      if (decision.action === "accept" && (accepting instanceof Promise ? await accepting : accepting)) {
         this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: npub(ev.pubkey), ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
         this.midTurn(ev, this.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
       } else if (decision.action === "amend") {
@@ -453,6 +558,12 @@ export class Daemon {
         else void this.amendments.delete(ev, decision.targets).catch((err) => this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle a deletion"));
         // Decided, not queued as an event of its own: the cursor moves past it.
         this.store.noteSeen(decision.channel.id, ev.created_at);
+      }
+      // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor
+      // moves here, and it notes the event as handled (an edit of it is not a new mention).
+      if (decision.action === "accept" && this.fleetStore) {
+        this.store.noteSeen(decision.channel.id, ev.created_at);
+        this.store.claimOnce(`accepted:${ev.id}`, Number.MAX_SAFE_INTEGER);
       }
       await acted;
     } catch (err) {
@@ -514,8 +625,9 @@ export class Daemon {
 
   private publisher(): TurnPublisher {
     return {
-      publish: async (t: EventTemplate) => {
+      publish: async (t: EventTemplate, o?: { beforePublish?(ev: Event): Promise<void> }) => {
         const event = this.relay.sign(t);
+        await o?.beforePublish?.(event);
         const outcome = await this.publishConfirmed(event);
         this.metrics.publishOutcome(outcome.status);
         if (isSuccess(outcome)) return event;
@@ -528,9 +640,21 @@ export class Daemon {
     };
   }
 
+  /** Fleet mode: this daemon's leases and the fleet's queue depth (for /metrics; /status may show it too). */
+  fleetStatus(): { daemon: string; leases: number; scopes: string[]; queued: number } {
+    const s = this.scheduler as FleetScheduler;
+    const scopes = s.leases();
+    return { daemon: s.daemonId, leases: scopes.length, scopes, queued: s.depth().queued };
+  }
+
   /** What `/status` shows, gathered from the parts that know it. */
   statusSnapshot(): StatusSnapshot {
     const cfg = this.config;
+    if (!this.dispatcher) {
+      // Fleet mode, still waiting for the database: the page says so instead of failing.
+      const state = cfg.state.backend === "postgres" && !this.fleetStore ? "not started (waiting for the fleet's database)" : "not started";
+      return { generatedAt: Date.now(), startedAt: this.startedAt, pubkey: this.pubkey, relay: { url: cfg.relay.url, state }, channels: [], turns: [], denials: [], agents: [], circuit: "closed", usage: this.usageToday.snapshot() };
+    }
     const queued = this.scheduler.depthByChannel();
     const parents = processParents();
     return {
@@ -549,6 +673,7 @@ export class Daemon {
       })),
       circuit: this.pool.circuit.state,
       usage: this.usageToday.snapshot(),
+      ...(this.scheduler instanceof FleetScheduler ? { fleet: this.fleetStatus() } : {}),
     };
   }
 
@@ -559,9 +684,15 @@ export class Daemon {
       checks: [
         { name: "relay", ok: state === "subscribed", detail: state === "subscribed" ? "authenticated and subscribed" : `relay connection is ${state ?? "not started"}${this.relay?.lastAuthError ? ` (${this.relay.lastAuthError})` : ""}` },
         { name: "agent", ok: circuit !== "open", detail: circuit === "open" ? "agent circuit breaker open after repeated crashes" : "agent available" },
-        { name: "state", ok: !!this.store && !this.stopping, detail: this.stopping ? "shutting down" : "state store open" },
+        this.stateCheck(),
       ],
     };
+  }
+
+  private stateCheck(): ReadyReport["checks"][number] {
+    if (this.stopping) return { name: "state", ok: false, detail: "shutting down" };
+    if (this.config.state.backend === "postgres" && !this.fleetStore) return { name: "state", ok: false, detail: "waiting for the fleet's PostgreSQL database" };
+    return { name: "state", ok: !!this.store, detail: this.fleetStore ? `state store open; fleet database ${this.fleetStore.where}` : "state store open" };
   }
 
   /** SIGHUP: policy, team instructions, channels and mcp lists apply to new turns. */
@@ -601,6 +732,7 @@ export class Daemon {
 
   private async doStop(): Promise<void> {
     this.stopping = true;
+    if (this.scheduler instanceof FleetScheduler) this.scheduler.stopClaiming();
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     if (this.presenceTimer) clearInterval(this.presenceTimer);
     if (this.pruneTimer) clearInterval(this.pruneTimer);
@@ -616,7 +748,8 @@ export class Daemon {
     this.follower?.stop();
     this.relay?.stop();
     await this.http?.close().catch(() => undefined);
-    this.scheduler?.close();
+    await this.scheduler?.close();
+    await this.fleetStore?.close().catch(() => undefined);
     this.store?.close();
     await this.devRelay?.close().catch(() => undefined);
     this.stateLock?.release();

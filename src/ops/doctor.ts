@@ -22,6 +22,7 @@ import { refusalAdvice } from "../relay/auth-advice.js";
 import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } from "./preflight.js";
 import { StateLock } from "./state-lock.js";
 import { createLogger, type Logger } from "./log.js";
+import { stateChecks } from "./doctor-state.js";
 import { sandboxCheck } from "./doctor-sandbox.js";
 
 /** ✓ passed, ✗ failed (exit 1), – not run because a check it needs failed. */
@@ -53,13 +54,14 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
     summary: `${loaded.file} is valid; agent identity ${npub(loaded.pubkey)}`,
     details: loaded.warnings.map((w) => `warning: ${w}`),
   };
-  const [relay, mcp, agent, sandbox] = await Promise.all([
+  const [relay, mcp, agent, sandbox, fleet] = await Promise.all([
     relayChecks(loaded, timeoutMs),
     mcpChecks(cfg, timeoutMs),
     agentCheck(loaded, timeoutMs),
     sandboxCheck(loaded, timeoutMs),
+    stateChecks(loaded, timeoutMs),
   ]);
-  return [configCheck, stateCheck(cfg.state_dir), ...relay, agent, workDirCheck(cfg.agent.cwd), sandbox, ...mcp];
+  return [configCheck, stateCheck(cfg.state_dir), ...fleet, ...relay, agent, workDirCheck(cfg.agent.cwd), sandbox, ...mcp];
 }
 
 // ---------------------------------------------------------------------------------------

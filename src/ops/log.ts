@@ -25,6 +25,8 @@ export const REDACT_PATHS = [
   "env.NOSTR_PRIVATE_KEY",
   "*.env.BUZZ_PRIVATE_KEY",
   "*.env.NOSTR_PRIVATE_KEY",
+  "state.url",
+  "*.state.url",
   "headers.authorization",
   "*.headers.authorization",
 ];
@@ -32,8 +34,17 @@ export const REDACT_PATHS = [
 /** Anything that looks like a bech32 nsec is masked inside strings too (messages, stderr tails). */
 const NSEC_IN_TEXT = /nsec1[02-9ac-hj-np-z]{20,}/g;
 
+/** The password of a PostgreSQL URL (`user:password@` or `?password=`). */
+const DB_PASSWORD_IN_URL = /(postgres(?:ql)?:\/\/[^:/@\s]*:)[^@\s]*@/gi;
+const DB_PASSWORD_PARAM = /(postgres(?:ql)?:\/\/\S*[?&]password=)[^&\s]*/gi;
+
+/** A database URL as it may be shown: the password replaced by [redacted]. */
+export function redactDatabaseUrl(text: string): string {
+  return text.replace(DB_PASSWORD_IN_URL, "$1[redacted]@").replace(DB_PASSWORD_PARAM, "$1[redacted]");
+}
+
 export function scrub(text: string): string {
-  return text.replace(NSEC_IN_TEXT, "nsec1[redacted]");
+  return redactDatabaseUrl(text.replace(NSEC_IN_TEXT, "nsec1[redacted]"));
 }
 
 export interface LogOptions {

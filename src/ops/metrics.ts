@@ -30,7 +30,9 @@
  * | tokens_total | counter | channel, model, direction | tokens the agent reported per turn (direction in / out) |
  * | cost_total | counter | channel, model, currency | cost the agent reported per turn |
  * | session_rotations_total | counter | reason | sessions ended by the bridge: max_turns, max_tokens, max_turn_requests, owner |
- * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member) |
+ * | heartbeats_total | counter | outcome, reason | heartbeat ticks: fired, or skipped with why (busy, queued, heartbeat-running, not-listening, not-a-member, other-daemon: another daemon of the fleet fired this period) |
+ * | fleet_leases | gauge | | fleet mode only: scopes this daemon holds the lease of |
+ * | fleet_queue_depth | gauge | | fleet mode only: mentions waiting for a turn across the fleet (as of the last lease renewal) |
  *
  * Plus prom-client's default process metrics (`process_*`, `nodejs_*`) under their usual
  * names, so stock Node dashboards work unchanged.
@@ -74,6 +76,8 @@ export interface MetricSources {
   relayState?: () => string;
   /** Cumulative signature checks (e.g. `verifyStats` from relay/verify.ts); the counter advances by the difference. */
   signatureChecks?: () => { verified: number; failed: number };
+  /** Fleet mode: this daemon's scope leases and the fleet's waiting mentions. Registers the fleet gauges. */
+  fleet?: () => { leases: number; queued: number };
 }
 
 export interface MetricsOptions {
@@ -254,6 +258,12 @@ export class Metrics {
    */
   sample(sources: MetricSources): void {
     this.sources = { ...this.sources, ...sources };
+    if (sources.fleet && !this.registry.getSingleMetric(`${PREFIX}fleet_leases`)) {
+      // Only a fleet has these; a single daemon's /metrics does not show them as zeros.
+      const registers = [this.registry];
+      const leases = new Gauge({ name: `${PREFIX}fleet_leases`, help: "Scopes this daemon holds the lease of (fleet mode).", registers, collect: () => this.read(this.sources.fleet, (f) => leases.set(f.leases)) });
+      const queued = new Gauge({ name: `${PREFIX}fleet_queue_depth`, help: "Mentions waiting for a turn across the fleet, as of the last lease renewal (fleet mode).", registers, collect: () => this.read(this.sources.fleet, (f) => queued.set(f.queued)) });
+    }
   }
 
   /** A failing getter must not break the whole scrape; the metric keeps its last value. */

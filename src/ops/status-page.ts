@@ -26,6 +26,8 @@ export interface StatusSnapshot {
   agents: Array<{ pid: number; scope?: string; spare: boolean; busy: boolean; model?: string; turns: number; rssBytes?: number }>;
   circuit: string;
   usage: { day: string; rows: Array<{ channel: string; model: string; turns: number; inputTokens: number; outputTokens: number; cost: Record<string, number> }> };
+  /** Fleet mode only: this daemon's id, the scopes it holds the lease of, the fleet's waiting mentions. */
+  fleet?: { daemon: string; scopes: string[]; queued: number };
 }
 
 /** Seconds between automatic reloads. */
@@ -106,6 +108,11 @@ export function renderStatusPage(s: StatusSnapshot): string {
     s.usage.rows.map((u) => [channelCell(u.channel), esc(u.model), esc(u.turns), esc(u.inputTokens), esc(u.outputTokens), esc(costText(u.cost))]),
     "no usage reported today", "usage");
 
+  const fleet = s.fleet
+    ? table(`Fleet: this daemon ${s.fleet.daemon} holds ${s.fleet.scopes.length} lease${s.fleet.scopes.length === 1 ? "" : "s"}; ${s.fleet.queued} mention${s.fleet.queued === 1 ? "" : "s"} waiting across the fleet`, ["channel", "scope"],
+        s.fleet.scopes.map((k) => [channelCell(k.split("/")[0]), thread(k)]), "this daemon holds no scope lease", "fleet")
+    : "";
+
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -135,6 +142,7 @@ ${waits}
 ${denials}
 ${agents}
 ${usage}
+${fleet}
 </body>
 </html>
 `;

@@ -3,4 +3,4 @@ export { QueueStore, SCHEMA_VERSION, STORE_FILE, type EventState, type StoredEve
 export { Scheduler, type Batch, type FinalFailure, type SchedulerOptions } from "./scheduler.js";
 export { scopeKey, scopeOf, parseScopeKey, type Scope, type SessionScope } from "./scope.js";
 export type { Refusal as QueueRefusal, RefusalReason, RefusedEvent } from "./refusals.js";
-export { QueueStoreError } from "./errors.js";
+export { LeaseLostError, QueueStoreError, StateRefusedError } from "./errors.js";

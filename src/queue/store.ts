@@ -89,6 +89,7 @@ CREATE TABLE IF NOT EXISTS turns (
 CREATE INDEX IF NOT EXISTS turns_open ON turns (state);
 CREATE TABLE IF NOT EXISTS cursors (channel TEXT PRIMARY KEY, created_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS controls (id TEXT PRIMARY KEY, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (scope TEXT PRIMARY KEY, agent TEXT NOT NULL, session_id TEXT NOT NULL, updated_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS agent_groups (pgid INTEGER PRIMARY KEY, identity TEXT NOT NULL, started_at INTEGER NOT NULL);
 `;
@@ -171,6 +172,9 @@ export class QueueStore {
       openTurns: db.prepare("SELECT * FROM turns WHERE state IN ('queued', 'running') ORDER BY id"),
       claimControl: db.prepare("INSERT OR IGNORE INTO controls (id, created_at) VALUES (?, ?)"),
       pruneControls: db.prepare("DELETE FROM controls WHERE created_at < ?"),
+      claimOnce: db.prepare("INSERT INTO claims (key, at) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET at = excluded.at WHERE claims.at <= ?"),
+      pruneClaims: db.prepare("DELETE FROM claims WHERE at < ?"),
+      hasClaim: db.prepare("SELECT 1 FROM claims WHERE key = ?"),
       pruneEvents: db.prepare(`DELETE FROM events WHERE state NOT IN ('waiting', 'in_turn') AND accepted_at < ?`),
       saveSession: db.prepare("INSERT OR REPLACE INTO sessions (scope, agent, session_id, updated_at) VALUES (?, ?, ?, ?)"),
       getSession: db.prepare("SELECT session_id FROM sessions WHERE scope = ? AND agent = ?"),
@@ -330,7 +334,16 @@ export class QueueStore {
     return this.stmt.claimControl.run(eventId, createdAt).changes > 0;
   }
 
-  /** Deletes finished rows older than `olderThanMs`; open work is never pruned. */
+  /** True when `key` was not claimed within the last `windowMs`; claims it now. */
+  claimOnce(key: string, windowMs: number, now = Date.now()): boolean {
+    return this.stmt.claimOnce.run(key, now, now - windowMs).changes > 0;
+  }
+
+  /** Whether `key` was ever claimed (and not pruned yet). */
+  hasClaim(key: string): boolean {
+    return this.stmt.hasClaim.get(key) !== undefined;
+  }
+
   /**
    * The agent session a scope last used, so a restart can reopen it (ACP session/resume or
    * session/load) instead of starting the conversation over. Keyed by the agent command
@@ -369,12 +382,14 @@ export class QueueStore {
     this.stmt.forgetChannelSessions.run(channel, channel, channel);
   }
 
+  /** Deletes finished rows older than `olderThanMs`; open work is never pruned. */
   prune(olderThanMs: number, now = Date.now()): void {
     const cutoff = now - olderThanMs;
     this.stmt.pruneSessions.run(cutoff);
     this.stmt.pruneEvents.run(cutoff);
     this.stmt.pruneTurns.run(cutoff);
     this.stmt.pruneControls.run(Math.floor(cutoff / 1000));
+    this.stmt.pruneClaims.run(cutoff);
   }
 
   /** Runs `fn` in one transaction (used by the scheduler to batch state changes). */

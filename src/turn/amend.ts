@@ -25,7 +25,7 @@ import type { TurnPublisher } from "./ports.js";
 
 export interface AmendDeps {
   store: QueueStore;
-  scheduler: Scheduler;
+  scheduler: Pick<Scheduler, "runningTurn" | "accept" | "dropWaiting" | "cancelRunning">;
   /** Stops running turns at the agent (the queue has already ended them). */
   cancelTurns(turnIds: number[]): void;
   /** Tells a scope's session that a message it saw was deleted. */

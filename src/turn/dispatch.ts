@@ -38,7 +38,8 @@ export interface DispatcherDeps {
   owner: string | undefined;
   pool: AgentPool;
   link: LinkServer;
-  scheduler: Scheduler;
+  /** The queue's side of a turn's end (the single-daemon Scheduler, or a fleet's). */
+  scheduler: Pick<Scheduler, "complete" | "fail" | "recordReply" | "leaveRunning" | "storedEvent">;
   relay: RelayPort;
   out: TurnPublisher;
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
@@ -48,6 +49,11 @@ export interface DispatcherDeps {
   /** Where a scope's agent session id is kept across restarts (the queue's store). */
   sessions?: { get(scope: string): string | undefined; save(scope: string, sessionId: string): void; forget(scope: string): void };
   logger: Logger;
+  /**
+   * Called with each reply's id after signing and before publishing (fleet mode): a daemon
+   * that takes the turn over after a crash then knows to ask the relay about it.
+   */
+  recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
   /** Turn outcome hook for metrics. */
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
   /** A mid-turn message reached the agent, `seconds` after it was accepted. */
@@ -362,7 +368,7 @@ export class TurnDispatcher {
               ),
           },
           hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? this.hooksOf(ss, log) : undefined,
-          out: this.d.out,
+          out: this.outFor(batch.turnId),
           logger: log,
           published,
           settled: () => (inflight.count === 0 ? Promise.resolve() : new Promise<void>((r) => inflight.waiters.push(r))),
@@ -492,7 +498,9 @@ export class TurnDispatcher {
         cur.inflight.count++;
         const resumeIdle = ss!.session.holdIdle();
         let released = false;
+        const record = this.d.recordBeforePublish;
         return {
+          publishing: record && ((ev) => (ev.kind !== KIND.reaction ? record(cur.turnId, ev.id) : Promise.resolve())),
           published: (ev) => {
             if (ev.kind !== KIND.reaction) cur.published.add(ev.id);
           },
@@ -552,6 +560,16 @@ export class TurnDispatcher {
           return { text: "", verdict: "allow", ms: 0, servers: [] };
         }
       },
+    };
+  }
+
+  /** The publisher as one turn uses it: its replies' ids are recorded before they are sent, when asked to. */
+  private outFor(turnId: number): TurnPublisher {
+    const record = this.d.recordBeforePublish;
+    if (!record) return this.d.out;
+    return {
+      publish: (t, o) => this.d.out.publish(t, { ...o, beforePublish: (ev) => record(turnId, ev.id) }),
+      signal: (t) => this.d.out.signal(t),
     };
   }
 

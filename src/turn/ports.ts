@@ -33,9 +33,12 @@ export interface TurnHooks {
   runHook(name: "_Stop" | "_PostCompact", opts?: { servers?: string[] }): Promise<HookFanout>;
 }
 
-/** Signs and publishes; resolves to the published event, or null when the relay refused. */
+/**
+ * Signs and publishes; resolves to the published event, or null when the relay refused.
+ * `beforePublish` runs between signing and sending (a fleet records the id durably there).
+ */
 export interface TurnPublisher {
-  publish(template: EventTemplate): Promise<Event | null>;
+  publish(template: EventTemplate, opts?: { beforePublish?(ev: Event): Promise<void> }): Promise<Event | null>;
   /** Fire-and-forget signals (typing, reactions): never fail a turn. */
   signal(template: EventTemplate): void;
 }

@@ -1,0 +1,135 @@
+/**
+ * Fleet mode (state.backend: postgres), on a throwaway PostgreSQL server started here
+ * (Debian's binaries, as the tests do) and the dev relay:
+ *
+ *   - throughput with 1, 2 and 3 daemons of one identity: 36 owner mentions over 6
+ *     channels posted at once (thread scope, the demo agent thinking 3 s per turn,
+ *     max_concurrent 2 per daemon), mentions answered per minute from the first post to
+ *     the last reply on the relay; baseline: the 1-daemon run;
+ *   - lease takeover after a SIGKILL: from the kill of a daemon running a turn to a
+ *     survivor taking its scope over; baseline: the lease period;
+ *   - the store's cost per accepted mention: PostgreSQL's accept (one transaction over
+ *     the loopback) against SQLite's, through the same StateStore interface.
+ *
+ * Run alone: `node --import tsx bench/fleet.ts` (build first: the daemons are dist/cli.js).
+ */
+import { join } from "node:path";
+import type { Event } from "nostr-tools";
+import { World, type DaemonProc } from "../test/fixtures/world.js";
+import { startPostgres, type PgServer } from "../test/fixtures/postgres.js";
+import { waitAllAnswered } from "../test/reliability-helpers.js";
+import { mention, fromWire, owner, agent, CHANNEL, tempDir } from "../test/fixtures/queue-helpers.js";
+import { SqliteStateStore } from "../src/queue/sqlite-state.js";
+import { PostgresStore } from "../src/queue/pg-store.js";
+import type { StateStore } from "../src/queue/state-store.js";
+import { FLEET_LEASE_MS } from "../src/queue/pg-leases.js";
+
+const CHANNELS = 6;
+const MENTIONS = 36;
+const THINK_MS = 3000;
+const MAX_CONCURRENT = 2;
+const STORE_ACCEPTS = 500;
+
+export interface FleetBench {
+  mentions: number;
+  think_ms: number;
+  max_concurrent: number;
+  per_minute: Record<string, number>;
+  scaling: Record<string, number>;
+  takeover_ms: number;
+  lease_ms: number;
+  accept_ms: { sqlite: number[]; postgres: number[] };
+}
+
+async function fleetConfig(w: World, n: number, i: number): Promise<string> {
+  return w.writeConfig(
+    {
+      state_dir: join(w.dir, `state-${n}-${i}`),
+      state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" },
+      agent: { max_concurrent: MAX_CONCURRENT, session_scope: "thread" },
+      log: { level: "info" },
+    },
+    `fleet-${n}-${i}.yaml`,
+  );
+}
+
+async function throughput(server: PgServer, n: number): Promise<number> {
+  const w = await World.create({ channelName: "room-0" });
+  try {
+    const channels = [w.channel];
+    for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `room-${i}` }));
+    const url = await server.createDatabase();
+    const daemons: DaemonProc[] = [];
+    for (let i = 0; i < n; i++) daemons.push(await w.startDaemon({}, { configFile: await fleetConfig(w, n, i), env: { BUZZ_BRIDGE_DATABASE_URL: url } }));
+    const t0 = performance.now();
+    const mentions: Event[] = [];
+    for (let i = 0; i < MENTIONS; i++) mentions.push(await w.owner.post(`@agent ping ${i} #slow ${THINK_MS}`, { channel: channels[i % CHANNELS] }));
+    await waitAllAnswered(w, channels, mentions, 180_000);
+    const minutes = (performance.now() - t0) / 60_000;
+    await Promise.all(daemons.map((d) => d.stop()));
+    return Math.round((MENTIONS / minutes) * 10) / 10;
+  } finally {
+    await w.close();
+  }
+}
+
+async function takeover(server: PgServer): Promise<number> {
+  const w = await World.create({ channelName: "room-0" });
+  try {
+    const url = await server.createDatabase();
+    const env = { BUZZ_BRIDGE_DATABASE_URL: url };
+    const a = await w.startDaemon({}, { configFile: await fleetConfig(w, 9, 0), env });
+    const b = await w.startDaemon({}, { configFile: await fleetConfig(w, 9, 1), env });
+    // One long turn: the survivor has free slots, so the time measured is the lease's.
+    await w.owner.post("@agent long job #slow 60000");
+    const [victim, survivor] = await Promise.race([
+      a.waitLog((l) => l.evt === "turn.session", 30_000).then(() => [a, b] as const),
+      b.waitLog((l) => l.evt === "turn.session", 30_000).then(() => [b, a] as const),
+    ]);
+    const killedAt = performance.now();
+    victim.proc.kill("SIGKILL");
+    await survivor.waitLog((l) => l.evt === "queue.scope_taken_over", FLEET_LEASE_MS + 30_000);
+    const ms = Math.round(performance.now() - killedAt);
+    await survivor.stop();
+    return ms;
+  } finally {
+    await w.close();
+  }
+}
+
+async function acceptCost(store: StateStore): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < STORE_ACCEPTS; i++) {
+    const ev = fromWire(mention(owner, `m${i}`));
+    const t0 = performance.now();
+    await store.accept(ev, CHANNEL, `${CHANNEL}/${ev.id}`);
+    out.push(performance.now() - t0);
+  }
+  await store.close();
+  return out;
+}
+
+export async function benchFleet(): Promise<FleetBench> {
+  const started = await startPostgres();
+  if ("skip" in started) throw new Error(started.skip);
+  const server = started;
+  const tmp = tempDir("bb-bench-fleet-");
+  try {
+    const perMinute: Record<string, number> = {};
+    for (const n of [1, 2, 3]) perMinute[String(n)] = await throughput(server, n);
+    const scaling = Object.fromEntries(Object.entries(perMinute).map(([n, v]) => [n, Math.round((v / perMinute["1"]!) * 100) / 100]));
+    const takeoverMs = await takeover(server);
+    const sqlite = await acceptCost(SqliteStateStore.open(join(tmp.dir, "sqlite")));
+    const postgres = await acceptCost(await PostgresStore.open({ url: await server.createDatabase(), identity: agent.pk }));
+    return { mentions: MENTIONS, think_ms: THINK_MS, max_concurrent: MAX_CONCURRENT, per_minute: perMinute, scaling, takeover_ms: takeoverMs, lease_ms: FLEET_LEASE_MS, accept_ms: { sqlite, postgres } };
+  } finally {
+    await server.stop();
+    tmp.cleanup();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const r = await benchFleet();
+  const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+  console.log(JSON.stringify({ ...r, accept_ms: { sqlite_median: med(r.accept_ms.sqlite), postgres_median: med(r.accept_ms.postgres) } }, null, 2));
+}

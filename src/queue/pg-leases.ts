@@ -1,0 +1,160 @@
+/**
+ * Scope leases for a fleet: a scope (thread or channel) with work is held by one daemon
+ * at a time, until a lease expiry that the holder renews while it lives. A daemon with
+ * spare `agent.max_concurrent` claims unheld or expired scopes with open work, oldest
+ * waiting mention first.
+ *
+ * Why plain `SELECT … FOR UPDATE SKIP LOCKED` and not a job-queue library (pg-boss,
+ * graphile-worker): those lease a job, one row at a time, to whichever worker comes
+ * next; here the unit is a scope that keeps its affinity to one daemon across many
+ * turns (its agent session lives there) and batches arrivals into the running turn. A
+ * job per turn would scatter a thread's turns over the fleet and lose both. The lease is
+ * one row per scope; SKIP LOCKED lets daemons claiming at once pass over each other's
+ * candidates instead of queueing on them.
+ *
+ * Every time is the database's clock (`now()`), so a daemon whose own clock drifts
+ * neither steals a live lease nor keeps an expired one; doctor reports the skew.
+ */
+import type pg from "pg";
+import { PG_SCHEMA } from "./pg-migrations.js";
+
+const S = PG_SCHEMA;
+
+/** The lease period: a scope whose holder stopped renewing is taken over after this long. */
+export const FLEET_LEASE_MS = 30_000;
+
+export interface DaemonInfo {
+  id: string;
+  host: string;
+  pid: number;
+  maxConcurrent: number;
+}
+
+export interface ClaimedScope {
+  key: string;
+  channel: string;
+  /** The daemon whose expired lease this replaces; null for a scope nobody held. */
+  from: string | null;
+}
+
+export interface LeaseRow {
+  key: string;
+  holder: string;
+  /** Until expiry by the database's clock; negative when expired. */
+  expiresInMs: number;
+}
+
+export interface FleetDaemon {
+  id: string;
+  host: string;
+  pid: number;
+  maxConcurrent: number;
+  seenAgoMs: number;
+  leases: number;
+}
+
+export class FleetLeases {
+  constructor(private readonly pool: pg.Pool) {}
+
+  /** Announces (or refreshes) a daemon of the fleet; call it with every renewal. */
+  async heartbeat(d: DaemonInfo): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${S}.daemons (id, host, pid, max_concurrent) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, max_concurrent = excluded.max_concurrent, seen_at = now()`,
+      [d.id, d.host, d.pid, d.maxConcurrent],
+    );
+  }
+
+  /** A daemon leaving the fleet on purpose: its leases end now and its row goes. */
+  async leave(daemon: string): Promise<void> {
+    await this.pool.query(`UPDATE ${S}.scopes SET holder = NULL, lease_until = NULL WHERE holder = $1`, [daemon]);
+    await this.pool.query(`DELETE FROM ${S}.daemons WHERE id = $1`, [daemon]);
+  }
+
+  /**
+   * Claims up to `limit` scopes with open work (waiting events, a turn left running, or a
+   * retry due by the database's clock) that nobody holds or whose lease expired, oldest waiting work first.
+   */
+  async claim(daemon: string, limit: number, ttlMs: number): Promise<ClaimedScope[]> {
+    if (limit <= 0) return [];
+    const r = await this.pool.query<{ key: string; channel: string; was: string | null }>(
+      `WITH pick AS (
+         SELECT c.key, c.holder AS was FROM ${S}.scopes c
+         WHERE (c.holder IS NULL OR c.lease_until < now())
+           AND (EXISTS (SELECT 1 FROM ${S}.events e WHERE e.scope = c.key AND e.state = 'waiting')
+             OR EXISTS (SELECT 1 FROM ${S}.turns t WHERE t.scope = c.key AND (t.state = 'running' OR (t.state = 'queued' AND t.next_attempt_at <= (extract(epoch FROM now()) * 1000)::bigint))))
+         ORDER BY (SELECT min(e.created_at) FROM ${S}.events e WHERE e.scope = c.key AND e.state IN ('waiting', 'in_turn')) NULLS LAST, c.key
+         LIMIT $2
+         FOR UPDATE SKIP LOCKED
+       )
+       UPDATE ${S}.scopes s SET holder = $1, lease_until = now() + $3 * interval '1 millisecond'
+       FROM pick WHERE s.key = pick.key
+       RETURNING s.key, s.channel, pick.was`,
+      [daemon, limit, ttlMs],
+    );
+    return r.rows.map((row) => ({ key: row.key, channel: row.channel, from: row.was === daemon ? null : row.was }));
+  }
+
+  /**
+   * Extends every lease this daemon still holds; returns their keys. A scope missing
+   * from the answer was taken over after its lease expired: stop acting on it.
+   */
+  async renew(daemon: string, ttlMs: number): Promise<string[]> {
+    const r = await this.pool.query<{ key: string }>(`UPDATE ${S}.scopes SET lease_until = now() + $2 * interval '1 millisecond' WHERE holder = $1 RETURNING key`, [daemon, ttlMs]);
+    return r.rows.map((row) => row.key);
+  }
+
+  /** Gives a scope up (its work is done); only if this daemon still holds it. */
+  async release(daemon: string, key: string): Promise<boolean> {
+    const r = await this.pool.query(`UPDATE ${S}.scopes SET holder = NULL, lease_until = NULL WHERE key = $1 AND holder = $2`, [key, daemon]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  /** Whether this daemon holds the scope's unexpired lease now. */
+  async holds(daemon: string, key: string): Promise<boolean> {
+    const r = await this.pool.query(`SELECT 1 FROM ${S}.scopes WHERE key = $1 AND holder = $2 AND lease_until >= now()`, [key, daemon]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  /** Every held lease (live or expired but not yet taken over). */
+  async list(): Promise<LeaseRow[]> {
+    const r = await this.pool.query<{ key: string; holder: string; ms: number }>(
+      `SELECT key, holder, (extract(epoch FROM lease_until - now()) * 1000)::float8 AS ms FROM ${S}.scopes WHERE holder IS NOT NULL ORDER BY holder, key`,
+    );
+    return r.rows.map((row) => ({ key: row.key, holder: row.holder, expiresInMs: Math.round(row.ms) }));
+  }
+
+  /** The fleet's daemons seen within `withinMs`, with how many leases each holds. */
+  async daemons(withinMs: number): Promise<FleetDaemon[]> {
+    const r = await this.pool.query<{ id: string; host: string; pid: number; max_concurrent: number; ago: number; leases: string }>(
+      `SELECT d.id, d.host, d.pid, d.max_concurrent, (extract(epoch FROM now() - d.seen_at) * 1000)::float8 AS ago,
+              (SELECT count(*) FROM ${S}.scopes s WHERE s.holder = d.id AND s.lease_until >= now()) AS leases
+       FROM ${S}.daemons d WHERE d.seen_at >= now() - $1 * interval '1 millisecond' ORDER BY d.started_at, d.id`,
+      [withinMs],
+    );
+    return r.rows.map((row) => ({ id: row.id, host: row.host, pid: row.pid, maxConcurrent: row.max_concurrent, seenAgoMs: Math.round(row.ago), leases: Number(row.leases) }));
+  }
+
+  /** Events waiting for a turn across the fleet. */
+  async queueDepth(): Promise<number> {
+    const r = await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${S}.events WHERE state = 'waiting'`);
+    return Number(r.rows[0]?.n ?? 0);
+  }
+
+  /** Events waiting for a turn across the fleet, per channel. */
+  async queueDepthByChannel(): Promise<Map<string, number>> {
+    const r = await this.pool.query<{ channel: string; n: string }>(`SELECT channel, count(*) AS n FROM ${S}.events WHERE state = 'waiting' GROUP BY channel`);
+    return new Map(r.rows.map((row) => [row.channel, Number(row.n)]));
+  }
+
+  /**
+   * This machine's clock minus the database's, in ms (positive: ours is ahead), measured
+   * against the middle of the round trip.
+   */
+  async clockSkewMs(): Promise<number> {
+    const before = Date.now();
+    const r = await this.pool.query<{ ms: number }>(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`);
+    const after = Date.now();
+    return Math.round((before + after) / 2 - r.rows[0]!.ms);
+  }
+}

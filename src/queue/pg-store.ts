@@ -1,0 +1,462 @@
+/**
+ * The PostgreSQL store (fleet mode): the same operations as the SQLite store, on a
+ * database several daemons of one identity share. Accepting is unique by event id, so
+ * an event every daemon heard is stored once, whoever heard it first; the scope leases
+ * that decide which daemon runs a scope's turns are in `pg-leases.ts`.
+ *
+ * At open the schema is migrated under an advisory lock, and the database is bound to
+ * the identity that first used it: another identity, or a schema newer than this code,
+ * is refused with a message saying what to do. The URL's password never appears in a
+ * message (`where` is the redacted URL).
+ */
+import pg from "pg";
+import type { Event } from "nostr-tools";
+import { redactDatabaseUrl } from "../ops/log.js";
+import { LeaseLostError, QueueStoreError, StateRefusedError } from "./errors.js";
+import { MIGRATIONS, MIGRATION_LOCK_KEY, PG_SCHEMA, PG_SCHEMA_VERSION } from "./pg-migrations.js";
+import { FleetLeases } from "./pg-leases.js";
+import type { EventState, StoredEvent, TurnRecord } from "./store.js";
+import type { StateStore, TurnUpdate } from "./state-store.js";
+
+const S = PG_SCHEMA;
+const FINAL: readonly string[] = ["done", "failed", "cancelled"];
+
+export interface PostgresStoreOptions {
+  url: string;
+  /** The agent's pubkey (hex): the database is bound to it. */
+  identity: string;
+  /** Connections in the pool; default 10. */
+  maxConnections?: number;
+  /** Connection attempt timeout; default 10 s. */
+  connectTimeoutMs?: number;
+}
+
+interface EventRow {
+  id: string;
+  channel: string;
+  scope: string;
+  created_at: string;
+  state: EventState;
+  turn_id: string | null;
+  json: string;
+}
+
+interface TurnRow {
+  id: string;
+  scope: string;
+  channel: string;
+  state: TurnRecord["state"];
+  attempts: number;
+  next_attempt_at: string;
+  reply_ids: string[];
+  trigger_ids: string[];
+  recovered: number;
+  error: string | null;
+}
+
+export class PostgresStore implements StateStore {
+  readonly backend = "postgres" as const;
+  readonly where: string;
+  readonly leases: FleetLeases;
+  private closed = false;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    url: string,
+  ) {
+    this.where = redactDatabaseUrl(url);
+    this.leases = new FleetLeases(pool);
+  }
+
+  /** Connects, migrates and checks the identity binding; throws QueueStoreError when refused. */
+  static async open(o: PostgresStoreOptions): Promise<PostgresStore> {
+    const where = redactDatabaseUrl(o.url);
+    const pool = new pg.Pool({ connectionString: o.url, max: o.maxConnections ?? 10, connectionTimeoutMillis: o.connectTimeoutMs ?? 10_000, application_name: "buzz-bridge" });
+    // An idle client's connection dropping (database restart) must not crash the process.
+    pool.on("error", () => undefined);
+    const store = new PostgresStore(pool, o.url);
+    try {
+      await store.migrate(o.identity);
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      if (err instanceof QueueStoreError) throw err;
+      throw new QueueStoreError(`cannot use the PostgreSQL database ${where}: ${redactDatabaseUrl((err as Error).message)}. Check state.url and that the database is up.`, { cause: err });
+    }
+    return store;
+  }
+
+  private async migrate(identity: string): Promise<void> {
+    const c = await this.pool.connect();
+    try {
+      await c.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+      try {
+        await c.query(`CREATE SCHEMA IF NOT EXISTS ${S}`);
+        await c.query(`CREATE TABLE IF NOT EXISTS ${S}.meta (key text PRIMARY KEY, value text NOT NULL)`);
+        const found = await metaValue(c, "schema_version");
+        const version = found === undefined ? 0 : Number(found);
+        if (version > PG_SCHEMA_VERSION) {
+          throw new StateRefusedError(
+            `the PostgreSQL database ${this.where} was written by a newer buzz-bridge (schema version ${version}; this one understands up to ${PG_SCHEMA_VERSION}). ` +
+              `Upgrade every daemon of the fleet, or point state.url at another database.`,
+          );
+        }
+        for (const m of MIGRATIONS) {
+          if (m.version <= version) continue;
+          await c.query("BEGIN");
+          try {
+            await c.query(m.sql);
+            await c.query(`INSERT INTO ${S}.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [String(m.version)]);
+            await c.query("COMMIT");
+          } catch (err) {
+            await c.query("ROLLBACK").catch(() => undefined);
+            throw new QueueStoreError(`migrating the PostgreSQL database ${this.where} to schema version ${m.version} failed: ${(err as Error).message}`, { cause: err });
+          }
+        }
+        await c.query(`INSERT INTO ${S}.meta (key, value) VALUES ('identity', $1) ON CONFLICT (key) DO NOTHING`, [identity]);
+        const bound = await metaValue(c, "identity");
+        if (bound !== identity) {
+          throw new StateRefusedError(
+            `the PostgreSQL database ${this.where} belongs to another agent identity (pubkey ${bound}); this daemon's is ${identity}. ` +
+              `One database serves one identity: give this fleet its own database (or schema-separated database) in state.url.`,
+          );
+        }
+      } finally {
+        await c.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => undefined);
+      }
+    } finally {
+      c.release();
+    }
+  }
+
+  /** The schema version the database is at (for doctor). */
+  async schemaVersion(): Promise<number> {
+    const r = await this.pool.query<{ value: string }>(`SELECT value FROM ${S}.meta WHERE key = 'schema_version'`);
+    return Number(r.rows[0]?.value ?? 0);
+  }
+
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.pool.connect();
+    try {
+      await c.query("BEGIN");
+      const out = await fn(c);
+      await c.query("COMMIT");
+      return out;
+    } catch (err) {
+      await c.query("ROLLBACK").catch(() => undefined);
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+
+  async accept(ev: Event, channel: string, scope: string): Promise<boolean> {
+    // One statement (so one round trip, and atomic): the event once, the cursor, the scope's lease row.
+    const r = await this.pool.query<{ n: string }>(
+      `WITH ins AS (
+         INSERT INTO ${S}.events (id, channel, scope, created_at, accepted_at, state, json) VALUES ($1, $2, $3, $4, $5, 'waiting', $6)
+         ON CONFLICT (id) DO NOTHING RETURNING scope, channel),
+       cur AS (
+         INSERT INTO ${S}.cursors (channel, created_at) VALUES ($2, $4)
+         ON CONFLICT (channel) DO UPDATE SET created_at = greatest(${S}.cursors.created_at, excluded.created_at)),
+       sc AS (
+         INSERT INTO ${S}.scopes (key, channel) SELECT scope, channel FROM ins ON CONFLICT (key) DO NOTHING)
+       SELECT count(*) AS n FROM ins`,
+      [ev.id, channel, scope, ev.created_at, Date.now(), JSON.stringify(ev)],
+    );
+    return Number(r.rows[0]?.n ?? 0) > 0;
+  }
+
+  /**
+   * The scope cap across the fleet: past `cap` waiting events in `scope`, the oldest are
+   * marked refused (atomically, so two daemons never refuse the same event twice) and
+   * returned for the notice.
+   */
+  async refuseOverCap(scope: string, cap: number): Promise<Array<{ id: string; author: string; created_at: number }>> {
+    const r = await this.pool.query<{ id: string; json: string; created_at: string }>(
+      `UPDATE ${S}.events e SET state = 'refused'
+       FROM (SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at DESC, id DESC OFFSET $2 FOR UPDATE SKIP LOCKED) old
+       WHERE e.id = old.id RETURNING e.id, e.json, e.created_at`,
+      [scope, cap],
+    );
+    return r.rows.map((row) => ({ id: row.id, author: (JSON.parse(row.json) as Event).pubkey, created_at: Number(row.created_at) }));
+  }
+
+  async has(eventId: string): Promise<boolean> {
+    return ((await this.pool.query(`SELECT 1 FROM ${S}.events WHERE id = $1`, [eventId])).rowCount ?? 0) > 0;
+  }
+
+  async event(eventId: string): Promise<StoredEvent | undefined> {
+    const r = await this.pool.query<EventRow>(`SELECT * FROM ${S}.events WHERE id = $1`, [eventId]);
+    return r.rows[0] ? toStored(r.rows[0]) : undefined;
+  }
+
+  async setEventStates(ids: readonly string[], state: EventState, turnId: number | null = null): Promise<void> {
+    if (ids.length === 0) return;
+    await this.pool.query(`UPDATE ${S}.events SET state = $1, turn_id = $2 WHERE id = ANY($3::text[])`, [state, turnId, [...ids]]);
+  }
+
+  async waitingEvents(): Promise<StoredEvent[]> {
+    const r = await this.pool.query<EventRow>(`SELECT * FROM ${S}.events WHERE state = 'waiting' ORDER BY created_at, id`);
+    return r.rows.map(toStored);
+  }
+
+  async eventsOfTurn(turnId: number): Promise<StoredEvent[]> {
+    const r = await this.pool.query<EventRow>(`SELECT * FROM ${S}.events WHERE turn_id = $1 ORDER BY created_at, id`, [turnId]);
+    return r.rows.map(toStored);
+  }
+
+  async noteSeen(channel: string, createdAt: number): Promise<void> {
+    await bumpCursor(this.pool, channel, createdAt);
+  }
+
+  async cursor(channel: string): Promise<number | undefined> {
+    const r = await this.pool.query<{ created_at: string }>(`SELECT created_at FROM ${S}.cursors WHERE channel = $1`, [channel]);
+    return r.rows[0] ? Number(r.rows[0].created_at) : undefined;
+  }
+
+  async minCursor(): Promise<number | undefined> {
+    const r = await this.pool.query<{ m: string | null }>(`SELECT min(created_at) AS m FROM ${S}.cursors`);
+    const m = r.rows[0]?.m;
+    return m === null || m === undefined ? undefined : Number(m);
+  }
+
+  async startTurn(scope: string, channel: string, eventIds: readonly string[]): Promise<number> {
+    return this.tx(async (c) => {
+      const r = await c.query<{ id: string }>(
+        `INSERT INTO ${S}.turns (scope, channel, state, attempts, next_attempt_at, trigger_ids, updated_at) VALUES ($1, $2, 'running', 1, 0, $3, $4) RETURNING id`,
+        [scope, channel, JSON.stringify(eventIds), Date.now()],
+      );
+      const id = Number(r.rows[0]!.id);
+      await c.query(`UPDATE ${S}.events SET state = 'in_turn', turn_id = $1 WHERE id = ANY($2::text[])`, [id, [...eventIds]]);
+      return id;
+    });
+  }
+
+  /**
+   * A held scope's next work, for the fleet scheduler: its open turn (running, left by a
+   * holder that died; or queued for a retry) if any, else its oldest waiting events.
+   */
+  async scopeWork(scope: string, batchSize: number): Promise<{ turn?: TurnRecord; due?: boolean; waiting: string[] }> {
+    const t = await this.pool.query<TurnRow & { due: boolean }>(
+      `SELECT *, next_attempt_at <= (extract(epoch FROM now()) * 1000)::bigint AS due FROM ${S}.turns WHERE scope = $1 AND state IN ('queued', 'running') ORDER BY id LIMIT 1`,
+      [scope],
+    );
+    if (t.rows[0]) return { turn: toTurn(t.rows[0]), due: t.rows[0].due, waiting: [] };
+    const w = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at, id LIMIT $2`, [scope, batchSize]);
+    return { waiting: w.rows.map((r) => r.id) };
+  }
+
+  /**
+   * Like updateTurn, but only while the turn is still in state `from` (a turn cancelled by
+   * the owner through another daemon stays cancelled) and `holder` holds its scope (a
+   * daemon whose scope was taken over cannot touch the new holder's attempt). False when
+   * either is no longer so. `retryInMs`: next_attempt_at is that long from now by the
+   * database's clock (which every daemon shares), instead of `t.next_attempt_at`.
+   */
+  async updateTurnFrom(from: TurnRecord["state"], t: TurnUpdate, holder: string, retryInMs?: number): Promise<boolean> {
+    return this.tx(async (c) => {
+      const r = await c.query(
+        `UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = coalesce((extract(epoch FROM now()) * 1000)::bigint + $10::bigint, $3), recovered = $4, error = $5, updated_at = $6
+         WHERE id = $7 AND state = $8 AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = ${S}.turns.scope AND s.holder = $9)`,
+        [t.state, t.attempts, t.next_attempt_at, t.recovered, t.error, Date.now(), t.id, from, holder, retryInMs ?? null],
+      );
+      if (!r.rowCount) return false;
+      if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
+      return true;
+    });
+  }
+
+  /** Of these turns, the ones no longer running (cancelled by the owner elsewhere, or ended). */
+  async notRunning(turnIds: readonly number[]): Promise<number[]> {
+    if (turnIds.length === 0) return [];
+    const r = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.turns WHERE id = ANY($1::bigint[]) AND state <> 'running'`, [[...turnIds]]);
+    return r.rows.map((row) => Number(row.id));
+  }
+
+  /**
+   * `!cancel` across the fleet: the scopes' waiting events and open turns end as cancelled.
+   * `keys` undefined = every scope of the channel. Returns the turn ids that were running
+   * (their holders notice and stop them) and how many turns and events were ended.
+   */
+  async cancelScopes(channel: string, keys: readonly string[] | undefined): Promise<{ running: number[]; ended: number }> {
+    return this.tx(async (c) => {
+      const match = keys ? `scope = ANY($1::text[])` : `(scope = $1 OR starts_with(scope, $1 || '/'))`;
+      const arg = keys ? [...keys] : channel;
+      const ev = await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE state = 'waiting' AND ${match}`, [arg]);
+      const turns = await c.query<{ id: string; was: string }>(
+        `UPDATE ${S}.turns t SET state = 'cancelled', error = 'cancelled by owner', updated_at = $2 FROM (SELECT id, state AS was FROM ${S}.turns WHERE state IN ('queued', 'running') AND ${match} FOR UPDATE) o WHERE t.id = o.id RETURNING t.id, o.was`,
+        [arg, Date.now()],
+      );
+      const ids = turns.rows.map((r) => Number(r.id));
+      if (ids.length) await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE turn_id = ANY($1::bigint[])`, [ids]);
+      return { running: turns.rows.filter((r) => r.was === "running").map((r) => Number(r.id)), ended: (ev.rowCount ?? 0) + ids.length };
+    });
+  }
+
+  async turn(id: number): Promise<TurnRecord | undefined> {
+    const r = await this.pool.query<TurnRow>(`SELECT * FROM ${S}.turns WHERE id = $1`, [id]);
+    return r.rows[0] ? toTurn(r.rows[0]) : undefined;
+  }
+
+  async openTurns(): Promise<TurnRecord[]> {
+    const r = await this.pool.query<TurnRow>(`SELECT * FROM ${S}.turns WHERE state IN ('queued', 'running') ORDER BY id`);
+    return r.rows.map(toTurn);
+  }
+
+  async updateTurn(t: TurnUpdate): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query(`UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = $3, recovered = $4, error = $5, updated_at = $6 WHERE id = $7`, [
+        t.state,
+        t.attempts,
+        t.next_attempt_at,
+        t.recovered,
+        t.error,
+        Date.now(),
+        t.id,
+      ]);
+      if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
+    });
+  }
+
+  async recordReply(turnId: number, replyId: string): Promise<void> {
+    // One statement, so two daemons (a holder and its successor) never lose each other's ids.
+    await this.pool.query(`UPDATE ${S}.turns SET reply_ids = reply_ids || to_jsonb($2::text), updated_at = $3 WHERE id = $1 AND NOT reply_ids ? $2`, [turnId, replyId, Date.now()]);
+  }
+
+  /**
+   * recordReply, fenced by the lease: only while `daemon` holds the turn's scope. A daemon
+   * whose lease was taken over cannot add a reply after the new holder has read the list
+   * (and then publish it): LeaseLostError, and the reply is not sent.
+   */
+  async recordReplyAsHolder(turnId: number, replyId: string, daemon: string): Promise<void> {
+    const r = await this.pool.query<{ id: string }>(
+      `UPDATE ${S}.turns t SET reply_ids = CASE WHEN t.reply_ids ? $2 THEN t.reply_ids ELSE t.reply_ids || to_jsonb($2::text) END, updated_at = $4
+       FROM ${S}.scopes s WHERE t.id = $1 AND s.key = t.scope AND s.holder = $3 AND s.lease_until >= now() RETURNING t.id`,
+      [turnId, replyId, daemon, Date.now()],
+    );
+    if (!r.rowCount) throw new LeaseLostError(`turn ${turnId}: this daemon (${daemon}) no longer holds its scope's lease; not publishing`);
+  }
+
+  async claimControl(eventId: string, createdAt: number): Promise<boolean> {
+    const r = await this.pool.query(`INSERT INTO ${S}.controls (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [eventId, createdAt]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  /**
+   * `!rotate` for the fleet: bumps the rotation count of a scope (or of a whole channel).
+   * A daemon about to run the scope compares it with the count it saw when its session
+   * was made, and starts a fresh session when it moved.
+   */
+  async bumpRotation(key: string): Promise<void> {
+    await this.pool.query(`INSERT INTO ${S}.claims (key, at) VALUES ('rotate:' || $1, 1) ON CONFLICT (key) DO UPDATE SET at = ${S}.claims.at + 1`, [key]);
+  }
+
+  /** The scope's rotations plus its channel's (see bumpRotation). */
+  async rotationEpoch(scope: string, channel: string): Promise<number> {
+    const r = await this.pool.query<{ n: string | null }>(`SELECT sum(at) AS n FROM ${S}.claims WHERE key IN ('rotate:' || $1, 'rotate:' || $2)`, [scope, channel]);
+    return Number(r.rows[0]?.n ?? 0);
+  }
+
+  /**
+   * True for the first claim of `name` in the current period of `periodMs`, periods cut
+   * by the database's clock so that daemons with drifting clocks agree on them.
+   */
+  async claimPeriod(name: string, periodMs: number): Promise<boolean> {
+    const r = await this.pool.query(
+      `INSERT INTO ${S}.claims (key, at) VALUES ($1 || ':' || floor(extract(epoch FROM now()) * 1000 / $2)::bigint, $3) ON CONFLICT (key) DO NOTHING`,
+      [name, periodMs, Date.now()],
+    );
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async claimOnce(key: string, windowMs: number): Promise<boolean> {
+    const now = Date.now();
+    const r = await this.pool.query(`INSERT INTO ${S}.claims (key, at) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ${S}.claims.at <= $3`, [key, now, now - windowMs]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async saveSession(scope: string, agent: string, sessionId: string): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${S}.sessions (scope, agent, session_id, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (scope) DO UPDATE SET agent = excluded.agent, session_id = excluded.session_id, updated_at = excluded.updated_at`,
+      [scope, agent, sessionId, Date.now()],
+    );
+  }
+
+  async session(scope: string, agent: string): Promise<string | undefined> {
+    const r = await this.pool.query<{ session_id: string }>(`SELECT session_id FROM ${S}.sessions WHERE scope = $1 AND agent = $2`, [scope, agent]);
+    return r.rows[0]?.session_id;
+  }
+
+  async forgetSession(scope: string): Promise<void> {
+    await this.pool.query(`DELETE FROM ${S}.sessions WHERE scope = $1`, [scope]);
+  }
+
+  async forgetChannelSessions(channel: string): Promise<void> {
+    await this.pool.query(`DELETE FROM ${S}.sessions WHERE scope = $1 OR starts_with(scope, $1 || '/')`, [channel]);
+  }
+
+  async prune(olderThanMs: number, now = Date.now()): Promise<void> {
+    const cutoff = now - olderThanMs;
+    await this.tx(async (c) => {
+      await c.query(`DELETE FROM ${S}.sessions WHERE updated_at < $1`, [cutoff]);
+      await c.query(`DELETE FROM ${S}.events WHERE state NOT IN ('waiting', 'in_turn') AND accepted_at < $1`, [cutoff]);
+      await c.query(`DELETE FROM ${S}.turns WHERE state NOT IN ('queued', 'running') AND updated_at < $1`, [cutoff]);
+      await c.query(`DELETE FROM ${S}.controls WHERE created_at < $1`, [Math.floor(cutoff / 1000)]);
+      // Rotation counts are counters, not times: they stay.
+      await c.query(`DELETE FROM ${S}.claims WHERE at < $1 AND NOT starts_with(key, 'rotate:')`, [cutoff]);
+      // Scopes nobody holds and with nothing left to do; a new mention recreates the row.
+      await c.query(
+        `DELETE FROM ${S}.scopes s WHERE s.holder IS NULL
+           AND NOT EXISTS (SELECT 1 FROM ${S}.events e WHERE e.scope = s.key AND e.state IN ('waiting', 'in_turn'))
+           AND NOT EXISTS (SELECT 1 FROM ${S}.turns t WHERE t.scope = s.key AND t.state IN ('queued', 'running'))`,
+      );
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
+
+async function metaValue(c: pg.ClientBase, key: string): Promise<string | undefined> {
+  const r = await c.query<{ value: string }>(`SELECT value FROM ${S}.meta WHERE key = $1`, [key]);
+  return r.rows[0]?.value;
+}
+
+function bumpCursor(c: pg.ClientBase | pg.Pool, channel: string, createdAt: number) {
+  return c.query(
+    `INSERT INTO ${S}.cursors (channel, created_at) VALUES ($1, $2) ON CONFLICT (channel) DO UPDATE SET created_at = greatest(${S}.cursors.created_at, excluded.created_at)`,
+    [channel, createdAt],
+  );
+}
+
+function toStored(row: EventRow): StoredEvent {
+  return {
+    id: row.id,
+    channel: row.channel,
+    scope: row.scope,
+    created_at: Number(row.created_at),
+    state: row.state,
+    turn_id: row.turn_id === null ? null : Number(row.turn_id),
+    // Mid-turn joins are single-daemon only for now: nothing joins a fleet's running turn.
+    joined_after: null,
+    event: JSON.parse(row.json) as Event,
+  };
+}
+
+function toTurn(row: TurnRow): TurnRecord {
+  return {
+    id: Number(row.id),
+    scope: row.scope,
+    channel: row.channel,
+    state: row.state,
+    attempts: row.attempts,
+    next_attempt_at: Number(row.next_attempt_at),
+    reply_ids: row.reply_ids,
+    trigger_ids: row.trigger_ids,
+    recovered: row.recovered,
+    error: row.error,
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * The durable state's operations, as the queue, the dispatcher and the gate need them,
+ * behind one asynchronous interface with two implementations: SQLite (one daemon, a file
+ * under `state_dir`; `SqliteStateStore`) and PostgreSQL (a fleet of daemons sharing one
+ * database; `PostgresStore`). Asynchronous because a network database is: the SQLite
+ * implementation simply resolves at once.
+ *
+ * Every operation that changes more than one row is atomic in both implementations.
+ */
+import type { Event } from "nostr-tools";
+import type { EventState, StoredEvent, TurnRecord } from "./store.js";
+
+export type StateBackend = "sqlite" | "postgres";
+
+export type TurnUpdate = Pick<TurnRecord, "id" | "state" | "attempts" | "next_attempt_at" | "recovered" | "error">;
+
+export interface StateStore {
+  readonly backend: StateBackend;
+  /** Where the state lives, safe to show: a file path, or the database URL without its password. */
+  readonly where: string;
+
+  /** Records an accepted event (waiting) and advances its channel's cursor; false for a known id. */
+  accept(ev: Event, channel: string, scope: string): Promise<boolean>;
+  has(eventId: string): Promise<boolean>;
+  event(eventId: string): Promise<StoredEvent | undefined>;
+  setEventStates(ids: readonly string[], state: EventState, turnId?: number | null): Promise<void>;
+  /** Events waiting for a turn, oldest first. */
+  waitingEvents(): Promise<StoredEvent[]>;
+  eventsOfTurn(turnId: number): Promise<StoredEvent[]>;
+
+  noteSeen(channel: string, createdAt: number): Promise<void>;
+  cursor(channel: string): Promise<number | undefined>;
+  minCursor(): Promise<number | undefined>;
+
+  /** Creates a running turn over `eventIds` and marks them in_turn, atomically. */
+  startTurn(scope: string, channel: string, eventIds: readonly string[]): Promise<number>;
+  turn(id: number): Promise<TurnRecord | undefined>;
+  /** Turns queued for retry or running. */
+  openTurns(): Promise<TurnRecord[]>;
+  /** Final states carry over to the turn's events in the same transaction. */
+  updateTurn(t: TurnUpdate): Promise<void>;
+  /** Remembers an event published for a turn; idempotent. */
+  recordReply(turnId: number, replyId: string): Promise<void>;
+
+  /** True the first time a control command's event id is claimed (across the fleet). */
+  claimControl(eventId: string, createdAt: number): Promise<boolean>;
+  /**
+   * True when `key` was not claimed within the last `windowMs` (then it is claimed now):
+   * answers that go out at most once per window, such as 🔒 to a stranger, are decided
+   * here so that a fleet gives them once, not once per daemon.
+   */
+  claimOnce(key: string, windowMs: number): Promise<boolean>;
+
+  saveSession(scope: string, agent: string, sessionId: string): Promise<void>;
+  session(scope: string, agent: string): Promise<string | undefined>;
+  forgetSession(scope: string): Promise<void>;
+  forgetChannelSessions(channel: string): Promise<void>;
+
+  /** Deletes finished rows older than `olderThanMs`; open work is never pruned. */
+  prune(olderThanMs: number, now?: number): Promise<void>;
+  close(): Promise<void>;
+}

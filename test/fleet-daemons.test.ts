@@ -1,0 +1,107 @@
+/**
+ * Fleet mode: three daemons of one identity share one PostgreSQL database and the dev
+ * relay. 60 mentions over 6 channels in thread scope; mid-stream one daemon is SIGKILLed
+ * while it runs turns, another is stopped and started again. Judged from the relay as a
+ * person would: every mention has exactly one agent reply in its own thread, nothing
+ * else; the killed daemon's scopes were taken over by the survivors; a stranger's
+ * denied mentions got one 🔒 each and an owner command one outcome, not one per daemon.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { Event } from "nostr-tools";
+import { World, type DaemonProc } from "./fixtures/world.js";
+import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { assertExactlyOnce, leakedSecrets, waitAllAnswered } from "./reliability-helpers.js";
+import { KIND } from "../src/relay/kinds.js";
+
+const CHANNELS = 6;
+const MENTIONS = 60;
+
+let server: PgServer | undefined;
+let skip: string | undefined;
+let w: World;
+let channels: string[];
+
+before(async () => {
+  const r = await postgresOrSkip();
+  if (typeof r === "string") skip = r;
+  else server = r;
+  w = await World.create({ channelName: "room-0" });
+  channels = [w.channel];
+  for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `room-${i}` }));
+});
+after(async () => {
+  await w.close();
+  await server?.stop();
+});
+
+test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channels answered exactly once through a SIGKILL and a restart`, { timeout: 170_000 }, async (ctx) => {
+  if (skip) return ctx.skip(skip);
+  const url = await server!.createDatabase();
+  const configs = [0, 1, 2].map((i) =>
+    w.writeConfig(
+      {
+        state_dir: join(w.dir, `state-${i}`),
+        state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" },
+        agent: { max_concurrent: 3, session_scope: "thread" },
+        log: { level: "info" },
+      },
+      `bridge-${i}.yaml`,
+    ),
+  );
+  const env = { BUZZ_BRIDGE_DATABASE_URL: url };
+  const daemons: DaemonProc[] = [];
+  for (const configFile of configs) daemons.push(await w.startDaemon({}, { configFile, env }));
+  const [a, b, c] = daemons as [DaemonProc, DaemonProc, DaemonProc];
+
+  const mentions: Event[] = [];
+  const denied: Event[] = [];
+  const post = async (i: number) => {
+    mentions.push(await w.owner.post(`@agent ping m${i} #slow 1200`, { channel: channels[i % CHANNELS] }));
+    await new Promise((r) => setTimeout(r, 60));
+  };
+  for (let i = 0; i < 20; i++) await post(i);
+  // Kill b while it runs turns: its leases must expire and its scopes move to a and c.
+  await b.waitLog((l) => l.evt === "turn.session", 30_000);
+  b.proc.kill("SIGKILL");
+  await b.exited;
+  for (let i = 20; i < 40; i++) {
+    await post(i);
+    if (i % 7 === 0) denied.push(await w.stranger.post(`@agent let me in ${i}`, { channel: channels[(i / 7) % CHANNELS] }));
+  }
+  // Stop c gracefully (its leases end at once) and start it again on the same config.
+  assert.equal(await c.stop(), 0);
+  const c2 = await w.startDaemon({}, { configFile: configs[2]!, env });
+  for (let i = 40; i < MENTIONS; i++) await post(i);
+
+  await waitAllAnswered(w, channels, mentions, 120_000);
+  await new Promise((r) => setTimeout(r, 2000)); // a late duplicate would show up by now
+  const by = await import("./reliability-helpers.js").then((h) => h.repliesByThread(w, channels));
+  const { notices } = assertExactlyOnce(by, [...mentions]);
+  assert.equal(notices, 0, "a daemon's death is not an agent failure");
+
+  const bId = `/${b.proc.pid}/`;
+  const takeovers = [a, c, c2].flatMap((d) => d.logs.filter((l) => l.evt === "queue.scope_taken_over" && String(l.from).includes(bId)));
+  assert.ok(takeovers.length > 0, "the killed daemon's scopes were taken over by a survivor");
+
+  const locks = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": denied.map((d) => d.id), limit: 100 });
+  assert.deepEqual(
+    denied.map((d) => locks.filter((l) => l.tags.some((t) => t[0] === "e" && t[1] === d.id)).length),
+    denied.map(() => 1),
+    "each denied mention got one 🔒 from the fleet",
+  );
+
+  // An owner command is executed by one daemon of the fleet: one outcome, not three.
+  const cmd = await w.owner.post("!status", { channel: channels[0] });
+  await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
+  await new Promise((r) => setTimeout(r, 1500));
+  const outcomes = await w.query({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] });
+  assert.equal(outcomes.length, 1, "one !status outcome for the fleet");
+  assert.match(outcomes[0]!.content, /"type":"control.status"/);
+
+  const raw = [a, b, c, c2].map((d) => d.raw()).join("\n");
+  assert.ok(!raw.includes(server!.password), "the database password is in no daemon's output");
+  assert.deepEqual(leakedSecrets(raw, [w.agent, w.owner, w.teammate, w.stranger]), []);
+  await Promise.all([a.stop(), c2.stop()]);
+});

@@ -1,0 +1,53 @@
+/**
+ * Heartbeats in a fleet: every daemon ticks, one fires per period — the first to claim
+ * the period in the shared database; the others log the tick as skipped (other-daemon).
+ * Real PostgreSQL; the Heartbeat as the daemon builds it.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { PassThrough } from "node:stream";
+import { Heartbeat } from "../src/heartbeat/heartbeat.js";
+import { PostgresStore } from "../src/queue/pg-store.js";
+import { createLogger } from "../src/ops/log.js";
+import { agent } from "./fixtures/queue-helpers.js";
+import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+
+let server: PgServer | undefined;
+let skip: string | undefined;
+before(async () => {
+  const r = await postgresOrSkip();
+  if (typeof r === "string") skip = r;
+  else server = r;
+});
+after(async () => server?.stop());
+
+test("three daemons tick in the same period: one heartbeat fires, the others skip as other-daemon", async (ctx) => {
+  if (skip) return ctx.skip(skip);
+  const url = await server!.createDatabase();
+  const stores = await Promise.all([0, 1, 2].map(() => PostgresStore.open({ url, identity: agent.pk })));
+  const lines: Record<string, unknown>[] = [];
+  const out = new PassThrough();
+  out.on("data", (c: Buffer) => lines.push(...c.toString().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)));
+  const logger = createLogger({ destination: out });
+  let runs = 0;
+  const beats = stores.map(
+    (s) =>
+      new Heartbeat({
+        everyMs: 60_000,
+        channel: "c",
+        load: () => ({ inFlight: 0, queued: 0 }),
+        listening: () => true,
+        member: () => true,
+        run: async () => void runs++,
+        logger,
+        claimTick: () => s.claimPeriod("heartbeat:c", 60_000),
+      }),
+  );
+  assert.deepEqual(beats.map((b) => b.tick()), ["claiming", "claiming", "claiming"]);
+  const deadline = Date.now() + 5000;
+  while (lines.filter((l) => /^heartbeat\./.test(String(l.evt))).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(runs, 1, "one heartbeat for the fleet");
+  assert.equal(lines.filter((l) => l.evt === "heartbeat.fired").length, 1);
+  assert.deepEqual(lines.filter((l) => l.evt === "heartbeat.skipped").map((l) => l.reason), ["other-daemon", "other-daemon"]);
+  await Promise.all(stores.map((s) => s.close()));
+});

@@ -1,0 +1,245 @@
+/**
+ * The fleet scheduler between daemons, on a real PostgreSQL server: a turn whose daemon
+ * died is resumed by another exactly once, and what the dead daemon had already
+ * published (as the relay confirms) is not published again; the owner's `!cancel` given
+ * to one daemon stops the turn another daemon runs; a failed turn is retried after its
+ * backoff and gives up with one failure notice.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { FleetScheduler } from "../src/queue/fleet-scheduler.js";
+import { PostgresStore } from "../src/queue/pg-store.js";
+import type { Batch, FinalFailure } from "../src/queue/scheduler.js";
+import type { Refusal } from "../src/queue/refusals.js";
+import { agent, owner, CHANNEL, mention, fromWire, captureLogger } from "./fixtures/queue-helpers.js";
+import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+
+let server: PgServer | undefined;
+let skip: string | undefined;
+before(async () => {
+  const r = await postgresOrSkip();
+  if (typeof r === "string") skip = r;
+  else server = r;
+});
+after(async () => server?.stop());
+
+interface Node {
+  id: string;
+  store: PostgresStore;
+  s: FleetScheduler;
+  batches: Batch[];
+  lost: number[];
+  failures: FinalFailure[];
+  refusals: Refusal[];
+  rotated: string[];
+  next(timeoutMs?: number): Promise<Batch>;
+}
+
+/** One daemon's queue: its own connection pool and scheduler, fast lease timings. */
+async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs?: number; maxAttempts?: number; maxConcurrent?: number; scopeCap?: number } = {}): Promise<Node> {
+  const store = await PostgresStore.open({ url, identity: agent.pk });
+  const batches: Batch[] = [];
+  const lost: number[] = [];
+  const failures: FinalFailure[] = [];
+  const refusals: Refusal[] = [];
+  const rotated: string[] = [];
+  const waiters: Array<() => void> = [];
+  const s: FleetScheduler = new FleetScheduler({
+    store,
+    daemon: { id, host: "test", pid: process.pid, maxConcurrent: o.maxConcurrent ?? 2 },
+    logger: captureLogger().logger,
+    sessionScope: "thread",
+    maxConcurrent: o.maxConcurrent ?? 2,
+    ...(o.scopeCap !== undefined ? { scopeCap: o.scopeCap } : {}),
+    maxAttempts: o.maxAttempts ?? 3,
+    backoff: { baseMs: 200, factor: 1, maxMs: 200 },
+    leaseMs: o.leaseMs ?? 900,
+    pollMs: 50,
+    confirmPublished: async (ids) => ids.filter((x) => relayHas.has(x)),
+    onWake: () => {
+      for (let b = s.next(); b; b = s.next()) batches.push(b);
+      for (const w of waiters.splice(0)) w();
+    },
+    onLost: (ids) => lost.push(...ids),
+    onFinalFailure: (f) => failures.push(f),
+    onRefused: (r) => refusals.push(r),
+    onRotate: async (key) => void rotated.push(key),
+  });
+  const next = async (timeoutMs = 8000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (batches.length === 0) {
+      if (Date.now() > deadline) throw new Error(`${id}: no batch within ${timeoutMs} ms`);
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, 100);
+      });
+    }
+    return batches.shift()!;
+  };
+  s.recover();
+  return { id, store, s, batches, lost, failures, refusals, rotated, next };
+}
+
+/** The daemon dies: its database connections are gone and it renews nothing any more. */
+async function die(n: Node): Promise<void> {
+  await n.store.close();
+  await n.s.close(); // its leave() fails too: the leases stay until they expire
+}
+
+const t = (name: string, fn: (url: string) => Promise<void>) =>
+  test(name, { timeout: 30_000 }, async (ctx) => {
+    if (skip) return ctx.skip(skip);
+    await fn(await server!.createDatabase());
+  });
+
+t("a turn whose daemon died is resumed once by another; a reply the relay has counts as published", async (url) => {
+  const relayHas = new Set<string>();
+  const a = await node(url, "A", relayHas);
+  const ev = fromWire(mention(owner, "question"));
+  assert.equal(await a.s.accept(ev, CHANNEL), true);
+  const first = await a.next();
+  assert.deepEqual(first.events.map((e) => e.id), [ev.id]);
+  a.s.recordReply(first.turnId, "a".repeat(64)); // recorded before publishing; the relay stored it
+  relayHas.add("a".repeat(64));
+  await new Promise((r) => setTimeout(r, 100));
+  await die(a);
+
+  const b = await node(url, "B", relayHas);
+  const resumed = await b.next();
+  assert.equal(resumed.turnId, first.turnId);
+  assert.equal(resumed.recovered, true);
+  assert.equal(resumed.attempt, 2);
+  assert.deepEqual(resumed.publishedReplyIds, ["a".repeat(64)], "the dead daemon's reply is known: not answered again");
+  assert.equal(b.s.complete(resumed.turnId), true);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal((await b.store.event(ev.id))?.state, "done");
+  assert.deepEqual(b.batches, [], "nothing else to run");
+  await b.s.close();
+  await b.store.close();
+});
+
+t("a reply recorded but never published (the daemon died in between) does not count: the turn runs again", async (url) => {
+  const relayHas = new Set<string>();
+  const a = await node(url, "A", relayHas);
+  await a.s.accept(fromWire(mention(owner, "question")), CHANNEL);
+  const first = await a.next();
+  a.s.recordReply(first.turnId, "b".repeat(64));
+  await new Promise((r) => setTimeout(r, 100));
+  await die(a);
+  const b = await node(url, "B", relayHas);
+  const resumed = await b.next();
+  assert.equal(resumed.turnId, first.turnId);
+  assert.deepEqual(resumed.publishedReplyIds, [], "the relay never got it");
+  await b.s.close();
+  await b.store.close();
+});
+
+t("!cancel given to one daemon stops the turn another daemon runs", async (url) => {
+  const relayHas = new Set<string>();
+  const a = await node(url, "A", relayHas);
+  const b = await node(url, "B", relayHas);
+  const ev = fromWire(mention(owner, "long job"));
+  await a.s.accept(ev, CHANNEL);
+  const deadline0 = Date.now() + 8000;
+  while (a.batches.length + b.batches.length === 0 && Date.now() < deadline0) await new Promise((x) => setTimeout(x, 50));
+  const [holder, other] = a.batches.length ? [a, b] : [b, a];
+  const running = await holder.next();
+  assert.equal(await holder.store.leases.holds(holder.id, running.scope.key), true);
+  const r = await other.s.cancel({ channel: CHANNEL, thread: ev.id });
+  assert.equal(r.ended, 1);
+  assert.deepEqual(r.runningTurnIds, [], "not running on the daemon that was told");
+  const deadline = Date.now() + 5000;
+  while (!holder.lost.includes(running.turnId) && Date.now() < deadline) await new Promise((x) => setTimeout(x, 50));
+  assert.deepEqual(holder.lost, [running.turnId], "the holder stops it");
+  assert.equal(holder.s.complete(running.turnId), false, "its late end changes nothing");
+  assert.equal((await a.store.event(ev.id))?.state, "cancelled");
+  for (const n of [a, b]) {
+    await n.s.close();
+    await n.store.close();
+  }
+});
+
+t("a failed turn is retried after its backoff, then gives up with one failure notice", async (url) => {
+  const a = await node(url, "A", new Set(), { maxAttempts: 2 });
+  const ev = fromWire(mention(owner, "flaky"));
+  await a.s.accept(ev, CHANNEL);
+  const first = await a.next();
+  assert.equal(a.s.fail(first.turnId, "agent crashed"), "retry");
+  const second = await a.next();
+  assert.equal(second.turnId, first.turnId);
+  assert.equal(second.attempt, 2);
+  assert.equal(a.s.fail(second.turnId, "agent crashed again"), "failed");
+  const deadline = Date.now() + 3000;
+  while (a.failures.length === 0 && Date.now() < deadline) await new Promise((x) => setTimeout(x, 50));
+  assert.equal(a.failures.length, 1);
+  assert.deepEqual(a.failures[0]!.events.map((e) => e.id), [ev.id]);
+  assert.equal((await a.store.event(ev.id))?.state, "failed");
+  await a.s.close();
+  await a.store.close();
+});
+
+t("the database lost during a turn: the reply's record and the turn's end wait for it; the turn is not run again", async (url) => {
+  const a = await node(url, "A", new Set(), { leaseMs: 6000 });
+  const ev = fromWire(mention(owner, "during an outage"));
+  await a.s.accept(ev, CHANNEL);
+  const batch = await a.next();
+  const down = server!.restart(1500);
+  await new Promise((r) => setTimeout(r, 200)); // the server is going down or gone now
+  a.s.recordReply(batch.turnId, "c".repeat(64));
+  assert.equal(a.s.complete(batch.turnId), true);
+  await down;
+  const deadline = Date.now() + 10_000;
+  while ((await a.store.event(ev.id).catch(() => undefined))?.state !== "done" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.equal((await a.store.event(ev.id))?.state, "done");
+  assert.deepEqual((await a.store.turn(batch.turnId))?.reply_ids, ["c".repeat(64)]);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.deepEqual(a.batches, [], "not resumed as if left running");
+  assert.deepEqual(a.lost, [], "the lease outlived the outage");
+  await a.s.close();
+  await a.store.close();
+});
+
+t("the scope cap holds across the fleet: past it the oldest waiting mentions are refused once, with one notice", async (url) => {
+  const relayHas = new Set<string>();
+  // No free slots anywhere, so everything waits.
+  const a = await node(url, "A", relayHas, { maxConcurrent: 0, scopeCap: 3 });
+  const b = await node(url, "B", relayHas, { maxConcurrent: 0, scopeCap: 3 });
+  const root = fromWire(mention(owner, "root", { created_at: 5000 }));
+  const replies = [1, 2, 3, 4].map((i) => fromWire(mention(owner, `r${i}`, { created_at: 5000 + i, tags: [["e", root.id, "", "root"]] })));
+  // Every daemon hears every event, in its own order.
+  for (const ev of [root, ...replies]) await Promise.all([a.s.accept(ev, CHANNEL), b.s.accept(ev, CHANNEL)]);
+  await new Promise((r) => setTimeout(r, 100));
+  const refused = [...a.refusals, ...b.refusals].flatMap((r) => r.events.map((e) => e.id));
+  assert.deepEqual(refused.sort(), [root.id, replies[0]!.id].sort(), "the two oldest, each once");
+  assert.equal([...a.refusals, ...b.refusals].every((r) => r.reason === "scope-cap" && r.scope === `${CHANNEL}/${root.id}`), true);
+  assert.equal((await a.store.event(root.id))?.state, "refused");
+  assert.deepEqual((await a.store.waitingEvents()).map((e) => e.id), replies.slice(1).map((e) => e.id));
+  for (const n of [a, b]) {
+    await n.s.close();
+    await n.store.close();
+  }
+});
+
+t("!rotate executed by another daemon: this daemon ends its session of the scope before its next turn there", async (url) => {
+  const a = await node(url, "A", new Set());
+  const root = fromWire(mention(owner, "first"));
+  await a.s.accept(root, CHANNEL);
+  const first = await a.next();
+  assert.equal(a.s.complete(first.turnId), true);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.deepEqual(a.rotated, [], "the first turn opened the session; nothing to rotate");
+  // Another daemon of the fleet executed `!rotate` in the thread.
+  const other = await PostgresStore.open({ url, identity: agent.pk });
+  await other.bumpRotation(first.scope.key);
+  await other.close();
+  await a.s.accept(fromWire(mention(owner, "after the rotate", { tags: [["e", root.id, "", "root"]] })), CHANNEL);
+  const second = await a.next();
+  assert.equal(second.scope.key, first.scope.key);
+  assert.deepEqual(a.rotated, [first.scope.key], "rotated before the batch was handed out");
+  assert.equal(a.s.complete(second.turnId), true);
+  await a.s.accept(fromWire(mention(owner, "and again", { tags: [["e", root.id, "", "root"]] })), CHANNEL);
+  await a.next();
+  assert.deepEqual(a.rotated, [first.scope.key], "once per rotate, not every turn");
+  await a.s.close();
+  await a.store.close();
+});
