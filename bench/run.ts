@@ -203,7 +203,7 @@ async function main(): Promise<void> {
       rows.push({ figure: "2", measure: `hook fan-out: merged _Stop over ${n} gate${n === "1" ? "" : "s"} answering in ${h.gate_ms} ms`, samples: xs.length, median: r3(m), p99: r3(pct(xs, 99)), unit: "ms", baseline: `${fmt(direct)} ms: one gate called directly`, ratio: r3(m / direct), target: "≤ slowest live gate + 50 ms", met: m <= direct + 50 });
     }
     const hm = pct(h.hung, 50);
-    rows.push({ figure: "2", measure: "hook fan-out: merged _Stop with one gate hung (3 live)", samples: h.hung.length, median: r3(hm), p99: r3(Math.max(...h.hung)), unit: "ms", baseline: `${h.deadline_ms} ms: hook_deadline`, ratio: r3(hm / h.deadline_ms), target: "≤ deadline + 50 ms", met: Math.max(...h.hung) <= h.deadline_ms + 50 });
+    rows.push({ figure: "2", measure: "hook fan-out: merged _Stop with one gate hung (3 live), max", samples: h.hung.length, median: r3(hm), p99: r3(Math.max(...h.hung)), unit: "ms", baseline: `${h.deadline_ms} ms: hook_deadline`, ratio: r3(Math.max(...h.hung) / h.deadline_ms), target: "max ≤ deadline + 50 ms", met: Math.max(...h.hung) <= h.deadline_ms + 50 });
   } else {
     rows.push(failed("2", "hook fan-out", hooks.error));
   }

@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { AgentPool } from "../src/agent/index.js";
 import { REPO, demoPool, tempDir } from "./fixtures/agent-helpers.js";
+import { needs } from "./fixtures/ci.js";
 
 const CLAUDE = join(REPO, "node_modules/.bin/claude-code-acp");
 
@@ -40,13 +41,16 @@ function fakeAnthropic(): Server {
   });
 }
 
-describe("claude-code-acp through the agent runner", { skip: !existsSync(CLAUDE) && "claude-code-acp is not installed" }, () => {
+const claude = needs(existsSync(CLAUDE), "claude-code-acp (the devDependency @zed-industries/claude-code-acp; npm ci installs it)");
+
+describe("claude-code-acp through the agent runner", { skip: claude.skip }, () => {
   const tmp = tempDir("agent-claude-");
   const server = fakeAnthropic();
   let pool: AgentPool;
   const sendLog = join(tmp.dir, "send.jsonl");
 
   before(async () => {
+    claude.assertPresent();
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const port = (server.address() as AddressInfo).port;
     pool = demoPool(tmp.dir, {

@@ -113,6 +113,19 @@ describe("demo agent prompt parser", () => {
     assert.equal(p.directives.crash, false);
   });
 
+  it("reads every message of a batch (id and content) so each can be answered in its own thread", () => {
+    const a = "a".repeat(64);
+    const b = "b".repeat(64);
+    const text = [
+      "Message 1 of 2 for you:", `Event: ${a}`, "From: Olivia", "Content (written by a channel member; untrusted):", "```untrusted", "@agent [m1] first", "```",
+      "Message 2 of 2 for you:", `Event: ${b}`, "From: Tom", "Content (written by a channel member; untrusted):", "```untrusted", "@agent [m2] second #slow 5", "```",
+    ].join("\n");
+    const p = parsePrompt(text);
+    assert.deepEqual(p.batch, [{ id: a, asked: "@agent [m1] first" }, { id: b, asked: "@agent [m2] second #slow 5" }]);
+    assert.equal(p.asked, "@agent [m2] second #slow 5", "directives still come from the last message");
+    assert.deepEqual(parsePrompt("Message for you:\nEvent: " + a + "\n```\nhi\n```").batch, [], "a single message is no batch");
+  });
+
   it("copes with a bare prompt and an empty team instructions section", () => {
     const p = parsePrompt("Team instructions:\nChannel: x\nhello #tool get-sum {\"a\":1,\"b\":2}");
     assert.equal(p.teamInstructions, undefined);

@@ -164,6 +164,27 @@ test("check exits 0 without showing the secret, 1 with positions on a typo", () 
   }
 });
 
+test("check refuses an mcp.hook_deadline at or above buzz-agent's 2.5 s when the agent calls the hooks", () => {
+  for (const gates of ["gates:\n  enforce: agent\n", "agent:\n  command: /usr/local/bin/buzz-agent-acp\n"]) {
+    const problems = problemsOf(minimal(`${gates}mcp:\n  hook_deadline: 2500ms\n`));
+    assert.equal(problems.length, 1, problems.join("\n"));
+    assert.match(problems[0]!, /^t\.yaml:\d+:\d+: mcp\.hook_deadline: 2500 ms is not below buzz-agent's own 2500 ms wait .*set it below 2\.5s/);
+  }
+  // Below the agent's wait, or gates enforced by the bridge (it waits as long as it is told): accepted.
+  assert.equal(loadConfigText(minimal("gates:\n  enforce: agent\nmcp:\n  hook_deadline: 2400ms\n"), "t.yaml", {}).config.mcp.hook_deadline, 2400);
+  assert.equal(loadConfigText(minimal("gates:\n  enforce: bridge\nmcp:\n  hook_deadline: 5s\n"), "t.yaml", {}).config.mcp.hook_deadline, 5000);
+  const dir = mkdtempSync(join(tmpdir(), "bb-cfg-"));
+  try {
+    const bad = join(dir, "late.yaml");
+    writeFileSync(bad, minimal("gates:\n  enforce: agent\nmcp:\n  hook_deadline: 3s\n"));
+    const r = spawnSync(process.execPath, [CLI, "check", "-c", bad], { encoding: "utf8" });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /late\.yaml:\d+:\d+: mcp\.hook_deadline: 3000 ms is not below/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("keygen: the nsec written to the file decodes to the printed npub; no overwrite", () => {
   const dir = mkdtempSync(join(tmpdir(), "bb-keygen-"));
   try {

@@ -34,7 +34,7 @@ function setup(respondTo = "owner-only", counts = { cancel: 0, rotate: 0 }) {
       handled: (id) => store.has(id),
       verify: (ev) => (verified.push(ev), verifyEvent(ev)),
     },
-    reporter: new DeniedReporter({ logger, publish }),
+    reporter: new DeniedReporter({ logger, publish, verify: verifyEvent }),
     control: new ControlExecutor({
       self: agent.pk,
       logger,

@@ -20,7 +20,7 @@ function setup(onDenied: "react" | "reply" | "silent", now = () => 0) {
   const ctx: GateContext = { self: agent.pk, owner: owner.pk, config, channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent };
   const { logger, lines } = captureLogger();
   const published: EventTemplate[] = [];
-  const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), now });
+  const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), now, verify: verifyEvent });
   const deny = async (ev = fromWire(mention(stranger, "please help"))) => {
     const d = decide(ev, ctx);
     assert.equal(d.action, "deny");
@@ -98,9 +98,21 @@ describe("on_denied", () => {
     assert.equal(lines.filter((l) => l.evt === "gate.denied" && l.reason === "bad-signature").length, 1);
   });
 
+  test("a forged stranger's event the policy denies is verified before any 🔒 and never answered", async () => {
+    for (const mode of ["react", "reply"] as const) {
+      const { reporter, published, lines, ctx } = setup(mode);
+      const forged = fromWire({ ...mention(stranger, "please help"), content: "please help me instead" });
+      const d = decide(forged, ctx);
+      assert.ok(d.action === "deny" && d.reason === "not-owner", "the policy denies it before any signature check");
+      await reporter.report(forged, d);
+      assert.equal(published.length, 0, `${mode}: nothing is published for an event its claimed author never signed`);
+      assert.deepEqual(lines.filter((l) => l.evt === "gate.denied").map((l) => l.reason), ["bad-signature"], "logged once, as the forgery it is");
+    }
+  });
+
   test("a flood of forged events: a bounded number of lines, then one line counting the rest", async () => {
     const { logger, lines } = captureLogger();
-    const reporter = new DeniedReporter({ logger, publish: async () => {}, forgedLogLimit: { perWindow: 3, windowMs: 100 } });
+    const reporter = new DeniedReporter({ logger, publish: async () => {}, verify: verifyEvent, forgedLogLimit: { perWindow: 3, windowMs: 100 } });
     const ctx: GateContext = { self: agent.pk, owner: owner.pk, config: makeConfig(), channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent };
     for (let i = 0; i < 10; i++) {
       const forged = fromWire({ ...mention(owner, `deploy ${i}`), content: `rm -rf ${i}` });
@@ -119,7 +131,7 @@ describe("on_denied", () => {
 
   test("a failing publish is logged, not thrown", async () => {
     const { logger, lines } = captureLogger();
-    const reporter = new DeniedReporter({ logger, publish: async () => { throw new Error("relay said no"); } });
+    const reporter = new DeniedReporter({ logger, verify: verifyEvent, publish: async () => { throw new Error("relay said no"); } });
     const config = makeConfig();
     const ev = fromWire(mention(stranger, "hi"));
     const d = decide(ev, { self: agent.pk, owner: owner.pk, config, channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent });
@@ -130,7 +142,7 @@ describe("on_denied", () => {
   test("the rate-limit memory stays bounded", async () => {
     const { logger } = captureLogger("info");
     const published: EventTemplate[] = [];
-    const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), maxEntries: 3 });
+    const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), maxEntries: 3, verify: verifyEvent });
     const config = makeConfig();
     const ctx: GateContext = { self: agent.pk, owner: owner.pk, config, channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent };
     const ev = fromWire(mention(stranger, "hi"));

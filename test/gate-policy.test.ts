@@ -62,7 +62,7 @@ describe("respond-to matrix (defaults apply; DMs hardened)", () => {
           assert.ok(decision.action === "deny");
           assert.equal(decision.reason, want);
           assert.equal(verified.length, 0, "a denied event is never verified");
-          await new DeniedReporter({ logger, publish: async () => assert.fail("silent publishes nothing") }).report(ev, decision);
+          await new DeniedReporter({ logger, publish: async () => assert.fail("silent publishes nothing"), verify: (e) => (verified.push(e), verifyEvent(e)) }).report(ev, decision);
           const denied = lines.filter((l) => l.evt === "gate.denied");
           assert.equal(denied.length, 1);
           assert.deepEqual(

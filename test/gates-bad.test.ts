@@ -49,6 +49,10 @@ test("a gate that never answers _Stop does not hold the turn past the hook deadl
   assert.equal(rs.length, 1);
   assert.equal(rs[0]!.verdict, "allow");
   assert.deepEqual((rs[0]!.servers as Line[]).map((s) => [s.name, s.verdict, s.timed_out]), [["hung", "allow", true]]);
+  // From the agent's end of turn to the bridge's verdict, by the daemon's own clock.
+  const agentEnd = d.logs.slice(mark).find((l) => l.evt === "agent.turn_end")!;
+  const took = (rs[0]!.time as number) - (agentEnd.time as number);
+  assert.ok(took < 2500, `the merged _Stop came ${took} ms after the agent ended its turn, with a 1 s deadline: within buzz-agent's 2.5 s`);
 });
 
 test("a gate that crashes while answering _Stop counts as no objection; the turn ends", async () => {

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { startHttp, parseListen, HttpListenError, type HttpHandle, type ReadyCheck } from "../src/ops/http.js";
 import { Metrics } from "../src/ops/metrics.js";
+import { needs } from "./fixtures/ci.js";
 
 const handles: HttpHandle[] = [];
 after(async () => {
@@ -180,10 +181,12 @@ function canBindV6(): Promise<boolean> {
 }
 
 test("IPv6 [::1]:port is supported and reported in brackets", async (t) => {
-  if (!(await canBindV6())) {
-    t.skip("no IPv6 loopback on this machine");
+  const v6 = needs(await canBindV6(), "an IPv6 loopback address (::1)");
+  if (v6.skip) {
+    t.skip(v6.skip);
     return;
   }
+  v6.assertPresent();
   const h = await start(undefined, new Metrics({ defaultMetrics: false }), "[::1]:0");
   assert.match(h.url, /^http:\/\/\[::1\]:\d+$/);
   const res = await fetch(`${h.url}/healthz`);

@@ -13,6 +13,7 @@ import { generateSecretKey, nip19 } from "nostr-tools";
 import { loadConfigText } from "../src/config/load.js";
 import { parseDuration } from "../src/config/duration.js";
 import { parseUnit } from "./fixtures/recipes.js";
+import { needs } from "./fixtures/ci.js";
 
 const REPO = join(import.meta.dirname, "..");
 const UNIT = "buzz-bridge.service";
@@ -30,7 +31,8 @@ const which = (cmd: string) => {
   return r.status === 0 ? r.stdout.trim() : undefined;
 };
 const analyze = which("systemd-analyze");
-const skipNoSystemd = analyze ? false : "systemd-analyze not installed (Debian: apt-get install systemd)";
+const systemd = needs(!!analyze, "systemd-analyze, from the Debian package systemd");
+const skipNoSystemd = systemd.skip;
 
 const tmp = mkdtempSync(join(tmpdir(), "bb-unit-"));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -84,12 +86,14 @@ function verify(file: string) {
 }
 
 test("systemd-analyze verify accepts the unit without warnings", { skip: skipNoSystemd }, () => {
+  systemd.assertPresent();
   const { status, complaints } = verify(installableCopy(unitText));
   assert.equal(status, 0, complaints.join("\n"));
   assert.deepEqual(complaints, []);
 });
 
 test("…and the same check does catch a broken unit (the harness is not blind)", { skip: skipNoSystemd }, () => {
+  systemd.assertPresent();
   const broken = unitText.replace("KillMode=mixed", "KillMode=mixd\nProtectSytem=strict");
   const { complaints } = verify(installableCopy(broken, "broken-bridge.service"));
   assert.ok(complaints.some((l) => /kill mode/i.test(l)), complaints.join("\n"));
@@ -97,6 +101,7 @@ test("…and the same check does catch a broken unit (the harness is not blind)"
 });
 
 test("systemd-analyze security rates the unit's exposure low", { skip: skipNoSystemd }, () => {
+  systemd.assertPresent();
   const file = installableCopy(unitText);
   const r = spawnSync(analyze!, ["security", "--offline=yes", "--no-pager", file], { cwd: tmp, encoding: "utf8", timeout: 30_000 });
   const m = /Overall exposure level for \S+: (\d+(?:\.\d+)?)/.exec(r.stdout);

@@ -155,6 +155,21 @@ describe("turn prompt", () => {
     assert.match(context, /^Requesters: Tom .*, Olivia /m);
   });
 
+  test("a channel-scope batch from separate threads: each message is to be answered in its own thread", async () => {
+    const x = fromWire(mention(owner, "@Helper first question", { created_at: 1020 }));
+    const y = fromWire(mention(teammate, "@Helper second question", { created_at: 1021 }));
+    const { b } = builder([x, y]);
+    const texts = (await b.build(new PromptSession(standing(), true), input([x, y], { scope: scopeOf(x, CHANNEL, "channel") }))).map((t) => t.text);
+    const context = texts.find((t) => t.startsWith("Context:"))!;
+    assert.match(context, /Answer each message for you in its own thread: one send_message per message, with reply_to set to that message's event id\./);
+    assert.doesNotMatch(context, /do not answer in older threads/, "the older asker is not to be left without an answer");
+    // One thread (the batch above): still one answer under the last message.
+    const a = inRoot(teammate, "first", 1010, true);
+    const c = inRoot(owner, "second", 1011, true);
+    const one = (await builder([root, a, c]).b.build(new PromptSession(standing(), true), input([a, c]))).map((t) => t.text).find((t) => t.startsWith("Context:"))!;
+    assert.match(one, new RegExp(`Answer with send_message in this thread \\(reply_to ${c.id}\\)`));
+  });
+
   test("mid-turn framing: an addition, a correction (an edit names what it edits) and a retraction read differently; the reply anchor is the edited message", async () => {
     const { b } = builder([root, ask]);
     const session = new PromptSession(standing(), true);

@@ -1,67 +1,70 @@
 /**
- * Reliability (issue 10): agent and MCP faults under load. While the owner posts 50
+ * Reliability: agent and MCP faults under load. While the owner and a teammate post
  * mentions, one of them makes the agent process crash mid-turn (`#crash`, in a channel of
- * its own so it is not batched away), and every session's downstream MCP server (the
- * gate fixture) crashes on its second call and is restarted by the proxy. Every mention
- * must end answered or reported with a failure notice; none lost, none answered twice.
+ * its own so it is not batched away), and every session's downstream MCP server (the gate
+ * fixture) crashes on its second call and is restarted by the proxy. The crashing mention
+ * is retried once (two crashes) and then reported. Judged by the
+ * channel (fixtures/channel-oracle.ts): the crashing mention gets exactly one failure
+ * notice, every other mention exactly one answer quoting it, nothing else is posted.
+ * Both session scopes, thread (the default) first.
  */
-import { test, before, after } from "node:test";
+import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Event } from "nostr-tools";
-import { REPO, World, type DaemonProc } from "./fixtures/world.js";
-import { assertCoveredOnce, leakedSecrets, storedTurns } from "./reliability-helpers.js";
+import { REPO, World } from "./fixtures/world.js";
+import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
+import { seededRng } from "./fixtures/seeded.js";
+import { leakedSecrets, turnsSummary } from "./reliability-helpers.js";
 
-const MENTIONS = 50;
+const COUNT = { thread: 20, channel: 40 };
 const GATE = join(REPO, "test", "fixtures", "gate-server.mjs");
-
-let w: World;
-let d: DaemonProc;
-let busy: string[];
-let crashRoom: string;
-let counter: string;
-
-before(async () => {
-  w = await World.create({ channelName: "room-a" });
-  busy = [w.channel, await w.addChannel({ name: "room-b" })];
-  crashRoom = await w.addChannel({ name: "room-crash" });
-  counter = join(w.dir, "gate-calls.txt");
-  d = await w.startDaemon({
-    agent: { max_concurrent: 4, session_scope: "channel" },
-    mcp: { servers: { gate: { command: process.execPath, args: [GATE], env: { GATE_CRASH_AFTER: "2", GATE_COUNTER_FILE: counter } } } },
-    defaults: { mcp: ["gate"] },
-    log: { level: "info" },
-  });
+const worlds: World[] = [];
+after(async () => {
+  for (const w of worlds) await w.close();
 });
-after(() => w.close());
 
-test(`${MENTIONS} mentions with an agent crash and downstream MCP crashes: all answered or reported, none lost`, { timeout: 85_000 }, async () => {
-  const mentions: Event[] = [];
-  let crasher: Event | undefined;
-  for (let i = 0; i < MENTIONS; i++) {
-    if (i === Math.floor(MENTIONS / 2)) {
-      crasher = await w.owner.post(`@agent ping m${i} #crash`, { channel: crashRoom });
-      mentions.push(crasher);
-      continue;
+for (const scope of ["thread", "channel"] as const) {
+  const MENTIONS = COUNT[scope];
+  test(`${scope} scope: ${MENTIONS} mentions with an agent crash and downstream MCP crashes: one failure notice for the crash, every other mention answered once`, { timeout: 110_000 }, async () => {
+    const rng = seededRng(`faults/${scope}`);
+    const w = await World.create({ channelName: "room-a" });
+    worlds.push(w);
+    const busy = [w.channel, await w.addChannel({ name: "room-b" })];
+    const crashRoom = await w.addChannel({ name: "room-crash" });
+    const counter = join(w.dir, "gate-calls.txt");
+    const d = await w.startDaemon({
+      agent: { max_concurrent: 3, session_scope: scope },
+      // `#crash` crashes every attempt; two attempts stay under the crash breaker's
+      // threshold (3), which would otherwise refuse new agent processes for everyone.
+      queue: { max_attempts: 2 },
+      defaults: { respond_to: "allowlist", allow: [w.teammate.npub], mcp: ["gate"] },
+      mcp: { servers: { gate: { command: process.execPath, args: [GATE], env: { GATE_CRASH_AFTER: "2", GATE_COUNTER_FILE: counter } } } },
+      log: { level: "info" },
+    });
+
+    const asked: Asked[] = [];
+    const crashAt = rng.int(MENTIONS / 4, (3 * MENTIONS) / 4);
+    for (let i = 0; i < MENTIONS; i++) {
+      const who = i % 2 ? w.teammate : w.owner;
+      if (i === crashAt) asked.push(await ask(who, `ping m${i} #crash`, { channel: crashRoom, fails: true }));
+      else asked.push(await ask(who, `ping m${i}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}`, { channel: busy[i % busy.length]! }));
+      await new Promise((r) => setTimeout(r, rng.int(60, 160)));
     }
-    mentions.push(await w.owner.post(`@agent ping m${i}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}`, { channel: busy[i % busy.length] }));
-    await new Promise((r) => setTimeout(r, 40));
-  }
 
-  const { notices } = await assertCoveredOnce(w, [...busy, crashRoom], mentions, 75_000);
-  const turns = await storedTurns(w);
-  const crashTurn = turns.find((t) => t.trigger_ids.includes(crasher!.id))!;
-  assert.equal(crashTurn.state, "failed", "the crashing mention ends failed …");
-  assert.ok(notices >= 1, "… with a failure notice in its thread");
-  assert.ok(d.logs.some((l) => l.evt === "turn.end" && l.status === "failed"), "the crash was seen as a failed turn");
-  assert.ok(turns.some((t) => t.state === "done" && t.trigger_ids.some((id) => mentions.some((m) => m.id === id && m.created_at >= crasher!.created_at))), "mentions after the crash are answered");
+    const v = await assertAnsweredOnce(w, asked, { timeoutMs: 90_000, diagnose: () => turnsSummary(w) });
+    assert.equal(v.notices, 1, "exactly one failure notice: the crashing mention's");
+    assert.equal(v.answers, MENTIONS - 1);
+    assert.ok(d.logs.some((l) => l.evt === "agent.crash"), "the agent process really crashed");
 
-  assert.ok(existsSync(counter), "the gate server was called");
-  const calls = readFileSync(counter, "utf8").trim().split("\n");
-  const pids = new Set(calls.map((l) => l.split(" ")[1]));
-  assert.ok(pids.size >= 2, `more than one gate process served the calls (${calls.length} calls, ${pids.size} processes)`);
-  assert.match(d.raw(), /proxy\.server_(down|restart)/, "the proxy saw its downstream server crash and restarted it");
-  assert.equal(d.proc.exitCode, null, "the daemon survived");
-  assert.deepEqual(leakedSecrets(d.raw(), [w.agent, w.owner, w.teammate, w.stranger]), [], "no secret in the daemon's output");
-});
+    assert.ok(existsSync(counter), "the gate server was called");
+    const calls = readFileSync(counter, "utf8").trim().split("\n");
+    // A gate process dies on its second call, so more than two calls mean restarted processes
+    // (pids cannot tell: each sandboxed agent has a pid namespace of its own).
+    assert.ok(calls.length > 2, `more than one gate process served the calls (${calls.length} calls)`);
+    assert.match(d.raw(), /proxy\.server_(down|restart)/, "the proxy saw its downstream server crash and restarted it");
+    assert.equal(d.proc.exitCode, null, "the daemon survived");
+    assert.deepEqual(leakedSecrets(d.raw(), [w.agent, w.owner, w.teammate, w.stranger]), [], "no secret in the daemon's output");
+    await d.stop();
+  });
+}

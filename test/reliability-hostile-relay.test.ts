@@ -1,20 +1,22 @@
 /**
- * Reliability (issue 10): `buzz-bridge run` against a hostile relay that, once the daemon
+ * Reliability: `buzz-bridge run` against a hostile relay that, once the daemon
  * has subscribed, sends 5,000 malformed frames and events on its channel subscription —
  * invalid JSON, unknown message types, wrong ids, bad signatures (some claiming the
  * owner, one a forged `!shutdown`), 300 KB content, 10,000 tags, control characters.
- * The daemon must stay up, never prompt the agent, keep its memory bounded, and log the
- * rejections without one line per bad frame.
+ * The daemon must stay up, publish nothing in answer (judged by what the relay received,
+ * not by log names), keep its memory and log within the design's bounds, and then still
+ * answer a real owner mention exactly once in its thread.
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Event } from "nostr-tools";
+import { getEventHash, validateEvent, type Event } from "nostr-tools";
 import { finalizeEvent } from "nostr-tools/wasm";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { hostileFrames, startHostileRelay, type HostileRelay } from "./fixtures/hostile-relay.js";
 import { initCrypto } from "../src/relay/verify.js";
+import { threadRootOf } from "../src/relay/events.js";
 import { leakedSecrets } from "./reliability-helpers.js";
 
 const FRAMES = 5000;
@@ -36,7 +38,27 @@ after(async () => {
   await hostile.close();
 });
 
-test(`${FRAMES} malformed frames and forged events: no crash, no dispatch, bounded memory, rejections logged but rate-limited`, { timeout: 80_000 }, async () => {
+/**
+ * Frames carrying a well-formed mention (right id, our channel) from someone other than the
+ * owner: the policy refuses each before any signature check (verifying what is refused
+ * anyway would spend CPU on what an attacker sends for free), so each earns one gate line.
+ */
+function refusableMentions(frames: string[], sub: string, channel: string, owner: string, agent: string): number {
+  const ids = new Set<string>(); // the same event twice is one event (the client de-duplicates)
+  for (const f of frames) {
+    try {
+      const m = JSON.parse(f) as unknown[];
+      const e = m[2] as Event;
+      if (m[0] !== "EVENT" || m[1] !== sub || !validateEvent(e) || getEventHash(e) !== e.id) continue;
+      if (e.kind === 9 && e.pubkey !== owner && e.tags.some((t) => t[0] === "h" && t[1] === channel) && e.tags.some((t) => t[0] === "p" && t[1] === agent)) ids.add(e.id);
+    } catch {
+      /* not JSON */
+    }
+  }
+  return ids.size;
+}
+
+test(`${FRAMES} malformed frames and forged events: no crash, nothing published, bounded memory and log, then a real owner mention answered once`, { timeout: 80_000 }, async () => {
   const sub = await hostile.subscribed();
   const pid = d.proc.pid!;
   const rssBefore = rssMiB(pid);
@@ -50,22 +72,52 @@ test(`${FRAMES} malformed frames and forged events: no crash, no dispatch, bound
 
   assert.equal(d.proc.exitCode, null, "the daemon is still running");
   assert.equal(d.proc.signalCode, null);
-  const dispatched = d.logs.filter((l) => ["gate.accepted", "agent.session_open", "turn.session", "turn.end", "daemon.stopping"].includes(String(l.evt)));
-  assert.deepEqual(dispatched, [], "nothing was dispatched to the agent and the forged !shutdown did nothing");
+  // What the daemon did, as the relay saw it (its log could be forged through an agent's stderr): nothing at all.
+  // Only the presence line (kind 20001) at start, and one 🔒 for the stranger, whose events were
+  // really signed (on_denied: react, once an hour per author): nothing for anything forged.
+  const answers = () => hostile.published().filter((e) => e.kind !== 20001);
+  const flood = answers();
+  assert.deepEqual(flood.map((e) => `${e.kind}:${e.content}`), ["7:🔒"], "no reply, no typing, no reaction but one lock for the flood, and the forged !shutdown did nothing");
+  assert.equal(flood[0]!.tags.find((t) => t[0] === "p")?.[1], w.stranger.pk, "the lock goes to the stranger who really signed");
 
   const forged = d.logs.filter((l) => l.evt === "gate.denied" && l.reason === "bad-signature");
   assert.ok(forged.length > 0, "events claiming the owner with a bad signature are denied as bad-signature");
   assert.ok(forged.every((l) => l.level === "info"), "denials are info lines");
   assert.ok(forged.length <= 20, `forged-signature denials are rate-limited (${forged.length} lines; the rest are counted when the minute ends)`);
   const invalid = d.logs.filter((l) => l.evt === "relay.invalid_frame");
-  assert.ok(invalid.length > 0 && invalid.length <= 10, `invalid frames are logged, rate-limited (${invalid.length} lines)`);
-  const newLines = d.logs.length - linesBefore;
-  assert.ok(newLines < FRAMES, `fewer log lines than bad frames (${newLines} for ${FRAMES})`);
+  assert.ok(invalid.length > 0 && invalid.length <= 5, `invalid frames are logged, rate-limited (${invalid.length} lines)`);
+  // The design's budget: one line per well-formed mention the policy refused, 20
+  // forged-signature lines a minute, 5 lines a minute per kind of relay rubbish (a few
+  // kinds) — nothing else that grows with the flood.
+  const signedDenials = refusableMentions(frames, sub, channel, w.owner.pk, w.agent.pk) + 1;
+  const newLines = d.logs.slice(linesBefore);
+  const byEvt = newLines.reduce<Record<string, number>>((a, l) => ((a[String(l.evt)] = (a[String(l.evt)] ?? 0) + 1), a), {});
+  const policyDenials = newLines.filter((l) => l.evt === "gate.denied" && l.reason !== "bad-signature").length;
+  // A refusal due an answer (🔒, once per author) is verified first: the first forged one from
+  // a stranger is then a bad-signature line instead (which the forged-line limit may hold back).
+  assert.ok(policyDenials === signedDenials || policyDenials === signedDenials - 1, `each well-formed refused mention has its line, nothing else does (${policyDenials} lines for ${signedDenials})`);
+  const rest = newLines.length - policyDenials - forged.length;
+  assert.ok(rest <= 40, `other lines stay within the rate limits: ${rest} (${JSON.stringify(byEvt)})`);
   assert.ok(!d.logs.some((l) => JSON.stringify(l).length > 20_000), "no log line carries a 300 KB payload");
 
   const rssAfter = rssMiB(pid);
-  if (process.env.RELIABILITY_DEBUG) console.log({ rssBefore, rssAfter, newLines, forged: forged.length, invalid: invalid.length, denied: d.logs.filter((l) => l.evt === "gate.denied").length, evts: [...new Set(d.logs.map((l) => l.evt))], conns: hostile.stats() });
-  assert.ok(rssAfter < 400, `daemon RSS stays bounded: ${rssBefore.toFixed(0)} → ${rssAfter.toFixed(0)} MiB`);
+  if (process.env.RELIABILITY_DEBUG) console.log({ rssBefore, rssAfter, byEvt, signedDenials, conns: hostile.stats() });
+  // 20 events of 300 KB and 20 of 10,000 tags pass through once; nothing is kept.
+  assert.ok(rssAfter - rssBefore < 64, `daemon RSS grows by less than 64 MiB: ${rssBefore.toFixed(0)} → ${rssAfter.toFixed(0)} MiB`);
+
+  // The relay lied 5,000 times; a real mention from the owner is still answered, once, in its thread.
+  const real = JSON.parse(JSON.stringify(finalizeEvent({ kind: 9, created_at: Math.floor(Date.now() / 1000), content: "@agent [real-after-flood] are you still there?", tags: [["h", channel], ["p", w.agent.pk]] }, w.owner.sk))) as Event;
+  hostile.remember(real);
+  await hostile.send([JSON.stringify(["EVENT", sub, real])]);
+  await d.waitLog((l) => l.evt === "turn.end", 30_000);
+  const replies = answers().filter((e) => e.kind === 9);
+  assert.equal(replies.length, 1, `exactly one message published: ${replies.map((e) => JSON.stringify(e.content.slice(0, 60))).join(" | ")}`);
+  assert.ok(replies[0]!.content.includes("[real-after-flood]"), "it answers the real mention");
+  assert.equal(replies[0]!.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1], real.id, "it replies to the mention …");
+  assert.equal(threadRootOf(replies[0]!), real.id, "… in the mention's own thread");
+  const after = answers().slice(flood.length);
+  assert.ok(after.every((e) => e.tags.some((t) => t[0] === "h" && t[1] === channel)), "everything it published is in the channel");
+  assert.ok(after.every((e) => e.tags.some((t) => t[0] === "e" && t[1] === real.id)), "every reaction, typing and reply after the flood concerns the real mention");
 
   assert.deepEqual(leakedSecrets(d.raw(), [w.agent, w.owner, w.teammate, w.stranger]), [], "no secret in the daemon's output");
 });

@@ -12,7 +12,7 @@
  * warm spare is made for the channel that last opened a session: a new thread there takes
  * it at once; a session in another channel spawns cold and the spare moves to that channel.
  *
- * Events: `spawn` {pid, spare}, `spare` {pid}, `exit` {pid, scope?, code, signal, expected},
+ * Events: `spawn` {pid, spare, sandboxed, exited}, `spare` {pid}, `exit` {pid, scope?, code, signal, expected},
  * `crash` {pid, scope?, code, signal, stderrTail}, `circuit` {state, until, crashes}, `rotate` {scope, reason}.
  */
 import { EventEmitter } from "node:events";
@@ -53,6 +53,8 @@ export interface AgentSpawned {
   pid: number;
   spare: boolean;
   sandboxed: boolean;
+  /** Settles when the process has exited (the daemon forgets its recorded process group then). */
+  exited: Promise<unknown>;
 }
 
 /** A process that died without being asked to; `scope` is undefined for the warm spare. */
@@ -348,7 +350,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
         this.linkDirs.set(proc, linkDir);
         void proc.exited.then(() => rmSync(linkDir, { recursive: true, force: true }));
       }
-      this.emit("spawn", { pid: proc.pid, spare: isSpare, sandboxed: launch !== undefined });
+      this.emit("spawn", { pid: proc.pid, spare: isSpare, sandboxed: launch !== undefined, exited: proc.exited });
       return proc;
     } catch (caught) {
       if (linkDir) rmSync(linkDir, { recursive: true, force: true });

@@ -16,6 +16,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Logger } from "../ops/log.js";
 import { proxyLogLine, scrub, silentLogger } from "../ops/log.js";
+import { LogThrottle, type LogThrottleOptions } from "../ops/log-throttle.js";
 import { AgentStartError, describeCause } from "./errors.js";
 import { scrubSecret } from "./env.js";
 import { eachLine, watchJsonLines } from "./stdio.js";
@@ -42,6 +43,12 @@ export interface AgentProcessOptions {
   stderrTailLines?: number;
   /** Log level for the agent's stderr lines; default "info" (it is what an operator needs on a crash). */
   stderrLevel?: "debug" | "info" | "warn";
+  /**
+   * Bound on the agent's stderr in the log, per process: plain lines (`agent.stderr`) and
+   * each kind of proxy line passed through it. Default 100 a minute per kind; what a
+   * window holds back is counted in one `agent.stderr_suppressed` line when it ends.
+   */
+  stderrLogLimit?: LogThrottleOptions;
   /** `agent.auth_method`: ACP `authenticate` with this method after `initialize` (codex-acp needs "api-key"). */
   authMethod?: string;
   /** Runs the agent through this (the sandbox: `bwrap <args> -- command args`); errors still name the agent command. */
@@ -240,14 +247,17 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   private wireStderr(): void {
     const max = this.opts.stderrTailLines ?? 30;
     const level = this.opts.stderrLevel ?? "info";
-    eachLine(this.child.stderr!, (raw) => {
+    // An agent (or a server whose output it passes on) can write without end; the log
+    // and the memory behind it must not grow with it.
+    const throttle = new LogThrottle(this.log, { perWindow: 100, summaryEvt: "agent.stderr_suppressed", ...this.opts.stderrLogLimit });
+    eachLine(this.child.stderr!, (raw, cut) => {
       const line = scrubSecret(scrub(raw), this.opts.secretForms ?? []);
       if (!line.trim()) return;
       this.tail.push(line.slice(0, 2000));
       if (this.tail.length > max) this.tail.shift();
-      const proxy = proxyLogLine(line);
-      if (proxy) this.log[proxy.level]({ ...proxy.fields, agent_pid: this.pid, ...this.tags }, proxy.msg);
-      else this.log[level]({ evt: "agent.stderr", agent_pid: this.pid, ...this.tags, line }, "agent stderr");
+      const proxy = cut ? undefined : proxyLogLine(line);
+      if (proxy) throttle.log(proxy.level, String(proxy.fields.evt), { ...proxy.fields, agent_pid: this.pid, ...this.tags }, proxy.msg);
+      else throttle.log(level, "agent.stderr", { evt: "agent.stderr", agent_pid: this.pid, ...this.tags, line, ...(cut ? { cut_at: line.length } : {}) }, "agent stderr");
     });
   }
 

@@ -6,17 +6,43 @@
  */
 import { Transform, type Readable } from "node:stream";
 
-/** Calls `onLine` for each line of a text stream, the unterminated last one included. */
-export function eachLine(stream: Readable, onLine: (line: string) => void): void {
+/** Longest stderr line passed on whole; the rest of a longer line is dropped, not buffered. */
+export const MAX_LINE_CHARS = 8192;
+
+/**
+ * Calls `onLine` for each line of a text stream, the unterminated last one included. A
+ * line longer than `maxChars` is passed on cut (`cut` true) as soon as it reaches the cap,
+ * and its remainder up to the next newline is skipped: memory stays flat even when a
+ * process writes one endless line.
+ */
+export function eachLine(stream: Readable, onLine: (line: string, cut: boolean) => void, maxChars = MAX_LINE_CHARS): void {
   let partial = "";
+  let skipping = false;
   stream.setEncoding("utf8");
   stream.on("data", (chunk: string) => {
-    const lines = (partial + chunk).split("\n");
-    partial = lines.pop() ?? "";
-    for (const l of lines) onLine(l.replace(/\r$/, ""));
+    let from = 0;
+    for (;;) {
+      const nl = chunk.indexOf("\n", from);
+      const piece = chunk.slice(from, nl < 0 ? undefined : nl);
+      if (skipping) {
+        if (nl >= 0) skipping = false;
+      } else {
+        partial += piece;
+        if (partial.length > maxChars) {
+          onLine(partial.slice(0, maxChars), true);
+          partial = "";
+          skipping = nl < 0;
+        } else if (nl >= 0) {
+          onLine(partial.replace(/\r$/, ""), false);
+          partial = "";
+        }
+      }
+      if (nl < 0) break;
+      from = nl + 1;
+    }
   });
   stream.on("end", () => {
-    if (partial) onLine(partial);
+    if (partial) onLine(partial, false);
     partial = "";
   });
 }

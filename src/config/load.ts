@@ -10,6 +10,7 @@ import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type
 import type { z } from "zod";
 import { configSchema, crossCheck, type Config } from "./schema.js";
 import { KeyError, parseSecretKey, pubkeyOf } from "./keys.js";
+import { hookDeadlineProblem } from "./enforce.js";
 import { resolvePaths } from "./paths.js";
 import { explainYamlErrors } from "./yaml-errors.js";
 import { resolveAttestation } from "./attestation.js";
@@ -160,6 +161,8 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
     config.heartbeat.prompt_file = file;
   }
   if (!config.identity.owner) warn(["identity"], "no owner set: owner-only channels answer nobody and control commands are disabled");
+  const deadline = hookDeadlineProblem(config);
+  if (deadline) at(nodeAt(doc, ["mcp", "hook_deadline"])?.range?.[0] ?? nodeAt(doc, ["gates", "enforce"])?.range?.[0], ["mcp", "hook_deadline"], deadline);
 
   if (problems.length || !secretKey) throw new ConfigError(sortProblems(problems));
 

@@ -12,6 +12,8 @@
  *   line, else the last non-empty line of the prompt.
  * - Directives: `#word` tokens in that last event's content only, so history quoting an
  *   old `#crash` does not trigger it again.
+ * - A batch: each `Message <i> of <n> for you:` block's `Event: <id>` line and the first
+ *   fenced block after it, so the agent can answer every message in its own thread.
  */
 
 export interface ParsedPrompt {
@@ -22,6 +24,8 @@ export interface ParsedPrompt {
   author?: string;
   asked: string;
   directives: Directives;
+  /** The turn's messages when it carries more than one (empty otherwise), in order. */
+  batch: Array<{ id: string; asked: string }>;
 }
 
 export interface Directives {
@@ -29,6 +33,7 @@ export interface Directives {
   silent: boolean;
   permission: boolean;
   crash: boolean;
+  crashAfterReply: boolean;
   hang: boolean;
   ignoreCancel: boolean;
   env: boolean;
@@ -125,13 +130,25 @@ export function parseDirectives(text: string): Directives {
     tools.push({ name: m[1]!, args });
   }
   return {
-    finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"),
+    finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"), crashAfterReply: has("crash-after-reply"),
     hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
     stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), progress: has("progress"),
     session: has("session"), maxTokens: has("max-tokens"), maxTurnRequests: has("max-turn-requests"),
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
     slowMs: slow ? Number(slow[1]) : undefined, longChars: long ? Number(long[1]) : undefined, tools,
   };
+}
+
+function batchOf(text: string): ParsedPrompt["batch"] {
+  const heads = [...text.matchAll(/^Message \d+ of \d+ for you:\s*$/gm)];
+  if (heads.length < 2) return [];
+  const out: ParsedPrompt["batch"] = [];
+  heads.forEach((h, i) => {
+    const part = text.slice(h.index, heads[i + 1]?.index);
+    const id = /^Event:\s*([0-9a-f]{64})\s*$/m.exec(part)?.[1];
+    if (id) out.push({ id, asked: fencedAfter(part, 0) ?? "" });
+  });
+  return out;
 }
 
 /** Parses the prompt text (all text blocks joined) plus the session's system prompt, if any. */
@@ -146,5 +163,6 @@ export function parsePrompt(promptText: string, systemPrompt = ""): ParsedPrompt
     author,
     asked,
     directives: parseDirectives(asked),
+    batch: batchOf(promptText),
   };
 }

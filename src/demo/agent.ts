@@ -24,6 +24,8 @@
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #long <chars>         pad the reply with numbered filler lines to at least that length
  *   #crash                exit(1) in the middle of the turn
+ *   #crash-after-reply    exit(1) right after its first send_message (in a batch: after
+ *                         answering the first message only)
  *   #hang                 one thought chunk, then no answer until session/cancel
  *                         (then stopReason cancelled)
  *   #ignore-cancel        like #hang, but ignores session/cancel
@@ -34,6 +36,9 @@
  *   #usage <in> <out> <usd>  report that usage for the turn: tokens in the prompt
  *                         answer's `usage`, the cost added to the session's running
  *                         total in a `usage_update` (ACP reports cost cumulatively)
+ *
+ * A turn carrying several messages (a channel-scope batch) is answered with one
+ * `send_message` per message, each in that message's thread (reply_to its event id).
  *
  * Mid-turn messages (for the steer/interrupt tests and the bench): every reply ends with
  * `Received: <ms since epoch>` for the prompt and one `Steered in at <ms>: <text>` line per
@@ -168,6 +173,11 @@ function summary(p: ParsedPrompt): string {
   return `Demo agent here, no LLM. Here is what I was given:\n${lines.join("\n")}`;
 }
 
+
+/** Exits as a crash would, the moment a directive asks for it. */
+function crashNow(): never {
+  process.exit(1);
+}
 
 /** Runs the agent on the given streams until the client goes away. */
 export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stdout): Promise<void> {
@@ -319,8 +329,20 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       }
       reply = [reply, ...filler].join("\n");
     }
-    if (!d.finalOnly && (await findTool("send_message"))) {
+    if (!d.finalOnly && parsed.batch.length > 1 && (await findTool("send_message"))) {
+      // Several askers: each gets an answer in their own thread (the last one with the reports).
+      const results: string[] = [];
+      for (const [i, m] of parsed.batch.entries()) {
+        if (turn.signal.aborted) return cancelled();
+        const last = i === parsed.batch.length - 1;
+        const content = last ? reply : summary({ ...parsed, asked: m.asked });
+        results.push((await callTool("send_message", { content, reply_to: m.id })).slice(0, 80));
+        if (d.crashAfterReply) crashNow();
+      }
+      await say(`Replied to ${results.length} messages in their threads.`);
+    } else if (!d.finalOnly && (await findTool("send_message"))) {
       const result = await callTool("send_message", { content: reply });
+      if (d.crashAfterReply) crashNow();
       await say(`Replied in the thread (${result.slice(0, 200)}).`);
     } else {
       await say(reply);

@@ -28,6 +28,13 @@ export interface DeniedReporterOptions {
   logger: Logger;
   /** Signs and publishes a template; failures are logged, never thrown to the gate. */
   publish(template: EventTemplate): Promise<unknown>;
+  /**
+   * Schnorr signature check, run only for a denial that is about to be answered: the gate
+   * does not verify what the policy refuses, but a 🔒 or a reply names an author, and a
+   * forged event must not make the agent speak to someone who never wrote to it. Bounded
+   * by the answer's rate limit (once per author and channel per window).
+   */
+  verify(ev: Event): boolean;
   /** Minimum time between two reactions/replies to the same author in the same channel; default 1 h. */
   windowMs?: number;
   /** Bound on remembered (author, channel) pairs; the oldest is forgotten first. Default 10,000. */
@@ -65,15 +72,20 @@ export class DeniedReporter {
    * when nothing is published) so callers and tests can wait for it.
    */
   report(ev: Event, decision: Refusal): Promise<void> | undefined {
-    const line = { evt: "gate.denied", reason: decision.reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id, ...(decision.sibling ? { sibling: decision.sibling } : {}) };
+    let answer = this.answerFor(ev, decision);
+    // Verified only now, when the denial would be answered (see `verify`).
+    const forged = answer !== undefined && !this.opts.verify(ev);
+    if (forged) answer = undefined;
+    const reason = forged ? "bad-signature" : decision.reason;
+    const line = { evt: "gate.denied", reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id, ...(decision.sibling ? { sibling: decision.sibling } : {}) };
     if (decision.level === "debug") this.opts.logger.debug(line);
-    else if (decision.reason === "bad-signature") this.forgedLog.log("info", "bad-signature", line);
+    else if (reason === "bad-signature") this.forgedLog.log("info", "bad-signature", line);
     else this.opts.logger.info(line);
 
-    const answer = this.answerFor(ev, decision);
     if (!answer) return undefined;
+    const template = answer.template;
     const claimed = this.opts.claimOnce ? this.opts.claimOnce(`denied:${answer.key}`, this.windowMs) : Promise.resolve(true);
-    return claimed.then((ok) => (ok ? this.opts.publish(answer.template) : undefined)).then(
+    return claimed.then((ok) => (ok ? this.opts.publish(template) : undefined)).then(
       () => undefined,
       (err: unknown) => {
         this.opts.logger.warn({ evt: "gate.denied_notify_failed", event: ev.id, err: (err as Error)?.message ?? String(err) });

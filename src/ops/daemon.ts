@@ -7,9 +7,13 @@ import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { cliPath } from "./cli-path.js";
-import { basename, dirname, join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
-import { AgentPool, AgentSandbox, agentEnvironment, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER } from "../agent/index.js";
+import { AgentPool, AgentSandbox, agentEnvironment, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER, type AgentSpawned } from "../agent/index.js";
+import { resolveEnforce } from "../config/enforce.js";
+export { resolveEnforce };
+import { processIdentity, stopLeftoverAgents } from "../agent/leftovers.js";
+import { checkFaultEnv } from "../relay/faults.js";
 import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import type { Config, MidTurnMode } from "../config/schema.js";
 import type { DevRelay } from "../devrelay/index.js";
@@ -57,13 +61,6 @@ export interface DaemonOptions {
   logger: Logger;
   /** Re-read on SIGHUP; default the loaded file. */
   configFile?: string;
-}
-
-/** gates.enforce resolved: `auto` means the agent enforces when it calls hooks itself (buzz-agent). */
-export function resolveEnforce(cfg: Config): Enforce {
-  const e = cfg.gates.enforce;
-  if (e !== "auto") return e;
-  return /buzz-agent/.test(basename(cfg.agent.command)) ? "agent" : "bridge";
 }
 
 /** `agent.command: buzz-bridge` runs this very installation (the demo agent), wherever it lives. */
@@ -183,6 +180,7 @@ export class Daemon {
   async start(): Promise<void> {
     const cfg = this.config;
     const { secretKey, pubkey } = this.o.loaded;
+    checkFaultEnv();
     try {
       mkdirSync(cfg.state_dir, { recursive: true, mode: 0o700 });
     } catch (err) {
@@ -233,7 +231,10 @@ export class Daemon {
     this.pool = new AgentPool(
       poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: this.log, sandbox, linkRoot: linkRootPath(cfg.state_dir) }),
     );
-    this.pool.on("spawn", () => this.metrics.agentSpawned());
+    this.pool.on("spawn", (p: AgentSpawned) => {
+      this.metrics.agentSpawned();
+      this.trackAgentGroup(p.pid, p.exited);
+    });
     this.pool.on("crash", () => this.metrics.agentCrashed());
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
     this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
@@ -343,7 +344,7 @@ export class Daemon {
     };
     this.gate = new Gate({
       context: this.gateContext,
-      reporter: new DeniedReporter({ logger: this.log, publish: (t) => out.publish(t), claimOnce: this.fleetStore && ((key, ms) => this.fleetStore!.claimOnce(key, ms)) }),
+      reporter: new DeniedReporter({ logger: this.log, publish: (t) => out.publish(t), verify: verifySignature, claimOnce: this.fleetStore && ((key, ms) => this.fleetStore!.claimOnce(key, ms)) }),
       control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: this.log }),
       logger: this.log,
       claimControl: (id, at) => (this.fleetStore ? this.fleetStore.claimControl(id, at) : this.store.claimControl(id, at)),
@@ -361,6 +362,9 @@ export class Daemon {
     });
     await this.startHttpOnce();
 
+    // Agents a SIGKILLed predecessor left running: stopped before new ones start.
+    await stopLeftoverAgents(this.store.agentGroups(), this.log);
+    for (const g of this.store.agentGroups()) this.store.forgetAgentGroup(g.pgid);
     const recovered = this.scheduler.recover();
     if (recovered.events || recovered.turns) this.log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
     this.pool.start();
@@ -567,6 +571,20 @@ export class Daemon {
     }
   }
 
+  /** Records an agent's process group while it runs, so a successor can stop it if this daemon is killed. */
+  private trackAgentGroup(pid: number | undefined, exited: Promise<unknown>): void {
+    const identity = pid === undefined ? undefined : processIdentity(pid);
+    if (pid === undefined || !identity) return;
+    this.store.recordAgentGroup(pid, identity);
+    void exited.then(() => {
+      try {
+        this.store.forgetAgentGroup(pid);
+      } catch {
+        // the store closed first (shutdown): the next start finds the group gone
+      }
+    });
+  }
+
   /**
    * An accepted event whose scope has a turn running: under `mid_turn` steer/interrupt it
    * joins that turn in the queue (durably) and goes to the agent now; otherwise it waits
@@ -576,7 +594,7 @@ export class Daemon {
     const turnId = this.scheduler.runningTurn(scope);
     if (turnId === undefined) return;
     const how = midTurnHow(mode, ev.pubkey === this.config.identity.owner);
-    if (!how || !this.dispatcher.canTake(turnId)) {
+    if (!how || !this.dispatcher.canTake(turnId, ev)) {
       this.log.debug({ evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode }, "message arrived mid-turn; it waits for the next turn");
       return;
     }

@@ -4,6 +4,7 @@
  * What a window holds back is still accounted for: when the window ends, one line says
  * how many lines of that key were suppressed.
  */
+import type { Level as PinoLevel } from "pino";
 import type { Logger } from "./log.js";
 
 export interface LogThrottleOptions {
@@ -15,7 +16,7 @@ export interface LogThrottleOptions {
   summaryEvt?: string;
 }
 
-type Level = "info" | "warn" | "error";
+type Level = PinoLevel;
 
 interface Window {
   count: number;

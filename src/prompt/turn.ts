@@ -153,11 +153,19 @@ export class TurnPromptBuilder {
     lines.push(`Reply to: event ${anchor.id} from ${who(anchor.pubkey)}`);
     const requesters = [...new Set(events.map((e) => e.pubkey))].filter((p) => p !== this.opts.self);
     if (requesters.length > 1 || events.length > 1) lines.push(`Requesters: ${requesters.map(who).join(", ")}`);
-    lines.push(
-      !root || root === anchor.id
-        ? `Answer with send_message in this new thread (reply_to ${anchor.id}); do not answer in older threads.`
-        : `Answer with send_message in this thread (reply_to ${anchor.id}) unless you are asked for a top-level post.`,
-    );
+    // Several messages from separate threads (a channel-scope batch): each asker looks for
+    // the answer in their own thread, so one reply under the last message would leave the
+    // others unanswered where they asked.
+    const threads = new Set(events.map((e) => threadOf(input, e) ?? e.id));
+    if (events.length > 1 && threads.size > 1) {
+      lines.push(`Answer each message for you in its own thread: one send_message per message, with reply_to set to that message's event id.`);
+    } else {
+      lines.push(
+        !root || root === anchor.id
+          ? `Answer with send_message in this new thread (reply_to ${anchor.id}); do not answer in older threads.`
+          : `Answer with send_message in this thread (reply_to ${anchor.id}) unless you are asked for a top-level post.`,
+      );
+    }
     return lines.join("\n");
   }
 

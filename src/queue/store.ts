@@ -91,6 +91,7 @@ CREATE TABLE IF NOT EXISTS cursors (channel TEXT PRIMARY KEY, created_at INTEGER
 CREATE TABLE IF NOT EXISTS controls (id TEXT PRIMARY KEY, created_at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, at INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (scope TEXT PRIMARY KEY, agent TEXT NOT NULL, session_id TEXT NOT NULL, updated_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_groups (pgid INTEGER PRIMARY KEY, identity TEXT NOT NULL, started_at INTEGER NOT NULL);
 `;
 
 
@@ -180,6 +181,9 @@ export class QueueStore {
       forgetSession: db.prepare("DELETE FROM sessions WHERE scope = ?"),
       forgetChannelSessions: db.prepare("DELETE FROM sessions WHERE scope = ? OR substr(scope, 1, length(?) + 1) = ? || '/'"),
       pruneSessions: db.prepare("DELETE FROM sessions WHERE updated_at < ?"),
+      recordAgentGroup: db.prepare("INSERT OR REPLACE INTO agent_groups (pgid, identity, started_at) VALUES (?, ?, ?)"),
+      forgetAgentGroup: db.prepare("DELETE FROM agent_groups WHERE pgid = ?"),
+      agentGroups: db.prepare("SELECT pgid, identity FROM agent_groups ORDER BY started_at"),
       pruneTurns: db.prepare(`DELETE FROM turns WHERE state NOT IN ('queued', 'running') AND updated_at < ?`),
     };
   }
@@ -355,6 +359,22 @@ export class QueueStore {
 
   forgetSession(scope: string): void {
     this.stmt.forgetSession.run(scope);
+  }
+
+  /**
+   * Agent process groups this daemon started and has not seen exit: what a SIGKILL of the
+   * daemon leaves behind. `identity` tells a leftover from a new process that reused the id.
+   */
+  recordAgentGroup(pgid: number, identity: string): void {
+    this.stmt.recordAgentGroup.run(pgid, identity, Date.now());
+  }
+
+  forgetAgentGroup(pgid: number): void {
+    this.stmt.forgetAgentGroup.run(pgid);
+  }
+
+  agentGroups(): Array<{ pgid: number; identity: string }> {
+    return this.stmt.agentGroups.all() as Array<{ pgid: number; identity: string }>;
   }
 
   /** Forgets the channel scope and every thread scope of the channel. */

@@ -20,6 +20,7 @@ import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
 import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
 import { FrameBudget, priorityOfKind, type FramePriority, type FrameQuota, BUZZ_FRAME_QUOTA } from "./frame-budget.js";
 import { RateGate } from "./rate-gate.js";
+import { killNow, replyFaultFor } from "./faults.js";
 import { RelayQueryError } from "./errors.js";
 import { signEvent } from "./verify.js";
 import { refusalAdvice } from "./auth-advice.js";
@@ -101,6 +102,8 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
   private readSeq = 0;
   /** Ids of EVENTs sent and still waiting for their OK (not AUTH). */
   private readonly eventsInFlight = new Set<string>();
+  /** Test-only (./faults.ts): OKs to drop as if lost on the wire. */
+  private swallowOk = new Set<string>();
   private readonly gate: RateGate;
   readonly budget: FrameBudget;
   private timers = new Set<NodeJS.Timeout>();
@@ -230,11 +233,16 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
       await sleep(this.rateLimitedFor);
     }
     if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
+    const fault = replyFaultFor(ev);
+    if (fault === "swallow") this.swallowOk.add(ev.id);
     const outcome = new Promise<PublishOutcome>((resolve) =>
       this.okWaiters.add(
         ev.id,
         timeoutMs,
-        (ok, reason) => resolve(reason === DISCONNECTED ? { status: "disconnected", reason: "connection lost before OK" } : outcomeFromOk(ok, reason)),
+        (ok, reason) => {
+          if (fault === "kill" && ok) killNow();
+          resolve(reason === DISCONNECTED ? { status: "disconnected", reason: "connection lost before OK" } : outcomeFromOk(ok, reason));
+        },
         () => resolve({ status: "timeout", reason: `no OK within ${timeoutMs} ms` }),
       ),
     );
@@ -316,6 +324,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
         this.emit("event", f.sub, f.event);
         return;
       case "OK":
+        if (this.swallowOk.delete(f.id)) return;
         return this.okWaiters.resolve(f.id, f.ok, f.reason);
       case "EOSE":
         if (this.reads.has(f.sub)) return this.reads.get(f.sub)!.done();

@@ -26,6 +26,8 @@ import type { TextBlock, TurnHooks, TurnPublisher } from "./ports.js";
 
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
 const PROXY_CONNECT_WAIT_MS = 3000;
+/** Failure notices per failed batch, one per thread, before they are merged into one. */
+const MAX_NOTICE_THREADS = 10;
 import { askOwnerByReaction } from "./ask-owner.js";
 import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
 import { EMOJI } from "./signals.js";
@@ -126,7 +128,7 @@ interface ScopeSession {
 export class TurnDispatcher {
   private readonly scopes = new Map<string, ScopeSession>();
   /** Turns in flight; a heartbeat's has no mid-turn inbox (nothing is steered into it). */
-  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox }>();
+  private readonly running = new Map<number, { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox; threads?: Set<string> }>();
   private readonly builder: TurnPromptBuilder;
   /** Heartbeat turns take negative ids in `running`, apart from the queue's turn ids. */
   private heartbeatSeq = 0;
@@ -144,7 +146,8 @@ export class TurnDispatcher {
     const abort = new AbortController();
     const info: RunningTurn = { turnId: batch.turnId, scope: batch.scope.key, channel: batch.scope.channel, startedAt: Date.now() };
     const mid = this.inbox(batch);
-    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox } = { scope: batch.scope.key, abort, done: Promise.resolve(), info, mid };
+    const threads = new Set(batch.events.map((e) => this.threadOf(e)));
+    const entry: { scope: string; abort: AbortController; done: Promise<void>; info: RunningTurn; session?: AgentSession; mid?: MidTurnInbox; threads?: Set<string> } = { scope: batch.scope.key, abort, done: Promise.resolve(), info, mid, threads };
     this.running.set(batch.turnId, entry);
     entry.done = this.run(batch, abort.signal, entry, mid).finally(() => this.running.delete(batch.turnId));
     return entry.done;
@@ -159,9 +162,19 @@ export class TurnDispatcher {
   }
 
   /** Whether the running turn can take a mid-turn message now (else it queues for the next turn). */
-  canTake(turnId: number): boolean {
+  canTake(turnId: number, ev?: Event): boolean {
     const r = this.running.get(turnId);
+    // Steering is for the conversation the turn is in. A mention that starts or continues
+    // another thread (channel scope) is a request of its own: it waits for the next turn,
+    // whose answer goes into its own thread, instead of moving this turn's answer away
+    // from the thread that asked first.
+    if (ev && r?.threads && !r.threads.has(this.threadOf(ev))) return false;
     return !!r?.mid && !r.abort.signal.aborted && r.mid.canTake();
+  }
+
+  /** The thread an event belongs to (an edit: the thread of the message it edits). */
+  private threadOf(ev: Event): string {
+    return threadRootOf(this.anchorOf([ev]));
   }
 
   /** A message that already joined the turn in the queue (Scheduler.joinRunning) goes to the agent. */
@@ -264,25 +277,26 @@ export class TurnDispatcher {
   private async run(whole: Batch, signal: AbortSignal, running: { info: RunningTurn; session?: AgentSession }, mid: MidTurnInbox): Promise<void> {
     const started = Date.now();
     const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
-    let batch = whole;
+    let resumed = whole;
     if (whole.publishedReplyIds.length > 0 && whole.unansweredJoins.length > 0) {
       // The turn had answered, then took mid-turn messages, and the process stopped before
       // it answered those: they run now, on their own; what was published stays.
       log.info({ evt: "turn.resumed", replies: whole.publishedReplyIds, events: whole.unansweredJoins.map((e) => e.id) }, "messages steered into the turn before the restart still need an answer");
-      batch = { ...whole, events: whole.unansweredJoins, publishedReplyIds: [] };
+      resumed = { ...whole, events: whole.unansweredJoins, publishedReplyIds: [] };
     }
-    const anchor = this.anchorOf(batch.events);
-    const thread = replyRefFor(anchor);
     const cfg = this.d.config();
     const end = (outcome: TurnOutcome["status"]) => this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000);
 
-    if (batch.publishedReplyIds.length > 0) {
+    const batch = await this.unanswered(resumed, log);
+    if (batch.events.length === 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info({ evt: "turn.already_answered", replies: batch.publishedReplyIds }, "turn had already replied before the restart; not re-run");
       await mid.close(true);
       this.d.scheduler.complete(batch.turnId);
       return end("answered");
     }
+    const anchor = this.anchorOf(batch.events);
+    const thread = replyRefFor(anchor);
     const channel = await this.d.channel(batch.scope.channel);
     if (!channel) {
       await mid.close(true);
@@ -400,11 +414,63 @@ export class TurnDispatcher {
     end(outcome.status);
   }
 
+  /**
+   * A turn that ran before (a restart, a retry) may have answered some of its mentions
+   * already, and not all of that is in the store: the process can die between the relay's
+   * OK for a reply and the write that records it. The relay is the record of what people
+   * saw, so it is asked: a trigger with an agent message replying to it is answered (the
+   * reply is recorded now), and only the rest run again. Without the relay's answer, the
+   * store decides alone: anything recorded means the turn is answered.
+   */
+  private async unanswered(batch: Batch, log: Logger): Promise<Batch> {
+    if (batch.attempt <= 1 && !batch.recovered && batch.publishedReplyIds.length === 0) return batch;
+    const found = await this.answeredOnRelay(batch.events, log);
+    if (!found) return batch.publishedReplyIds.length > 0 ? { ...batch, events: [] } : batch;
+    for (const id of found.replies) this.d.scheduler.recordReply(batch.turnId, id);
+    if (found.answered.size === 0) return batch.publishedReplyIds.length > 0 ? { ...batch, events: [] } : batch;
+    const events = batch.events.filter((e) => !found.answered.has(e.id));
+    const publishedReplyIds = [...new Set([...batch.publishedReplyIds, ...found.replies])];
+    if (events.length > 0) log.info({ evt: "turn.already_answered", replies: publishedReplyIds, answered: found.answered.size, remaining: events.length }, "some of the turn's mentions were answered before; the rest run again");
+    return { ...batch, events, publishedReplyIds };
+  }
+
+  /**
+   * Which of `events` the agent has answered, as the relay shows it: a reply answers its
+   * parent and, within that thread, every earlier event (an agent answers a thread once,
+   * under its last message). Undefined when the relay cannot be asked.
+   */
+  private async answeredOnRelay(events: Event[], log: Logger): Promise<{ answered: Set<string>; replies: string[] } | undefined> {
+    // An edit is answered under the message it edits (the reply anchor): a reply to that counts for it.
+    const ids = events.map((e) => (e.kind === KIND.edit ? this.anchorOf([e]).id : e.id));
+    let found: Event[];
+    try {
+      found = await this.d.relay.query([{ kinds: [KIND.message], authors: [this.d.self], "#e": [...new Set(ids)], limit: 1000 }]);
+    } catch (err) {
+      log.warn({ evt: "turn.replies_unknown", err: err instanceof Error ? err.message : String(err) }, "could not ask the relay which mentions were already answered");
+      return undefined;
+    }
+    const answered = new Set<string>();
+    const replies: string[] = [];
+    for (const r of found) {
+      if (r.pubkey !== this.d.self) continue;
+      const parent = r.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1] ?? (threadRootOf(r) === r.id ? undefined : threadRootOf(r));
+      const at = parent ? ids.lastIndexOf(parent) : -1;
+      if (at < 0) continue;
+      const thread = threadRootOf(this.anchorOf([events[at]!]));
+      for (const e of events.slice(0, at + 1)) if (threadRootOf(this.anchorOf([e])) === thread) answered.add(e.id);
+      replies.push(r.id);
+    }
+    return { answered, replies };
+  }
+
   private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {
     log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined, model: extra.model, usage: extra.usage }, "turn ended");
     if (outcome.status === "failed") {
-      // A failed turn that already replied is not retried: the reply is the answer, marked ⚠️.
-      if (outcome.published.length > 0) {
+      // A failed turn that already replied in its one thread is not retried: the reply is
+      // the answer, marked ⚠️. A batch from several threads may have answered only some of
+      // them: it is retried, and the retry runs only for the mentions still unanswered.
+      const threads = new Set(batch.events.map((e) => threadRootOf(e))).size;
+      if (outcome.published.length > 0 && threads === 1) {
         this.d.scheduler.complete(batch.turnId);
         this.markFailed(batch.events, batch.scope.channel);
       } else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry }); // final → postFailure
@@ -516,13 +582,26 @@ export class TurnDispatcher {
     for (const e of events.slice(-5)) this.d.out.signal(reaction(e, EMOJI.failed, channel));
   }
 
-  /** The notice (and ⚠️) posted when a turn fails for good (the queue's onFinalFailure). */
+  /**
+   * The notices (and ⚠️) posted when a turn fails for good (the queue's onFinalFailure): one
+   * in each thread of the batch that has no answer yet, under its last message, naming its
+   * askers. Mentions an earlier attempt answered get nothing more. A batch from more threads
+   * than MAX_NOTICE_THREADS gets one notice under its last message naming everyone instead.
+   */
   async postFailure(events: Event[], error: string, channel: string): Promise<void> {
     if (!events.length) return;
-    const anchor = this.anchorOf(events);
     this.markFailed(events, channel);
-    const ref = { root: threadRootOf(anchor), parent: anchor.id };
-    await this.d.out.publish(failureNotice(channel, ref, events, error));
+    const log = this.d.logger.child({ channel });
+    const found = await this.answeredOnRelay(events, log);
+    const open = found ? events.filter((e) => !found.answered.has(e.id)) : events;
+    const threads = new Map<string, Event[]>();
+    for (const e of open) threads.set(threadRootOf(e), [...(threads.get(threadRootOf(e)) ?? []), e]);
+    const groups = threads.size > MAX_NOTICE_THREADS ? [open] : [...threads.values()];
+    for (const group of groups) {
+      if (!group.length) continue;
+      const anchor = this.anchorOf(group);
+      await this.d.out.publish(failureNotice(channel, { root: threadRootOf(anchor), parent: anchor.id }, group, error));
+    }
   }
 
   /**

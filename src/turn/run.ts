@@ -14,7 +14,8 @@ import { TurnSignals } from "./signals.js";
 import { enforceStopGates, type StopMode } from "./stop-gates.js";
 
 export type ReplyFallback = "final_text" | "notice" | "off";
-export type Enforce = "bridge" | "agent" | "off";
+import type { Enforce } from "../config/enforce.js";
+export type { Enforce };
 
 export interface TurnSpec {
   turnId: string;
