@@ -1,5 +1,5 @@
 /**
- * Agent start-up cost as a mention sees it (issue 6 "Benchmark"): time from `acquire`
+ * Agent start-up cost as a mention sees it: time from `acquire`
  * to the session being ready for `session/prompt`, and to the end of a one-line turn,
  * with a warm spare vs a cold spawn of the same agent (the demo agent, `dist/cli.js
  * demo-agent`, build first), alternating in the same run. The cold figure is the

@@ -1,5 +1,5 @@
 /**
- * Busy channel and memory (issue 10 figures 6 and 7), the daemon as users run it: the dev
+ * Busy channel and memory, the daemon as users run it: the dev
  * relay and `buzz-bridge run` each in their own process (build first), the bridge a
  * member of 500 channels, `require_mention: false`, owner-only. Then 20,000 events from
  * 10 authors the policy denies, published as fast as the relay takes them (pre-signed

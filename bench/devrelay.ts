@@ -1,5 +1,5 @@
 /**
- * Dev relay throughput (issue 3 "Benchmark"): 5,000 kind 9 events published over one
+ * Dev relay throughput: 5,000 kind 9 events published over one
  * WebSocket (200 in flight) to the relay running as its own process (`dist/cli.js
  * dev-relay`, build first), with one live `#h` subscriber; events/s accepted (OK) and
  * delivered, and the relay's RSS. Baseline in the same run: a bare `ws` echo server

@@ -1,5 +1,5 @@
 /**
- * Hook fan-out (issue 10 figure 2), as the issue words it: the merged `_Stop` through
+ * Hook fan-out, as the issue words it: the merged `_Stop` through
  * `buzz-bridge mcp-proxy` for 1, 5 and 10 gate servers that each answer in 5 ms
  * (`test/fixtures/gate-server.mjs`, GATE_DELAY_MS=5), against the baseline of one such gate
  * called directly (no proxy); and with one gate hung, the answer time against

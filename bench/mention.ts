@@ -1,5 +1,5 @@
 /**
- * End-to-end mention latencies (issue 10 figures 3 and 4), the daemon in this process
+ * End-to-end mention latencies, the daemon in this process
  * (its real `Daemon` class: relay client → gate → SQLite queue → turn dispatcher → agent
  * pool with the demo agent over ACP) against the dev relay, also in this process:
  *  3. relay publish → the bridge's gate decision (the `gate.accepted` log line is written

@@ -1,5 +1,5 @@
 /**
- * Proxy overhead (issue 7 "Benchmark"): median and p99 latency of 2,000 sequential
+ * Proxy overhead: median and p99 latency of 2,000 sequential
  * `tools/call echo` to server-everything, measured in the same run three ways:
  * straight to the server (the baseline), through a process that only copies bytes both
  * ways (the floor for anything in between), and through `buzz-bridge mcp-proxy`.

@@ -1,5 +1,5 @@
 /**
- * Relay client figures (issue 4 "Benchmark"), against the dev relay in this process:
+ * Relay client figures, against the dev relay in this process:
  *  - publish → handler latency, median and p99 over 1,000 mentions, for the bridge's
  *    RelayClient and, in the same run on the same relay, a plain nostr-tools subscriber
  *    (AbstractRelay with the same wasm verifier, `onauth`), each alone on the relay — ratio
@@ -64,7 +64,7 @@ export async function benchRelay(): Promise<Record<string, number>> {
     const bridgeFrames = relay.stats().reqFrames - f0;
 
     // --- Baseline: one REQ per channel from a plain nostr-tools relay, unpaced ---
-    // nostr-tools signs the relay tag with a trailing slash; Buzz wants none (nostr-tools notes §2).
+    // nostr-tools signs the relay tag with a trailing slash; Buzz wants none.
     const onauth = async (t: EventTemplate) =>
       wasm.finalizeEvent({ ...t, tags: t.tags.map((x) => (x[0] === "relay" ? ["relay", x[1]!.replace(/\/$/, "")] : x)) }, bridgeSk);
     const f1 = relay.stats().reqFrames;

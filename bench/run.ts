@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (issue 10): runs every figure of the issue's list, prints one table
+ * `npm run bench`: runs every figure of the issue's list, prints one table
  * (figure, samples, median, p99, baseline, ratio, target, met?) and writes
  * `bench/results.json`. Every figure is an absolute value next to a baseline measured in
  * the same run. Each part runs on its own and a failing part becomes a row saying so, so

@@ -1,5 +1,5 @@
 /**
- * The daemon as a service (issue 9): health and metrics over `http.listen`, presence,
+ * The daemon as a service: health and metrics over `http.listen`, presence,
  * graceful SIGTERM (a turn in flight completes or re-runs after restart, answered once),
  * SIGHUP reload (new policy for the next mention; an invalid file is refused), owner
  * `!status`, and start-up failures that must exit 2 with a message naming the problem.

@@ -1,5 +1,5 @@
 /**
- * Gates that misbehave never trap a turn (issue 8 "Bad input"): a gate that never answers
+ * Gates that misbehave never trap a turn: a gate that never answers
  * its `_Stop` counts as no objection once `mcp.hook_deadline` passes, and one that crashes
  * while answering counts as no objection too (`on_error: allow`, the default); the round's
  * log line says which, and the turn ends normally.

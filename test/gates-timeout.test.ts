@@ -1,5 +1,5 @@
 /**
- * `stop: wait` gates are bounded by `gates.wait_max` (issue 8 "Bad input"): an approval
+ * `stop: wait` gates are bounded by `gates.wait_max`: an approval
  * nobody gives ends the turn with a notice in the thread naming the gate, and a poll
  * that cannot be answered in time (a slow relay behind the gate) is "no answer yet",
  * never an approval — only the gate's own "" ends a wait. A shutdown cuts a wait short

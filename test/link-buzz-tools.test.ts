@@ -139,7 +139,7 @@ describe("buzz tools through the link", () => {
     assert.equal(chan.id, chanA);
   });
 
-  test("design §8 spellings work too: `event` for event_id, npub mentions", async () => {
+  test("docs/architecture.md §4 spellings work too: `event` for event_id, npub mentions", async () => {
     const parent = finalizeEvent(message(chanA, "@agent again", { mentions: [agent] }), ownerSk);
     assert.equal((await ownerPort.publish(parent)).status, "accepted");
     const re = await proxy.call("add_reaction", { event: parent.id, emoji: "👍" });

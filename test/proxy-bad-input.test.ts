@@ -1,5 +1,5 @@
 /**
- * Bad downstream servers and bad calls (issue 7 "Bad input"): each gets a clear error
+ * Bad downstream servers and bad calls: each gets a clear error
  * result or log line, the proxy keeps serving the rest, hooks stay on time.
  */
 import { after, before, describe, test } from "node:test";

@@ -1,7 +1,7 @@
 /**
  * Crash accounting for the pool: respawn backoff that grows with recent crashes, and a
  * circuit breaker — `threshold` crashes within `windowMs` open it for `openMs`, during
- * which no agent is started and calls fail fast (design §7: 3 in 60 s → 5 min).
+ * which no agent is started and calls fail fast (docs/architecture.md §3: 3 in 60 s → 5 min).
  */
 import { EventEmitter } from "node:events";
 import { Backoff } from "../relay/backoff.js";

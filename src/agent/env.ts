@@ -1,5 +1,5 @@
 /**
- * The agent's environment (design §7): nothing is inherited except an allow-list of
+ * The agent's environment (docs/architecture.md §3): nothing is inherited except an allow-list of
  * plain OS settings, then `agent.env` is laid over it. The bridge's secret key never
  * gets in: the well-known variable names are dropped, and so is any variable whose
  * value contains the key in either spelling (nsec or hex), even when a user put it in
@@ -26,7 +26,7 @@ export interface AgentEnvOptions {
   configured?: Record<string, string>;
   /** The bridge's secret key (bytes) or its textual forms; any value containing one is dropped. */
   secret?: Uint8Array | string[];
-  /** `gates.enforce` resolved to `agent`: tells the agent which MCP entry has hooks (design §7). */
+  /** `gates.enforce` resolved to `agent`: tells the agent which MCP entry has hooks (docs/architecture.md §3). */
   hooksAgentEnforced?: boolean;
   /** Defaults to `process.env`; tests pass their own. */
   parent?: NodeJS.ProcessEnv;

@@ -1,5 +1,5 @@
 /**
- * The agent pool (design §7): one agent process per active scope, at most
+ * The agent pool (docs/architecture.md §3): one agent process per active scope, at most
  * `max_concurrent`, reaped after `idle_close`; one initialized warm spare so a mention
  * does not wait for agent start-up; crashed processes fail their turn (AgentCrashedError),
  * are respawned with backoff, and repeated crashes open a circuit breaker.

@@ -1,6 +1,6 @@
 /**
  * Key parsing for config and CLI input. On the wire pubkeys are always 64 lowercase hex
- * (buzz-protocol §5); people write npub1… as often as hex, so both are accepted here and
+ * (docs/protocol.md §6); people write npub1… as often as hex, so both are accepted here and
  * normalised once. NIP-19 decoding is nostr-tools', never hand-rolled.
  */
 // Subpath imports: the package root also loads NIP-04/NIP-44 encryption, which nothing here uses.

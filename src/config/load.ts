@@ -51,7 +51,7 @@ type PathPart = string | number;
 /** `${NAME}` or `${NAME:-fallback}` (shell style: the fallback applies when NAME is unset or empty). */
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
-/** Finds the config file per design §3: -c, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml. */
+/** Finds the config file per README.md "Commands": -c, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml. */
 export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   return resolve(flag ?? env.BUZZ_BRIDGE_CONFIG ?? "buzz-bridge.yaml");
 }

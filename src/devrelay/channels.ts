@@ -2,7 +2,7 @@
  * The relay's channel directory: NIP-29 groups with members and roles, and the set of
  * relay members (who may authenticate at all). Channel members are relay members
  * implicitly. The directory is the authority for access checks; the relay-signed
- * 39000/39002 events (built from it here) are how clients see it (buzz-protocol §1.5).
+ * 39000/39002 events (built from it here) are how clients see it (docs/protocol.md §3).
  */
 import type { Event } from "nostr-tools";
 import { KIND } from "../relay/kinds.js";

@@ -1,6 +1,6 @@
 /**
  * One WebSocket client: NIP-01 messages (EVENT, REQ, CLOSE, COUNT) behind NIP-42 as Buzz
- * enforces it (buzz-protocol §1.2): challenge on connect, a fixed time to answer, the
+ * enforces it (docs/protocol.md §1): challenge on connect, a fixed time to answer, the
  * exact `relay` tag `ws://<Host header>`, relay members only, failure sticky for the
  * connection; before that REQ gets `CLOSED auth-required:` and EVENT `OK false`.
  */

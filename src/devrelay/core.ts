@@ -3,8 +3,7 @@
  * store, fan out), stored queries with per-reader access, and live fan-out to every
  * subscription whose filters match (full NIP-01 tag matching via nostr-tools) and whose
  * reader may see the event's channel. Built directly on nostr-tools rather than
- * @nostr-relay/core, whose live broadcast ignores tag filters and which only gates DMs
- * (nostr-tools-and-relays.md §3).
+ * @nostr-relay/core, whose live broadcast ignores tag filters and which only gates DMs.
  */
 import type { Event, EventTemplate } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";

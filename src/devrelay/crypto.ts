@@ -1,7 +1,7 @@
 /**
  * Signature checks and relay signing on nostr-wasm through nostr-tools/wasm: schnorr
  * verification is the relay's bottleneck and wasm is ~4x the pure-JS speed
- * (nostr-tools-and-relays.md §2). Initialised once per process.
+ *. Initialised once per process.
  */
 import { initNostrWasm } from "nostr-wasm";
 import { setNostrWasm, finalizeEvent } from "nostr-tools/wasm";

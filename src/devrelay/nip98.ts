@@ -1,5 +1,5 @@
 /**
- * NIP-98 HTTP auth as Buzz checks it (buzz-protocol §1.4): `Authorization: Nostr <base64
+ * NIP-98 HTTP auth as Buzz checks it (docs/protocol.md §2): `Authorization: Nostr <base64
  * kind 27235>`, `u` = `http://<Host><path>`, `method`, `payload` = sha256 hex of the
  * exact body bytes, created_at within ±60 s, each auth event id accepted once.
  */

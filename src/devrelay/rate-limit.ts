@@ -1,5 +1,5 @@
 /**
- * Optional per-connection frame quota in Buzz's shape (buzz-protocol §6: about 50
+ * Optional per-connection frame quota in Buzz's shape (docs/protocol.md §7: about 50
  * frames per 5 s), off unless configured, so a client's back-off can be tested.
  */
 export interface RateLimit {

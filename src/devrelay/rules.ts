@@ -1,7 +1,7 @@
 /**
- * The relay's protocol rules in one place: event shape and limits (buzz-protocol §6),
+ * The relay's protocol rules in one place: event shape and limits (docs/protocol.md §7),
  * who may write what where (channel membership, relay-signed kinds), who may read what
- * (channel scoping, p-gating of 44100/44101/24200 — §2.5, §7).
+ * (channel scoping, p-gating of 44100/44101/24200 — docs/protocol.md §3).
  */
 import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";

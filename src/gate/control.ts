@@ -1,5 +1,5 @@
 /**
- * Owner control commands (buzz-acp §8): `!cancel`, `!rotate`, `!status`, `!shutdown`.
+ * Owner control commands (docs/protocol.md §6): `!cancel`, `!rotate`, `!status`, `!shutdown`.
  * The gate recognised and verified the command; this executes it through the daemon's
  * interface and publishes the outcome as a kind 40099 `{type, actor, target}` in the
  * command's thread — also for no-ops, so the owner always sees that it was heard.

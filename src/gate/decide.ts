@@ -1,5 +1,5 @@
 /**
- * The gate's decision for one relay event, in design §6's order: own event → not in a
+ * The gate's decision for one relay event, in docs/architecture.md §3's order: own event → not in a
  * configured channel → edit of an already-handled event → owner control command →
  * subscribed kinds → mention requirement → respond-to policy (where a verified sibling
  * passes like the owner; the caller looks that up only for refusals it could change). Pure
@@ -8,7 +8,7 @@
  *
  * Signatures are verified only for events that would be acted on (control commands and
  * accepted events). The relay client already checks what it receives, but the bridge
- * never trusts a relay's word for who wrote what (design §5); verifying events the policy
+ * never trusts a relay's word for who wrote what (docs/protocol.md §5); verifying events the policy
  * drops anyway would only spend CPU on what an attacker can send for free.
  */
 import type { Event } from "nostr-tools";
@@ -87,7 +87,7 @@ function deny(reason: DropReason, channel: ChannelInfo, policy: ChannelPolicy, s
   return { action: "deny", reason, level: "info", channel, policy, ...(sibling ? { sibling } : {}) };
 }
 
-/** Owner control command shape (buzz-acp §8): kind 9, exact trimmed text, `p`-tags the agent. */
+/** Owner control command shape (docs/protocol.md §6): kind 9, exact trimmed text, `p`-tags the agent. */
 export function controlCommandOf(ev: Event, self: string): ControlCommand | undefined {
   if (ev.kind !== KIND.message) return undefined;
   const text = ev.content.trim() as ControlCommand;

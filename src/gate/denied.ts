@@ -1,5 +1,5 @@
 /**
- * Making every refusal visible (design §6): one log line per drop or denial (forged
+ * Making every refusal visible (docs/architecture.md §3): one log line per drop or denial (forged
  * signatures: up to a bound per minute, then counted in one line), and for
  * respond-to denials the channel's `on_denied` answer — a 🔒 reaction, a one-line reply
  * in the thread, or nothing. The Rust bridge dropped teammates' mentions with only a

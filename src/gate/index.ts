@@ -1,4 +1,4 @@
-/** The gate step (design §6): who is answered, control commands, visible refusals. */
+/** The gate step (docs/architecture.md §3): who is answered, control commands, visible refusals. */
 export { Gate, type GateOptions } from "./gate.js";
 export { SiblingCheck, type SiblingCheckOptions, type SiblingVerdict } from "./siblings.js";
 export { decide, siblingMayChange, controlCommandOf, CONTROL_COMMANDS, type ControlCommand, type Decision, type DropReason, type GateContext, type Refusal } from "./decide.js";

@@ -1,12 +1,12 @@
 /**
- * Who a channel answers (design §6): the per-channel `respond_to` mode, the allowlist,
+ * Who a channel answers (docs/architecture.md §3): the per-channel `respond_to` mode, the allowlist,
  * and DM hardening. Pure functions over the merged policy from `policyFor`, so the same
  * rules apply to live events and to events replayed after a restart.
  */
 import { policyFor, channelSelected, type Config } from "../config/schema.js";
 
 /**
- * Channel types as the relay directory reports them (buzz-protocol §1.5): `t=dm` or
+ * Channel types as the relay directory reports them (docs/protocol.md §3): `t=dm` or
  * `hidden` → dm; missing metadata → unknown. Unknown is treated like a DM (fail closed),
  * because a DM whose metadata did not load must not become an open channel.
  */

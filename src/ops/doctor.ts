@@ -1,5 +1,5 @@
 /**
- * `buzz-bridge doctor`'s checks (design §3): a live self-check that starts the real
+ * `buzz-bridge doctor`'s checks (README.md "Commands"): a live self-check that starts the real
  * parts the daemon would start — relay connection, NIP-42 auth, channel discovery, the
  * agent's ACP handshake, every MCP server — and says for each what is wrong in words a
  * person can act on. Each check is bounded in time, cleans up after itself, and never

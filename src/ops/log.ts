@@ -1,5 +1,5 @@
 /**
- * Logging: pino, one JSON object per line with a stable `evt` name (design §10).
+ * Logging: pino, one JSON object per line with a stable `evt` name (docs/architecture.md).
  * Secrets are removed by path with pino's `redact`; the paths cover every place a key
  * could travel (config objects, env maps handed to children, raw errors).
  */

@@ -1,5 +1,5 @@
 /**
- * The daemon's Prometheus metrics (served on `/metrics`, design §3/§4 `http.listen`).
+ * The daemon's Prometheus metrics (served on `/metrics`, README.md "Commands" `http.listen`).
  *
  * Every metric lives in this class's own `Registry`, not prom-client's global one, so
  * tests (and a demo running a daemon in-process) can hold several side by side. Callers
@@ -41,9 +41,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 
 const PREFIX = "buzz_bridge_";
 
-/** What the gate did with an event (design §6). */
+/** What the gate did with an event (docs/architecture.md §3). */
 export type GateDecision = "accept" | "amend" | "deny" | "drop" | "control";
-/** How a turn ended: every accepted mention ends as one of these (design §6). */
+/** How a turn ended: every accepted mention ends as one of these (docs/architecture.md §3). */
 export type TurnOutcome = "answered" | "failed" | "cancelled";
 /** The merged verdict of a hook fan-out: an objection was raised, or nobody objected. */
 export type HookVerdict = "allow" | "object";

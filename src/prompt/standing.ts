@@ -1,5 +1,5 @@
 /**
- * The standing context (design §6, buzz-acp §5/§11): sent once per agent session — as the
+ * The standing context (docs/architecture.md §3§11): sent once per agent session — as the
  * `systemPrompt` of `session/new` when the agent supports it, else as the first blocks of
  * the session's first prompt. Base prompt, persona, channel (name, description, owner),
  * team instructions, each a separate block with a stable heading the demo agent parses:

@@ -1,5 +1,5 @@
 /**
- * The prompt of one turn (design §6, buzz-acp §11), as separate text blocks: standing
+ * The prompt of one turn (docs/architecture.md §3), as separate text blocks: standing
  * context on a session's first turn when it was not sent as systemPrompt (else a one-time
  * "settings changed" block when team instructions or the description changed), a context
  * block (scope, channel, thread root, what to reply to and whom), up to `history` earlier

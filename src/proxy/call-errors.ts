@@ -1,7 +1,7 @@
 /**
  * The isError results a proxied tool call can end in, worded once for both call paths
  * (the pass-through and the SDK's). Tool failures reach the agent as results it can
- * read, never as protocol errors (issue 7).
+ * read, never as protocol errors.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 

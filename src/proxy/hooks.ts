@@ -1,5 +1,5 @@
 /**
- * Hook fan-out and merge (design §8; peers-and-asks §4.1). A hook is a tool whose bare
+ * Hook fan-out and merge (docs/architecture.md §4). A hook is a tool whose bare
  * name starts with `_`. One upstream hook call reaches every server that has the hook
  * exactly once, in parallel, under one deadline; late answers are discarded. The merged
  * text is `[server] text` per objecting server in config order, blank-line separated,

@@ -1,5 +1,5 @@
 /**
- * Tool naming rules (design §8; peers-and-asks §0.1). buzz-agent refuses a whole session
+ * Tool naming rules (docs/architecture.md §4). buzz-agent refuses a whole session
  * if any name contains `__`, has characters outside [A-Za-z0-9_-], or if its qualified
  * name exceeds 64 characters; Claude Code prefixes `mcp__<slot>__`. So: `prefix: false`
  * keeps names, others become `<server>_<tool>`, anything else is sanitised and

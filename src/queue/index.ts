@@ -1,4 +1,4 @@
-/** The queue step (design §6): durable acceptance, per-scope scheduling, recovery. */
+/** The queue step (docs/architecture.md §3): durable acceptance, per-scope scheduling, recovery. */
 export { QueueStore, SCHEMA_VERSION, STORE_FILE, type EventState, type StoredEvent, type TurnRecord, type TurnState } from "./store.js";
 export { Scheduler, type Batch, type FinalFailure, type SchedulerOptions } from "./scheduler.js";
 export { scopeKey, scopeOf, parseScopeKey, type Scope, type SessionScope } from "./scope.js";

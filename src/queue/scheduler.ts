@@ -1,5 +1,5 @@
 /**
- * Per-scope queues over the durable store (design §6, buzz-acp §4): one turn in flight
+ * Per-scope queues over the durable store (docs/architecture.md §3): one turn in flight
  * per scope, arrivals meanwhile batched into the next turn (≤ 50, by created_at) unless
  * they join the running one (joinRunning: a mid-turn steer), a global concurrency limit,
  * oldest-waiting-scope-first fairness, a per-scope cap whose refusals are announced,

@@ -1,5 +1,5 @@
 /**
- * Scopes (design §6): the unit that has at most one turn in flight and one agent
+ * Scopes (docs/architecture.md §3): the unit that has at most one turn in flight and one agent
  * session. `thread` gives every thread (root id) its own scope, `channel` one per channel.
  */
 import type { Event } from "nostr-tools";

@@ -1,5 +1,5 @@
 /**
- * The durable queue (design §6): SQLite in WAL mode under `state_dir`. An accepted event
+ * The durable queue (docs/architecture.md §3): SQLite in WAL mode under `state_dir`. An accepted event
  * is written here before anything else happens, so a crash between acceptance and the
  * end of its turn loses nothing; on restart the scheduler reloads what is unfinished.
  *
@@ -237,7 +237,7 @@ export class QueueStore {
     return (this.stmt.cursor.get(channel) as { created_at: number } | undefined)?.created_at;
   }
 
-  /** The oldest of all channel cursors: one `since` for the single REQ (design §5). */
+  /** The oldest of all channel cursors: one `since` for the single REQ (docs/protocol.md §5). */
   minCursor(): number | undefined {
     const m = (this.stmt.minCursor.get() as { m: number | null }).m;
     return m ?? undefined;

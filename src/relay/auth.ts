@@ -1,5 +1,5 @@
 /**
- * NIP-42 AUTH event (buzz-protocol §1.2): kind 22242 with `relay` and `challenge` tags. Buzz
+ * NIP-42 AUTH event (docs/protocol.md §1): kind 22242 with `relay` and `challenge` tags. Buzz
  * compares the `relay` tag exactly with `ws(s)://host[:port]`, no path and no trailing slash,
  * while nostr-tools always adds one, so the URL is normalised here before signing.
  */

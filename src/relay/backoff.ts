@@ -1,6 +1,6 @@
 /**
  * Reconnect and retry pacing: jittered exponential backoff, and the relay's
- * `retry in Ns` hints (buzz-protocol §4 "Pacing", §6).
+ * `retry in Ns` hints (docs/protocol.md §5 "Pacing", §6).
  */
 
 export interface BackoffOptions {

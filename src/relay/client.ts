@@ -1,5 +1,5 @@
 /**
- * RelayClient: what the daemon holds of the relay (design §5). One connection with two
+ * RelayClient: what the daemon holds of the relay (docs/protocol.md §5). One connection with two
  * subscriptions (every channel in ONE REQ, membership notifications in another), resubscribe
  * from the last handled `created_at` − 5 s, de-duplication by id, publishing with typed
  * outcomes, and the NIP-98 HTTP bridge for reads.

@@ -1,5 +1,5 @@
 /**
- * One WebSocket to a Buzz relay (design §5, buzz-protocol §1.2 and §4): NIP-42 auth before any
+ * One WebSocket to a Buzz relay (docs/protocol.md §5, docs/protocol.md §1 and §5): NIP-42 auth before any
  * REQ, re-challenges answered, `auth-required:` CLOSED answered by one re-auth, reconnect forever
  * with jittered backoff, ping/pong liveness, `rate-limited: … retry in Ns` honoured, and
  * publishes that await `OK`. Subscriptions are registered as filter *functions* so every
@@ -31,7 +31,7 @@ export interface ConnectionOptions {
   url: string;
   secretKey: Uint8Array;
   logger?: Logger;
-  /** Reconnect pacing. Default 1 s → 60 s, ±20 % (design §5); tests use tens of ms. */
+  /** Reconnect pacing. Default 1 s → 60 s, ±20 % (docs/protocol.md §5); tests use tens of ms. */
   backoff?: BackoffOptions;
   /** Connected this long → backoff starts again from the base. Default 60 s. */
   resetAfterMs?: number;

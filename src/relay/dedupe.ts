@@ -1,5 +1,5 @@
 /**
- * Event-id de-duplication with bounded memory (buzz-protocol §4 "Dedupe": the harness keeps a
+ * Event-id de-duplication with bounded memory (docs/protocol.md §5 "Dedupe": the harness keeps a
  * two-generation set of 12 000 ids). When the young generation fills, the old one is dropped
  * whole: no per-entry bookkeeping, and an id is remembered for at least `capacity / 2` newer ids.
  */

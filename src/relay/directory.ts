@@ -1,5 +1,5 @@
 /**
- * Channel directory (buzz-protocol §1.5): the channels this identity belongs to, from NIP-29
+ * Channel directory (docs/protocol.md §3): the channels this identity belongs to, from NIP-29
  * state over `POST /query` (39002 members `#p` self → 39000 metadata by `#d`), kept current by
  * the relay's 44100/44101 notifications. It emits `joined`/`left` so the daemon can update the
  * one channel subscription; a joined channel carries `since` = the notification's created_at

@@ -1,5 +1,5 @@
 /**
- * Builders for the events the bridge publishes (buzz-protocol §2): channel messages with
+ * Builders for the events the bridge publishes (docs/protocol.md §4): channel messages with
  * NIP-10 thread markers and mentions, reactions, typing, presence and 40099 system
  * messages. They return unsigned templates; signing stays with the one holder of the key.
  */
@@ -84,7 +84,7 @@ export function presence(status: "online" | "away" | "offline"): EventTemplate {
   return { kind: KIND.presence, created_at: now(), content: status, tags: [] };
 }
 
-/** Owner control command outcome (buzz-protocol §2.3): `{type, actor, target}` in the command's thread. */
+/** Owner control command outcome (docs/protocol.md §4): `{type, actor, target}` in the command's thread. */
 export function systemMessage(channel: string, payload: { type: string; actor: string; target: string; [k: string]: unknown }, thread?: ThreadRef): EventTemplate {
   return { kind: KIND.system, created_at: now(), content: JSON.stringify(payload), tags: [["h", channel], ...threadTags(thread)] };
 }

@@ -1,5 +1,5 @@
 /**
- * The subscription filters (design §5): ONE REQ for every channel, grouped so channels with the
+ * The subscription filters (docs/protocol.md §5): ONE REQ for every channel, grouped so channels with the
  * same (kinds, mention requirement, since) share one filter with a `#h` list, and ONE REQ for
  * membership notifications. The relay admits ~50 frames per 5 s; one frame per channel would
  * take minutes for 500 channels.
@@ -65,7 +65,7 @@ export function channelFilters(channels: Iterable<ChannelSubscription>, self: st
   return filters;
 }
 
-/** 44100/44101 are p-gated: `#p` must be exactly our pubkey (buzz-protocol §2.5). */
+/** 44100/44101 are p-gated: `#p` must be exactly our pubkey (docs/protocol.md §3). */
 export function membershipFilter(self: string, since: number | undefined): Filter[] {
   const f: Filter = { kinds: [KIND.memberAdded, KIND.memberRemoved], "#p": [self] };
   if (since !== undefined) f.since = since;

@@ -1,5 +1,5 @@
 /**
- * The relay's NIP-98 HTTP bridge (buzz-protocol §1.4): `POST /query` (history, metadata,
+ * The relay's NIP-98 HTTP bridge (docs/protocol.md §2): `POST /query` (history, metadata,
  * profiles), `/count` and `/events`. 429 and 5xx are retried with backoff, honouring the relay's
  * `retry in Ns`; every attempt carries a freshly signed auth event.
  */

@@ -1,5 +1,5 @@
 /**
- * The relay client's public API (design §5). The daemon builds one `RelayClient`, a
+ * The relay client's public API (docs/protocol.md §5). The daemon builds one `RelayClient`, a
  * `ChannelDirectory` on top of it, and a `ProfileCache` for names:
  *
  * ```ts

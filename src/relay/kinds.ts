@@ -1,5 +1,5 @@
 /**
- * Buzz event kinds the bridge reads or writes (buzz-protocol §2), in one place so no
+ * Buzz event kinds the bridge reads or writes (docs/protocol.md §4), in one place so no
  * module spells a number by heart.
  */
 export const KIND = {

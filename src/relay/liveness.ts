@@ -1,5 +1,5 @@
 /**
- * WebSocket ping/pong liveness (buzz-protocol §1.2: the harness pings every 30 s and treats a
+ * WebSocket ping/pong liveness (docs/protocol.md §1: the harness pings every 30 s and treats a
  * pong missing for 10 s as a dead link). A half-open TCP connection never closes by itself;
  * this is what notices it.
  */

@@ -1,5 +1,5 @@
 /**
- * NIP-98 `Authorization` header for the relay's HTTP bridge (buzz-protocol §1.4): our own kind
+ * NIP-98 `Authorization` header for the relay's HTTP bridge (docs/protocol.md §2): our own kind
  * 27235 event, because nostr-tools' `getToken` has no `nonce` and hashes `JSON.stringify` of a
  * value rather than the bytes actually sent. Buzz accepts each NIP-98 event id once, so two
  * identical requests in one second need the nonce to get different ids.

@@ -1,5 +1,5 @@
 /**
- * Typed publish outcomes (design §5): what the relay's `OK` (or its silence) means, and which
+ * Typed publish outcomes (docs/protocol.md §5): what the relay's `OK` (or its silence) means, and which
  * outcomes are worth retrying with the same signed event (idempotent by id).
  */
 import { reasonPrefix } from "./backoff.js";

@@ -1,5 +1,5 @@
 /**
- * Display names from kind 0 profiles (buzz-protocol §2.7), for prompts and logs. A small LRU
+ * Display names from kind 0 profiles (docs/protocol.md §4), for prompts and logs. A small LRU
  * with a TTL: names change rarely and a stale one for a few minutes is harmless, while a relay
  * round trip per mention is not.
  */

@@ -1,5 +1,5 @@
 /**
- * Publishing with bounded retries (design §5): the SAME signed event is re-sent (the relay
+ * Publishing with bounded retries (docs/protocol.md §5): the SAME signed event is re-sent (the relay
  * de-duplicates by id, so a retry after a lost `OK` reports `duplicate`, which is success).
  * Only outcomes that can succeed later are retried; a refusal is returned with the relay's reason.
  */

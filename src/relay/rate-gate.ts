@@ -1,5 +1,5 @@
 /**
- * The relay's `rate-limited: … retry in Ns` (buzz-protocol §4 "Pacing", §6): while it holds,
+ * The relay's `rate-limited: … retry in Ns` (docs/protocol.md §5 "Pacing", §6): while it holds,
  * REQs wait (the latest per subscription id) and are released together when it lifts.
  */
 import { retryAfterMs } from "./backoff.js";

@@ -1,6 +1,6 @@
 /**
  * Signature checks and signing with the wasm secp256k1 (nostr-wasm via `nostr-tools/wasm`):
- * about 5x faster than pure JS on this class of machine (nostr-tools notes §2). `initCrypto()`
+ * about 5x faster than pure JS on this class of machine. `initCrypto()`
  * loads the module once; everything afterwards is synchronous. Before it has finished (or if
  * wasm cannot load) the pure-JS implementation is used, so callers never wait or fail.
  */

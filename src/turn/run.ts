@@ -133,7 +133,7 @@ async function afterCompaction(result: AgentTurnResult, ports: TurnPorts, log: L
   if (fan.text) ports.pendingInjection.set(fan.text);
 }
 
-/** The fallback of design §7: only when the agent published nothing during the turn. */
+/** The fallback of docs/architecture.md §3: only when the agent published nothing during the turn. */
 async function replyIfSilent(result: AgentTurnResult, spec: TurnSpec, ports: TurnPorts): Promise<"tool" | "fallback" | "notice" | "silent"> {
   // An agent may stop waiting for a send_message whose publish is still retrying through
   // a reconnect; decide on a fallback only once that publish has landed or failed.

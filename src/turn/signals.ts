@@ -1,5 +1,5 @@
 /**
- * What people see in the channel while a turn runs (design §7): 👀 when picked up, a
+ * What people see in the channel while a turn runs (docs/architecture.md §3): 👀 when picked up, a
  * typing indicator every 3 s while the agent works, ⏳ while a stop gate waits for a
  * human, ✅ or ⚠️ at the end. All best effort: a lost signal never fails a turn.
  */

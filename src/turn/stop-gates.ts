@@ -1,5 +1,5 @@
 /**
- * Bridge-side stop gates (design §7, issue "stop gates that work with every agent").
+ * Bridge-side stop gates (docs/architecture.md §3).
  *
  * buzz-agent calls `_Stop` itself, but every other ACP agent just ends its turn. Here the
  * bridge asks the session's proxy for the merged `_Stop` when a turn ends:
