@@ -29,7 +29,7 @@ import { RawClient } from "../src/devrelay/testing.js";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli.js");
 const CHANNELS = 500;
-const AUTHORS = 10;
+export const AUTHORS = 10;
 const EVENTS = Number(process.env.BENCH_BUSY_EVENTS ?? 20_000);
 const IN_FLIGHT = 50;
 const GC_HOOK = "data:text/javascript,process.on('SIGUSR2',()=>globalThis.gc())";
