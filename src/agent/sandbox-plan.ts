@@ -38,6 +38,13 @@ export interface SandboxPolicy {
   stateDir: string;
   /** The bubblewrap executable; default `bwrap` on PATH. */
   bwrap?: string;
+  /**
+   * The bridge's own installation (the folder holding its dist/ and node_modules/), bound
+   * read-only: the MCP proxy runs inside the sandbox from there, and an installation under
+   * /tmp (a CI checkout, say) would otherwise vanish behind the sandbox's private /tmp.
+   * Paths hidden beneath it stay hidden (deeper mounts come later).
+   */
+  install?: string;
 }
 
 /** How one process is launched: prefix the agent command with `command args`, lay `env` over its environment. */
@@ -118,15 +125,16 @@ export class AgentSandbox {
     const home = o.home ?? join(this.policy.stateDir, "homes", channelSlug(o.channelName));
     mkdirSync(home, { recursive: true, mode: 0o700 });
     const placeholder = ensurePlaceholder(join(this.policy.stateDir, "sandbox", "hidden"));
-    const hide = hiddenPaths(this.policy.hide, this.policy.binds.map((b) => b.path));
+    const binds: SandboxBind[] = [...(this.policy.install ? [{ path: this.policy.install, mode: "ro" as const }] : []), ...this.policy.binds];
+    const hide = hiddenPaths(this.policy.hide, binds.map((b) => b.path));
     // An agent installed under the state directory (e.g. ~/.local/bin when HOME is state_dir) would vanish inside.
     const exe = o.command ? resolveCommand(o.command, o.env.PATH ?? "") : undefined;
-    const hiddenAt = exe ? hiddenBy(exe, hide, this.policy.binds) : undefined;
+    const hiddenAt = exe ? hiddenBy(exe, hide, binds) : undefined;
     if (hiddenAt) {
       throw new SandboxError(`the agent command ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`);
     }
     const args = bubblewrapArgs({
-      cwd: o.cwd, home, linkDir: o.linkDir, hide, placeholder, binds: this.policy.binds, network: e.network,
+      cwd: o.cwd, home, linkDir: o.linkDir, hide, placeholder, binds, network: e.network,
     });
     // A TMPDIR of the host would be read-only in here; the private /tmp is the agent's.
     const env: Record<string, string> = { HOME: home, ...(o.env.TMPDIR !== undefined ? { TMPDIR: "/tmp" } : {}) };

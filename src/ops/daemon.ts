@@ -3,7 +3,7 @@
  * path (relay → gate → queue → turn dispatcher → agent), plus presence, health/metrics,
  * reload and graceful shutdown. Logic lives in the step folders; this file only wires.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, realpathSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { cliPath } from "./cli-path.js";
@@ -104,7 +104,8 @@ export function agentGateEnv(cfg: Config, enforce: Enforce): Record<string, stri
 export function sandboxFor(loaded: LoadedConfig, logger?: Logger): AgentSandbox {
   const cfg = loaded.config;
   const hide = bridgePaths(loaded).map((p) => p.path);
-  return new AgentSandbox({ mode: cfg.agent.sandbox, network: cfg.agent.network, binds: cfg.agent.sandbox_binds, hide, stateDir: cfg.state_dir }, logger);
+  const install = realpathSync(dirname(dirname(cliPath())));
+  return new AgentSandbox({ mode: cfg.agent.sandbox, network: cfg.agent.network, binds: cfg.agent.sandbox_binds, hide, stateDir: cfg.state_dir, install }, logger);
 }
 
 /** The paths the configuration names for the bridge itself, which a sandboxed agent must not see. */
