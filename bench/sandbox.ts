@@ -7,7 +7,7 @@
  * Run alone: `node --import tsx bench/sandbox.ts`.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentPool, AgentSandbox, probeBubblewrap, type AgentPoolOptions } from "../src/agent/index.js";
 
@@ -42,7 +42,7 @@ export async function benchSandbox(): Promise<SandboxBench> {
     proxy: { command: process.execPath, args: [cli, "mcp-proxy"] },
     linkRoot: join(state, "link"),
   };
-  const sandbox = new AgentSandbox({ mode: "bubblewrap", network: "on", binds: [], hide: [state, join(dir, "work")], stateDir: state });
+  const sandbox = new AgentSandbox({ mode: "bubblewrap", network: "on", binds: [], hide: [state, join(dir, "work")], stateDir: state, install: dirname(dirname(cli)) });
   const sandboxed = new AgentPool({ ...base, sandbox });
   const plain = new AgentPool(base);
   sandboxed.start();

@@ -263,7 +263,8 @@ test("the warm spare is sandboxed for the channel that last opened a session: a 
   const root = mkdtempSync(join("/var/tmp", "bb-spare-"));
   const state = join(root, "state");
   mkdirSync(state);
-  const sandbox = new AgentSandbox({ mode: "bubblewrap", network: "on", binds: [], hide: [state, join(root, "work")], stateDir: state });
+  // install: the demo agent runs from this checkout, which may live under /tmp (as the daemon passes it).
+  const sandbox = new AgentSandbox({ mode: "bubblewrap", network: "on", binds: [], hide: [state, join(root, "work")], stateDir: state, install: REPO });
   const pool = new AgentPool(demoPoolOptions(root, { warmSpare: true, sandbox, linkRoot: join(state, "link") }));
   const acquire = (scope: string, channelName: string) => pool.acquire(scope, { channelName, mcpEnv: {} });
   try {
