@@ -3,27 +3,20 @@
  * the period in the shared database; the others log the tick as skipped (other-daemon).
  * Real PostgreSQL; the Heartbeat as the daemon builds it.
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { Heartbeat } from "../src/heartbeat/heartbeat.js";
 import { PostgresStore } from "../src/queue/pg-store.js";
 import { createLogger } from "../src/ops/log.js";
 import { agent } from "./fixtures/queue-helpers.js";
-import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { usePostgres } from "./fixtures/postgres.js";
 
-let server: PgServer | undefined;
-let skip: string | undefined;
-before(async () => {
-  const r = await postgresOrSkip();
-  if (typeof r === "string") skip = r;
-  else server = r;
-});
-after(async () => server?.stop());
+const pg = usePostgres();
 
 test("three daemons tick in the same period: one heartbeat fires, the others skip as other-daemon", async (ctx) => {
-  if (skip) return ctx.skip(skip);
-  const url = await server!.createDatabase();
+  if (pg.skip) return ctx.skip(pg.skip);
+  const url = await pg.server!.createDatabase();
   const stores = await Promise.all([0, 1, 2].map(() => PostgresStore.open({ url, identity: agent.pk })));
   const lines: Record<string, unknown>[] = [];
   const out = new PassThrough();

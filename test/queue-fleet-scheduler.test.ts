@@ -5,23 +5,16 @@
  * to one daemon stops the turn another daemon runs; a failed turn is retried after its
  * backoff and gives up with one failure notice.
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FleetScheduler } from "../src/queue/fleet-scheduler.js";
 import { PostgresStore } from "../src/queue/pg-store.js";
 import type { Batch, FinalFailure } from "../src/queue/scheduler.js";
 import type { Refusal } from "../src/queue/refusals.js";
 import { agent, owner, CHANNEL, mention, fromWire, captureLogger } from "./fixtures/queue-helpers.js";
-import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { usePostgres } from "./fixtures/postgres.js";
 
-let server: PgServer | undefined;
-let skip: string | undefined;
-before(async () => {
-  const r = await postgresOrSkip();
-  if (typeof r === "string") skip = r;
-  else server = r;
-});
-after(async () => server?.stop());
+const pg = usePostgres();
 
 interface Node {
   id: string;
@@ -88,8 +81,8 @@ async function die(n: Node): Promise<void> {
 
 const t = (name: string, fn: (url: string) => Promise<void>) =>
   test(name, { timeout: 30_000 }, async (ctx) => {
-    if (skip) return ctx.skip(skip);
-    await fn(await server!.createDatabase());
+    if (pg.skip) return ctx.skip(pg.skip);
+    await fn(await pg.server!.createDatabase());
   });
 
 t("a turn whose daemon died is resumed once by another; a reply the relay has counts as published", async (url) => {
@@ -183,7 +176,7 @@ t("the database lost during a turn: the reply's record and the turn's end wait f
   const ev = fromWire(mention(owner, "during an outage"));
   await a.s.accept(ev, CHANNEL);
   const batch = await a.next();
-  const down = server!.restart(1500);
+  const down = pg.server!.restart(1500);
   await new Promise((r) => setTimeout(r, 200)); // the server is going down or gone now
   a.s.recordReply(batch.turnId, "c".repeat(64));
   assert.equal(a.s.complete(batch.turnId), true);

@@ -6,28 +6,21 @@
  * old holder's writes after a takeover; the URL's
  * password never appears in an error. A real server, started by the test.
  */
-import { test, describe, before, after } from "node:test";
+import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import pg from "pg";
 import { PostgresStore } from "../src/queue/pg-store.js";
 import { PG_SCHEMA, PG_SCHEMA_VERSION } from "../src/queue/pg-migrations.js";
 import { LeaseLostError, QueueStoreError } from "../src/queue/errors.js";
 import { agent, owner, teammate, CHANNEL, mention, fromWire } from "./fixtures/queue-helpers.js";
-import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { usePostgres } from "./fixtures/postgres.js";
 
-let server: PgServer | undefined;
-let skip: string | undefined;
-before(async () => {
-  const r = await postgresOrSkip();
-  if (typeof r === "string") skip = r;
-  else server = r;
-});
-after(async () => server?.stop());
+const db = usePostgres();
 
 const t = (name: string, fn: (url: string) => Promise<void>) =>
   test(name, async (ctx) => {
-    if (skip) return ctx.skip(skip);
-    await fn(await server!.createDatabase());
+    if (db.skip) return ctx.skip(db.skip);
+    await fn(await db.server!.createDatabase());
   });
 
 const open = (url: string, identity = agent.pk) => PostgresStore.open({ url, identity });
@@ -60,7 +53,7 @@ describe("PostgreSQL store: one database, several daemons", () => {
       assert.ok(err instanceof QueueStoreError);
       assert.match(err.message, /belongs to another agent identity/);
       assert.ok(err.message.includes(agent.pk) && err.message.includes(owner.pk), err.message);
-      assert.ok(!err.message.includes(server!.password), "no password in the message");
+      assert.ok(!err.message.includes(db.server!.password), "no password in the message");
       return true;
     });
   });
@@ -71,13 +64,13 @@ describe("PostgreSQL store: one database, several daemons", () => {
     await assert.rejects(open(url), (err: unknown) => {
       assert.ok(err instanceof QueueStoreError);
       assert.match(err.message, /newer buzz-bridge \(schema version \d+; this one understands up to \d+\)/);
-      assert.ok(!err.message.includes(server!.password), "no password in the message");
+      assert.ok(!err.message.includes(db.server!.password), "no password in the message");
       return true;
     });
   });
 
   t("an unreachable database is a clear error without the URL's password", async () => {
-    const url = `postgres://bb:s3cret-pw@127.0.0.1:${server!.port + 1}/nothing`;
+    const url = `postgres://bb:s3cret-pw@127.0.0.1:${db.server!.port + 1}/nothing`;
     const started = Date.now();
     await assert.rejects(PostgresStore.open({ url, identity: agent.pk, connectTimeoutMs: 2000 }), (err: unknown) => {
       assert.ok(err instanceof QueueStoreError);
@@ -127,7 +120,7 @@ describe("PostgreSQL store: scope leases", () => {
     assert.deepEqual(all.sort(), [...scopes].sort());
     assert.ok([...ca, ...cb].every((c) => c.from === null && c.channel === CHANNEL));
     assert.deepEqual(await a.leases.claim("A", 3, 30_000), [], "nothing left to claim");
-    const lone = await withScopes(await server!.createDatabase(), 4);
+    const lone = await withScopes(await db.server!.createDatabase(), 4);
     assert.deepEqual((await lone.a.leases.claim("A", 2, 30_000)).map((c) => c.key), lone.scopes.slice(0, 2), "oldest waiting first");
     await Promise.all([a.close(), b.close(), lone.a.close(), lone.b.close()]);
   });

@@ -56,6 +56,20 @@ export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessE
   return resolve(flag ?? env.BUZZ_BRIDGE_CONFIG ?? "buzz-bridge.yaml");
 }
 
+/**
+ * For commands that need a valid config (`run`, `tail`): the loaded config, or — after
+ * writing every error to stderr as `FILE:LINE:COL: …` — undefined, for exit code 1.
+ */
+export function loadConfigOrReport(file: string): LoadedConfig | undefined {
+  try {
+    return loadConfig(file);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return undefined;
+  }
+}
+
 export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   let text: string;
   try {

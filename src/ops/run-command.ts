@@ -5,7 +5,7 @@
  * the daemon keeps reconnecting, also at start-up; a stop signal then exits 0).
  */
 import { parseCommandArgs, withUsage } from "./args.js";
-import { ConfigError, loadConfig, resolveConfigPath } from "../config/load.js";
+import { loadConfigOrReport, resolveConfigPath } from "../config/load.js";
 import { createLogger } from "./log.js";
 import { Daemon, StartAbortedError } from "./daemon.js";
 import { StateLockedError } from "./state-lock.js";
@@ -24,16 +24,8 @@ export function main(argv: string[]): Promise<number> {
     const args = parseCommandArgs(argv, { config: { type: "string", short: "c" } }, HELP);
     if (!args) return 0;
     const file = resolveConfigPath(args.values.config as string | undefined);
-    let loaded;
-    try {
-      loaded = loadConfig(file);
-    } catch (err) {
-      if (err instanceof ConfigError) {
-        process.stderr.write(`${err.message}\n`);
-        return 1;
-      }
-      throw err;
-    }
+    const loaded = loadConfigOrReport(file);
+    if (!loaded) return 1;
     const log = createLogger({ level: loaded.config.log.level, format: loaded.config.log.format });
     for (const w of loaded.warnings) log.warn({ evt: "config.warning" }, w);
     return runDaemon(new Daemon({ loaded, logger: log, configFile: file }), log);

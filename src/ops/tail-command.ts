@@ -4,7 +4,7 @@
  * it. Without --channel, every channel the config listens in. Runs until SIGINT/SIGTERM.
  */
 import { parseCommandArgs, UsageError, withUsage } from "./args.js";
-import { ConfigError, loadConfig, resolveConfigPath } from "../config/load.js";
+import { loadConfigOrReport, resolveConfigPath } from "../config/load.js";
 import { channelSelected } from "../config/schema.js";
 import { createLogger } from "./log.js";
 import { ChannelDirectory, ProfileCache, RelayClient } from "../relay/index.js";
@@ -23,16 +23,8 @@ export function main(argv: string[]): Promise<number> {
     const args = parseCommandArgs(argv, { config: { type: "string", short: "c" }, channel: { type: "string" } }, HELP);
     if (!args) return 0;
     const file = resolveConfigPath(args.values.config as string | undefined);
-    let loaded;
-    try {
-      loaded = loadConfig(file);
-    } catch (err) {
-      if (err instanceof ConfigError) {
-        process.stderr.write(`${err.message}\n`);
-        return 1;
-      }
-      throw err;
-    }
+    const loaded = loadConfigOrReport(file);
+    if (!loaded) return 1;
     const cfg = loaded.config;
     if (cfg.relay.url === "embedded") throw new UsageError("tail: relay.url is `embedded`, a relay that lives inside the daemon; tail needs a relay it can connect to (ws:// or wss://)");
     const wanted = (args.values.channel as string | undefined)?.toLowerCase();
