@@ -240,16 +240,21 @@ export class Daemon {
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
     this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
+    // What both schedulers share. Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
+    const turns = {
+      sessionScope: cfg.agent.session_scope,
+      maxConcurrent: cfg.agent.max_concurrent,
+      maxAttempts: cfg.queue.max_attempts,
+      scopeCap: cfg.queue.scope_cap,
+      backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
+    };
+
     this.scheduler = this.fleetStore
       ? new FleetScheduler({
           store: this.fleetStore,
           daemon: { id: `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`, host: hostname(), pid: process.pid, maxConcurrent: cfg.agent.max_concurrent },
           logger: this.log,
-          sessionScope: cfg.agent.session_scope,
-          maxConcurrent: cfg.agent.max_concurrent,
-          maxAttempts: cfg.queue.max_attempts,
-          scopeCap: cfg.queue.scope_cap,
-          backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
+          ...turns,
           onRefused: (r) => this.announceRefusal(r, out),
           confirmPublished: (ids) => this.confirmPublished(ids),
           onWake: () => this.pump(),
@@ -260,12 +265,7 @@ export class Daemon {
       : new Scheduler({
           store: this.store,
           logger: this.log,
-          sessionScope: cfg.agent.session_scope,
-          maxConcurrent: cfg.agent.max_concurrent,
-          maxAttempts: cfg.queue.max_attempts,
-          scopeCap: cfg.queue.scope_cap,
-          // Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
-          backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
+          ...turns,
           onWake: () => this.pump(),
           onFinalFailure: (f) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
           onRefused: (r) => this.announceRefusal(r, out),

@@ -304,12 +304,7 @@ export class TurnDispatcher {
       return end("failed");
     }
     const policy = policyFor(cfg, channel.id);
-    const standing: StandingInput = {
-      channel: { id: channel.id, name: channel.name, about: channel.about },
-      persona: cfg.agent.persona,
-      teamInstructions: policy.team_instructions,
-      owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
-    };
+    const standing = await this.standingFor(cfg, channel, policy.team_instructions);
 
     let outcome: TurnOutcome;
     let retry = true;
@@ -577,6 +572,16 @@ export class TurnDispatcher {
     return { channel, thread, owner: this.d.owner!, out: this.d.out, relay: this.d.relay, signal };
   }
 
+  /** The standing context of a session in `channel` (a mention's turn or a heartbeat). */
+  private async standingFor(cfg: Config, channel: ChannelInfo, teamInstructions: string): Promise<StandingInput> {
+    return {
+      channel: { id: channel.id, name: channel.name, about: channel.about },
+      persona: cfg.agent.persona,
+      teamInstructions,
+      owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
+    };
+  }
+
   /** ⚠️ on the (last few) mentions of a turn that ended failed for good. */
   private markFailed(events: Event[], channel: string): void {
     for (const e of events.slice(-5)) this.d.out.signal(reaction(e, EMOJI.failed, channel));
@@ -645,12 +650,7 @@ export class TurnDispatcher {
     }
     const cfg = this.d.config();
     const policy = policyFor(cfg, channel.id);
-    const standing: StandingInput = {
-      channel: { id: channel.id, name: channel.name, about: channel.about },
-      persona: cfg.agent.persona,
-      teamInstructions: policy.team_instructions,
-      owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
-    };
+    const standing = await this.standingFor(cfg, channel, policy.team_instructions);
     const published = new Set<string>();
     let rotateFor: string | undefined;
     let status: TurnOutcome["status"];
