@@ -24,7 +24,7 @@ import { generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools"
 import { finalizeEvent } from "nostr-tools/wasm";
 import { stringify } from "yaml";
 import { initCrypto } from "../src/relay/verify.js";
-import { RawClient } from "../src/devrelay/testing.js";
+import { RawClient } from "../test/fixtures/raw-client.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli.js");

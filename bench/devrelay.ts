@@ -17,7 +17,7 @@ import { getPublicKey, generateSecretKey, type Event } from "nostr-tools";
 import { finalizeEvent } from "nostr-tools/wasm";
 import WebSocket from "ws";
 import { initCrypto } from "../src/devrelay/crypto.js";
-import { RawClient } from "../src/devrelay/testing.js";
+import { RawClient } from "../test/fixtures/raw-client.js";
 
 const N = 5000;
 const IN_FLIGHT = 200;

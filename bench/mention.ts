@@ -28,8 +28,8 @@ import { AgentSession } from "../src/agent/session.js";
 import type { AgentPool } from "../src/agent/pool.js";
 import { loadConfig } from "../src/config/load.js";
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
-import { Daemon } from "../src/ops/daemon.js";
-import { createLogger } from "../src/ops/log.js";
+import { Daemon } from "../src/app/daemon.js";
+import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/client.js";
 import { initCrypto } from "../src/relay/verify.js";
 

@@ -8,7 +8,7 @@ import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
 import { Writable } from "node:stream";
 import { loadConfig, loadConfigText, ConfigError } from "../src/config/load.js";
 import { policyFor, jsonSchema } from "../src/config/schema.js";
-import { createLogger } from "../src/ops/log.js";
+import { createLogger } from "../src/base/log.js";
 
 const CLI = join(import.meta.dirname, "..", "dist", "cli.js");
 const sk = generateSecretKey();

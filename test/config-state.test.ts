@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process";
 import { PassThrough } from "node:stream";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { loadConfigText, ConfigError } from "../src/config/load.js";
-import { createLogger } from "../src/ops/log.js";
+import { createLogger } from "../src/base/log.js";
 
 const CLI = join(import.meta.dirname, "..", "dist", "cli.js");
 const nsec = nip19.nsecEncode(generateSecretKey());

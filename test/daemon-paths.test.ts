@@ -11,7 +11,7 @@ import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
 import { threadRootOf } from "../src/relay/events.js";
 import { RelayClient } from "../src/relay/index.js";
-import { createLogger } from "../src/ops/log.js";
+import { createLogger } from "../src/base/log.js";
 
 let w: World;
 let d: DaemonProc;

@@ -19,7 +19,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import type { Event } from "nostr-tools";
 import { stringify } from "yaml";
-import { RawClient } from "../src/devrelay/testing.js";
+import { RawClient } from "./fixtures/raw-client.js";
 import { STORE_FILE } from "../src/queue/index.js";
 import { KIND } from "../src/relay/kinds.js";
 import { World, type DaemonProc } from "./fixtures/world.js";

@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { generateSecretKey, getPublicKey, type Event } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
-import { RawClient, sign, now } from "../src/devrelay/testing.js";
+import { RawClient, sign, now } from "./fixtures/raw-client.js";
 
 const tagOf = (ev: Event, name: string) => ev.tags.find((t) => t[0] === name)?.[1];
 const settle = () => new Promise((r) => setTimeout(r, 100));

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { Heartbeat } from "../src/heartbeat/heartbeat.js";
 import { PostgresStore } from "../src/queue/pg-store.js";
-import { createLogger } from "../src/ops/log.js";
+import { createLogger } from "../src/base/log.js";
 import { agent } from "./fixtures/queue-helpers.js";
 import { usePostgres } from "./fixtures/postgres.js";
 

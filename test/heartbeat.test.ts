@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
 import { Heartbeat } from "../src/heartbeat/heartbeat.js";
-import { createLogger } from "../src/ops/log.js";
+import { createLogger } from "../src/base/log.js";
 
 let w: World;
 let d: DaemonProc;

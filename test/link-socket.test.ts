@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { linkSocketPath, LinkServer } from "../src/link/server.js";
 import { LinkClient } from "../src/link/client.js";
-import { silentLogger } from "../src/ops/log.js";
+import { silentLogger } from "../src/base/log.js";
 
 test("the socket path handed to proxies is absolute (the agent runs them elsewhere)", () => {
   const p = linkSocketPath("./buzz-bridge-state/link.sock");

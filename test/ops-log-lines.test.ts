@@ -7,8 +7,8 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { HEADLINES } from "../src/ops/log-headlines.js";
-import { createLogger } from "../src/ops/log.js";
+import { HEADLINES } from "../src/base/log-headlines.js";
+import { createLogger } from "../src/base/log.js";
 import { REPO, World } from "./fixtures/world.js";
 
 /** Log calls that pass fields only, found in the sources: `.info({ evt: "x", … });`. */
@@ -32,7 +32,7 @@ function fieldsOnlyEvents(): string[] {
 test("every event logged with fields only has a headline, and the logger adds it", () => {
   const events = fieldsOnlyEvents();
   assert.ok(events.length > 0);
-  assert.deepEqual(events.filter((e) => !(e in HEADLINES)), [], "add these to src/ops/log-headlines.ts");
+  assert.deepEqual(events.filter((e) => !(e in HEADLINES)), [], "add these to src/base/log-headlines.ts");
   const lines: Record<string, unknown>[] = [];
   const logger = createLogger({ destination: { write: (l: string) => lines.push(JSON.parse(l)) } as unknown as NodeJS.WritableStream });
   logger.info({ evt: "queue.turn_retry", turn: 1 });

@@ -6,8 +6,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
-import { createLogger, PROXY_LOGGER_NAME, proxyLogLine } from "../src/ops/log.js";
-import { LogThrottle } from "../src/ops/log-throttle.js";
+import { createLogger, PROXY_LOGGER_NAME, proxyLogLine } from "../src/base/log.js";
+import { LogThrottle } from "../src/base/log-throttle.js";
 
 function linesOf(name: string | undefined, write: (log: ReturnType<typeof createLogger>) => void): string[] {
   const out = new PassThrough();

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
 import { parseDocument, stringify } from "yaml";
-import { createLogger } from "../src/ops/log.js";
+import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/index.js";
 import { KIND } from "../src/relay/kinds.js";
 import { CLI, REPO } from "./fixtures/world.js";

@@ -59,7 +59,7 @@ test("the catalog caps the union at 128 tools, keeping hooks and built-ins, and 
   const { buildCatalog } = await import("../src/proxy/catalog.js");
   const { Downstream } = await import("../src/proxy/downstream.js");
   const { BUZZ_TOOLS } = await import("../src/proxy/buzz-tools.js");
-  const { silentLogger } = await import("../src/ops/log.js");
+  const { silentLogger } = await import("../src/base/log.js");
   const logger = silentLogger();
   const mk = (name: string, tools: string[], prefix = true) => {
     const d = new Downstream({ name, command: "none", args: [], env: {}, prefix, on_error: "allow" }, { logger, listTimeoutMs: 1000, events: { changed: () => {} } });

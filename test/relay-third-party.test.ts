@@ -8,7 +8,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import type { Event } from "nostr-tools";
-import { createLogger } from "../src/ops/log.js";
+import { createLogger } from "../src/base/log.js";
 import { message } from "../src/relay/events.js";
 import { RelayClient } from "../src/relay/index.js";
 import { startThirdPartyRelay } from "./fixtures/third-party-relay.js";

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { generateSecretKey, getPublicKey, finalizeEvent, type Event } from "nostr-tools";
-import { Backoff, retryAfterMs, reasonPrefix } from "../src/relay/backoff.js";
+import { Backoff, retryAfterMs, reasonPrefix } from "../src/base/backoff.js";
 import { TwoGenerationDedupe } from "../src/relay/dedupe.js";
 import { channelFilters, isRequested, membershipFilter } from "../src/relay/filters.js";
 import { authTemplate, httpOrigin, relayTagUrl } from "../src/relay/auth.js";

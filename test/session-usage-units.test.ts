@@ -9,8 +9,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { offeredSettings, SessionUsage } from "../src/agent/index.js";
 import { sessionTitle } from "../src/turn/dispatch.js";
-import { UsageToday } from "../src/ops/usage-today.js";
-import { renderStatusPage, type StatusSnapshot } from "../src/ops/status-page.js";
+import { UsageToday } from "../src/app/usage-today.js";
+import { renderStatusPage, type StatusSnapshot } from "../src/app/status-page.js";
 
 test("offered settings come from config options (grouped values too), else from the older model selector", () => {
   const viaOptions = offeredSettings({

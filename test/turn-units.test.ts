@@ -13,7 +13,7 @@ import { EMOJI } from "../src/turn/signals.js";
 import type { AgentTurnResult, HookFanout, TextBlock } from "../src/turn/ports.js";
 import { KIND } from "../src/relay/kinds.js";
 import { threadRootOf } from "../src/relay/events.js";
-import { silentLogger } from "../src/ops/log.js";
+import { silentLogger } from "../src/base/log.js";
 
 const sk = generateSecretKey();
 const CHANNEL = "4b1d0c3e-0000-4000-8000-000000000001";

@@ -4,7 +4,7 @@
  * which no agent is started and calls fail fast (docs/architecture.md §3: 3 in 60 s → 5 min).
  */
 import { EventEmitter } from "node:events";
-import { Backoff } from "../relay/backoff.js";
+import { Backoff } from "../base/backoff.js";
 
 export interface CircuitOptions {
   /** Crashes within the window that open the circuit; default 3. */

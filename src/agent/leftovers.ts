@@ -10,7 +10,7 @@
  * left alone. Where /proc is missing, nothing is recorded and nothing is stopped.
  */
 import { readFileSync } from "node:fs";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 
 /** `<boot id>:<start time in clock ticks>` of a live process, or undefined. */
 export function processIdentity(pid: number): string | undefined {

@@ -3,7 +3,7 @@
  * generic), how to build them from `Config['agent']`, and what the pool reports.
  */
 import type { Config } from "../config/schema.js";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import type { CircuitOptions, CircuitState } from "./circuit.js";
 import type { PermissionPolicy } from "./permissions.js";
 import type { ProxyCommand } from "./session.js";

@@ -18,8 +18,8 @@
 import { EventEmitter } from "node:events";
 import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import type { Logger } from "../ops/log.js";
-import { silentLogger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
+import { silentLogger } from "../base/log.js";
 import { agentCwd, spareCwd } from "./cwd.js";
 import { agentEnvironment, secretForms } from "./env.js";
 import { AgentCrashedError, AgentStartError, CircuitOpenError, PoolClosedError } from "./errors.js";

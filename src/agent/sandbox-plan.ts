@@ -9,8 +9,8 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Logger } from "../ops/log.js";
-import { silentLogger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
+import { silentLogger } from "../base/log.js";
 import { channelSlug } from "./cwd.js";
 import {
   BUBBLEWRAP_ADVICE, bubblewrapArgs, ensurePlaceholder, hiddenBy, hiddenPaths, resolveCommand, NETWORK_STRICTNESS, probeBubblewrap, SANDBOX_STRICTNESS,

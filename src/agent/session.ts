@@ -5,9 +5,9 @@
  * configured session mode, and turns (see TurnControl).
  */
 import * as acp from "@agentclientprotocol/sdk/unstable";
-import type { Logger } from "../ops/log.js";
-import { silentLogger } from "../ops/log.js";
-import { cliPath } from "../ops/cli-path.js";
+import type { Logger } from "../base/log.js";
+import { silentLogger } from "../base/log.js";
+import { cliPath } from "../base/cli-path.js";
 import { PROXY_SERVER_NAME, PROXY_SUBCOMMAND } from "../contract/proxy-entry.js";
 import { AgentCrashedError, AgentModeError, AgentProtocolError, TurnInProgressError } from "./errors.js";
 import type { AgentProcess } from "./process.js";

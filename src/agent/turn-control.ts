@@ -7,7 +7,7 @@
  * the process if the agent has not stopped.
  */
 import * as acp from "@agentclientprotocol/sdk/unstable";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import { AgentCrashedError, AgentProtocolError } from "./errors.js";
 import type { AgentProcess } from "./process.js";
 import { decidePermission, type AskOwner, type PermissionPolicy } from "./permissions.js";

@@ -62,7 +62,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { parsePrompt, type ParsedPrompt } from "./agent-parse.js";
-import { sleep } from "../relay/backoff.js";
+import { sleep } from "../base/backoff.js";
 import { STEER_METHOD } from "../agent/steering.js";
 
 interface DemoSession {

@@ -6,7 +6,7 @@
 import type { Event } from "nostr-tools";
 import { KIND } from "../relay/kinds.js";
 import { threadRootOf } from "../relay/events.js";
-import { describeSystem } from "../ops/tail.js";
+import { describeSystem } from "../relay/tail.js";
 
 export interface TranscriptOptions {
   names: Map<string, string>;

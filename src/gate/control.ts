@@ -5,7 +5,7 @@
  * command's thread — also for no-ops, so the owner always sees that it was heard.
  */
 import type { Event, EventTemplate } from "nostr-tools";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import { systemMessage, replyRefFor, threadRootOf } from "../relay/events.js";
 import type { ControlCommand } from "./decide.js";
 

@@ -7,8 +7,8 @@
  * hour per channel so a chatty stranger cannot make the agent spam the room.
  */
 import type { Event, EventTemplate } from "nostr-tools";
-import type { Logger } from "../ops/log.js";
-import { LogThrottle, type LogThrottleOptions } from "../ops/log-throttle.js";
+import type { Logger } from "../base/log.js";
+import { LogThrottle, type LogThrottleOptions } from "../base/log-throttle.js";
 import { npub } from "../config/keys.js";
 import { channelOf, message, reaction, replyRefFor } from "../relay/events.js";
 import { isDmLike } from "./policy.js";

@@ -4,7 +4,7 @@
  * the caller to hand to the queue, which writes them durably before anything else.
  */
 import type { Event } from "nostr-tools";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import { decide, siblingMayChange, type Decision, type GateContext } from "./decide.js";
 import type { DeniedReporter } from "./denied.js";
 import type { ControlExecutor } from "./control.js";

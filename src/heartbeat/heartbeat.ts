@@ -7,7 +7,7 @@
  * `heartbeat.skipped` with its reason — and one metric, because in the Rust bridge
  * heartbeats could silently stop firing and nobody could tell.
  */
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 
 /** Why a tick did not prompt the agent; stable strings (log lines, metric labels). */
 export type HeartbeatSkip = "busy" | "queued" | "heartbeat-running" | "not-listening" | "not-a-member" | "other-daemon";

@@ -16,7 +16,7 @@ import { createMessageConnection, ResponseError, SocketMessageReader, SocketMess
 import { BUZZ_TOOL_ARGS as argSchemas, type BuzzToolArgs } from "../contract/buzz-tools.js";
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import { BuzzCall, Hello, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook, type BuzzToolName } from "./protocol.js";
 
 /** Implemented by the daemon per session, scoped to its channel (see createBuzzTools). */

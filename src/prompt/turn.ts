@@ -8,7 +8,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import { npub } from "../config/keys.js";
 import { KIND } from "../relay/kinds.js";
 import { mentionsOf, threadRootOf } from "../relay/events.js";

@@ -4,7 +4,7 @@
  * a downstream's list changes; routes map each exposed name back to its owner.
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import type { Downstream } from "./downstream.js";
 import { exposedName, isHookName, isValidExposedName, MAX_TOOLS, NameCollisionError } from "./naming.js";
 

@@ -20,14 +20,14 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import { downstreamEnv } from "./env.js";
 import { FastStdioClientTransport } from "./line-transport.js";
 import type { ManifestServer } from "./manifest.js";
 import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
 import { RawCalls } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
-import { Backoff } from "../relay/backoff.js";
+import { Backoff } from "../base/backoff.js";
 
 export type DownstreamState = "starting" | "ready" | "down" | "stopped";
 

@@ -7,7 +7,7 @@
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { HookFanout, HookServerResult } from "../contract/hooks.js";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import type { Downstream } from "./downstream.js";
 
 /** buzz-agent caps each hook result at 16 KiB. */

@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { scrub } from "../ops/log.js";
+import { scrub } from "../base/log.js";
 
 /** Largest single message accepted; bigger ones are dropped with an error (default 64 MiB, above the 10 MB results agents may produce). */
 export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;

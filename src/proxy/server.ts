@@ -31,7 +31,7 @@ import {
   type ServerRequest,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import type { LinkClient } from "../link/client.js";
 import { BUZZ_TOOLS, callBuzzTool, isBuzzTool } from "./buzz-tools.js";
 import { buildCatalog, type Catalog } from "./catalog.js";

@@ -14,7 +14,7 @@
  * lease period stops its turns (`onLost`): by then another daemon may hold them.
  */
 import type { Event } from "nostr-tools";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import type { Batch, FinalFailure } from "./scheduler.js";
 import { RefusalCoalescer, type Refusal } from "./refusals.js";
 import { parseScopeKey, scopeKey, scopeOf, type Scope, type SessionScope } from "./scope.js";

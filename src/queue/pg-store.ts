@@ -11,7 +11,7 @@
  */
 import pg from "pg";
 import type { Event } from "nostr-tools";
-import { redactDatabaseUrl } from "../ops/log.js";
+import { redactDatabaseUrl } from "../base/log.js";
 import { LeaseLostError, QueueStoreError, StateRefusedError } from "./errors.js";
 import { MIGRATIONS, MIGRATION_LOCK_KEY, PG_SCHEMA, PG_SCHEMA_VERSION } from "./pg-migrations.js";
 import { FleetLeases } from "./pg-leases.js";

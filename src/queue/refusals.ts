@@ -3,7 +3,7 @@
  * at once; the notice callback is coalesced per scope per tick, so a 10,000-mention burst
  * produces a few notices listing who was skipped instead of thousands of posts.
  */
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 
 export type RefusalReason = "scope-cap" | "queue-full";
 

@@ -12,7 +12,7 @@
  * when a batch starts, so a burst costs memory per event id, not per event body.
  */
 import type { Event } from "nostr-tools";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import type { QueueStore, StoredEvent } from "./store.js";
 import { RefusalCoalescer, type Refusal, type RefusedEvent } from "./refusals.js";
 import { parseScopeKey, scopeKey, scopeOf, type Scope, type SessionScope } from "./scope.js";

@@ -7,8 +7,8 @@
  */
 import { EventEmitter } from "node:events";
 import type { Event } from "nostr-tools";
-import type { Logger } from "../ops/log.js";
-import { silentLogger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
+import { silentLogger } from "../base/log.js";
 import type { MembershipChange } from "./client.js";
 import { Coalescer } from "./coalesce.js";
 import { KIND } from "./kinds.js";

@@ -5,10 +5,10 @@
  */
 import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
-import type { Logger } from "../ops/log.js";
-import { silentLogger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
+import { silentLogger } from "../base/log.js";
 import { httpOrigin } from "./auth.js";
-import { Backoff, retryAfterMs, sleep } from "./backoff.js";
+import { Backoff, retryAfterMs, sleep } from "../base/backoff.js";
 import { RelayHttpError } from "./errors.js";
 import { nip98Header } from "./nip98.js";
 import { eventShapeProblem } from "./validate.js";

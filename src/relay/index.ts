@@ -24,7 +24,7 @@ export { publishWithRetry, type PublishOptions } from "./publish.js";
 export { isRetryable, isSuccess, outcomeFromOk, type PublishOutcome, type PublishStatus } from "./outcome.js";
 export { channelFilters, membershipFilter, isRequested, SUB_CHANNELS, SUB_MEMBERSHIP, type ChannelSubscription } from "./filters.js";
 export { TwoGenerationDedupe } from "./dedupe.js";
-export { Backoff, retryAfterMs, reasonPrefix, type BackoffOptions } from "./backoff.js";
+export { Backoff, retryAfterMs, reasonPrefix, type BackoffOptions } from "../base/backoff.js";
 export { relayTagUrl, httpOrigin, authTemplate } from "./auth.js";
 export { eventShapeProblem } from "./validate.js";
 export { RelayAuthError, RelayHttpError, RelayQueryError, RelayUsageError, RelayUnreachableError } from "./errors.js";

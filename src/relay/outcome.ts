@@ -2,7 +2,7 @@
  * Typed publish outcomes (docs/protocol.md §5): what the relay's `OK` (or its silence) means, and which
  * outcomes are worth retrying with the same signed event (idempotent by id).
  */
-import { reasonPrefix } from "./backoff.js";
+import { reasonPrefix } from "../base/backoff.js";
 
 export type PublishStatus = "accepted" | "duplicate" | "refused" | "timeout" | "disconnected" | "dropped";
 

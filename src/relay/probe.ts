@@ -2,7 +2,7 @@
  * One-shot relay check for `doctor` and start-up: connect, authenticate with NIP-42, report.
  * Throws a RelayAuthError carrying the relay's own reason, or RelayUnreachableError.
  */
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import { RelayConnection } from "./connection.js";
 import { RelayAuthError, RelayUnreachableError } from "./errors.js";
 import { initCrypto } from "./verify.js";

@@ -4,12 +4,12 @@
  * Only outcomes that can succeed later are retried; a refusal is returned with the relay's reason.
  */
 import type { Event } from "nostr-tools";
-import type { Logger } from "../ops/log.js";
-import { Backoff } from "./backoff.js";
+import type { Logger } from "../base/log.js";
+import { Backoff } from "../base/backoff.js";
 import type { RelayConnection } from "./connection.js";
 import { KIND } from "./kinds.js";
 import { isRetryable, isSuccess, type PublishOutcome } from "./outcome.js";
-import { sleep } from "./backoff.js";
+import { sleep } from "../base/backoff.js";
 
 export interface PublishOptions {
   /** Attempts in total. Default 4; typing (20002) always gets 1: a late indicator is noise. */

@@ -2,7 +2,7 @@
  * The relay's `rate-limited: … retry in Ns` (docs/protocol.md §5 "Pacing", §6): while it holds,
  * REQs wait (the latest per subscription id) and are released together when it lifts.
  */
-import { retryAfterMs } from "./backoff.js";
+import { retryAfterMs } from "../base/backoff.js";
 
 export class RateGate {
   private until = 0;

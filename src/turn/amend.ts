@@ -15,7 +15,7 @@
  * rewrites one row; edits arriving mid-turn are coalesced while they wait the same way.
  */
 import type { Event } from "nostr-tools";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { QueueStore, Scheduler } from "../queue/index.js";
 import { parseScopeKey } from "../queue/scope.js";

@@ -10,7 +10,7 @@ import { message, type ThreadRef } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
 import type { RelayPort } from "../link/index.js";
 import type { TurnPublisher } from "./ports.js";
-import { sleep } from "../relay/backoff.js";
+import { sleep } from "../base/backoff.js";
 
 export const ALLOW_EMOJI = ["👍", "+", "✅"];
 export const DENY_EMOJI = ["👎", "-", "❌"];

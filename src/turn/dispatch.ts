@@ -13,7 +13,7 @@ import type { AgentPool, AgentSession, TurnUsage } from "../agent/index.js";
 import type { Config } from "../config/schema.js";
 import { isolationFor, policyFor } from "../config/schema.js";
 import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession, type RelayPort } from "../link/index.js";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import { buildStanding, PromptSession, TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
 import { heartbeatBlocks } from "../prompt/heartbeat.js";
 import type { Batch, Scheduler } from "../queue/index.js";

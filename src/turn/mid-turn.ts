@@ -20,7 +20,7 @@ import type { Event } from "nostr-tools";
 import type { SteerAnswer } from "../agent/steering.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { MidTurnFraming } from "../prompt/index.js";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import type { AgentTurnResult, TextBlock } from "./ports.js";
 
 /** How one message should enter the turn: `steer` (add) or `interrupt` (supersede). */

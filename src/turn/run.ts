@@ -7,7 +7,7 @@
  * while the turn runs, so a fallback can never double a tool reply.
  */
 import type { Event } from "nostr-tools";
-import type { Logger } from "../ops/log.js";
+import type { Logger } from "../base/log.js";
 import { MENTION_CAP, message, messageParts, type ThreadRef } from "../relay/events.js";
 import type { AgentTurnResult, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
 import { TurnSignals } from "./signals.js";

@@ -10,8 +10,8 @@
  *   those servers every `wait_poll` until they allow or `wait_max` passes. A human
  *   approval can take an hour; the model's rejection budget would burn in seconds.
  */
-import type { Logger } from "../ops/log.js";
-import { sleep } from "../relay/backoff.js";
+import type { Logger } from "../base/log.js";
+import { sleep } from "../base/backoff.js";
 import type { AgentTurnResult, HookFanout, HookServerResult, TextBlock, TurnAgent, TurnHooks } from "./ports.js";
 
 export type StopMode = "reprompt" | "wait";

@@ -4,8 +4,8 @@
  */
 import { nip19 } from "nostr-tools";
 import { parsePubkey, parseSecretKey } from "../config/keys.js";
-import { parseCommandArgs, withUsage, UsageError } from "../ops/args.js";
-import { createLogger } from "../ops/log.js";
+import { parseCommandArgs, withUsage, UsageError } from "../base/args.js";
+import { createLogger } from "../base/log.js";
 import { message, replyRefFor } from "../relay/events.js";
 import { RelayClient } from "../relay/index.js";
 import { isMembershipRefusal, refusalAdvice, waitAdmitted } from "../relay/auth-advice.js";

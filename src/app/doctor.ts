@@ -21,21 +21,10 @@ import { resolveAgentCommand } from "./daemon.js";
 import { refusalAdvice } from "../relay/auth-advice.js";
 import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } from "./preflight.js";
 import { StateLock } from "./state-lock.js";
-import { createLogger, type Logger } from "./log.js";
+import { createLogger, type Logger } from "../base/log.js";
 import { stateChecks } from "./doctor-state.js";
 import { sandboxCheck } from "./doctor-sandbox.js";
-
-/** ✓ passed, ✗ failed (exit 1), – not run because a check it needs failed. */
-export type Mark = "ok" | "fail" | "skip";
-
-export interface CheckResult {
-  name: string;
-  mark: Mark;
-  /** One line: what was found, or what is wrong and what to do about it. */
-  summary: string;
-  /** Further lines (channel list, tool list, a stderr tail). */
-  details?: string[];
-}
+import type { CheckResult, Mark } from "./doctor-result.js";
 
 export interface DoctorOptions {
   /** Bound per check; default 15 s. */

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { agentEnvironment, BUBBLEWRAP_ADVICE } from "../agent/index.js";
 import type { LoadedConfig } from "../config/load.js";
 import { bridgePaths, sandboxFor } from "./daemon.js";
-import type { CheckResult } from "./doctor.js";
+import type { CheckResult } from "./doctor-result.js";
 
 /** Runs inside the sandbox: argv[1] is the JSON of what to try; prints what it found. */
 const PROBE_SCRIPT = `

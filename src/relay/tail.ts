@@ -8,10 +8,10 @@
  * ⚠️, 🔒); a client that leaves the tag off a reaction is not shown.
  */
 import type { Event } from "nostr-tools";
-import { KIND } from "../relay/kinds.js";
-import { threadRootOf } from "../relay/events.js";
-import type { Profile } from "../relay/profiles.js";
-import type { EventContext, RelayClient } from "../relay/client.js";
+import { KIND } from "./kinds.js";
+import { threadRootOf } from "./events.js";
+import type { Profile } from "./profiles.js";
+import type { EventContext, RelayClient } from "./client.js";
 
 export const TAIL_KINDS = [KIND.message, KIND.reaction, KIND.system];
 

@@ -4,9 +4,9 @@
  * Exit 1 for a config error, 2 for a runtime failure (relay unreachable is not one:
  * the daemon keeps reconnecting, also at start-up; a stop signal then exits 0).
  */
-import { parseCommandArgs, withUsage } from "./args.js";
+import { parseCommandArgs, withUsage } from "../base/args.js";
 import { loadConfigOrReport, resolveConfigPath } from "../config/load.js";
-import { createLogger } from "./log.js";
+import { createLogger } from "../base/log.js";
 import { Daemon, StartAbortedError } from "./daemon.js";
 import { StateLockedError } from "./state-lock.js";
 

@@ -6,7 +6,7 @@
 import { mkdirSync, realpathSync } from "node:fs";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import { cliPath } from "./cli-path.js";
+import { cliPath } from "../base/cli-path.js";
 import { dirname, join, resolve } from "node:path";
 import type { Event, EventTemplate } from "nostr-tools";
 import { AgentPool, AgentSandbox, agentEnvironment, poolOptionsFromConfig, spareCwd, CHANNEL_PLACEHOLDER, type AgentSpawned } from "../agent/index.js";
@@ -25,7 +25,7 @@ import { QueueStore, Scheduler, STORE_FILE, scopeKey, type QueueRefusal } from "
 import { FleetScheduler } from "../queue/fleet-scheduler.js";
 import { PostgresStore } from "../queue/pg-store.js";
 import { LeaseLostError, QueueStoreError, StateRefusedError } from "../queue/errors.js";
-import { sleep } from "../relay/backoff.js";
+import { sleep } from "../base/backoff.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
 import { message, presence } from "../relay/events.js";
 import { refusalAdvice } from "../relay/auth-advice.js";
@@ -40,7 +40,7 @@ import type { TurnPublisher } from "../turn/ports.js";
 import { startHttp, type ReadyReport } from "./http.js";
 import { agentCommandProblem, agentCwdProblem, stateDirProblem } from "./preflight.js";
 import { StateLock } from "./state-lock.js";
-import type { Logger } from "./log.js";
+import type { Logger } from "../base/log.js";
 import { Metrics } from "./metrics.js";
 import { UsageToday } from "./usage-today.js";
 import { renderStatusPage, type StatusSnapshot } from "./status-page.js";

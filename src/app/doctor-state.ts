@@ -7,10 +7,10 @@
  */
 import pg from "pg";
 import type { LoadedConfig } from "../config/load.js";
-import { redactDatabaseUrl } from "./log.js";
+import { redactDatabaseUrl } from "../base/log.js";
 import { FleetLeases, FLEET_LEASE_MS } from "../queue/pg-leases.js";
 import { PG_SCHEMA, PG_SCHEMA_VERSION } from "../queue/pg-migrations.js";
-import type { CheckResult } from "./doctor.js";
+import type { CheckResult } from "./doctor-result.js";
 
 /** Clock skew that doctor flags: the lease renewal interval. */
 export const SKEW_MARGIN_MS = FLEET_LEASE_MS / 3;

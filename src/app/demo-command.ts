@@ -14,16 +14,16 @@ import type { Event } from "nostr-tools";
 import { nip19 } from "nostr-tools";
 import { loadConfig } from "../config/load.js";
 import { parseSecretKey, pubkeyOf } from "../config/keys.js";
-import { Daemon } from "../ops/daemon.js";
-import { parseCommandArgs, withUsage } from "../ops/args.js";
-import { createLogger } from "../ops/log.js";
+import { Daemon } from "./daemon.js";
+import { parseCommandArgs, withUsage } from "../base/args.js";
+import { createLogger } from "../base/log.js";
 import { message } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
 import { RelayClient, shortNpub } from "../relay/index.js";
-import { cliPath } from "../ops/cli-path.js";
-import { followChannels } from "../ops/tail.js";
-import { DEMO_CHANNEL, DEMO_USERS } from "./identities.js";
-import { formatTranscript } from "./transcript.js";
+import { cliPath } from "../base/cli-path.js";
+import { followChannels } from "../relay/tail.js";
+import { DEMO_CHANNEL, DEMO_USERS } from "../demo/identities.js";
+import { formatTranscript } from "../demo/transcript.js";
 
 const HELP = `usage: buzz-bridge demo [--keep] [--verbose]
 

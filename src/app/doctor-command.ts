@@ -4,7 +4,7 @@
  * table of ✓/✗ with the reason. Exit 0 when all pass, 1 on any ✗ (or a bad config,
  * whose errors are listed). The checks themselves are in ./doctor.ts.
  */
-import { parseCommandArgs, UsageError, withUsage } from "./args.js";
+import { parseCommandArgs, UsageError, withUsage } from "../base/args.js";
 import { ConfigError, loadConfig, resolveConfigPath } from "../config/load.js";
 import { parseDuration } from "../config/duration.js";
 

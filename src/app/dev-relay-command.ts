@@ -5,10 +5,10 @@
  *   channel <id> <name>               (one line per seeded channel)
  * then it serves until SIGINT/SIGTERM.
  */
-import { parseCommandArgs, UsageError, withUsage } from "../ops/args.js";
-import { SeedError } from "./errors.js";
-import { startDevRelay } from "./index.js";
-import { describeLimits, parseQuota, type RelayLimits } from "./limits.js";
+import { parseCommandArgs, UsageError, withUsage } from "../base/args.js";
+import { SeedError } from "../devrelay/errors.js";
+import { startDevRelay } from "../devrelay/index.js";
+import { describeLimits, parseQuota, type RelayLimits } from "../devrelay/limits.js";
 import { parseDuration } from "../config/duration.js";
 
 /** The limit flags, each checked with a message naming the flag and the accepted form. */
