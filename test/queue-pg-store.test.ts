@@ -187,6 +187,23 @@ describe("PostgreSQL store: scope leases", () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  t("a mid-turn join and its hand-back are fenced by the lease: only the scope's holder makes them", async (url) => {
+    const { a, b, scopes } = await withScopes(url, 1);
+    const [scope] = scopes;
+    await a.leases.claim("A", 1, 30_000);
+    const [ev] = await a.waitingEvents();
+    const turn = await a.startTurn(scope!, CHANNEL, [ev!.id]);
+    const steer = fromWire(mention(teammate, "mid-turn"));
+    assert.equal(await b.accept(steer, CHANNEL, scope!), true, "stored by the daemon that heard it first");
+    assert.deepEqual(await b.joinTurn(turn, [steer.id], "B"), [], "B does not hold the scope");
+    assert.deepEqual(await a.joinTurn(turn, [steer.id], "A"), [steer.id]);
+    await b.leaveTurn(turn, [steer.id], "B");
+    assert.equal((await a.event(steer.id))?.state, "in_turn", "B cannot hand it back");
+    await a.leaveTurn(turn, [steer.id], "A");
+    assert.equal((await a.event(steer.id))?.state, "waiting");
+    await Promise.all([a.close(), b.close()]);
+  });
+
   t("the fleet's daemons are listed with their lease counts; one that left is gone", async (url) => {
     const { a, b } = await withScopes(url, 3);
     await a.leases.heartbeat({ id: "A", host: "h1", pid: 11, maxConcurrent: 2 });

@@ -137,6 +137,63 @@ for (const b of backends) {
       await store.close();
     });
 
+    t("a turn starts with those of its events still waiting; an event ended meanwhile stays ended", async (open) => {
+      const store = await open();
+      const a = fromWire(mention(owner, "a"));
+      const gone = fromWire(mention(owner, "deleted before its turn"));
+      await store.accept(a, CHANNEL, CHANNEL);
+      await store.accept(gone, CHANNEL, CHANNEL);
+      assert.equal(await store.dropWaiting(gone.id), true);
+      assert.equal(await store.dropWaiting(gone.id), false, "dropped once");
+      const id = await store.startTurn(CHANNEL, CHANNEL, [a.id, gone.id]);
+      assert.deepEqual((await store.turn(id))?.trigger_ids, [a.id]);
+      assert.equal((await store.event(gone.id))?.state, "deleted");
+      assert.equal(await store.dropWaiting(a.id), false, "an event in a turn is not dropped");
+      await store.close();
+    });
+
+    t("a mid-turn message joins the running turn of its scope once, then can be handed back to wait", async (open) => {
+      const store = await open();
+      const first = fromWire(mention(owner, "first"));
+      const steer = fromWire(mention(teammate, "also this"));
+      const elsewhere = fromWire(mention(owner, "another thread"));
+      await store.accept(first, CHANNEL, `${CHANNEL}/t1`);
+      await store.accept(steer, CHANNEL, `${CHANNEL}/t1`);
+      await store.accept(elsewhere, CHANNEL, `${CHANNEL}/t2`);
+      const id = await store.startTurn(`${CHANNEL}/t1`, CHANNEL, [first.id]);
+      await store.recordReply(id, "f".repeat(64));
+      assert.deepEqual(await store.joinTurn(id, [steer.id, elsewhere.id]), [steer.id], "only a waiting event of the turn's scope joins");
+      assert.deepEqual(await store.joinTurn(id, [steer.id]), [], "once");
+      const joined = await store.event(steer.id);
+      assert.deepEqual([joined?.state, joined?.turn_id, joined?.joined_after], ["in_turn", id, 1], "with the replies recorded before it");
+      assert.deepEqual((await store.turn(id))?.trigger_ids, [first.id, steer.id]);
+      await store.leaveTurn(id, [steer.id]);
+      const left = await store.event(steer.id);
+      assert.deepEqual([left?.state, left?.turn_id, left?.joined_after], ["waiting", null, null]);
+      assert.deepEqual((await store.turn(id))?.trigger_ids, [first.id]);
+      await store.updateTurn({ id, state: "queued", attempts: 1, next_attempt_at: 0, recovered: 0, error: "retry" });
+      assert.deepEqual(await store.joinTurn(id, [steer.id]), [], "nothing joins a turn that is not running");
+      await store.close();
+    });
+
+    t("an edit replaces a message's text until an agent has it: waiting or in a queued retry, not running or ended", async (open) => {
+      const store = await open();
+      const ev = fromWire(mention(owner, "deploy to production"));
+      await store.accept(ev, CHANNEL, CHANNEL);
+      assert.equal(await store.replaceQueuedContent(ev.id, "deploy to staging", "e".repeat(64)), true);
+      const edited = (await store.event(ev.id))!.event as typeof ev & { edited?: string };
+      assert.deepEqual([edited.content, edited.edited, edited.id, edited.created_at], ["deploy to staging", "e".repeat(64), ev.id, ev.created_at]);
+      const id = await store.startTurn(CHANNEL, CHANNEL, [ev.id]);
+      assert.equal(await store.replaceQueuedContent(ev.id, "too late", "d".repeat(64)), false, "its turn runs");
+      await store.updateTurn({ id, state: "queued", attempts: 1, next_attempt_at: 0, recovered: 0, error: "retry" });
+      assert.equal(await store.replaceQueuedContent(ev.id, "deploy to qa", "c".repeat(64)), true, "a retry not yet started takes the edit");
+      await store.updateTurn({ id, state: "done", attempts: 2, next_attempt_at: 0, recovered: 0, error: null });
+      assert.equal(await store.replaceQueuedContent(ev.id, "after the answer", "b".repeat(64)), false);
+      assert.equal((await store.event(ev.id))?.event.content, "deploy to qa");
+      assert.equal(await store.replaceQueuedContent("0".repeat(64), "unknown", "a".repeat(64)), false);
+      await store.close();
+    });
+
     t("events can be marked refused or cancelled in one call", async (open) => {
       const store = await open();
       const a = fromWire(mention(owner, "a"));

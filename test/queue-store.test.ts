@@ -1,7 +1,9 @@
 /**
- * The durable store: duplicates are no-ops, cursors give `since`, a DB from a newer
- * version is refused by name, and accepted work survives a SIGKILL between accept and
+ * What only the SQLite file has: a DB from a newer version is refused by name, an older
+ * one is migrated, WAL is on, and accepted work survives a SIGKILL between accept and
  * turn end (a real child process killed mid-turn; the mention is answered exactly once).
+ * The store's contract (duplicates are no-ops, cursors give `since`, turn records, prune,
+ * session ids) runs against SQLite and PostgreSQL alike in queue-state-store.test.ts.
  */
 import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
@@ -22,47 +24,6 @@ let n = 0;
 const freshDir = () => join(tmp.dir, `s${++n}`);
 
 describe("queue store", () => {
-  test("an accepted event is stored once; a duplicate id is a no-op", () => {
-    const store = QueueStore.open(freshDir());
-    const ev = fromWire(mention(owner, "hello"));
-    assert.equal(store.accept(ev, CHANNEL, CHANNEL), true);
-    assert.equal(store.accept(ev, CHANNEL, CHANNEL), false);
-    assert.equal(store.has(ev.id), true);
-    assert.deepEqual(store.event(ev.id)?.event, ev);
-    assert.equal(store.waitingEvents().length, 1);
-    store.close();
-  });
-
-  test("cursors: last handled created_at per channel, and the minimum for one REQ's since", () => {
-    const store = QueueStore.open(freshDir());
-    assert.equal(store.minCursor(), undefined);
-    store.accept(fromWire(mention(owner, "a", { created_at: 1000 })), CHANNEL, CHANNEL);
-    store.noteSeen(CHANNEL, 900); // an older denied event does not move the cursor back
-    store.noteSeen("other", 500);
-    assert.equal(store.cursor(CHANNEL), 1000);
-    assert.equal(store.cursor("other"), 500);
-    assert.equal(store.minCursor(), 500);
-    store.close();
-  });
-
-  test("turn records keep their published reply ids across reopen", () => {
-    const dir = freshDir();
-    const store = QueueStore.open(dir);
-    const ev = fromWire(mention(owner, "a"));
-    store.accept(ev, CHANNEL, CHANNEL);
-    const id = store.startTurn(CHANNEL, CHANNEL, [ev.id]);
-    store.recordReply(id, "f".repeat(64));
-    store.recordReply(id, "f".repeat(64));
-    store.close();
-    const again = QueueStore.open(dir);
-    const t = again.turn(id)!;
-    assert.equal(t.state, "running");
-    assert.deepEqual(t.reply_ids, ["f".repeat(64)]);
-    assert.deepEqual(t.trigger_ids, [ev.id]);
-    assert.equal(again.event(ev.id)?.state, "in_turn");
-    again.close();
-  });
-
   test("a database from a newer schema version is refused with a message naming the file", () => {
     const dir = freshDir();
     QueueStore.open(dir).close();
@@ -158,35 +119,4 @@ describe("crash safety", () => {
     assert.equal(s2.next(), null);
     again.close();
   });
-});
-
-test("prune removes finished rows past their keep time, never open work", () => {
-  const store = QueueStore.open(freshDir());
-  const done = fromWire(mention(owner, "done"));
-  const open = fromWire(mention(owner, "open"));
-  store.accept(done, CHANNEL, CHANNEL);
-  store.accept(open, CHANNEL, CHANNEL);
-  const t = store.startTurn(CHANNEL, CHANNEL, [done.id]);
-  store.updateTurn({ id: t, state: "done", attempts: 1, next_attempt_at: 0, recovered: 0, error: null });
-  store.prune(1000, Date.now() + 10_000);
-  assert.equal(store.has(done.id), false);
-  assert.equal(store.turn(t), undefined);
-  assert.equal(store.event(open.id)?.state, "waiting");
-  store.close();
-});
-
-test("agent session ids per scope survive a reopen, are keyed by agent, and are forgotten by channel", () => {
-  const dir = freshDir();
-  const s1 = QueueStore.open(dir);
-  s1.saveSession(`${CHANNEL}/root-a`, "claude-agent-acp", "sess-a");
-  s1.saveSession(`${CHANNEL}/root-b`, "claude-agent-acp", "sess-b");
-  s1.saveSession("other-channel", "claude-agent-acp", "sess-c");
-  s1.close();
-  const s2 = QueueStore.open(dir);
-  assert.equal(s2.session(`${CHANNEL}/root-a`, "claude-agent-acp"), "sess-a");
-  assert.equal(s2.session(`${CHANNEL}/root-a`, "goose acp"), undefined, "another agent's session id is not offered");
-  s2.forgetChannelSessions(CHANNEL);
-  assert.equal(s2.session(`${CHANNEL}/root-b`, "claude-agent-acp"), undefined);
-  assert.equal(s2.session("other-channel", "claude-agent-acp"), "sess-c", "other channels keep theirs");
-  s2.close();
 });

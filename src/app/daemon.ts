@@ -24,6 +24,7 @@ import { LinkServer, linkRootPath } from "../link/index.js";
 import { QueueStore, Scheduler, STORE_FILE, scopeKey, type QueueRefusal } from "../queue/index.js";
 import { FleetScheduler } from "../queue/fleet-scheduler.js";
 import { PostgresStore } from "../queue/pg-store.js";
+import { SqliteStateStore } from "../queue/sqlite-state.js";
 import { LeaseLostError, QueueStoreError, StateRefusedError } from "../queue/errors.js";
 import { sleep } from "../base/backoff.js";
 import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats, type ChannelInfo, type PublishOutcome } from "../relay/index.js";
@@ -145,6 +146,8 @@ export class Daemon {
   private link!: LinkServer;
   private gate!: Gate;
   private amendments!: Amendments;
+  /** Fleet mode: accepts still being written to the shared database, by event id. */
+  private readonly accepting = new Map<string, Promise<boolean>>();
   private gateContext!: GateContext;
   private profiles!: ProfileCache;
   private http?: { url: string; close(): Promise<void> };
@@ -298,11 +301,10 @@ export class Daemon {
     });
 
     this.amendments = new Amendments({
-      store: this.store,
-      // In a fleet the queued events live in the shared database, which this step does not
-      // read yet: edits and deletions of queued or running messages are not applied there
-      // (an edit of a handled mention is ignored as of an unknown message).
-      scheduler: this.scheduler instanceof Scheduler ? this.scheduler : { runningTurn: () => undefined, accept: () => false, dropWaiting: () => false, cancelRunning: () => false },
+      // In a fleet the queued events live in the shared database.
+      store: this.fleetStore ?? new SqliteStateStore(this.store),
+      scheduler: this.scheduler,
+      fleet: !!this.fleetStore,
       cancelTurns: (ids) => void this.dispatcher.cancelTurns(ids),
       retract: (scope, id, author) => this.dispatcher.retract(scope, id, author),
       midTurn: (ev, scope, mode) => this.midTurn(ev, scope, mode),
@@ -551,21 +553,32 @@ export class Daemon {
       }
       // The single scheduler accepts synchronously (in this tick); a fleet's accept is the database's.
       const accepting = decision.action === "accept" ? this.scheduler.accept(ev, decision.channel.id) : false;
-      if (decision.action === "accept" && (accepting instanceof Promise ? await accepting : accepting)) {
+      if (accepting instanceof Promise) {
+        // Noted as handled in this tick, so an edit or deletion right behind it is an
+        // amendment, which waits for this write before it reads the shared queue.
+        this.store.claimOnce(`accepted:${ev.id}`, Number.MAX_SAFE_INTEGER);
+        this.accepting.set(ev.id, accepting);
+        const settled = () => this.accepting.delete(ev.id);
+        void accepting.then(settled, settled);
+      }
+      const fresh = accepting instanceof Promise ? await accepting : accepting;
+      if (decision.action === "accept" && fresh) {
         this.log.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: npub(ev.pubkey), ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
+      }
+      // In a fleet the daemon running the scope's turn may not be the one that stored the
+      // message first: each daemon looks, and only the holder finds the turn running.
+      if (decision.action === "accept" && (fresh || this.fleetStore)) {
         this.midTurn(ev, this.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
       } else if (decision.action === "amend") {
-        if (decision.amend === "edit") this.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn);
-        else void this.amendments.delete(ev, decision.targets).catch((err) => this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle a deletion"));
+        const amend = () => (decision.amend === "edit" ? this.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn) : this.amendments.delete(ev, decision.targets));
+        const pending = decision.targets.flatMap((t) => this.accepting.get(t) ?? []);
+        const amended = pending.length ? Promise.allSettled(pending).then(amend) : amend();
+        void amended.catch((err) => this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, `could not handle ${decision.amend === "edit" ? "an edit" : "a deletion"}`));
         // Decided, not queued as an event of its own: the cursor moves past it.
         this.store.noteSeen(decision.channel.id, ev.created_at);
       }
-      // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor
-      // moves here, and it notes the event as handled (an edit of it is not a new mention).
-      if (decision.action === "accept" && this.fleetStore) {
-        this.store.noteSeen(decision.channel.id, ev.created_at);
-        this.store.claimOnce(`accepted:${ev.id}`, Number.MAX_SAFE_INTEGER);
-      }
+      // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor moves here.
+      if (decision.action === "accept" && this.fleetStore) this.store.noteSeen(decision.channel.id, ev.created_at);
       await acted;
     } catch (err) {
       this.log.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
@@ -599,7 +612,15 @@ export class Daemon {
       this.log.debug({ evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode }, "message arrived mid-turn; it waits for the next turn");
       return;
     }
-    if (this.scheduler.joinRunning(turnId, ev.id)) this.dispatcher.take(turnId, ev, how, Date.now());
+    if (this.scheduler instanceof FleetScheduler) {
+      // The join is the database's; the agent gets the message once it is written.
+      const at = Date.now();
+      this.scheduler.joinRunning(turnId, ev.id, () => {
+        if (!this.dispatcher.canTake(turnId, ev)) return false;
+        this.dispatcher.take(turnId, ev, how, at);
+        return true;
+      });
+    } else if (this.scheduler.joinRunning(turnId, ev.id)) this.dispatcher.take(turnId, ev, how, Date.now());
   }
 
   /** queue → turn: starts every batch the scheduler allows now. */

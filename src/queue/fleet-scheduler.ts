@@ -98,9 +98,11 @@ export class FleetScheduler {
     return scopeOf(ev, channel, this.o.sessionScope);
   }
 
-  /** Stores an accepted event once for the fleet; false when a daemon (this one or another) has it already. */
-  async accept(ev: Event, channel: string): Promise<boolean> {
-    const scope = this.scopeOf(ev, channel);
+  /**
+   * Stores an accepted event once for the fleet; false when a daemon (this one or another)
+   * has it already. `scope` overrides where it goes (an edit goes to its message's scope).
+   */
+  async accept(ev: Event, channel: string, scope: Scope = this.scopeOf(ev, channel)): Promise<boolean> {
     const fresh = await this.o.store.accept(ev, channel, scope.key);
     if (fresh) for (const old of await this.o.store.refuseOverCap(scope.key, this.o.scopeCap)) this.refusals.add(scope.key, scope.channel, "scope-cap", old);
     // Also for a duplicate: the daemon holding the scope hears the event too and looks now.
@@ -182,19 +184,61 @@ export class FleetScheduler {
   }
 
   /**
-   * Mid-turn steering is single-daemon only for now: in a fleet no turn is offered as
-   * running, so a message that arrives mid-turn waits for the scope's next turn.
+   * The turn this daemon runs in the scope, if it holds the scope. Every daemon hears a
+   * mid-turn message; only the holder finds the turn here, so only it joins the message.
    */
-  runningTurn(_scopeKey: string): number | undefined {
-    return undefined;
+  runningTurn(scopeKey: string): number | undefined {
+    return this.held.get(scopeKey)?.running?.turnId;
   }
 
-  joinRunning(_turnId: number, _eventId: string): boolean {
-    return false;
+  /**
+   * A waiting event of the turn's scope joins the running turn, in the database and fenced
+   * by the lease, then `deliver` hands it to the agent. The turn may end while the join is
+   * written (deliver says false): the event waits again, written before the turn's end,
+   * which is queued behind this write and would otherwise end the event with it.
+   */
+  joinRunning(turnId: number, eventId: string, deliver: () => boolean): void {
+    if (this.byTurn.get(turnId)?.running?.turnId !== turnId) return;
+    let joined: string[] | undefined;
+    let delivered: boolean | undefined;
+    this.chain(turnId, async () => {
+      // Written so that a retry after a lost connection repeats only what is missing.
+      joined ??= await this.o.store.joinTurn(turnId, [eventId], this.o.daemon.id);
+      if (!joined.length) return;
+      delivered ??= this.byTurn.get(turnId)?.running?.turnId === turnId && deliver();
+      if (delivered) return;
+      await this.o.store.leaveTurn(turnId, joined, this.o.daemon.id);
+      this.kick();
+    });
   }
 
-  /** Nothing joins a fleet's running turn (see runningTurn), so nothing leaves it. */
-  leaveRunning(_turnId: number, _eventIds: readonly string[]): void {}
+  /** Events that joined the turn but could not be given to the agent wait for the scope's next turn. */
+  leaveRunning(turnId: number, eventIds: readonly string[]): void {
+    if (!eventIds.length) return;
+    this.chain(turnId, async () => {
+      await this.o.store.leaveTurn(turnId, eventIds, this.o.daemon.id);
+      this.kick();
+    });
+  }
+
+  /** Its author deleted a waiting event: it leaves the fleet's queue (whichever daemon hears it first). */
+  dropWaiting(_scopeKey: string, eventId: string): Promise<boolean> {
+    return this.o.store.dropWaiting(eventId);
+  }
+
+  /**
+   * Ends one running turn of this daemon as cancelled (its only trigger was deleted by its
+   * author); the caller stops it at the agent. False when it does not run here, or ended.
+   */
+  async cancelRunning(turnId: number, reason: string): Promise<boolean> {
+    const r = this.byTurn.get(turnId)?.running;
+    if (r?.turnId !== turnId) return false;
+    const update = { id: turnId, state: "cancelled" as const, attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error: reason };
+    if (!(await this.o.store.updateTurnFrom("running", update, this.o.daemon.id))) return false;
+    this.finish(turnId);
+    this.kick();
+    return true;
+  }
 
   /** Waiting mentions per channel across the fleet, as of the last lease renewal (for /status). */
   depthByChannel(): Map<string, number> {
@@ -377,6 +421,12 @@ export class FleetScheduler {
       else if (work.waiting.length) {
         const turnId = await store.startTurn(h.scope.key, h.scope.channel, work.waiting);
         batch = await this.batchOf(h, turnId, 1, false, []);
+        if (!batch.events.length) {
+          // Another daemon ended them since they were read (deleted by their author, `!cancel`).
+          this.finish(turnId);
+          await store.updateTurnFrom("running", { id: turnId, state: "cancelled", attempts: 1, next_attempt_at: 0, recovered: 0, error: "its events ended before it started" }, daemon.id);
+          batch = undefined;
+        }
       }
       if (batch) {
         await this.followRotation(h.scope);
@@ -422,10 +472,13 @@ export class FleetScheduler {
   }
 
   private async batchOf(h: Held, turnId: number, attempt: number, recovered: boolean, publishedReplyIds: string[]): Promise<Batch> {
-    const events = (await this.o.store.eventsOfTurn(turnId)).map((e) => e.event);
+    const stored = await this.o.store.eventsOfTurn(turnId);
+    const events = stored.map((e) => e.event);
     h.running = { turnId, attempts: attempt, recovered };
     this.byTurn.set(turnId, h);
     for (const e of events) this.batchEvents.set(e.id, { turnId, event: e });
-    return { turnId, scope: h.scope, events, attempt, recovered, publishedReplyIds, unansweredJoins: [] };
+    // Messages steered in after the last reply the relay has: they still need an answer.
+    const unansweredJoins = stored.filter((e) => e.joined_after !== null && e.joined_after >= publishedReplyIds.length).map((e) => e.event);
+    return { turnId, scope: h.scope, events, attempt, recovered, publishedReplyIds, unansweredJoins };
   }
 }

@@ -69,6 +69,11 @@ CREATE TABLE ${S}.daemons (
 );
 `,
   },
+  {
+    // A message that joined a running turn mid-way (a steer): how many replies the turn had recorded then.
+    version: 2,
+    sql: `ALTER TABLE ${S}.events ADD COLUMN joined_after integer;`,
+  },
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

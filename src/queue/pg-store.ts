@@ -38,6 +38,7 @@ interface EventRow {
   created_at: string;
   state: EventState;
   turn_id: string | null;
+  joined_after: number | null;
   json: string;
 }
 
@@ -220,16 +221,83 @@ export class PostgresStore implements StateStore {
     return m === null || m === undefined ? undefined : Number(m);
   }
 
+  /**
+   * Only events still waiting join the turn: between reading a scope's waiting events and
+   * this, another daemon may have ended some (deleted by their author, `!cancel`).
+   */
   async startTurn(scope: string, channel: string, eventIds: readonly string[]): Promise<number> {
     return this.tx(async (c) => {
       const r = await c.query<{ id: string }>(
-        `INSERT INTO ${S}.turns (scope, channel, state, attempts, next_attempt_at, trigger_ids, updated_at) VALUES ($1, $2, 'running', 1, 0, $3, $4) RETURNING id`,
-        [scope, channel, JSON.stringify(eventIds), Date.now()],
+        `INSERT INTO ${S}.turns (scope, channel, state, attempts, next_attempt_at, trigger_ids, updated_at) VALUES ($1, $2, 'running', 1, 0, '[]', $3) RETURNING id`,
+        [scope, channel, Date.now()],
       );
       const id = Number(r.rows[0]!.id);
-      await c.query(`UPDATE ${S}.events SET state = 'in_turn', turn_id = $1 WHERE id = ANY($2::text[])`, [id, [...eventIds]]);
+      const taken = await c.query<{ id: string }>(`UPDATE ${S}.events SET state = 'in_turn', turn_id = $1 WHERE id = ANY($2::text[]) AND state = 'waiting' RETURNING id`, [id, [...eventIds]]);
+      const ids = new Set(taken.rows.map((row) => row.id));
+      await c.query(`UPDATE ${S}.turns SET trigger_ids = $2 WHERE id = $1`, [id, JSON.stringify(eventIds.filter((e) => ids.has(e)))]);
       return id;
     });
+  }
+
+  async joinTurn(turnId: number, eventIds: readonly string[], holder?: string): Promise<string[]> {
+    if (eventIds.length === 0) return [];
+    return this.tx(async (c) => {
+      // The turn's row is locked first, so its end (or a takeover's resume) waits for the join or comes before it.
+      const t = await c.query<{ scope: string; n: number }>(
+        `SELECT t.scope, jsonb_array_length(t.reply_ids) AS n FROM ${S}.turns t WHERE t.id = $1 AND t.state = 'running'
+           AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now()))
+         FOR UPDATE OF t`,
+        [turnId, holder ?? null],
+      );
+      const turn = t.rows[0];
+      if (!turn) return [];
+      const r = await c.query<{ id: string }>(
+        `UPDATE ${S}.events SET state = 'in_turn', turn_id = $1, joined_after = $2 WHERE id = ANY($3::text[]) AND state = 'waiting' AND scope = $4 RETURNING id`,
+        [turnId, turn.n, [...eventIds], turn.scope],
+      );
+      const joined = eventIds.filter((id) => r.rows.some((row) => row.id === id));
+      if (joined.length) await c.query(`UPDATE ${S}.turns SET trigger_ids = trigger_ids || $2::jsonb, updated_at = $3 WHERE id = $1`, [turnId, JSON.stringify(joined), Date.now()]);
+      return joined;
+    });
+  }
+
+  async leaveTurn(turnId: number, eventIds: readonly string[], holder?: string): Promise<void> {
+    if (eventIds.length === 0) return;
+    await this.tx(async (c) => {
+      const held = await c.query(
+        `SELECT 1 FROM ${S}.turns t WHERE t.id = $1 AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now())) FOR UPDATE OF t`,
+        [turnId, holder ?? null],
+      );
+      if (!held.rowCount) return;
+      const r = await c.query<{ id: string }>(`UPDATE ${S}.events SET state = 'waiting', turn_id = NULL, joined_after = NULL WHERE id = ANY($2::text[]) AND turn_id = $1 RETURNING id`, [turnId, [...eventIds]]);
+      const left = r.rows.map((row) => row.id);
+      if (left.length)
+        await c.query(`UPDATE ${S}.turns SET trigger_ids = coalesce((SELECT jsonb_agg(x) FROM jsonb_array_elements(trigger_ids) x WHERE NOT (x #>> '{}') = ANY($2::text[])), '[]'), updated_at = $3 WHERE id = $1`, [
+          turnId,
+          left,
+          Date.now(),
+        ]);
+    });
+  }
+
+  async replaceQueuedContent(eventId: string, content: string, editId: string): Promise<boolean> {
+    return this.tx(async (c) => {
+      const e = await c.query<{ state: EventState; turn_id: string | null; json: string }>(`SELECT state, turn_id, json FROM ${S}.events WHERE id = $1 FOR UPDATE`, [eventId]);
+      const row = e.rows[0];
+      if (!row) return false;
+      if (row.state !== "waiting") {
+        // Locked, so a daemon resuming the retry reads the batch after this edit, or this sees it running.
+        const t = row.state === "in_turn" && row.turn_id !== null ? await c.query<{ state: string }>(`SELECT state FROM ${S}.turns WHERE id = $1 FOR SHARE`, [row.turn_id]) : undefined;
+        if (t?.rows[0]?.state !== "queued") return false;
+      }
+      await c.query(`UPDATE ${S}.events SET json = $2 WHERE id = $1`, [eventId, JSON.stringify({ ...(JSON.parse(row.json) as Event), content, edited: editId })]);
+      return true;
+    });
+  }
+
+  async dropWaiting(eventId: string): Promise<boolean> {
+    const r = await this.pool.query(`UPDATE ${S}.events SET state = 'deleted' WHERE id = $1 AND state = 'waiting'`, [eventId]);
+    return (r.rowCount ?? 0) > 0;
   }
 
   /**
@@ -440,8 +508,7 @@ function toStored(row: EventRow): StoredEvent {
     created_at: Number(row.created_at),
     state: row.state,
     turn_id: row.turn_id === null ? null : Number(row.turn_id),
-    // Mid-turn joins are single-daemon only for now: nothing joins a fleet's running turn.
-    joined_after: null,
+    joined_after: row.joined_after,
     event: JSON.parse(row.json) as Event,
   };
 }

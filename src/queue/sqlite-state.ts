@@ -46,8 +46,9 @@ export class SqliteStateStore implements StateStore {
   async minCursor(): Promise<number | undefined> {
     return this.queue.minCursor();
   }
+  /** Only events still waiting join the turn (the fleet's store does the same; see PostgresStore.startTurn). */
   async startTurn(scope: string, channel: string, eventIds: readonly string[]): Promise<number> {
-    return this.queue.startTurn(scope, channel, eventIds);
+    return this.queue.startTurn(scope, channel, eventIds.filter((id) => this.queue.event(id)?.state === "waiting"));
   }
   async turn(id: number): Promise<TurnRecord | undefined> {
     return this.queue.turn(id);
@@ -60,6 +61,30 @@ export class SqliteStateStore implements StateStore {
   }
   async recordReply(turnId: number, replyId: string): Promise<void> {
     this.queue.recordReply(turnId, replyId);
+  }
+  // Each of these reads and writes synchronously: atomic, as nothing else runs in between.
+  async joinTurn(turnId: number, eventIds: readonly string[]): Promise<string[]> {
+    const t = this.queue.turn(turnId);
+    if (t?.state !== "running") return [];
+    const ids = eventIds.filter((id) => {
+      const e = this.queue.event(id);
+      return e?.state === "waiting" && e.scope === t.scope;
+    });
+    if (ids.length) this.queue.joinTurn(turnId, ids);
+    return ids;
+  }
+  async leaveTurn(turnId: number, eventIds: readonly string[]): Promise<void> {
+    this.queue.leaveTurn(turnId, eventIds.filter((id) => this.queue.event(id)?.turn_id === turnId));
+  }
+  async replaceQueuedContent(eventId: string, content: string, editId: string): Promise<boolean> {
+    const e = this.queue.event(eventId);
+    const queued = e?.state === "waiting" || (e?.state === "in_turn" && e.turn_id !== null && this.queue.turn(e.turn_id)?.state === "queued");
+    return queued && this.queue.replaceContent(eventId, content, editId);
+  }
+  async dropWaiting(eventId: string): Promise<boolean> {
+    if (this.queue.event(eventId)?.state !== "waiting") return false;
+    this.queue.setEventStates([eventId], "deleted");
+    return true;
   }
   async claimControl(eventId: string, createdAt: number): Promise<boolean> {
     return this.queue.claimControl(eventId, createdAt);

@@ -42,6 +42,23 @@ export interface StateStore {
   /** Remembers an event published for a turn; idempotent. */
   recordReply(turnId: number, replyId: string): Promise<void>;
 
+  /**
+   * Mid-turn messages join a running turn (docs/architecture.md §3): those of `eventIds`
+   * still waiting in the turn's scope become in_turn there and triggers of the turn, at
+   * once, before the agent is given them. In a fleet only while `holder` holds the
+   * scope's lease. Returns the ids that joined.
+   */
+  joinTurn(turnId: number, eventIds: readonly string[], holder?: string): Promise<string[]>;
+  /** The reverse of joinTurn, for messages the turn could not take (fenced the same way). */
+  leaveTurn(turnId: number, eventIds: readonly string[], holder?: string): Promise<void>;
+  /**
+   * An edit replaces an accepted event's text while no agent has been given it yet: it is
+   * waiting, or in a turn queued for a retry. False otherwise (its turn runs, or ended).
+   */
+  replaceQueuedContent(eventId: string, content: string, editId: string): Promise<boolean>;
+  /** Its author deleted a waiting event: deleted, if it is still waiting. */
+  dropWaiting(eventId: string): Promise<boolean>;
+
   /** True the first time a control command's event id is claimed (across the fleet). */
   claimControl(eventId: string, createdAt: number): Promise<boolean>;
   /**

@@ -13,19 +13,38 @@
  *
  * Every outcome is one log line with its reason. A storm of edits to one waiting message
  * rewrites one row; edits arriving mid-turn are coalesced while they wait the same way.
+ *
+ * In a fleet (docs/architecture.md §3) every daemon hears the edit or deletion: what
+ * changes the shared queue is decided there, atomically (the first daemon's write wins,
+ * the others find it done), and only the daemon running the message's turn joins a
+ * correction into it or stops it.
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import type { MidTurnMode } from "../config/schema.js";
-import type { QueueStore, Scheduler } from "../queue/index.js";
-import { parseScopeKey } from "../queue/scope.js";
+import type { StateStore } from "../queue/state-store.js";
+import { parseScopeKey, type Scope } from "../queue/scope.js";
 import { KIND } from "../relay/kinds.js";
 import { EMOJI } from "./signals.js";
 import type { TurnPublisher } from "./ports.js";
 
+/** The queue's side of an amendment; the single-daemon Scheduler answers at once, a fleet's after the database. */
+export interface AmendQueue {
+  /** The turn running here in the scope (in a fleet: only on the daemon holding the scope). */
+  runningTurn(scopeKey: string): number | undefined;
+  accept(ev: Event, channel: string, scope: Scope): boolean | Promise<boolean>;
+  dropWaiting(scopeKey: string, eventId: string): boolean | Promise<boolean>;
+  cancelRunning(turnId: number, reason: string): boolean | Promise<boolean>;
+}
+
 export interface AmendDeps {
-  store: QueueStore;
-  scheduler: Pick<Scheduler, "runningTurn" | "accept" | "dropWaiting" | "cancelRunning">;
+  store: Pick<StateStore, "event" | "turn" | "replaceQueuedContent">;
+  scheduler: AmendQueue;
+  /**
+   * A fleet shares its queue: another daemon may have stored the correction first, and the
+   * daemon running the scope's turn joins it all the same.
+   */
+  fleet: boolean;
   /** Stops running turns at the agent (the queue has already ended them). */
   cancelTurns(turnIds: number[]): void;
   /** Tells a scope's session that a message it saw was deleted. */
@@ -44,52 +63,63 @@ export class Amendments {
 
   constructor(private readonly d: AmendDeps) {}
 
-  edit(ev: Event, targetId: string, channel: string, mode: MidTurnMode): void {
+  async edit(ev: Event, targetId: string, channel: string, mode: MidTurnMode): Promise<void> {
     const log = this.d.logger;
-    const target = this.d.store.event(targetId);
+    let target = await this.d.store.event(targetId);
     if (!target) return void log.info({ evt: "gate.edit_refused", event: ev.id, target: targetId, reason: "unknown-target" }, "edit of a message the bridge does not know; ignored");
     if (target.event.pubkey !== ev.pubkey) {
       return void log.info({ evt: "gate.edit_refused", event: ev.id, target: targetId, author: ev.pubkey, reason: "not-author" }, "only a message's author may edit it; ignored");
     }
     const earlier = this.queuedEdits.get(targetId);
-    if (earlier && this.d.store.event(earlier)?.state === "waiting") {
-      this.d.store.replaceContent(earlier, ev.content, ev.id);
+    if (earlier && (await this.d.store.event(earlier))?.state === "waiting" && (await this.d.store.replaceQueuedContent(earlier, ev.content, ev.id))) {
       return void log.info({ evt: "queue.edited", event: ev.id, target: targetId, replaced: earlier }, "a newer edit replaced the queued one");
     }
-    const running = target.turn_id !== null && this.d.scheduler.runningTurn(target.scope) === target.turn_id;
-    if (target.state === "waiting" || (target.state === "in_turn" && !running)) {
-      // Not yet given to the agent (waiting, or in a turn that waits for its retry).
-      this.d.store.replaceContent(targetId, ev.content, ev.id);
+    // Not yet given to an agent (waiting, or in a turn that waits for its retry): decided by the store, atomically.
+    if (await this.d.store.replaceQueuedContent(targetId, ev.content, ev.id)) {
       return void log.info({ evt: "queue.edited", event: ev.id, target: targetId, state: target.state }, "edit replaced the queued message's text");
     }
+    target = (await this.d.store.event(targetId)) ?? target;
+    // A fleet's daemon that heard the edit late: another one applied it before the turn started.
+    if ((target.event as Event & { edited?: string }).edited === ev.id) return;
     if (target.state !== "in_turn") {
       return void log.info({ evt: "gate.edit_refused", event: ev.id, target: targetId, reason: "already-answered", state: target.state }, "edit of a message whose turn has ended; ignored");
     }
-    if (!this.d.scheduler.accept(ev, channel, parseScopeKey(target.scope))) return;
+    const fresh = await this.d.scheduler.accept(ev, channel, parseScopeKey(target.scope));
+    if (!fresh && !this.d.fleet) return;
     this.queuedEdits.set(targetId, ev.id);
-    log.info({ evt: "gate.accepted", event: ev.id, channel, author: ev.pubkey, edits: targetId }, "edit of a message in a running turn accepted");
+    if (fresh) log.info({ evt: "gate.accepted", event: ev.id, channel, author: ev.pubkey, edits: targetId }, "edit of a message in a running turn accepted");
     this.d.midTurn(ev, target.scope, mode);
   }
 
   async delete(ev: Event, targetIds: string[]): Promise<void> {
     const log = this.d.logger;
     for (const id of targetIds) {
-      const target = this.d.store.event(id);
+      let target = await this.d.store.event(id);
       if (!target) continue;
       if (target.event.pubkey !== ev.pubkey) {
         log.info({ evt: "gate.delete_refused", event: ev.id, target: id, author: ev.pubkey, reason: "not-author" }, "only a message's author may delete it; ignored");
         continue;
       }
-      if (target.state === "waiting" && this.d.scheduler.dropWaiting(target.scope, id)) {
-        log.info({ evt: "queue.deleted", event: ev.id, target: id }, "its author deleted a queued message; it gets no turn and no reply");
-        await this.takeBackSeen(id, target.channel);
-        continue;
+      if (target.state === "waiting") {
+        if (await this.d.scheduler.dropWaiting(target.scope, id)) {
+          log.info({ evt: "queue.deleted", event: ev.id, target: id }, "its author deleted a queued message; it gets no turn and no reply");
+          await this.takeBackSeen(id, target.channel);
+          continue;
+        }
+        target = (await this.d.store.event(id)) ?? target;
+        // Another daemon of the fleet dropped it first.
+        if (target.state === "deleted") continue;
       }
       const running = target.turn_id !== null && this.d.scheduler.runningTurn(target.scope) === target.turn_id;
-      const triggers = target.turn_id !== null ? (this.d.store.turn(target.turn_id)?.trigger_ids ?? []) : [];
-      if (target.state === "in_turn" && running && triggers.length === 1 && this.d.scheduler.cancelRunning(target.turn_id!, "its message was deleted by its author")) {
+      const turn = target.turn_id !== null ? await this.d.store.turn(target.turn_id) : undefined;
+      const triggers = turn?.trigger_ids ?? [];
+      if (target.state === "in_turn" && running && triggers.length === 1 && (await this.d.scheduler.cancelRunning(target.turn_id!, "its message was deleted by its author"))) {
         log.info({ evt: "turn.deleted", event: ev.id, target: id, turn: target.turn_id }, "its author deleted the turn's only message; the turn is stopped");
         this.d.cancelTurns([target.turn_id!]);
+        continue;
+      }
+      if (this.d.fleet && target.state === "in_turn" && !running && turn?.state === "running") {
+        log.debug({ evt: "gate.delete_ignored", event: ev.id, target: id, reason: "held-elsewhere" }, "another daemon of the fleet runs this message's turn and handles the deletion");
         continue;
       }
       this.d.retract(target.scope, id, ev.pubkey);
