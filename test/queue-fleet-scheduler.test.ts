@@ -3,7 +3,8 @@
  * died is resumed by another exactly once, and what the dead daemon had already
  * published (as the relay confirms) is not published again; the owner's `!cancel` given
  * to one daemon stops the turn another daemon runs; a failed turn is retried after its
- * backoff and gives up with one failure notice.
+ * backoff and gives up with one failure notice; a mid-turn message joins the holder's
+ * running turn once, or waits for the next turn when that one can no longer take it.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -235,4 +236,44 @@ t("!rotate executed by another daemon: this daemon ends its session of the scope
   assert.deepEqual(a.rotated, [first.scope.key], "once per rotate, not every turn");
   await a.s.close();
   await a.store.close();
+});
+
+t("a mid-turn message another daemon stored joins the holder's running turn once; one the turn can no longer take waits for its next turn", async (url) => {
+  const relayHas = new Set<string>();
+  const a = await node(url, "A", relayHas);
+  const b = await node(url, "B", relayHas);
+  await a.s.accept(fromWire(mention(owner, "long job")), CHANNEL);
+  const deadline0 = Date.now() + 8000;
+  while (a.batches.length + b.batches.length === 0 && Date.now() < deadline0) await new Promise((x) => setTimeout(x, 50));
+  const [holder, other] = a.batches.length ? [a, b] : [b, a];
+  const running = await holder.next();
+  const scope = running.scope;
+  assert.equal(other.s.runningTurn(scope.key), undefined, "only the holder finds the turn running");
+  assert.equal(holder.s.runningTurn(scope.key), running.turnId);
+
+  const steer = fromWire(mention(owner, "also this"));
+  assert.equal(await other.s.accept(steer, CHANNEL, scope), true);
+  assert.equal(await holder.s.accept(steer, CHANNEL, scope), false, "heard by both, stored once");
+  let delivered = 0;
+  holder.s.joinRunning(running.turnId, steer.id, () => ++delivered > 0);
+  holder.s.joinRunning(running.turnId, steer.id, () => ++delivered > 0); // the same message heard again
+  const deadline1 = Date.now() + 5000;
+  while ((await holder.store.event(steer.id))?.state !== "in_turn" && Date.now() < deadline1) await new Promise((x) => setTimeout(x, 20));
+  // The turn ends while this join is written: the agent can no longer take it.
+  const late = fromWire(mention(owner, "as the turn ends"));
+  await other.s.accept(late, CHANNEL, scope);
+  holder.s.joinRunning(running.turnId, late.id, () => false);
+  assert.equal(holder.s.complete(running.turnId), true);
+
+  const nextTurn = await holder.next();
+  assert.deepEqual(nextTurn.events.map((e) => e.id), [late.id], "the late one has a turn of its own");
+  assert.equal(delivered, 1, "given to the agent once");
+  const ended = await holder.store.turn(running.turnId);
+  assert.equal(ended?.state, "done");
+  assert.deepEqual(ended?.trigger_ids, [running.events[0]!.id, steer.id]);
+  assert.equal((await holder.store.event(steer.id))?.state, "done");
+  for (const n of [a, b]) {
+    await n.s.close();
+    await n.store.close();
+  }
 });
