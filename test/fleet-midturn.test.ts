@@ -21,7 +21,7 @@ let server: PgServer | undefined;
 let skip: string | undefined;
 let w: World;
 let url: string;
-let daemons: DaemonProc[] = [];
+const daemons: DaemonProc[] = [];
 let queueRoom: string;
 
 before(async () => {
