@@ -1,0 +1,104 @@
+/**
+ * A fleet daemon whose clock is off. Two daemons of one identity on one PostgreSQL
+ * database and the dev relay; one runs with its wall clock 40 s ahead (libfaketime,
+ * preloaded into that process only — the daemon's code is the shipped one). 40 s is past
+ * the lease period (30 s): a daemon that judged leases by its own clock would think every
+ * lease of the other daemon expired and take its scopes. Leases run on the database's
+ * clock, so every mention is answered exactly once, no scope is taken over and no turn runs
+ * twice. 40 s is also within the relay's 60 s NIP-42 window, so the daemon can log in at
+ * all. `doctor` on that machine reports the skew beyond the lease margin; on the other, not.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import type { Event } from "nostr-tools";
+import { World, type DaemonProc, CLI } from "./fixtures/world.js";
+import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { needs } from "./fixtures/ci.js";
+import { assertExactlyOnce, repliesByThread, waitAllAnswered } from "./reliability-helpers.js";
+import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
+
+const LIBFAKETIME = ["x86_64-linux-gnu", "aarch64-linux-gnu"].map((a) => `/usr/lib/${a}/faketime/libfaketimeMT.so.1`).find((p) => existsSync(p));
+const faketime = needs(LIBFAKETIME !== undefined, "libfaketime (Debian package libfaketime)");
+const AHEAD_S = 40;
+const CHANNELS = 3;
+const MENTIONS = 12;
+
+let server: PgServer | undefined;
+let skip: string | undefined;
+let w: World;
+let channels: string[];
+
+before(async () => {
+  const r = await postgresOrSkip();
+  if (typeof r === "string") skip = r;
+  else server = r;
+  w = await World.create({ channelName: "clock-0" });
+  channels = [w.channel];
+  for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `clock-${i}` }));
+});
+after(async () => {
+  await w.close();
+  await server?.stop();
+});
+
+test(`a daemon whose clock is ${AHEAD_S} s ahead takes no live lease: every mention answered once, no takeover; doctor reports its skew`, { timeout: 120_000, skip: faketime.skip }, async (ctx) => {
+  faketime.assertPresent();
+  if (skip) return ctx.skip(skip);
+  const url = await server!.createDatabase();
+  const configs = [0, 1].map((i) =>
+    w.writeConfig(
+      {
+        state_dir: join(w.dir, `state-${i}`),
+        state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" },
+        agent: { max_concurrent: 2, session_scope: "thread" },
+        log: { level: "info" },
+      },
+      `clock-${i}.yaml`,
+    ),
+  );
+  const env = { BUZZ_BRIDGE_DATABASE_URL: url };
+  // Only the wall clock moves (as NTP drift does); timers keep the real monotonic clock.
+  const ahead = { ...env, LD_PRELOAD: LIBFAKETIME!, FAKETIME: `+${AHEAD_S}s`, FAKETIME_DONT_FAKE_MONOTONIC: "1" };
+  const a = await w.startDaemon({}, { configFile: configs[0], env });
+  const b = await w.startDaemon({}, { configFile: configs[1], env: ahead });
+
+  const mentions: Event[] = [];
+  for (let i = 0; i < MENTIONS; i++) {
+    mentions.push(await w.owner.post(`@agent clock m${i} #slow 1500`, { channel: channels[i % CHANNELS] }));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await waitAllAnswered(w, channels, mentions, 60_000);
+  await new Promise((r) => setTimeout(r, 2000)); // a late duplicate would show up by now
+  const { notices } = assertExactlyOnce(await repliesByThread(w, channels), mentions);
+  assert.equal(notices, 0);
+
+  const logs = [a, b].flatMap((d) => d.logs);
+  assert.deepEqual(logs.filter((l) => l.evt === "queue.scope_taken_over" || l.evt === "queue.scope_lost"), [], "no lease was taken from a live daemon");
+  for (const d of [a, b]) assert.ok(d.logs.some((l) => l.evt === "turn.session"), `daemon ${d.proc.pid} ran turns too`);
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const turns = (await c.query<{ trigger_ids: string[]; attempts: number; state: string }>(`SELECT trigger_ids, attempts, state FROM ${PG_SCHEMA}.turns`)).rows;
+  await c.end();
+  assert.deepEqual(
+    mentions.map((m) => turns.filter((t) => t.trigger_ids.includes(m.id)).map((t) => [t.state, t.attempts])),
+    mentions.map(() => [["done", 1]]),
+    "each mention ran in one turn, once",
+  );
+
+  // doctor, on each machine (the same environment as its daemon).
+  const doctor = (configFile: string, e: NodeJS.ProcessEnv) =>
+    new Promise<{ status: number | null; stdout: string }>((r) => {
+      const child = execFile(process.execPath, [CLI, "doctor", "-c", configFile], { encoding: "utf8", env: { ...process.env, ...e }, timeout: 40_000 }, (_err, stdout) => r({ status: child.exitCode, stdout }));
+    });
+  const skewed = await doctor(configs[1]!, ahead);
+  assert.equal(skewed.status, 1, skewed.stdout);
+  assert.match(skewed.stdout, /✗ clock +this machine's clock is (3[5-9]|4[0-5])\.\d s ahead of the database's \(more than 10 s\): run NTP on both/);
+  assert.match(skewed.stdout, /✓ fleet +2 live daemons/);
+  const fine = await doctor(configs[0]!, env);
+  assert.match(fine.stdout, /✓ clock +this machine's clock is within \d+ ms of the database's/);
+  await Promise.all([a.stop(), b.stop()]);
+});
