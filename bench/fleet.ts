@@ -5,7 +5,8 @@
  *   - throughput with 1, 2 and 3 daemons of one identity: 36 owner mentions over 6
  *     channels posted at once (thread scope, the demo agent thinking 3 s per turn,
  *     max_concurrent 2 per daemon), mentions answered per minute from the first post to
- *     the last reply on the relay; baseline: the 1-daemon run;
+ *     the last reply on the relay (the dev relay's quotas lifted); baseline: the 1-daemon
+ *     run; and how many turns each daemon ran;
  *   - lease takeover after a SIGKILL: from the kill of a daemon running a turn to a
  *     survivor taking its scope over; baseline: the lease period;
  *   - the store's cost per accepted mention: PostgreSQL's accept (one transaction over
@@ -36,6 +37,8 @@ export interface FleetBench {
   max_concurrent: number;
   per_minute: Record<string, number>;
   scaling: Record<string, number>;
+  /** Per fleet size, the turns each daemon ran (how the work spread). */
+  turns_per_daemon: Record<string, number[]>;
   takeover_ms: number;
   lease_ms: number;
   accept_ms: { sqlite: number[]; postgres: number[] };
@@ -53,8 +56,11 @@ async function fleetConfig(w: World, n: number, i: number): Promise<string> {
   );
 }
 
-async function throughput(server: PgServer, n: number): Promise<number> {
-  const w = await World.create({ channelName: "room-0" });
+async function throughput(server: PgServer, n: number): Promise<{ perMinute: number; turns: number[] }> {
+  // Without the dev relay's frame quota: polling 6 channels for replies every 500 ms spends
+  // one connection's 300 frames a minute in about 20 s, and the measurement then stalls
+  // until the quota's window ends, so any run shorter than a minute measured about a minute.
+  const w = await World.create({ channelName: "room-0", noLimits: true });
   try {
     const channels = [w.channel];
     for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `room-${i}` }));
@@ -66,8 +72,9 @@ async function throughput(server: PgServer, n: number): Promise<number> {
     for (let i = 0; i < MENTIONS; i++) mentions.push(await w.owner.post(`@agent ping ${i} #slow ${THINK_MS}`, { channel: channels[i % CHANNELS] }));
     await waitAllAnswered(w, channels, mentions, 180_000);
     const minutes = (performance.now() - t0) / 60_000;
+    const turns = daemons.map((d) => d.logs.filter((l) => l.evt === "turn.end").length);
     await Promise.all(daemons.map((d) => d.stop()));
-    return Math.round((MENTIONS / minutes) * 10) / 10;
+    return { perMinute: Math.round((MENTIONS / minutes) * 10) / 10, turns };
   } finally {
     await w.close();
   }
@@ -116,12 +123,17 @@ export async function benchFleet(): Promise<FleetBench> {
   const tmp = tempDir("bb-bench-fleet-");
   try {
     const perMinute: Record<string, number> = {};
-    for (const n of [1, 2, 3]) perMinute[String(n)] = await throughput(server, n);
+    const turnsPerDaemon: Record<string, number[]> = {};
+    for (const n of [1, 2, 3]) {
+      const r = await throughput(server, n);
+      perMinute[String(n)] = r.perMinute;
+      turnsPerDaemon[String(n)] = r.turns;
+    }
     const scaling = Object.fromEntries(Object.entries(perMinute).map(([n, v]) => [n, Math.round((v / perMinute["1"]!) * 100) / 100]));
     const takeoverMs = await takeover(server);
     const sqlite = await acceptCost(SqliteStateStore.open(join(tmp.dir, "sqlite")));
     const postgres = await acceptCost(await PostgresStore.open({ url: await server.createDatabase(), identity: agent.pk }));
-    return { mentions: MENTIONS, think_ms: THINK_MS, max_concurrent: MAX_CONCURRENT, per_minute: perMinute, scaling, takeover_ms: takeoverMs, lease_ms: FLEET_LEASE_MS, accept_ms: { sqlite, postgres } };
+    return { mentions: MENTIONS, think_ms: THINK_MS, max_concurrent: MAX_CONCURRENT, per_minute: perMinute, scaling, turns_per_daemon: turnsPerDaemon, takeover_ms: takeoverMs, lease_ms: FLEET_LEASE_MS, accept_ms: { sqlite, postgres } };
   } finally {
     await server.stop();
     tmp.cleanup();
