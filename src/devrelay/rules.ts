@@ -9,6 +9,7 @@ import { KIND, P_GATED_KINDS } from "../relay/kinds.js";
 import { GROUP_STATE_KINDS, type Directory } from "./channels.js";
 import type { RelayLimits } from "./limits.js";
 import type { EventStore, StoredRecord } from "./store.js";
+import { hasTag, tagValue } from "../base/tags.js";
 
 /** Fixed protocol bounds; Buzz's adjustable limits are in limits.ts. */
 export const LIMITS = {
@@ -64,7 +65,7 @@ export type WriteDecision = { ok: true; channel?: string } | { ok: false; reason
 export function authorizeWrite(ev: Event, author: string, dir: Directory, store: EventStore): WriteDecision {
   if (ev.pubkey !== author) return { ok: false, reason: "restricted: event pubkey is not the authenticated key" };
   if (RELAY_ONLY_KINDS.has(ev.kind)) return { ok: false, reason: `restricted: kind ${ev.kind} is written by the relay only` };
-  const h = ev.tags.find((t) => t[0] === "h")?.[1];
+  const h = tagValue(ev, "h");
   if (h !== undefined) return channelWrite(h, author, dir);
   if (CHANNEL_KINDS.has(ev.kind)) return { ok: false, reason: `invalid: kind ${ev.kind} needs an h tag naming a channel` };
   if (ev.kind === KIND.reaction) {
@@ -88,9 +89,9 @@ function channelWrite(channelId: string, author: string, dir: Directory): WriteD
 /** Channel-level read access: p-gated kinds by recipient, group state and channel events by membership. */
 export function canRead(rec: StoredRecord, reader: string, dir: Directory): boolean {
   const ev = rec.event;
-  if (P_GATED_KINDS.has(ev.kind)) return ev.tags.some((t) => t[0] === "p" && t[1] === reader);
+  if (P_GATED_KINDS.has(ev.kind)) return hasTag(ev, "p", reader);
   if (GROUP_STATE_KINDS.has(ev.kind)) {
-    const d = ev.tags.find((t) => t[0] === "d")?.[1];
+    const d = tagValue(ev, "d");
     return d !== undefined && dir.isMember(d, reader);
   }
   if (rec.channel !== undefined) return dir.isMember(rec.channel, reader);

@@ -12,6 +12,7 @@ import { KIND } from "./kinds.js";
 import { threadRootOf } from "./events.js";
 import type { Profile } from "./profiles.js";
 import type { EventContext, RelayClient } from "./client.js";
+import { tagValue, tagValues } from "../base/tags.js";
 
 export const TAIL_KINDS = [KIND.message, KIND.reaction, KIND.system];
 
@@ -49,10 +50,10 @@ export class TailFormatter {
   constructor(private readonly o: TailOptions) {}
 
   async line(ev: Event): Promise<string> {
-    const channelId = ev.tags.find((t) => t[0] === "h")?.[1] ?? "";
+    const channelId = tagValue(ev, "h") ?? "";
     const room = `#${this.o.channels.get(channelId) ?? channelId.slice(0, 8)}`;
     const target = ev.kind === KIND.reaction ? ev.tags.filter((t) => t[0] === "e").at(-1)?.[1] : undefined;
-    const mentions = ev.kind === KIND.message ? [...new Set(ev.tags.filter((t) => t[0] === "p" && t[1]).map((t) => t[1]!))] : [];
+    const mentions = ev.kind === KIND.message ? [...new Set(tagValues(ev, "p"))] : [];
     const pks = [ev.pubkey, ...mentions];
     if (ev.kind === KIND.system) {
       try {
