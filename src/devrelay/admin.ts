@@ -8,7 +8,7 @@ import { parsePubkey, parseSecretKey } from "../config/keys.js";
 import { KIND } from "../relay/kinds.js";
 import { memberTags, metadataTags, type Channel } from "./channels.js";
 import type { RelayCore } from "./core.js";
-import { signWithWasm } from "./crypto.js";
+import { signCopy } from "./crypto.js";
 import { DevRelayAdminError } from "./errors.js";
 import type { ChannelType, SeedFile } from "./seed.js";
 import { nowSec } from "../base/time.js";
@@ -113,7 +113,7 @@ export class ChannelAdmin {
       for (const m of c.messages) {
         const sk = m.author_nsec ? parseSecretKey(m.author_nsec) : undefined;
         const tpl = { kind: KIND.message, created_at: now, tags: [["h", id]], content: m.content };
-        if (sk) this.core.accept({ event: signWithWasm(tpl, sk), channel: id });
+        if (sk) this.core.accept({ event: signCopy(tpl, sk), channel: id });
         else this.core.publishAsRelay(tpl, id);
       }
       out.push(this.channel(id));

@@ -9,7 +9,7 @@ import type { Event, EventTemplate } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";
 import { isEphemeral } from "../relay/kinds.js";
 import type { Directory } from "./channels.js";
-import { signWithWasm, verifyReason } from "./crypto.js";
+import { signCopy, verifyReason } from "./crypto.js";
 import { BUZZ_LIMITS, type RelayLimits } from "./limits.js";
 import { authorizeWrite, canRead, filterAdmits, limitReason, shapeReason, WS_ONLY_KINDS } from "./rules.js";
 import type { EventStore, StoredRecord } from "./store.js";
@@ -92,7 +92,7 @@ export class RelayCore {
 
   /** Signs `t` with the relay key and accepts it (NIP-29 state, membership notices). */
   publishAsRelay(t: EventTemplate, channel?: string): Event {
-    const ev = signWithWasm(t, this.relaySecret);
+    const ev = signCopy(t, this.relaySecret);
     this.accept({ event: ev, channel });
     return ev;
   }
