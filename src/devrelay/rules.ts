@@ -10,6 +10,7 @@ import { GROUP_STATE_KINDS, type Directory } from "./channels.js";
 import type { RelayLimits } from "./limits.js";
 import type { EventStore, StoredRecord } from "./store.js";
 import { hasTag, tagValue } from "../base/tags.js";
+import { eventShapeFault, KIND_MAX, type EventShapeFault } from "../relay/validate.js";
 
 /** Fixed protocol bounds; Buzz's adjustable limits are in limits.ts. */
 export const LIMITS = {
@@ -30,23 +31,22 @@ export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([
 /** Kinds Buzz accepts only on the WebSocket (presence, gift wraps). */
 export const WS_ONLY_KINDS: ReadonlySet<number> = new Set([KIND.presence, 1059]);
 
-const HEX64 = /^[0-9a-f]{64}$/;
-const HEX128 = /^[0-9a-f]{128}$/;
+/** The relay's `invalid:` reasons for the shape rules of relay/validate.ts. */
+const SHAPE_REASON: Record<EventShapeFault, string> = {
+  object: "invalid: event must be a JSON object",
+  id: "invalid: id must be 64 lowercase hex",
+  pubkey: "invalid: pubkey must be 64 lowercase hex",
+  sig: "invalid: sig must be 128 lowercase hex",
+  kind: `invalid: kind must be an integer 0..${KIND_MAX}`,
+  created_at: "invalid: created_at must be a non-negative integer",
+  content: "invalid: content must be a string",
+  tags: "invalid: tags must be an array of string arrays",
+};
 
 /** null when `ev` has the NIP-01 event shape, else an `invalid:` reason. */
 export function shapeReason(ev: unknown): string | null {
-  if (typeof ev !== "object" || ev === null || Array.isArray(ev)) return "invalid: event must be a JSON object";
-  const e = ev as Record<string, unknown>;
-  if (typeof e.id !== "string" || !HEX64.test(e.id)) return "invalid: id must be 64 lowercase hex";
-  if (typeof e.pubkey !== "string" || !HEX64.test(e.pubkey)) return "invalid: pubkey must be 64 lowercase hex";
-  if (typeof e.sig !== "string" || !HEX128.test(e.sig)) return "invalid: sig must be 128 lowercase hex";
-  if (!Number.isInteger(e.kind) || (e.kind as number) < 0 || (e.kind as number) > 65535) return "invalid: kind must be an integer 0..65535";
-  if (!Number.isInteger(e.created_at) || (e.created_at as number) < 0) return "invalid: created_at must be a non-negative integer";
-  if (typeof e.content !== "string") return "invalid: content must be a string";
-  if (!Array.isArray(e.tags) || !e.tags.every((t) => Array.isArray(t) && t.every((x) => typeof x === "string"))) {
-    return "invalid: tags must be an array of string arrays";
-  }
-  return null;
+  const fault = eventShapeFault(ev);
+  return fault ? SHAPE_REASON[fault] : null;
 }
 
 /** Buzz's ingest limits: content size and created_at window. */
