@@ -49,8 +49,6 @@ export function channelOf(ev: Pick<Event, "tags">): string | undefined {
   return tagValue(ev, "h");
 }
 
-export { MENTION_CAP };
-
 export function message(channel: string, content: string, opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][] } = {}): EventTemplate {
   const mentions = [...new Set(opts.mentions ?? [])].slice(0, MENTION_CAP);
   return {

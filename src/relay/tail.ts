@@ -13,6 +13,7 @@ import { threadRootOf } from "./events.js";
 import type { Profile } from "./profiles.js";
 import type { EventContext, RelayClient } from "./client.js";
 import { tagValue, tagValues } from "../base/tags.js";
+import { BoundedMap } from "../base/bounded-map.js";
 
 export const TAIL_KINDS = [KIND.message, KIND.reaction, KIND.system];
 
@@ -45,7 +46,7 @@ const snippet = (text: string, n = 60) => {
 
 /** Formats events as they arrive; remembers recent messages so a reaction can say what it is on. */
 export class TailFormatter {
-  private readonly recent = new Map<string, { author: string; text: string }>();
+  private readonly recent = new BoundedMap<string, { author: string; text: string }>(1000);
 
   constructor(private readonly o: TailOptions) {}
 
@@ -84,7 +85,6 @@ export class TailFormatter {
 
   private remember(id: string, author: string, text: string): void {
     this.recent.set(id, { author, text });
-    if (this.recent.size > 1000) this.recent.delete(this.recent.keys().next().value!);
   }
 }
 
