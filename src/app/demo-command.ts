@@ -25,6 +25,7 @@ import { followChannels } from "../relay/tail.js";
 import { DEMO_CHANNEL, DEMO_USERS } from "../demo/identities.js";
 import { formatTranscript } from "../demo/transcript.js";
 import { nowSec } from "../base/time.js";
+import { sleep } from "../base/backoff.js";
 
 const HELP = `usage: buzz-bridge demo [--keep] [--verbose]
 
@@ -150,7 +151,7 @@ async function waitFor(client: RelayClient, ev: Event, expect: Step["expect"], a
     const replied = found.some((e) => e.kind === KIND.message);
     const reacted = (emoji: string) => found.some((e) => e.kind === KIND.reaction && e.content === emoji);
     if (expect === "reply" ? replied && reacted("✅") : reacted("🔒")) return true;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   return false;
 }

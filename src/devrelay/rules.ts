@@ -11,6 +11,7 @@ import type { RelayLimits } from "./limits.js";
 import type { EventStore, StoredRecord } from "./store.js";
 import { hasTag, tagValue } from "../base/tags.js";
 import { eventShapeFault, KIND_MAX, type EventShapeFault } from "../relay/validate.js";
+import { reactionTarget } from "../relay/events.js";
 
 /** Fixed protocol bounds; Buzz's adjustable limits are in limits.ts. */
 export const LIMITS = {
@@ -69,8 +70,8 @@ export function authorizeWrite(ev: Event, author: string, dir: Directory, store:
   if (h !== undefined) return channelWrite(h, author, dir);
   if (CHANNEL_KINDS.has(ev.kind)) return { ok: false, reason: `invalid: kind ${ev.kind} needs an h tag naming a channel` };
   if (ev.kind === KIND.reaction) {
-    // NIP-25: the last `e` tag is the reacted-to event; the reaction inherits its channel.
-    const target = ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
+    // The reaction inherits the channel of the event it is on.
+    const target = reactionTarget(ev);
     if (!target) return { ok: false, reason: "invalid: reaction needs an e tag" };
     const rec = store.get(target);
     if (!rec) return { ok: false, reason: "invalid: reaction target not found" };

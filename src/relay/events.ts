@@ -45,6 +45,11 @@ export function mentionsOf(ev: Pick<Event, "tags">): string[] {
   return [...out];
 }
 
+/** NIP-25: the event a reaction is on is named by its last `e` tag. */
+export function reactionTarget(ev: Pick<Event, "tags">): string | undefined {
+  return ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
+}
+
 export function channelOf(ev: Pick<Event, "tags">): string | undefined {
   return tagValue(ev, "h");
 }

@@ -9,7 +9,7 @@
  */
 import type { Event } from "nostr-tools";
 import { KIND } from "./kinds.js";
-import { threadRootOf } from "./events.js";
+import { reactionTarget, threadRootOf } from "./events.js";
 import type { Profile } from "./profiles.js";
 import type { EventContext, RelayClient } from "./client.js";
 import { tagValue, tagValues } from "../base/tags.js";
@@ -53,7 +53,7 @@ export class TailFormatter {
   async line(ev: Event): Promise<string> {
     const channelId = tagValue(ev, "h") ?? "";
     const room = `#${this.o.channels.get(channelId) ?? channelId.slice(0, 8)}`;
-    const target = ev.kind === KIND.reaction ? ev.tags.filter((t) => t[0] === "e").at(-1)?.[1] : undefined;
+    const target = ev.kind === KIND.reaction ? reactionTarget(ev) : undefined;
     const mentions = ev.kind === KIND.message ? [...new Set(tagValues(ev, "p"))] : [];
     const pks = [ev.pubkey, ...mentions];
     if (ev.kind === KIND.system) {
