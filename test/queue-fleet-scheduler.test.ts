@@ -277,3 +277,25 @@ t("a mid-turn message another daemon stored joins the holder's running turn once
     await n.store.close();
   }
 });
+
+t("a running turn whose only message was deleted ends cancelled; its scope starts nothing new until the agent side reports the end", async (url) => {
+  const a = await node(url, "A", new Set());
+  const first = fromWire(mention(owner, "doomed"));
+  await a.s.accept(first, CHANNEL);
+  const running = await a.next();
+  const queued = fromWire(mention(owner, "next in the thread"));
+  await a.s.accept(queued, CHANNEL, running.scope);
+  assert.equal(await a.s.cancelRunning(running.turnId, "its message was deleted by its author"), true);
+  assert.equal(await a.s.cancelRunning(running.turnId, "again"), false, "once");
+  assert.equal((await a.store.turn(running.turnId))?.state, "cancelled");
+  assert.equal((await a.store.event(first.id))?.state, "cancelled");
+  assert.equal(a.s.runningTurn(running.scope.key), undefined, "nothing joins a cancelled turn");
+  await new Promise((r) => setTimeout(r, 400));
+  assert.deepEqual(a.batches, [], "the agent is still stopping the turn: the scope waits");
+  assert.equal(a.s.complete(running.turnId), true);
+  const next = await a.next();
+  assert.deepEqual(next.events.map((e) => e.id), [queued.id]);
+  assert.equal((await a.store.turn(running.turnId))?.state, "cancelled", "the agent side's end does not overwrite it");
+  await a.s.close();
+  await a.store.close();
+});

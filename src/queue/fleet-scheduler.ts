@@ -55,7 +55,8 @@ export interface FleetSchedulerOptions {
 
 interface Held {
   scope: Scope;
-  running?: { turnId: number; attempts: number; recovered: boolean };
+  /** `cancelled`: ended in the database (its message deleted); the slot is held until the agent side reports the end. */
+  running?: { turnId: number; attempts: number; recovered: boolean; cancelled?: boolean };
   /** A batch is being prepared or waits in `ready`. */
   busy: boolean;
 }
@@ -132,6 +133,11 @@ export class FleetScheduler {
   complete(turnId: number): boolean {
     const h = this.finish(turnId);
     if (!h) return false;
+    // Cancelled: its end is in the database already; the scope may go on.
+    if (h.cancelled) {
+      this.kick();
+      return true;
+    }
     this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "done", attempts: h.attempts, next_attempt_at: 0, recovered: h.recovered ? 1 : 0, error: null }, this.o.daemon.id), h.held);
     return true;
   }
@@ -139,6 +145,10 @@ export class FleetScheduler {
   fail(turnId: number, error: string, opts: { retry?: boolean } = {}): "retry" | "failed" | "ignored" {
     const r = this.finish(turnId);
     if (!r) return "ignored";
+    if (r.cancelled) {
+      this.kick();
+      return "ignored";
+    }
     const canRetry = opts.retry !== false && !r.recovered && r.attempts < this.o.maxAttempts;
     if (canRetry) {
       const { baseMs, factor, maxMs } = this.o.backoff;
@@ -188,7 +198,8 @@ export class FleetScheduler {
    * mid-turn message; only the holder finds the turn here, so only it joins the message.
    */
   runningTurn(scopeKey: string): number | undefined {
-    return this.held.get(scopeKey)?.running?.turnId;
+    const r = this.held.get(scopeKey)?.running;
+    return r && !r.cancelled ? r.turnId : undefined;
   }
 
   /**
@@ -198,7 +209,8 @@ export class FleetScheduler {
    * which is queued behind this write and would otherwise end the event with it.
    */
   joinRunning(turnId: number, eventId: string, deliver: () => boolean): void {
-    if (this.byTurn.get(turnId)?.running?.turnId !== turnId) return;
+    const r = this.byTurn.get(turnId)?.running;
+    if (r?.turnId !== turnId || r.cancelled) return;
     let joined: string[] | undefined;
     let delivered: boolean | undefined;
     this.chain(turnId, async () => {
@@ -228,15 +240,15 @@ export class FleetScheduler {
 
   /**
    * Ends one running turn of this daemon as cancelled (its only trigger was deleted by its
-   * author); the caller stops it at the agent. False when it does not run here, or ended.
+   * author); the caller stops it at the agent. Its scope starts nothing new until the agent
+   * side reports the end (complete or fail). False when it does not run here, or ended.
    */
   async cancelRunning(turnId: number, reason: string): Promise<boolean> {
     const r = this.byTurn.get(turnId)?.running;
-    if (r?.turnId !== turnId) return false;
+    if (r?.turnId !== turnId || r.cancelled) return false;
     const update = { id: turnId, state: "cancelled" as const, attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error: reason };
     if (!(await this.o.store.updateTurnFrom("running", update, this.o.daemon.id))) return false;
-    this.finish(turnId);
-    this.kick();
+    if (this.byTurn.get(turnId)?.running === r) r.cancelled = true;
     return true;
   }
 
@@ -380,7 +392,8 @@ export class FleetScheduler {
       const kept = new Set(await store.leases.renew(daemon.id, leaseMs));
       this.lastRenewOk = now;
       const lost = [...this.held.keys()].filter((k) => !kept.has(k));
-      const cancelled = await store.notRunning([...this.byTurn.keys()]);
+      // Turns cancelled here already wait for the agent side's end, not for this.
+      const cancelled = await store.notRunning([...this.byTurn].filter(([, h]) => !h.running?.cancelled).map(([id]) => id));
       this.drop(lost, cancelled, "taken over by another daemon");
       this.fleetByChannel = await store.leases.queueDepthByChannel();
       this.fleetQueued = [...this.fleetByChannel.values()].reduce((a, b) => a + b, 0);
