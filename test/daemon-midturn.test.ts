@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc, type Person } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
-import { storedTurns } from "./reliability-helpers.js";
+import { storedTurns } from "./fixtures/reliability-helpers.js";
 
 let w: World;
 let d: DaemonProc;

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
-import { assertExactlyOnce, leakedSecrets, waitAllAnswered } from "./reliability-helpers.js";
+import { assertExactlyOnce, leakedSecrets, waitAllAnswered } from "./fixtures/reliability-helpers.js";
 import { KIND } from "../src/relay/kinds.js";
 
 const CHANNELS = 6;
@@ -77,7 +77,7 @@ test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channel
 
   await waitAllAnswered(w, channels, mentions, 120_000);
   await new Promise((r) => setTimeout(r, 2000)); // a late duplicate would show up by now
-  const by = await import("./reliability-helpers.js").then((h) => h.repliesByThread(w, channels));
+  const by = await import("./fixtures/reliability-helpers.js").then((h) => h.repliesByThread(w, channels));
   const { notices } = assertExactlyOnce(by, [...mentions]);
   assert.equal(notices, 0, "a daemon's death is not an agent failure");
 

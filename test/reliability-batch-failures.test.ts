@@ -11,7 +11,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
-import { turnsSummary } from "./reliability-helpers.js";
+import { turnsSummary } from "./fixtures/reliability-helpers.js";
 
 const worlds: World[] = [];
 after(async () => {

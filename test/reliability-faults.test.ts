@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { REPO, World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
-import { leakedSecrets, turnsSummary } from "./reliability-helpers.js";
+import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
 
 const COUNT = { thread: 20, channel: 40 };
 const GATE = join(REPO, "test", "fixtures", "gate-server.mjs");

@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
-import { leakedSecrets, turnsSummary } from "./reliability-helpers.js";
+import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
 
 const CHANNELS = 5;
 const DROPS = 3;

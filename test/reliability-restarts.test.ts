@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
-import { leakedSecrets, turnsSummary } from "./reliability-helpers.js";
+import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
 
 const CHANNELS = 3;
 const MENTIONS = Number(process.env.RELIABILITY_MENTIONS ?? 36);

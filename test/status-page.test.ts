@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
-import { approvalGate } from "./gates-helpers.js";
+import { approvalGate } from "./fixtures/gates-helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HOSTILE = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>"'&`;
