@@ -25,6 +25,7 @@ import { finalizeEvent } from "nostr-tools/wasm";
 import { stringify } from "yaml";
 import { initCrypto } from "../src/relay/verify.js";
 import { RawClient } from "../test/fixtures/raw-client.js";
+import { sleep } from "../test/fixtures/wait.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli.js");
@@ -97,7 +98,7 @@ async function signatureChecks(metricsUrl: string): Promise<number> {
 /** Asks the daemon for a full GC (its SIGUSR2 hook) and lets it settle. */
 async function collect(pid: number): Promise<void> {
   process.kill(pid, "SIGUSR2");
-  await new Promise((r) => setTimeout(r, 1000));
+  await sleep(1000);
 }
 
 /** The V8 heap's committed size by space (its `/metrics`), in MiB: new (the young generation) and the rest. */
@@ -219,7 +220,7 @@ export async function benchBusy(): Promise<BusyResult> {
     await waitFor<void>("the plain subscriber's EOSE", 30_000, (r) => (onReady = r));
 
     // Idle: the daemon settled with 500 channels subscribed (its warm agent is another process).
-    await new Promise((r) => setTimeout(r, 3000));
+    await sleep(3000);
     const daemonIdle = rssMiB(daemon.pid!);
     // Where it goes: mapped files vs anonymous memory, and how much of the latter V8's heap spaces hold.
     const idleMap = rssByMapping(daemon.pid!);
@@ -259,7 +260,7 @@ export async function benchBusy(): Promise<BusyResult> {
     const dCpu = cpuSeconds(daemon.pid!) - dCpu0;
     const sCpu = cpuSeconds(sub.pid!) - sCpu0;
     const checks = (await signatureChecks(metricsUrl)) - checks0;
-    await new Promise((r) => setTimeout(r, 2000));
+    await sleep(2000); // the burst's garbage is collected before RSS is read
     const daemonAfter = rssMiB(daemon.pid!);
     const subAfter = rssMiB(sub.pid!);
     await collect(daemon.pid!);
@@ -295,7 +296,7 @@ export async function benchBusy(): Promise<BusyResult> {
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
     for (const c of children.reverse()) c.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500); // the children exit before their directory is removed
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -25,12 +25,12 @@ import { RelayClient } from "../src/relay/client.js";
 import { message } from "../src/relay/events.js";
 import { initCrypto } from "../src/relay/verify.js";
 import { startFrameProxy } from "../test/fixtures/frame-proxy.js";
+import { sleep } from "../test/fixtures/wait.js";
 
 const CHANNELS = 500;
 const BURST = 20;
 const QUOTA = { frames: 50, windowMs: 5000 };
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Run {
   subscribedMs: number;
