@@ -78,7 +78,12 @@ function lines(child: ChildProcess, on: (line: string, at: number) => void): voi
   createInterface({ input: child.stdout! }).on("line", (l) => on(l, now()));
 }
 
-function waitFor<T>(what: string, ms: number, arm: (resolve: (v: T) => void) => void): Promise<T> {
+/**
+ * Resolves when the callback handed to `arm` is called, or fails after `ms`. Event-driven
+ * rather than test/fixtures/wait.ts's polling: the bench times these moments, and a polling
+ * interval would be counted in them.
+ */
+function whenCalled<T>(what: string, ms: number, arm: (resolve: (v: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`busy bench: timed out after ${ms} ms waiting for ${what}`)), ms);
     arm((v) => {
@@ -204,7 +209,7 @@ export async function benchBusy(): Promise<BusyResult> {
         if (++decisions === total) onDecided?.();
       } else if (l.includes('"evt":"daemon.started"')) onStarted?.();
     });
-    await waitFor<void>("daemon.started", 60_000, (r) => (onStarted = r));
+    await whenCalled<void>("daemon.started", 60_000, (r) => (onStarted = r));
 
     const sub = spawn(process.execPath, [join(ROOT, "bench", "plain-subscriber.mjs")], {
       cwd: ROOT, stdio: ["ignore", "pipe", "inherit"],
@@ -217,7 +222,7 @@ export async function benchBusy(): Promise<BusyResult> {
       if (l === "ready") onReady?.();
       else if (l.startsWith("{")) onAll?.(JSON.parse(l) as { received: number; lastAt: number });
     });
-    await waitFor<void>("the plain subscriber's EOSE", 30_000, (r) => (onReady = r));
+    await whenCalled<void>("the plain subscriber's EOSE", 30_000, (r) => (onReady = r));
 
     // Idle: the daemon settled with 500 channels subscribed (its warm agent is another process).
     await sleep(3000);
@@ -235,8 +240,8 @@ export async function benchBusy(): Promise<BusyResult> {
     const sCpu0 = cpuSeconds(sub.pid!);
 
     for (const sk of authors) clients.push(await RawClient.authed(url, sk));
-    const decided = waitFor<void>(`${total} gate decisions`, 240_000, (r) => (onDecided = r));
-    const delivered = waitFor<{ received: number; lastAt: number }>(`${total} events at the plain subscriber`, 240_000, (r) => (onAll = r));
+    const decided = whenCalled<void>(`${total} gate decisions`, 240_000, (r) => (onDecided = r));
+    const delivered = whenCalled<{ received: number; lastAt: number }>(`${total} events at the plain subscriber`, 240_000, (r) => (onAll = r));
     const t0 = now();
     let refused = 0;
     await Promise.all(clients.map((c, a) => new Promise<void>((resolve) => {

@@ -32,7 +32,7 @@ import { Daemon } from "../src/app/daemon.js";
 import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/client.js";
 import { initCrypto } from "../src/relay/verify.js";
-import { sleep } from "../test/fixtures/wait.js";
+import { sleep, waitFor } from "../test/fixtures/wait.js";
 
 const GATE_SAMPLES = Number(process.env.BENCH_GATE_SAMPLES ?? 300);
 const WARMUP = 20;
@@ -192,7 +192,7 @@ export async function benchMention(): Promise<MentionResult> {
       const ended = turnsEnded;
       const ev = mention(`@bench bench-mention-${i} #final-only`);
       promptWarm.push(await timed(ev, () => promptSeen.wait(String(i), "session/prompt")));
-      while (turnsEnded === ended) await sleep(20);
+      await waitFor(() => turnsEnded !== ended, { timeoutMs: 60_000, intervalMs: 20, what: "the turn to end" });
     }
     await warm.stop();
 
@@ -203,7 +203,7 @@ export async function benchMention(): Promise<MentionResult> {
       const ended = turnsEnded;
       const ev = mention(`@bench bench-mention-${1000 + i} #final-only`);
       promptCold.push(await timed(ev, () => promptSeen.wait(String(1000 + i), "session/prompt")));
-      while (turnsEnded === ended) await sleep(20);
+      await waitFor(() => turnsEnded !== ended, { timeoutMs: 60_000, intervalMs: 20, what: "the turn to end" });
     }
     await cold.stop();
 
@@ -215,7 +215,7 @@ export async function benchMention(): Promise<MentionResult> {
       const ended = turnsEnded;
       const ev = mention(`@bench bench-mention-${2000 + i} #final-only`);
       promptWarmPlain.push(await timed(ev, () => promptSeen.wait(String(2000 + i), "session/prompt")));
-      while (turnsEnded === ended) await sleep(20);
+      await waitFor(() => turnsEnded !== ended, { timeoutMs: 60_000, intervalMs: 20, what: "the turn to end" });
     }
     await plainDaemon.stop();
     return { gate, nostrTools, promptWarm, promptCold, promptWarmPlain };
