@@ -1,16 +1,13 @@
 /**
- * The daemon: builds each step's object and connects them along the mention's one-way path
- * (relay → gate → queue → turn dispatcher → agent), plus presence, health/metrics, reload
- * and graceful shutdown (docs/architecture.md §1–§3). It only constructs the parts and
- * passes events and callbacks between them; what a part does lives in its own folder:
- * publish confirmation in relay/confirm.ts, the owner's control actions in
- * turn/control-actions.ts, intake in turn/intake.ts, reload rules in config/reload.ts,
- * start-up waits in start-waits.ts, readiness and /status in daemon-status.ts.
+ * The daemon: starts the parts in order (state directory and its lock, stores, relay, link,
+ * agent pool, the mention's path from turn-path.ts, health/metrics, presence, heartbeat)
+ * and connects them by events and callbacks; reload (SIGHUP) and graceful shutdown undo
+ * or adjust the same parts (docs/architecture.md §1–§3). It only constructs and connects:
+ * what a part does lives with it (publish confirmation in relay/confirm.ts, control
+ * actions and intake in turn/, reload rules in config/reload.ts, start-up waits in
+ * start-waits.ts, readiness and /status in daemon-status.ts).
  */
-import { hostname } from "node:os";
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import type { Event, EventTemplate } from "nostr-tools";
 import { AgentPool, poolOptionsFromConfig, type AgentSpawned } from "../agent/index.js";
 import { stopRecordedLeftovers, trackAgentGroup } from "../agent/leftovers.js";
 import { sandboxFor } from "../agent/sandbox-config.js";
@@ -21,25 +18,20 @@ import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
 import { planReload } from "../config/reload.js";
 import { DEFAULT_HEARTBEAT_PROMPT, type Config } from "../config/schema.js";
 import type { DevRelay } from "../devrelay/index.js";
-import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type GateContext } from "../gate/index.js";
+import type { GateContext } from "../gate/index.js";
 import { Heartbeat } from "../heartbeat/heartbeat.js";
 import { LinkServer, linkRootPath } from "../link/index.js";
-import { QueueStore, Scheduler, STORE_FILE, type FinalFailure, type QueueRefusal } from "../queue/index.js";
 import { FleetScheduler } from "../queue/fleet-scheduler.js";
+import { QueueStore, STORE_FILE, type Scheduler } from "../queue/index.js";
 import type { PostgresStore } from "../queue/pg-store.js";
 import { keepPruned } from "../queue/retention.js";
 import { checkFaultEnv } from "../relay/faults.js";
 import { FreshChannels } from "../relay/fresh-channel.js";
-import { ChannelDirectory, ChannelFollower, configSelector, isSuccess, ProfileCache, RelayClient, verifySignature, verifyStats } from "../relay/index.js";
-import { KIND } from "../relay/kinds.js";
+import { ChannelDirectory, ChannelFollower, configSelector, ProfileCache, RelayClient, verifyStats } from "../relay/index.js";
 import { Presence } from "../relay/presence.js";
-import { Amendments } from "../turn/amend.js";
-import { controlActions } from "../turn/control-actions.js";
-import { TurnDispatcher } from "../turn/dispatch.js";
-import { recordReplyDurably } from "../turn/fleet-reply.js";
-import { decisionLabel, Intake } from "../turn/intake.js";
-import type { TurnPublisher } from "../turn/ports.js";
-import { refusalNotice } from "../turn/refusal-notice.js";
+import type { TurnDispatcher } from "../turn/dispatch.js";
+import type { Intake } from "../turn/intake.js";
+import { relayPublisher } from "../turn/publisher.js";
 import { fleetStatus, readiness, RecentDenials, statusSnapshot, type DaemonParts } from "./daemon-status.js";
 import { startHttp, type ReadyReport } from "./http.js";
 import { Metrics } from "./metrics.js";
@@ -47,6 +39,7 @@ import { preflightAgent, prepareStateDir } from "./preflight.js";
 import { discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js";
 import { StateLock } from "./state-lock.js";
 import { renderStatusPage, type StatusSnapshot } from "./status-page.js";
+import { buildTurnPath } from "./turn-path.js";
 import { UsageToday } from "./usage-today.js";
 
 export interface DaemonOptions {
@@ -149,12 +142,11 @@ export class Daemon {
     this.follower = new ChannelFollower(relay, this.directory, configSelector(cfg));
     this.profiles = new ProfileCache(relay);
     const channels = new FreshChannels(this.directory);
-    const out = this.publisher();
+    const out = relayPublisher(relay, { onOutcome: (status) => this.metrics.publishOutcome(status), logger: log });
 
     this.link = new LinkServer({ socketPath: join(cfg.state_dir, "link.sock"), logger: log });
     await this.link.start();
     const enforce = resolveEnforce(cfg);
-    const agentKey = [cfg.agent.command, ...cfg.agent.args].join(" ");
     this.pool = new AgentPool(
       poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: log, sandbox, linkRoot: linkRootPath(cfg.state_dir) }),
     );
@@ -166,114 +158,15 @@ export class Daemon {
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
     this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
-    // What both schedulers share. Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
-    const turns = {
-      sessionScope: cfg.agent.session_scope,
-      maxConcurrent: cfg.agent.max_concurrent,
-      maxAttempts: cfg.queue.max_attempts,
-      scopeCap: cfg.queue.scope_cap,
-      backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
-      logger: log,
-      onWake: () => this.pump(),
-      onFinalFailure: (f: FinalFailure) => void this.dispatcher.postFailure(f.events, f.error, f.scope.channel),
-      onRefused: (r: QueueRefusal) => void out.publish(refusalNotice(r)),
-    };
-    const scheduler = (this.scheduler = fleet
-      ? new FleetScheduler({
-          store: fleet,
-          daemon: { id: `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`, host: hostname(), pid: process.pid, maxConcurrent: cfg.agent.max_concurrent },
-          ...turns,
-          confirmPublished: (ids) => relay.storedAmong(ids, this.config.relay.publish_timeout),
-          onLost: (turnIds) => this.dispatcher.cancelTurns(turnIds),
-          onRotate: async (key) => void (await this.dispatcher.rotate((k) => k === key)),
-        })
-      : new Scheduler({ store: this.store, ...turns }));
-    const dispatcher = (this.dispatcher = new TurnDispatcher({
-      config: () => this.config,
-      self: pubkey,
-      owner: cfg.identity.owner,
-      pool: this.pool,
-      link: this.link,
-      scheduler,
-      relay: { sign: (t) => relay.sign(t), publish: (ev) => relay.publishConfirmed(ev), query: (f) => relay.query(f) },
-      out,
-      channel: (id) => channels.get(id),
-      displayName: async (pk) => (await this.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
-      enforce,
-      sessions: {
-        get: (scope) => this.store.session(scope, agentKey),
-        save: (scope, id) => this.store.saveSession(scope, agentKey, id),
-        forget: (scope) => this.store.forgetSession(scope),
-      },
-      recordBeforePublish: fleet && recordReplyDurably((turnId, id) => (scheduler as FleetScheduler).recordBeforePublish(turnId, id), log),
-      logger: log,
-      onTurnEnd: (status, seconds) => this.metrics.turnEnded(status, seconds),
-      onMidTurnDelivered: (method, seconds) => this.metrics.midTurnDelivered(method, seconds),
-      onUsage: (channel, model, usage) => {
-        this.metrics.turnUsage(channel, model, usage);
-        this.usageToday.add(channel, model, usage);
-      },
-    }));
-
-    const amendments = new Amendments({
-      store: this.store,
-      // In a fleet the queued events live in the shared database, which this step does not
-      // read yet: edits and deletions of queued or running messages are not applied there
-      // (an edit of a handled mention is ignored as of an unknown message).
-      scheduler: scheduler instanceof Scheduler ? scheduler : { runningTurn: () => undefined, accept: () => false, dropWaiting: () => false, cancelRunning: () => false },
-      cancelTurns: (ids) => void dispatcher.cancelTurns(ids),
-      retract: (scope, id, author) => dispatcher.retract(scope, id, author),
-      midTurn: (ev, scope, mode) => this.intake.midTurn(ev, scope, mode),
-      ownReactions: (id) => relay.query([{ kinds: [KIND.reaction], authors: [pubkey], "#e": [id], limit: 20 }]),
-      out,
-      logger: log,
+    const path = buildTurnPath({
+      config: () => this.config, start: cfg, pubkey, relay, directory: this.directory, profiles: this.profiles, channels, out, store: this.store, fleet,
+      pool: this.pool, link: this.link, enforce, metrics: this.metrics, usage: this.usageToday, denials: this.denials,
+      pump: () => this.pump(), stopping: () => this.stopping, shutdown: () => this.resolveShutdown("!shutdown"), logger: log,
     });
-
-    this.gateContext = {
-      self: pubkey,
-      owner: cfg.identity.owner,
-      config: cfg,
-      channel: (id) => this.directory.get(id),
-      // In a fleet the event may be stored by another daemon: each daemon notes what its gate accepted.
-      handled: (id) => this.store.has(id) || (!!fleet && this.store.hasClaim(`accepted:${id}`)),
-      verify: verifySignature,
-    };
-    if (cfg.identity.owner) {
-      const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => this.profiles.lookup(pk) });
-      this.gateContext.sibling = (author, ev) => siblings.check(author, ev);
-    }
-    const actions = controlActions({
-      scheduler,
-      dispatcher,
-      sessions: this.store,
-      bumpRotation: fleet && ((key) => fleet.bumpRotation(key)),
-      usage: () => this.usageToday.summary(),
-      shutdown: () => this.resolveShutdown("!shutdown"),
-    });
-    const gate = new Gate({
-      context: this.gateContext,
-      reporter: new DeniedReporter({ logger: log, publish: (t) => out.publish(t), verify: verifySignature, claimOnce: fleet && ((key, ms) => fleet.claimOnce(key, ms)) }),
-      control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: log }),
-      logger: log,
-      claimControl: (id, at) => (fleet ? fleet.claimControl(id, at) : this.store.claimControl(id, at)),
-      noteSeen: (ch, at) => this.store.noteSeen(ch, at),
-    });
-    this.intake = new Intake({
-      gate,
-      scheduler,
-      dispatcher,
-      amendments,
-      store: this.store,
-      fleet: !!fleet,
-      owner: () => this.config.identity.owner,
-      stopping: () => this.stopping,
-      onReceived: (ev) => this.metrics.eventReceived(ev.kind),
-      onDecided: (ev, d) => {
-        this.metrics.gateDecision(d.action, decisionLabel(d));
-        if (d.action === "deny") this.denials.add({ at: Date.now(), channel: d.channel?.id, author: ev.pubkey, reason: d.reason });
-      },
-      logger: log,
-    });
+    const scheduler = (this.scheduler = path.scheduler);
+    this.dispatcher = path.dispatcher;
+    this.gateContext = path.gateContext;
+    this.intake = path.intake;
 
     relay.on("event", (ev) => void this.intake.handle(ev));
     relay.on("state", (s) => this.metrics.relayState(s));
@@ -349,24 +242,6 @@ export class Daemon {
     for (let batch = this.scheduler.next(); batch; batch = this.scheduler.next()) {
       void this.dispatcher.start(batch);
     }
-  }
-
-  /** How turns publish: confirmed with the relay when the OK was lost, every outcome counted. */
-  private publisher(): TurnPublisher {
-    return {
-      publish: async (t: EventTemplate, o?: { beforePublish?(ev: Event): Promise<void> }) => {
-        const event = this.relay.sign(t);
-        await o?.beforePublish?.(event);
-        const outcome = await this.relay.publishConfirmed(event);
-        this.metrics.publishOutcome(outcome.status);
-        if (isSuccess(outcome)) return event;
-        this.log.warn({ evt: "relay.publish_failed", kind: t.kind, status: outcome.status, reason: outcome.reason }, "publish failed");
-        return null;
-      },
-      signal: (t: EventTemplate) => {
-        void this.relay.send(t, { attempts: 1 }).then((r) => this.metrics.publishOutcome(r.outcome.status), () => undefined);
-      },
-    };
   }
 
   private parts(): DaemonParts {
