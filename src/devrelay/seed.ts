@@ -9,6 +9,7 @@ import { z } from "zod";
 import { parsePubkey } from "../config/keys.js";
 import { SeedError } from "./errors.js";
 import { seedLimitsSchema } from "./limits.js";
+import { CHANNEL_TYPES } from "../relay/directory.js";
 
 const pubkey = z.string().transform((s, ctx) => {
   try {
@@ -19,7 +20,7 @@ const pubkey = z.string().transform((s, ctx) => {
   }
 });
 
-export const ChannelType = z.enum(["stream", "private", "dm"]);
+export const ChannelType = z.enum(CHANNEL_TYPES);
 export type ChannelType = z.infer<typeof ChannelType>;
 
 const seedMessage = z.strictObject({

@@ -1,9 +1,10 @@
 /**
- * How long finished work is kept (docs/architecture.md §5): finished events, turns and idle
- * sessions are forgotten after a week; unfinished work never is. Pruned at start and hourly.
+ * The daemon's own store is pruned at start and hourly: finished events, turns and idle
+ * sessions are forgotten after STATE_RETENTION_MS (docs/architecture.md §5); unfinished
+ * work never is.
  */
+import { STATE_RETENTION_MS } from "./state-store.js";
 
-export const STATE_RETENTION_MS = 7 * 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
 
 /** Prunes now and every hour until the returned function is called. */
