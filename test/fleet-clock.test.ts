@@ -15,10 +15,11 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc, CLI } from "./fixtures/world.js";
+import { World, CLI } from "./fixtures/world.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
 import { needs } from "./fixtures/ci.js";
-import { assertExactlyOnce, repliesByThread, waitAllAnswered } from "./reliability-helpers.js";
+import { assertExactlyOnce, repliesByThread, waitAllAnswered } from "./fixtures/reliability-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
 
 const LIBFAKETIME = ["x86_64-linux-gnu", "aarch64-linux-gnu"].map((a) => `/usr/lib/${a}/faketime/libfaketimeMT.so.1`).find((p) => existsSync(p));
@@ -69,10 +70,10 @@ test(`a daemon whose clock is ${AHEAD_S} s ahead takes no live lease: every ment
   const mentions: Event[] = [];
   for (let i = 0; i < MENTIONS; i++) {
     mentions.push(await w.owner.post(`@agent clock m${i} #slow 1500`, { channel: channels[i % CHANNELS] }));
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100); // paced, so that turns of both daemons overlap
   }
   await waitAllAnswered(w, channels, mentions, 60_000);
-  await new Promise((r) => setTimeout(r, 2000)); // a late duplicate would show up by now
+  await sleep(2000); // a late duplicate would show up by now
   const { notices } = assertExactlyOnce(await repliesByThread(w, channels), mentions);
   assert.equal(notices, 0);
 

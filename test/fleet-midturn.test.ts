@@ -14,6 +14,7 @@ import pg from "pg";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { sleep } from "./fixtures/wait.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
 import { KIND } from "../src/relay/kinds.js";
 
@@ -56,7 +57,7 @@ const threadReplies = (root: Event) => w.query({ kinds: [KIND.message], authors:
 /** Waits for `n` agent messages in the thread, then a little longer to be sure no more come. */
 async function exactlyReplies(root: Event, n: number): Promise<Event[]> {
   await w.waitReplies(root, n, 40_000);
-  await new Promise((r) => setTimeout(r, 2000));
+  await sleep(2000); // a second reply, from either daemon, would show up by now
   const all = await threadReplies(root);
   assert.equal(all.length, n, `expected exactly ${n} agent message(s) in the thread, got: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`);
   return all;
@@ -146,7 +147,7 @@ test("a deletion of a running turn's only mention stops the turn on the daemon r
   const del = await w.owner.delete(root);
   await holder.waitLog((l) => l.evt === "turn.deleted" && l.event === del.id);
   await holder.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && String(l.scope ?? "").endsWith(root.id));
-  await new Promise((r) => setTimeout(r, 2000));
+  await sleep(2000); // a reply from the stopped turn would show up by now
   assert.equal((await threadReplies(root)).length, 0, "neither the stopped turn nor the deleted mention was answered");
   assert.equal(daemons.flatMap((d) => d.logs.filter((l) => l.evt === "queue.deleted" && l.event === dropped.id)).length, 1, "one daemon dropped it");
   assert.equal(daemons.flatMap((d) => d.logs.filter((l) => l.evt === "turn.deleted")).length, 1);

@@ -49,7 +49,6 @@ export const seedSchema = z.strictObject({
 export type SeedFile = z.infer<typeof seedSchema>;
 /** What a caller may pass in-process: optional fields may be left out. */
 export type SeedInput = z.input<typeof seedSchema>;
-export type SeedChannel = z.infer<typeof seedChannel>;
 
 /** Reads and validates a seed file; throws SeedError naming the file and each problem. */
 export function loadSeed(path: string): SeedFile {

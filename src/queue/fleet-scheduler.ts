@@ -206,11 +206,12 @@ export class FleetScheduler {
    * A waiting event of the turn's scope joins the running turn, in the database and fenced
    * by the lease, then `deliver` hands it to the agent. The turn may end while the join is
    * written (deliver says false): the event waits again, written before the turn's end,
-   * which is queued behind this write and would otherwise end the event with it.
+   * which is queued behind this write and would otherwise end the event with it. Returns
+   * false: nothing has joined yet (the single scheduler's true means "joined, deliver now").
    */
-  joinRunning(turnId: number, eventId: string, deliver: () => boolean): void {
+  joinRunning(turnId: number, eventId: string, deliver: () => boolean): false {
     const r = this.byTurn.get(turnId)?.running;
-    if (r?.turnId !== turnId || r.cancelled) return;
+    if (r?.turnId !== turnId || r.cancelled) return false;
     let joined: string[] | undefined;
     let delivered: boolean | undefined;
     this.chain(turnId, async () => {
@@ -222,6 +223,7 @@ export class FleetScheduler {
       await this.o.store.leaveTurn(turnId, joined, this.o.daemon.id);
       this.kick();
     });
+    return false;
   }
 
   /** Events that joined the turn but could not be given to the agent wait for the scope's next turn. */

@@ -29,10 +29,6 @@ export function initCrypto(): Promise<boolean> {
   return loading;
 }
 
-export function cryptoBackend(): "wasm" | "js" {
-  return wasmReady ? "wasm" : "js";
-}
-
 /**
  * True when `ev`'s id matches its content and the signature is valid for its pubkey. Pass events
  * as parsed from the wire: nostr-tools caches a "verified" mark on objects it signed itself.
