@@ -1,8 +1,9 @@
 /**
- * What the relay shows of a turn's answers. The relay is the record of what people saw: a
- * turn that ran before (a restart, a retry) asks it which of its mentions were answered,
- * so only the rest run again, and a turn that failed for good posts its notice only in the
- * threads that still have no answer.
+ * A turn's answers, so that every mention is answered exactly once (docs/architecture.md
+ * §6). What a turn publishes is recorded durably at once (the queue's reply ids). The relay
+ * is the record of what people saw: a turn that ran before (a restart, a retry) asks it
+ * which of its mentions were answered, so only the rest run again, and a turn that failed
+ * for good posts its notice only in the threads that still have no answer.
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
@@ -35,13 +36,46 @@ export interface AnswersDeps {
   out: TurnPublisher;
   /** The queue's copy of an event (an edit's target). */
   storedEvent(id: string): Event | undefined;
-  /** Records a reply the relay shows on the turn, durably. */
+  /** Records a reply of the turn, durably. */
   recordReply(turnId: number, eventId: string): void;
+  /** Records a reply's id after signing and before publishing (fleet mode). */
+  recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
   logger: Logger;
+}
+
+/** A set that reports each new member once (to the durable store). */
+class RecordedSet extends Set<string> {
+  constructor(private readonly record: (id: string) => void) {
+    super();
+  }
+
+  override add(id: string): this {
+    if (!this.has(id)) this.record(id);
+    return super.add(id);
+  }
 }
 
 export class Answers {
   constructor(private readonly d: AnswersDeps) {}
+
+  /**
+   * The set of what the turn published (tool replies, fallback, notices): each id is
+   * recorded durably as it is added, since a retry after a crash must know the thread was
+   * already answered.
+   */
+  recorded(turnId: number): Set<string> {
+    return new RecordedSet((id) => this.d.recordReply(turnId, id));
+  }
+
+  /** The publisher as one turn uses it: its replies' ids are recorded before they are sent, when asked to. */
+  publisherFor(turnId: number): TurnPublisher {
+    const record = this.d.recordBeforePublish;
+    if (!record) return this.d.out;
+    return {
+      publish: (t, o) => this.d.out.publish(t, { ...o, beforePublish: (ev) => record(turnId, ev.id) }),
+      signal: (t) => this.d.out.signal(t),
+    };
+  }
 
   /**
    * What of a batch still needs an answer. A turn that ran before may have answered some

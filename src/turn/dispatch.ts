@@ -1,11 +1,8 @@
 /**
  * Turns a queued batch into a turn: finds (or opens) the scope's agent session with its
  * proxy link (`sessions.ts`), builds the prompt, runs the turn (`run.ts`) and reports the
- * outcome to the queue. Heartbeat turns run here too, in a session of their own.
- *
- * What the agent publishes through the link is recorded on the turn running at that
- * moment, durably (the queue's reply ids), so a retry after a crash never posts the same
- * answer twice; what the relay shows as answered is asked in `answers.ts`.
+ * outcome to the queue. A heartbeat turn (`heartbeat-turn.ts`) is started here too. The
+ * turns in flight are kept in `running.ts`, what each has answered in `answers.ts`.
  */
 import type { Event, EventTemplate } from "nostr-tools";
 import type { AgentPool, TurnUsage } from "../agent/index.js";
@@ -28,8 +25,6 @@ import { runTurn, type Enforce, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
 import { linkHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
-
-export type { RunningTurn } from "./running.js";
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -61,18 +56,6 @@ export interface DispatcherDeps {
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
 }
 
-/** A set that reports each new member once (to the durable store). */
-class RecordedSet extends Set<string> {
-  constructor(private readonly record: (id: string) => void) {
-    super();
-  }
-
-  override add(id: string): this {
-    if (!this.has(id)) this.record(id);
-    return super.add(id);
-  }
-}
-
 export class TurnDispatcher {
   private readonly sessions: ScopeSessions;
   private readonly running: RunningTurns;
@@ -86,7 +69,8 @@ export class TurnDispatcher {
     this.sessions = new ScopeSessions({ config: d.config, pool: d.pool, link: d.link, relay: d.relay, ids: d.sessions, recordBeforePublish: d.recordBeforePublish });
     this.running = new RunningTurns(d.pool);
     const storedEvent = (id: string) => d.scheduler.storedEvent(id);
-    this.answers = new Answers({ self: d.self, relay: d.relay, out: d.out, storedEvent, recordReply: (t, id) => d.scheduler.recordReply(t, id), logger: d.logger });
+    const recordReply = (turnId: number, id: string) => d.scheduler.recordReply(turnId, id);
+    this.answers = new Answers({ self: d.self, relay: d.relay, out: d.out, storedEvent, recordReply, recordBeforePublish: d.recordBeforePublish, logger: d.logger });
   }
 
   get inFlight(): number {
@@ -216,9 +200,8 @@ export class TurnDispatcher {
 
     let outcome: TurnOutcome;
     let retry = true;
-    // Everything this turn publishes (tool replies, fallback, notices) is recorded durably
-    // at once: a retry after a crash must know the thread was already answered.
-    const published = new RecordedSet((id) => this.d.scheduler.recordReply(batch.turnId, id));
+    // Recorded durably as it grows: a retry after a crash must know the thread was answered.
+    const published = this.answers.recorded(batch.turnId);
     let usage: TurnUsage | undefined;
     let model: string | undefined;
     let rotateFor: string | undefined;
@@ -259,7 +242,7 @@ export class TurnDispatcher {
         {
           agent: { prompt: (b, s) => mid.prompt(b, (blocks) => prompt(blocks, s), () => signal.aborted) },
           hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? linkHooks(ss.link, log) : undefined,
-          out: this.outFor(batch.turnId),
+          out: this.answers.publisherFor(batch.turnId),
           logger: log,
           published,
           settled: () => inflight.settled(),
@@ -317,16 +300,6 @@ export class TurnDispatcher {
         this.answers.markFailed(batch.events, batch.scope.channel);
       } else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry }); // final → postFailure
     } else this.d.scheduler.complete(batch.turnId);
-  }
-
-  /** The publisher as one turn uses it: its replies' ids are recorded before they are sent, when asked to. */
-  private outFor(turnId: number): TurnPublisher {
-    const record = this.d.recordBeforePublish;
-    if (!record) return this.d.out;
-    return {
-      publish: (t, o) => this.d.out.publish(t, { ...o, beforePublish: (ev) => record(turnId, ev.id) }),
-      signal: (t) => this.d.out.signal(t),
-    };
   }
 
   /** The standing context of a session in `channel` (a mention's turn or a heartbeat). */
