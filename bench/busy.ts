@@ -25,6 +25,7 @@ import { finalizeEvent } from "nostr-tools/wasm";
 import { stringify } from "yaml";
 import { initCrypto } from "../src/relay/verify.js";
 import { RawClient } from "../test/fixtures/raw-client.js";
+import { sleep } from "../test/fixtures/wait.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli.js");
@@ -77,7 +78,12 @@ function lines(child: ChildProcess, on: (line: string, at: number) => void): voi
   createInterface({ input: child.stdout! }).on("line", (l) => on(l, now()));
 }
 
-function waitFor<T>(what: string, ms: number, arm: (resolve: (v: T) => void) => void): Promise<T> {
+/**
+ * Resolves when the callback handed to `arm` is called, or fails after `ms`. Event-driven
+ * rather than test/fixtures/wait.ts's polling: the bench times these moments, and a polling
+ * interval would be counted in them.
+ */
+function whenCalled<T>(what: string, ms: number, arm: (resolve: (v: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`busy bench: timed out after ${ms} ms waiting for ${what}`)), ms);
     arm((v) => {
@@ -97,7 +103,7 @@ async function signatureChecks(metricsUrl: string): Promise<number> {
 /** Asks the daemon for a full GC (its SIGUSR2 hook) and lets it settle. */
 async function collect(pid: number): Promise<void> {
   process.kill(pid, "SIGUSR2");
-  await new Promise((r) => setTimeout(r, 1000));
+  await sleep(1000);
 }
 
 /** The V8 heap's committed size by space (its `/metrics`), in MiB: new (the young generation) and the rest. */
@@ -203,7 +209,7 @@ export async function benchBusy(): Promise<BusyResult> {
         if (++decisions === total) onDecided?.();
       } else if (l.includes('"evt":"daemon.started"')) onStarted?.();
     });
-    await waitFor<void>("daemon.started", 60_000, (r) => (onStarted = r));
+    await whenCalled<void>("daemon.started", 60_000, (r) => (onStarted = r));
 
     const sub = spawn(process.execPath, [join(ROOT, "bench", "plain-subscriber.mjs")], {
       cwd: ROOT, stdio: ["ignore", "pipe", "inherit"],
@@ -216,10 +222,10 @@ export async function benchBusy(): Promise<BusyResult> {
       if (l === "ready") onReady?.();
       else if (l.startsWith("{")) onAll?.(JSON.parse(l) as { received: number; lastAt: number });
     });
-    await waitFor<void>("the plain subscriber's EOSE", 30_000, (r) => (onReady = r));
+    await whenCalled<void>("the plain subscriber's EOSE", 30_000, (r) => (onReady = r));
 
     // Idle: the daemon settled with 500 channels subscribed (its warm agent is another process).
-    await new Promise((r) => setTimeout(r, 3000));
+    await sleep(3000);
     const daemonIdle = rssMiB(daemon.pid!);
     // Where it goes: mapped files vs anonymous memory, and how much of the latter V8's heap spaces hold.
     const idleMap = rssByMapping(daemon.pid!);
@@ -234,8 +240,8 @@ export async function benchBusy(): Promise<BusyResult> {
     const sCpu0 = cpuSeconds(sub.pid!);
 
     for (const sk of authors) clients.push(await RawClient.authed(url, sk));
-    const decided = waitFor<void>(`${total} gate decisions`, 240_000, (r) => (onDecided = r));
-    const delivered = waitFor<{ received: number; lastAt: number }>(`${total} events at the plain subscriber`, 240_000, (r) => (onAll = r));
+    const decided = whenCalled<void>(`${total} gate decisions`, 240_000, (r) => (onDecided = r));
+    const delivered = whenCalled<{ received: number; lastAt: number }>(`${total} events at the plain subscriber`, 240_000, (r) => (onAll = r));
     const t0 = now();
     let refused = 0;
     await Promise.all(clients.map((c, a) => new Promise<void>((resolve) => {
@@ -259,7 +265,7 @@ export async function benchBusy(): Promise<BusyResult> {
     const dCpu = cpuSeconds(daemon.pid!) - dCpu0;
     const sCpu = cpuSeconds(sub.pid!) - sCpu0;
     const checks = (await signatureChecks(metricsUrl)) - checks0;
-    await new Promise((r) => setTimeout(r, 2000));
+    await sleep(2000); // the burst's garbage is collected before RSS is read
     const daemonAfter = rssMiB(daemon.pid!);
     const subAfter = rssMiB(sub.pid!);
     await collect(daemon.pid!);
@@ -295,7 +301,7 @@ export async function benchBusy(): Promise<BusyResult> {
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
     for (const c of children.reverse()) c.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500); // the children exit before their directory is removed
     rmSync(dir, { recursive: true, force: true });
   }
 }

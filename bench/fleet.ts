@@ -17,7 +17,7 @@ import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "../test/fixtures/world.js";
 import { startPostgres, type PgServer } from "../test/fixtures/postgres.js";
-import { waitAllAnswered } from "../test/reliability-helpers.js";
+import { waitAllAnswered } from "../test/fixtures/reliability-helpers.js";
 import { mention, fromWire, owner, agent, CHANNEL, tempDir } from "../test/fixtures/queue-helpers.js";
 import { SqliteStateStore } from "../src/queue/sqlite-state.js";
 import { PostgresStore } from "../src/queue/pg-store.js";

@@ -32,6 +32,7 @@ import { Daemon } from "../src/app/daemon.js";
 import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/client.js";
 import { initCrypto } from "../src/relay/verify.js";
+import { sleep, waitFor } from "../test/fixtures/wait.js";
 
 const GATE_SAMPLES = Number(process.env.BENCH_GATE_SAMPLES ?? 300);
 const WARMUP = 20;
@@ -142,7 +143,7 @@ export async function benchMention(): Promise<MentionResult> {
   };
   const idle = async (d: Daemon) => {
     const end = Date.now() + 60_000;
-    while (Date.now() < end && (d.scheduler.depth().queued > 0 || d.dispatcher.inFlight > 0)) await new Promise((r) => setTimeout(r, 50));
+    while (Date.now() < end && (d.scheduler.depth().queued > 0 || d.dispatcher.inFlight > 0)) await sleep(50);
   };
   const poolOf = (d: Daemon) => (d as unknown as { pool: AgentPool }).pool;
 
@@ -159,7 +160,7 @@ export async function benchMention(): Promise<MentionResult> {
     await sub.connect();
     // Subscribe only once authenticated: a REQ that races the AUTH is CLOSED with auth-required.
     const authed = () => (sub as unknown as { authPromise?: Promise<string> }).authPromise;
-    for (let i = 0; i < 500 && !authed(); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 500 && !authed(); i++) await sleep(10);
     if (!authed()) throw new Error("mention bench: the relay sent no AUTH challenge to the plain subscriber");
     await authed();
     const plainSeen = new Arrivals();
@@ -191,7 +192,7 @@ export async function benchMention(): Promise<MentionResult> {
       const ended = turnsEnded;
       const ev = mention(`@bench bench-mention-${i} #final-only`);
       promptWarm.push(await timed(ev, () => promptSeen.wait(String(i), "session/prompt")));
-      while (turnsEnded === ended) await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => turnsEnded !== ended, { timeoutMs: 60_000, intervalMs: 20, what: "the turn to end" });
     }
     await warm.stop();
 
@@ -202,7 +203,7 @@ export async function benchMention(): Promise<MentionResult> {
       const ended = turnsEnded;
       const ev = mention(`@bench bench-mention-${1000 + i} #final-only`);
       promptCold.push(await timed(ev, () => promptSeen.wait(String(1000 + i), "session/prompt")));
-      while (turnsEnded === ended) await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => turnsEnded !== ended, { timeoutMs: 60_000, intervalMs: 20, what: "the turn to end" });
     }
     await cold.stop();
 
@@ -214,7 +215,7 @@ export async function benchMention(): Promise<MentionResult> {
       const ended = turnsEnded;
       const ev = mention(`@bench bench-mention-${2000 + i} #final-only`);
       promptWarmPlain.push(await timed(ev, () => promptSeen.wait(String(2000 + i), "session/prompt")));
-      while (turnsEnded === ended) await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => turnsEnded !== ended, { timeoutMs: 60_000, intervalMs: 20, what: "the turn to end" });
     }
     await plainDaemon.stop();
     return { gate, nostrTools, promptWarm, promptCold, promptWarmPlain };

@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "../test/fixtures/world.js";
+import { sleep, waitFor } from "../test/fixtures/wait.js";
 
 const SAMPLES = Number(process.env.BENCH_MIDTURN_SAMPLES ?? 5);
 const TURN_MS = 3000;
@@ -32,17 +33,15 @@ async function sample(w: World, d: DaemonProc, channel: string, read: (reply: st
   const from = d.logs.length;
   const first = await w.owner.post(`@agent #slow ${TURN_MS} long job`, { channel });
   await d.waitLog((l) => d.logs.indexOf(l) >= from && l.evt === "agent.turn_start");
-  await new Promise((r) => setTimeout(r, SEND_AFTER_MS));
+  await sleep(SEND_AFTER_MS);
   const sent = Date.now();
   const second = await w.owner.post("@agent also this", { replyTo: first, channel });
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+  const arrivedAt = async () => {
     const replies: Event[] = await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [first.id] });
-    for (const r of replies) {
-      const at = read(r.content);
-      if (at !== undefined) return at - sent;
-    }
-  }
-  throw new Error(`midturn bench: no reply carrying the arrival time of ${second.id}`);
+    return replies.map((r) => read(r.content)).find((at) => at !== undefined);
+  };
+  const at = await waitFor(arrivedAt, { timeoutMs: 30_000, intervalMs: 100, what: `midturn bench: a reply carrying the arrival time of ${second.id}` });
+  return at - sent;
 }
 
 export async function benchMidTurn(): Promise<MidTurnResult> {

@@ -25,12 +25,12 @@ import { RelayClient } from "../src/relay/client.js";
 import { message } from "../src/relay/events.js";
 import { initCrypto } from "../src/relay/verify.js";
 import { startFrameProxy } from "../test/fixtures/frame-proxy.js";
+import { sleep, waitFor } from "../test/fixtures/wait.js";
 
 const CHANNELS = 500;
 const BURST = 20;
 const QUOTA = { frames: 50, windowMs: 5000 };
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Run {
   subscribedMs: number;
@@ -84,10 +84,9 @@ async function run(limited: boolean): Promise<Run> {
     const posted = await Promise.all(channels.slice(0, BURST).map((ch, i) => ownerClient.send(message(ch, `@agent quota burst ${i}`, { mentions: [bridge] }))));
     if (posted.some((p) => p.outcome.status !== "accepted")) throw new Error("quota bench: a burst mention was not accepted");
     const replyFrames = () => proxy.sent.filter((f) => f.type === "EVENT" && f.kind === 9);
-    const end = Date.now() + 120_000;
-    while (new Set(replyFrames().map((f) => f.id)).size < BURST && Date.now() < end) await sleep(20);
+    const replied = () => new Set(replyFrames().map((f) => f.id)).size;
+    await waitFor(() => replied() >= BURST, { timeoutMs: 120_000, intervalMs: 20, what: () => `quota bench: every reply (only ${replied()}/${BURST})` });
     const replies = replyFrames();
-    if (new Set(replies.map((f) => f.id)).size < BURST) throw new Error(`quota bench: only ${replies.length}/${BURST} replies`);
     const lastReplyMs = Math.max(...replies.map((f) => f.at)) - b0;
     await sleep(3000); // reactions and typing that follow the replies
     return { subscribedMs, startReqs, startRefused, burstRefused: proxy.refused.length, burstFrames: proxy.sent.length, lastReplyMs };

@@ -16,6 +16,7 @@ import WebSocket from "ws";
 import { startDevRelay } from "../src/devrelay/index.js";
 import { RelayClient } from "../src/relay/client.js";
 import { initCrypto } from "../src/relay/verify.js";
+import { sleep, waitFor } from "../test/fixtures/wait.js";
 
 const MENTIONS = 1000;
 const CHANNELS = 500;
@@ -43,7 +44,7 @@ export async function benchRelay(): Promise<Record<string, number>> {
   try {
     // Let the 500 "member added" notices fall out of the 5 s resubscribe overlap: otherwise the
     // bridge's membership REQ replays and verifies them all, which a running bridge never sees.
-    await new Promise((r) => setTimeout(r, 6000));
+    await sleep(6000);
     // Warm-up (JIT, relay code paths) so neither measurement pays for being first.
     const warm = new RelayClient({ url: relay.url, secretKey: bridgeSk, connection: { frameQuota: null } });
     clients.push(warm);
@@ -100,9 +101,7 @@ export async function benchRelay(): Promise<Record<string, number>> {
         const o = await publisher.publish(ev);
         if (o.status !== "accepted") throw new Error(`bench publish ${o.status}: ${o.reason}`);
       }
-      const end = Date.now() + 60_000;
-      while (lat.length < MENTIONS && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-      if (lat.length < MENTIONS) throw new Error(`only ${lat.length}/${MENTIONS} delivered`);
+      await waitFor(() => lat.length >= MENTIONS, { timeoutMs: 60_000, intervalMs: 10, what: () => `every mention delivered (only ${lat.length}/${MENTIONS})` });
     };
     const arrival = (lat: number[]) => (ev: Event) => {
       const t = sentAt.get(ev.id);

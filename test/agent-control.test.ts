@@ -7,6 +7,7 @@ import { bytesToHex } from "nostr-tools/utils";
 import type { AgentPool, AskOwner } from "../src/agent/index.js";
 import { AgentModeError } from "../src/agent/index.js";
 import { STANDING, eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 const { pool } = poolFixture();
 
@@ -64,7 +65,7 @@ describe("permissions", () => {
       const questions: string[] = [];
       const r = await ask(owner, async (req) => {
         questions.push(req.toolCall.title ?? "");
-        await new Promise((res) => setTimeout(res, 1_800)); // longer than idle_timeout
+        await sleep(1_800); // longer than idle_timeout
         return true;
       });
       assert.deepEqual(questions, ["demo: touch a file"]);

@@ -8,6 +8,7 @@ import { AgentProcess, agentEnvironment } from "../src/agent/index.js";
 import { eachLine, MAX_LINE_CHARS } from "../src/agent/stdio.js";
 import { FIXTURES, tempDir } from "./fixtures/agent-helpers.js";
 import { captureLogger } from "./fixtures/queue-helpers.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 const tmp = tempDir();
 after(() => tmp.cleanup());
@@ -43,9 +44,8 @@ test("an agent flooding stderr: a bounded number of log lines, every held-back l
     // 2,000 short lines + the endless one (cut) + "after the flood": 2,002 lines in all.
     const total = 2002;
     const accounted = () => lines.filter((l) => l.evt === "agent.stderr").length + lines.filter((l) => l.evt === "agent.stderr_suppressed").reduce((n, l) => n + (l.suppressed as number), 0);
-    const deadline = Date.now() + 45_000;
-    while (accounted() < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    await new Promise((r) => setTimeout(r, 500));
+    await waitFor(() => accounted() >= total, { timeoutMs: 45_000, intervalMs: 100, what: () => `every stderr line logged or counted as held back (${accounted()} of ${total})` });
+    await sleep(500); // a line logged or counted twice would show up by now
     const shown = lines.filter((l) => l.evt === "agent.stderr");
     assert.equal(accounted(), total, `every stderr line is either logged or counted as held back (${shown.length} logged)`);
     const windows = lines.filter((l) => l.evt === "agent.stderr_suppressed").length;

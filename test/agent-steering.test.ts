@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readSteerAnswer, steerRequest, STEER_METHOD } from "../src/agent/steering.js";
 import { eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 const { pool, acquire, ask } = poolFixture();
 
@@ -25,7 +26,7 @@ describe("native steering (_session/steering)", () => {
     const s = await acquire(p, "steerable");
     assert.equal(s.steerable, true, "advertised by _meta.steering.supported at initialize");
     const turn = s.prompt(ask("#slow 1500 #final-only build it"));
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300); // the #slow prompt is under way: the steer lands mid-turn
     const answer = await s.steer([eventBlock("ivy", "use the staging branch")]);
     assert.deepEqual(answer, { kind: "injected" });
     const r = await turn;
@@ -42,7 +43,7 @@ describe("native steering (_session/steering)", () => {
     s.proc.routes.set(s.sessionId, { onUpdate: () => void updates++, onPermission: async () => ({ outcome: { outcome: "cancelled" } }) });
     const value = await s.proc.agent.request(STEER_METHOD, steerRequest(s.sessionId, ask("#final-only too late")));
     assert.deepEqual(readSteerAnswer({ ok: true, value }), { kind: "no-turn", reason: "noRunningTurn" });
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300); // a turn started by the late steer would have sent an update by now
     assert.equal(updates, 0, "the agent did not start a turn nobody owns");
     assert.deepEqual(await s.steer(ask("x")), { kind: "no-turn", reason: "no turn is running on this session" }, "the session does not even ask when it runs no turn");
   });

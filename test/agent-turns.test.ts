@@ -6,6 +6,7 @@ import { readFileSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentPool } from "../src/agent/index.js";
 import { CLI, FIXTURES, STANDING, eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 const { tmp, pool } = poolFixture();
 
@@ -88,7 +89,7 @@ describe("agent turns with the demo agent", () => {
     const r = await s.prompt([eventBlock("carol", "#compact #stop-hook #final-only")], {
       onUpdate: async (u) => {
         assert.equal(++inside, 1, "onUpdate ran concurrently");
-        await new Promise((res) => setTimeout(res, 20 + Math.random() * 30));
+        await sleep(20 + Math.random() * 30); // a slow handler: the next update must wait for this one
         order.push(u.sessionUpdate === "compaction_update" ? `compaction:${u.status}` : u.sessionUpdate);
         inside--;
       },

@@ -18,6 +18,7 @@ import { World, REPO, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
 // @ts-expect-error — plain ESM fixture without type declarations
 import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
+import { waitFor } from "./fixtures/wait.js";
 
 interface FakeApi {
   url: string;
@@ -88,9 +89,7 @@ test("agent.model is selected through claude-agent-acp's model config option; th
   const second = await w.owner.post("@agent second question", { replyTo: first });
   await w.waitReplies(second, 1, 90_000);
   const ends = () => d.logs.filter((l) => l.evt === "turn.end" && l.status === "answered");
-  for (const deadline = Date.now() + 20_000; ends().length < 2; await new Promise((r) => setTimeout(r, 100))) {
-    assert.ok(Date.now() < deadline, "two answered turns logged");
-  }
+  await waitFor(() => ends().length >= 2, { timeoutMs: 20_000, intervalMs: 100, what: "two answered turns logged" });
 
   const models = [...new Set(api.turnRequests().map((r) => String(r.body.model)))];
   assert.equal(models.length, 1, `one model for every turn: ${models.join(", ")}`);

@@ -20,6 +20,7 @@ import { KIND } from "../src/relay/kinds.js";
 import { threadRootOf } from "../src/relay/events.js";
 // @ts-expect-error — plain ESM fixture without type declarations
 import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 interface FakeApi {
   url: string;
@@ -130,9 +131,7 @@ test("!cancel stops a real agent's stalled turn, and the thread's session answer
   api.setMode("hang");
   const stalled = await w.owner.post("@agent take your time", { replyTo: firstMention });
   await w.waitReaction(stalled, "👀", 30_000);
-  for (const deadline = Date.now() + 30_000; api.hangingCount === 0; await new Promise((r) => setTimeout(r, 100))) {
-    assert.ok(Date.now() < deadline, "the agent never asked the model for the stalled turn");
-  }
+  await waitFor(() => api.hangingCount !== 0, { timeoutMs: 30_000, intervalMs: 100, what: "the agent to ask the model for the stalled turn" });
   await w.owner.post("!cancel", { replyTo: firstMention });
   const [outcome] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [firstMention.id] }, (e) => e.length > 0, 30_000);
   assert.match(outcome!.content, /cancel/, "the command's outcome is shown in the thread");
@@ -152,9 +151,7 @@ test("!cancel stops a real agent's stalled turn, and the thread's session answer
 test("mid_turn steer with claude-code-acp (no native steering): a message in the thread while the model stalls cancels and re-prompts the same session; the model sees it framed as arriving mid-work; one reply", async () => {
   api.setMode("hang");
   const stalled = await w.owner.post("@agent refactor the release script");
-  for (const deadline = Date.now() + 30_000; api.hangingCount === 0; await new Promise((r) => setTimeout(r, 100))) {
-    assert.ok(Date.now() < deadline, "the agent never asked the model for the stalled turn");
-  }
+  await waitFor(() => api.hangingCount !== 0, { timeoutMs: 30_000, intervalMs: 100, what: "the agent to ask the model for the stalled turn" });
   const before = api.turnRequests().length;
   api.setMode("tool");
   const steer = await w.owner.post("@agent also keep the old flags working", { replyTo: stalled });
@@ -163,7 +160,7 @@ test("mid_turn steer with claude-code-acp (no native steering): a message in the
   const [reply] = await w.waitReplies(stalled, 1, 75_000);
   assert.equal(reply!.content, REPLY);
   await w.waitReaction(stalled, "✅", 30_000);
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500); // a second reply would be stored by now
   assert.equal((await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [stalled.id] })).length, 1, "one reply for both messages");
   const later = JSON.stringify(api.turnRequests().slice(before).map((r) => r.body.messages));
   assert.match(later, /arrived while you were working/, "the model was told the message came mid-work");
@@ -173,8 +170,11 @@ test("mid_turn steer with claude-code-acp (no native steering): a message in the
 test("on SIGTERM the daemon exits 0 and leaves no Claude process behind", async () => {
   assert.ok(processesWithHome(home).length > 0, "the agent processes were found while running");
   assert.equal(await d.stop("SIGTERM"), 0);
-  const deadline = Date.now() + 10_000;
-  while (processesWithHome(home).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  await waitFor(() => processesWithHome(home).length === 0, {
+    timeoutMs: 10_000,
+    intervalMs: 200,
+    what: () => `no agent or Claude CLI process left: ${JSON.stringify(processesWithHome(home))}`,
+  });
   assert.deepEqual(processesWithHome(home), [], "no orphaned agent or Claude CLI process");
 });
 

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
+import { sleep } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -31,7 +32,7 @@ async function busy(ms: number): Promise<Event> {
 
 async function settledReplies(root: Event, n: number): Promise<Event[]> {
   if (n > 0) await w.waitReplies(root, n, 30_000);
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500); // a late extra message would be stored by now
   const all = await threadReplies(root);
   assert.equal(all.length, n, `expected ${n} agent message(s) in the thread: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`);
   return all;

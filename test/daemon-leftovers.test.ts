@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO, World } from "./fixtures/world.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 let w: World;
 /** Agent groups this test left behind if it failed half-way: stopped so no process outlives the test. */
@@ -44,13 +45,13 @@ test("agents left running by a SIGKILLed daemon are stopped by the next start, a
 
   d1.proc.kill("SIGKILL");
   await d1.exited;
-  await new Promise((r) => setTimeout(r, 1000));
+  await sleep(1000); // the agents must still be alive a second after their daemon died
   assert.deepEqual(pids.filter(alive), pids, "the agents outlived their daemon (this is the situation being tested)");
 
   const d2 = await w.startDaemon({}, { configFile: d1.configFile });
   const stopped = d2.logs.filter((l) => l.evt === "agent.leftover_stopped").map((l) => Number(l.pgid));
   assert.deepEqual([...stopped].sort(), [...pids].sort(), "each left-over agent group is stopped, and nothing else");
-  await new Promise((r) => setTimeout(r, 200));
+  await waitFor(() => pids.filter(alive).length === 0, { timeoutMs: 5000, what: () => `the stopped agents to exit (${pids.filter(alive).join(", ")} still run)` });
   assert.deepEqual(pids.filter(alive), [], "none of them runs any more");
 
   // The new daemon still answers.

@@ -7,6 +7,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
+import { sleep } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -25,7 +26,7 @@ test("steer with an agent that advertises _session/steering: the message goes in
   const line = await d.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(second.id));
   assert.equal(line.method, "native");
   const [reply] = await w.waitReplies(first, 1, 30_000);
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500); // a second reply would be stored by now
   assert.equal((await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [first.id] })).length, 1, "exactly one reply in the thread");
   assert.match(reply!.content, /Asked: @agent #slow 3000 refactor the build/, "the original request was finished, not restarted");
   assert.match(reply!.content, /Steered in at \d+: @agent also use the staging branch/);
@@ -46,7 +47,7 @@ test("an agent that advertises steering but refuses the steer: logged, then canc
     assert.equal(line.method, "cancel-merge");
     const [reply] = await w2.waitReplies(first, 1, 30_000);
     assert.match(reply!.content, /Asked: @agent also use the staging branch/);
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500); // a second reply would be stored by now
     assert.equal((await w2.query({ kinds: [KIND.message], authors: [w2.agent.pk], "#e": [first.id] })).length, 1, "exactly one reply in the thread");
   } finally {
     await w2.close();

@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc, type Person } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
-import { storedTurns } from "./reliability-helpers.js";
+import { storedTurns } from "./fixtures/reliability-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -53,7 +54,7 @@ async function midTurnMessage(who: Person, first: Event, text: string): Promise<
 /** Waits for `n` replies in the thread, then a little longer to be sure no more come. */
 async function exactlyReplies(first: Event, n: number): Promise<Event[]> {
   await w.waitReplies(first, n, 30_000);
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500); // a late extra reply would be stored by now
   const all = await threadReplies(first);
   assert.equal(all.length, n, `expected exactly ${n} agent message(s) in the thread, got: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`);
   return all;

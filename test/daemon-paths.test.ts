@@ -12,6 +12,7 @@ import { KIND } from "../src/relay/kinds.js";
 import { threadRootOf } from "../src/relay/events.js";
 import { RelayClient } from "../src/relay/index.js";
 import { createLogger } from "../src/base/log.js";
+import { sleep } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -59,7 +60,7 @@ test("typing indicators in the mention's thread while the agent works, none once
     const answeredAt = Date.now();
     assert.ok(seen.length >= 1, "at least one typing indicator while the agent worked");
     for (const { ev: t } of seen) assert.equal(threadRootOf(t), ev.id, "typing is shown in the mention's thread");
-    await new Promise((r) => setTimeout(r, 4000));
+    await sleep(4000); // longer than the 3 s typing repeat: an indicator after the answer would show
     assert.deepEqual(seen.filter((s) => s.at > answeredAt + 500).length, 0, "no typing after the answer (the indicator repeats every 3 s)");
   } finally {
     watcher.stop();
@@ -71,7 +72,7 @@ test("max_turn: a turn past its time limit is stopped and the thread gets exactl
   const notices = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.length >= 1, 30_000);
   assert.match(notices[0]!.content, /past its time limit \(max_turn\)/);
   assert.ok(notices[0]!.tags.some((t) => t[0] === "buzz" && t[1] === "agent-failure"));
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500); // a retry answering later would be stored by now
   assert.equal((await answersTo(ev)).length, 1, "one notice, no retry answering later");
 });
 
@@ -95,7 +96,7 @@ test("a DM from the owner is answered in its thread; a teammate's DM is refused 
   const denied = await w.teammate.post("@agent can you help me?", { channel: ch.dmTeammate });
   await d.waitLog((l) => l.evt === "gate.denied" && l.event === denied.id);
   assert.equal(d.logs.find((l) => l.evt === "gate.denied" && l.event === denied.id)!.reason, "dm-not-owner");
-  await new Promise((r) => setTimeout(r, 1000));
+  await sleep(1000); // a reaction or a reply would be stored by now
   assert.deepEqual(await w.query({ authors: [w.agent.pk], "#e": [denied.id] }), [], "no reaction and no reply in a DM");
 });
 
@@ -105,7 +106,7 @@ test("a 256 KB mention reaches the agent and is answered with exactly one messag
   assert.ok(Buffer.byteLength(ev.content) > 255 * 1024);
   const mark = d.logs.length;
   await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.length >= 1, 45_000);
-  await new Promise((r) => setTimeout(r, 2000));
+  await sleep(2000); // a second agent message would be stored by now
   const all = await answersTo(ev);
   assert.equal(all.length, 1, `exactly one agent message: ${all.map((e) => JSON.stringify(e.content.slice(0, 120))).join(" | ")}`);
   assert.ok(all[0]!.content.includes("[big] lorem ipsum"), "the answer quotes the mention (the agent got it)");
@@ -122,7 +123,7 @@ test("removed from a channel mid-turn: nothing more is posted there, each refuse
   const removedAt = Math.floor(Date.now() / 1000);
   await d.waitLog((l) => l.evt === "relay.channel_left" && l.channel === ch.leaving, 20_000);
   await d.waitLog((l) => l.evt === "turn.end" && String(l.scope).startsWith(ch.leaving!), 30_000);
-  await new Promise((r) => setTimeout(r, 2000));
+  await sleep(2000); // a late publish into the channel would be stored by now
   const after = (await w.query({ authors: [w.agent.pk], "#h": [ch.leaving] })).filter((e) => e.created_at > removedAt);
   assert.deepEqual(after.map((e) => `${e.kind}:${e.content.slice(0, 40)}`), [], "the relay holds nothing from the agent after the removal");
   const failedPublishes = d.logs.slice(mark).filter((l) => l.evt === "relay.publish_failed");

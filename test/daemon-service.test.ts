@@ -23,6 +23,7 @@ import { RawClient } from "./fixtures/raw-client.js";
 import { STORE_FILE } from "../src/queue/index.js";
 import { KIND } from "../src/relay/kinds.js";
 import { World, type DaemonProc } from "./fixtures/world.js";
+import { waitFor } from "./fixtures/wait.js";
 
 let w: World;
 
@@ -79,14 +80,12 @@ async function getJson(url: string): Promise<{ status: number; body: { status: s
 
 /** Polls `/readyz` until its status is `want`; returns the last answer. */
 async function waitReady(base: string, want: number, timeoutMs = 30_000): Promise<Awaited<ReturnType<typeof getJson>>> {
-  const deadline = Date.now() + timeoutMs;
   let last: Awaited<ReturnType<typeof getJson>> | undefined;
-  while (Date.now() < deadline) {
+  const probe = async () => {
     last = await getJson(`${base}/readyz`).catch(() => last);
-    if (last?.status === want) return last;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`/readyz never answered ${want}; last: ${JSON.stringify(last)}`);
+    return last?.status === want && last;
+  };
+  return waitFor(probe, { timeoutMs, intervalMs: 200, what: () => `/readyz to answer ${want}; last: ${JSON.stringify(last)}` });
 }
 
 /** The value of one Prometheus sample line (0 when absent). */

@@ -4,9 +4,11 @@ import assert from "node:assert/strict";
 import { generateSecretKey, getPublicKey, type Event } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
 import { RawClient, sign, now } from "./fixtures/raw-client.js";
+import { sleep } from "./fixtures/wait.js";
 
 const tagOf = (ev: Event, name: string) => ev.tags.find((t) => t[0] === name)?.[1];
-const settle = () => new Promise((r) => setTimeout(r, 100));
+/** Time for a frame that must NOT arrive to arrive: the checks after it are that nothing came. */
+const QUIET_MS = 100;
 
 describe("dev relay channels", () => {
   let relay: DevRelay;
@@ -51,7 +53,7 @@ describe("dev relay channels", () => {
     assert.equal((await aliceC.publish(inA))[2], true);
     const got = await bobC.next((f) => f[0] === "EVENT" && f[1] === "a-only");
     assert.equal((got[2] as Event).id, inA.id);
-    await settle();
+    await sleep(QUIET_MS);
     assert.deepEqual(bobC.drain("a-only").map((e) => e.id), []);
     assert.deepEqual(new Set(bobC.drain("all").map((e) => e.id)), new Set([inA.id, inB.id]));
   });
@@ -65,7 +67,7 @@ describe("dev relay channels", () => {
     assert.equal((await aliceC.publish(secret))[2], true);
     const write = await bobC.publish(sign({ kind: 9, tags: [["h", priv]], content: "let me in" }, bob));
     assert.deepEqual(write.slice(2), [false, "restricted: not a channel member"]);
-    await settle();
+    await sleep(QUIET_MS);
     assert.deepEqual([...bobC.drain("spy"), ...bobC.drain("wide")].filter((e) => tagOf(e, "h") === priv), []);
     const history = await bobC.req("hist", { "#h": [priv] }, { ids: [secret.id] });
     assert.deepEqual(history.events, []);
@@ -115,7 +117,7 @@ describe("dev relay channels", () => {
     // bob sees the updated member list of the channel he is in, but never carol's notice
     const list = (await bobC.next((f) => f[0] === "EVENT" && f[1] === "bob-all" && (f[2] as Event).kind === 39002))[2] as Event;
     assert.ok(list.tags.some((t) => t[0] === "p" && t[1] === C));
-    await settle();
+    await sleep(QUIET_MS);
     assert.deepEqual(carolC.drain("no-p"), []);
     assert.deepEqual(bobC.drain("watch-bob"), []);
     assert.deepEqual(bobC.drain("bob-all").filter((e) => e.kind === 44100), []);
@@ -144,7 +146,7 @@ describe("dev relay channels", () => {
     const frame = sign({ kind: 24200, tags: [["p", A]], content: "cipher" }, bob);
     assert.equal((await bobC.publish(frame))[2], true);
     assert.equal(((await aliceC.next((f) => f[1] === "obs" && f[0] === "EVENT"))[2] as Event).id, frame.id);
-    await settle();
+    await sleep(QUIET_MS);
     assert.deepEqual(bobC.drain("bob-any").filter((e) => e.kind === 24200), []);
   });
 
@@ -161,7 +163,7 @@ describe("dev relay channels", () => {
     assert.equal(((await bobC.next((f) => f[1] === "reacts" && f[0] === "EVENT"))[2] as Event).id, r.id);
     const intruder = await carolC.publish(sign({ kind: 7, tags: [["e", msg.id]], content: "+" }, carol));
     assert.deepEqual(intruder.slice(2), [false, "restricted: not a channel member"]);
-    await settle();
+    await sleep(QUIET_MS);
     assert.deepEqual(carolC.drain("reacts"), []);
     const missing = await bobC.publish(sign({ kind: 7, tags: [["e", "0".repeat(64)]], content: "+" }, bob));
     assert.equal(missing[2], false);
@@ -232,9 +234,9 @@ describe("dev relay channels", () => {
     await aliceC.publish(inB);
     assert.equal(((await bobC.next((f) => f[1] === "s" && f[0] === "EVENT"))[2] as Event).id, inB.id);
     bobC.send(["CLOSE", "s"]);
-    await settle();
+    await sleep(QUIET_MS);
     await aliceC.publish(sign({ kind: 9, tags: [["h", chB]], content: "after close" }, alice));
-    await settle();
+    await sleep(QUIET_MS);
     assert.deepEqual(bobC.drain("s"), []);
   });
 });

@@ -12,8 +12,9 @@ import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
-import { assertExactlyOnce, leakedSecrets, waitAllAnswered } from "./reliability-helpers.js";
+import { assertExactlyOnce, leakedSecrets, waitAllAnswered } from "./fixtures/reliability-helpers.js";
 import { KIND } from "../src/relay/kinds.js";
+import { sleep } from "./fixtures/wait.js";
 
 const CHANNELS = 6;
 const MENTIONS = 60;
@@ -59,7 +60,7 @@ test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channel
   const denied: Event[] = [];
   const post = async (i: number) => {
     mentions.push(await w.owner.post(`@agent ping m${i} #slow 1200`, { channel: channels[i % CHANNELS] }));
-    await new Promise((r) => setTimeout(r, 60));
+    await sleep(60); // paced: a burst is another test
   };
   for (let i = 0; i < 20; i++) await post(i);
   // Kill b while it runs turns: its leases must expire and its scopes move to a and c.
@@ -76,8 +77,8 @@ test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channel
   for (let i = 40; i < MENTIONS; i++) await post(i);
 
   await waitAllAnswered(w, channels, mentions, 120_000);
-  await new Promise((r) => setTimeout(r, 2000)); // a late duplicate would show up by now
-  const by = await import("./reliability-helpers.js").then((h) => h.repliesByThread(w, channels));
+  await sleep(2000); // a late duplicate would show up by now
+  const by = await import("./fixtures/reliability-helpers.js").then((h) => h.repliesByThread(w, channels));
   const { notices } = assertExactlyOnce(by, [...mentions]);
   assert.equal(notices, 0, "a daemon's death is not an agent failure");
 
@@ -95,7 +96,7 @@ test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channel
   // An owner command is executed by one daemon of the fleet: one outcome, not three.
   const cmd = await w.owner.post("!status", { channel: channels[0] });
   await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500); // an outcome from a second daemon would be stored by now
   const outcomes = await w.query({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] });
   assert.equal(outcomes.length, 1, "one !status outcome for the fleet");
   assert.match(outcomes[0]!.content, /"type":"control.status"/);

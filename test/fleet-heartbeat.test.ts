@@ -11,6 +11,7 @@ import { PostgresStore } from "../src/queue/pg-store.js";
 import { createLogger } from "../src/base/log.js";
 import { agent } from "./fixtures/queue-helpers.js";
 import { usePostgres } from "./fixtures/postgres.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const pg = usePostgres();
 
@@ -37,8 +38,7 @@ test("three daemons tick in the same period: one heartbeat fires, the others ski
       }),
   );
   assert.deepEqual(beats.map((b) => b.tick()), ["claiming", "claiming", "claiming"]);
-  const deadline = Date.now() + 5000;
-  while (lines.filter((l) => /^heartbeat\./.test(String(l.evt))).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await waitFor(() => lines.filter((l) => /^heartbeat\./.test(String(l.evt))).length >= 3, { timeoutMs: 5000, intervalMs: 20, what: "a heartbeat line from each of the three daemons" });
   assert.equal(runs, 1, "one heartbeat for the fleet");
   assert.equal(lines.filter((l) => l.evt === "heartbeat.fired").length, 1);
   assert.deepEqual(lines.filter((l) => l.evt === "heartbeat.skipped").map((l) => l.reason), ["other-daemon", "other-daemon"]);

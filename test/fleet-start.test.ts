@@ -12,6 +12,7 @@ import { generateSecretKey, nip19 } from "nostr-tools";
 import { World } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { sleep } from "./fixtures/wait.js";
 
 let server: PgServer | undefined;
 let skip: string | undefined;
@@ -111,7 +112,7 @@ test("with edits subscribed, an edit of a mention the fleet accepted is not take
   const { outcome } = await c.send({ kind: 40003, created_at: Math.floor(Date.now() / 1000), content: "@agent please summarise the release notes (typo fixed)", tags: [["h", w.channel], ["e", original.id], ["p", w.agent.pk]] });
   assert.equal(outcome.status, "accepted");
   await Promise.all(daemons.map((d) => d.waitLog((l) => l.evt === "gate.denied" && l.reason === "edit-of-handled", 10_000).catch(() => undefined)));
-  await new Promise((r) => setTimeout(r, 3000));
+  await sleep(3000); // an answer to the edit would be stored by now
   const agentMessages = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#h": [w.channel] });
   assert.deepEqual(agentMessages.map((m) => m.tags.find((t) => t[0] === "e")?.[1]).filter((e) => e !== original.id), [], "nothing answers the edit");
   for (const d of daemons) assert.equal(await d.stop(), 0);

@@ -9,6 +9,7 @@ import { decide, type GateContext, type Refusal } from "../src/gate/decide.js";
 import { DeniedReporter, DENIED_REACTION } from "../src/gate/denied.js";
 import type { ChannelInfo } from "../src/gate/policy.js";
 import { agent, owner, teammate, stranger, CHANNEL, DM, mention, fromWire, makeConfig, captureLogger } from "./fixtures/queue-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 const DIRECTORY: Record<string, ChannelInfo> = {
   [CHANNEL]: { id: CHANNEL, name: "general", type: "stream" },
@@ -122,7 +123,7 @@ describe("on_denied", () => {
     const forgedLines = () => lines.filter((l) => l.evt === "gate.denied" && l.reason === "bad-signature");
     assert.equal(forgedLines().length, 3, "the first three forged events have their line");
     assert.equal(lines.filter((l) => l.evt === "gate.denied" && l.reason !== "bad-signature").length, 1, "other denials are never held back");
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200); // the throttle's window ends and its one summary line is written
     const summary = lines.filter((l) => l.evt === "gate.denied_suppressed");
     assert.equal(summary.length, 1);
     assert.equal(summary[0]!.suppressed, 7, "the other seven are counted when the window ends");

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
-import { approvalGate, gateServer, hookCalls, type Line, reactIn, rounds } from "./gates-helpers.js";
+import { approvalGate, gateServer, hookCalls, type Line, reactIn, rounds } from "./fixtures/gates-helpers.js";
 
 let w: World;
 let d: DaemonProc;

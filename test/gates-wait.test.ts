@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
-import { approvalGate, hookCalls, lines, prompts, rounds, sleep } from "./gates-helpers.js";
+import { approvalGate, hookCalls, lines, prompts, rounds } from "./fixtures/gates-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -48,7 +49,7 @@ test("wait mode: the bridge waits for a 👍 by a listed approver without prompt
   // waits too: the waiting turn still holds its scope.
   await w.stranger.react(request!, "👍");
   const followUp = await w.owner.post("@agent and tag it v2", { replyTo: ev });
-  await sleep(3000);
+  await sleep(3000); // what must NOT happen while the turn waits (a prompt, an approval) has had time to
   const waitRounds = rounds(d, mark, turn);
   assert.ok(waitRounds.length >= 2, `the gate was re-asked while waiting (${waitRounds.length} rounds)`);
   assert.ok(waitRounds.every((r) => r.verdict === "object"), "nobody approved yet");

@@ -20,7 +20,8 @@ import { message } from "../src/relay/events.js";
 import { BUZZ_TOOL_ARGS, BUZZ_TOOL_NAMES, type BuzzToolName } from "../src/contract/buzz-tools.js";
 import { Ajv } from "ajv";
 import { z } from "zod";
-import { CLI, gate, startProxy, textOf, waitFor, type RunningProxy } from "./fixtures/proxy-harness.js";
+import { CLI, gate, startProxy, textOf, type RunningProxy } from "./fixtures/proxy-harness.js";
+import { waitFor } from "./fixtures/wait.js";
 
 /** A RelayPort over one authenticated WebSocket, as the daemon's relay client would be. */
 async function relayPort(url: string, sk: Uint8Array): Promise<RelayPort & { close(): void }> {
@@ -192,7 +193,7 @@ describe("buzz tools through the link", () => {
     const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
     assert.equal(code, 2);
     assert.match(err, /link refused/);
-    await waitFor(() => cap.lines.some((l) => l.evt === "link.refused"), 3000, "the refusal to be logged");
+    await waitFor(() => cap.lines.some((l) => l.evt === "link.refused"), { timeoutMs: 3000, what: "the refusal to be logged" });
   });
 
   test("each buzz tool lists the JSON Schema of the zod schema the daemon validates it with", async () => {
@@ -233,7 +234,7 @@ describe("buzz tools through the link", () => {
 
   test("unregistering disconnects the session", async () => {
     session.unregister();
-    await waitFor(() => !session.connected(), 3000, "disconnect");
+    await waitFor(() => !session.connected(), { timeoutMs: 3000, what: "disconnect" });
     await assert.rejects(session.runHook("_Stop"), /not connected/);
   });
 });

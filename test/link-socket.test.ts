@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { linkSocketPath, LinkServer } from "../src/link/server.js";
 import { LinkClient } from "../src/link/client.js";
 import { silentLogger } from "../src/base/log.js";
+import { sleep } from "./fixtures/wait.js";
 
 test("the socket path handed to proxies is absolute (the agent runs them elsewhere)", () => {
   const p = linkSocketPath("./buzz-bridge-state/link.sock");
@@ -43,7 +44,7 @@ test("register, connect with the token, fetch the manifest; a revoked token is r
     // The daemon may ask for a hook as soon as the proxy said hello, before the proxy is built.
     assert.ok(s.connected());
     const early = s.runHook("_Stop");
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100); // the hook request waits while no handler is set; it is answered once one is
     client.onRunHook(async (p) => ({ text: `[x] ${p.name}`, verdict: "object", ms: 1, servers: [] }));
     assert.equal((await early).text, "[x] _Stop");
     client.close();

@@ -7,11 +7,44 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { parseSync } from "@swc/core";
 import { HEADLINES } from "../src/base/log-headlines.js";
 import { createLogger } from "../src/base/log.js";
 import { REPO, World } from "./fixtures/world.js";
 
-/** Log calls that pass fields only, found in the sources: `.info({ evt: "x", … });`. */
+const LEVELS = new Set(["info", "warn", "error", "debug", "fatal", "trace"]);
+
+/** A property's name in an object literal, when it is written out (`evt:` or `"evt":`). */
+function keyName(p: any): string | undefined {
+  return p.type === "KeyValueProperty" && (p.key.type === "Identifier" || p.key.type === "StringLiteral") ? p.key.value : undefined;
+}
+
+/**
+ * The `evt` of a log call that passes fields only: `x.info({ evt: "name", … })` with one
+ * argument, an object literal with a string `evt` and no `msg` (`logger?.info(…)` too). Read from the syntax tree
+ * (swc), so a call is found however it is laid out over lines.
+ */
+function fieldsOnlyEvent(node: any): string | undefined {
+  if (node.type !== "CallExpression") return undefined;
+  const callee = node.callee.type === "OptionalChainingExpression" ? node.callee.base : node.callee; // logger?.warn(…)
+  if (callee.type !== "MemberExpression" || callee.property.type !== "Identifier" || !LEVELS.has(callee.property.value)) return undefined;
+  if (node.arguments.length !== 1 || node.arguments[0].spread || node.arguments[0].expression.type !== "ObjectExpression") return undefined;
+  const props: any[] = node.arguments[0].expression.properties;
+  if (props.some((p) => keyName(p) === "msg")) return undefined;
+  const evt = props.find((p) => keyName(p) === "evt");
+  return evt?.value.type === "StringLiteral" ? evt.value.value : undefined;
+}
+
+/** Every node of a syntax tree, depth first. */
+function* nodes(node: unknown): Generator<any> {
+  if (Array.isArray(node)) for (const n of node) yield* nodes(n);
+  else if (node && typeof node === "object") {
+    if (typeof (node as { type?: unknown }).type === "string") yield node;
+    for (const v of Object.values(node)) if (v && typeof v === "object") yield* nodes(v);
+  }
+}
+
+/** Log calls that pass fields only, found in the sources: `.info({ evt: "x", … })`. */
 function fieldsOnlyEvents(): string[] {
   const found = new Set<string>();
   const walk = (dir: string) => {
@@ -19,8 +52,10 @@ function fieldsOnlyEvents(): string[] {
       const p = join(dir, e.name);
       if (e.isDirectory()) walk(p);
       else if (p.endsWith(".ts")) {
-        for (const m of readFileSync(p, "utf8").matchAll(/\.(?:info|warn|error|debug|fatal|trace)\(\{ evt: "([a-z_.]+)"[^;\n]*\}\);/g)) {
-          if (!/\}, [`"'a-zA-Z]/.test(m[0]) && !/\bmsg:/.test(m[0])) found.add(m[1]!);
+        const ast = parseSync(readFileSync(p, "utf8"), { syntax: "typescript" });
+        for (const n of nodes(ast.body)) {
+          const evt = fieldsOnlyEvent(n);
+          if (evt) found.add(evt);
         }
       }
     }

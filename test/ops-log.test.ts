@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { createLogger, PROXY_LOGGER_NAME, proxyLogLine } from "../src/base/log.js";
 import { LogThrottle } from "../src/base/log-throttle.js";
+import { sleep } from "./fixtures/wait.js";
 
 function linesOf(name: string | undefined, write: (log: ReturnType<typeof createLogger>) => void): string[] {
   const out = new PassThrough();
@@ -47,7 +48,7 @@ test("a throttled key logs its share of a window, then one line counts what it h
   throttle.log("info", "other", { evt: "test.other" });
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(lines.map((l) => l.i ?? l.evt), [0, 1, "test.other"], "two of the flood, and the other key untouched");
-  await new Promise((r) => setTimeout(r, 200));
+  await sleep(200); // the 80 ms window ends and its one summary is written
   const summary = lines.filter((l) => l.evt === "test.suppressed");
   assert.deepEqual(summary.map((l) => [l.key, l.suppressed, l.level]), [["test.noise", 4, "warn"]], "one count, at the key's level; none for a key that held nothing back");
   throttle.warn("test.noise", { i: 6 }, "noise");

@@ -18,6 +18,7 @@ import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/index.js";
 import { KIND } from "../src/relay/kinds.js";
 import { CLI, REPO } from "./fixtures/world.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "bb-quickstart-"));
 const owner = generateSecretKey();
@@ -94,10 +95,11 @@ test("run answers a mention posted with buzz-bridge post", async () => {
   daemon.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   daemon.stderr!.on("data", (d: Buffer) => (out += d.toString()));
   const started = Date.now();
-  while (!out.includes('"evt":"daemon.started"')) {
-    assert.ok(Date.now() - started < 90_000 && daemon.exitCode === null, out.slice(-3000));
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const isStarted = () => {
+    assert.equal(daemon.exitCode, null, out.slice(-3000));
+    return out.includes('"evt":"daemon.started"');
+  };
+  await waitFor(isStarted, { timeoutMs: 90_000, intervalMs: 100, what: () => `daemon.started; output:\n${out.slice(-3000)}` });
   const post = cli(["post", "--relay", relayUrl, "--nsec", nip19.nsecEncode(owner), "--channel", CHANNEL, "--mention", agentNpub, "@agent hello"]);
   assert.equal(post.status, 0, post.stderr);
   const eventId = post.stdout.trim().split(/\s+/).find((w) => /^[0-9a-f]{64}$/.test(w));
@@ -107,12 +109,11 @@ test("run answers a mention posted with buzz-bridge post", async () => {
   await reader.start();
   try {
     const agentPk = nip19.decode(agentNpub).data as string;
-    let replies: unknown[] = [];
-    while (replies.length === 0) {
-      assert.ok(Date.now() - started < 150_000, `no reply; daemon output:\n${out.slice(-3000)}`);
-      replies = await reader.query([{ kinds: [KIND.message], authors: [agentPk], "#e": [eventId] }]).catch(() => []);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const reply = async () => {
+      const found = await reader.query([{ kinds: [KIND.message], authors: [agentPk], "#e": [eventId] }]).catch(() => []);
+      return found.length > 0 && found;
+    };
+    const replies = await waitFor(reply, { timeoutMs: 150_000 - (Date.now() - started), intervalMs: 200, what: () => `a reply; daemon output:\n${out.slice(-3000)}` });
     assert.equal(replies.length, 1);
     assert.ok(existsSync(join(dir, "buzz-bridge-state", "queue.db")), "state beside the config, as check said");
   } finally {

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { KIND } from "../src/relay/kinds.js";
 import { CLI, REPO, World } from "./fixtures/world.js";
+import { waitFor } from "./fixtures/wait.js";
 
 let w: World;
 const children: ChildProcess[] = [];
@@ -28,15 +29,15 @@ function run(args: string[], cwd = REPO) {
   let err = "";
   proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
-  const until = async (re: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const m = re.exec(out);
-      if (m) return m;
-      assert.ok(Date.now() < deadline && proc.exitCode === null, `no ${re} in:\n${out}\n--- stderr ---\n${err.slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
+  const shown = () => `${out}\n--- stderr ---\n${err.slice(-2000)}`;
+  const until = (re: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> =>
+    waitFor(
+      () => {
+        assert.equal(proc.exitCode, null, `exited before printing ${re}:\n${shown()}`);
+        return re.exec(out);
+      },
+      { timeoutMs, intervalMs: 100, what: () => `${re} in:\n${shown()}` },
+    );
   const exited = new Promise<number | null>((r) => proc.on("exit", (code) => r(code)));
   return { proc, out: () => out, err: () => err, until, exited };
 }
@@ -46,11 +47,11 @@ test("tail prints messages, the bridge's reactions and !status's outcome live, b
   await owner.send({ kind: KIND.profile, created_at: Math.floor(Date.now() / 1000), tags: [], content: JSON.stringify({ name: "olivia" }) });
   const daemon = await w.startDaemon({ relay: { presence: false } });
   const tail = run([CLI, "tail", "-c", daemon.configFile, "--channel", w.channel]);
-  const started = Date.now();
-  while (!tail.err().includes("following #build-room")) {
-    assert.ok(Date.now() - started < 60_000 && tail.proc.exitCode === null, tail.err());
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const following = () => {
+    assert.equal(tail.proc.exitCode, null, tail.err());
+    return tail.err().includes("following #build-room");
+  };
+  await waitFor(following, { timeoutMs: 60_000, intervalMs: 100, what: () => `"following #build-room" on stderr: ${tail.err()}` });
   await w.owner.post("@agent draft the release notes");
   await tail.until(/#build-room {2}olivia: @agent draft the release notes {2}→ @\S+$/m);
   await tail.until(/reacted 👀 to olivia: "@agent draft the release notes"/);

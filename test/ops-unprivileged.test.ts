@@ -23,6 +23,7 @@ import { CLI, REPO, World } from "./fixtures/world.js";
 import { cliFor } from "./fixtures/run-as.js";
 import { message } from "../src/relay/events.js";
 import { KIND } from "../src/relay/kinds.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
@@ -98,16 +99,14 @@ function startAs(cmd: string, args: string[], o: { env: NodeJS.ProcessEnv; cwd: 
       return code;
     },
     waitLog: async (evt) => {
-      const deadline = Date.now() + 90_000;
       let done = false;
       void exited.then(() => (done = true));
-      while (Date.now() < deadline) {
+      const probe = () => {
         const found = parsed().find((l) => l.evt === evt);
-        if (found) return found;
-        if (done) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      throw new Error(`no ${evt}; output:\n${raw.slice(-3000)}`);
+        if (!found && done) throw new Error(`exited without ${evt}; output:\n${raw.slice(-3000)}`);
+        return found;
+      };
+      return waitFor(probe, { timeoutMs: 90_000, intervalMs: 100, what: () => `${evt}; output:\n${raw.slice(-3000)}` });
     },
   };
 }

@@ -8,7 +8,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { EVERYTHING, FILESYSTEM, REFUSING, gate, startProxy, textOf, waitFor, type RunningProxy } from "./fixtures/proxy-harness.js";
+import { EVERYTHING, FILESYSTEM, REFUSING, gate, startProxy, textOf, type RunningProxy } from "./fixtures/proxy-harness.js";
+import { waitFor } from "./fixtures/wait.js";
 import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../src/proxy/naming.js";
 
 const LONG = "check_" + "x".repeat(60);
@@ -126,10 +127,10 @@ describe("union of real servers", () => {
   test("cancellation reaches the downstream server", async () => {
     const ac = new AbortController();
     const pending = p.client.request({ method: "tools/call", params: { name: "sleep", arguments: { ms: 8000 } } }, CallToolResultSchema, { signal: ac.signal });
-    await waitFor(() => existsSync(counter) && readFileSync(counter, "utf8").includes("sleep"), 10_000, "sleep to start");
+    await waitFor(() => existsSync(counter) && readFileSync(counter, "utf8").includes("sleep"), { timeoutMs: 10_000, what: "sleep to start" });
     ac.abort("test cancels");
     await assert.rejects(pending);
-    await waitFor(() => readFileSync(counter, "utf8").includes("cancelled"), 5_000, "the downstream to see the cancellation");
+    await waitFor(() => readFileSync(counter, "utf8").includes("cancelled"), { timeoutMs: 5_000, what: "the downstream to see the cancellation" });
   });
 });
 
@@ -176,7 +177,7 @@ describe("crash and restart", () => {
     const pid2 = await waitFor(async () => {
       const r = await p.call("crashy_pid");
       return !r.isError && textOf(r);
-    }, 15_000, "crashy to come back");
+    }, { timeoutMs: 15_000, what: "crashy to come back" });
     assert.notEqual(pid2, pid1);
     assert.ok(p.logs().some((l) => l.evt === "proxy.server_down" && l.server === "crashy"));
   });

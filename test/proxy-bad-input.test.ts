@@ -11,7 +11,8 @@ import { stringify } from "yaml";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { FastStdioClientTransport } from "../src/proxy/line-transport.js";
-import { CLI, REPO, gate, startProxy, textOf, waitFor, type RunningProxy } from "./fixtures/proxy-harness.js";
+import { CLI, REPO, gate, startProxy, textOf, type RunningProxy } from "./fixtures/proxy-harness.js";
+import { waitFor } from "./fixtures/wait.js";
 import { NAME_BUDGET } from "../src/proxy/naming.js";
 
 const BAD = join(REPO, "test", "fixtures", "bad-server.mjs");
@@ -119,7 +120,7 @@ describe("list_changed from a downstream", () => {
     p.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
     assert.ok(!(await p.client.listTools()).tools.some((t) => t.name === "dyn_grown"));
     assert.equal(textOf(await p.call("dyn_grow")), "grew");
-    await waitFor(() => changed > 0, 5000, "tools/list_changed upstream");
+    await waitFor(() => changed > 0, { timeoutMs: 5000, what: "tools/list_changed upstream" });
     assert.ok((await p.client.listTools()).tools.some((t) => t.name === "dyn_grown"));
     assert.equal(textOf(await p.call("dyn_grown")), "grown");
   });

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gate, startProxy, textOf, type RunningProxy } from "./fixtures/proxy-harness.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "proxy-hooks-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -134,12 +135,11 @@ describe("restart after two consecutive misses", () => {
     assert.equal(await timed(), "[ok] ok objects");
     const restart = p.logs().find((l) => l.evt === "proxy.server_restart");
     assert.equal(restart?.server, "hung");
-    let pid2 = "";
-    for (let i = 0; i < 100 && (!pid2 || pid2 === pid1); i++) {
+    const newPid = async () => {
       const r = await p.call("hung_pid");
-      if (!r.isError) pid2 = textOf(r);
-      else await new Promise((res) => setTimeout(res, 100));
-    }
+      return !r.isError && textOf(r) !== pid1 && textOf(r);
+    };
+    const pid2 = await waitFor(newPid, { timeoutMs: 10_000, intervalMs: 100, what: "a new process to serve the hung gate" });
     assert.ok(pid2 && pid2 !== pid1, "a new process serves the hung gate");
   });
 });

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { AgentPassThrough, RawCalls } from "../src/proxy/pass-through.js";
 import { mcpErrorText } from "../src/proxy/call-errors.js";
+import { sleep } from "./fixtures/wait.js";
 
 function sink() {
   const lines: Record<string, any>[] = [];
@@ -70,11 +71,11 @@ test("the server's timeout is reset by progress and then cancels the call", asyn
   let result: CallToolResult | undefined;
   const id = raw.call("run", { _meta: { progressToken: 1 } }, { done: (r) => (result = r), progress: () => {} })!;
   for (let i = 0; i < 3; i++) {
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50); // progress arrives while the 80 ms timeout runs
     raw.take({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: id, progress: i } } as JSONRPCMessage);
   }
   assert.equal(result, undefined, "150 ms in, still running: progress kept it alive");
-  await new Promise((r) => setTimeout(r, 150));
+  await sleep(150); // past the 80 ms timeout since the last progress
   assert.match(text(result!), /'run' on MCP server 'dev' timed out after 80 ms/);
   assert.equal(down.lines.at(-1)!.method, "notifications/cancelled");
 });

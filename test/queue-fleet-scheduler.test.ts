@@ -13,6 +13,7 @@ import type { Batch, FinalFailure } from "../src/queue/scheduler.js";
 import type { Refusal } from "../src/queue/refusals.js";
 import { agent, owner, CHANNEL, mention, fromWire, captureLogger } from "./fixtures/queue-helpers.js";
 import { usePostgres } from "./fixtures/postgres.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 const pg = usePostgres();
 
@@ -36,7 +37,6 @@ async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs
   const failures: FinalFailure[] = [];
   const refusals: Refusal[] = [];
   const rotated: string[] = [];
-  const waiters: Array<() => void> = [];
   const s: FleetScheduler = new FleetScheduler({
     store,
     daemon: { id, host: "test", pid: process.pid, maxConcurrent: o.maxConcurrent ?? 2 },
@@ -51,24 +51,13 @@ async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs
     confirmPublished: async (ids) => ids.filter((x) => relayHas.has(x)),
     onWake: () => {
       for (let b = s.next(); b; b = s.next()) batches.push(b);
-      for (const w of waiters.splice(0)) w();
     },
     onLost: (ids) => lost.push(...ids),
     onFinalFailure: (f) => failures.push(f),
     onRefused: (r) => refusals.push(r),
     onRotate: async (key) => void rotated.push(key),
   });
-  const next = async (timeoutMs = 8000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (batches.length === 0) {
-      if (Date.now() > deadline) throw new Error(`${id}: no batch within ${timeoutMs} ms`);
-      await new Promise<void>((r) => {
-        waiters.push(r);
-        setTimeout(r, 100);
-      });
-    }
-    return batches.shift()!;
-  };
+  const next = (timeoutMs = 8000) => waitFor(() => batches.shift(), { timeoutMs, intervalMs: 10, what: `${id}: a batch` });
   s.recover();
   return { id, store, s, batches, lost, failures, refusals, rotated, next };
 }
@@ -94,7 +83,7 @@ t("a turn whose daemon died is resumed once by another; a reply the relay has co
   assert.deepEqual(first.events.map((e) => e.id), [ev.id]);
   a.s.recordReply(first.turnId, "a".repeat(64)); // recorded before publishing; the relay stored it
   relayHas.add("a".repeat(64));
-  await new Promise((r) => setTimeout(r, 100));
+  await waitFor(async () => (await a.store.turn(first.turnId))?.reply_ids.length, { what: "the reply recorded in the database" });
   await die(a);
 
   const b = await node(url, "B", relayHas);
@@ -104,7 +93,7 @@ t("a turn whose daemon died is resumed once by another; a reply the relay has co
   assert.equal(resumed.attempt, 2);
   assert.deepEqual(resumed.publishedReplyIds, ["a".repeat(64)], "the dead daemon's reply is known: not answered again");
   assert.equal(b.s.complete(resumed.turnId), true);
-  await new Promise((r) => setTimeout(r, 300));
+  await sleep(300); // the end is written in the background, and a batch run again would show up by now
   assert.equal((await b.store.event(ev.id))?.state, "done");
   assert.deepEqual(b.batches, [], "nothing else to run");
   await b.s.close();
@@ -117,7 +106,7 @@ t("a reply recorded but never published (the daemon died in between) does not co
   await a.s.accept(fromWire(mention(owner, "question")), CHANNEL);
   const first = await a.next();
   a.s.recordReply(first.turnId, "b".repeat(64));
-  await new Promise((r) => setTimeout(r, 100));
+  await waitFor(async () => (await a.store.turn(first.turnId))?.reply_ids.length, { what: "the reply recorded in the database" });
   await die(a);
   const b = await node(url, "B", relayHas);
   const resumed = await b.next();
@@ -133,16 +122,14 @@ t("!cancel given to one daemon stops the turn another daemon runs", async (url) 
   const b = await node(url, "B", relayHas);
   const ev = fromWire(mention(owner, "long job"));
   await a.s.accept(ev, CHANNEL);
-  const deadline0 = Date.now() + 8000;
-  while (a.batches.length + b.batches.length === 0 && Date.now() < deadline0) await new Promise((x) => setTimeout(x, 50));
+  await waitFor(() => a.batches.length + b.batches.length > 0, { timeoutMs: 8000, intervalMs: 50, what: "a batch on either daemon" });
   const [holder, other] = a.batches.length ? [a, b] : [b, a];
   const running = await holder.next();
   assert.equal(await holder.store.leases.holds(holder.id, running.scope.key), true);
   const r = await other.s.cancel({ channel: CHANNEL, thread: ev.id });
   assert.equal(r.ended, 1);
   assert.deepEqual(r.runningTurnIds, [], "not running on the daemon that was told");
-  const deadline = Date.now() + 5000;
-  while (!holder.lost.includes(running.turnId) && Date.now() < deadline) await new Promise((x) => setTimeout(x, 50));
+  await waitFor(() => holder.lost.includes(running.turnId), { timeoutMs: 5000, intervalMs: 50, what: "the holder to stop the cancelled turn" });
   assert.deepEqual(holder.lost, [running.turnId], "the holder stops it");
   assert.equal(holder.s.complete(running.turnId), false, "its late end changes nothing");
   assert.equal((await a.store.event(ev.id))?.state, "cancelled");
@@ -162,8 +149,7 @@ t("a failed turn is retried after its backoff, then gives up with one failure no
   assert.equal(second.turnId, first.turnId);
   assert.equal(second.attempt, 2);
   assert.equal(a.s.fail(second.turnId, "agent crashed again"), "failed");
-  const deadline = Date.now() + 3000;
-  while (a.failures.length === 0 && Date.now() < deadline) await new Promise((x) => setTimeout(x, 50));
+  await waitFor(() => a.failures.length > 0, { timeoutMs: 3000, intervalMs: 50, what: "the failure notice" });
   assert.equal(a.failures.length, 1);
   assert.deepEqual(a.failures[0]!.events.map((e) => e.id), [ev.id]);
   assert.equal((await a.store.event(ev.id))?.state, "failed");
@@ -177,15 +163,15 @@ t("the database lost during a turn: the reply's record and the turn's end wait f
   await a.s.accept(ev, CHANNEL);
   const batch = await a.next();
   const down = pg.server!.restart(1500);
-  await new Promise((r) => setTimeout(r, 200)); // the server is going down or gone now
+  await sleep(200); // the server is going down or gone now
   a.s.recordReply(batch.turnId, "c".repeat(64));
   assert.equal(a.s.complete(batch.turnId), true);
   await down;
-  const deadline = Date.now() + 10_000;
-  while ((await a.store.event(ev.id).catch(() => undefined))?.state !== "done" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  const done = async () => (await a.store.event(ev.id).catch(() => undefined))?.state === "done";
+  await waitFor(done, { timeoutMs: 10_000, intervalMs: 100, what: "the turn's end written once the database is back" });
   assert.equal((await a.store.event(ev.id))?.state, "done");
   assert.deepEqual((await a.store.turn(batch.turnId))?.reply_ids, ["c".repeat(64)]);
-  await new Promise((r) => setTimeout(r, 500));
+  await sleep(500); // a resumed batch would show up by now
   assert.deepEqual(a.batches, [], "not resumed as if left running");
   assert.deepEqual(a.lost, [], "the lease outlived the outage");
   await a.s.close();
@@ -201,7 +187,7 @@ t("the scope cap holds across the fleet: past it the oldest waiting mentions are
   const replies = [1, 2, 3, 4].map((i) => fromWire(mention(owner, `r${i}`, { created_at: 5000 + i, tags: [["e", root.id, "", "root"]] })));
   // Every daemon hears every event, in its own order.
   for (const ev of [root, ...replies]) await Promise.all([a.s.accept(ev, CHANNEL), b.s.accept(ev, CHANNEL)]);
-  await new Promise((r) => setTimeout(r, 100));
+  await sleep(100); // a refusal counted twice (one per daemon) would show up by now
   const refused = [...a.refusals, ...b.refusals].flatMap((r) => r.events.map((e) => e.id));
   assert.deepEqual(refused.sort(), [root.id, replies[0]!.id].sort(), "the two oldest, each once");
   assert.equal([...a.refusals, ...b.refusals].every((r) => r.reason === "scope-cap" && r.scope === `${CHANNEL}/${root.id}`), true);
@@ -219,7 +205,7 @@ t("!rotate executed by another daemon: this daemon ends its session of the scope
   await a.s.accept(root, CHANNEL);
   const first = await a.next();
   assert.equal(a.s.complete(first.turnId), true);
-  await new Promise((r) => setTimeout(r, 300));
+  await sleep(300); // a rotation wrongly run would show up by now
   assert.deepEqual(a.rotated, [], "the first turn opened the session; nothing to rotate");
   // Another daemon of the fleet executed `!rotate` in the thread.
   const other = await PostgresStore.open({ url, identity: agent.pk });

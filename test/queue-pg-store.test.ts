@@ -14,6 +14,7 @@ import { PG_SCHEMA, PG_SCHEMA_VERSION } from "../src/queue/pg-migrations.js";
 import { LeaseLostError, QueueStoreError } from "../src/queue/errors.js";
 import { agent, owner, teammate, CHANNEL, mention, fromWire } from "./fixtures/queue-helpers.js";
 import { usePostgres } from "./fixtures/postgres.js";
+import { sleep } from "./fixtures/wait.js";
 
 const db = usePostgres();
 
@@ -131,7 +132,7 @@ describe("PostgreSQL store: scope leases", () => {
     assert.deepEqual((await a.leases.claim("A", 5, 300)).map((c) => c.key), [scope]);
     assert.deepEqual(await b.leases.claim("B", 5, 30_000), [], "a live lease is not taken");
     assert.deepEqual(await a.leases.renew("A", 300), [scope], "renewal while alive keeps it");
-    await new Promise((r) => setTimeout(r, 450));
+    await sleep(450); // past the 300 ms lease
     assert.equal(await a.leases.holds("A", scope!), false, "expired");
     assert.deepEqual(await b.leases.claim("B", 5, 30_000), [{ key: scope, channel: CHANNEL, from: "A" }], "taken over from A");
     assert.deepEqual(await a.leases.renew("A", 30_000), [], "A learns it lost the scope");
@@ -162,7 +163,7 @@ describe("PostgreSQL store: scope leases", () => {
     await a.leases.claim("A", 1, 200);
     const [ev] = await a.waitingEvents();
     await a.startTurn(scope!, CHANNEL, [ev!.id]); // A dies here: no waiting events, one running turn
-    await new Promise((r) => setTimeout(r, 350));
+    await sleep(350); // past the 200 ms lease
     assert.deepEqual((await b.leases.claim("B", 1, 30_000)).map((c) => [c.key, c.from]), [[scope, "A"]]);
     await Promise.all([a.close(), b.close()]);
   });
@@ -175,7 +176,7 @@ describe("PostgreSQL store: scope leases", () => {
     const turn = await a.startTurn(scope!, CHANNEL, [ev!.id]);
     await a.recordReplyAsHolder(turn, "1".repeat(64), "A");
     await a.recordReplyAsHolder(turn, "1".repeat(64), "A"); // idempotent
-    await new Promise((r) => setTimeout(r, 350));
+    await sleep(350); // past the 200 ms lease
     assert.deepEqual((await b.leases.claim("B", 1, 30_000)).map((c) => c.from), ["A"]);
     await assert.rejects(a.recordReplyAsHolder(turn, "2".repeat(64), "A"), LeaseLostError);
     const done = { id: turn, state: "done" as const, attempts: 1, next_attempt_at: 0, recovered: 0, error: null };

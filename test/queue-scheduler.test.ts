@@ -11,6 +11,7 @@ import { QueueStore } from "../src/queue/store.js";
 import { Scheduler, type SchedulerOptions, type FinalFailure } from "../src/queue/scheduler.js";
 import type { Refusal } from "../src/queue/refusals.js";
 import { owner, teammate, CHANNEL, mention, fromWire, captureLogger, tempDir } from "./fixtures/queue-helpers.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const tmp = tempDir("bb-queue-sched-");
 after(() => tmp.cleanup());
@@ -229,7 +230,7 @@ describe("scheduler", () => {
     const b = scheduler.next()!;
     scheduler.fail(b.turnId, "boom");
     // Woken after fail, then again by the retry timer (bounded wait, no timing assertion).
-    for (let i = 0; i < 500 && wakes < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => wakes >= 3, { timeoutMs: 5000, intervalMs: 10, what: () => `a wake after fail and one when the retry came due (${wakes} wakes)` });
     assert.ok(wakes >= 3, `woken after fail and when the retry came due (${wakes})`);
     assert.equal(scheduler.next()?.attempt, 2);
   });

@@ -4,7 +4,8 @@ import { createServer } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Event } from "nostr-tools";
-import { client, eventually, FAST, identity, relayWith, wait } from "./relay-helpers.js";
+import { client, FAST, identity, relayWith } from "./fixtures/relay-helpers.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 const bridge = identity();
 const cleanup: (() => unknown)[] = [];
@@ -51,11 +52,11 @@ test("a refused AUTH is logged with the relay's reason, raises no unhandled reje
   const reasons: string[] = [];
   bot.on("auth-failed", (r) => reasons.push(r));
   await bot.start();
-  assert.equal(await eventually(() => reasons.length >= 2), true, "it kept trying on new connections");
+  await waitFor(() => reasons.length >= 2, { what: "a second refused AUTH: it keeps trying on new connections" });
   assert.match(reasons[0]!, /^restricted: not a relay member/);
   assert.match(bot.lastAuthError ?? "", /not a relay member/);
   assert.notEqual(bot.state, "authenticated");
-  await wait(50);
+  await sleep(50); // a rejection left unhandled would be reported by now
   assert.deepEqual(unhandled, []);
 
   relay.addRelayMember(bridge.pk);
@@ -79,8 +80,8 @@ test("the relay tag has no trailing slash, and CLOSED auth-required is answered 
   cleanup.push(() => bot.stop());
   bot.setChannels([{ id: "c1", kinds: [9] }]);
   await bot.start();
-  assert.equal(await eventually(() => relay.count("REQ", "channels") >= 2), true);
-  await wait(200);
+  await waitFor(() => relay.count("REQ", "channels") >= 2, { what: "the channels REQ re-sent after auth-required" });
+  await sleep(200); // a third REQ or AUTH (a re-send loop) would show up by now
   const auth = relay.frames.find((f) => f.msg[0] === "AUTH")!.msg[1] as Event;
   assert.deepEqual(auth.tags.find((t) => t[0] === "relay"), ["relay", relay.url.replace(/\/$/, "")]);
   assert.deepEqual(auth.tags.find((t) => t[0] === "challenge"), ["challenge", "c1"]);
@@ -104,7 +105,7 @@ test("a relay that stops answering pings is declared dead and the bridge reconne
   const bot = client(relay, bridge, { connection: { ...FAST, pingIntervalMs: 100, pongTimeoutMs: 150 } });
   cleanup.push(() => bot.stop());
   await bot.start();
-  const ok = await eventually(() => relay.conns() >= 2 && bot.state === "subscribed");
+  const ok = await waitFor(() => relay.conns() >= 2 && bot.state === "subscribed", { what: "a second connection, subscribed" });
   assert.equal(ok, true);
   assert.ok(bot.metrics.dead >= 1);
   assert.ok(bot.metrics.reconnects >= 1);

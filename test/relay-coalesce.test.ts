@@ -7,6 +7,7 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { startFrameProxy, type FrameProxy } from "./fixtures/frame-proxy.js";
 import { World, type DaemonProc } from "./fixtures/world.js";
+import { sleep } from "./fixtures/wait.js";
 
 let w: World;
 let proxy: FrameProxy;
@@ -26,13 +27,11 @@ after(async () => {
   await proxy.close();
 });
 
-const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 test("the daemon subscribes 501 channels with at most 3 REQ frames and answers a mention in any of them", async () => {
   daemon = await w.startDaemon({ relay: { url: proxy.url } });
   // Joins replayed from the membership notifications (all of them are seconds old) and the
   // discovery both land inside the coalescing window; give stragglers time to show.
-  await settle(2500);
+  await sleep(2500);
   const reqs = proxy.count("REQ");
   assert.ok(reqs <= 3, `the daemon sent ${reqs} REQ frames to subscribe 501 channels`);
   assert.equal(proxy.refused.length, 0, `the relay refused: ${JSON.stringify(proxy.refused.slice(0, 3))}`);
@@ -46,10 +45,10 @@ test("100 channels joined within a second are subscribed with at most 2 replacem
   const t0 = Date.now();
   for (const id of later) {
     await w.relay.addMember(id, w.agent.pk);
-    await settle(8);
+    await sleep(8); // paced: 100 joins spread over about a second, as the test name says
   }
   const joinMs = Date.now() - t0;
-  await settle(2500);
+  await sleep(2500); // a straggling REQ frame would show up by now
   const reqs = proxy.count("REQ", t0);
   assert.ok(reqs <= 2, `100 joins in ${joinMs} ms cost ${reqs} REQ frames`);
   assert.equal(proxy.refused.length, 0, `the relay refused: ${JSON.stringify(proxy.refused.slice(0, 3))}`);
@@ -63,7 +62,7 @@ test("after the relay drops the connection, the daemon resubscribes its 601 chan
   const t0 = Date.now();
   w.relay.dropAll();
   await daemon.waitLog((l) => l.evt === "relay.authenticated" && (l.time as number) >= t0, 30_000);
-  await settle(2500);
+  await sleep(2500); // a straggling REQ frame would show up by now
   const reqs = proxy.count("REQ", t0);
   assert.ok(reqs <= 3, `the resubscription cost ${reqs} REQ frames`);
   assert.equal(proxy.refused.length, 0);

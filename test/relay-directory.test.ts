@@ -2,7 +2,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { ChannelDirectory, type ChannelInfo } from "../src/relay/directory.js";
 import { ProfileCache } from "../src/relay/profiles.js";
-import { client, collector, eventually, identity, mention, relayWith } from "./relay-helpers.js";
+import { client, collector, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const bridge = identity();
 const alice = identity();
@@ -66,7 +67,7 @@ test("a member-added notification brings a new channel online and its first ment
   const left: string[] = [];
   dir.on("left", (id) => left.push(id));
   await relay.removeMember(fresh, bridge.pk);
-  assert.equal(await eventually(() => left.includes(fresh)), true, "removal was noticed");
+  await waitFor(() => left.includes(fresh), { what: "the removal to be noticed" });
   assert.equal(dir.get(fresh), undefined);
 });
 
@@ -142,7 +143,7 @@ test("the follower listens where the config says: listed channels, or every chan
 
   const late = await relay.createChannel({ name: "late", members: [alice.pk] });
   await relay.addMember(late, bridge.pk);
-  assert.equal(await eventually(() => bot.channelIds.includes(late)), true, "a channel joined at runtime is followed");
+  await waitFor(() => bot.channelIds.includes(late), { what: "a channel joined at runtime to be followed" });
   assert.equal(await bot.waitSubscribed(10_000), true);
   const frames = bot.metrics.reqFrames;
   await follower.refresh();

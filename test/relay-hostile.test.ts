@@ -5,7 +5,8 @@ import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 import { finalizeEvent, type Event } from "nostr-tools";
 import { verifySignature } from "../src/relay/verify.js";
-import { client, eventually, identity, mention, wait } from "./relay-helpers.js";
+import { client, identity, mention } from "./fixtures/relay-helpers.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 const bridge = identity();
 const stranger = identity();
@@ -74,9 +75,9 @@ test("garbage, foreign channels, tampered ids, bad signatures and a cut frame ne
   bot.setChannels([{ id: CH, kinds: [9], requireMention: true }]);
   await bot.start();
 
-  assert.equal(await eventually(() => relay.connections() >= 2 && bot.metrics.reconnects >= 1), true, "it reconnected after the cut frame");
+  await waitFor(() => relay.connections() >= 2 && bot.metrics.reconnects >= 1, { what: "a reconnect after the cut frame" });
   await bot.waitSubscribed(5000);
-  await wait(100);
+  await sleep(100); // a duplicate or invalid event let through would have arrived by now
   assert.deepEqual(got.map((e) => e.id), [good.id], "only the valid event, once, across both connections");
   const m = bot.metrics;
   assert.ok(m.invalidFrames >= 5, `invalid frames counted: ${m.invalidFrames}`);
@@ -96,7 +97,7 @@ test("without verifySignatures a bad signature reaches the handler but fails the
   bot.on("event", (ev) => got.push(ev));
   bot.setChannels([{ id: CH, kinds: [9], requireMention: true }]);
   await bot.start();
-  assert.equal(await eventually(() => got.length >= 2), true);
+  await waitFor(() => got.length >= 2, { what: "both events at the handler" });
   const forged = got.find((e) => e.id === badSig.id)!;
   assert.equal(verifySignature(forged), false);
   assert.equal(verifySignature(got.find((e) => e.id === good.id)!), true);

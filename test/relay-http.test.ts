@@ -7,7 +7,7 @@ import type { Event } from "nostr-tools";
 import { RelayHttp } from "../src/relay/http.js";
 import { RelayHttpError } from "../src/relay/errors.js";
 import { verifySignature } from "../src/relay/verify.js";
-import { identity } from "./relay-helpers.js";
+import { identity } from "./fixtures/relay-helpers.js";
 
 const me = identity();
 const cleanup: (() => unknown)[] = [];

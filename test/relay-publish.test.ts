@@ -1,6 +1,6 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { client, collector, identity, mention, relayWith } from "./relay-helpers.js";
+import { client, collector, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
 import { typing } from "../src/relay/events.js";
 
 const bridge = identity();

@@ -9,6 +9,7 @@ import type { Event } from "nostr-tools";
 import { FrameBudget } from "../src/relay/frame-budget.js";
 import { startFrameProxy, type FrameProxy } from "./fixtures/frame-proxy.js";
 import { World } from "./fixtures/world.js";
+import { sleep } from "./fixtures/wait.js";
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -27,7 +28,6 @@ async function burstWorld(relayLimits?: Parameters<typeof World.create>[0]): Pro
 async function everyMentionAnsweredOnce(w: World, mentions: Event[]): Promise<void> {
   for (const ev of mentions) {
     const replies = await w.waitReplies(ev, 1, 60_000);
-    await new Promise((r) => setTimeout(r, 0));
     assert.equal(replies.length, 1, `mention ${ev.content} has exactly one reply in its thread`);
   }
 }
@@ -37,7 +37,7 @@ test("a burst of 20 owner mentions in 20 channels costs no refused frame and eac
   await w.startDaemon({ relay: { url: proxy.url }, agent: { max_concurrent: 4 } });
   const mentions = await Promise.all(channels.map((ch, i) => w.owner.post(`@agent burst ${i}`, { channel: ch })));
   await everyMentionAnsweredOnce(w, mentions);
-  await new Promise((r) => setTimeout(r, 1500)); // reactions and typing still on their way
+  await sleep(1500); // reactions and typing still on their way
   assert.deepEqual(proxy.refused, [], "the relay refused none of the daemon's frames");
   const sentIds = proxy.sent.filter((f) => f.type === "EVENT" && f.kind === 9).map((f) => f.id);
   assert.equal(new Set(sentIds).size, 20, "20 replies went out");
@@ -87,7 +87,7 @@ test("a rate-limited answer without a retry hint, and a refusal for a reason nob
   const firstReplies = await w.waitReplies(first, 1, 60_000);
   const other = await w.owner.post("@agent second one", { channel: second });
   const otherReplies = await w.waitReplies(other, 1, 60_000);
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500); // a third refusal or a second reply would show up by now
   assert.equal(refused.length, 2, "both refusals happened");
   assert.equal((await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [first.id] })).length, 1, "the first mention has one reply");
   assert.equal((await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [other.id] })).length, 1, "the second mention has one reply");

@@ -1,7 +1,8 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import type { RelayClient } from "../src/relay/client.js";
-import { client, collector, FAST, identity, mention, relayWith, wait } from "./relay-helpers.js";
+import { client, collector, FAST, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 const bridge = identity();
 const alice = identity();
@@ -52,7 +53,7 @@ test("dropAll during a stream of 200 mentions: after reconnect every one arrives
   const { relay, channel, bot, author, got } = await setUp();
   const ids = await stream(author, channel, 200, 60, () => relay.dropAll());
   assert.equal(await got.until(200, 30_000), true, `only ${got.seen.size} of 200 arrived`);
-  await wait(300); // a late replay would show up as a duplicate delivery now
+  await sleep(300); // a late replay would show up as a duplicate delivery now
   assertExactlyOnce(got.seen, ids);
   assert.ok(bot.metrics.reconnects >= 1, "the bridge reconnected");
   assert.ok(bot.metrics.duplicates > 0, "the resubscribe overlapped what was already handled (since = last − 5 s)");
@@ -62,7 +63,7 @@ test("relay restart on the same port during a stream: every mention arrives exac
   const { relay, channel, bot, author, got } = await setUp();
   const ids = await stream(author, channel, 200, 100, () => relay.restart());
   assert.equal(await got.until(200, 30_000), true, `only ${got.seen.size} of 200 arrived`);
-  await wait(300);
+  await sleep(300); // as above: a late replay would show up now
   assertExactlyOnce(got.seen, ids);
   assert.ok(bot.metrics.reconnects >= 1);
   assert.ok(bot.metrics.duplicates > 0, "the resubscribe replayed and de-duplicated");
@@ -73,8 +74,7 @@ test("a re-challenge is answered and the subscription keeps delivering", async (
   const { relay, channel, bot, author, got } = await setUp();
   const authBefore = bot.metrics.authOk;
   relay.rechallenge();
-  const deadline = Date.now() + 5000;
-  while (bot.metrics.authOk === authBefore && Date.now() < deadline) await wait(20);
+  await waitFor(() => bot.metrics.authOk !== authBefore, { timeoutMs: 5000, what: "an AUTH answering the new challenge" });
   assert.equal(bot.metrics.authOk, authBefore + 1, "the bridge signed the new challenge");
   assert.equal(bot.metrics.reconnects, 0, "no reconnect was needed");
   const { event } = await author.send(mention(channel, bridge.pk, "after the re-challenge"));

@@ -2,7 +2,7 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import type { DevRelay } from "../src/devrelay/index.js";
 import type { RelayClient } from "../src/relay/client.js";
-import { client, collector, identity, mention, relayWith } from "./relay-helpers.js";
+import { client, collector, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
 
 const bridge = identity();
 const alice = identity();

@@ -13,21 +13,12 @@ import { message } from "../src/relay/events.js";
 import { RelayClient } from "../src/relay/index.js";
 import { startThirdPartyRelay } from "./fixtures/third-party-relay.js";
 import { World } from "./fixtures/world.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
 after(async () => {
   for (const c of cleanup.reverse()) await c();
 });
-
-async function until<T>(what: string, get: () => T | undefined, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = get();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 test("on a plain NIP-42 relay from npm, a mention in a channel named by id is answered in its thread", async () => {
   const relay = await startThirdPartyRelay();
@@ -50,11 +41,12 @@ test("on a plain NIP-42 relay from npm, a mention in a channel named by id is an
   const { event: mention, outcome } = await owner.send(message(channel, "@agent hello from elsewhere", { mentions: [w.agent.pk] }));
   assert.equal(outcome.status, "accepted");
 
-  const reply = await until("the agent's reply", () =>
-    relay.stored().find((e: Event) => e.pubkey === w.agent.pk && e.kind === 9 && e.tags.some((t) => t[0] === "e" && t[1] === mention.id)),
+  const reply = await waitFor(
+    () => relay.stored().find((e: Event) => e.pubkey === w.agent.pk && e.kind === 9 && e.tags.some((t) => t[0] === "e" && t[1] === mention.id)),
+    { timeoutMs: 30_000, intervalMs: 100, what: "the agent's reply" },
   );
   assert.equal(reply.tags.find((t) => t[0] === "h")?.[1], channel, "in the same channel");
-  await new Promise((r) => setTimeout(r, 1000));
+  await sleep(1000); // a second reply would be stored by now
   const replies = relay.stored().filter((e: Event) => e.pubkey === w.agent.pk && e.kind === 9 && e.tags.some((t) => t[0] === "e" && t[1] === mention.id));
   assert.equal(replies.length, 1, "answered once");
   assert.equal(d.logs.filter((l) => l.evt === "relay.reads_over_websocket").length, 1, "the switch is logged once");

@@ -16,7 +16,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
-import { turnsSummary } from "./reliability-helpers.js";
+import { turnsSummary } from "./fixtures/reliability-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 const worlds: World[] = [];
 after(async () => {
@@ -35,7 +36,7 @@ async function threeMentions(w: World, scope: "thread" | "channel"): Promise<Ask
   const asked = [await ask(w.owner, "first #slow 400", { channel: w.channel })];
   if (scope === "channel") await w.waitReaction(asked[0]!.event, "👀", 20_000);
   for (const t of ["second", "third"]) {
-    await new Promise((r) => setTimeout(r, scope === "channel" ? 100 : 300));
+    await sleep(scope === "channel" ? 100 : 300); // paced: the later mentions arrive while the first is answered
     asked.push(await ask(w.owner, t, { channel: w.channel }));
   }
   return asked;

@@ -11,7 +11,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
-import { turnsSummary } from "./reliability-helpers.js";
+import { turnsSummary } from "./fixtures/reliability-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 const worlds: World[] = [];
 after(async () => {
@@ -25,7 +26,7 @@ async function busyThenTwo(w: World, second: string, third: string, thirdFails =
   await w.waitReaction(asked[0]!.event, "👀", 20_000);
   asked.push(await ask(w.owner, second, { channel: w.channel }));
   // A second later, so the two are ordered by created_at (seconds) and the directive-carrying one is last.
-  await new Promise((r) => setTimeout(r, 1200));
+  await sleep(1200);
   asked.push(await ask(w.owner, third, { channel: w.channel, fails: thirdFails }));
   return asked;
 }

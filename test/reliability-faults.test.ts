@@ -15,7 +15,8 @@ import { join } from "node:path";
 import { REPO, World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
-import { leakedSecrets, turnsSummary } from "./reliability-helpers.js";
+import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 const COUNT = { thread: 20, channel: 40 };
 const GATE = join(REPO, "test", "fixtures", "gate-server.mjs");
@@ -49,7 +50,7 @@ for (const scope of ["thread", "channel"] as const) {
       const who = i % 2 ? w.teammate : w.owner;
       if (i === crashAt) asked.push(await ask(who, `ping m${i} #crash`, { channel: crashRoom, fails: true }));
       else asked.push(await ask(who, `ping m${i}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}`, { channel: busy[i % busy.length]! }));
-      await new Promise((r) => setTimeout(r, rng.int(60, 160)));
+      await sleep(rng.int(60, 160)); // paced posting
     }
 
     const v = await assertAnsweredOnce(w, asked, { timeoutMs: 90_000, diagnose: () => turnsSummary(w) });

@@ -17,7 +17,7 @@ import { World, type DaemonProc } from "./fixtures/world.js";
 import { hostileFrames, startHostileRelay, type HostileRelay } from "./fixtures/hostile-relay.js";
 import { initCrypto } from "../src/relay/verify.js";
 import { threadRootOf } from "../src/relay/events.js";
-import { leakedSecrets } from "./reliability-helpers.js";
+import { leakedSecrets } from "./fixtures/reliability-helpers.js";
 
 const FRAMES = 5000;
 let w: World;

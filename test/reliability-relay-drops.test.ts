@@ -13,7 +13,8 @@ import assert from "node:assert/strict";
 import { World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
-import { leakedSecrets, turnsSummary } from "./reliability-helpers.js";
+import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 const CHANNELS = 5;
 const DROPS = 3;
@@ -54,7 +55,7 @@ for (const scope of ["thread", "channel"] as const) {
       }
       // Two posters at a modest pace: each stays well under the relay's per-connection frame quota.
       asked.push(await ask(i % 2 ? w.teammate : w.owner, `ping m${i}`, { channel: channels[rng.int(0, CHANNELS)]! }));
-      await new Promise((r) => setTimeout(r, rng.int(40, 140)));
+      await sleep(rng.int(40, 140)); // paced posting
     }
     assert.equal(drops, DROPS);
 

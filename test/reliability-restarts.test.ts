@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
-import { leakedSecrets, turnsSummary } from "./reliability-helpers.js";
+import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
+import { sleep } from "./fixtures/wait.js";
 
 const CHANNELS = 3;
 const MENTIONS = Number(process.env.RELIABILITY_MENTIONS ?? 36);
@@ -54,7 +55,7 @@ for (const scope of ["thread", "channel"] as const) {
       }
       // Two posters, each well under the relay's per-connection frame quota.
       asked.push(await ask(i % 2 ? w.teammate : w.owner, `ping m${i}`, { channel: channels[i % CHANNELS]! }));
-      await new Promise((r) => setTimeout(r, 60 + rng.int(0, 120)));
+      await sleep(60 + rng.int(0, 120)); // paced posting
     }
     await restarting;
     assert.equal(daemons.length, KILLS + 1, `killed at mentions ${kills.join(", ")}`);

@@ -16,7 +16,8 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/relay/kinds.js";
-import { approvalGate } from "./gates-helpers.js";
+import { approvalGate } from "./fixtures/gates-helpers.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HOSTILE = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>"'&`;
@@ -28,11 +29,11 @@ if (missing && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run 
  */
 async function waitText(selector: string, re: RegExp, timeoutMs = 20_000): Promise<void> {
   let last = "";
-  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
+  const matches = async () => {
     last = await page.locator(selector).innerText().catch(() => last);
-    if (re.test(last)) return;
-  }
-  assert.fail(`${selector} never matched ${re}; last seen: ${last}`);
+    return re.test(last);
+  };
+  await waitFor(matches, { timeoutMs, intervalMs: 250, what: () => `${selector} to match ${re}; last seen: ${last}` });
 }
 
 const skip = missing ? `skipped: ${CHROMIUM} not found (apt-get install chromium)` : false;

@@ -14,6 +14,7 @@ import type { AgentTurnResult, HookFanout, TextBlock } from "../src/turn/ports.j
 import { KIND } from "../src/relay/kinds.js";
 import { threadRootOf } from "../src/relay/events.js";
 import { silentLogger } from "../src/base/log.js";
+import { sleep } from "./fixtures/wait.js";
 
 const sk = generateSecretKey();
 const CHANNEL = "4b1d0c3e-0000-4000-8000-000000000001";
@@ -81,7 +82,7 @@ describe("runTurn: what the channel gets", () => {
       published,
       settled: () => landed,
     }));
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20); // the turn is waiting on `settled` when the reply lands
     published.add("f".repeat(64));
     land();
     const outcome = await o;
@@ -137,7 +138,7 @@ describe("runTurn: what the channel gets", () => {
     assert.equal(typing.length, 1, "one indicator at once (the next would come after 3 s)");
     assert.equal(typing[0]!.tags.find((t) => t[0] === "h")?.[1], CHANNEL);
     const before = p.signals.length;
-    await new Promise((r) => setTimeout(r, 3200));
+    await sleep(3200); // past the 3 s typing repeat
     assert.equal(p.signals.length, before, "the typing timer stopped with the turn");
   });
 });

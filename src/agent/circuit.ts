@@ -4,7 +4,7 @@
  * which no agent is started and calls fail fast (docs/architecture.md §3: 3 in 60 s → 5 min).
  */
 import { EventEmitter } from "node:events";
-import { Backoff } from "../base/backoff.js";
+import { Backoff, sleep } from "../base/backoff.js";
 
 export interface CircuitOptions {
   /** Crashes within the window that open the circuit; default 3. */
@@ -86,7 +86,7 @@ export class CrashBreaker extends EventEmitter<CrashBreakerEvents> {
   /** Waits out the current backoff (bounded by the caller's pool staying open). */
   async backoff(): Promise<void> {
     const wait = this.nextSpawnAt - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (wait > 0) await sleep(wait);
   }
 
   dispose(): void {

@@ -8,18 +8,9 @@
 import * as nip19 from "nostr-tools/nip19";
 import { bytesToHex } from "nostr-tools/utils";
 import { PROXY_SERVER_NAME } from "../contract/proxy-entry.js";
+import { AGENT_INHERITED_ENV, AGENT_INHERITED_PREFIXES, SECRET_ENV_NAMES } from "../contract/env.js";
 
-/** Inherited as-is when present in the bridge's own environment. */
-const INHERITED = new Set([
-  "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TMPDIR", "TMP", "TEMP",
-  "USER", "LOGNAME", "SHELL", "TZ", "COLORTERM", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
-  // Agents talk to model APIs; a proxy setting of the host is an OS setting, not a secret.
-  "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-]);
-const INHERITED_PREFIXES = ["XDG_"];
-
-/** Variable names that hold a Nostr secret by convention; never passed, whatever the source. */
-export const SECRET_ENV_NAMES = ["BUZZ_PRIVATE_KEY", "NOSTR_PRIVATE_KEY"];
+export { SECRET_ENV_NAMES };
 
 export interface AgentEnvOptions {
   /** `agent.env` from config: added after the allow-list, so it may override PATH etc. */
@@ -65,7 +56,7 @@ export function agentEnvironment(opts: AgentEnvOptions = {}): AgentEnv {
   };
   for (const [name, value] of Object.entries(parent)) {
     if (value === undefined) continue;
-    if (INHERITED.has(name) || INHERITED_PREFIXES.some((p) => name.startsWith(p))) put(name, value);
+    if (AGENT_INHERITED_ENV.has(name) || AGENT_INHERITED_PREFIXES.some((p) => name.startsWith(p))) put(name, value);
   }
   // buzz-agent's reply guard would nag about send_message posts; the bridge's fallback covers silence.
   env.BUZZ_AGENT_REQUIRE_REPLY = "0";

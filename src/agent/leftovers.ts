@@ -11,6 +11,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Logger } from "../base/log.js";
+import { sleep } from "../base/backoff.js";
 
 /** `<boot id>:<start time in clock ticks>` of a live process, or undefined. */
 export function processIdentity(pid: number): string | undefined {
@@ -51,7 +52,7 @@ export async function stopLeftoverAgents(recorded: Array<{ pgid: number; identit
     }
   }
   const deadline = Date.now() + graceMs;
-  while (stale.some((r) => alive(r.pgid)) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 50));
+  while (stale.some((r) => alive(r.pgid)) && Date.now() < deadline) await sleep(50);
   for (const r of stale) {
     let signal = "SIGTERM";
     if (alive(r.pgid)) {

@@ -21,7 +21,7 @@ import { Heartbeat } from "../heartbeat/heartbeat.js";
 import { DEFAULT_HEARTBEAT_PROMPT } from "../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type ControlActions, type GateContext } from "../gate/index.js";
 import { LinkServer, linkRootPath } from "../link/index.js";
-import { QueueStore, Scheduler, STORE_FILE, scopeKey, type QueueRefusal } from "../queue/index.js";
+import { QueueStore, Scheduler, STATE_RETENTION_MS, STORE_FILE, scopeKey, type QueueRefusal } from "../queue/index.js";
 import { FleetScheduler } from "../queue/fleet-scheduler.js";
 import { PostgresStore } from "../queue/pg-store.js";
 import { LeaseLostError, QueueStoreError, StateRefusedError } from "../queue/errors.js";
@@ -49,8 +49,6 @@ import { channelSelected, policyFor } from "../config/schema.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
 const PRESENCE_INTERVAL_MS = 60_000;
-/** Finished events, turns and idle sessions are forgotten after a week; unfinished work never is. */
-const STATE_RETENTION_MS = 7 * 86_400_000;
 /** Channel metadata older than this is re-read before a turn (descriptions change rarely). */
 const CHANNEL_METADATA_TTL_MS = 60_000;
 /** Denials the status page lists. */

@@ -24,6 +24,8 @@ import { cliPath } from "../base/cli-path.js";
 import { followChannels } from "../relay/tail.js";
 import { DEMO_CHANNEL, DEMO_USERS } from "../demo/identities.js";
 import { formatTranscript } from "../demo/transcript.js";
+import { nowSec } from "../base/time.js";
+import { sleep } from "../base/backoff.js";
 
 const HELP = `usage: buzz-bridge demo [--keep] [--verbose]
 
@@ -95,7 +97,7 @@ export async function runDemo(opts: { keep: boolean; verbose: boolean; out?: Nod
       const c = new RelayClient({ url, secretKey: parseSecretKey(DEMO_USERS[who].nsec), logger: createLogger({ level: "silent" }) });
       await c.start();
       // A kind 0 profile, so prompts and the transcript show names rather than npubs.
-      await c.send({ kind: KIND.profile, created_at: Math.floor(Date.now() / 1000), tags: [], content: JSON.stringify({ name: who, display_name: DEMO_USERS[who].name }) });
+      await c.send({ kind: KIND.profile, created_at: nowSec(), tags: [], content: JSON.stringify({ name: who, display_name: DEMO_USERS[who].name }) });
       if (who === "agent") c.stop();
       else people.set(who, c);
     }
@@ -149,7 +151,7 @@ async function waitFor(client: RelayClient, ev: Event, expect: Step["expect"], a
     const replied = found.some((e) => e.kind === KIND.message);
     const reacted = (emoji: string) => found.some((e) => e.kind === KIND.reaction && e.content === emoji);
     if (expect === "reply" ? replied && reacted("✅") : reacted("🔒")) return true;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   return false;
 }

@@ -45,9 +45,3 @@ export async function withUsage(body: () => Promise<number>): Promise<number> {
     throw err;
   }
 }
-
-/** For commands whose module exists but whose work has not landed yet. */
-export function notImplemented(name: string): Promise<number> {
-  process.stderr.write(`buzz-bridge ${name}: not implemented yet\n`);
-  return Promise.resolve(2);
-}

@@ -10,6 +10,8 @@ export interface BackoffOptions {
   capMs?: number;
   /** ± fraction of random spread. Default 0.2, so many bridges don't reconnect in lockstep. */
   jitter?: number;
+  /** Growth per attempt. Default 2 (doubling); the queue's retries jump from base to cap. */
+  factor?: number;
 }
 
 export class Backoff {
@@ -17,24 +19,27 @@ export class Backoff {
   private readonly baseMs: number;
   private readonly capMs: number;
   private readonly jitter: number;
+  private readonly factor: number;
 
   constructor(opts: BackoffOptions = {}) {
     this.baseMs = opts.baseMs ?? 1000;
     this.capMs = opts.capMs ?? 60_000;
     this.jitter = opts.jitter ?? 0.2;
+    this.factor = opts.factor ?? 2;
   }
 
-  /** The next delay; each call doubles the nominal delay up to the cap. */
+  /** The next delay; each call multiplies the nominal delay by the factor, up to the cap. */
   next(): number {
     return this.delayFor(this.attempt++);
   }
 
   /**
-   * The delay before retry number `attempt` (0 = the first): base · 2^attempt, capped, with
-   * jitter. For callers that count attempts themselves (the crash breaker counts recent crashes).
+   * The delay before retry number `attempt` (0 = the first): base · factor^attempt, capped,
+   * with jitter. For callers that count attempts themselves (the crash breaker counts recent
+   * crashes, the queue a turn's attempts).
    */
   delayFor(attempt: number): number {
-    const nominal = Math.min(this.capMs, this.baseMs * 2 ** Math.min(Math.max(0, attempt), 30));
+    const nominal = Math.min(this.capMs, this.baseMs * this.factor ** Math.min(Math.max(0, attempt), 30));
     const spread = nominal * this.jitter * (Math.random() * 2 - 1);
     return Math.max(0, Math.round(Math.min(this.capMs, nominal + spread)));
   }

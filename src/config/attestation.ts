@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { npub } from "./keys.js";
 import { parseAuthTag, timeBoundsAllow, verifyAttestation } from "./nip-oa.js";
+import { nowSec } from "../base/time.js";
 
 export type AttestationResult =
   | { ok: true; tag?: string[]; owner?: string; warning?: string }
@@ -17,7 +18,7 @@ export function resolveAttestation(
   identity: { auth_tag?: string | string[]; auth_tag_file?: string; owner?: string },
   baseDir: string,
   agentPubkey: string,
-  nowSec = Math.floor(Date.now() / 1000),
+  atSec = nowSec(),
 ): AttestationResult {
   const key = identity.auth_tag_file !== undefined ? "auth_tag_file" : "auth_tag";
   let text: string | string[] | undefined = identity.auth_tag;
@@ -41,7 +42,7 @@ export function resolveAttestation(
       problem: `the NIP-OA auth tag does not match this agent: ${verified.problem}. It must be signed by the owner for the agent key ${npub(agentPubkey)}; ask the owner for a tag made for this key`,
     };
   }
-  const inTime = timeBoundsAllow(tag.conditions, nowSec);
+  const inTime = timeBoundsAllow(tag.conditions, atSec);
   if (!inTime.ok) return { ok: false, key, problem: `the NIP-OA auth tag is not valid now: ${inTime.problem}; ask the owner for a new one` };
   const warning =
     identity.owner !== undefined && identity.owner !== tag.owner

@@ -273,7 +273,6 @@ const heartbeat = z.strictObject({
   prompt_file: z.string().optional().describe("file holding the heartbeat text (instead of prompt)"),
   channel: channelIdSchema(false).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
 });
-export type HeartbeatConfig = z.output<typeof heartbeat>;
 
 const policy = z.strictObject({
   allowed_respond_to: z

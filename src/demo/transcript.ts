@@ -7,6 +7,7 @@ import type { Event } from "nostr-tools";
 import { KIND } from "../relay/kinds.js";
 import { threadRootOf } from "../relay/events.js";
 import { describeSystem } from "../relay/tail.js";
+import { tagValue } from "../base/tags.js";
 
 export interface TranscriptOptions {
   names: Map<string, string>;
@@ -23,7 +24,7 @@ export function formatTranscript(events: Event[], opts: TranscriptOptions): stri
   const known = new Set(posts.map((e) => e.id));
   const reactions = new Map<string, Map<string, string[]>>();
   for (const r of byTime.filter((e) => e.kind === KIND.reaction)) {
-    const target = r.tags.find((t) => t[0] === "e")?.[1];
+    const target = tagValue(r, "e");
     if (!target || !known.has(target)) continue;
     const perEmoji = reactions.get(target) ?? new Map<string, string[]>();
     const who = perEmoji.get(r.content) ?? [];

@@ -8,9 +8,11 @@ import { parsePubkey, parseSecretKey } from "../config/keys.js";
 import { KIND } from "../relay/kinds.js";
 import { memberTags, metadataTags, type Channel } from "./channels.js";
 import type { RelayCore } from "./core.js";
-import { signWithWasm } from "./crypto.js";
+import { signCopy } from "./crypto.js";
 import { DevRelayAdminError } from "./errors.js";
 import type { ChannelType, SeedFile } from "./seed.js";
+import { nowSec } from "../base/time.js";
+import { tagValue } from "../base/tags.js";
 
 export interface NewChannel {
   /** Channel UUID; generated when absent. */
@@ -37,8 +39,8 @@ export class ChannelAdmin {
     const metadata = state(KIND.groupMetadata);
     const members = state(KIND.groupMembers);
     core.dir.restore(metadata, members);
-    for (const ev of metadata) this.stateClock.set(`m:${ev.tags.find((t) => t[0] === "d")?.[1]}`, ev.created_at);
-    for (const ev of members) this.stateClock.set(`p:${ev.tags.find((t) => t[0] === "d")?.[1]}`, ev.created_at);
+    for (const ev of metadata) this.stateClock.set(`m:${tagValue(ev, "d")}`, ev.created_at);
+    for (const ev of members) this.stateClock.set(`p:${tagValue(ev, "d")}`, ev.created_at);
   }
 
   addRelayMember(pk: string): void {
@@ -107,11 +109,11 @@ export class ChannelAdmin {
         continue;
       }
       const id = this.createChannel({ id: c.id, name: c.name, about: c.about, type: c.type, members: c.members });
-      const now = Math.floor(Date.now() / 1000);
+      const now = nowSec();
       for (const m of c.messages) {
         const sk = m.author_nsec ? parseSecretKey(m.author_nsec) : undefined;
         const tpl = { kind: KIND.message, created_at: now, tags: [["h", id]], content: m.content };
-        if (sk) this.core.accept({ event: signWithWasm(tpl, sk), channel: id });
+        if (sk) this.core.accept({ event: signCopy(tpl, sk), channel: id });
         else this.core.publishAsRelay(tpl, id);
       }
       out.push(this.channel(id));
@@ -126,7 +128,7 @@ export class ChannelAdmin {
   }
 
   private notify(kind: number, ch: Channel, pubkey: string): void {
-    this.core.publishAsRelay({ kind, created_at: Math.floor(Date.now() / 1000), tags: [["p", pubkey], ["h", ch.id]], content: "" });
+    this.core.publishAsRelay({ kind, created_at: nowSec(), tags: [["p", pubkey], ["h", ch.id]], content: "" });
   }
 
   private publishMetadata(ch: Channel): void {
@@ -139,7 +141,7 @@ export class ChannelAdmin {
 
   private tick(key: string): number {
     const last = this.stateClock.get(key) ?? 0;
-    const t = Math.max(Math.floor(Date.now() / 1000), last + 1);
+    const t = Math.max(nowSec(), last + 1);
     this.stateClock.set(key, t);
     return t;
   }

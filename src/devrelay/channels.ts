@@ -7,6 +7,8 @@
 import type { Event } from "nostr-tools";
 import { KIND } from "../relay/kinds.js";
 import type { ChannelType } from "./seed.js";
+import { tagValue } from "../base/tags.js";
+import { channelTypeOf } from "../relay/directory.js";
 
 export interface Channel {
   id: string;
@@ -39,22 +41,16 @@ export class Directory {
   /** Rebuilds the directory from stored relay-signed state (SQLite restart). */
   restore(metadata: Event[], memberLists: Event[]): void {
     for (const ev of metadata) {
-      const id = tag(ev, "d");
+      const id = tagValue(ev, "d");
       if (!id) continue;
-      const t = tag(ev, "t");
-      const type: ChannelType = t === "dm" || ev.tags.some((x) => x[0] === "hidden") ? "dm" : t === "private" || ev.tags.some((x) => x[0] === "private") ? "private" : "stream";
-      this.channels.set(id, { id, name: tag(ev, "name") ?? id, about: tag(ev, "about") ?? "", type, members: new Map() });
+      this.channels.set(id, { id, name: tagValue(ev, "name") ?? id, about: tagValue(ev, "about") ?? "", type: channelTypeOf(ev), members: new Map() });
     }
     for (const ev of memberLists) {
-      const ch = this.channels.get(tag(ev, "d") ?? "");
+      const ch = this.channels.get(tagValue(ev, "d") ?? "");
       if (!ch) continue;
       for (const t of ev.tags) if (t[0] === "p" && t[1]) ch.members.set(t[1], t[3] || "member");
     }
   }
-}
-
-function tag(ev: Event, name: string): string | undefined {
-  return ev.tags.find((t) => t[0] === name)?.[1];
 }
 
 /** Kind 39000 tags: `d`, `name`, `about`, `t` type, bare `private`/`hidden` as Buzz reads them. */

@@ -13,6 +13,7 @@ import type { RelayCore, Subscriber } from "./core.js";
 import { verifyReason } from "./crypto.js";
 import { RateLimiter } from "./rate-limit.js";
 import { filterReason, LIMITS, shapeReason } from "./rules.js";
+import { tagValue } from "../base/tags.js";
 
 export interface ConnectionOptions {
   authTimeoutMs: number;
@@ -186,10 +187,9 @@ export class Connection implements Subscriber {
     const bad = verifyReason(ev);
     if (bad) return bad.replace(/^invalid: /, "");
     if (ev.kind !== KIND.auth) return `kind must be ${KIND.auth}`;
-    const tag = (name: string) => ev.tags.find((t) => t[0] === name)?.[1];
-    if (tag("challenge") !== this.challenge) return "challenge does not match the latest AUTH challenge";
+    if (tagValue(ev, "challenge") !== this.challenge) return "challenge does not match the latest AUTH challenge";
     const expected = `ws://${this.host}`;
-    if (tag("relay") !== expected) return `relay tag must be exactly ${expected}`;
+    if (tagValue(ev, "relay") !== expected) return `relay tag must be exactly ${expected}`;
     if (Math.abs(ev.created_at - Date.now() / 1000) > AUTH_SKEW_SEC) return `created_at must be within ${AUTH_SKEW_SEC} s of relay time`;
     return null;
   }

@@ -9,10 +9,11 @@ import type { Event, EventTemplate } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";
 import { isEphemeral } from "../relay/kinds.js";
 import type { Directory } from "./channels.js";
-import { signWithWasm, verifyReason } from "./crypto.js";
+import { signCopy, verifyReason } from "./crypto.js";
 import { BUZZ_LIMITS, type RelayLimits } from "./limits.js";
 import { authorizeWrite, canRead, filterAdmits, limitReason, shapeReason, WS_ONLY_KINDS } from "./rules.js";
 import type { EventStore, StoredRecord } from "./store.js";
+import { nowSec } from "../base/time.js";
 
 /** Deletion requests (NIP-09 kind 5, NIP-29 kind 9005). */
 const DELETION_KINDS: ReadonlySet<number> = new Set([5, 9005]);
@@ -61,7 +62,7 @@ export class RelayCore {
     if (via === "http" && WS_ONLY_KINDS.has(ev.kind)) return refuse(`invalid: kind ${ev.kind} is accepted on the WebSocket only`);
     const decision = authorizeWrite(ev, author, this.dir, this.store);
     if (!decision.ok) return refuse(decision.reason);
-    const limit = limitReason(ev, Math.floor(Date.now() / 1000), this.limits);
+    const limit = limitReason(ev, nowSec(), this.limits);
     if (limit) return refuse(limit);
     const result = this.accept({ event: clean(ev), channel: decision.channel });
     if (result.accepted && DELETION_KINDS.has(ev.kind)) this.deleteTargets(ev);
@@ -91,7 +92,7 @@ export class RelayCore {
 
   /** Signs `t` with the relay key and accepts it (NIP-29 state, membership notices). */
   publishAsRelay(t: EventTemplate, channel?: string): Event {
-    const ev = signWithWasm(t, this.relaySecret);
+    const ev = signCopy(t, this.relaySecret);
     this.accept({ event: ev, channel });
     return ev;
   }

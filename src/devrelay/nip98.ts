@@ -9,6 +9,8 @@ import type { Event } from "nostr-tools";
 import { KIND } from "../relay/kinds.js";
 import { verifyReason } from "./crypto.js";
 import { shapeReason } from "./rules.js";
+import { nowSec } from "../base/time.js";
+import { tagValue } from "../base/tags.js";
 
 const WINDOW_SEC = 60;
 
@@ -33,13 +35,12 @@ export class Nip98Guard {
     const bad = verifyReason(ev);
     if (bad) return fail(`NIP-98: ${bad.replace(/^invalid: /, "")}`);
     if (ev.kind !== KIND.httpAuth) return fail(`NIP-98: kind must be ${KIND.httpAuth}`);
-    const now = Math.floor(Date.now() / 1000);
+    const now = nowSec();
     if (Math.abs(ev.created_at - now) > WINDOW_SEC) return fail(`NIP-98: created_at must be within ${WINDOW_SEC} s of relay time`);
-    const tag = (name: string) => ev.tags.find((t) => t[0] === name)?.[1];
     const expectedUrl = `http://${req.headers.host ?? ""}${req.url ?? "/"}`;
-    if (tag("u") !== expectedUrl) return fail(`NIP-98: u tag must be exactly ${expectedUrl}`);
-    if (tag("method")?.toUpperCase() !== req.method) return fail(`NIP-98: method tag must be ${req.method}`);
-    const payload = tag("payload");
+    if (tagValue(ev, "u") !== expectedUrl) return fail(`NIP-98: u tag must be exactly ${expectedUrl}`);
+    if (tagValue(ev, "method")?.toUpperCase() !== req.method) return fail(`NIP-98: method tag must be ${req.method}`);
+    const payload = tagValue(ev, "payload");
     if (body.length > 0 || payload !== undefined) {
       const digest = createHash("sha256").update(body).digest("hex");
       if (payload !== digest) return fail("NIP-98: payload tag must be the sha256 hex of the request body");

@@ -9,6 +9,9 @@ import { KIND, P_GATED_KINDS } from "../relay/kinds.js";
 import { GROUP_STATE_KINDS, type Directory } from "./channels.js";
 import type { RelayLimits } from "./limits.js";
 import type { EventStore, StoredRecord } from "./store.js";
+import { hasTag, tagValue } from "../base/tags.js";
+import { eventShapeFault, KIND_MAX, type EventShapeFault } from "../relay/validate.js";
+import { reactionTarget } from "../relay/events.js";
 
 /** Fixed protocol bounds; Buzz's adjustable limits are in limits.ts. */
 export const LIMITS = {
@@ -29,23 +32,22 @@ export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([
 /** Kinds Buzz accepts only on the WebSocket (presence, gift wraps). */
 export const WS_ONLY_KINDS: ReadonlySet<number> = new Set([KIND.presence, 1059]);
 
-const HEX64 = /^[0-9a-f]{64}$/;
-const HEX128 = /^[0-9a-f]{128}$/;
+/** The relay's `invalid:` reasons for the shape rules of relay/validate.ts. */
+const SHAPE_REASON: Record<EventShapeFault, string> = {
+  object: "invalid: event must be a JSON object",
+  id: "invalid: id must be 64 lowercase hex",
+  pubkey: "invalid: pubkey must be 64 lowercase hex",
+  sig: "invalid: sig must be 128 lowercase hex",
+  kind: `invalid: kind must be an integer 0..${KIND_MAX}`,
+  created_at: "invalid: created_at must be a non-negative integer",
+  content: "invalid: content must be a string",
+  tags: "invalid: tags must be an array of string arrays",
+};
 
 /** null when `ev` has the NIP-01 event shape, else an `invalid:` reason. */
 export function shapeReason(ev: unknown): string | null {
-  if (typeof ev !== "object" || ev === null || Array.isArray(ev)) return "invalid: event must be a JSON object";
-  const e = ev as Record<string, unknown>;
-  if (typeof e.id !== "string" || !HEX64.test(e.id)) return "invalid: id must be 64 lowercase hex";
-  if (typeof e.pubkey !== "string" || !HEX64.test(e.pubkey)) return "invalid: pubkey must be 64 lowercase hex";
-  if (typeof e.sig !== "string" || !HEX128.test(e.sig)) return "invalid: sig must be 128 lowercase hex";
-  if (!Number.isInteger(e.kind) || (e.kind as number) < 0 || (e.kind as number) > 65535) return "invalid: kind must be an integer 0..65535";
-  if (!Number.isInteger(e.created_at) || (e.created_at as number) < 0) return "invalid: created_at must be a non-negative integer";
-  if (typeof e.content !== "string") return "invalid: content must be a string";
-  if (!Array.isArray(e.tags) || !e.tags.every((t) => Array.isArray(t) && t.every((x) => typeof x === "string"))) {
-    return "invalid: tags must be an array of string arrays";
-  }
-  return null;
+  const fault = eventShapeFault(ev);
+  return fault ? SHAPE_REASON[fault] : null;
 }
 
 /** Buzz's ingest limits: content size and created_at window. */
@@ -64,12 +66,12 @@ export type WriteDecision = { ok: true; channel?: string } | { ok: false; reason
 export function authorizeWrite(ev: Event, author: string, dir: Directory, store: EventStore): WriteDecision {
   if (ev.pubkey !== author) return { ok: false, reason: "restricted: event pubkey is not the authenticated key" };
   if (RELAY_ONLY_KINDS.has(ev.kind)) return { ok: false, reason: `restricted: kind ${ev.kind} is written by the relay only` };
-  const h = ev.tags.find((t) => t[0] === "h")?.[1];
+  const h = tagValue(ev, "h");
   if (h !== undefined) return channelWrite(h, author, dir);
   if (CHANNEL_KINDS.has(ev.kind)) return { ok: false, reason: `invalid: kind ${ev.kind} needs an h tag naming a channel` };
   if (ev.kind === KIND.reaction) {
-    // NIP-25: the last `e` tag is the reacted-to event; the reaction inherits its channel.
-    const target = ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
+    // The reaction inherits the channel of the event it is on.
+    const target = reactionTarget(ev);
     if (!target) return { ok: false, reason: "invalid: reaction needs an e tag" };
     const rec = store.get(target);
     if (!rec) return { ok: false, reason: "invalid: reaction target not found" };
@@ -88,9 +90,9 @@ function channelWrite(channelId: string, author: string, dir: Directory): WriteD
 /** Channel-level read access: p-gated kinds by recipient, group state and channel events by membership. */
 export function canRead(rec: StoredRecord, reader: string, dir: Directory): boolean {
   const ev = rec.event;
-  if (P_GATED_KINDS.has(ev.kind)) return ev.tags.some((t) => t[0] === "p" && t[1] === reader);
+  if (P_GATED_KINDS.has(ev.kind)) return hasTag(ev, "p", reader);
   if (GROUP_STATE_KINDS.has(ev.kind)) {
-    const d = ev.tags.find((t) => t[0] === "d")?.[1];
+    const d = tagValue(ev, "d");
     return d !== undefined && dir.isMember(d, reader);
   }
   if (rec.channel !== undefined) return dir.isMember(rec.channel, reader);

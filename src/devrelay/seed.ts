@@ -9,6 +9,7 @@ import { z } from "zod";
 import { parsePubkey } from "../config/keys.js";
 import { SeedError } from "./errors.js";
 import { seedLimitsSchema } from "./limits.js";
+import { CHANNEL_TYPES } from "../relay/directory.js";
 
 const pubkey = z.string().transform((s, ctx) => {
   try {
@@ -19,7 +20,7 @@ const pubkey = z.string().transform((s, ctx) => {
   }
 });
 
-export const ChannelType = z.enum(["stream", "private", "dm"]);
+export const ChannelType = z.enum(CHANNEL_TYPES);
 export type ChannelType = z.infer<typeof ChannelType>;
 
 const seedMessage = z.strictObject({
@@ -48,7 +49,6 @@ export const seedSchema = z.strictObject({
 export type SeedFile = z.infer<typeof seedSchema>;
 /** What a caller may pass in-process: optional fields may be left out. */
 export type SeedInput = z.input<typeof seedSchema>;
-export type SeedChannel = z.infer<typeof seedChannel>;
 
 /** Reads and validates a seed file; throws SeedError naming the file and each problem. */
 export function loadSeed(path: string): SeedFile {

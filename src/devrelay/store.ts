@@ -8,6 +8,7 @@
 import type { Event } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";
 import { isAddressable, isReplaceable } from "../relay/kinds.js";
+import { tagValue } from "../base/tags.js";
 
 export interface StoredRecord {
   event: Event;
@@ -33,7 +34,7 @@ export interface EventStore {
 /** The key under which a replaceable/addressable event replaces its older versions. */
 export function replaceKey(ev: Event): string | undefined {
   if (isReplaceable(ev.kind)) return `${ev.kind}:${ev.pubkey}`;
-  if (isAddressable(ev.kind)) return `${ev.kind}:${ev.pubkey}:${ev.tags.find((t) => t[0] === "d")?.[1] ?? ""}`;
+  if (isAddressable(ev.kind)) return `${ev.kind}:${ev.pubkey}:${tagValue(ev, "d") ?? ""}`;
   return undefined;
 }
 

@@ -17,6 +17,7 @@ import { KIND } from "../relay/kinds.js";
 import { channelOf, mentionsOf } from "../relay/events.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
+import { tagValue } from "../base/tags.js";
 
 export const CONTROL_COMMANDS = ["!cancel", "!rotate", "!status", "!shutdown"] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
@@ -97,7 +98,7 @@ export function controlCommandOf(ev: Event, self: string): ControlCommand | unde
 }
 
 function editTarget(ev: Event): string | undefined {
-  return ev.tags.find((t) => t[0] === "e")?.[1];
+  return tagValue(ev, "e");
 }
 
 /** NIP-09: a deletion names its targets with `e` tags (at most 50 looked at). */

@@ -13,6 +13,7 @@ import { npub } from "../config/keys.js";
 import { channelOf, message, reaction, replyRefFor } from "../relay/events.js";
 import { isDmLike } from "./policy.js";
 import type { DropReason, Refusal } from "./decide.js";
+import { BoundedMap } from "../base/bounded-map.js";
 
 export const DENIED_REACTION = "🔒";
 
@@ -54,16 +55,15 @@ export interface DeniedReporterOptions {
 }
 
 export class DeniedReporter {
-  private readonly last = new Map<string, number>();
+  private readonly last: BoundedMap<string, number>;
   private readonly windowMs: number;
-  private readonly maxEntries: number;
   private readonly now: () => number;
   private readonly forgedLog: LogThrottle;
 
   constructor(private readonly opts: DeniedReporterOptions) {
     this.forgedLog = new LogThrottle(opts.logger, { perWindow: 20, summaryEvt: "gate.denied_suppressed", ...opts.forgedLogLimit });
     this.windowMs = opts.windowMs ?? 3_600_000;
-    this.maxEntries = opts.maxEntries ?? 10_000;
+    this.last = new BoundedMap(opts.maxEntries ?? 10_000);
     this.now = opts.now ?? Date.now;
   }
 
@@ -115,12 +115,7 @@ export class DeniedReporter {
     const now = this.now();
     const at = this.last.get(key);
     if (at !== undefined && now - at < this.windowMs) return false;
-    this.last.delete(key);
     this.last.set(key, now);
-    while (this.last.size > this.maxEntries) {
-      const oldest = this.last.keys().next().value as string;
-      this.last.delete(oldest);
-    }
     return true;
   }
 }

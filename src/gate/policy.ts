@@ -4,22 +4,15 @@
  * rules apply to live events and to events replayed after a restart.
  */
 import { policyFor, channelSelected, type Config } from "../config/schema.js";
+import type { ChannelInfo as DirectoryChannel, ChannelType } from "../relay/directory.js";
+
+export type { ChannelType } from "../relay/directory.js";
 
 /**
- * Channel types as the relay directory reports them (docs/protocol.md §3): `t=dm` or
- * `hidden` → dm; missing metadata → unknown. Unknown is treated like a DM (fail closed),
- * because a DM whose metadata did not load must not become an open channel.
+ * What the gate needs of a channel: the relay directory's `ChannelInfo`, of which only the id
+ * and type are certain (a channel the directory does not know is `{ id, type: "unknown" }`).
  */
-export type ChannelType = "stream" | "private" | "dm" | "unknown";
-
-/** What the gate and the prompt need to know about a channel; filled by the relay directory. */
-export interface ChannelInfo {
-  id: string;
-  name?: string;
-  /** The 39000 `about` tag: the channel description. */
-  about?: string;
-  type: ChannelType;
-}
+export type ChannelInfo = Pick<DirectoryChannel, "id" | "type"> & Partial<DirectoryChannel>;
 
 export type ChannelPolicy = ReturnType<typeof policyFor> & {
   /**

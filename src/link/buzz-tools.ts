@@ -8,6 +8,7 @@ import { KIND } from "../relay/kinds.js";
 import { channelOf, messageParts, reaction, replyRefFor, threadRootOf } from "../relay/events.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import type { BuzzToolHandlers } from "./server.js";
+import { tagValue, tagValues } from "../base/tags.js";
 
 export { DEFAULT_MESSAGE_LIMIT };
 
@@ -120,12 +121,11 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
       const latest = (kind: number) => events.filter((e) => e.kind === kind).sort((x, y) => y.created_at - x.created_at)[0];
       const meta = latest(KIND.groupMetadata);
       const members = latest(KIND.groupMembers);
-      const tag = (ev: Event | undefined, name: string) => ev?.tags.find((t) => t[0] === name)?.[1];
       return {
         id: channel,
-        name: tag(meta, "name"),
-        about: tag(meta, "about"),
-        members: members?.tags.filter((t) => t[0] === "p" && t[1]).map((t) => t[1]) ?? [],
+        name: meta && tagValue(meta, "name"),
+        about: meta && tagValue(meta, "about"),
+        members: members ? tagValues(members, "p") : [],
       };
     },
   };

@@ -10,7 +10,6 @@ import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
 
 export type { ProxyManifest } from "../contract/manifest.js";
-export type { HookFanout, HookServerResult, Verdict } from "../contract/hooks.js";
 export { LINK_ENV, LINK_TOKEN_ENV } from "../contract/proxy-entry.js";
 export { BUZZ_TOOL_NAMES, type BuzzToolName } from "../contract/buzz-tools.js";
 

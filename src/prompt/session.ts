@@ -4,6 +4,7 @@
  * shown (so history is not repeated). One per agent session; dropped with the session.
  */
 import type { StandingInput } from "./standing.js";
+import { BoundedMap } from "../base/bounded-map.js";
 
 /** The settings a running session is told about again when they change. */
 export interface SessionSettings {
@@ -26,7 +27,7 @@ export class PromptSession {
   /** False until the standing context was delivered (by systemPrompt or a first prompt). */
   standingSent: boolean;
   settings: SessionSettings;
-  private readonly delivered = new Set<string>();
+  private readonly delivered: BoundedMap<string, true>;
   /** Messages the agent saw that their authors deleted since; told once, in the next prompt. */
   private retracted: Array<{ id: string; author: string }> = [];
 
@@ -37,7 +38,8 @@ export class PromptSession {
    * @param maxDelivered ids remembered (oldest forgotten first); default 5,000 — far more
    *   than a session's history window, small in memory
    */
-  constructor(standing: StandingInput, viaSystemPrompt: boolean, private readonly maxDelivered = 5_000) {
+  constructor(standing: StandingInput, viaSystemPrompt: boolean, maxDelivered = 5_000) {
+    this.delivered = new BoundedMap(maxDelivered);
     this.standingSent = viaSystemPrompt;
     this.settings = settingsOf(standing);
   }
@@ -48,11 +50,7 @@ export class PromptSession {
 
   /** Marks messages as seen by the agent (prompted events, history, its own replies). */
   markDelivered(ids: Iterable<string>): void {
-    for (const id of ids) {
-      this.delivered.delete(id);
-      this.delivered.add(id);
-    }
-    while (this.delivered.size > this.maxDelivered) this.delivered.delete(this.delivered.values().next().value as string);
+    for (const id of ids) this.delivered.set(id, true);
   }
 
   /** A message this session saw was deleted by its author (at most 50 kept until told). */

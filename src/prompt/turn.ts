@@ -15,6 +15,7 @@ import { mentionsOf, threadRootOf } from "../relay/events.js";
 import { block, cutForPrompt, fence, oneLine, type TextBlock } from "./text.js";
 import { buildStanding, channelLines, type StandingInput } from "./standing.js";
 import { settingsOf, type PromptSession, type SessionSettings } from "./session.js";
+import { tagValue } from "../base/tags.js";
 
 export interface TurnPromptOptions {
   /** The agent's pubkey (hex): its own messages in history are labelled "you". */
@@ -191,7 +192,7 @@ export class TurnPromptBuilder {
     const seen = new Set<string>();
     const candidates = found
       .filter((e) => !batch.has(e.id) && !seen.has(e.id) && (seen.add(e.id), true))
-      .filter((e) => (e.tags.find((t) => t[0] === "h")?.[1] ?? channel) === channel)
+      .filter((e) => (tagValue(e, "h") ?? channel) === channel)
       // Only what came before the reply anchor: later messages belong to a later turn.
       .filter((e) => e.created_at <= last.created_at)
       .sort((a, b) => a.created_at - b.created_at || a.id.localeCompare(b.id));
@@ -218,7 +219,7 @@ export class TurnPromptBuilder {
     lines.push(`From: ${who(ev.pubkey)}`);
     lines.push(`Time: ${iso(ev.created_at)}`);
     if (ev.kind === KIND.edit) {
-      const target = ev.tags.find((t) => t[0] === "e")?.[1];
+      const target = tagValue(ev, "e");
       lines.push(`Edits: event ${target ?? "(unknown)"} — this text replaces that message's earlier text; act on the corrected request.`);
     } else if (ev.kind !== KIND.message) lines.push(`Kind: ${ev.kind}`);
     if (ev.edited) lines.push(`Edited: the author corrected this message (edit ${ev.edited}) before you saw it; the text below is the corrected one.`);

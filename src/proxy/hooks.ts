@@ -15,8 +15,6 @@ export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
 /** Consecutive deadline misses after which a server is restarted (buzz-agent kills on the second). */
 export const HOOK_MISSES_BEFORE_RESTART = 2;
 
-export type { HookFanout, HookServerResult, Verdict } from "../contract/hooks.js";
-
 function resultText(r: CallToolResult): string {
   const parts: string[] = [];
   for (const c of r.content ?? []) if (c.type === "text") parts.push(c.text);

@@ -16,6 +16,8 @@ import type { Logger } from "../base/log.js";
 import type { QueueStore, StoredEvent } from "./store.js";
 import { RefusalCoalescer, type Refusal, type RefusedEvent } from "./refusals.js";
 import { parseScopeKey, scopeKey, scopeOf, type Scope, type SessionScope } from "./scope.js";
+import { STATE_RETENTION_MS } from "./state-store.js";
+import { Backoff } from "../base/backoff.js";
 
 export interface SchedulerOptions {
   store: QueueStore;
@@ -80,8 +82,7 @@ interface ScopeState {
 }
 
 const DEFAULT_BACKOFF = { baseMs: 5_000, factor: 60, maxMs: 300_000 };
-/** Finished events and turns are deleted after 7 days, checked every 1,000 ended turns and at recovery. */
-const KEEP_FINISHED_MS = 7 * 24 * 3_600_000;
+/** Finished events and turns are deleted after STATE_RETENTION_MS, checked every 1,000 ended turns and at recovery. */
 const PRUNE_EVERY = 1_000;
 
 export class Scheduler {
@@ -95,10 +96,14 @@ export class Scheduler {
   private recovered = false;
   private settled = 0;
   private readonly o: Required<Omit<SchedulerOptions, "onRefused" | "onFinalFailure" | "onWake">> & SchedulerOptions;
+  /** A failed turn's retry delay; no jitter, the due time is stored and shown in the log line. */
+  private readonly retryDelay: Backoff;
 
   constructor(opts: SchedulerOptions) {
     this.o = { batchSize: 50, scopeCap: 500, totalCap: 10_000, maxAttempts: 3, backoff: DEFAULT_BACKOFF, now: Date.now, ...opts };
     this.refusals = new RefusalCoalescer(opts.logger, opts.onRefused);
+    const { baseMs, factor, maxMs } = this.o.backoff;
+    this.retryDelay = new Backoff({ baseMs, factor, capMs: maxMs, jitter: 0 });
   }
 
   scopeOf(ev: Event, channel: string): Scope {
@@ -283,8 +288,7 @@ export class Scheduler {
     }
     const canRetry = opts.retry !== false && !s.recovered && s.attempts < this.o.maxAttempts;
     if (canRetry) {
-      const { baseMs, factor, maxMs } = this.o.backoff;
-      const dueAt = this.o.now() + Math.min(maxMs, baseMs * factor ** (s.attempts - 1));
+      const dueAt = this.o.now() + this.retryDelay.delayFor(s.attempts - 1);
       this.o.store.updateTurn({ id: turnId, state: "queued", attempts: s.attempts, next_attempt_at: dueAt, recovered: 0, error });
       const events = this.o.store.eventsOfTurn(turnId);
       state.retry = { turnId, attempts: s.attempts, recovered: false, dueAt, oldest: events[0]?.created_at ?? 0, size: events.length };
@@ -316,7 +320,7 @@ export class Scheduler {
   private settle(s: ScopeState | undefined): void {
     if (s) this.forgetIfIdle(s);
     // Finished rows are kept a while for inspection, then pruned so the file stays small.
-    if (++this.settled % PRUNE_EVERY === 0) this.o.store.prune(KEEP_FINISHED_MS, this.o.now());
+    if (++this.settled % PRUNE_EVERY === 0) this.o.store.prune(STATE_RETENTION_MS, this.o.now());
     this.wake();
   }
 
@@ -377,7 +381,7 @@ export class Scheduler {
     if (this.recovered) return { events: 0, turns: 0 };
     this.recovered = true;
     const now = this.o.now();
-    this.o.store.prune(KEEP_FINISHED_MS, now);
+    this.o.store.prune(STATE_RETENTION_MS, now);
     const turns = this.o.store.openTurns();
     for (const t of turns) {
       const recovered = t.state === "running" || t.recovered === 1;

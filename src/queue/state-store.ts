@@ -12,6 +12,9 @@ import type { EventState, StoredEvent, TurnRecord } from "./store.js";
 
 export type StateBackend = "sqlite" | "postgres";
 
+/** Finished events, turns and idle sessions are forgotten after a week; unfinished work never is. */
+export const STATE_RETENTION_MS = 7 * 86_400_000;
+
 export type TurnUpdate = Pick<TurnRecord, "id" | "state" | "attempts" | "next_attempt_at" | "recovered" | "error">;
 
 export interface StateStore {

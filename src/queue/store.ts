@@ -382,7 +382,7 @@ export class QueueStore {
     this.stmt.forgetChannelSessions.run(channel, channel, channel);
   }
 
-  /** Deletes finished rows older than `olderThanMs`; open work is never pruned. */
+  /** Deletes finished rows older than `olderThanMs` (STATE_RETENTION_MS); open work is never pruned. */
   prune(olderThanMs: number, now = Date.now()): void {
     const cutoff = now - olderThanMs;
     this.stmt.pruneSessions.run(cutoff);

@@ -29,6 +29,7 @@ import { LogThrottle } from "../base/log-throttle.js";
 import type { PublishOutcome } from "./outcome.js";
 import { publishWithRetry, type PublishOptions } from "./publish.js";
 import { initCrypto, signEvent, verifySignature } from "./verify.js";
+import { nowSec } from "../base/time.js";
 
 /** Supplies the resubscribe cursor from durable state (the queue's store); unix seconds. */
 export interface CursorProvider {
@@ -101,7 +102,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private floorsUsed = new Map<string, number>();
   private channelsLive = false;
   private memCursor: number | undefined;
-  private startWatermark = Math.floor(Date.now() / 1000);
+  private startWatermark = nowSec();
   private pendingChannels: ChannelSubscription[] | undefined;
   /** Set once the relay showed it has no HTTP bridge. */
   private readsOverSocket = false;
@@ -130,7 +131,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   /** Loads the wasm verifier, then connects (and keeps reconnecting until `stop()`). */
   async start(): Promise<void> {
     await initCrypto();
-    this.startWatermark = Math.floor(Date.now() / 1000);
+    this.startWatermark = nowSec();
     this.conn.start();
   }
 
@@ -350,7 +351,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   /** Clamped to now: a publisher's fast clock must not push the replay floor past real events. */
   private advanceCursor(ev: Event): void {
-    const at = Math.min(ev.created_at, Math.floor(Date.now() / 1000));
+    const at = Math.min(ev.created_at, nowSec());
     if (this.memCursor === undefined || at > this.memCursor) this.memCursor = at;
   }
 }

@@ -12,9 +12,19 @@ import { silentLogger } from "../base/log.js";
 import type { MembershipChange } from "./client.js";
 import { Coalescer } from "./coalesce.js";
 import { KIND } from "./kinds.js";
+import { hasTag, tagValue, tagValues } from "../base/tags.js";
 
-export type ChannelType = "stream" | "private" | "dm" | "unknown";
+/** The channel types a 39000 says (docs/protocol.md §3); the dev relay's seed takes these. */
+export const CHANNEL_TYPES = ["stream", "private", "dm"] as const;
 
+/**
+ * A channel's type: `t=dm` or `hidden` → dm; missing metadata → unknown. Unknown is treated
+ * like a DM (fail closed, gate/policy.ts), because a DM whose metadata did not load must not
+ * become an open channel.
+ */
+export type ChannelType = (typeof CHANNEL_TYPES)[number] | "unknown";
+
+/** What the bridge knows of a channel: the gate, the prompt and the tools read it. */
 export interface ChannelInfo {
   id: string;
   name: string;
@@ -40,26 +50,25 @@ export interface DirectoryEvents {
   updated: [channel: ChannelInfo];
 }
 
-const tagValue = (ev: Event, name: string) => ev.tags.find((t) => t[0] === name)?.[1];
 const hasBare = (ev: Event, name: string) => ev.tags.some((t) => t[0] === name && (t.length === 1 || t[1] === "" || t[1] === "true"));
 
 /** `channel_type_from_tags`: t=dm or hidden → dm; t=private or private → private; else stream. */
 export function channelTypeOf(meta: Event): Exclude<ChannelType, "unknown"> {
-  const t = meta.tags.filter((x) => x[0] === "t").map((x) => x[1]);
+  const t = tagValues(meta, "t");
   if (t.includes("dm") || hasBare(meta, "hidden")) return "dm";
   if (t.includes("private") || hasBare(meta, "private")) return "private";
   return "stream";
 }
 
 export function channelInfoOf(id: string, meta: Event | undefined, members?: Event): ChannelInfo {
-  const memberList = members ? [...new Set(members.tags.filter((t) => t[0] === "p" && t[1]).map((t) => t[1]!))] : undefined;
+  const memberList = members ? [...new Set(tagValues(members, "p"))] : undefined;
   if (!meta) return { id, name: "unknown", about: "", type: "unknown", archived: false, members: memberList };
   return {
     id,
     name: tagValue(meta, "name") ?? "unknown",
     about: tagValue(meta, "about") ?? "",
     type: channelTypeOf(meta),
-    archived: meta.tags.some((t) => t[0] === "archived" && t[1] === "true"),
+    archived: hasTag(meta, "archived", "true"),
     members: memberList,
   };
 }
@@ -105,7 +114,7 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
   async discover(): Promise<ChannelInfo[]> {
     const memberLists = newestByD(await this.source.query([{ kinds: [KIND.groupMembers], "#p": [this.source.pubkey] }]), KIND.groupMembers);
     // A member list that no longer names us (stale version) does not count.
-    const ids = [...memberLists.entries()].filter(([, ev]) => ev.tags.some((t) => t[0] === "p" && t[1] === this.source.pubkey)).map(([d]) => d);
+    const ids = [...memberLists.entries()].filter(([, ev]) => hasTag(ev, "p", this.source.pubkey)).map(([d]) => d);
     const infos = await this.fetchInfo(ids, memberLists);
     this.channels = new Map(infos.filter((c) => !c.archived).map((c) => [c.id, c]));
     this.log.info({ evt: "relay.channels_discovered", count: this.channels.size, archived: infos.length - this.channels.size }, "channels discovered");

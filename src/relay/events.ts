@@ -7,6 +7,8 @@ import { splitContent } from "./split.js";
 import type { EventTemplate, Event } from "nostr-tools";
 import { KIND } from "./kinds.js";
 import { MENTION_CAP } from "../contract/limits.js";
+import { nowSec } from "../base/time.js";
+import { tagValue } from "../base/tags.js";
 
 export interface ThreadRef {
   /** Root of the thread; equal to parent for a direct reply to a top-level message. */
@@ -14,8 +16,6 @@ export interface ThreadRef {
   /** The event replied to. */
   parent: string;
 }
-
-const now = () => Math.floor(Date.now() / 1000);
 
 /** NIP-10 marked `e` tags as Buzz builds them: root only when it differs from parent. */
 export function threadTags(ref: ThreadRef | undefined): string[][] {
@@ -45,17 +45,20 @@ export function mentionsOf(ev: Pick<Event, "tags">): string[] {
   return [...out];
 }
 
-export function channelOf(ev: Pick<Event, "tags">): string | undefined {
-  return ev.tags.find((t) => t[0] === "h")?.[1];
+/** NIP-25: the event a reaction is on is named by its last `e` tag. */
+export function reactionTarget(ev: Pick<Event, "tags">): string | undefined {
+  return ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
 }
 
-export { MENTION_CAP };
+export function channelOf(ev: Pick<Event, "tags">): string | undefined {
+  return tagValue(ev, "h");
+}
 
 export function message(channel: string, content: string, opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][] } = {}): EventTemplate {
   const mentions = [...new Set(opts.mentions ?? [])].slice(0, MENTION_CAP);
   return {
     kind: KIND.message,
-    created_at: now(),
+    created_at: nowSec(),
     content,
     tags: [["h", channel], ...threadTags(opts.thread), ...mentions.map((p) => ["p", p]), ...(opts.extraTags ?? [])],
   };
@@ -73,18 +76,18 @@ export function reaction(target: Pick<Event, "id" | "pubkey">, emoji: string, ch
   // Buzz's SDK adds no h tag to reactions; we add it when known so relays that scope by h accept it.
   const tags = [["e", target.id], ["p", target.pubkey]];
   if (channel) tags.push(["h", channel]);
-  return { kind: KIND.reaction, created_at: now(), content: emoji, tags };
+  return { kind: KIND.reaction, created_at: nowSec(), content: emoji, tags };
 }
 
 export function typing(channel: string, thread?: ThreadRef): EventTemplate {
-  return { kind: KIND.typing, created_at: now(), content: "", tags: [["h", channel], ...threadTags(thread)] };
+  return { kind: KIND.typing, created_at: nowSec(), content: "", tags: [["h", channel], ...threadTags(thread)] };
 }
 
 export function presence(status: "online" | "away" | "offline"): EventTemplate {
-  return { kind: KIND.presence, created_at: now(), content: status, tags: [] };
+  return { kind: KIND.presence, created_at: nowSec(), content: status, tags: [] };
 }
 
 /** Owner control command outcome (docs/protocol.md §4): `{type, actor, target}` in the command's thread. */
 export function systemMessage(channel: string, payload: { type: string; actor: string; target: string; [k: string]: unknown }, thread?: ThreadRef): EventTemplate {
-  return { kind: KIND.system, created_at: now(), content: JSON.stringify(payload), tags: [["h", channel], ...threadTags(thread)] };
+  return { kind: KIND.system, created_at: nowSec(), content: JSON.stringify(payload), tags: [["h", channel], ...threadTags(thread)] };
 }

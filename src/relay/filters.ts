@@ -8,6 +8,7 @@ import type { Filter } from "nostr-tools/filter";
 import type { Event } from "nostr-tools";
 import { KIND } from "./kinds.js";
 import { channelOf } from "./events.js";
+import { hasTag } from "../base/tags.js";
 
 export interface ChannelSubscription {
   /** Channel UUID (the `h` tag). */
@@ -83,10 +84,10 @@ export function isRequested(ev: Event, channels: ReadonlyMap<string, ChannelSubs
   if (!ch) return false;
   if (AMEND_KINDS.includes(ev.kind)) return true;
   if (ch.kinds?.length && !ch.kinds.includes(ev.kind)) return false;
-  if ((ch.requireMention ?? true) && !ev.tags.some((t) => t[0] === "p" && t[1] === self)) return false;
+  if ((ch.requireMention ?? true) && !hasTag(ev, "p", self)) return false;
   return true;
 }
 
 export function isMembershipFor(ev: Event, self: string): boolean {
-  return (ev.kind === KIND.memberAdded || ev.kind === KIND.memberRemoved) && ev.tags.some((t) => t[0] === "p" && t[1] === self) && channelOf(ev) !== undefined;
+  return (ev.kind === KIND.memberAdded || ev.kind === KIND.memberRemoved) && hasTag(ev, "p", self) && channelOf(ev) !== undefined;
 }

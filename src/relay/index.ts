@@ -19,7 +19,7 @@ export { ChannelFollower, configSelector, type ChannelSelector } from "./follow.
 export { ProfileCache, profileOf, shortNpub, type Profile, type ProfileCacheOptions } from "./profiles.js";
 export { RelayHttp, type RelayHttpOptions, type EventsWriteResult } from "./http.js";
 export { nip98Header, nip98Template } from "./nip98.js";
-export { initCrypto, verifySignature, signEvent, cryptoBackend, verifyStats } from "./verify.js";
+export { initCrypto, verifySignature, signEvent, verifyStats } from "./verify.js";
 export { publishWithRetry, type PublishOptions } from "./publish.js";
 export { isRetryable, isSuccess, outcomeFromOk, type PublishOutcome, type PublishStatus } from "./outcome.js";
 export { channelFilters, membershipFilter, isRequested, SUB_CHANNELS, SUB_MEMBERSHIP, type ChannelSubscription } from "./filters.js";

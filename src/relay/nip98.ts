@@ -8,6 +8,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type { EventTemplate } from "nostr-tools";
 import { KIND } from "./kinds.js";
 import { signEvent } from "./verify.js";
+import { nowSec } from "../base/time.js";
 
 export function nip98Template(url: string, method: string, body: Uint8Array | undefined): EventTemplate {
   const tags = [
@@ -16,7 +17,7 @@ export function nip98Template(url: string, method: string, body: Uint8Array | un
     ["nonce", randomUUID()],
   ];
   if (body?.length) tags.push(["payload", createHash("sha256").update(body).digest("hex")]);
-  return { kind: KIND.httpAuth, created_at: Math.floor(Date.now() / 1000), content: "", tags };
+  return { kind: KIND.httpAuth, created_at: nowSec(), content: "", tags };
 }
 
 /** `Nostr <base64 of the signed event JSON>`; call once per attempt (each id is single-use). */

@@ -7,6 +7,7 @@ import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
 import { npubEncode } from "nostr-tools/nip19";
 import { KIND } from "./kinds.js";
+import { BoundedMap } from "../base/bounded-map.js";
 
 export interface ProfileSource {
   query(filters: Filter[]): Promise<Event[]>;
@@ -54,14 +55,14 @@ export function profileOf(pubkey: string, ev: Event | undefined): Profile {
 }
 
 export class ProfileCache {
-  private entries = new Map<string, { p: Profile; at: number }>();
+  /** Least recently used forgotten first: a read sets its entry again. */
+  private readonly entries: BoundedMap<string, { p: Profile; at: number }>;
   /** Look-ups on their way to the relay: a burst of events from one author asks once, not once per event. */
   private readonly inFlight = new Map<string, Promise<Profile | undefined>>();
-  private readonly capacity: number;
   private readonly ttlMs: number;
 
   constructor(private readonly source: ProfileSource, opts: ProfileCacheOptions = {}) {
-    this.capacity = opts.capacity ?? 500;
+    this.entries = new BoundedMap(opts.capacity ?? 500);
     this.ttlMs = opts.ttlMs ?? 10 * 60_000;
   }
 
@@ -69,7 +70,6 @@ export class ProfileCache {
   peek(pubkey: string): Profile | undefined {
     const e = this.entries.get(pubkey);
     if (!e || Date.now() - e.at > this.ttlMs) return undefined;
-    this.entries.delete(pubkey); // re-insert = most recently used
     this.entries.set(pubkey, e);
     return e.p;
   }
@@ -136,8 +136,6 @@ export class ProfileCache {
   }
 
   private put(p: Profile): void {
-    this.entries.delete(p.pubkey);
     this.entries.set(p.pubkey, { p, at: Date.now() });
-    while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
   }
 }

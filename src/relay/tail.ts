@@ -9,9 +9,11 @@
  */
 import type { Event } from "nostr-tools";
 import { KIND } from "./kinds.js";
-import { threadRootOf } from "./events.js";
+import { reactionTarget, threadRootOf } from "./events.js";
 import type { Profile } from "./profiles.js";
 import type { EventContext, RelayClient } from "./client.js";
+import { tagValue, tagValues } from "../base/tags.js";
+import { BoundedMap } from "../base/bounded-map.js";
 
 export const TAIL_KINDS = [KIND.message, KIND.reaction, KIND.system];
 
@@ -44,15 +46,15 @@ const snippet = (text: string, n = 60) => {
 
 /** Formats events as they arrive; remembers recent messages so a reaction can say what it is on. */
 export class TailFormatter {
-  private readonly recent = new Map<string, { author: string; text: string }>();
+  private readonly recent = new BoundedMap<string, { author: string; text: string }>(1000);
 
   constructor(private readonly o: TailOptions) {}
 
   async line(ev: Event): Promise<string> {
-    const channelId = ev.tags.find((t) => t[0] === "h")?.[1] ?? "";
+    const channelId = tagValue(ev, "h") ?? "";
     const room = `#${this.o.channels.get(channelId) ?? channelId.slice(0, 8)}`;
-    const target = ev.kind === KIND.reaction ? ev.tags.filter((t) => t[0] === "e").at(-1)?.[1] : undefined;
-    const mentions = ev.kind === KIND.message ? [...new Set(ev.tags.filter((t) => t[0] === "p" && t[1]).map((t) => t[1]!))] : [];
+    const target = ev.kind === KIND.reaction ? reactionTarget(ev) : undefined;
+    const mentions = ev.kind === KIND.message ? [...new Set(tagValues(ev, "p"))] : [];
     const pks = [ev.pubkey, ...mentions];
     if (ev.kind === KIND.system) {
       try {
@@ -83,7 +85,6 @@ export class TailFormatter {
 
   private remember(id: string, author: string, text: string): void {
     this.recent.set(id, { author, text });
-    if (this.recent.size > 1000) this.recent.delete(this.recent.keys().next().value!);
   }
 }
 

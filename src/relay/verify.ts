@@ -29,24 +29,37 @@ export function initCrypto(): Promise<boolean> {
   return loading;
 }
 
-export function cryptoBackend(): "wasm" | "js" {
-  return wasmReady ? "wasm" : "js";
-}
-
 /**
  * True when `ev`'s id matches its content and the signature is valid for its pubkey. Pass events
  * as parsed from the wire: nostr-tools caches a "verified" mark on objects it signed itself.
  */
 export function verifySignature(ev: Event): boolean {
-  let ok = false;
-  try {
-    ok = wasmReady ? wasm.verifyEvent(ev) : pure.verifyEvent(ev);
-  } catch {
-    ok = false;
-  }
+  const ok = verifies(ev);
   if (ok) verifyStats.verified++;
   else verifyStats.failed++;
   return ok;
+}
+
+/**
+ * What is wrong with `ev`'s id or signature (undefined when both are right), for a relay
+ * that must say which (the dev relay's `invalid:` reasons). Not counted in `verifyStats`,
+ * which are the bridge's own checks.
+ */
+export function signatureProblem(ev: Event): "id" | "signature" | undefined {
+  if (verifies(ev)) return undefined;
+  try {
+    return pure.getEventHash(ev) === ev.id ? "signature" : "id";
+  } catch {
+    return "id";
+  }
+}
+
+function verifies(ev: Event): boolean {
+  try {
+    return wasmReady ? wasm.verifyEvent(ev) : pure.verifyEvent(ev);
+  } catch {
+    return false;
+  }
 }
 
 /** Signs a template with `secretKey` (adds pubkey, id, sig). */

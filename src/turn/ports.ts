@@ -4,14 +4,11 @@
  */
 import type { Event, EventTemplate } from "nostr-tools";
 import type { HookFanout } from "../contract/hooks.js";
+import type { TextBlock } from "../prompt/text.js";
 
 export type { HookFanout, HookServerResult } from "../contract/hooks.js";
 
-/** A text content block as ACP's `session/prompt` takes it. */
-export interface TextBlock {
-  type: "text";
-  text: string;
-}
+export type { TextBlock } from "../prompt/text.js";
 
 export interface AgentTurnResult {
   stopReason: string;

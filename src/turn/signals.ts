@@ -7,6 +7,7 @@ import type { Event } from "nostr-tools";
 import { reaction, typing, type ThreadRef } from "../relay/events.js";
 import { KIND } from "../relay/kinds.js";
 import type { TurnPublisher } from "./ports.js";
+import { nowSec } from "../base/time.js";
 
 export const EMOJI = { seen: "👀", answered: "✅", failed: "⚠️", waiting: "⏳", denied: "🔒" } as const;
 
@@ -62,7 +63,7 @@ export class TurnSignals {
     // The wait is over: take ⏳ back (NIP-09 deletion of our own reaction) so ✅ stands alone.
     void this.waitReactions?.then((evs) => {
       const ids = evs.filter((e): e is Event => !!e).map((e) => e.id);
-      if (ids.length) this.out.signal({ kind: KIND.deletion, created_at: Math.floor(Date.now() / 1000), content: "", tags: [...ids.map((id) => ["e", id]), ["k", String(KIND.reaction)], ["h", this.opts.channel]] });
+      if (ids.length) this.out.signal({ kind: KIND.deletion, created_at: nowSec(), content: "", tags: [...ids.map((id) => ["e", id]), ["k", String(KIND.reaction)], ["h", this.opts.channel]] });
     });
   }
 

@@ -12,7 +12,8 @@
  */
 import type { Logger } from "../base/log.js";
 import { sleep } from "../base/backoff.js";
-import type { AgentTurnResult, HookFanout, HookServerResult, TextBlock, TurnAgent, TurnHooks } from "./ports.js";
+import type { HookFanout, HookServerResult } from "../contract/hooks.js";
+import type { AgentTurnResult, TextBlock, TurnAgent, TurnHooks } from "./ports.js";
 
 export type StopMode = "reprompt" | "wait";
 
