@@ -19,6 +19,7 @@ import { LinkServer, type RelayPort } from "../src/link/index.js";
 import type { StandingInput } from "../src/prompt/index.js";
 import type { ChannelInfo } from "../src/relay/directory.js";
 import { InflightPublishes } from "../src/turn/inflight.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 import { linkHooks, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "../src/turn/sessions.js";
 
 const CHANNEL: ChannelInfo = { id: "4b1d0c3e-0000-4000-8000-000000000001", name: "build-room", about: "", type: "stream", archived: false };
@@ -114,7 +115,7 @@ test("in-flight publishes: settled waits for the last release; a release twice c
   const waiting = inflight.settled().then(() => (settled = true));
   a();
   a();
-  await new Promise((r) => setImmediate(r));
+  await sleep(0); // to show a second release of the same publish does NOT end the wait
   assert.equal(inflight.size, 1);
   assert.equal(settled, false);
   b();
@@ -206,14 +207,13 @@ test("tool publishes count toward the turn bound at the time: replies recorded (
       ss.current = { turnId: 7, published, anchor: mention.id, inflight };
       relay.hold();
       const sending = proxy.callBuzzTool("send_message", { content: "the answer" }) as Promise<{ event_id: string }>;
-      let failed = false;
-      sending.catch(() => (failed = true));
-      while (inflight.size === 0 && !failed) await new Promise((r) => setImmediate(r));
+      sending.catch(() => {});
+      await waitFor(() => inflight.size === 1, { what: "the send_message publish to be on its way" });
       // The publish on its way holds the agent's idle timer and the turn's end.
       assert.equal(live.get("chan")!.holds, 1);
       let settled = false;
       const end = inflight.settled().then(() => (settled = true));
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20); // to show the turn's end does NOT come while the publish is held
       assert.equal(settled, false);
       relay.release();
       const { event_id } = await sending;
@@ -252,7 +252,7 @@ test("the session's hooks wait for a proxy that connects late, and let the turn 
     };
     const late = link.register({ sessionKey: "late", manifest, tools });
     const asked = linkHooks(late, silentLogger(), 5000).runHook("_Stop");
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50); // the proxy connects while the hook already waits for it
     const proxy = await connect(late.env);
     proxy.onRunHook(async (p) => ({ text: `[x] ${p.name}`, verdict: "object", ms: 1, servers: [] }));
     assert.equal((await asked).verdict, "object");

@@ -7,6 +7,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
+import { tagValue } from "../base/tags.js";
 import type { RelayPort } from "../link/index.js";
 import type { Batch } from "../queue/index.js";
 import { reaction, threadRootOf } from "../relay/events.js";
@@ -26,7 +27,7 @@ const MAX_NOTICE_THREADS = 10;
 export function anchorOf(events: Event[], stored: (id: string) => Event | undefined): Event {
   const last = events[events.length - 1]!;
   if (last.kind !== KIND.edit) return last;
-  const target = last.tags.find((t) => t[0] === "e")?.[1];
+  const target = tagValue(last, "e");
   return (target && stored(target)) || last;
 }
 
