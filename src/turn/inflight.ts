@@ -7,11 +7,6 @@ export class InflightPublishes {
   private count = 0;
   private waiters: Array<() => void> = [];
 
-  /** Publishes on their way now. */
-  get size(): number {
-    return this.count;
-  }
-
   /** A publish starts; the returned release ends it (calling it again does nothing). */
   begin(): () => void {
     this.count++;

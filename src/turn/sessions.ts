@@ -21,7 +21,7 @@ import type { MidTurnSession } from "./mid-turn.js";
 import type { TurnHooks } from "./ports.js";
 
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
-export const PROXY_CONNECT_WAIT_MS = 3000;
+const PROXY_CONNECT_WAIT_MS = 3000;
 
 /** Stop reasons after which a session is not reused: its context or request budget is spent. */
 const ROTATE_STOP_REASONS = new Set(["max_tokens", "max_turn_requests"]);
