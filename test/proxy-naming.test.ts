@@ -78,3 +78,29 @@ test("the catalog caps the union at 128 tools, keeping hooks and built-ins, and 
   const clash = buildCatalog([mk("dev", ["send_message"], false)], BUZZ_TOOLS, logger);
   assert.match(clash.collision?.message ?? "", /'send_message' is offered by both 'buzz \(built-in tools\)' and 'dev'/);
 });
+
+test("the catalog returns what the naming rules changed, in the order met: renamed tools, invalid hooks, dropped tools", async () => {
+  const { buildCatalog } = await import("../src/proxy/catalog.js");
+  const { Downstream } = await import("../src/proxy/downstream.js");
+  const { BUZZ_TOOLS } = await import("../src/proxy/buzz-tools.js");
+  const { silentLogger } = await import("../src/base/log.js");
+  const logger = silentLogger();
+  const mk = (name: string, tools: string[]) => {
+    const d = new Downstream({ name, command: "none", args: [], env: {}, prefix: true, on_error: "allow" }, { logger, listTimeoutMs: 1000, events: { changed: () => {} } });
+    d.tools = tools.map((t) => ({ name: t, inputSchema: { type: "object" as const } }));
+    return d;
+  };
+  const clean = buildCatalog([mk("dev", ["run", "_Stop"])], BUZZ_TOOLS, logger);
+  assert.deepEqual(clean.notes, []);
+  const odd = mk("odd", ["a__b", "_Bad.Hook"]);
+  const big = mk("big", Array.from({ length: 130 }, (_, i) => `t${i}`));
+  const cat = buildCatalog([odd, big], BUZZ_TOOLS, logger);
+  assert.equal(cat.notes.length, 3);
+  const [renamed, hook, dropped] = cat.notes;
+  assert.equal(renamed?.kind, "renamed");
+  assert.ok(renamed?.kind === "renamed" && renamed.server === "odd" && renamed.tool === "a__b" && !renamed.as.includes("__"));
+  assert.deepEqual(hook, { kind: "hook_name_invalid", server: "odd", tool: "_Bad.Hook" });
+  assert.ok(dropped?.kind === "too_many_tools");
+  assert.equal(dropped.limit, 128);
+  assert.equal(dropped.dropped.length, 1 + 130 + BUZZ_TOOLS.length - 128);
+});

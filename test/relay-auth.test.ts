@@ -123,3 +123,16 @@ test("probeRelay reports success, the relay's refusal reason, or an unreachable 
   await closed.close();
   await assert.rejects(probeRelay(deadUrl, bridge.sk, { timeoutMs: 500 }), RelayUnreachableError);
 });
+
+test("probeRelay says whether the relay challenged: a Buzz relay does, a relay that sends no AUTH does not", async () => {
+  const { probeRelay } = await import("../src/relay/probe.js");
+  const relay = await relayWith([bridge]);
+  cleanup.push(() => relay.close());
+  assert.equal((await probeRelay(relay.url, bridge.sk)).unchallenged, false);
+  // A plain WebSocket endpoint that never sends AUTH: the connection goes on unauthenticated after the challenge wait.
+  const silent = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  cleanup.push(() => new Promise((r) => silent.close(r)));
+  await new Promise((r) => silent.once("listening", r));
+  const probe = await probeRelay(`ws://127.0.0.1:${(silent.address() as AddressInfo).port}`, bridge.sk, { timeoutMs: 8000 });
+  assert.equal(probe.unchallenged, true);
+});

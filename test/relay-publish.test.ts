@@ -76,3 +76,30 @@ test("a rate-limit reply delays further publishes and they then succeed; typing 
   bot.setChannels([{ id: ch, kinds: [9], requireMention: false }]);
   assert.equal(await bot.waitSubscribed(15_000), true, "the deferred REQ was sent and acknowledged");
 });
+
+test("a publish whose OK was lost is confirmed with the relay by id: stored counts as published, not stored stays a timeout", async () => {
+  const relay = await relayWith([bridge, alice]);
+  cleanup.push(() => relay.close());
+  const mine = await relay.createChannel({ name: "confirm", members: [bridge.pk] });
+  const theirs = await relay.createChannel({ name: "elsewhere", members: [alice.pk] });
+  const bot = client(relay, bridge, { publish: { timeoutMs: 200, attempts: 1 } });
+  cleanup.push(() => bot.stop());
+  await bot.start();
+  assert.equal(await bot.waitAuthenticated(10_000), true);
+
+  relay.setSwallowOk(true);
+  const stored = bot.sign(mention(mine, alice.pk, "stored, OK lost"));
+  const confirmed = await bot.publishConfirmed(stored);
+  assert.equal(confirmed.status, "duplicate");
+  assert.equal(confirmed.reason, "stored before the OK timed out");
+  // Refused by the relay and its OK swallowed too: nothing stored, so the timeout stands.
+  const lost = await bot.publishConfirmed(bot.sign(mention(theirs, alice.pk, "refused, OK lost")));
+  assert.equal(lost.status, "timeout");
+  relay.setSwallowOk(false);
+
+  const unknown = "0".repeat(64);
+  assert.deepEqual(await bot.storedAmong([stored.id, unknown], 50), [stored.id]);
+  const t0 = Date.now();
+  assert.deepEqual(await bot.storedAmong([unknown], 300), []);
+  assert.ok(Date.now() - t0 >= 300, "none found: asked again after the settle time");
+});

@@ -67,3 +67,30 @@ export async function stopLeftoverAgents(recorded: Array<{ pgid: number; identit
   }
   return stale.map((r) => r.pgid);
 }
+
+/** Where the groups are recorded: the daemon's own state. */
+export interface AgentGroupRecord {
+  recordAgentGroup(pgid: number, identity: string): void;
+  forgetAgentGroup(pgid: number): void;
+  agentGroups(): Array<{ pgid: number; identity: string }>;
+}
+
+/** At start, before new agents spawn: stops what a killed predecessor left and forgets every record. */
+export async function stopRecordedLeftovers(record: AgentGroupRecord, log: Logger): Promise<void> {
+  await stopLeftoverAgents(record.agentGroups(), log);
+  for (const g of record.agentGroups()) record.forgetAgentGroup(g.pgid);
+}
+
+/** Records an agent's process group while it runs, so a successor can stop it if this daemon is killed. */
+export function trackAgentGroup(record: AgentGroupRecord, pid: number | undefined, exited: Promise<unknown>): void {
+  const identity = pid === undefined ? undefined : processIdentity(pid);
+  if (pid === undefined || !identity) return;
+  record.recordAgentGroup(pid, identity);
+  void exited.then(() => {
+    try {
+      record.forgetAgentGroup(pid);
+    } catch {
+      // the store closed first (shutdown): the next start finds the group gone
+    }
+  });
+}

@@ -3,7 +3,9 @@
  * parts the daemon would start — relay connection, NIP-42 auth, channel discovery, the
  * agent's ACP handshake, every MCP server — and says for each what is wrong in words a
  * person can act on. Each check is bounded in time, cleans up after itself, and never
- * throws: a failure is a result. Checks that depend on a failed one are skipped.
+ * throws: a failure is a result. Checks that depend on a failed one are skipped. What a
+ * part found comes back from it as a value (the relay probe's result, a server's failure,
+ * the catalog's naming notes), never read back from its log lines.
  */
 import WebSocket from "ws";
 import { agentEnvironment, probeAgent } from "../agent/index.js";
@@ -17,11 +19,11 @@ import { Downstream } from "../proxy/downstream.js";
 import { manifestFromConfig } from "../contract/manifest.js";
 import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../proxy/naming.js";
 import { ChannelDirectory, initCrypto, probeRelay, RelayAuthError, RelayClient, type ChannelInfo } from "../relay/index.js";
-import { resolveAgentCommand } from "./daemon.js";
+import { resolveAgentCommand } from "../config/agent-command.js";
 import { refusalAdvice } from "../relay/auth-advice.js";
 import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } from "./preflight.js";
 import { StateLock } from "./state-lock.js";
-import { createLogger, type Logger } from "../base/log.js";
+import { silentLogger } from "../base/log.js";
 import { stateChecks } from "./doctor-state.js";
 import { sandboxCheck } from "./doctor-sandbox.js";
 import type { CheckResult, Mark } from "./doctor-result.js";
@@ -102,13 +104,12 @@ async function relayChecks(loaded: LoadedConfig, timeoutMs: number): Promise<Che
     }
     out.push({ name: "relay", mark: "ok", summary: `${dev ? "embedded development relay at " : ""}${url} reachable (${reach.value} ms)` });
 
-    const relayLogs: Record<string, unknown>[] = [];
-    const auth = await bounded(timeoutMs, `NIP-42 auth at ${url}`, () => probeRelay(url, loaded.secretKey, { timeoutMs, logger: captureLogger(relayLogs) }));
+    const auth = await bounded(timeoutMs, `NIP-42 auth at ${url}`, () => probeRelay(url, loaded.secretKey, { timeoutMs }));
     if (!auth.ok) {
       out.push({ name: "auth", mark: "fail", summary: authAdvice(auth.cause, auth.error, loaded.pubkey) });
       return [...out, skipped("channels", "auth")];
     }
-    if (relayLogs.some((l) => l.evt === "relay.no_challenge")) {
+    if (auth.value.unchallenged) {
       // The daemon carries on unauthenticated there, but a Buzz relay always challenges.
       out.push({ name: "auth", mark: "ok", summary: `the relay sent no NIP-42 challenge; continuing unauthenticated (is ${url} a Buzz relay?)` });
     } else {
@@ -237,13 +238,12 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
 
 async function mcpChecks(cfg: Config, timeoutMs: number): Promise<CheckResult[]> {
   const manifest = manifestFromConfig(cfg.mcp);
-  const logs: Record<string, unknown>[] = [];
-  const logger = captureLogger(logs);
+  const logger = silentLogger();
   const listTimeoutMs = Math.min(manifest.list_timeout, timeoutMs);
   const servers = manifest.servers.map((s) => new Downstream(s, { logger, listTimeoutMs, events: { changed: () => undefined } }));
   try {
     await Promise.all(servers.map((ds) => bounded(timeoutMs + 1000, `MCP server '${ds.name}'`, () => ds.start())));
-    const results = servers.map((ds) => serverResult(ds, logs));
+    const results = servers.map(serverResult);
     if (servers.length === 0) return [{ name: "tool names", mark: "ok", summary: "no MCP servers configured; only the built-in buzz tools are listed" }];
     const ready = servers.filter((ds) => ds.state === "ready");
     const broken = servers.filter((ds) => ds.state !== "ready").map((ds) => ds.name);
@@ -256,14 +256,13 @@ async function mcpChecks(cfg: Config, timeoutMs: number): Promise<CheckResult[]>
   }
 }
 
-function serverResult(ds: Downstream, logs: Record<string, unknown>[]): CheckResult {
+function serverResult(ds: Downstream): CheckResult {
   const name = `mcp ${ds.name}`;
   if (ds.state === "ready") {
     const tools = ds.tools.map((t) => t.name);
     return { name, mark: "ok", summary: `started and listed ${tools.length} tool${tools.length === 1 ? "" : "s"}`, details: tools.length ? [tools.join(", ")] : [] };
   }
-  const failed = logs.filter((l) => l.evt === "proxy.server_failed" && l.server === ds.name).at(-1);
-  const stderr = typeof failed?.stderr === "string" ? failed.stderr.trim().split("\n").slice(-10) : [];
+  const stderr = ds.lastFailureStderr !== undefined ? ds.lastFailureStderr.trim().split("\n").slice(-10) : [];
   let error = ds.lastError ?? (ds.state === "starting" ? "did not list its tools in time" : "failed to start");
   if (/Connection closed/i.test(error)) error = "exited before listing its tools";
   return {
@@ -287,29 +286,24 @@ function toolNamesResult(cfg: Config, ready: Downstream[]): CheckResult {
   const problems = new Set<string>();
   let count = 0;
   for (const names of sets.values()) {
-    const logs: Record<string, unknown>[] = [];
-    const catalog = buildCatalog(ready.filter((ds) => names.includes(ds.name)), BUZZ_TOOLS, captureLogger(logs));
+    const catalog = buildCatalog(ready.filter((ds) => names.includes(ds.name)), BUZZ_TOOLS, silentLogger());
     count = Math.max(count, catalog.tools.length);
     if (catalog.collision) problems.add(catalog.collision.message);
-    for (const l of logs) {
-      if (l.evt === "proxy.tool_renamed") {
-        const original = ds(ready, l.server)?.cfg.prefix === false ? String(l.tool) : `${String(l.server)}_${String(l.tool)}`;
+    for (const n of catalog.notes) {
+      if (n.kind === "renamed") {
+        const original = ready.find((d) => d.name === n.server)?.cfg.prefix === false ? n.tool : `${n.server}_${n.tool}`;
         problems.add(
-          `tool '${String(l.tool)}' of '${String(l.server)}' breaks the naming rules as '${original}' (${AGENT_PREFIX}${original} is ${AGENT_PREFIX.length + original.length} characters, limit ${MAX_QUALIFIED_NAME}; no '__'; letters, digits, _ and -); the proxy renames it '${String(l.as)}' — shorten the server name or set prefix: false`,
+          `tool '${n.tool}' of '${n.server}' breaks the naming rules as '${original}' (${AGENT_PREFIX}${original} is ${AGENT_PREFIX.length + original.length} characters, limit ${MAX_QUALIFIED_NAME}; no '__'; letters, digits, _ and -); the proxy renames it '${n.as}' — shorten the server name or set prefix: false`,
         );
-      } else if (l.evt === "proxy.hook_name_invalid") {
-        problems.add(`hook '${String(l.tool)}' of '${String(l.server)}' is not a valid tool name and is ignored`);
-      } else if (l.evt === "proxy.too_many_tools") {
-        problems.add(`more than ${String(l.limit)} tools in one session; dropped: ${(l.dropped as string[]).join(", ")}`);
+      } else if (n.kind === "hook_name_invalid") {
+        problems.add(`hook '${n.tool}' of '${n.server}' is not a valid tool name and is ignored`);
+      } else {
+        problems.add(`more than ${n.limit} tools in one session; dropped: ${n.dropped.join(", ")}`);
       }
     }
   }
   if (problems.size) return { name: "tool names", mark: "fail", summary: `${problems.size} problem${problems.size === 1 ? "" : "s"} with the proxy's tool names`, details: [...problems] };
   return { name: "tool names", mark: "ok", summary: `${count} tools (with the built-in buzz tools), all ≤ ${MAX_QUALIFIED_NAME} characters as ${AGENT_PREFIX}<name>, no collisions` };
-}
-
-function ds(list: Downstream[], name: unknown): Downstream | undefined {
-  return list.find((d) => d.name === name);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -335,23 +329,6 @@ async function bounded<T>(ms: number, what: string, fn: () => Promise<T>): Promi
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-/** A logger whose lines are kept as objects, so a check can read what a part reported. */
-function captureLogger(into: Record<string, unknown>[]): Logger {
-  return createLogger({
-    level: "debug",
-    destination: {
-      write(line: string) {
-        try {
-          into.push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          /* not JSON */
-        }
-        return true;
-      },
-    } as NodeJS.WritableStream,
-  });
 }
 
 const MARKS: Record<Mark, string> = { ok: "✓", fail: "✗", skip: "–" };

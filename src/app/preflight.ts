@@ -4,10 +4,42 @@
  * and executed, and `state_dir` and the agent's work area can be written by this user.
  * Each check returns undefined when fine, else one line saying what is wrong and what to do.
  */
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { CHANNEL_PLACEHOLDER } from "../agent/cwd.js";
+import { agentEnvironment } from "../agent/env.js";
+import { resolveAgentCommand } from "../config/agent-command.js";
+import type { Config } from "../config/schema.js";
+
+/** The state directory cannot be made or used (permissions, a file in the way). */
+export class StateDirError extends Error {
+  override name = "StateDirError";
+}
+
+/** Something `run` needs is missing (the agent command, a writable work area): the same words `doctor` prints. */
+export class PreflightError extends Error {
+  override name = "PreflightError";
+}
+
+/** `run`: makes `state_dir` (mode 0700) and refuses to go on when this user cannot use it. */
+export function prepareStateDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new StateDirError(`cannot create state_dir ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+  const problem = stateDirProblem(dir);
+  if (problem) throw new StateDirError(problem);
+}
+
+/** `run`: refuses to start with an agent that cannot run here, worded as `doctor` words it. */
+export function preflightAgent(agent: Config["agent"], secret: Uint8Array): void {
+  const { command } = resolveAgentCommand(agent);
+  const env = agentEnvironment({ configured: agent.env, secret }).env;
+  const problem = agentCommandProblem(command, env.PATH ?? process.env.PATH ?? "") ?? agentCwdProblem(agent.cwd);
+  if (problem) throw new PreflightError(problem);
+}
 
 /** "uid 65534 (nobody)": who would need the permission. */
 export function whoAmI(): string {

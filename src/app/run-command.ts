@@ -7,7 +7,8 @@
 import { parseCommandArgs, withUsage } from "../base/args.js";
 import { loadConfigOrReport, resolveConfigPath } from "../config/load.js";
 import { createLogger } from "../base/log.js";
-import { Daemon, StartAbortedError } from "./daemon.js";
+import { Daemon } from "./daemon.js";
+import { StartAbortedError } from "./start-waits.js";
 import { StateLockedError } from "./state-lock.js";
 
 const HELP = `usage: buzz-bridge run [-c FILE]

@@ -20,7 +20,17 @@ export interface Catalog {
   hooks: Map<string, Downstream[]>;
   /** Set when two servers offer the same exposed name: tools/list fails with it. */
   collision?: NameCollisionError;
+  /** What the naming rules changed or left out, in the order met (also logged; doctor reports them). */
+  notes: CatalogNote[];
 }
+
+export type CatalogNote =
+  /** A tool name that breaks the rules, listed under another. */
+  | { kind: "renamed"; server: string; tool: string; as: string }
+  /** A hook whose name is not a valid tool name: ignored. */
+  | { kind: "hook_name_invalid"; server: string; tool: string }
+  /** More tools than one session may list: the last ones are dropped. */
+  | { kind: "too_many_tools"; limit: number; dropped: string[] };
 
 export const BUILTIN_OWNER = "buzz (built-in tools)";
 
@@ -32,11 +42,13 @@ export function buildCatalog(downstreams: Downstream[], builtins: Tool[], logger
   const hookDefs = new Map<string, Tool>();
   const visible: Tool[] = [];
   let collision: NameCollisionError | undefined;
+  const notes: CatalogNote[] = [];
   for (const ds of downstreams) {
     for (const t of ds.tools) {
       if (isHookName(t.name)) {
         if (!isValidExposedName(t.name)) {
           logger.error({ evt: "proxy.hook_name_invalid", server: ds.name, tool: t.name, error: "hook names must match [A-Za-z0-9_-], have no '__' and fit the name budget" });
+          notes.push({ kind: "hook_name_invalid", server: ds.name, tool: t.name });
           continue;
         }
         const list = hooks.get(t.name) ?? [];
@@ -46,7 +58,10 @@ export function buildCatalog(downstreams: Downstream[], builtins: Tool[], logger
         continue;
       }
       const { name, changed } = exposedName(ds.name, t.name, ds.cfg.prefix);
-      if (changed) logger.warn({ evt: "proxy.tool_renamed", server: ds.name, tool: t.name, as: name });
+      if (changed) {
+        logger.warn({ evt: "proxy.tool_renamed", server: ds.name, tool: t.name, as: name });
+        notes.push({ kind: "renamed", server: ds.name, tool: t.name, as: name });
+      }
       const owner = owners.get(name);
       if (owner !== undefined) {
         collision ??= new NameCollisionError(name, owner, ds.name);
@@ -64,6 +79,7 @@ export function buildCatalog(downstreams: Downstream[], builtins: Tool[], logger
     const dropped = visible.splice(Math.max(0, room));
     for (const t of dropped) routes.delete(t.name);
     logger.error({ evt: "proxy.too_many_tools", limit: MAX_TOOLS, dropped: dropped.map((t) => t.name) });
+    notes.push({ kind: "too_many_tools", limit: MAX_TOOLS, dropped: dropped.map((t) => t.name) });
   }
-  return { tools: [...visible, ...hookTools, ...builtins], routes, hooks, collision };
+  return { tools: [...visible, ...hookTools, ...builtins], routes, hooks, collision, notes };
 }

@@ -63,6 +63,8 @@ export class Downstream {
   prompts: Prompt[] = [];
   capabilities: ServerCapabilities = {};
   lastError?: string;
+  /** The tail of the server's stderr when it last failed to start (doctor shows it). */
+  lastFailureStderr?: string;
   /** Consecutive hook deadline misses; two restart the server. */
   hookMisses = 0;
   private client?: Client;
@@ -141,8 +143,10 @@ export class Downstream {
     } catch (err) {
       if (gen !== this.generation || (this.state as DownstreamState) === "stopped") return;
       const error = err instanceof Error ? err.message : String(err);
-      log.error({ evt: "proxy.server_failed", server: this.name, command: this.cfg.command, error, stderr: transport.stderr.toString().slice(-2000) });
+      const stderr = transport.stderr.toString().slice(-2000);
+      log.error({ evt: "proxy.server_failed", server: this.name, command: this.cfg.command, error, stderr });
       this.lastError = error;
+      this.lastFailureStderr = stderr;
       void transport.close(true);
       this.state = "down";
       this.resolveFirst();

@@ -110,6 +110,8 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
   private stopLiveness: (() => void) | undefined;
   /** Last refusal of our AUTH, for /readyz and doctor. */
   lastAuthError: string | undefined;
+  /** The relay sent no AUTH challenge in time and the connection went on unauthenticated (doctor says so). */
+  unchallenged = false;
 
   constructor(private readonly opts: ConnectionOptions) {
     super();
@@ -276,6 +278,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     this.later(() => {
       if (!this.authed && !this.challenge && !this.authInFlight && this.ws) {
         this.log.warn({ evt: "relay.no_challenge" }, "relay sent no AUTH challenge; continuing unauthenticated");
+        this.unchallenged = true;
         this.onAuthenticated();
       }
     }, this.opts.challengeWaitMs ?? 5000);
@@ -334,6 +337,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
         return this.onSubClosed(f.sub, f.reason);
       case "AUTH":
         this.challenge = f.challenge;
+        this.unchallenged = false;
         void this.authenticate();
         return;
       case "NOTICE":

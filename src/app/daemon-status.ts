@@ -1,0 +1,110 @@
+/**
+ * What the daemon reports about itself: `/readyz` (relay subscribed, agent circuit closed,
+ * state store open), the `/status` page's snapshot, and the fleet figures for `/metrics`.
+ * Each is gathered from the parts that know it; a part not built yet (start-up, or fleet
+ * mode waiting for its database) reads as "not started".
+ */
+import type { AgentPool } from "../agent/pool.js";
+import type { Config } from "../config/schema.js";
+import { channelSelected, policyFor } from "../config/schema.js";
+import { FleetScheduler } from "../queue/fleet-scheduler.js";
+import type { PostgresStore } from "../queue/pg-store.js";
+import type { Scheduler } from "../queue/scheduler.js";
+import type { QueueStore } from "../queue/store.js";
+import type { RelayClient } from "../relay/client.js";
+import type { ChannelDirectory } from "../relay/directory.js";
+import type { TurnDispatcher } from "../turn/dispatch.js";
+import type { ReadyReport } from "./http.js";
+import { processParents, treeRss } from "./proc-memory.js";
+import type { StatusSnapshot } from "./status-page.js";
+import type { UsageToday } from "./usage-today.js";
+
+/** Denials the status page lists. */
+const RECENT_DENIALS = 20;
+
+/** The last denials, newest last. */
+export class RecentDenials {
+  private readonly list: StatusSnapshot["denials"] = [];
+
+  add(d: StatusSnapshot["denials"][number]): void {
+    this.list.push(d);
+    if (this.list.length > RECENT_DENIALS) this.list.shift();
+  }
+
+  /** Newest first, as the page shows them. */
+  newestFirst(): StatusSnapshot["denials"] {
+    return [...this.list].reverse();
+  }
+}
+
+/** The daemon's parts as they stand; any may be missing before start() built it. */
+export interface DaemonParts {
+  config: Config;
+  pubkey: string;
+  startedAt: number;
+  stopping: boolean;
+  /** The relay's url as connected (the embedded relay's own address), else the configured one. */
+  relayUrl: string;
+  relay?: RelayClient;
+  store?: QueueStore;
+  fleetStore?: PostgresStore;
+  scheduler?: Scheduler | FleetScheduler;
+  dispatcher?: TurnDispatcher;
+  directory?: ChannelDirectory;
+  pool?: AgentPool;
+  usage: UsageToday;
+  denials: RecentDenials;
+}
+
+/** Fleet mode: this daemon's leases and the fleet's queue depth (for /metrics and /status). */
+export function fleetStatus(s: FleetScheduler): { daemon: string; leases: number; scopes: string[]; queued: number } {
+  const scopes = s.leases();
+  return { daemon: s.daemonId, leases: scopes.length, scopes, queued: s.depth().queued };
+}
+
+export function statusSnapshot(p: DaemonParts): StatusSnapshot {
+  const cfg = p.config;
+  if (!p.dispatcher || !p.scheduler || !p.directory || !p.pool) {
+    // Fleet mode, still waiting for the database: the page says so instead of failing.
+    const state = cfg.state.backend === "postgres" && !p.fleetStore ? "not started (waiting for the fleet's database)" : "not started";
+    return { generatedAt: Date.now(), startedAt: p.startedAt, pubkey: p.pubkey, relay: { url: cfg.relay.url, state }, channels: [], turns: [], denials: [], agents: [], circuit: "closed", usage: p.usage.snapshot() };
+  }
+  const queued = p.scheduler.depthByChannel();
+  const parents = processParents();
+  return {
+    generatedAt: Date.now(),
+    startedAt: p.startedAt,
+    pubkey: p.pubkey,
+    relay: { url: p.relayUrl, state: p.relay?.state ?? "not started" },
+    channels: p.directory.list().filter((c) => !c.archived && channelSelected(cfg, c.id)).map((c) => {
+      const policy = policyFor(cfg, c.id);
+      return { id: c.id, name: c.name, about: c.about, type: c.type, respondTo: policy.respond_to, onDenied: policy.on_denied, queued: queued.get(c.id) ?? 0 };
+    }),
+    turns: p.dispatcher.runningTurns(),
+    denials: p.denials.newestFirst(),
+    agents: p.pool.processes().map((a) => ({
+      pid: a.pid, scope: a.scope, spare: a.spare, busy: a.session?.busy ?? false, model: a.session?.model, turns: a.session?.turns ?? 0, rssBytes: treeRss(a.pid, parents),
+    })),
+    circuit: p.pool.circuit.state,
+    usage: p.usage.snapshot(),
+    ...(p.scheduler instanceof FleetScheduler ? { fleet: fleetStatus(p.scheduler) } : {}),
+  };
+}
+
+export function readiness(p: DaemonParts): ReadyReport {
+  const state = p.relay?.state;
+  const circuit = p.pool?.circuit.state;
+  return {
+    checks: [
+      { name: "relay", ok: state === "subscribed", detail: state === "subscribed" ? "authenticated and subscribed" : `relay connection is ${state ?? "not started"}${p.relay?.lastAuthError ? ` (${p.relay.lastAuthError})` : ""}` },
+      { name: "agent", ok: circuit !== "open", detail: circuit === "open" ? "agent circuit breaker open after repeated crashes" : "agent available" },
+      stateCheck(p),
+    ],
+  };
+}
+
+function stateCheck(p: DaemonParts): ReadyReport["checks"][number] {
+  if (p.stopping) return { name: "state", ok: false, detail: "shutting down" };
+  if (p.config.state.backend === "postgres" && !p.fleetStore) return { name: "state", ok: false, detail: "waiting for the fleet's PostgreSQL database" };
+  return { name: "state", ok: !!p.store, detail: p.fleetStore ? `state store open; fleet database ${p.fleetStore.where}` : "state store open" };
+}

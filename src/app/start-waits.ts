@@ -1,0 +1,76 @@
+/**
+ * What `run` waits for at start: the relay's channel list and, in fleet mode, the fleet's
+ * database. Either may come up after the daemon (both restarted at boot, an upgrade), so
+ * each is retried with backoff (1 s doubling to 30 s), as the connection itself is, instead
+ * of exiting; a stop signal (`signal`) ends the wait, and a refusal that waiting cannot
+ * change ends the start.
+ */
+import { Backoff, sleep } from "../base/backoff.js";
+import type { Logger } from "../base/log.js";
+import { npub } from "../config/keys.js";
+import { PostgresStore } from "../queue/pg-store.js";
+import { QueueStoreError, StateRefusedError } from "../queue/errors.js";
+import { refusalAdvice } from "../relay/auth-advice.js";
+import type { ChannelInfo } from "../relay/directory.js";
+import { RelayHttpError } from "../relay/errors.js";
+
+/** start() gave up waiting because a stop was requested: not a failure. */
+export class StartAbortedError extends Error {
+  override name = "StartAbortedError";
+  constructor(cause: unknown) {
+    super("stopped during start-up while waiting for the relay", { cause });
+  }
+}
+
+const startBackoff = () => new Backoff({ baseMs: 1000, capMs: 30_000, jitter: 0 });
+
+/**
+ * Tries `attempt` until it succeeds. A failure `fatal` accepts is thrown as it is; any other
+ * is reported through `onRetry` with the delay before the next try. An abort, seen before or
+ * after the wait, ends it with StartAbortedError.
+ */
+async function untilUp<T>(attempt: () => Promise<T>, o: { signal: AbortSignal; fatal?: (err: unknown) => boolean; onRetry: (err: unknown, delayMs: number) => void }): Promise<T> {
+  const backoff = startBackoff();
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (o.fatal?.(err)) throw err;
+      if (o.signal.aborted) throw new StartAbortedError(err);
+      const delay = backoff.next();
+      o.onRetry(err, delay);
+      await sleep(delay, o.signal);
+      if (o.signal.aborted) throw new StartAbortedError(err);
+    }
+  }
+}
+
+/** The first channel discovery; a refusal of the identity is retried too, with advice in the warning. */
+export function discoverChannelsAtStart(o: {
+  refresh: () => Promise<ChannelInfo[]>;
+  /** The connection's last NIP-42 refusal, if any. */
+  lastAuthError: () => string | undefined;
+  pubkey: string;
+  signal: AbortSignal;
+  logger: Logger;
+}): Promise<ChannelInfo[]> {
+  return untilUp(o.refresh, {
+    signal: o.signal,
+    onRetry: (err, delay) => {
+      const refused = err instanceof RelayHttpError && (err.status === 401 || err.status === 403) ? err.relayMessage : o.lastAuthError();
+      const msg = refused !== undefined ? `the relay refused this identity: ${refusalAdvice(refused, o.pubkey)}; retrying` : "cannot list channels yet (is the relay up?); retrying";
+      o.logger.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay, ...(refused !== undefined ? { npub: npub(o.pubkey) } : {}) }, msg);
+    },
+  });
+}
+
+/** The fleet's database; a refusal (another identity, a newer schema) ends the start. */
+export async function openFleetStoreAtStart(o: { url: string; pubkey: string; signal: AbortSignal; logger: Logger }): Promise<PostgresStore> {
+  const store = await untilUp(() => PostgresStore.open({ url: o.url, identity: o.pubkey }), {
+    signal: o.signal,
+    fatal: (err) => !(err instanceof QueueStoreError) || err instanceof StateRefusedError,
+    onRetry: (err, delay) => o.logger.warn({ evt: "state.unreachable", err: (err as Error).message, retry_ms: delay }, "cannot use the fleet's database yet; retrying"),
+  });
+  o.logger.info({ evt: "state.opened", backend: "postgres", where: store.where }, "fleet state database ready");
+  return store;
+}

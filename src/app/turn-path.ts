@@ -1,0 +1,184 @@
+/**
+ * The daemon's middle: the parts a mention passes through once the relay delivered it
+ * (docs/architecture.md §3): gate, scheduler (single or fleet), turn dispatcher,
+ * amendments and intake, built and connected over the lower parts the daemon started
+ * (relay, stores, agent pool, link). Wiring only, like daemon.ts.
+ */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { AgentPool } from "../agent/pool.js";
+import type { Logger } from "../base/log.js";
+import type { Enforce } from "../config/enforce.js";
+import type { Config } from "../config/schema.js";
+import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type GateContext } from "../gate/index.js";
+import type { LinkServer } from "../link/index.js";
+import { FleetScheduler } from "../queue/fleet-scheduler.js";
+import { Scheduler, type FinalFailure, type QueueRefusal, type QueueStore } from "../queue/index.js";
+import type { PostgresStore } from "../queue/pg-store.js";
+import type { RelayClient } from "../relay/client.js";
+import type { ChannelDirectory } from "../relay/directory.js";
+import type { FreshChannels } from "../relay/fresh-channel.js";
+import { KIND } from "../relay/kinds.js";
+import type { ProfileCache } from "../relay/profiles.js";
+import { verifySignature } from "../relay/verify.js";
+import { Amendments } from "../turn/amend.js";
+import { controlActions } from "../turn/control-actions.js";
+import { TurnDispatcher } from "../turn/dispatch.js";
+import { recordReplyDurably } from "../turn/fleet-reply.js";
+import { decisionLabel, Intake } from "../turn/intake.js";
+import type { TurnPublisher } from "../turn/ports.js";
+import { refusalNotice } from "../turn/refusal-notice.js";
+import type { RecentDenials } from "./daemon-status.js";
+import type { Metrics } from "./metrics.js";
+import type { UsageToday } from "./usage-today.js";
+
+export interface TurnPathParts {
+  /** The running config (a reload replaces it); `start` is the one the daemon started with. */
+  config: () => Config;
+  start: Config;
+  pubkey: string;
+  relay: RelayClient;
+  directory: ChannelDirectory;
+  profiles: ProfileCache;
+  channels: FreshChannels;
+  out: TurnPublisher;
+  store: QueueStore;
+  fleet?: PostgresStore;
+  pool: AgentPool;
+  link: LinkServer;
+  enforce: Enforce;
+  metrics: Metrics;
+  usage: UsageToday;
+  denials: RecentDenials;
+  /** The queue has work a turn may start: the daemon starts what it allows. */
+  pump: () => void;
+  stopping: () => boolean;
+  /** `!shutdown`. */
+  shutdown: () => void;
+  logger: Logger;
+}
+
+export interface TurnPath {
+  scheduler: Scheduler | FleetScheduler;
+  dispatcher: TurnDispatcher;
+  /** The gate's view of the config, replaced on reload. */
+  gateContext: GateContext;
+  intake: Intake;
+}
+
+export function buildTurnPath(p: TurnPathParts): TurnPath {
+  const { start: cfg, pubkey, relay, store, fleet, out, logger: log } = p;
+  const agentKey = [cfg.agent.command, ...cfg.agent.args].join(" ");
+  // Built below; the schedulers' callbacks run only after it is.
+  let dispatcher: TurnDispatcher;
+
+  // What both schedulers share. Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
+  const turns = {
+    sessionScope: cfg.agent.session_scope,
+    maxConcurrent: cfg.agent.max_concurrent,
+    maxAttempts: cfg.queue.max_attempts,
+    scopeCap: cfg.queue.scope_cap,
+    backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
+    logger: log,
+    onWake: p.pump,
+    onFinalFailure: (f: FinalFailure) => void dispatcher.postFailure(f.events, f.error, f.scope.channel),
+    onRefused: (r: QueueRefusal) => void out.publish(refusalNotice(r)),
+  };
+  const scheduler = fleet
+    ? new FleetScheduler({
+        store: fleet,
+        daemon: { id: `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`, host: hostname(), pid: process.pid, maxConcurrent: cfg.agent.max_concurrent },
+        ...turns,
+        confirmPublished: (ids) => relay.storedAmong(ids, p.config().relay.publish_timeout),
+        onLost: (turnIds) => dispatcher.cancelTurns(turnIds),
+        onRotate: async (key) => void (await dispatcher.rotate((k) => k === key)),
+      })
+    : new Scheduler({ store, ...turns });
+  dispatcher = new TurnDispatcher({
+    config: p.config,
+    self: pubkey,
+    owner: cfg.identity.owner,
+    pool: p.pool,
+    link: p.link,
+    scheduler,
+    relay: { sign: (t) => relay.sign(t), publish: (ev) => relay.publishConfirmed(ev), query: (f) => relay.query(f) },
+    out,
+    channel: (id) => p.channels.get(id),
+    displayName: async (pk) => (await p.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
+    enforce: p.enforce,
+    sessions: {
+      get: (scope) => store.session(scope, agentKey),
+      save: (scope, id) => store.saveSession(scope, agentKey, id),
+      forget: (scope) => store.forgetSession(scope),
+    },
+    recordBeforePublish: fleet && recordReplyDurably((turnId, id) => (scheduler as FleetScheduler).recordBeforePublish(turnId, id), log),
+    logger: log,
+    onTurnEnd: (status, seconds) => p.metrics.turnEnded(status, seconds),
+    onMidTurnDelivered: (method, seconds) => p.metrics.midTurnDelivered(method, seconds),
+    onUsage: (channel, model, usage) => {
+      p.metrics.turnUsage(channel, model, usage);
+      p.usage.add(channel, model, usage);
+    },
+  });
+
+  const amendments = new Amendments({
+    store,
+    // In a fleet the queued events live in the shared database, which this step does not
+    // read yet: edits and deletions of queued or running messages are not applied there
+    // (an edit of a handled mention is ignored as of an unknown message).
+    scheduler: scheduler instanceof Scheduler ? scheduler : { runningTurn: () => undefined, accept: () => false, dropWaiting: () => false, cancelRunning: () => false },
+    cancelTurns: (ids) => void dispatcher.cancelTurns(ids),
+    retract: (scope, id, author) => dispatcher.retract(scope, id, author),
+    midTurn: (ev, scope, mode) => intake.midTurn(ev, scope, mode),
+    ownReactions: (id) => relay.query([{ kinds: [KIND.reaction], authors: [pubkey], "#e": [id], limit: 20 }]),
+    out,
+    logger: log,
+  });
+
+  const gateContext: GateContext = {
+    self: pubkey,
+    owner: cfg.identity.owner,
+    config: cfg,
+    channel: (id) => p.directory.get(id),
+    // In a fleet the event may be stored by another daemon: each daemon notes what its gate accepted.
+    handled: (id) => store.has(id) || (!!fleet && store.hasClaim(`accepted:${id}`)),
+    verify: verifySignature,
+  };
+  if (cfg.identity.owner) {
+    const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => p.profiles.lookup(pk) });
+    gateContext.sibling = (author, ev) => siblings.check(author, ev);
+  }
+  const actions = controlActions({
+    scheduler,
+    dispatcher,
+    sessions: store,
+    bumpRotation: fleet && ((key) => fleet.bumpRotation(key)),
+    usage: () => p.usage.summary(),
+    shutdown: p.shutdown,
+  });
+  const gate = new Gate({
+    context: gateContext,
+    reporter: new DeniedReporter({ logger: log, publish: (t) => out.publish(t), verify: verifySignature, claimOnce: fleet && ((key, ms) => fleet.claimOnce(key, ms)) }),
+    control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: log }),
+    logger: log,
+    claimControl: (id, at) => (fleet ? fleet.claimControl(id, at) : store.claimControl(id, at)),
+    noteSeen: (ch, at) => store.noteSeen(ch, at),
+  });
+  const intake = new Intake({
+    gate,
+    scheduler,
+    dispatcher,
+    amendments,
+    store,
+    fleet: !!fleet,
+    owner: () => p.config().identity.owner,
+    stopping: p.stopping,
+    onReceived: (ev) => p.metrics.eventReceived(ev.kind),
+    onDecided: (ev, d) => {
+      p.metrics.gateDecision(d.action, decisionLabel(d));
+      if (d.action === "deny") p.denials.add({ at: Date.now(), channel: d.channel?.id, author: ev.pubkey, reason: d.reason });
+    },
+    logger: log,
+  });
+  return { scheduler, dispatcher, gateContext, intake };
+}
