@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { offeredSettings, SessionUsage } from "../src/agent/index.js";
-import { sessionTitle } from "../src/turn/dispatch.js";
+import { sessionTitle } from "../src/turn/sessions.js";
 import { UsageToday } from "../src/app/usage-today.js";
 import { renderStatusPage, type StatusSnapshot } from "../src/app/status-page.js";
 

@@ -40,6 +40,11 @@ export interface LinkSession {
   /** Asks the session's proxy to run the merged hook; `servers` limits it to some servers. */
   runHook(name: string, opts?: { servers?: string[] }): Promise<HookFanout>;
   connected(): boolean;
+  /**
+   * Resolves true once the session's proxy is connected (at once if it is), false when
+   * `withinMs` pass first or the session is unregistered.
+   */
+  whenConnected(withinMs: number): Promise<boolean>;
   unregister(): void;
 }
 
@@ -54,6 +59,8 @@ interface Entry {
   manifest: ProxyManifest;
   tools: BuzzToolHandlers;
   conn?: MessageConnection;
+  /** Waiting for a proxy to say hello (whenConnected); woken by the hello or unregister. */
+  waiters: Set<() => void>;
 }
 
 const digest = (token: string) => createHash("sha256").update(token).digest("hex");
@@ -131,7 +138,7 @@ export class LinkServer {
   register(s: { sessionKey: string; manifest: ProxyManifest; tools: BuzzToolHandlers }): LinkSession {
     const token = randomBytes(32).toString("base64url");
     const id = digest(token);
-    const entry: Entry = { key: s.sessionKey, manifest: s.manifest, tools: s.tools };
+    const entry: Entry = { key: s.sessionKey, manifest: s.manifest, tools: s.tools, waiters: new Set() };
     this.sessions.set(id, entry);
     let own: { server: NetServer; path: string } | undefined;
     return {
@@ -151,10 +158,24 @@ export class LinkServer {
         return { [LINK_ENV]: path, [LINK_TOKEN_ENV]: token };
       },
       connected: () => entry.conn !== undefined,
+      whenConnected: (withinMs) => {
+        if (entry.conn) return Promise.resolve(true);
+        if (!this.sessions.has(id)) return Promise.resolve(false);
+        return new Promise<boolean>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            entry.waiters.delete(done);
+            resolve(entry.conn !== undefined);
+          };
+          const timer = setTimeout(done, withinMs);
+          entry.waiters.add(done);
+        });
+      },
       unregister: () => {
         this.sessions.delete(id);
         entry.conn?.dispose();
         entry.conn = undefined;
+        wakeAll(entry);
         if (own) {
           this.own.delete(own.server);
           own.server.close();
@@ -214,6 +235,7 @@ export class LinkServer {
       if (found.conn && found.conn !== conn) found.conn.dispose();
       found.conn = conn;
       log.info({ evt: "link.connected", session: found.key, proxy_pid: p.pid }); // `pid` is the daemon's own
+      wakeAll(found);
       return { manifest: found.manifest };
     });
 
@@ -244,6 +266,10 @@ export class LinkServer {
     for (const e of this.sessions.values()) if (e === entry) return true;
     return false;
   }
+}
+
+function wakeAll(entry: Entry): void {
+  for (const wake of [...entry.waiters]) wake();
 }
 
 function dispatch(tools: BuzzToolHandlers, tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> {

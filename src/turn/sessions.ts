@@ -1,0 +1,224 @@
+/**
+ * Which agent session serves which scope. A scope's session lives across turns (the agent
+ * keeps its conversation); its link registration lives exactly as long as the session,
+ * because the proxy was started with that registration's token. What the agent publishes
+ * through the link counts toward the turn bound to the session at that moment.
+ *
+ * A session ends (rotates) on `!rotate`, when it failed or crashed, after
+ * `agent.max_turns_per_session` turns, or when a prompt stopped for a spent context or
+ * request budget; the scope's next turn opens a fresh one (docs/architecture.md §3).
+ */
+import type { AgentPool, AgentSession } from "../agent/index.js";
+import type { Logger } from "../base/log.js";
+import type { Config } from "../config/schema.js";
+import { isolationFor, policyFor } from "../config/schema.js";
+import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession, type RelayPort } from "../link/index.js";
+import { buildStanding, PromptSession, type StandingInput } from "../prompt/index.js";
+import type { ChannelInfo } from "../relay/directory.js";
+import { KIND } from "../relay/kinds.js";
+import type { InflightPublishes } from "./inflight.js";
+import type { MidTurnSession } from "./mid-turn.js";
+import type { TurnHooks } from "./ports.js";
+
+/** How long a turn's end waits for a lazily started proxy before gates are skipped. */
+const PROXY_CONNECT_WAIT_MS = 3000;
+
+/** Stop reasons after which a session is not reused: its context or request budget is spent. */
+const ROTATE_STOP_REASONS = new Set(["max_tokens", "max_turn_requests"]);
+
+/** The stop reason, when it spent the session's budget (the session must rotate). */
+export function spentBudget(stopReason: string): string | undefined {
+  return ROTATE_STOP_REASONS.has(stopReason) ? stopReason : undefined;
+}
+
+/** The session's title: `#channel`, plus the thread for a thread scope; at most 80 characters, printable. */
+export function sessionTitle(channelName: string, root?: string): string {
+  const clean = channelName.replace(/[\p{Cc}\p{Cf}]/gu, "").trim() || "channel";
+  const title = root ? `#${clean} · thread ${root.slice(0, 8)}` : `#${clean}`;
+  return title.length > 80 ? `${title.slice(0, 79)}…` : title;
+}
+
+/** The turn a session is running: what the link's publishes count toward. */
+export interface TurnBinding {
+  turnId: number;
+  published: Set<string>;
+  /** What a send_message without reply_to answers. */
+  anchor: string;
+  inflight: InflightPublishes;
+}
+
+export interface ScopeSession {
+  session: AgentSession;
+  link: LinkSession;
+  /** Servers behind the session's proxy; with none there is nothing to gate. */
+  hookServers: number;
+  /** Turns (mentions' batches) this session has run, for agent.max_turns_per_session. */
+  turns: number;
+  prompt: PromptSession;
+  current?: TurnBinding;
+  /** A `_PostCompact` answer, put at the start of the session's next prompt. */
+  injection?: string;
+}
+
+/** Where a scope's agent session id is kept across restarts (the queue's store). */
+export interface SessionIdStore {
+  get(scope: string): string | undefined;
+  save(scope: string, sessionId: string): void;
+  forget(scope: string): void;
+}
+
+export interface ScopeSessionsDeps {
+  config: () => Config;
+  pool: Pick<AgentPool, "acquire" | "session" | "rotate">;
+  link: Pick<LinkServer, "register">;
+  relay: RelayPort;
+  ids?: SessionIdStore;
+  /** Called with each tool reply's id after signing and before publishing (fleet mode). */
+  recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
+}
+
+export class ScopeSessions {
+  private readonly scopes = new Map<string, ScopeSession>();
+
+  constructor(private readonly d: ScopeSessionsDeps) {}
+
+  get(key: string): ScopeSession | undefined {
+    return this.scopes.get(key);
+  }
+
+  /** The scope's session, reused while its agent lives, else opened (resumed when the agent can). */
+  async open(scope: { key: string; root?: string }, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
+    const key = scope.key;
+    const existing = this.scopes.get(key);
+    if (existing?.session.alive && this.d.pool.session(key) === existing.session) return existing;
+    if (existing) {
+      existing.link.unregister();
+      this.scopes.delete(key);
+    }
+    const cfg = this.d.config();
+    const policy = policyFor(cfg, channel.id);
+    let ss: ScopeSession | undefined;
+    const tools = createBuzzTools({
+      channel: channel.id,
+      relay: this.d.relay,
+      defaultReplyTo: () => ss?.current?.anchor,
+      bindTurn: () => {
+        const cur = ss?.current;
+        if (!ss || !cur) return undefined;
+        const done = cur.inflight.begin();
+        const resumeIdle = ss.session.holdIdle();
+        let released = false;
+        const record = this.d.recordBeforePublish;
+        return {
+          publishing: record && ((ev) => (ev.kind !== KIND.reaction ? record(cur.turnId, ev.id) : Promise.resolve())),
+          published: (ev) => {
+            if (ev.kind !== KIND.reaction) cur.published.add(ev.id);
+          },
+          release: () => {
+            if (released) return;
+            released = true;
+            resumeIdle();
+            done();
+          },
+        };
+      },
+    });
+    const manifest = manifestFromConfig(cfg.mcp, policy.mcp);
+    const link = this.d.link.register({ sessionKey: key, manifest, tools });
+    try {
+      const previousSessionId = this.d.ids?.get(key);
+      const session = await this.d.pool.acquire(key, {
+        channelName: channel.name,
+        // The session's own socket, in its process's link directory (all a sandboxed agent sees of the state directory).
+        mcpEnv: (dir) => (dir ? link.listen(dir) : link.env),
+        isolation: isolationFor(cfg, channel.id),
+        standingContext: buildStanding(standing).text,
+        previousSessionId,
+        title: sessionTitle(channel.name, scope.root),
+      });
+      this.d.ids?.save(key, session.sessionId);
+      // A resumed session already holds the standing context from its first prompt.
+      const standingDelivered = session.standingContextVia === "system_prompt" || session.resumed;
+      ss = { session, link, hookServers: manifest.servers.length, turns: 0, prompt: new PromptSession(standing, standingDelivered) };
+      this.scopes.set(key, ss);
+      log.info({ evt: "turn.session", agent_pid: session.proc.pid, session: session.sessionId, resumed: session.resumed, standing_context: session.standingContextVia }, "agent session ready");
+      return ss;
+    } catch (err) {
+      link.unregister();
+      throw err;
+    }
+  }
+
+  /**
+   * Counts the turn the session just ran; says why the session must end now, if it must:
+   * a stop reason that spent its budget (`spent`, any prompt of the turn), else `maxTurns`.
+   */
+  turnDone(ss: ScopeSession, spent: string | undefined, maxTurns: number): string | undefined {
+    ss.turns++;
+    if (spent) return spent;
+    return maxTurns > 0 && ss.turns >= maxTurns ? "max_turns" : undefined;
+  }
+
+  /** Ends the scope's session for `reason` (from turnDone), unless it has ended already. */
+  async rotateIfDue(key: string, reason: string | undefined): Promise<void> {
+    if (reason && this.scopes.has(key)) await this.rotate((k) => k === key, reason);
+  }
+
+  /** The matching scopes' sessions end; the next turn opens a fresh one. Returns how many. */
+  async rotate(match: (scopeKey: string) => boolean, reason = "owner"): Promise<number> {
+    let n = 0;
+    for (const [key, s] of [...this.scopes]) {
+      if (!match(key)) continue;
+      this.scopes.delete(key);
+      s.link.unregister();
+      this.d.ids?.forget(key);
+      await this.d.pool.rotate(key, reason);
+      n++;
+    }
+    return n;
+  }
+
+  /** The scope's session as a running turn steers into it: whichever is live when asked (none: refused). */
+  steeringPort(key: string): MidTurnSession {
+    const live = () => this.scopes.get(key)?.session;
+    return {
+      get steerable() {
+        return live()?.steerable ?? false;
+      },
+      get updatesSoFar() {
+        return live()?.updatesSoFar ?? 0;
+      },
+      steer: (blocks) => live()?.steer(blocks) ?? Promise.resolve({ kind: "refused", reason: "no session" }),
+      interruptForSteer: () => live()?.interruptForSteer() ?? false,
+      cancelStray: () => live()?.cancelStray(),
+    };
+  }
+
+  /** Shutdown: every link registration ends (the pool closes the agents). */
+  closeAll(): void {
+    for (const s of this.scopes.values()) s.link.unregister();
+    this.scopes.clear();
+  }
+}
+
+/**
+ * The session's hooks over the link. An agent may start its MCP servers lazily (or not
+ * at all for a turn without tools), so the proxy gets a moment to connect; a proxy that
+ * never connects, or a link that breaks, cannot hold a turn hostage: logged, no objection.
+ */
+export function linkHooks(link: LinkSession, log: Logger, connectWaitMs = PROXY_CONNECT_WAIT_MS): TurnHooks {
+  return {
+    runHook: async (name, opts) => {
+      if (!(await link.whenConnected(connectWaitMs))) {
+        log.warn({ evt: "gate.unavailable", hook: name }, "the session's MCP proxy is not connected; stop gates could not run");
+        return { text: "", verdict: "allow", ms: 0, servers: [] };
+      }
+      try {
+        return await link.runHook(name, opts);
+      } catch (err) {
+        log.warn({ evt: "gate.unavailable", hook: name, err: String(err) }, "stop gates could not run");
+        return { text: "", verdict: "allow", ms: 0, servers: [] };
+      }
+    },
+  };
+}
