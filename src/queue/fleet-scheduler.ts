@@ -14,8 +14,9 @@
  * lease period stops its turns (`onLost`): by then another daemon may hold them.
  */
 import type { Event } from "nostr-tools";
+import { Backoff, sleep } from "../base/backoff.js";
 import type { Logger } from "../base/log.js";
-import type { Batch, FinalFailure } from "./scheduler.js";
+import { DEFAULT_TURN_RETRY, turnRetryBackoff, type Batch, type FinalFailure, type TurnRetryPacing } from "./scheduler.js";
 import { RefusalCoalescer, type Refusal } from "./refusals.js";
 import { parseScopeKey, scopeKey, scopeOf, type Scope, type SessionScope } from "./scope.js";
 import type { PostgresStore } from "./pg-store.js";
@@ -32,7 +33,8 @@ export interface FleetSchedulerOptions {
   maxAttempts?: number;
   /** Waiting events per scope across the fleet; above it the oldest are refused with a notice. Default 500. */
   scopeCap?: number;
-  backoff?: { baseMs: number; factor: number; maxMs: number };
+  /** As the single scheduler's (`TurnRetryPacing`); the due time is on the database's clock. */
+  backoff?: TurnRetryPacing;
   /** Lease period; renewed every third of it. Default 30 s. */
   leaseMs?: number;
   /** Look for work at least this often even without a wake. Default 1 s. */
@@ -61,7 +63,6 @@ interface Held {
   busy: boolean;
 }
 
-const DEFAULT_BACKOFF = { baseMs: 5_000, factor: 60, maxMs: 300_000 };
 
 export class FleetScheduler {
   private readonly held = new Map<string, Held>();
@@ -85,10 +86,13 @@ export class FleetScheduler {
   /** Per scope this daemon has run: the rotation count its session was made under. */
   private readonly rotationSeen = new Map<string, number>();
   private readonly refusals: RefusalCoalescer;
+  /** A failed turn's wait before its next attempt, as the single scheduler's. */
+  private readonly retryDelay: Backoff;
 
   constructor(opts: FleetSchedulerOptions) {
     this.refusals = new RefusalCoalescer(opts.logger, opts.onRefused);
-    this.o = { batchSize: 50, maxAttempts: 3, scopeCap: 500, backoff: DEFAULT_BACKOFF, leaseMs: FLEET_LEASE_MS, pollMs: 1_000, ...opts };
+    this.o = { batchSize: 50, maxAttempts: 3, scopeCap: 500, backoff: DEFAULT_TURN_RETRY, leaseMs: FLEET_LEASE_MS, pollMs: 1_000, ...opts };
+    this.retryDelay = turnRetryBackoff(this.o.backoff);
   }
 
   get daemonId(): string {
@@ -151,8 +155,7 @@ export class FleetScheduler {
     }
     const canRetry = opts.retry !== false && !r.recovered && r.attempts < this.o.maxAttempts;
     if (canRetry) {
-      const { baseMs, factor, maxMs } = this.o.backoff;
-      const delay = Math.min(maxMs, baseMs * factor ** (r.attempts - 1));
+      const delay = this.retryDelay.delayFor(r.attempts - 1);
       this.o.logger.warn({ evt: "queue.turn_retry", turn: turnId, scope: r.scope.key, attempt: r.attempts, retry_in_ms: delay, error });
       // Due by the database's clock, so a daemon with a drifting clock retries neither early nor late.
       this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "queued", attempts: r.attempts, next_attempt_at: 0, recovered: 0, error }, this.o.daemon.id, delay), r.held);
@@ -330,14 +333,16 @@ export class FleetScheduler {
    */
   private async persist(turnId: number, write: () => Promise<unknown>): Promise<void> {
     const deadline = Date.now() + this.o.leaseMs;
-    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+    const pace = new Backoff({ baseMs: 100, capMs: 2000, jitter: 0 });
+    for (;;) {
       try {
         await write();
         return;
       } catch (err) {
+        const delay = pace.next();
         if (this.closed || Date.now() + delay > deadline) throw err;
         this.o.logger.warn({ evt: "queue.store_write_retry", turn: turnId, err: err instanceof Error ? err.message : String(err), retry_ms: delay });
-        await new Promise((r) => setTimeout(r, delay));
+        await sleep(delay);
       }
     }
   }

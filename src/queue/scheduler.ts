@@ -34,7 +34,7 @@ export interface SchedulerOptions {
   /** Attempts per turn including the first; default 3. */
   maxAttempts?: number;
   /** Retry delay after attempt n: min(maxMs, baseMs · factor^(n−1)); default 5 s then 5 min. */
-  backoff?: { baseMs: number; factor: number; maxMs: number };
+  backoff?: TurnRetryPacing;
   now?: () => number;
   onRefused?(r: Refusal): void;
   /** A turn failed for good: post a failure notice that mentions the requesters. */
@@ -81,7 +81,20 @@ interface ScopeState {
   retry?: { turnId: number; attempts: number; recovered: boolean; dueAt: number; oldest: number; size: number };
 }
 
-const DEFAULT_BACKOFF = { baseMs: 5_000, factor: 60, maxMs: 300_000 };
+/** How a failed turn's next attempt is paced, in both schedulers. */
+export interface TurnRetryPacing {
+  baseMs: number;
+  factor: number;
+  maxMs: number;
+}
+
+/** 5 s, then 5 min: a blip is retried at once, a real outage is not hammered. */
+export const DEFAULT_TURN_RETRY: TurnRetryPacing = { baseMs: 5_000, factor: 60, maxMs: 300_000 };
+
+/** The delays of `pacing`, through the one Backoff (no jitter: a turn's retry time is shown in logs). */
+export function turnRetryBackoff(pacing: TurnRetryPacing): Backoff {
+  return new Backoff({ baseMs: pacing.baseMs, factor: pacing.factor, capMs: pacing.maxMs, jitter: 0 });
+}
 /** Finished events and turns are deleted after STATE_RETENTION_MS, checked every 1,000 ended turns and at recovery. */
 const PRUNE_EVERY = 1_000;
 
@@ -100,10 +113,9 @@ export class Scheduler {
   private readonly retryDelay: Backoff;
 
   constructor(opts: SchedulerOptions) {
-    this.o = { batchSize: 50, scopeCap: 500, totalCap: 10_000, maxAttempts: 3, backoff: DEFAULT_BACKOFF, now: Date.now, ...opts };
+    this.o = { batchSize: 50, scopeCap: 500, totalCap: 10_000, maxAttempts: 3, backoff: DEFAULT_TURN_RETRY, now: Date.now, ...opts };
     this.refusals = new RefusalCoalescer(opts.logger, opts.onRefused);
-    const { baseMs, factor, maxMs } = this.o.backoff;
-    this.retryDelay = new Backoff({ baseMs, factor, capMs: maxMs, jitter: 0 });
+    this.retryDelay = turnRetryBackoff(this.o.backoff);
   }
 
   scopeOf(ev: Event, channel: string): Scope {

@@ -21,6 +21,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
+import { nowSec } from "../base/time.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { StateStore } from "../queue/state-store.js";
 import { parseScopeKey, type Scope } from "../queue/scope.js";
@@ -135,6 +136,6 @@ export class Amendments {
     const mine = await this.d.ownReactions(id).catch(() => [] as Event[]);
     const seen = mine.filter((r) => r.content === EMOJI.seen).map((r) => r.id);
     if (!seen.length) return;
-    this.d.out.signal({ kind: KIND.deletion, created_at: Math.floor(Date.now() / 1000), content: "", tags: [...seen.map((r) => ["e", r]), ["k", String(KIND.reaction)], ["h", channel]] });
+    this.d.out.signal({ kind: KIND.deletion, created_at: nowSec(), content: "", tags: [...seen.map((r) => ["e", r]), ["k", String(KIND.reaction)], ["h", channel]] });
   }
 }
