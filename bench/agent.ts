@@ -34,9 +34,19 @@ async function once(pool: AgentPool, scope: string): Promise<{ readyMs: number; 
 export async function benchAgent(): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), "bench-agent-"));
   const base: AgentPoolOptions = {
-    command: process.execPath, args: [cli, "demo-agent"], env: {}, cwd: join(dir, "{channel}"),
-    maxConcurrent: 2, idleTimeoutMs: 60_000, maxTurnMs: 120_000, idleCloseMs: 600_000, cancelGraceMs: 2_000,
-    warmSpare: false, permissions: "allow", permissionTimeoutMs: 10_000, closeGraceMs: 1_000,
+    command: process.execPath,
+    args: [cli, "demo-agent"],
+    env: {},
+    cwd: join(dir, "{channel}"),
+    maxConcurrent: 2,
+    idleTimeoutMs: 60_000,
+    maxTurnMs: 120_000,
+    idleCloseMs: 600_000,
+    cancelGraceMs: 2_000,
+    warmSpare: false,
+    permissions: "allow",
+    permissionTimeoutMs: 10_000,
+    closeGraceMs: 1_000,
     // The real proxy without a manifest: what every session starts, minus downstream servers.
     proxy: { command: process.execPath, args: [cli, "mcp-proxy"] },
   };
@@ -72,8 +82,11 @@ export async function benchAgent(): Promise<Record<string, number>> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchAgent().then((r) => console.log(JSON.stringify(r, null, 2)), (err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  benchAgent().then(
+    (r) => console.log(JSON.stringify(r, null, 2)),
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -167,7 +167,13 @@ export async function benchBusy(): Promise<BusyResult> {
     const members = [bridgeSk, ownerSk, subSk, ...authors].map((k) => getPublicKey(k));
     const channels = Array.from({ length: CHANNELS }, () => randomUUID());
     const seed = join(dir, "seed.yaml");
-    writeFileSync(seed, stringify({ channels: channels.map((id, i) => ({ id, name: `bench-${i}`, about: `bench channel ${i}`, members })) }, { aliasDuplicateObjects: false }));
+    writeFileSync(
+      seed,
+      stringify(
+        { channels: channels.map((id, i) => ({ id, name: `bench-${i}`, about: `bench channel ${i}`, members })) },
+        { aliasDuplicateObjects: false },
+      ),
+    );
 
     // Pre-signed up front: signing is slower than everything measured here.
     // A little ahead of now, so the subscriptions opened later (`since` = their start) still match.
@@ -175,29 +181,53 @@ export async function benchBusy(): Promise<BusyResult> {
     const busyChannel = channels[0]!;
     const perAuthor = authors.map((sk, a) =>
       Array.from({ length: Math.floor(EVENTS / AUTHORS) + (a < EVENTS % AUTHORS ? 1 : 0) }, (_, i) =>
-        JSON.stringify(["EVENT", finalizeEvent({ kind: 9, created_at: created, tags: [["h", busyChannel]], content: `chatter ${a}-${i} about the build, not for the bot` }, sk) as Event]),
+        JSON.stringify([
+          "EVENT",
+          finalizeEvent(
+            { kind: 9, created_at: created, tags: [["h", busyChannel]], content: `chatter ${a}-${i} about the build, not for the bot` },
+            sk,
+          ) as Event,
+        ]),
       ),
     );
     const total = perAuthor.reduce((n, f) => n + f.length, 0);
 
-    const relay = spawn(process.execPath, [CLI, "dev-relay", "--port", "0", "--seed", seed, "--no-limits"], { stdio: ["ignore", "pipe", "inherit"] });
+    const relay = spawn(process.execPath, [CLI, "dev-relay", "--port", "0", "--seed", seed, "--no-limits"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     children.push(relay);
     const url = String((await createInterface({ input: relay.stdout! })[Symbol.asyncIterator]().next()).value);
     if (!url.startsWith("ws://")) throw new Error(`busy bench: the dev relay did not start (first line: ${url})`);
 
     const port = await freePort();
     const config = join(dir, "bridge.yaml");
-    writeFileSync(config, stringify({
-      identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(getPublicKey(ownerSk)) },
-      relay: { url },
-      agent: { command: "buzz-bridge", args: ["demo-agent"], cwd: join(dir, "work", "{channel}") },
-      defaults: { respond_to: "owner-only", require_mention: false },
-      state_dir: join(dir, "state"),
-      http: { listen: `127.0.0.1:${port}` },
-      log: { level: "info" },
-    }));
+    writeFileSync(
+      config,
+      stringify({
+        identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(getPublicKey(ownerSk)) },
+        relay: { url },
+        agent: { command: "buzz-bridge", args: ["demo-agent"], cwd: join(dir, "work", "{channel}") },
+        defaults: { respond_to: "owner-only", require_mention: false },
+        state_dir: join(dir, "state"),
+        http: { listen: `127.0.0.1:${port}` },
+        log: { level: "info" },
+      }),
+    );
     // --expose-gc plus a SIGUSR2 hook, so memory can also be read after a full GC (garbage vs retained).
-    const daemon = spawn(process.execPath, [...(process.env.BENCH_DAEMON_NODE_FLAGS?.split(" ").filter(Boolean) ?? []), "--expose-gc", "--import", GC_HOOK, CLI, "run", "-c", config], { stdio: ["ignore", "pipe", "inherit"] });
+    const daemon = spawn(
+      process.execPath,
+      [
+        ...(process.env.BENCH_DAEMON_NODE_FLAGS?.split(" ").filter(Boolean) ?? []),
+        "--expose-gc",
+        "--import",
+        GC_HOOK,
+        CLI,
+        "run",
+        "-c",
+        config,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     children.push(daemon);
     let decisions = 0;
     let lastDecisionAt = 0;
@@ -212,8 +242,15 @@ export async function benchBusy(): Promise<BusyResult> {
     await whenCalled<void>("daemon.started", 60_000, (r) => (onStarted = r));
 
     const sub = spawn(process.execPath, [join(ROOT, "bench", "plain-subscriber.mjs")], {
-      cwd: ROOT, stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, BENCH_URL: url, BENCH_SK: Buffer.from(subSk).toString("hex"), BENCH_CHANNELS: JSON.stringify(channels), BENCH_EXPECT: String(total) },
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "inherit"],
+      env: {
+        ...process.env,
+        BENCH_URL: url,
+        BENCH_SK: Buffer.from(subSk).toString("hex"),
+        BENCH_CHANNELS: JSON.stringify(channels),
+        BENCH_EXPECT: String(total),
+      },
     });
     children.push(sub);
     let onReady: (() => void) | undefined;
@@ -241,24 +278,35 @@ export async function benchBusy(): Promise<BusyResult> {
 
     for (const sk of authors) clients.push(await RawClient.authed(url, sk));
     const decided = whenCalled<void>(`${total} gate decisions`, 240_000, (r) => (onDecided = r));
-    const delivered = whenCalled<{ received: number; lastAt: number }>(`${total} events at the plain subscriber`, 240_000, (r) => (onAll = r));
+    const delivered = whenCalled<{ received: number; lastAt: number }>(
+      `${total} events at the plain subscriber`,
+      240_000,
+      (r) => (onAll = r),
+    );
     const t0 = now();
     let refused = 0;
-    await Promise.all(clients.map((c, a) => new Promise<void>((resolve) => {
-      const frames = perAuthor[a]!;
-      let sent = 0;
-      let acked = 0;
-      c.ws.on("message", (d) => {
-        const s = d.toString();
-        if (!s.startsWith('["OK"')) return;
-        if (!s.includes(",true,")) refused++;
-        if (++acked === frames.length) return resolve();
-        if (sent < frames.length) c.ws.send(frames[sent++]!);
-      });
-      while (sent < Math.min(IN_FLIGHT, frames.length)) c.ws.send(frames[sent++]!);
-    })));
+    await Promise.all(
+      clients.map(
+        (c, a) =>
+          new Promise<void>((resolve) => {
+            const frames = perAuthor[a]!;
+            let sent = 0;
+            let acked = 0;
+            c.ws.on("message", (d) => {
+              const s = d.toString();
+              if (!s.startsWith('["OK"')) return;
+              if (!s.includes(",true,")) refused++;
+              if (++acked === frames.length) return resolve();
+              if (sent < frames.length) c.ws.send(frames[sent++]!);
+            });
+            while (sent < Math.min(IN_FLIGHT, frames.length)) c.ws.send(frames[sent++]!);
+          }),
+      ),
+    );
     if (refused) throw new Error(`busy bench: the relay refused ${refused} events`);
-    const subExit = new Promise<never>((_, reject) => sub.once("exit", (code) => reject(new Error(`busy bench: the plain subscriber exited (code ${code})`))));
+    const subExit = new Promise<never>((_, reject) =>
+      sub.once("exit", (code) => reject(new Error(`busy bench: the plain subscriber exited (code ${code})`))),
+    );
     const [plain] = await Promise.race([Promise.all([delivered, decided]), subExit]);
     const relaySec = (plain.lastAt - t0) / 1000;
     const gateSec = (lastDecisionAt - t0) / 1000;
@@ -307,8 +355,11 @@ export async function benchBusy(): Promise<BusyResult> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchBusy().then((r) => console.log(JSON.stringify(r, null, 2)), (err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  benchBusy().then(
+    (r) => console.log(JSON.stringify(r, null, 2)),
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -69,7 +69,9 @@ export async function benchDevRelay(): Promise<Record<string, number>> {
     const now = Math.floor(Date.now() / 1000);
     const events: Event[] = [];
     for (let i = 0; i < N; i++) {
-      events.push(finalizeEvent({ kind: 9, created_at: now, tags: [["h", channel]], content: `bench message ${i} ${"lorem ipsum ".repeat(8)}` }, pub));
+      events.push(
+        finalizeEvent({ kind: 9, created_at: now, tags: [["h", channel]], content: `bench message ${i} ${"lorem ipsum ".repeat(8)}` }, pub),
+      );
     }
     const frames = events.map((e) => JSON.stringify(["EVENT", e]));
 
@@ -79,7 +81,11 @@ export async function benchDevRelay(): Promise<Record<string, number>> {
     const ews = new WebSocket(echo.url);
     await new Promise((r) => ews.once("open", r));
     const e0 = performance.now();
-    await pump(frames, (f) => ews.send(f), (cb) => ews.on("message", cb));
+    await pump(
+      frames,
+      (f) => ews.send(f),
+      (cb) => ews.on("message", cb),
+    );
     const echoSec = (performance.now() - e0) / 1000;
     const echoRss = rssMiB(echo.child.pid!);
     ews.close();
@@ -103,12 +109,17 @@ export async function benchDevRelay(): Promise<Record<string, number>> {
     });
     let refused = 0;
     const t0 = performance.now();
-    await pump(frames, (f) => publisher.ws.send(f), (cb) => publisher.ws.on("message", (d) => {
-      const s = d.toString();
-      if (!s.startsWith('["OK"')) return;
-      if (!s.includes(",true,")) refused++;
-      cb();
-    }));
+    await pump(
+      frames,
+      (f) => publisher.ws.send(f),
+      (cb) =>
+        publisher.ws.on("message", (d) => {
+          const s = d.toString();
+          if (!s.startsWith('["OK"')) return;
+          if (!s.includes(",true,")) refused++;
+          cb();
+        }),
+    );
     const acceptSec = (performance.now() - t0) / 1000;
     await allDelivered;
     const deliverSec = (deliveredAt - t0) / 1000;
@@ -136,8 +147,11 @@ export async function benchDevRelay(): Promise<Record<string, number>> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchDevRelay().then((r) => console.log(JSON.stringify(r, null, 2)), (err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  benchDevRelay().then(
+    (r) => console.log(JSON.stringify(r, null, 2)),
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -66,10 +66,12 @@ async function throughput(server: PgServer, n: number): Promise<{ perMinute: num
     for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `room-${i}` }));
     const url = await server.createDatabase();
     const daemons: DaemonProc[] = [];
-    for (let i = 0; i < n; i++) daemons.push(await w.startDaemon({}, { configFile: await fleetConfig(w, n, i), env: { BUZZ_BRIDGE_DATABASE_URL: url } }));
+    for (let i = 0; i < n; i++)
+      daemons.push(await w.startDaemon({}, { configFile: await fleetConfig(w, n, i), env: { BUZZ_BRIDGE_DATABASE_URL: url } }));
     const t0 = performance.now();
     const mentions: Event[] = [];
-    for (let i = 0; i < MENTIONS; i++) mentions.push(await w.owner.post(`@agent ping ${i} #slow ${THINK_MS}`, { channel: channels[i % CHANNELS] }));
+    for (let i = 0; i < MENTIONS; i++)
+      mentions.push(await w.owner.post(`@agent ping ${i} #slow ${THINK_MS}`, { channel: channels[i % CHANNELS] }));
     await waitAllAnswered(w, channels, mentions, 180_000);
     const minutes = (performance.now() - t0) / 60_000;
     const turns = daemons.map((d) => d.logs.filter((l) => l.evt === "turn.end").length);
@@ -133,7 +135,17 @@ export async function benchFleet(): Promise<FleetBench> {
     const takeoverMs = await takeover(server);
     const sqlite = await acceptCost(SqliteStateStore.open(join(tmp.dir, "sqlite")));
     const postgres = await acceptCost(await PostgresStore.open({ url: await server.createDatabase(), identity: agent.pk }));
-    return { mentions: MENTIONS, think_ms: THINK_MS, max_concurrent: MAX_CONCURRENT, per_minute: perMinute, scaling, turns_per_daemon: turnsPerDaemon, takeover_ms: takeoverMs, lease_ms: FLEET_LEASE_MS, accept_ms: { sqlite, postgres } };
+    return {
+      mentions: MENTIONS,
+      think_ms: THINK_MS,
+      max_concurrent: MAX_CONCURRENT,
+      per_minute: perMinute,
+      scaling,
+      turns_per_daemon: turnsPerDaemon,
+      takeover_ms: takeoverMs,
+      lease_ms: FLEET_LEASE_MS,
+      accept_ms: { sqlite, postgres },
+    };
   } finally {
     await server.stop();
     tmp.cleanup();
@@ -143,5 +155,7 @@ export async function benchFleet(): Promise<FleetBench> {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const r = await benchFleet();
   const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
-  console.log(JSON.stringify({ ...r, accept_ms: { sqlite_median: med(r.accept_ms.sqlite), postgres_median: med(r.accept_ms.postgres) } }, null, 2));
+  console.log(
+    JSON.stringify({ ...r, accept_ms: { sqlite_median: med(r.accept_ms.sqlite), postgres_median: med(r.accept_ms.postgres) } }, null, 2),
+  );
 }

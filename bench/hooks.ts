@@ -34,7 +34,14 @@ export interface HooksResult {
 
 async function connect(command: string, args: string[], env?: Record<string, string>): Promise<Client> {
   const client = new Client({ name: "bench-hooks", version: "0" });
-  await client.connect(new StdioClientTransport({ command, args, env: env ? { ...process.env as Record<string, string>, ...env } : undefined, stderr: "ignore" }));
+  await client.connect(
+    new StdioClientTransport({
+      command,
+      args,
+      env: env ? { ...(process.env as Record<string, string>), ...env } : undefined,
+      stderr: "ignore",
+    }),
+  );
   return client;
 }
 
@@ -54,7 +61,8 @@ export async function benchHooks(): Promise<HooksResult> {
   const clients: Client[] = [];
   const proxy = async (gates: number, hung: boolean) => {
     const servers: Record<string, unknown> = {};
-    for (let i = 0; i < gates; i++) servers[`g${i}`] = { command: process.execPath, args: [GATE], env: { GATE_DELAY_MS: String(GATE_MS), GATE_STOP_TEXT: "" } };
+    for (let i = 0; i < gates; i++)
+      servers[`g${i}`] = { command: process.execPath, args: [GATE], env: { GATE_DELAY_MS: String(GATE_MS), GATE_STOP_TEXT: "" } };
     if (hung) servers.hung = { command: process.execPath, args: [GATE], env: { GATE_HANG: "1" } };
     const file = join(dir, `hooks-${gates}-${hung ? "hung" : "live"}.yaml`);
     writeFileSync(file, stringify({ servers, hook_deadline: `${DEADLINE_MS / 1000}s` }));
@@ -79,13 +87,18 @@ export async function benchHooks(): Promise<HooksResult> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  benchHooks().then((r) => {
-    console.log("direct", med(r.direct).toFixed(2));
-    for (const [n, xs] of Object.entries(r.proxied)) console.log(`proxy ${n} gates`, med(xs).toFixed(2));
-    const max = Math.max(...r.hung);
-    console.log(`hung: median ${med(r.hung).toFixed(0)} ms, max ${max.toFixed(0)} ms over ${r.hung.length} samples; deadline ${r.deadline_ms} ms; target max <= ${r.deadline_ms + 50} ms: ${max <= r.deadline_ms + 50 ? "met" : "MISSED"}`);
-  }, (err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  benchHooks().then(
+    (r) => {
+      console.log("direct", med(r.direct).toFixed(2));
+      for (const [n, xs] of Object.entries(r.proxied)) console.log(`proxy ${n} gates`, med(xs).toFixed(2));
+      const max = Math.max(...r.hung);
+      console.log(
+        `hung: median ${med(r.hung).toFixed(0)} ms, max ${max.toFixed(0)} ms over ${r.hung.length} samples; deadline ${r.deadline_ms} ms; target max <= ${r.deadline_ms + 50} ms: ${max <= r.deadline_ms + 50 ? "met" : "MISSED"}`,
+      );
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
 }

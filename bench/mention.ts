@@ -110,7 +110,10 @@ export async function benchMention(): Promise<MentionResult> {
   };
 
   const mention = (text: string, thread?: string): Event => {
-    const tags = [["h", channel], ["p", bridge]];
+    const tags = [
+      ["h", channel],
+      ["p", bridge],
+    ];
     if (thread) tags.push(["e", thread, "", "root"]);
     const tpl: EventTemplate = { kind: 9, created_at: Math.floor(Date.now() / 1000), content: text, tags };
     return publisher.sign(tpl);
@@ -127,15 +130,25 @@ export async function benchMention(): Promise<MentionResult> {
 
   const startDaemon = async (name: string, warmSpare: boolean, sandbox: "auto" | "off" = "auto"): Promise<Daemon> => {
     const file = join(dir, `${name}.yaml`);
-    writeFileSync(file, stringify({
-      identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(owner) },
-      // Latency, not quota: the daemon's own frame budget is effectively off.
-      relay: { url: relay.url, frame_quota: { frames: 1_000_000, window: "1s" } },
-      agent: { command: process.execPath, args: [fileURLToPath(new URL("../dist/cli.js", import.meta.url)), "demo-agent"], cwd: join(dir, name, "{channel}"), warm_spare: warmSpare, max_concurrent: PROMPT_SAMPLES + 2, sandbox },
-      state_dir: join(dir, name, "state"),
-      log: { level: "info" },
-      shutdown_grace: "2s",
-    }));
+    writeFileSync(
+      file,
+      stringify({
+        identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(owner) },
+        // Latency, not quota: the daemon's own frame budget is effectively off.
+        relay: { url: relay.url, frame_quota: { frames: 1_000_000, window: "1s" } },
+        agent: {
+          command: process.execPath,
+          args: [fileURLToPath(new URL("../dist/cli.js", import.meta.url)), "demo-agent"],
+          cwd: join(dir, name, "{channel}"),
+          warm_spare: warmSpare,
+          max_concurrent: PROMPT_SAMPLES + 2,
+          sandbox,
+        },
+        state_dir: join(dir, name, "state"),
+        log: { level: "info" },
+        shutdown_grace: "2s",
+      }),
+    );
     const d = new Daemon({ loaded: loadConfig(file), logger: createLogger({ level: "info", destination: sink }) });
     daemons.push(d);
     await d.start();
@@ -154,7 +167,10 @@ export async function benchMention(): Promise<MentionResult> {
     const warm = await startDaemon("warm", true);
     const onauth = async (t: EventTemplate) =>
       wasm.finalizeEvent({ ...t, tags: t.tags.map((x) => (x[0] === "relay" ? ["relay", x[1]!.replace(/\/$/, "")] : x)) }, bridgeSk);
-    const sub = new AbstractRelay(relay.url, { verifyEvent: wasm.verifyEvent, websocketImplementation: WebSocket as unknown as typeof globalThis.WebSocket });
+    const sub = new AbstractRelay(relay.url, {
+      verifyEvent: wasm.verifyEvent,
+      websocketImplementation: WebSocket as unknown as typeof globalThis.WebSocket,
+    });
     plain.push(sub);
     sub.onauth = onauth;
     await sub.connect();
@@ -165,7 +181,10 @@ export async function benchMention(): Promise<MentionResult> {
     await authed();
     const plainSeen = new Arrivals();
     await new Promise<void>((resolve) => {
-      sub.subscribe([{ kinds: [9], "#h": [channel], since: Math.floor(Date.now() / 1000) }], { onevent: (e) => plainSeen.arrived(e.id), oneose: () => resolve() });
+      sub.subscribe([{ kinds: [9], "#h": [channel], since: Math.floor(Date.now() / 1000) }], {
+        onevent: (e) => plainSeen.arrived(e.id),
+        oneose: () => resolve(),
+      });
     });
     const root = mention("@bench root of the latency thread #final-only");
     await timed(root, (id) => gateSeen.wait(id, "gate decision"));
@@ -231,10 +250,13 @@ export async function benchMention(): Promise<MentionResult> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
-  benchMention().then((r) => {
-    for (const [k, xs] of Object.entries(r)) console.log(k, xs.length, "median", pct(xs, 50).toFixed(3), "p99", pct(xs, 99).toFixed(3));
-  }, (err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  benchMention().then(
+    (r) => {
+      for (const [k, xs] of Object.entries(r)) console.log(k, xs.length, "median", pct(xs, 50).toFixed(3), "p99", pct(xs, 99).toFixed(3));
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -40,7 +40,11 @@ async function sample(w: World, d: DaemonProc, channel: string, read: (reply: st
     const replies: Event[] = await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [first.id] });
     return replies.map((r) => read(r.content)).find((at) => at !== undefined);
   };
-  const at = await waitFor(arrivedAt, { timeoutMs: 30_000, intervalMs: 100, what: `midturn bench: a reply carrying the arrival time of ${second.id}` });
+  const at = await waitFor(arrivedAt, {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    what: `midturn bench: a reply carrying the arrival time of ${second.id}`,
+  });
   return at - sent;
 }
 
@@ -52,10 +56,27 @@ export async function benchMidTurn(): Promise<MidTurnResult> {
     const native = await w.addChannel({ name: "native-room" });
     const common = { defaults: { respond_to: "owner-only" }, log: { level: "debug" } };
     // Two daemons of one identity on disjoint channels: one agent steers natively, one does not.
-    const plain = await w.startDaemon({}, { configFile: w.writeConfig({ ...common, channels: [{ id: merge }, { id: queue, mid_turn: "queue" }], state_dir: join(w.dir, "state-plain") }, "plain.yaml") });
-    const steering = await w.startDaemon({}, { configFile: w.writeConfig({ ...common, channels: [{ id: native }], state_dir: join(w.dir, "state-native"), agent: { env: { DEMO_AGENT_STEERING: "1" } } }, "native.yaml") });
+    const plain = await w.startDaemon(
+      {},
+      {
+        configFile: w.writeConfig(
+          { ...common, channels: [{ id: merge }, { id: queue, mid_turn: "queue" }], state_dir: join(w.dir, "state-plain") },
+          "plain.yaml",
+        ),
+      },
+    );
+    const steering = await w.startDaemon(
+      {},
+      {
+        configFile: w.writeConfig(
+          { ...common, channels: [{ id: native }], state_dir: join(w.dir, "state-native"), agent: { env: { DEMO_AGENT_STEERING: "1" } } },
+          "native.yaml",
+        ),
+      },
+    );
     const steeredAt = (text: string) => Number(/Steered in at (\d+): @agent also this/.exec(text)?.[1] ?? NaN) || undefined;
-    const receivedFor = (text: string) => (/Asked: @agent also this/.test(text) ? Number(/Received: (\d+)/.exec(text)?.[1] ?? NaN) || undefined : undefined);
+    const receivedFor = (text: string) =>
+      /Asked: @agent also this/.test(text) ? Number(/Received: (\d+)/.exec(text)?.[1] ?? NaN) || undefined : undefined;
     const out: MidTurnResult = { native: [], merge: [], queue: [], turn_ms: TURN_MS, send_after_ms: SEND_AFTER_MS };
     for (let i = 0; i < SAMPLES; i++) {
       out.native.push(await sample(w, steering, native, steeredAt));
@@ -69,11 +90,14 @@ export async function benchMidTurn(): Promise<MidTurnResult> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchMidTurn().then((r) => {
-    console.log(JSON.stringify(r, null, 2));
-    process.exit(0);
-  }, (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
+  benchMidTurn().then(
+    (r) => {
+      console.log(JSON.stringify(r, null, 2));
+      process.exit(0);
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
 }

@@ -16,7 +16,8 @@ const expect = Number(process.env.BENCH_EXPECT);
 const now = () => performance.timeOrigin + performance.now();
 const relay = new AbstractRelay(process.env.BENCH_URL, { verifyEvent: wasm.verifyEvent, websocketImplementation: WebSocket });
 // Buzz wants the relay tag without the trailing slash nostr-tools adds.
-relay.onauth = async (t) => wasm.finalizeEvent({ ...t, tags: t.tags.map((x) => (x[0] === "relay" ? ["relay", x[1].replace(/\/$/, "")] : x)) }, sk);
+relay.onauth = async (t) =>
+  wasm.finalizeEvent({ ...t, tags: t.tags.map((x) => (x[0] === "relay" ? ["relay", x[1].replace(/\/$/, "")] : x)) }, sk);
 await relay.connect();
 // Subscribe only once authenticated: a REQ that races the AUTH is CLOSED with auth-required.
 for (let i = 0; i < 500 && !relay.authPromise; i++) await new Promise((r) => setTimeout(r, 10));

@@ -67,9 +67,18 @@ function manifestFile(dir: string, servers: Record<string, unknown>, hookDeadlin
 
 async function hookLatency(dir: string, gates: number, hung: boolean, calls: number): Promise<Stats> {
   const servers: Record<string, unknown> = {};
-  for (let i = 0; i < gates; i++) servers[`g${i}`] = { command: process.execPath, args: [GATE], env: { GATE_STOP_TEXT: i === 0 ? "objection" : "" } };
+  for (let i = 0; i < gates; i++)
+    servers[`g${i}`] = { command: process.execPath, args: [GATE], env: { GATE_STOP_TEXT: i === 0 ? "objection" : "" } };
   if (hung) servers.hung = { command: process.execPath, args: [GATE], env: { GATE_HANG: "1" } };
-  const client = await connect(process.execPath, [...PROXY_NODE_FLAGS, CLI, "mcp-proxy", "--manifest", manifestFile(dir, servers), "--log-level", "error"]);
+  const client = await connect(process.execPath, [
+    ...PROXY_NODE_FLAGS,
+    CLI,
+    "mcp-proxy",
+    "--manifest",
+    manifestFile(dir, servers),
+    "--log-level",
+    "error",
+  ]);
   try {
     await client.listTools();
     const samples: number[] = [];
@@ -89,7 +98,15 @@ export async function benchProxy(): Promise<Record<string, number>> {
   try {
     const direct = await connect(EVERYTHING, ["stdio"]);
     const copier = await connect(process.execPath, ["-e", COPIER, EVERYTHING, "stdio"]);
-    const proxied = await connect(process.execPath, [...PROXY_NODE_FLAGS, CLI, "mcp-proxy", "--manifest", manifestFile(dir, { everything: { command: EVERYTHING, args: ["stdio"] } }), "--log-level", "error"]);
+    const proxied = await connect(process.execPath, [
+      ...PROXY_NODE_FLAGS,
+      CLI,
+      "mcp-proxy",
+      "--manifest",
+      manifestFile(dir, { everything: { command: EVERYTHING, args: ["stdio"] } }),
+      "--log-level",
+      "error",
+    ]);
     await proxied.listTools();
     const msg = { message: "hello benchmark" };
     // Interleaved rounds so drift on a shared machine hits all three alike.
@@ -134,8 +151,11 @@ export async function benchProxy(): Promise<Record<string, number>> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchProxy().then((r) => console.log(JSON.stringify(r, null, 2)), (err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  benchProxy().then(
+    (r) => console.log(JSON.stringify(r, null, 2)),
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -57,14 +57,22 @@ async function run(limited: boolean): Promise<Run> {
   let daemon: Daemon | undefined;
   try {
     const file = join(dir, "bridge.yaml");
-    writeFileSync(file, stringify({
-      identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(owner) },
-      relay: { url: proxy.url, ...(limited ? {} : { frame_quota: { frames: 1_000_000, window: "1s" } }) },
-      agent: { command: process.execPath, args: [fileURLToPath(new URL("../dist/cli.js", import.meta.url)), "demo-agent"], cwd: join(dir, "work", "{channel}"), max_concurrent: 4 },
-      state_dir: join(dir, "state"),
-      log: { level: "warn" },
-      shutdown_grace: "2s",
-    }));
+    writeFileSync(
+      file,
+      stringify({
+        identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(owner) },
+        relay: { url: proxy.url, ...(limited ? {} : { frame_quota: { frames: 1_000_000, window: "1s" } }) },
+        agent: {
+          command: process.execPath,
+          args: [fileURLToPath(new URL("../dist/cli.js", import.meta.url)), "demo-agent"],
+          cwd: join(dir, "work", "{channel}"),
+          max_concurrent: 4,
+        },
+        state_dir: join(dir, "state"),
+        log: { level: "warn" },
+        shutdown_grace: "2s",
+      }),
+    );
     daemon = new Daemon({ loaded: loadConfig(file), logger: createLogger({ level: "error" }) });
 
     // --- Start with 500 channels ---
@@ -81,11 +89,17 @@ async function run(limited: boolean): Promise<Run> {
     if (!(await ownerClient.waitAuthenticated(10_000))) throw new Error("quota bench: owner did not authenticate");
     proxy.reset();
     const b0 = Date.now();
-    const posted = await Promise.all(channels.slice(0, BURST).map((ch, i) => ownerClient.send(message(ch, `@agent quota burst ${i}`, { mentions: [bridge] }))));
+    const posted = await Promise.all(
+      channels.slice(0, BURST).map((ch, i) => ownerClient.send(message(ch, `@agent quota burst ${i}`, { mentions: [bridge] }))),
+    );
     if (posted.some((p) => p.outcome.status !== "accepted")) throw new Error("quota bench: a burst mention was not accepted");
     const replyFrames = () => proxy.sent.filter((f) => f.type === "EVENT" && f.kind === 9);
     const replied = () => new Set(replyFrames().map((f) => f.id)).size;
-    await waitFor(() => replied() >= BURST, { timeoutMs: 120_000, intervalMs: 20, what: () => `quota bench: every reply (only ${replied()}/${BURST})` });
+    await waitFor(() => replied() >= BURST, {
+      timeoutMs: 120_000,
+      intervalMs: 20,
+      what: () => `quota bench: every reply (only ${replied()}/${BURST})`,
+    });
     const replies = replyFrames();
     const lastReplyMs = Math.max(...replies.map((f) => f.at)) - b0;
     await sleep(3000); // reactions and typing that follow the replies
@@ -122,11 +136,14 @@ export async function benchQuota(): Promise<Record<string, number>> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchQuota().then((r) => {
-    console.log(JSON.stringify(r, null, 2));
-    process.exit(0);
-  }, (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
+  benchQuota().then(
+    (r) => {
+      console.log(JSON.stringify(r, null, 2));
+      process.exit(0);
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
 }

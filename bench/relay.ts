@@ -70,14 +70,20 @@ export async function benchRelay(): Promise<Record<string, number>> {
       wasm.finalizeEvent({ ...t, tags: t.tags.map((x) => (x[0] === "relay" ? ["relay", x[1]!.replace(/\/$/, "")] : x)) }, bridgeSk);
     const f1 = relay.stats().reqFrames;
     const p0 = performance.now();
-    const perChannel = new AbstractRelay(relay.url, { verifyEvent: wasm.verifyEvent, websocketImplementation: WebSocket as unknown as typeof globalThis.WebSocket });
+    const perChannel = new AbstractRelay(relay.url, {
+      verifyEvent: wasm.verifyEvent,
+      websocketImplementation: WebSocket as unknown as typeof globalThis.WebSocket,
+    });
     plain.push(perChannel);
     perChannel.onauth = onauth;
     await perChannel.connect();
     await new Promise<void>((resolve) => {
       let eosed = 0;
       for (const id of channels) {
-        perChannel.subscribe([{ kinds: [9], "#h": [id], "#p": [bridge] }], { oneose: () => ++eosed === CHANNELS && resolve(), eoseTimeout: 60_000 });
+        perChannel.subscribe([{ kinds: [9], "#h": [id], "#p": [bridge] }], {
+          oneose: () => ++eosed === CHANNELS && resolve(),
+          eoseTimeout: 60_000,
+        });
       }
     });
     const perChannelMs = performance.now() - p0;
@@ -94,14 +100,26 @@ export async function benchRelay(): Promise<Record<string, number>> {
     const measure = async (lat: number[]) => {
       const now = Math.floor(Date.now() / 1000);
       const events = Array.from({ length: MENTIONS }, (_, i) =>
-        publisher.sign({ kind: 9, created_at: now, content: `mention ${i}`, tags: [["h", channels[i % CHANNELS]!], ["p", bridge]] }),
+        publisher.sign({
+          kind: 9,
+          created_at: now,
+          content: `mention ${i}`,
+          tags: [
+            ["h", channels[i % CHANNELS]!],
+            ["p", bridge],
+          ],
+        }),
       );
       for (const ev of events) {
         sentAt.set(ev.id, performance.now());
         const o = await publisher.publish(ev);
         if (o.status !== "accepted") throw new Error(`bench publish ${o.status}: ${o.reason}`);
       }
-      await waitFor(() => lat.length >= MENTIONS, { timeoutMs: 60_000, intervalMs: 10, what: () => `every mention delivered (only ${lat.length}/${MENTIONS})` });
+      await waitFor(() => lat.length >= MENTIONS, {
+        timeoutMs: 60_000,
+        intervalMs: 10,
+        what: () => `every mention delivered (only ${lat.length}/${MENTIONS})`,
+      });
     };
     const arrival = (lat: number[]) => (ev: Event) => {
       const t = sentAt.get(ev.id);
@@ -114,12 +132,18 @@ export async function benchRelay(): Promise<Record<string, number>> {
     bot.stop();
 
     const plainLat: number[] = [];
-    const baseline = new AbstractRelay(relay.url, { verifyEvent: wasm.verifyEvent, websocketImplementation: WebSocket as unknown as typeof globalThis.WebSocket });
+    const baseline = new AbstractRelay(relay.url, {
+      verifyEvent: wasm.verifyEvent,
+      websocketImplementation: WebSocket as unknown as typeof globalThis.WebSocket,
+    });
     plain.push(baseline);
     baseline.onauth = onauth;
     await baseline.connect();
     await new Promise<void>((resolve) => {
-      baseline.subscribe([{ kinds: [9], "#h": channels, "#p": [bridge], since: Math.floor(Date.now() / 1000) }], { onevent: arrival(plainLat), oneose: () => resolve() });
+      baseline.subscribe([{ kinds: [9], "#h": channels, "#p": [bridge], since: Math.floor(Date.now() / 1000) }], {
+        onevent: arrival(plainLat),
+        oneose: () => resolve(),
+      });
     });
     await measure(plainLat);
 
@@ -150,8 +174,11 @@ export async function benchRelay(): Promise<Record<string, number>> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchRelay().then((r) => console.log(JSON.stringify(r, null, 2)), (err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  benchRelay().then(
+    (r) => console.log(JSON.stringify(r, null, 2)),
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -45,7 +45,10 @@ const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 /** One part: its raw figures, or the reason it could not run. */
-async function part<T>(name: string, load: () => Promise<T>): Promise<{ ok: true; value: T; seconds: number } | { ok: false; error: string; seconds: number }> {
+async function part<T>(
+  name: string,
+  load: () => Promise<T>,
+): Promise<{ ok: true; value: T; seconds: number } | { ok: false; error: string; seconds: number }> {
   const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
   if (only && !only.includes(name)) return { ok: false, error: "skipped (BENCH_ONLY)", seconds: 0 };
   const t0 = performance.now();
@@ -63,7 +66,18 @@ async function part<T>(name: string, load: () => Promise<T>): Promise<{ ok: true
 }
 
 function failed(figure: string, measure: string, why: string): Row {
-  return { figure, measure: `${measure} — not measured: ${why}`, samples: null, median: null, p99: null, unit: "", baseline: "", ratio: null, target: "", met: null };
+  return {
+    figure,
+    measure: `${measure} — not measured: ${why}`,
+    samples: null,
+    median: null,
+    p99: null,
+    unit: "",
+    baseline: "",
+    ratio: null,
+    target: "",
+    met: null,
+  };
 }
 
 async function main(): Promise<void> {
@@ -87,12 +101,45 @@ async function main(): Promise<void> {
     };
     const g = pct(m.gate, 50);
     const b = pct(m.nostrTools, 50);
-    rows.push({ figure: "3", measure: "mention: relay publish → bridge gate decision (owner mention, verified, stored)", samples: m.gate.length, median: r3(g), p99: r3(pct(m.gate, 99)), unit: "ms", baseline: `${fmt(Number(r3(b)))} ms: nostr-tools subscriber, same events`, ratio: r3(g / b), target: "≤ 1.2×", met: g / b <= 1.2 });
+    rows.push({
+      figure: "3",
+      measure: "mention: relay publish → bridge gate decision (owner mention, verified, stored)",
+      samples: m.gate.length,
+      median: r3(g),
+      p99: r3(pct(m.gate, 99)),
+      unit: "ms",
+      baseline: `${fmt(Number(r3(b)))} ms: nostr-tools subscriber, same events`,
+      ratio: r3(g / b),
+      target: "≤ 1.2×",
+      met: g / b <= 1.2,
+    });
     const w = pct(m.promptWarm, 50);
     const c = pct(m.promptCold, 50);
-    rows.push({ figure: "4", measure: "mention: relay publish → session/prompt to the demo agent, warm spare", samples: m.promptWarm.length, median: r3(w), p99: r3(pct(m.promptWarm, 99)), unit: "ms", baseline: `${fmt(Number(r3(c)))} ms: cold spawn (p99 ${fmt(Number(r3(pct(m.promptCold, 99))))})`, ratio: r3(w / c), target: "warm < cold", met: w < c });
+    rows.push({
+      figure: "4",
+      measure: "mention: relay publish → session/prompt to the demo agent, warm spare",
+      samples: m.promptWarm.length,
+      median: r3(w),
+      p99: r3(pct(m.promptWarm, 99)),
+      unit: "ms",
+      baseline: `${fmt(Number(r3(c)))} ms: cold spawn (p99 ${fmt(Number(r3(pct(m.promptCold, 99))))})`,
+      ratio: r3(w / c),
+      target: "warm < cold",
+      met: w < c,
+    });
     const wp = pct(m.promptWarmPlain, 50);
-    rows.push({ figure: "4s", measure: "mention: relay publish → session/prompt, warm spare, agent sandbox (auto) vs none", samples: m.promptWarm.length, median: r3(w), p99: r3(pct(m.promptWarm, 99)), unit: "ms", baseline: `${fmt(Number(r3(wp)))} ms: warm spare, agent.sandbox: off (p99 ${fmt(Number(r3(pct(m.promptWarmPlain, 99))))})`, ratio: r3(w / wp), target: "≤ 1.2× (sandbox set up before the mention)", met: w / wp <= 1.2 });
+    rows.push({
+      figure: "4s",
+      measure: "mention: relay publish → session/prompt, warm spare, agent sandbox (auto) vs none",
+      samples: m.promptWarm.length,
+      median: r3(w),
+      p99: r3(pct(m.promptWarm, 99)),
+      unit: "ms",
+      baseline: `${fmt(Number(r3(wp)))} ms: warm spare, agent.sandbox: off (p99 ${fmt(Number(r3(pct(m.promptWarmPlain, 99))))})`,
+      ratio: r3(w / wp),
+      target: "≤ 1.2× (sandbox set up before the mention)",
+      met: w / wp <= 1.2,
+    });
   } else {
     rows.push(failed("3", "mention → gate decision", mention.error), failed("4", "mention → session/prompt", mention.error));
   }
@@ -103,8 +150,30 @@ async function main(): Promise<void> {
   if (relay.ok) {
     const r = relay.value as Raw;
     raw.relay = r;
-    rows.push({ figure: "3b", measure: "relay client alone: publish → handler", samples: r.relay_mentions!, median: r.relay_latency_median_ms!, p99: r.relay_latency_p99_ms!, unit: "ms", baseline: `${fmt(Number(r.nostr_tools_latency_median_ms))} ms: nostr-tools subscriber (p99 ${fmt(Number(r.nostr_tools_latency_p99_ms))})`, ratio: r.relay_latency_median_vs_nostr_tools!, target: "≤ 1.2×", met: r.relay_latency_median_vs_nostr_tools! <= 1.2 });
-    rows.push({ figure: "5a", measure: `relay client alone: subscribe 500 channels, time to EOSE (${r.relay_subscribe_500_req_frames} REQ frames)`, samples: 1, median: r.relay_subscribe_500_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(r.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(r.per_channel_subscribe_500_req_frames))} frames)`, ratio: r.relay_subscribe_500_vs_per_channel!, target: "≤ 3 frames, < 1 s", met: r.relay_subscribe_500_req_frames! <= 3 && r.relay_subscribe_500_ms! < 1000 });
+    rows.push({
+      figure: "3b",
+      measure: "relay client alone: publish → handler",
+      samples: r.relay_mentions!,
+      median: r.relay_latency_median_ms!,
+      p99: r.relay_latency_p99_ms!,
+      unit: "ms",
+      baseline: `${fmt(Number(r.nostr_tools_latency_median_ms))} ms: nostr-tools subscriber (p99 ${fmt(Number(r.nostr_tools_latency_p99_ms))})`,
+      ratio: r.relay_latency_median_vs_nostr_tools!,
+      target: "≤ 1.2×",
+      met: r.relay_latency_median_vs_nostr_tools! <= 1.2,
+    });
+    rows.push({
+      figure: "5a",
+      measure: `relay client alone: subscribe 500 channels, time to EOSE (${r.relay_subscribe_500_req_frames} REQ frames)`,
+      samples: 1,
+      median: r.relay_subscribe_500_ms!,
+      p99: null,
+      unit: "ms",
+      baseline: `${fmt(Number(r.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(r.per_channel_subscribe_500_req_frames))} frames)`,
+      ratio: r.relay_subscribe_500_vs_per_channel!,
+      target: "≤ 3 frames, < 1 s",
+      met: r.relay_subscribe_500_req_frames! <= 3 && r.relay_subscribe_500_ms! < 1000,
+    });
   } else {
     rows.push(failed("5a", "relay client alone: subscribe 500 channels", relay.error));
   }
@@ -119,17 +188,70 @@ async function main(): Promise<void> {
     rows.push({
       figure: "5",
       measure: `daemon (run) subscribes 500 channels at start, through a frame-counting proxy: time to subscribed (${q.daemon_subscribe_500_req_frames} REQ frames)`,
-      samples: 1, median: q.daemon_subscribe_500_ms!, p99: null, unit: "ms",
-      baseline: perChannel ? `${fmt(Number(perChannel.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(perChannel.per_channel_subscribe_500_req_frames))} frames)` : "—",
+      samples: 1,
+      median: q.daemon_subscribe_500_ms!,
+      p99: null,
+      unit: "ms",
+      baseline: perChannel
+        ? `${fmt(Number(perChannel.per_channel_subscribe_500_ms))} ms: one REQ per channel (${fmt(Number(perChannel.per_channel_subscribe_500_req_frames))} frames)`
+        : "—",
       ratio: perChannel ? r3(q.daemon_subscribe_500_ms! / perChannel.per_channel_subscribe_500_ms!) : null,
-      target: "≤ 3 frames", met: q.daemon_subscribe_500_req_frames! <= 3,
+      target: "≤ 3 frames",
+      met: q.daemon_subscribe_500_req_frames! <= 3,
     });
-    rows.push({ figure: "9", measure: "Buzz-quota relay: frames of the daemon's refused during start with 500 channels", samples: 1, median: q.start_refused_frames!, p99: null, unit: "frames", baseline: "—", ratio: null, target: "0", met: q.start_refused_frames === 0 });
-    rows.push({ figure: "9", measure: `Buzz-quota relay: frames of the daemon's refused during a burst of ${q.burst_mentions} owner mentions in ${q.burst_mentions} channels (${q.burst_frames_sent} frames sent)`, samples: 1, median: q.burst_refused_frames!, p99: null, unit: "frames", baseline: "—", ratio: null, target: "0", met: q.burst_refused_frames === 0 });
-    rows.push({ figure: "9", measure: "burst: last reply after the mentions, vs the quota-bound time of its replies alone", samples: 1, median: q.burst_last_reply_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(q.burst_replies_quota_bound_ms))} ms: ${q.burst_mentions} replies at 50 frames per 5 s`, ratio: q.burst_last_reply_vs_quota_bound!, target: "—", met: null });
-    rows.push({ figure: "9", measure: "burst: last reply under Buzz's quota vs the same burst without quota or budget (agent turns set the pace)", samples: 1, median: q.burst_last_reply_ms!, p99: null, unit: "ms", baseline: `${fmt(Number(q.unlimited_burst_last_reply_ms))} ms: no relay quota, no frame budget`, ratio: q.burst_last_reply_vs_unlimited!, target: "≤ 1.2×", met: q.burst_last_reply_vs_unlimited! <= 1.2 });
+    rows.push({
+      figure: "9",
+      measure: "Buzz-quota relay: frames of the daemon's refused during start with 500 channels",
+      samples: 1,
+      median: q.start_refused_frames!,
+      p99: null,
+      unit: "frames",
+      baseline: "—",
+      ratio: null,
+      target: "0",
+      met: q.start_refused_frames === 0,
+    });
+    rows.push({
+      figure: "9",
+      measure: `Buzz-quota relay: frames of the daemon's refused during a burst of ${q.burst_mentions} owner mentions in ${q.burst_mentions} channels (${q.burst_frames_sent} frames sent)`,
+      samples: 1,
+      median: q.burst_refused_frames!,
+      p99: null,
+      unit: "frames",
+      baseline: "—",
+      ratio: null,
+      target: "0",
+      met: q.burst_refused_frames === 0,
+    });
+    rows.push({
+      figure: "9",
+      measure: "burst: last reply after the mentions, vs the quota-bound time of its replies alone",
+      samples: 1,
+      median: q.burst_last_reply_ms!,
+      p99: null,
+      unit: "ms",
+      baseline: `${fmt(Number(q.burst_replies_quota_bound_ms))} ms: ${q.burst_mentions} replies at 50 frames per 5 s`,
+      ratio: q.burst_last_reply_vs_quota_bound!,
+      target: "—",
+      met: null,
+    });
+    rows.push({
+      figure: "9",
+      measure: "burst: last reply under Buzz's quota vs the same burst without quota or budget (agent turns set the pace)",
+      samples: 1,
+      median: q.burst_last_reply_ms!,
+      p99: null,
+      unit: "ms",
+      baseline: `${fmt(Number(q.unlimited_burst_last_reply_ms))} ms: no relay quota, no frame budget`,
+      ratio: q.burst_last_reply_vs_unlimited!,
+      target: "≤ 1.2×",
+      met: q.burst_last_reply_vs_unlimited! <= 1.2,
+    });
   } else {
-    rows.push(failed("5", "daemon subscribes 500 channels", quota.error), failed("9", "frames refused / burst under Buzz's quota", quota.error));
+    rows.push(
+      failed("5", "daemon subscribes 500 channels", quota.error),
+      failed("9", "frames refused / burst under Buzz's quota", quota.error),
+    );
   }
 
   // 6, 7.
@@ -138,13 +260,79 @@ async function main(): Promise<void> {
   if (busy.ok) {
     const b = busy.value;
     raw.busy = b;
-    rows.push({ figure: "6", measure: `busy channel: gate decisions/s, ${b.events} denied events, require_mention off`, samples: b.events, median: b.gate_decisions_per_s, p99: null, unit: "/s", baseline: `${fmt(Number(b.relay_delivered_per_s))}/s: relay pace at a nostr-tools subscriber`, ratio: b.decisions_vs_relay_pace, target: "keeps pace (≥ 0.95×)", met: b.decisions_vs_relay_pace >= 0.95 });
-    rows.push({ figure: "6", measure: "busy channel: daemon CPU for those events", samples: b.events, median: b.daemon_cpu_s, p99: null, unit: "s", baseline: `${fmt(Number(b.subscriber_cpu_s))} s: nostr-tools subscriber process`, ratio: b.daemon_cpu_vs_subscriber, target: "—", met: null });
-    rows.push({ figure: "6", measure: "busy channel: signature checks by the daemon", samples: b.events, median: b.daemon_signature_checks, p99: null, unit: "checks", baseline: `${fmt(Number(b.subscriber_signature_checks))}: nostr-tools verifies every event`, ratio: r3(b.daemon_signature_checks / b.subscriber_signature_checks), target: `only events the bridge acts on: none pass the gate, and a 🔒 (once an hour per author) is verified first, so ≤ ${BUSY_AUTHORS}`, met: b.daemon_signature_checks <= BUSY_AUTHORS });
-    rows.push({ figure: "7", measure: `daemon RSS idle, 500 channels (${fmt(b.daemon_rss_idle_after_gc_mib)} MiB after a full GC; V8 heap in use ${fmt(b.daemon_heap_used_idle_mib)} MiB)`, samples: 1, median: b.daemon_rss_idle_500_channels_mib, p99: null, unit: "MiB", baseline: `${fmt(b.subscriber_rss_idle_mib)} MiB: nostr-tools subscriber process`, ratio: r3(b.daemon_rss_idle_500_channels_mib / b.subscriber_rss_idle_mib), target: "≤ 120 MB", met: b.daemon_rss_idle_500_channels_mib * 1.048576 <= 120 });
+    rows.push({
+      figure: "6",
+      measure: `busy channel: gate decisions/s, ${b.events} denied events, require_mention off`,
+      samples: b.events,
+      median: b.gate_decisions_per_s,
+      p99: null,
+      unit: "/s",
+      baseline: `${fmt(Number(b.relay_delivered_per_s))}/s: relay pace at a nostr-tools subscriber`,
+      ratio: b.decisions_vs_relay_pace,
+      target: "keeps pace (≥ 0.95×)",
+      met: b.decisions_vs_relay_pace >= 0.95,
+    });
+    rows.push({
+      figure: "6",
+      measure: "busy channel: daemon CPU for those events",
+      samples: b.events,
+      median: b.daemon_cpu_s,
+      p99: null,
+      unit: "s",
+      baseline: `${fmt(Number(b.subscriber_cpu_s))} s: nostr-tools subscriber process`,
+      ratio: b.daemon_cpu_vs_subscriber,
+      target: "—",
+      met: null,
+    });
+    rows.push({
+      figure: "6",
+      measure: "busy channel: signature checks by the daemon",
+      samples: b.events,
+      median: b.daemon_signature_checks,
+      p99: null,
+      unit: "checks",
+      baseline: `${fmt(Number(b.subscriber_signature_checks))}: nostr-tools verifies every event`,
+      ratio: r3(b.daemon_signature_checks / b.subscriber_signature_checks),
+      target: `only events the bridge acts on: none pass the gate, and a 🔒 (once an hour per author) is verified first, so ≤ ${BUSY_AUTHORS}`,
+      met: b.daemon_signature_checks <= BUSY_AUTHORS,
+    });
+    rows.push({
+      figure: "7",
+      measure: `daemon RSS idle, 500 channels (${fmt(b.daemon_rss_idle_after_gc_mib)} MiB after a full GC; V8 heap in use ${fmt(b.daemon_heap_used_idle_mib)} MiB)`,
+      samples: 1,
+      median: b.daemon_rss_idle_500_channels_mib,
+      p99: null,
+      unit: "MiB",
+      baseline: `${fmt(b.subscriber_rss_idle_mib)} MiB: nostr-tools subscriber process`,
+      ratio: r3(b.daemon_rss_idle_500_channels_mib / b.subscriber_rss_idle_mib),
+      target: "≤ 120 MB",
+      met: b.daemon_rss_idle_500_channels_mib * 1.048576 <= 120,
+    });
     const growth = r3(b.daemon_rss_after_events_after_gc_mib - b.daemon_rss_idle_after_gc_mib);
-    rows.push({ figure: "7", measure: `where that idle RSS goes: node executable ${fmt(b.daemon_rss_idle_node_binary_mib)}, other files (libc, SQLite addon) ${fmt(b.daemon_rss_idle_other_files_mib)}, V8 young generation ${fmt(b.daemon_v8_new_space_idle_mib)}, V8 other spaces ${fmt(b.daemon_v8_other_spaces_idle_mib)}, native allocations ${fmt(b.daemon_rss_idle_native_mib)} MiB`, samples: 1, median: b.daemon_rss_idle_500_channels_mib, p99: null, unit: "MiB", baseline: "—", ratio: null, target: "—", met: null });
-    rows.push({ figure: "7", measure: `daemon RSS growth after ${b.events} events, both after a full GC (${fmt(b.daemon_rss_growth_mib)} MiB without; heap in use ${fmt(b.daemon_heap_used_idle_mib)} → ${fmt(b.daemon_heap_used_after_mib)} MiB)`, samples: 1, median: growth, p99: null, unit: "MiB", baseline: `${fmt(r3(b.subscriber_rss_after_mib - b.subscriber_rss_idle_mib))} MiB: nostr-tools subscriber growth (no GC)`, ratio: null, target: "≤ 10 MB", met: growth * 1.048576 <= 10 });
+    rows.push({
+      figure: "7",
+      measure: `where that idle RSS goes: node executable ${fmt(b.daemon_rss_idle_node_binary_mib)}, other files (libc, SQLite addon) ${fmt(b.daemon_rss_idle_other_files_mib)}, V8 young generation ${fmt(b.daemon_v8_new_space_idle_mib)}, V8 other spaces ${fmt(b.daemon_v8_other_spaces_idle_mib)}, native allocations ${fmt(b.daemon_rss_idle_native_mib)} MiB`,
+      samples: 1,
+      median: b.daemon_rss_idle_500_channels_mib,
+      p99: null,
+      unit: "MiB",
+      baseline: "—",
+      ratio: null,
+      target: "—",
+      met: null,
+    });
+    rows.push({
+      figure: "7",
+      measure: `daemon RSS growth after ${b.events} events, both after a full GC (${fmt(b.daemon_rss_growth_mib)} MiB without; heap in use ${fmt(b.daemon_heap_used_idle_mib)} → ${fmt(b.daemon_heap_used_after_mib)} MiB)`,
+      samples: 1,
+      median: growth,
+      p99: null,
+      unit: "MiB",
+      baseline: `${fmt(r3(b.subscriber_rss_after_mib - b.subscriber_rss_idle_mib))} MiB: nostr-tools subscriber growth (no GC)`,
+      ratio: null,
+      target: "≤ 10 MB",
+      met: growth * 1.048576 <= 10,
+    });
   } else {
     rows.push(failed("6", "busy channel", busy.error), failed("7", "daemon RSS", busy.error));
   }
@@ -155,8 +343,30 @@ async function main(): Promise<void> {
   if (dev.ok) {
     const d = dev.value as Raw;
     raw.devrelay = d;
-    rows.push({ figure: "8", measure: "dev relay: events accepted (OK) per second", samples: d.devrelay_events!, median: d.devrelay_accepted_per_s!, p99: null, unit: "/s", baseline: `${fmt(Number(d.ws_echo_frames_per_s))}/s: bare ws echo`, ratio: d.devrelay_accepted_vs_echo!, target: "—", met: null });
-    rows.push({ figure: "8", measure: "dev relay: events delivered to a subscriber per second", samples: d.devrelay_events!, median: d.devrelay_delivered_per_s!, p99: null, unit: "/s", baseline: `${fmt(Number(d.ws_echo_frames_per_s))}/s: bare ws echo`, ratio: d.devrelay_delivered_vs_echo!, target: "—", met: null });
+    rows.push({
+      figure: "8",
+      measure: "dev relay: events accepted (OK) per second",
+      samples: d.devrelay_events!,
+      median: d.devrelay_accepted_per_s!,
+      p99: null,
+      unit: "/s",
+      baseline: `${fmt(Number(d.ws_echo_frames_per_s))}/s: bare ws echo`,
+      ratio: d.devrelay_accepted_vs_echo!,
+      target: "—",
+      met: null,
+    });
+    rows.push({
+      figure: "8",
+      measure: "dev relay: events delivered to a subscriber per second",
+      samples: d.devrelay_events!,
+      median: d.devrelay_delivered_per_s!,
+      p99: null,
+      unit: "/s",
+      baseline: `${fmt(Number(d.ws_echo_frames_per_s))}/s: bare ws echo`,
+      ratio: d.devrelay_delivered_vs_echo!,
+      target: "—",
+      met: null,
+    });
   } else {
     rows.push(failed("8", "dev relay throughput", dev.error));
   }
@@ -169,7 +379,18 @@ async function main(): Promise<void> {
     raw.sandbox = { sandboxed: sb.sandboxed.map(r3), unsandboxed: sb.plain.map(r3) };
     const sm = pct(sb.sandboxed, 50);
     const pm = pct(sb.plain, 50);
-    rows.push({ figure: "9", measure: "agent cold start (acquire → session ready, demo agent) in the bubblewrap sandbox", samples: sb.sandboxed.length, median: r3(sm), p99: r3(pct(sb.sandboxed, 99)), unit: "ms", baseline: `${fmt(Number(r3(pm)))} ms: same spawn unsandboxed (p99 ${fmt(Number(r3(pct(sb.plain, 99))))})`, ratio: r3(sm / pm), target: "≤ 1.2×", met: sm / pm <= 1.2 });
+    rows.push({
+      figure: "9",
+      measure: "agent cold start (acquire → session ready, demo agent) in the bubblewrap sandbox",
+      samples: sb.sandboxed.length,
+      median: r3(sm),
+      p99: r3(pct(sb.sandboxed, 99)),
+      unit: "ms",
+      baseline: `${fmt(Number(r3(pm)))} ms: same spawn unsandboxed (p99 ${fmt(Number(r3(pct(sb.plain, 99))))})`,
+      ratio: r3(sm / pm),
+      target: "≤ 1.2×",
+      met: sm / pm <= 1.2,
+    });
   } else {
     rows.push(failed("9", "agent cold start in the sandbox", sandbox.error));
   }
@@ -186,8 +407,30 @@ async function main(): Promise<void> {
   if (proxy.ok) {
     const p = proxy.value;
     raw.proxy = p;
-    rows.push({ figure: "1", measure: "proxy overhead: tools/call echo through mcp-proxy", samples: p.calls!, median: p.proxy_median_ms!, p99: p.proxy_p99_ms!, unit: "ms", baseline: `${fmt(Number(p.direct_median_ms))} ms: direct to server-everything (p99 ${fmt(Number(p.direct_p99_ms))})`, ratio: p.proxy_vs_direct_median!, target: "≤ 1.5× direct", met: p.proxy_vs_direct_median! <= 1.5 });
-    rows.push({ figure: "1", measure: "floor: tools/call through a byte-copying process", samples: p.calls!, median: p.copier_median_ms!, p99: p.copier_p99_ms!, unit: "ms", baseline: `${fmt(Number(p.direct_median_ms))} ms: direct`, ratio: p.copier_vs_direct_median!, target: "—", met: null });
+    rows.push({
+      figure: "1",
+      measure: "proxy overhead: tools/call echo through mcp-proxy",
+      samples: p.calls!,
+      median: p.proxy_median_ms!,
+      p99: p.proxy_p99_ms!,
+      unit: "ms",
+      baseline: `${fmt(Number(p.direct_median_ms))} ms: direct to server-everything (p99 ${fmt(Number(p.direct_p99_ms))})`,
+      ratio: p.proxy_vs_direct_median!,
+      target: "≤ 1.5× direct",
+      met: p.proxy_vs_direct_median! <= 1.5,
+    });
+    rows.push({
+      figure: "1",
+      measure: "floor: tools/call through a byte-copying process",
+      samples: p.calls!,
+      median: p.copier_median_ms!,
+      p99: p.copier_p99_ms!,
+      unit: "ms",
+      baseline: `${fmt(Number(p.direct_median_ms))} ms: direct`,
+      ratio: p.copier_vs_direct_median!,
+      target: "—",
+      met: null,
+    });
   } else {
     rows.push(failed("1", "proxy overhead", proxy.error));
   }
@@ -198,13 +441,41 @@ async function main(): Promise<void> {
   if (hooks.ok) {
     const h = hooks.value;
     const direct = pct(h.direct, 50);
-    raw.hooks = { gate_ms: h.gate_ms, deadline_ms: h.deadline_ms, direct_median: r3(direct), proxied_median: Object.fromEntries(Object.entries(h.proxied).map(([n, xs]) => [n, r3(pct(xs, 50))])), hung: h.hung.map(r3) };
+    raw.hooks = {
+      gate_ms: h.gate_ms,
+      deadline_ms: h.deadline_ms,
+      direct_median: r3(direct),
+      proxied_median: Object.fromEntries(Object.entries(h.proxied).map(([n, xs]) => [n, r3(pct(xs, 50))])),
+      hung: h.hung.map(r3),
+    };
     for (const [n, xs] of Object.entries(h.proxied)) {
       const m = pct(xs, 50);
-      rows.push({ figure: "2", measure: `hook fan-out: merged _Stop over ${n} gate${n === "1" ? "" : "s"} answering in ${h.gate_ms} ms`, samples: xs.length, median: r3(m), p99: r3(pct(xs, 99)), unit: "ms", baseline: `${fmt(direct)} ms: one gate called directly`, ratio: r3(m / direct), target: "≤ slowest live gate + 50 ms", met: m <= direct + 50 });
+      rows.push({
+        figure: "2",
+        measure: `hook fan-out: merged _Stop over ${n} gate${n === "1" ? "" : "s"} answering in ${h.gate_ms} ms`,
+        samples: xs.length,
+        median: r3(m),
+        p99: r3(pct(xs, 99)),
+        unit: "ms",
+        baseline: `${fmt(direct)} ms: one gate called directly`,
+        ratio: r3(m / direct),
+        target: "≤ slowest live gate + 50 ms",
+        met: m <= direct + 50,
+      });
     }
     const hm = pct(h.hung, 50);
-    rows.push({ figure: "2", measure: "hook fan-out: merged _Stop with one gate hung (3 live), max", samples: h.hung.length, median: r3(hm), p99: r3(Math.max(...h.hung)), unit: "ms", baseline: `${h.deadline_ms} ms: hook_deadline`, ratio: r3(Math.max(...h.hung) / h.deadline_ms), target: "max ≤ deadline + 50 ms", met: Math.max(...h.hung) <= h.deadline_ms + 50 });
+    rows.push({
+      figure: "2",
+      measure: "hook fan-out: merged _Stop with one gate hung (3 live), max",
+      samples: h.hung.length,
+      median: r3(hm),
+      p99: r3(Math.max(...h.hung)),
+      unit: "ms",
+      baseline: `${h.deadline_ms} ms: hook_deadline`,
+      ratio: r3(Math.max(...h.hung) / h.deadline_ms),
+      target: "max ≤ deadline + 50 ms",
+      met: Math.max(...h.hung) <= h.deadline_ms + 50,
+    });
   } else {
     rows.push(failed("2", "hook fan-out", hooks.error));
   }
@@ -217,9 +488,23 @@ async function main(): Promise<void> {
     raw.midturn = m;
     const q = pct(m.queue, 50);
     const base = `${fmt(Number(r3(q)))} ms: queue, same ${m.turn_ms} ms scripted turn (p99 ${fmt(Number(r3(pct(m.queue, 99))))})`;
-    for (const [label, xs] of [["steer, native (_session/steering)", m.native], ["steer, cancel-and-merge", m.merge]] as const) {
+    for (const [label, xs] of [
+      ["steer, native (_session/steering)", m.native],
+      ["steer, cancel-and-merge", m.merge],
+    ] as const) {
       const med = pct(xs, 50);
-      rows.push({ figure: "10", measure: `mid-turn message: publish → agent has it, ${label}, sent ${m.send_after_ms} ms into the turn`, samples: xs.length, median: r3(med), p99: r3(pct(xs, 99)), unit: "ms", baseline: base, ratio: r3(med / q), target: "< queue", met: med < q });
+      rows.push({
+        figure: "10",
+        measure: `mid-turn message: publish → agent has it, ${label}, sent ${m.send_after_ms} ms into the turn`,
+        samples: xs.length,
+        median: r3(med),
+        p99: r3(pct(xs, 99)),
+        unit: "ms",
+        baseline: base,
+        ratio: r3(med / q),
+        target: "< queue",
+        met: med < q,
+      });
     }
   } else {
     rows.push(failed("10", "mid-turn message latency", midTurn.error));
@@ -234,12 +519,45 @@ async function main(): Promise<void> {
     const one = f.per_minute["1"]!;
     for (const n of ["2", "3"]) {
       const scale = f.scaling[n]!;
-      rows.push({ figure: "11", measure: `fleet: mentions answered per minute with ${n} daemons (${f.mentions} mentions, ${f.think_ms} ms think, max_concurrent ${f.max_concurrent} each)`, samples: f.mentions, median: f.per_minute[n]!, p99: null, unit: "/min", baseline: `${fmt(one)}/min: 1 daemon`, ratio: scale, target: `≥ ${0.75 * Number(n)}× (0.75 per daemon)`, met: scale >= 0.75 * Number(n) });
+      rows.push({
+        figure: "11",
+        measure: `fleet: mentions answered per minute with ${n} daemons (${f.mentions} mentions, ${f.think_ms} ms think, max_concurrent ${f.max_concurrent} each)`,
+        samples: f.mentions,
+        median: f.per_minute[n]!,
+        p99: null,
+        unit: "/min",
+        baseline: `${fmt(one)}/min: 1 daemon`,
+        ratio: scale,
+        target: `≥ ${0.75 * Number(n)}× (0.75 per daemon)`,
+        met: scale >= 0.75 * Number(n),
+      });
     }
-    rows.push({ figure: "11", measure: "fleet: SIGKILL of a daemon running a turn → a survivor takes its scope over", samples: 1, median: f.takeover_ms, p99: null, unit: "ms", baseline: `${fmt(f.lease_ms)} ms: the lease period`, ratio: r3(f.takeover_ms / f.lease_ms), target: "≤ lease + 2 s", met: f.takeover_ms <= f.lease_ms + 2000 });
+    rows.push({
+      figure: "11",
+      measure: "fleet: SIGKILL of a daemon running a turn → a survivor takes its scope over",
+      samples: 1,
+      median: f.takeover_ms,
+      p99: null,
+      unit: "ms",
+      baseline: `${fmt(f.lease_ms)} ms: the lease period`,
+      ratio: r3(f.takeover_ms / f.lease_ms),
+      target: "≤ lease + 2 s",
+      met: f.takeover_ms <= f.lease_ms + 2000,
+    });
     const pg = pct(f.accept_ms.postgres, 50);
     const sq = pct(f.accept_ms.sqlite, 50);
-    rows.push({ figure: "11", measure: "fleet: store cost per accepted mention, PostgreSQL (loopback)", samples: f.accept_ms.postgres.length, median: r3(pg), p99: r3(pct(f.accept_ms.postgres, 99)), unit: "ms", baseline: `${fmt(r3(sq))} ms: SQLite (WAL, synchronous NORMAL)`, ratio: r3(pg / sq), target: "—", met: null });
+    rows.push({
+      figure: "11",
+      measure: "fleet: store cost per accepted mention, PostgreSQL (loopback)",
+      samples: f.accept_ms.postgres.length,
+      median: r3(pg),
+      p99: r3(pct(f.accept_ms.postgres, 99)),
+      unit: "ms",
+      baseline: `${fmt(r3(sq))} ms: SQLite (WAL, synchronous NORMAL)`,
+      ratio: r3(pg / sq),
+      target: "—",
+      met: null,
+    });
   } else {
     rows.push(failed("11", "fleet mode", fleet.error));
   }
@@ -259,7 +577,9 @@ async function main(): Promise<void> {
   };
   writeFileSync(fileURLToPath(new URL("./results.json", import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
   console.log(markdownTable(rows));
-  console.log(`\n${rows.length} rows in ${total.toFixed(0)} s on ${cpus().length} CPUs (load ${load0.toFixed(1)} at start), node ${process.version}; written to bench/results.json`);
+  console.log(
+    `\n${rows.length} rows in ${total.toFixed(0)} s on ${cpus().length} CPUs (load ${load0.toFixed(1)} at start), node ${process.version}; written to bench/results.json`,
+  );
 }
 
 const fmt = (x: number | null) => (x === null ? "—" : Math.abs(x) >= 100 ? String(Math.round(x)) : String(Math.round(x * 100) / 100));
@@ -268,8 +588,9 @@ const fmt = (x: number | null) => (x === null ? "—" : Math.abs(x) >= 100 ? Str
 export function markdownTable(rows: Row[]): string {
   const head = "| # | figure | samples | median | p99 | baseline (same run) | ratio | target | met |";
   const sep = "|---|---|---:|---:|---:|---|---:|---|:---:|";
-  const body = rows.map((r) =>
-    `| ${r.figure} | ${r.measure} | ${r.samples ?? "—"} | ${fmt(r.median)}${r.median === null ? "" : ` ${r.unit}`} | ${r.p99 === null ? "—" : `${fmt(r.p99)} ${r.unit}`} | ${r.baseline || "—"} | ${r.ratio === null ? "—" : `${fmt(r.ratio)}×`} | ${r.target || "—"} | ${r.met === null ? "—" : r.met ? "yes" : "no"} |`,
+  const body = rows.map(
+    (r) =>
+      `| ${r.figure} | ${r.measure} | ${r.samples ?? "—"} | ${fmt(r.median)}${r.median === null ? "" : ` ${r.unit}`} | ${r.p99 === null ? "—" : `${fmt(r.p99)} ${r.unit}`} | ${r.baseline || "—"} | ${r.ratio === null ? "—" : `${fmt(r.ratio)}×`} | ${r.target || "—"} | ${r.met === null ? "—" : r.met ? "yes" : "no"} |`,
   );
   return [head, sep, ...body].join("\n");
 }

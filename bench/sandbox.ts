@@ -36,13 +36,30 @@ export async function benchSandbox(): Promise<SandboxBench> {
   const state = join(dir, "state");
   mkdirSync(state);
   const base: AgentPoolOptions = {
-    command: process.execPath, args: [cli, "demo-agent"], env: {}, cwd: join(dir, "work", "{channel}"),
-    maxConcurrent: 2, idleTimeoutMs: 60_000, maxTurnMs: 120_000, idleCloseMs: 600_000, cancelGraceMs: 2_000,
-    warmSpare: false, permissions: "allow", permissionTimeoutMs: 10_000, closeGraceMs: 1_000,
+    command: process.execPath,
+    args: [cli, "demo-agent"],
+    env: {},
+    cwd: join(dir, "work", "{channel}"),
+    maxConcurrent: 2,
+    idleTimeoutMs: 60_000,
+    maxTurnMs: 120_000,
+    idleCloseMs: 600_000,
+    cancelGraceMs: 2_000,
+    warmSpare: false,
+    permissions: "allow",
+    permissionTimeoutMs: 10_000,
+    closeGraceMs: 1_000,
     proxy: { command: process.execPath, args: [cli, "mcp-proxy"] },
     linkRoot: join(state, "link"),
   };
-  const sandbox = new AgentSandbox({ mode: "bubblewrap", network: "on", binds: [], hide: [state, join(dir, "work")], stateDir: state, install: dirname(dirname(cli)) });
+  const sandbox = new AgentSandbox({
+    mode: "bubblewrap",
+    network: "on",
+    binds: [],
+    hide: [state, join(dir, "work")],
+    stateDir: state,
+    install: dirname(dirname(cli)),
+  });
   const sandboxed = new AgentPool({ ...base, sandbox });
   const plain = new AgentPool(base);
   sandboxed.start();
@@ -67,8 +84,11 @@ export async function benchSandbox(): Promise<SandboxBench> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchSandbox().then((r) => console.log(JSON.stringify(r, null, 2)), (err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  benchSandbox().then(
+    (r) => console.log(JSON.stringify(r, null, 2)),
+    (err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
 }

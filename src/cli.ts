@@ -42,8 +42,10 @@ export function version(): string {
 function usage(): string {
   const width = Math.max(...Object.keys(commands).map((c) => c.length));
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return `usage: buzz-bridge <command> [options]\n\ncommands:\n${lines.join("\n")}\n\n` +
-    `Run 'buzz-bridge <command> --help' for a command's options. --version prints the version.\n`;
+  return (
+    `usage: buzz-bridge <command> [options]\n\ncommands:\n${lines.join("\n")}\n\n` +
+    `Run 'buzz-bridge <command> --help' for a command's options. --version prints the version.\n`
+  );
 }
 
 export async function cli(argv: string[]): Promise<number> {
@@ -74,7 +76,7 @@ cli(process.argv.slice(2)).then(
     setTimeout(() => process.exit(code), 1000).unref();
   },
   (err: unknown) => {
-    process.stderr.write(`buzz-bridge: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.stderr.write(`buzz-bridge: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 2;
   },
 );

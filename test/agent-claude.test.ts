@@ -23,10 +23,23 @@ function fakeAnthropic(): Server {
       const answered = JSON.stringify(j.messages ?? []).includes("tool_result");
       res.writeHead(200, { "content-type": "text/event-stream" });
       const ev = (type: string, data: object) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
-      ev("message_start", { message: { id: "msg_1", type: "message", role: "assistant", model: j.model ?? "claude", content: [], stop_reason: null, usage: { input_tokens: 1, output_tokens: 1 } } });
+      ev("message_start", {
+        message: {
+          id: "msg_1",
+          type: "message",
+          role: "assistant",
+          model: j.model ?? "claude",
+          content: [],
+          stop_reason: null,
+          usage: { input_tokens: 1, output_tokens: 1 },
+        },
+      });
       if (target && !answered) {
         ev("content_block_start", { index: 0, content_block: { type: "tool_use", id: "toolu_1", name: target, input: {} } });
-        ev("content_block_delta", { index: 0, delta: { type: "input_json_delta", partial_json: JSON.stringify({ content: "hello from claude" }) } });
+        ev("content_block_delta", {
+          index: 0,
+          delta: { type: "input_json_delta", partial_json: JSON.stringify({ content: "hello from claude" }) },
+        });
         ev("content_block_stop", { index: 0 });
         ev("message_delta", { delta: { stop_reason: "tool_use" }, usage: { output_tokens: 5 } });
       } else {
@@ -57,8 +70,14 @@ describe("claude-code-acp through the agent runner", { skip: claude.skip }, () =
       command: CLAUDE,
       args: [],
       env: {
-        HOME: join(tmp.dir, "home"), ANTHROPIC_API_KEY: "test-key", ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`,
-        IS_SANDBOX: "1", ENABLE_TOOL_SEARCH: "false", DISABLE_TELEMETRY: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1",
+        HOME: join(tmp.dir, "home"),
+        ANTHROPIC_API_KEY: "test-key",
+        ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`,
+        IS_SANDBOX: "1",
+        ENABLE_TOOL_SEARCH: "false",
+        DISABLE_TELEMETRY: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_AUTOUPDATER: "1",
       },
       mode: "default",
       initTimeoutMs: 30_000,

@@ -48,7 +48,9 @@ describe("permissions", () => {
   const policyPool = (policy: "allow" | "deny" | "ask-owner", permissionTimeoutMs = 5_000) =>
     pool({ permissions: policy, permissionTimeoutMs, idleTimeoutMs: 1_500 });
   const ask = (p: AgentPool, askOwner?: AskOwner) =>
-    p.acquire("perm", { channelName: "general", mcpEnv: {} }).then((s) => s.prompt([eventBlock("frank", "#permission #final-only")], { askOwner }));
+    p
+      .acquire("perm", { channelName: "general", mcpEnv: {} })
+      .then((s) => s.prompt([eventBlock("frank", "#permission #final-only")], { askOwner }));
 
   it("allow picks the allow_once option by kind", async () => {
     assert.match((await ask(policyPool("allow"))).finalText, /permission: allowed \(demo-yes\)/);
@@ -118,9 +120,19 @@ describe("session set-up", () => {
 
   it("a previous session is resumed when the agent supports it; a refused resume falls back to a new session", async () => {
     const p = pool({ env: { DEMO_AGENT_RESUME: "1" } });
-    const s = await p.acquire("resume", { channelName: "general", mcpEnv: {}, standingContext: STANDING, previousSessionId: "sess-before-restart" });
+    const s = await p.acquire("resume", {
+      channelName: "general",
+      mcpEnv: {},
+      standingContext: STANDING,
+      previousSessionId: "sess-before-restart",
+    });
     assert.deepEqual([s.sessionId, s.resumed, s.standingContextVia], ["sess-before-restart", true, "none"]);
-    const fresh = await p.acquire("resume-gone", { channelName: "general", mcpEnv: {}, standingContext: STANDING, previousSessionId: "gone-1" });
+    const fresh = await p.acquire("resume-gone", {
+      channelName: "general",
+      mcpEnv: {},
+      standingContext: STANDING,
+      previousSessionId: "gone-1",
+    });
     assert.equal(fresh.resumed, false);
     assert.notEqual(fresh.sessionId, "gone-1");
     assert.equal(fresh.standingContextPending, true);
@@ -130,8 +142,10 @@ describe("session set-up", () => {
     const ok = pool({ mode: "bypassPermissions" });
     await ok.acquire("mode", { channelName: "general", mcpEnv: {} });
     const bad = pool({ mode: "yolo" });
-    await assert.rejects(bad.acquire("mode", { channelName: "general", mcpEnv: {} }), (e: unknown) =>
-      e instanceof AgentModeError && /'yolo' is not offered/.test(e.message));
+    await assert.rejects(
+      bad.acquire("mode", { channelName: "general", mcpEnv: {} }),
+      (e: unknown) => e instanceof AgentModeError && /'yolo' is not offered/.test(e.message),
+    );
   });
 
   it("the bridge's secret key never reaches the agent's environment", async () => {
@@ -141,14 +155,23 @@ describe("session set-up", () => {
     const p = pool({
       secret,
       env: { LEAKY: `key=${hex}`, FINE: "1" },
-      parentEnv: { PATH: process.env.PATH, HOME: process.env.HOME, BUZZ_PRIVATE_KEY: nsec, NOSTR_PRIVATE_KEY: hex, XDG_SECRET: nsec, XDG_OK: "x", OTHER: "y" },
+      parentEnv: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        BUZZ_PRIVATE_KEY: nsec,
+        NOSTR_PRIVATE_KEY: hex,
+        XDG_SECRET: nsec,
+        XDG_OK: "x",
+        OTHER: "y",
+      },
       hooksAgentEnforced: true,
     });
     const s = await p.acquire("env", { channelName: "general", mcpEnv: {} });
     const r = await s.prompt([eventBlock("hank", "#env #final-only")]);
     const names = /env names: (.*)/.exec(r.finalText)![1]!.split(",");
     for (const n of ["BUZZ_PRIVATE_KEY", "NOSTR_PRIVATE_KEY", "XDG_SECRET", "LEAKY", "OTHER"]) assert.ok(!names.includes(n), `${n} leaked`);
-    for (const n of ["PATH", "HOME", "XDG_OK", "FINE", "BUZZ_AGENT_REQUIRE_REPLY", "MCP_HOOK_SERVERS"]) assert.ok(names.includes(n), `${n} missing`);
+    for (const n of ["PATH", "HOME", "XDG_OK", "FINE", "BUZZ_AGENT_REQUIRE_REPLY", "MCP_HOOK_SERVERS"])
+      assert.ok(names.includes(n), `${n} missing`);
     assert.match(r.finalText, /env secret-like value: no/);
   });
 });

@@ -56,7 +56,10 @@ async function layout(): Promise<Layout> {
 }
 
 function startDaemon(l: Layout, agent: Record<string, unknown>, o: { uid?: number; channels?: unknown[] } = {}): Promise<DaemonProc> {
-  const cfg = l.w.config({ agent: { command: process.execPath, args: [ESCAPE_AGENT], ...agent }, ...(o.channels ? { channels: o.channels } : {}) });
+  const cfg = l.w.config({
+    agent: { command: process.execPath, args: [ESCAPE_AGENT], ...agent },
+    ...(o.channels ? { channels: o.channels } : {}),
+  });
   const identity = cfg.identity as Record<string, unknown>;
   delete identity.secret_key;
   identity.secret_key_file = l.keyFile;
@@ -78,9 +81,15 @@ function chownTree(dir: string, uid: number): void {
 async function otherSession(l: Layout): Promise<{ socket: string; ifaces: string[] }> {
   const ev = await l.w.owner.post("@agent hello from the other room", { channel: l.otherChannel });
   const [reply] = await l.w.waitReplies(ev, 1, 30_000);
-  assert.doesNotMatch(reply!.content, /^\(no proxy\)/, "the other channel's agent replied through its proxy and link (also without a network)");
+  assert.doesNotMatch(
+    reply!.content,
+    /^\(no proxy\)/,
+    "the other channel's agent replied through its proxy and link (also without a network)",
+  );
   const root = join(l.stateDir, "link");
-  const socks = readdirSync(root).map((d) => join(root, d, "link.sock")).filter((p) => existsSync(p));
+  const socks = readdirSync(root)
+    .map((d) => join(root, d, "link.sock"))
+    .filter((p) => existsSync(p));
   assert.equal(socks.length, 1, `one session, one link socket (found ${socks.join(", ") || "none"})`);
   return { socket: socks[0]!, ifaces: (JSON.parse(reply!.content) as { ifaces: string[] }).ifaces };
 }
@@ -118,27 +127,43 @@ async function tryEscape(l: Layout, d: DaemonProc): Promise<Attempts> {
 const ESCAPES = ["key", "queue", "daemonCmdline", "daemonEnviron", "socket", "outside", "otherCwd"] as const;
 
 function assertContained(l: Layout, { at: r }: Attempts): void {
-  for (const name of [...ESCAPES, "unmount", "keyAfterUnmount"]) assert.match(r[name]!, /^failed: /, `${name}: the sandbox let it through: ${r[name]}`);
+  for (const name of [...ESCAPES, "unmount", "keyAfterUnmount"])
+    assert.match(r[name]!, /^failed: /, `${name}: the sandbox let it through: ${r[name]}`);
   assert.match(r.procList!, /^ok: [1-9] processes$/, "/proc lists only the sandbox's own few processes");
   assert.equal(r.sharedRead, "ok: shared cache", "an agent.sandbox_binds path is visible");
   assert.match(r.sharedWrite!, /^failed: EROFS/, "and read-only with mode ro");
   assert.equal(r.cwd, "ok: written", "the agent writes its own cwd");
   assert.equal(r.home, "ok: written", "the agent writes its own HOME");
   assert.equal(existsSync(join(l.w.dir, "escaped.txt")), false, "nothing was written outside the cwd");
-  assert.equal(existsSync(join(l.w.dir, "work", "build-room", "escape-agent.txt")), true, "the cwd written inside is the channel's real one");
-  assert.equal(existsSync(join(l.stateDir, "homes", "build-room", "escape-agent.txt")), true, "HOME is the channel's, under the state directory");
+  assert.equal(
+    existsSync(join(l.w.dir, "work", "build-room", "escape-agent.txt")),
+    true,
+    "the cwd written inside is the channel's real one",
+  );
+  assert.equal(
+    existsSync(join(l.stateDir, "homes", "build-room", "escape-agent.txt")),
+    true,
+    "HOME is the channel's, under the state directory",
+  );
 }
 
 test("a sandboxed agent cannot read the key, queue.db, the daemon's /proc, another session's socket or channel, nor write outside its cwd", async () => {
   const l = await layout();
   try {
     // The other channel also shows that a channel can take the network away (stricter only).
-    const d = await startDaemon(l, { sandbox: "bubblewrap", sandbox_binds: [{ path: join(l.w.dir, "work", "shared"), mode: "ro" }] }, { channels: [{ id: "*" }, { id: l.otherChannel, agent: { network: "off" } }] });
+    const d = await startDaemon(
+      l,
+      { sandbox: "bubblewrap", sandbox_binds: [{ path: join(l.w.dir, "work", "shared"), mode: "ro" }] },
+      { channels: [{ id: "*" }, { id: l.otherChannel, agent: { network: "off" } }] },
+    );
     await d.waitLog((x) => x.evt === "agent.sandbox" && x.state === "bubblewrap");
     const r = await tryEscape(l, d);
     assertContained(l, r);
     assert.deepEqual(r.otherIfaces, ["lo"], "the channel with agent.network: off has no network but loopback");
-    assert.ok(r.ifaces.some((i) => i !== "lo"), `agent.network on (the default) keeps the host's interfaces: ${r.ifaces.join(", ")}`);
+    assert.ok(
+      r.ifaces.some((i) => i !== "lo"),
+      `agent.network on (the default) keeps the host's interfaces: ${r.ifaces.join(", ")}`,
+    );
   } finally {
     await l.w.close();
   }
@@ -166,11 +191,18 @@ test("the sandbox holds the same when the daemon runs as an unprivileged user (a
     t.skip("not root: cannot run the daemon as another user here (CI runs it)");
     return;
   }
-  const readable = spawnSync(process.execPath, ["-e", `require("node:fs").accessSync(${JSON.stringify(join(REPO, "dist", "cli.js"))})`], { uid: NOBODY, gid: NOBODY });
+  const readable = spawnSync(process.execPath, ["-e", `require("node:fs").accessSync(${JSON.stringify(join(REPO, "dist", "cli.js"))})`], {
+    uid: NOBODY,
+    gid: NOBODY,
+  });
   assert.equal(readable.status, 0, `the checkout ${REPO} must be readable by uid ${NOBODY} (nobody) for this test: ${readable.stderr}`);
   const l = await layout();
   try {
-    const d = await startDaemon(l, { sandbox: "bubblewrap", sandbox_binds: [{ path: join(l.w.dir, "work", "shared"), mode: "ro" }] }, { uid: NOBODY });
+    const d = await startDaemon(
+      l,
+      { sandbox: "bubblewrap", sandbox_binds: [{ path: join(l.w.dir, "work", "shared"), mode: "ro" }] },
+      { uid: NOBODY },
+    );
     assertContained(l, await tryEscape(l, d));
   } finally {
     await l.w.close();
@@ -216,16 +248,25 @@ test("config: a sandbox_binds path that does not exist, and a channel that loose
   const missing = "/nonexistent/shared-cache";
   assert.throws(
     () => loadConfigText(`${base}agent:\n  sandbox_binds:\n    - { path: ${missing}, mode: ro }\n`, "/etc/bb.yaml"),
-    (err: Error) => err instanceof ConfigError && /bb\.yaml:\d+:\d+: agent\.sandbox_binds\[0\]\.path: \/nonexistent\/shared-cache does not exist/.test(err.message),
+    (err: Error) =>
+      err instanceof ConfigError &&
+      /bb\.yaml:\d+:\d+: agent\.sandbox_binds\[0\]\.path: \/nonexistent\/shared-cache does not exist/.test(err.message),
   );
   assert.throws(
-    () => loadConfigText(`${base}agent:\n  sandbox: auto\n  network: off\nchannels:\n  - id: "*"\n    agent: { sandbox: "off", network: "on" }\n`, "/etc/bb.yaml"),
+    () =>
+      loadConfigText(
+        `${base}agent:\n  sandbox: auto\n  network: off\nchannels:\n  - id: "*"\n    agent: { sandbox: "off", network: "on" }\n`,
+        "/etc/bb.yaml",
+      ),
     (err: Error) =>
       err instanceof ConfigError &&
       /channels\[0\]\.agent\.sandbox: a channel may only make the sandbox stricter than agent\.sandbox \(auto\)/.test(err.message) &&
       /channels\[0\]\.agent\.network: a channel may only make the network stricter than agent\.network \(off\)/.test(err.message),
   );
-  const ok = loadConfigText(`${base}agent:\n  sandbox: "off"\n  sandbox_binds:\n    - { path: /usr }\nchannels:\n  - id: "*"\n    agent: { sandbox: bubblewrap, network: "off" }\n`, "/etc/bb.yaml");
+  const ok = loadConfigText(
+    `${base}agent:\n  sandbox: "off"\n  sandbox_binds:\n    - { path: /usr }\nchannels:\n  - id: "*"\n    agent: { sandbox: bubblewrap, network: "off" }\n`,
+    "/etc/bb.yaml",
+  );
   assert.deepEqual(ok.config.agent.sandbox_binds, [{ path: "/usr", mode: "ro" }], "mode defaults to ro");
   assert.deepEqual(ok.config.channels[0]!.agent, { sandbox: "bubblewrap", network: "off" }, "stricter overrides are accepted");
 });
@@ -238,20 +279,37 @@ test("hiding: a named file alone in its directory hides the directory; one besid
     writeFileSync(join(root, "conf", "team-notes.txt"), "notes for everyone\n");
     writeFileSync(join(root, "keys", "agent.nsec"), "nsec1secret\n", { mode: 0o600 });
     const sandbox = new AgentSandbox({
-      mode: "bubblewrap", network: "on", binds: [], stateDir: join(root, "state"),
+      mode: "bubblewrap",
+      network: "on",
+      binds: [],
+      stateDir: join(root, "state"),
       hide: [join(root, "conf", "bridge.yaml"), join(root, "keys", "agent.nsec"), join(root, "state")],
     });
     const launch = sandbox.launch({ channelName: "x", cwd: join(root, "cwd"), env: {} })!;
     const script = `cd ${root}; cat conf/bridge.yaml 2>&1 | sed 's/.*: //'; cat conf/team-notes.txt; echo "keys: $(ls -A keys | wc -l)"; echo "state: $(ls -A state | wc -l)"`;
-    const r = spawnSync(launch.command, [...launch.args, "sh", "-c", script], { encoding: "utf8", env: { PATH: process.env.PATH, ...launch.env } });
+    const r = spawnSync(launch.command, [...launch.args, "sh", "-c", script], {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, ...launch.env },
+    });
     assert.equal(r.status, 0, r.stderr);
-    assert.deepEqual(r.stdout.trim().split("\n"), ["Permission denied", "notes for everyone", "keys: 0", `state: ${existsSync(join(root, "state", "homes", "x")) ? 1 : 0}`]);
+    assert.deepEqual(r.stdout.trim().split("\n"), [
+      "Permission denied",
+      "notes for everyone",
+      "keys: 0",
+      `state: ${existsSync(join(root, "state", "homes", "x")) ? 1 : 0}`,
+    ]);
 
     // An agent installed where the sandbox hides it would vanish at start: the error says where and what to do.
     mkdirSync(join(root, "state", "bin"));
     writeFileSync(join(root, "state", "bin", "my-agent"), "#!/bin/sh\n", { mode: 0o755 });
     assert.throws(
-      () => sandbox.launch({ channelName: "x", cwd: join(root, "cwd"), env: { PATH: `/usr/bin:${join(root, "state", "bin")}` }, command: "my-agent" }),
+      () =>
+        sandbox.launch({
+          channelName: "x",
+          cwd: join(root, "cwd"),
+          env: { PATH: `/usr/bin:${join(root, "state", "bin")}` },
+          command: "my-agent",
+        }),
       /the agent command \S+\/state\/bin\/my-agent is inside \S+\/state, which the sandbox hides from agents: install it elsewhere .* or add its directory to agent\.sandbox_binds/,
     );
   } finally {
@@ -264,7 +322,14 @@ test("the warm spare is sandboxed for the channel that last opened a session: a 
   const state = join(root, "state");
   mkdirSync(state);
   // install: the demo agent runs from this checkout, which may live under /tmp (as the daemon passes it).
-  const sandbox = new AgentSandbox({ mode: "bubblewrap", network: "on", binds: [], hide: [state, join(root, "work")], stateDir: state, install: REPO });
+  const sandbox = new AgentSandbox({
+    mode: "bubblewrap",
+    network: "on",
+    binds: [],
+    hide: [state, join(root, "work")],
+    stateDir: state,
+    install: REPO,
+  });
   const pool = new AgentPool(demoPoolOptions(root, { warmSpare: true, sandbox, linkRoot: join(state, "link") }));
   const acquire = (scope: string, channelName: string) => pool.acquire(scope, { channelName, mcpEnv: {} });
   try {

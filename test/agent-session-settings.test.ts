@@ -19,7 +19,14 @@ const INITIAL = "Read NOTES.md before you start. #final-only";
 function sessionReport(reply: Event): { id: string; prompts: number; first: string; model: string; effort: string; title: string | null } {
   const m = /session: (\S+); prompts: (\d+); first prompt: (".*?"); model: (\S+); effort: (\S+); title: (null|".*?")$/m.exec(reply.content);
   assert.ok(m, `the reply carries the session report: ${reply.content}`);
-  return { id: m[1]!, prompts: Number(m[2]), first: JSON.parse(m[3]!) as string, model: m[4]!, effort: m[5]!, title: JSON.parse(m[6]!) as string | null };
+  return {
+    id: m[1]!,
+    prompts: Number(m[2]),
+    first: JSON.parse(m[3]!) as string,
+    model: m[4]!,
+    effort: m[5]!,
+    title: JSON.parse(m[6]!) as string | null,
+  };
 }
 
 /** The value of one Prometheus sample, matching every given label. */
@@ -67,7 +74,10 @@ describe("model, effort, title, initial message, rotation and usage", () => {
     const s2 = sessionReport((await w.waitReplies(second))[0]!);
     assert.equal(s2.id, first.id, "the second turn reuses the session");
     assert.equal(s2.prompts, 3, "no second initial message in a running session");
-    const rotated = await d.waitLog((l) => l.evt === "agent.rotate" && l.reason === "max_turns" && String(l.scope).endsWith(root.id), 20_000);
+    const rotated = await d.waitLog(
+      (l) => l.evt === "agent.rotate" && l.reason === "max_turns" && String(l.scope).endsWith(root.id),
+      20_000,
+    );
     assert.equal(rotated.turns, 3, "the session had run the initial message and two mentions");
     const third = await w.owner.post("@agent #session (turn 3)", { replyTo: root });
     const s3 = sessionReport((await w.waitReplies(third))[0]!);
@@ -92,9 +102,15 @@ describe("model, effort, title, initial message, rotation and usage", () => {
     await w.waitReplies(root);
     const next = await w.owner.post("@agent #usage 800 60 0.5", { replyTo: root });
     await w.waitReplies(next);
-    const ends = await d.waitLog((l) => l.evt === "turn.end" && (l.usage as { inputTokens?: number } | undefined)?.inputTokens === 800, 20_000);
-    assert.deepEqual(ends.usage, { inputTokens: 800, outputTokens: 60, cost: { amount: 0.5, currency: "USD" } },
-      "the second turn's cost is the session total's increase (0.75 - 0.25), not the running total");
+    const ends = await d.waitLog(
+      (l) => l.evt === "turn.end" && (l.usage as { inputTokens?: number } | undefined)?.inputTokens === 800,
+      20_000,
+    );
+    assert.deepEqual(
+      ends.usage,
+      { inputTokens: 800, outputTokens: 60, cost: { amount: 0.5, currency: "USD" } },
+      "the second turn's cost is the session total's increase (0.75 - 0.25), not the running total",
+    );
     assert.equal(ends.model, "demo-large");
 
     const metrics = await (await fetch(`${base}/metrics`)).text();
@@ -102,7 +118,10 @@ describe("model, effort, title, initial message, rotation and usage", () => {
     assert.equal(sample(metrics, "buzz_bridge_tokens_total", { ...labels, direction: "in" }), 2000);
     assert.equal(sample(metrics, "buzz_bridge_tokens_total", { ...labels, direction: "out" }), 400);
     assert.equal(sample(metrics, "buzz_bridge_cost_total", { ...labels, currency: "USD" }), 0.75);
-    assert.ok((sample(metrics, "buzz_bridge_session_rotations_total", { reason: "max_turns" }) ?? 0) >= 1, "rotations are counted by reason");
+    assert.ok(
+      (sample(metrics, "buzz_bridge_session_rotations_total", { reason: "max_turns" }) ?? 0) >= 1,
+      "rotations are counted by reason",
+    );
 
     const page = await (await fetch(`${base}/status`)).text();
     assert.match(page, /<td>demo-large<\/td><td>2<\/td><td>2000<\/td><td>400<\/td><td>0\.7500 USD<\/td>/, "the status page's usage today");
@@ -122,7 +141,11 @@ describe("a value the agent does not offer", () => {
   after(() => w.close());
 
   const cases = [
-    { key: "model", agent: { model: "gpt-9000" }, notice: /agent\.model 'gpt-9000' is not offered by the agent \(it offers: demo-small, demo-large\)/ },
+    {
+      key: "model",
+      agent: { model: "gpt-9000" },
+      notice: /agent\.model 'gpt-9000' is not offered by the agent \(it offers: demo-small, demo-large\)/,
+    },
     { key: "effort", agent: { effort: "max" }, notice: /agent\.effort 'max' is not offered by the agent \(it offers: low, medium, high\)/ },
   ];
   for (const c of cases) {

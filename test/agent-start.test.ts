@@ -64,9 +64,21 @@ describe("agent start-up errors", () => {
   });
 
   it("agent.auth_method: ACP authenticate after initialize; a method the agent does not offer is refused by name", async () => {
-    const proc = await AgentProcess.start({ command: process.execPath, args: [CLI, "demo-agent"], cwd: tmp.dir, env, authMethod: "demo-token" });
+    const proc = await AgentProcess.start({
+      command: process.execPath,
+      args: [CLI, "demo-agent"],
+      cwd: tmp.dir,
+      env,
+      authMethod: "demo-token",
+    });
     await proc.close(500);
-    const err = await AgentProcess.start({ command: process.execPath, args: [CLI, "demo-agent"], cwd: tmp.dir, env, authMethod: "api-key" }).then(
+    const err = await AgentProcess.start({
+      command: process.execPath,
+      args: [CLI, "demo-agent"],
+      cwd: tmp.dir,
+      env,
+      authMethod: "api-key",
+    }).then(
       (p) => (p.kill(), undefined),
       (e: unknown) => e,
     );
@@ -79,7 +91,9 @@ describe("agent start-up errors", () => {
     assert.deepEqual(ok.modes, ["default", "bypassPermissions"]);
     await assert.rejects(
       probeAgent({ command: process.execPath, args: [CLI, "demo-agent"], env: {}, mode: "yolo" }),
-      (e: unknown) => e instanceof AgentModeError && /agent.mode 'yolo' is not offered by the agent \(it offers: default, bypassPermissions\)/.test(e.message),
+      (e: unknown) =>
+        e instanceof AgentModeError &&
+        /agent.mode 'yolo' is not offered by the agent \(it offers: default, bypassPermissions\)/.test(e.message),
     );
   });
 });

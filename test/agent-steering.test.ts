@@ -45,6 +45,10 @@ describe("native steering (_session/steering)", () => {
     assert.deepEqual(readSteerAnswer({ ok: true, value }), { kind: "no-turn", reason: "noRunningTurn" });
     await sleep(300); // a turn started by the late steer would have sent an update by now
     assert.equal(updates, 0, "the agent did not start a turn nobody owns");
-    assert.deepEqual(await s.steer(ask("x")), { kind: "no-turn", reason: "no turn is running on this session" }, "the session does not even ask when it runs no turn");
+    assert.deepEqual(
+      await s.steer(ask("x")),
+      { kind: "no-turn", reason: "no turn is running on this session" },
+      "the session does not even ask when it runs no turn",
+    );
   });
 });

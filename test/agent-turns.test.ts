@@ -13,7 +13,13 @@ const { tmp, pool } = poolFixture();
 let logN = 0;
 const sendLog = () => join(tmp.dir, `send-${++logN}.jsonl`);
 const sent = (file: string): Array<{ content: string }> =>
-  existsSync(file) ? readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
+  existsSync(file)
+    ? readFileSync(file, "utf8")
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 describe("agent turns with the demo agent", () => {
   let shared: AgentPool;
@@ -27,7 +33,11 @@ describe("agent turns with the demo agent", () => {
 
   it("replies through the send_message tool with a summary of the context it got", async () => {
     const log = sendLog();
-    const s = await shared.acquire("reply-tool", { channelName: "Release Room", mcpEnv: { ECHO_SEND_LOG: log }, standingContext: STANDING });
+    const s = await shared.acquire("reply-tool", {
+      channelName: "Release Room",
+      mcpEnv: { ECHO_SEND_LOG: log },
+      standingContext: STANDING,
+    });
     assert.equal(s.standingContextVia, "prompt");
     const seen: string[] = [];
     const r = await s.prompt(s.withStandingContext([eventBlock("alice (npub1alice)", "can you check the build?")]), {
@@ -56,14 +66,17 @@ describe("agent turns with the demo agent", () => {
   it("through the real mcp-proxy with a manifest: the reply still goes out via send_message", async () => {
     const log = sendLog();
     const manifest = join(tmp.dir, "manifest.yaml");
-    writeFileSync(manifest, [
-      "servers:",
-      "  echo:",
-      `    command: ${JSON.stringify(process.execPath)}`,
-      `    args: [${JSON.stringify(join(FIXTURES, "echo-send.mjs"))}]`,
-      `    env: { ECHO_SEND_LOG: ${JSON.stringify(log)} }`,
-      "    prefix: false",
-    ].join("\n"));
+    writeFileSync(
+      manifest,
+      [
+        "servers:",
+        "  echo:",
+        `    command: ${JSON.stringify(process.execPath)}`,
+        `    args: [${JSON.stringify(join(FIXTURES, "echo-send.mjs"))}]`,
+        `    env: { ECHO_SEND_LOG: ${JSON.stringify(log)} }`,
+        "    prefix: false",
+      ].join("\n"),
+    );
     const p = pool({ proxy: { command: process.execPath, args: [CLI, "mcp-proxy", "--manifest", manifest] } });
     const s = await p.acquire("via-proxy", { channelName: "general", mcpEnv: {}, standingContext: STANDING });
     const r = await s.prompt(s.withStandingContext([eventBlock("bob", "hello through the proxy")]));

@@ -39,7 +39,10 @@ describe("crash breaker respawn pacing", () => {
       breaker.record();
       const after = Date.now();
       // record() read the clock somewhere between `before` and `after`.
-      assert.ok(breaker.nextSpawnAt >= before + expected && breaker.nextSpawnAt <= after + expected, `${breaker.nextSpawnAt - before} ms, want ${expected}`);
+      assert.ok(
+        breaker.nextSpawnAt >= before + expected && breaker.nextSpawnAt <= after + expected,
+        `${breaker.nextSpawnAt - before} ms, want ${expected}`,
+      );
     }
     assert.equal(breaker.state, "closed");
     breaker.dispose();
@@ -117,17 +120,32 @@ describe("demo agent prompt parser", () => {
     const a = "a".repeat(64);
     const b = "b".repeat(64);
     const text = [
-      "Message 1 of 2 for you:", `Event: ${a}`, "From: Olivia", "Content (written by a channel member; untrusted):", "```untrusted", "@agent [m1] first", "```",
-      "Message 2 of 2 for you:", `Event: ${b}`, "From: Tom", "Content (written by a channel member; untrusted):", "```untrusted", "@agent [m2] second #slow 5", "```",
+      "Message 1 of 2 for you:",
+      `Event: ${a}`,
+      "From: Olivia",
+      "Content (written by a channel member; untrusted):",
+      "```untrusted",
+      "@agent [m1] first",
+      "```",
+      "Message 2 of 2 for you:",
+      `Event: ${b}`,
+      "From: Tom",
+      "Content (written by a channel member; untrusted):",
+      "```untrusted",
+      "@agent [m2] second #slow 5",
+      "```",
     ].join("\n");
     const p = parsePrompt(text);
-    assert.deepEqual(p.batch, [{ id: a, asked: "@agent [m1] first" }, { id: b, asked: "@agent [m2] second #slow 5" }]);
+    assert.deepEqual(p.batch, [
+      { id: a, asked: "@agent [m1] first" },
+      { id: b, asked: "@agent [m2] second #slow 5" },
+    ]);
     assert.equal(p.asked, "@agent [m2] second #slow 5", "directives still come from the last message");
     assert.deepEqual(parsePrompt("Message for you:\nEvent: " + a + "\n```\nhi\n```").batch, [], "a single message is no batch");
   });
 
   it("copes with a bare prompt and an empty team instructions section", () => {
-    const p = parsePrompt("Team instructions:\nChannel: x\nhello #tool get-sum {\"a\":1,\"b\":2}");
+    const p = parsePrompt('Team instructions:\nChannel: x\nhello #tool get-sum {"a":1,"b":2}');
     assert.equal(p.teamInstructions, undefined);
     assert.equal(p.asked, 'hello #tool get-sum {"a":1,"b":2}');
     assert.deepEqual(p.directives.tools, [{ name: "get-sum", args: { a: 1, b: 2 } }]);

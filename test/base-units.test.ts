@@ -39,7 +39,14 @@ test("BoundedMap forgets the least recently set entry first", () => {
   m.set("a", 1).set("b", 2).set("c", 3);
   m.set("a", 10); // a is the newest now; b the oldest
   m.set("d", 4);
-  assert.deepEqual([...m], [["c", 3], ["a", 10], ["d", 4]]);
+  assert.deepEqual(
+    [...m],
+    [
+      ["c", 3],
+      ["a", 10],
+      ["d", 4],
+    ],
+  );
   assert.equal(m.size, 3);
   assert.equal(m.has("b"), false);
   m.delete("c");
@@ -55,11 +62,20 @@ test("BoundedMap of capacity 1 keeps only the last key", () => {
 
 test("Backoff without jitter: base · factor^attempt up to the cap; doubling by default", () => {
   const doubling = new Backoff({ baseMs: 100, capMs: 1000, jitter: 0 });
-  assert.deepEqual([0, 1, 2, 3, 4, 5].map(() => doubling.next()), [100, 200, 400, 800, 1000, 1000]);
+  assert.deepEqual(
+    [0, 1, 2, 3, 4, 5].map(() => doubling.next()),
+    [100, 200, 400, 800, 1000, 1000],
+  );
   const queue = new Backoff({ baseMs: 5_000, factor: 60, capMs: 300_000, jitter: 0 });
-  assert.deepEqual([0, 1, 2, 40].map((a) => queue.delayFor(a)), [5_000, 300_000, 300_000, 300_000]);
+  assert.deepEqual(
+    [0, 1, 2, 40].map((a) => queue.delayFor(a)),
+    [5_000, 300_000, 300_000, 300_000],
+  );
   const flat = new Backoff({ baseMs: 250, factor: 1, capMs: 1000, jitter: 0 });
-  assert.deepEqual([0, 3, 9].map((a) => flat.delayFor(a)), [250, 250, 250]);
+  assert.deepEqual(
+    [0, 3, 9].map((a) => flat.delayFor(a)),
+    [250, 250, 250],
+  );
 });
 
 test("Backoff's jitter stays within its fraction of the nominal delay", () => {

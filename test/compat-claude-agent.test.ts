@@ -102,8 +102,10 @@ test("agent.model is selected through claude-agent-acp's model config option; th
     assert.equal(u.cost?.currency, "USD");
     assert.ok(u.cost!.amount > 0, "Claude priced the turn");
   }
-  assert.ok(Math.abs(usages[1]!.cost!.amount - usages[0]!.cost!.amount) < 1e-9,
-    "the same tokens cost the same in both turns: the second is not the session's running total");
+  assert.ok(
+    Math.abs(usages[1]!.cost!.amount - usages[0]!.cost!.amount) < 1e-9,
+    "the same tokens cost the same in both turns: the second is not the session's running total",
+  );
   assert.equal(ends()[0]!.model, "haiku", "the turn's log line names the model");
 
   const metrics = await (await fetch(`${base}/metrics`)).text();
@@ -115,5 +117,8 @@ test("agent.model is selected through claude-agent-acp's model config option; th
 
   const cmd = await w.owner.post("!status");
   const [outcome] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
-  assert.match((JSON.parse(outcome!.content) as { text: string }).text, new RegExp(`today: ${2 * TOKENS.input_tokens} tokens in, ${2 * TOKENS.output_tokens} out, [0-9.]+ USD over 2 turns`));
+  assert.match(
+    (JSON.parse(outcome!.content) as { text: string }).text,
+    new RegExp(`today: ${2 * TOKENS.input_tokens} tokens in, ${2 * TOKENS.output_tokens} out, [0-9.]+ USD over 2 turns`),
+  );
 });

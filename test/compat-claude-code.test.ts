@@ -31,7 +31,6 @@ interface FakeApi {
   close(): Promise<void>;
 }
 
-
 const REPLY = "Hi owner, the build room ships releases (sent with send_message).";
 const FINAL = "Plain final text from the model, no tool used.";
 
@@ -53,7 +52,12 @@ function processesWithHome(dir: string): number[] {
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      if (readFileSync(`/proc/${name}/environ`, "utf8").split("\0").some((v) => homes.includes(v))) pids.push(Number(name));
+      if (
+        readFileSync(`/proc/${name}/environ`, "utf8")
+          .split("\0")
+          .some((v) => homes.includes(v))
+      )
+        pids.push(Number(name));
     } catch {
       /* gone, or not ours to read */
     }
@@ -96,7 +100,10 @@ test("claude-code-acp answers a mention by calling the proxy's send_message; the
 
   const turns = api.turnRequests();
   assert.ok(turns.length >= 2, "the model was asked, then shown the tool result");
-  assert.ok(turns[0]!.body.tools!.some((t) => t.name === "mcp__buzz__send_message"), "Claude sees the proxy's tool as mcp__buzz__send_message");
+  assert.ok(
+    turns[0]!.body.tools!.some((t) => t.name === "mcp__buzz__send_message"),
+    "Claude sees the proxy's tool as mcp__buzz__send_message",
+  );
   const seen = JSON.stringify([turns[0]!.body.system, turns[0]!.body.messages]);
   assert.match(seen, /Where the build team coordinates releases/, "the model saw the channel description");
   assert.match(seen, /Always run the tests first/, "the model saw the team instructions");
@@ -131,15 +138,27 @@ test("!cancel stops a real agent's stalled turn, and the thread's session answer
   api.setMode("hang");
   const stalled = await w.owner.post("@agent take your time", { replyTo: firstMention });
   await w.waitReaction(stalled, "👀", 30_000);
-  await waitFor(() => api.hangingCount !== 0, { timeoutMs: 30_000, intervalMs: 100, what: "the agent to ask the model for the stalled turn" });
+  await waitFor(() => api.hangingCount !== 0, {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    what: "the agent to ask the model for the stalled turn",
+  });
   await w.owner.post("!cancel", { replyTo: firstMention });
-  const [outcome] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [firstMention.id] }, (e) => e.length > 0, 30_000);
+  const [outcome] = await w.waitEvents(
+    { kinds: [KIND.system], authors: [w.agent.pk], "#e": [firstMention.id] },
+    (e) => e.length > 0,
+    30_000,
+  );
   assert.match(outcome!.content, /cancel/, "the command's outcome is shown in the thread");
   const ended = await d.waitLog((l) => l.evt === "agent.turn_end" && l.stop === "cancelled", 30_000);
   assert.equal(ended.killed, false, "claude-code-acp honoured session/cancel (no kill needed)");
   await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled", 30_000);
   const replies = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [stalled.id] });
-  assert.deepEqual(replies.map((r) => r.content), [], "a cancelled turn publishes nothing: no notice, no fallback");
+  assert.deepEqual(
+    replies.map((r) => r.content),
+    [],
+    "a cancelled turn publishes nothing: no notice, no fallback",
+  );
 
   api.setMode("tool");
   const next = await w.owner.post("@agent are you still there?", { replyTo: firstMention });
@@ -151,7 +170,11 @@ test("!cancel stops a real agent's stalled turn, and the thread's session answer
 test("mid_turn steer with claude-code-acp (no native steering): a message in the thread while the model stalls cancels and re-prompts the same session; the model sees it framed as arriving mid-work; one reply", async () => {
   api.setMode("hang");
   const stalled = await w.owner.post("@agent refactor the release script");
-  await waitFor(() => api.hangingCount !== 0, { timeoutMs: 30_000, intervalMs: 100, what: "the agent to ask the model for the stalled turn" });
+  await waitFor(() => api.hangingCount !== 0, {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    what: "the agent to ask the model for the stalled turn",
+  });
   const before = api.turnRequests().length;
   api.setMode("tool");
   const steer = await w.owner.post("@agent also keep the old flags working", { replyTo: stalled });
@@ -161,8 +184,17 @@ test("mid_turn steer with claude-code-acp (no native steering): a message in the
   assert.equal(reply!.content, REPLY);
   await w.waitReaction(stalled, "✅", 30_000);
   await sleep(1500); // a second reply would be stored by now
-  assert.equal((await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [stalled.id] })).length, 1, "one reply for both messages");
-  const later = JSON.stringify(api.turnRequests().slice(before).map((r) => r.body.messages));
+  assert.equal(
+    (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [stalled.id] })).length,
+    1,
+    "one reply for both messages",
+  );
+  const later = JSON.stringify(
+    api
+      .turnRequests()
+      .slice(before)
+      .map((r) => r.body.messages),
+  );
   assert.match(later, /arrived while you were working/, "the model was told the message came mid-work");
   assert.match(later, /also keep the old flags working/);
 });

@@ -51,9 +51,20 @@ test("claude-code-acp in the bubblewrap sandbox answers a mention using server-f
   const cwd = join(w.dir, "work", "build-room");
   mkdirSync(cwd, { recursive: true });
   writeFileSync(join(cwd, "notes.txt"), `${NOTE}\n`);
-  api = (await startFakeAnthropic({ replyText: REPLY, readFirst: { tool: "read_text_file", input: { path: join(cwd, "notes.txt") } } })) as { url: string; close(): Promise<void> };
+  api = (await startFakeAnthropic({
+    replyText: REPLY,
+    readFirst: { tool: "read_text_file", input: { path: join(cwd, "notes.txt") } },
+  })) as { url: string; close(): Promise<void> };
   const d = await w.startDaemon({
-    agent: { command: claudeCodeAcpBin(), args: [], env: offlineClaudeEnv(api.url), mode: "default", permissions: "allow", idle_timeout: "40s", sandbox: "bubblewrap" },
+    agent: {
+      command: claudeCodeAcpBin(),
+      args: [],
+      env: offlineClaudeEnv(api.url),
+      mode: "default",
+      permissions: "allow",
+      idle_timeout: "40s",
+      sandbox: "bubblewrap",
+    },
     mcp: { servers: { files: { command: process.execPath, args: [FS_SERVER, cwd] } } },
   });
   await d.waitLog((l) => l.evt === "agent.sandbox" && l.state === "bubblewrap");
@@ -65,7 +76,11 @@ test("claude-code-acp in the bubblewrap sandbox answers a mention using server-f
   assert.equal(threadRootOf(reply!), ev.id);
 
   const ours = readlinkSync("/proc/self/ns/pid");
-  for (const [what, needle] of [["the Claude agent", "claude-code-acp"], ["the MCP proxy", "mcp-proxy"], ["server-filesystem", FS_SERVER]] as const) {
+  for (const [what, needle] of [
+    ["the Claude agent", "claude-code-acp"],
+    ["the MCP proxy", "mcp-proxy"],
+    ["server-filesystem", FS_SERVER],
+  ] as const) {
     const found = processes(w, needle).filter((p) => p.pid !== d.proc.pid);
     assert.ok(found.length > 0, `${what} is running`);
     for (const p of found) assert.notEqual(p.pidns, ours, `${what} (pid ${p.pid}) runs in the sandbox's own pid namespace`);

@@ -26,7 +26,8 @@ function problemsOf(text: string, env: NodeJS.ProcessEnv = {}): string[] {
   assert.fail("config was accepted");
 }
 
-const minimal = (extra = "") => `identity:\n  secret_key: ${nsec}\n  owner: ${nip19.npubEncode(owner)}\nrelay:\n  url: ws://127.0.0.1:7777\n${extra}`;
+const minimal = (extra = "") =>
+  `identity:\n  secret_key: ${nsec}\n  owner: ${nip19.npubEncode(owner)}\nrelay:\n  url: ws://127.0.0.1:7777\n${extra}`;
 
 test("the shipped example and demo configs load (the example only with the key it asks for)", () => {
   for (const f of ["config/example.yaml", "config/demo.yaml"]) {
@@ -40,7 +41,9 @@ test("the shipped example and demo configs load (the example only with the key i
 test("no shipped config falls back to a published key: an unset BUZZ_PRIVATE_KEY is an error naming it", () => {
   assert.deepEqual(
     problemsOf(readFileSync("config/example.yaml", "utf8"), {}).map((l) => l.replace(/^t\.yaml:\d+:\d+: /, "")),
-    ["identity.secret_key: environment variable BUZZ_PRIVATE_KEY is not set; set it to the agent's nsec (buzz-bridge keygen makes one) or use identity.secret_key_file instead"],
+    [
+      "identity.secret_key: environment variable BUZZ_PRIVATE_KEY is not set; set it to the agent's nsec (buzz-bridge keygen makes one) or use identity.secret_key_file instead",
+    ],
   );
   // Only the demo's own config may carry a key, and it says it is published.
   for (const f of readdirSync("config").filter((n) => /\.ya?ml$/.test(n) && n !== "demo.yaml")) {
@@ -120,7 +123,10 @@ test("npub and hex pubkeys are both accepted and normalised to lowercase hex", (
 
 test("allowlist with an empty allow list is accepted but warned", () => {
   const { warnings } = loadConfigText(minimal("defaults:\n  respond_to: allowlist\n"), "t.yaml", {});
-  assert.ok(warnings.some((w) => /allowlist but allow is empty/.test(w)), warnings.join("\n"));
+  assert.ok(
+    warnings.some((w) => /allowlist but allow is empty/.test(w)),
+    warnings.join("\n"),
+  );
 });
 
 test("a channel entry overrides defaults for that channel only", () => {
@@ -148,7 +154,10 @@ test("secret_key_file must not be group/world readable", () => {
 });
 
 test("check exits 0 without showing the secret, 1 with positions on a typo", () => {
-  const ok = spawnSync(process.execPath, [CLI, "check", "-c", "config/example.yaml"], { encoding: "utf8", env: { PATH: process.env.PATH, BUZZ_PRIVATE_KEY: nsec } });
+  const ok = spawnSync(process.execPath, [CLI, "check", "-c", "config/example.yaml"], {
+    encoding: "utf8",
+    env: { PATH: process.env.PATH, BUZZ_PRIVATE_KEY: nsec },
+  });
   assert.equal(ok.status, 0, ok.stderr);
   assert.match(ok.stdout, /secret_key: "\[redacted\]"/);
   assert.doesNotMatch(ok.stdout, /nsec1/);
@@ -168,11 +177,20 @@ test("check refuses an mcp.hook_deadline at or above buzz-agent's 2.5 s when the
   for (const gates of ["gates:\n  enforce: agent\n", "agent:\n  command: /usr/local/bin/buzz-agent-acp\n"]) {
     const problems = problemsOf(minimal(`${gates}mcp:\n  hook_deadline: 2500ms\n`));
     assert.equal(problems.length, 1, problems.join("\n"));
-    assert.match(problems[0]!, /^t\.yaml:\d+:\d+: mcp\.hook_deadline: 2500 ms is not below buzz-agent's own 2500 ms wait .*set it below 2\.5s/);
+    assert.match(
+      problems[0]!,
+      /^t\.yaml:\d+:\d+: mcp\.hook_deadline: 2500 ms is not below buzz-agent's own 2500 ms wait .*set it below 2\.5s/,
+    );
   }
   // Below the agent's wait, or gates enforced by the bridge (it waits as long as it is told): accepted.
-  assert.equal(loadConfigText(minimal("gates:\n  enforce: agent\nmcp:\n  hook_deadline: 2400ms\n"), "t.yaml", {}).config.mcp.hook_deadline, 2400);
-  assert.equal(loadConfigText(minimal("gates:\n  enforce: bridge\nmcp:\n  hook_deadline: 5s\n"), "t.yaml", {}).config.mcp.hook_deadline, 5000);
+  assert.equal(
+    loadConfigText(minimal("gates:\n  enforce: agent\nmcp:\n  hook_deadline: 2400ms\n"), "t.yaml", {}).config.mcp.hook_deadline,
+    2400,
+  );
+  assert.equal(
+    loadConfigText(minimal("gates:\n  enforce: bridge\nmcp:\n  hook_deadline: 5s\n"), "t.yaml", {}).config.mcp.hook_deadline,
+    5000,
+  );
   const dir = mkdtempSync(join(tmpdir(), "bb-cfg-"));
   try {
     const bad = join(dir, "late.yaml");
@@ -213,7 +231,12 @@ test("config/buzz-bridge.schema.json is fresh (regenerate with npm run schema)",
 
 test("an nsec given in config never appears in log output", () => {
   let out = "";
-  const sink = new Writable({ write(chunk, _enc, cb) { out += chunk.toString(); cb(); } });
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      out += chunk.toString();
+      cb();
+    },
+  });
   const log = createLogger({ destination: sink });
   const raw = { identity: { secret_key: nsec }, env: { BUZZ_PRIVATE_KEY: nsec } };
   log.info({ config: raw }, "loaded");

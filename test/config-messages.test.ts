@@ -30,7 +30,10 @@ test("a channel name where the UUID goes is refused with a hint to use the UUID"
   assert.deepEqual(problems(`${head}channels:\n  - id: release-room\n`), [
     `t.yaml:6:9: channels[0].id: 'release-room' looks like a channel name; channels are given by their UUID (e.g. 6f1c2a4e-0000-4000-8000-000000000001) or "*" — \`buzz-bridge doctor\` lists each channel's name and UUID`,
   ]);
-  assert.match(problems(`${head}channels:\n  - id: "6f1c2a4e-0000-4000-8000"\n`)[0]!, /is not a channel UUID \(8-4-4-4-12 hex digits\) or "\*"/);
+  assert.match(
+    problems(`${head}channels:\n  - id: "6f1c2a4e-0000-4000-8000"\n`)[0]!,
+    /is not a channel UUID \(8-4-4-4-12 hex digits\) or "\*"/,
+  );
   const upper = "6F1C2A4E-0000-4000-8000-00000000000A";
   const { config } = loadConfigText(`${head}channels:\n  - id: ${upper}\n`, "t.yaml", {});
   assert.equal(config.channels[0]!.id, upper.toLowerCase(), "normalised to the relay's lowercase form");
@@ -60,7 +63,12 @@ test("a missing config file names -c and BUZZ_BRIDGE_CONFIG, for run, check and 
       const r = spawnSync(process.execPath, [CLI, cmd], { cwd: dir, env, encoding: "utf8", timeout: 30_000 });
       assert.equal(r.status, 1, `${cmd}: ${r.stdout}${r.stderr}`);
       const out = r.stdout + r.stderr;
-      assert.ok(out.includes(`${join(dir, "buzz-bridge.yaml")}:1:1: cannot read config: ENOENT; give the file with -c FILE or BUZZ_BRIDGE_CONFIG=FILE`), `${cmd}: ${out}`);
+      assert.ok(
+        out.includes(
+          `${join(dir, "buzz-bridge.yaml")}:1:1: cannot read config: ENOENT; give the file with -c FILE or BUZZ_BRIDGE_CONFIG=FILE`,
+        ),
+        `${cmd}: ${out}`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

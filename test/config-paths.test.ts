@@ -23,7 +23,11 @@ test("every relative path key resolves against the config file's directory", () 
   assert.equal(config.state_dir, "/etc/buzz-bridge/state");
   assert.equal(config.agent.cwd, "/etc/buzz-bridge/agents/{channel}");
   assert.equal(config.mcp.servers.dev!.cwd, "/etc/buzz-bridge/tools");
-  const seeded = loadConfigText(`identity:\n  secret_key: ${nsec}\nrelay:\n  url: embedded\n  seed: seed.yaml\n`, "/srv/bb/conf.yaml", {}).config;
+  const seeded = loadConfigText(
+    `identity:\n  secret_key: ${nsec}\nrelay:\n  url: embedded\n  seed: seed.yaml\n`,
+    "/srv/bb/conf.yaml",
+    {},
+  ).config;
   assert.equal(seeded.relay.seed, "/srv/bb/seed.yaml");
 });
 
@@ -37,7 +41,10 @@ test("defaults: state_dir is $STATE_DIRECTORY when set (systemd, the image), els
   assert.equal(beside.state_dir, "/home/me/bb/buzz-bridge-state");
   assert.equal(beside.agent.cwd, "/home/me/bb/buzz-bridge-state/work/{channel}");
   // An explicit state_dir wins over the environment.
-  assert.equal(loadConfigText(`${head}state_dir: /data/bb\n`, "/etc/b.yaml", { STATE_DIRECTORY: "/var/lib/x" }).config.state_dir, "/data/bb");
+  assert.equal(
+    loadConfigText(`${head}state_dir: /data/bb\n`, "/etc/b.yaml", { STATE_DIRECTORY: "/var/lib/x" }).config.state_dir,
+    "/data/bb",
+  );
 });
 
 test("check prints the same paths whatever directory it runs from", () => {
@@ -48,7 +55,9 @@ test("check prints the same paths whatever directory it runs from", () => {
     writeFileSync(join(dir, "conf", "bb.yaml"), `${head}agent:\n  cwd: work/{channel}\n`);
     const env = { ...process.env };
     delete env.STATE_DIRECTORY;
-    const outs = [dir, join(dir, "elsewhere")].map((cwd) => spawnSync(process.execPath, [CLI, "check", "-c", join(dir, "conf", "bb.yaml")], { cwd, env, encoding: "utf8" }));
+    const outs = [dir, join(dir, "elsewhere")].map((cwd) =>
+      spawnSync(process.execPath, [CLI, "check", "-c", join(dir, "conf", "bb.yaml")], { cwd, env, encoding: "utf8" }),
+    );
     for (const r of outs) {
       assert.equal(r.status, 0, r.stderr);
       assert.match(r.stdout, new RegExp(`^  cwd: ${join(dir, "conf", "work")}/\\{channel\\}$`, "m"));

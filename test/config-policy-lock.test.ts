@@ -37,11 +37,18 @@ test("a channel answering a mode outside policy.allowed_respond_to is refused at
 test("a forbidden default is reported at defaults.respond_to for the channels that inherit it", () => {
   const lines = problemsOf(`${base}defaults:\n  respond_to: anyone\n`);
   assert.equal(lines.length, 1);
-  assert.match(lines[0]!, /^t\.yaml:8:15: defaults\.respond_to: channel "\*" \(every channel\) answers respond_to: anyone \(from defaults\), which policy\.allowed_respond_to does not permit \(allowed: owner-only, allowlist\)/);
+  assert.match(
+    lines[0]!,
+    /^t\.yaml:8:15: defaults\.respond_to: channel "\*" \(every channel\) answers respond_to: anyone \(from defaults\), which policy\.allowed_respond_to does not permit \(allowed: owner-only, allowlist\)/,
+  );
 });
 
 test("permitted modes load; without the lock every mode loads", () => {
-  assert.equal(loadConfigText(`${base}channels:\n  - id: ${CHANNEL}\n    respond_to: allowlist\n`, "t.yaml", {}).config.policy.allowed_respond_to?.length, 2);
+  assert.equal(
+    loadConfigText(`${base}channels:\n  - id: ${CHANNEL}\n    respond_to: allowlist\n`, "t.yaml", {}).config.policy.allowed_respond_to
+      ?.length,
+    2,
+  );
   const open = `identity:\n  secret_key: ${nsec}\nrelay:\n  url: ws://127.0.0.1:7777\ndefaults:\n  respond_to: anyone\n`;
   assert.equal(loadConfigText(open, "t.yaml", {}).config.defaults.respond_to, "anyone");
 });
@@ -54,7 +61,13 @@ test("check and run both exit 1 on a locked-out mode, before connecting anywhere
     for (const cmd of ["check", "run"]) {
       const r = spawnSync(process.execPath, [CLI, cmd, "-c", file], { encoding: "utf8", timeout: 20_000 });
       assert.equal(r.status, 1, `${cmd}: ${r.stderr}`);
-      assert.match(r.stderr + r.stdout, new RegExp(`channel ${CHANNEL} answers respond_to: nobody, which policy\\.allowed_respond_to does not permit \\(allowed: owner-only, allowlist\\)`), cmd);
+      assert.match(
+        r.stderr + r.stdout,
+        new RegExp(
+          `channel ${CHANNEL} answers respond_to: nobody, which policy\\.allowed_respond_to does not permit \\(allowed: owner-only, allowlist\\)`,
+        ),
+        cmd,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -32,7 +32,13 @@ test("the same file reloads whole, with nothing deferred", () => {
 test("a new identity, relay url or state_dir is refused, each named", () => {
   const running = load();
   const other = nip19.nsecEncode(generateSecretKey());
-  const plan = planReload(running, load({ identity: `identity:\n  secret_key: ${other}\n  owner: ${OWNER}\n`, relay: "relay:\n  url: ws://127.0.0.1:7778\n" }, "state_dir: /tmp/elsewhere\n"));
+  const plan = planReload(
+    running,
+    load(
+      { identity: `identity:\n  secret_key: ${other}\n  owner: ${OWNER}\n`, relay: "relay:\n  url: ws://127.0.0.1:7778\n" },
+      "state_dir: /tmp/elsewhere\n",
+    ),
+  );
   assert.deepEqual(plan, { ok: false, needsRestart: ["identity", "relay.url", "state_dir"] });
 });
 
@@ -46,7 +52,10 @@ test("policy changes apply now", () => {
 
 test("agent settings, the owner and the heartbeat keep their running values and are reported as deferred", () => {
   const running = load();
-  const next = load({ identity: `identity:\n  secret_key: ${nsec}\n  owner: ${"b".repeat(64)}\n`, agent: "agent:\n  command: other-agent\n" }, "defaults:\n  respond_to: anyone\n");
+  const next = load(
+    { identity: `identity:\n  secret_key: ${nsec}\n  owner: ${"b".repeat(64)}\n`, agent: "agent:\n  command: other-agent\n" },
+    "defaults:\n  respond_to: anyone\n",
+  );
   const plan = planReload(running, next);
   assert.ok(plan.ok);
   assert.equal(plan.deferred, true);

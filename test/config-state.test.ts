@@ -35,14 +35,22 @@ test("without a state section the backend is sqlite under state_dir, as before",
 });
 
 test("backend postgres takes its url from the environment", () => {
-  const { config } = loadConfigText(doc("state:\n  backend: postgres\n  url: ${BUZZ_BRIDGE_DATABASE_URL}\n"), "t.yaml", { BUZZ_BRIDGE_DATABASE_URL: URL_WITH_PASSWORD });
+  const { config } = loadConfigText(doc("state:\n  backend: postgres\n  url: ${BUZZ_BRIDGE_DATABASE_URL}\n"), "t.yaml", {
+    BUZZ_BRIDGE_DATABASE_URL: URL_WITH_PASSWORD,
+  });
   assert.deepEqual(config.state, { backend: "postgres", url: URL_WITH_PASSWORD });
 });
 
 test("bad state settings are refused with the key and what to do", () => {
   assert.match(problems(doc("state:\n  backend: postgres\n")), /t\.yaml:\d+:\d+: state\.url: backend: postgres needs url/);
-  assert.match(problems(doc("state:\n  backend: sqlite\n  url: postgres://x@h/db\n")), /state\.url: url only applies with backend: postgres/);
-  assert.match(problems(doc("state:\n  backend: postgres\n  url: mysql://h/db\n")), /state\.url: expected a postgres:\/\/ or postgresql:\/\/ URL/);
+  assert.match(
+    problems(doc("state:\n  backend: sqlite\n  url: postgres://x@h/db\n")),
+    /state\.url: url only applies with backend: postgres/,
+  );
+  assert.match(
+    problems(doc("state:\n  backend: postgres\n  url: mysql://h/db\n")),
+    /state\.url: expected a postgres:\/\/ or postgresql:\/\/ URL/,
+  );
   assert.match(problems(doc("state:\n  backend: redis\n")), /state\.backend/);
 });
 
@@ -51,7 +59,10 @@ test("check shows the database URL with its password redacted", () => {
   try {
     const file = join(dir, "c.yaml");
     writeFileSync(file, doc("state:\n  backend: postgres\n  url: ${BUZZ_BRIDGE_DATABASE_URL}\n"));
-    const r = spawnSync(process.execPath, [CLI, "check", "-c", file], { encoding: "utf8", env: { PATH: process.env.PATH, BUZZ_BRIDGE_DATABASE_URL: URL_WITH_PASSWORD } });
+    const r = spawnSync(process.execPath, [CLI, "check", "-c", file], {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, BUZZ_BRIDGE_DATABASE_URL: URL_WITH_PASSWORD },
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /url: postgres:\/\/bridge:\[redacted\]@db\.internal:5432\/buzz_bridge/);
     assert.doesNotMatch(r.stdout + r.stderr, /hunter2/);

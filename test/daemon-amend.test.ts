@@ -34,7 +34,11 @@ async function settledReplies(root: Event, n: number): Promise<Event[]> {
   if (n > 0) await w.waitReplies(root, n, 30_000);
   await sleep(1500); // a late extra message would be stored by now
   const all = await threadReplies(root);
-  assert.equal(all.length, n, `expected ${n} agent message(s) in the thread: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`);
+  assert.equal(
+    all.length,
+    n,
+    `expected ${n} agent message(s) in the thread: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`,
+  );
   return all;
 }
 

@@ -12,7 +12,10 @@ let d: DaemonProc;
 
 before(async () => {
   w = await World.create();
-  d = await w.startDaemon({ agent: { idle_timeout: "2s", cancel_grace: "1s", permissions: "ask-owner", permission_timeout: "20s" }, queue: { max_attempts: 1 } });
+  d = await w.startDaemon({
+    agent: { idle_timeout: "2s", cancel_grace: "1s", permissions: "ask-owner", permission_timeout: "20s" },
+    queue: { max_attempts: 1 },
+  });
 });
 after(() => w.close());
 
@@ -29,8 +32,15 @@ test("!cancel from the owner ends a running turn, with a 40099 outcome in the th
   assert.match(String(payload.type), /cancel/);
   await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled");
   const replies = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [hang.id] });
-  assert.deepEqual(replies.filter((r) => /could not answer/.test(r.content)), [], "a cancelled turn gets no failure notice");
-  assert.ok(!(await w.query({ kinds: [KIND.message], "#e": [cmd.id], authors: [w.agent.pk] })).length, "the command itself is not answered as a mention");
+  assert.deepEqual(
+    replies.filter((r) => /could not answer/.test(r.content)),
+    [],
+    "a cancelled turn gets no failure notice",
+  );
+  assert.ok(
+    !(await w.query({ kinds: [KIND.message], "#e": [cmd.id], authors: [w.agent.pk] })).length,
+    "the command itself is not answered as a mention",
+  );
   const next = await w.owner.post("@agent still there?", { replyTo: hang });
   await w.waitReplies(next);
 });
@@ -50,11 +60,21 @@ test("an agent silent past idle_timeout is cancelled and the thread gets a notic
 
 test("ask-owner: the permission question is posted in the thread and the owner's 👍 allows it", async () => {
   const ev = await w.owner.post("@agent #permission");
-  const [question] = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((m) => /Permission needed/.test(m.content)), 30_000);
-  const q = (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] })).find((m) => /Permission needed/.test(m.content))!;
+  const [question] = await w.waitEvents(
+    { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },
+    (e) => e.some((m) => /Permission needed/.test(m.content)),
+    30_000,
+  );
+  const q = (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] })).find((m) =>
+    /Permission needed/.test(m.content),
+  )!;
   assert.ok(question && q.tags.some((t) => t[0] === "p" && t[1] === w.owner.pk), "the question mentions the owner");
   await w.owner.react(q, "👍");
-  const replies = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((m) => /permission: /.test(m.content)), 30_000);
+  const replies = await w.waitEvents(
+    { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },
+    (e) => e.some((m) => /permission: /.test(m.content)),
+    30_000,
+  );
   const report = replies.find((m) => /permission: /.test(m.content))!;
   assert.match(report.content, /permission: allowed \(demo-yes\)/, "allowed, choosing the allow_once option by kind");
 });

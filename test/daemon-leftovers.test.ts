@@ -37,7 +37,10 @@ const alive = (pid: number) => {
 test("agents left running by a SIGKILLed daemon are stopped by the next start, and only those", { timeout: 60_000 }, async () => {
   w = await World.create();
   // Unsandboxed: a bubblewrap sandbox dies with its parent, so only a plain agent can outlive the daemon.
-  const d1 = await w.startDaemon({ agent: { command: process.execPath, args: [join(REPO, "test", "fixtures", "agent-stubborn.mjs")], sandbox: "off" }, log: { level: "info" } });
+  const d1 = await w.startDaemon({
+    agent: { command: process.execPath, args: [join(REPO, "test", "fixtures", "agent-stubborn.mjs")], sandbox: "off" },
+    log: { level: "info" },
+  });
   const ev = await w.owner.post("@agent hello");
   await w.waitReplies(ev);
   pids = [...new Set(d1.logs.filter((l) => l.evt === "agent.initialized").map((l) => Number(l.agent_pid)))];
@@ -51,7 +54,10 @@ test("agents left running by a SIGKILLed daemon are stopped by the next start, a
   const d2 = await w.startDaemon({}, { configFile: d1.configFile });
   const stopped = d2.logs.filter((l) => l.evt === "agent.leftover_stopped").map((l) => Number(l.pgid));
   assert.deepEqual([...stopped].sort(), [...pids].sort(), "each left-over agent group is stopped, and nothing else");
-  await waitFor(() => pids.filter(alive).length === 0, { timeoutMs: 5000, what: () => `the stopped agents to exit (${pids.filter(alive).join(", ")} still run)` });
+  await waitFor(() => pids.filter(alive).length === 0, {
+    timeoutMs: 5000,
+    what: () => `the stopped agents to exit (${pids.filter(alive).join(", ")} still run)`,
+  });
   assert.deepEqual(pids.filter(alive), [], "none of them runs any more");
 
   // The new daemon still answers.

@@ -14,7 +14,10 @@ let d: DaemonProc;
 
 before(async () => {
   w = await World.create({ channelName: "native-steer-room" });
-  d = await w.startDaemon({ defaults: { respond_to: "allowlist", allow: [w.teammate.npub] }, agent: { env: { DEMO_AGENT_STEERING: "1" } } });
+  d = await w.startDaemon({
+    defaults: { respond_to: "allowlist", allow: [w.teammate.npub] },
+    agent: { env: { DEMO_AGENT_STEERING: "1" } },
+  });
 });
 after(() => w.close());
 
@@ -27,7 +30,11 @@ test("steer with an agent that advertises _session/steering: the message goes in
   assert.equal(line.method, "native");
   const [reply] = await w.waitReplies(first, 1, 30_000);
   await sleep(1500); // a second reply would be stored by now
-  assert.equal((await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [first.id] })).length, 1, "exactly one reply in the thread");
+  assert.equal(
+    (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [first.id] })).length,
+    1,
+    "exactly one reply in the thread",
+  );
   assert.match(reply!.content, /Asked: @agent #slow 3000 refactor the build/, "the original request was finished, not restarted");
   assert.match(reply!.content, /Steered in at \d+: @agent also use the staging branch/);
   assert.ok(!d.logs.slice(from).some((l) => l.evt === "agent.turn_cancel"), "no session/cancel was sent");
@@ -48,7 +55,11 @@ test("an agent that advertises steering but refuses the steer: logged, then canc
     const [reply] = await w2.waitReplies(first, 1, 30_000);
     assert.match(reply!.content, /Asked: @agent also use the staging branch/);
     await sleep(1500); // a second reply would be stored by now
-    assert.equal((await w2.query({ kinds: [KIND.message], authors: [w2.agent.pk], "#e": [first.id] })).length, 1, "exactly one reply in the thread");
+    assert.equal(
+      (await w2.query({ kinds: [KIND.message], authors: [w2.agent.pk], "#e": [first.id] })).length,
+      1,
+      "exactly one reply in the thread",
+    );
   } finally {
     await w2.close();
   }

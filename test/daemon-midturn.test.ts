@@ -56,7 +56,11 @@ async function exactlyReplies(first: Event, n: number): Promise<Event[]> {
   await w.waitReplies(first, n, 30_000);
   await sleep(1500); // a late extra reply would be stored by now
   const all = await threadReplies(first);
-  assert.equal(all.length, n, `expected exactly ${n} agent message(s) in the thread, got: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`);
+  assert.equal(
+    all.length,
+    n,
+    `expected exactly ${n} agent message(s) in the thread, got: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`,
+  );
   return all;
 }
 
@@ -89,7 +93,10 @@ test("owner-interrupt: a teammate's mid-turn message waits for the next turn (it
   const first = await longTurn(ch.ownerInterrupt, 3_000);
   const queued = await midTurnMessage(w.teammate, first, "and the changelog please");
   const replies = await exactlyReplies(first, 2);
-  assert.ok(replies.some((r) => /Asked: @agent and the changelog please/.test(r.content) && !/Framing:/.test(r.content)), "the teammate's message got its own turn, not framed as mid-turn");
+  assert.ok(
+    replies.some((r) => /Asked: @agent and the changelog please/.test(r.content) && !/Framing:/.test(r.content)),
+    "the teammate's message got its own turn, not framed as mid-turn",
+  );
   assert.ok(!d.logs.some((l) => (l.evt === "turn.superseded" || l.evt === "turn.steered") && (l.events as string[]).includes(queued.id)));
 
   const again = await longTurn(ch.ownerInterrupt, 20_000);
@@ -141,7 +148,10 @@ test("a restart mid-steer after the turn had already posted: the steered message
   d = await w.startDaemon({}, { configFile: d.configFile });
   await d.waitLog((l) => l.evt === "turn.resumed" && (l.events as string[]).includes(second.id));
   const replies = await exactlyReplies(first, 2);
-  assert.ok(replies.some((r) => /Asked: @agent #slow 4000 also keep a backup/.test(r.content)), "the steered message was answered after the restart");
+  assert.ok(
+    replies.some((r) => /Asked: @agent #slow 4000 also keep a backup/.test(r.content)),
+    "the steered message was answered after the restart",
+  );
   const turns = await storedTurns(w);
   assert.equal(turns.filter((t) => t.trigger_ids.includes(second.id)).length, 1);
 });

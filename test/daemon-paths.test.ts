@@ -35,7 +35,8 @@ before(async () => {
 after(() => w.close());
 
 /** The agent's kind 9 messages replying in `ev`'s thread, now. */
-const answersTo = async (ev: Event) => (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] })).filter((e) => threadRootOf(e) === threadRootOf(ev));
+const answersTo = async (ev: Event) =>
+  (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] })).filter((e) => threadRootOf(e) === threadRootOf(ev));
 
 test("unicode, emoji, combining marks and right-to-left text come back intact in the answer", async () => {
   const text = "مرحبا بالعالم ‏שלום עולם‎ 👋🏽👨‍👩‍👧 z̴͝a̵l̶g̷o 𝕏𝔶𝔷 家族 \u202eRTL-override\u202c end";
@@ -76,7 +77,9 @@ test("max_turn: a turn past its time limit is stopped and the thread gets exactl
   assert.equal((await answersTo(ev)).length, 1, "one notice, no retry answering later");
 });
 
-test("idle_close: an agent idle past idle_close is stopped; the thread's next mention is answered by a fresh one", { timeout: 40_000 }, async () => {
+test("idle_close: an agent idle past idle_close is stopped; the thread's next mention is answered by a fresh one", {
+  timeout: 40_000,
+}, async () => {
   const first = await w.owner.post("@agent first");
   await w.waitReplies(first, 1, 30_000);
   const closed = await d.waitLog((l) => l.evt === "agent.idle_close" && String(l.scope).endsWith(first.id), 15_000);
@@ -88,7 +91,9 @@ test("idle_close: an agent idle past idle_close is stopped; the thread's next me
   assert.notEqual(session[1]!.agent_pid, closed.agent_pid, "by another process");
 });
 
-test("a DM from the owner is answered in its thread; a teammate's DM is refused silently (no lock, no reply)", { timeout: 40_000 }, async () => {
+test("a DM from the owner is answered in its thread; a teammate's DM is refused silently (no lock, no reply)", {
+  timeout: 40_000,
+}, async () => {
   const ev = await w.owner.post("@agent in private please", { channel: ch.dmOwner });
   const [reply] = await w.waitReplies(ev, 1, 30_000);
   assert.match(reply!.content, /in private please/);
@@ -100,7 +105,9 @@ test("a DM from the owner is answered in its thread; a teammate's DM is refused 
   assert.deepEqual(await w.query({ authors: [w.agent.pk], "#e": [denied.id] }), [], "no reaction and no reply in a DM");
 });
 
-test("a 256 KB mention reaches the agent and is answered with exactly one message within the relay's size limit", { timeout: 60_000 }, async () => {
+test("a 256 KB mention reaches the agent and is answered with exactly one message within the relay's size limit", {
+  timeout: 60_000,
+}, async () => {
   const body = "lorem ipsum dolor sit amet ".repeat(10_000).slice(0, 256 * 1024 - 40);
   const ev = await w.owner.post(`@agent [big] ${body}`, { channel: ch.big });
   assert.ok(Buffer.byteLength(ev.content) > 255 * 1024);
@@ -111,11 +118,17 @@ test("a 256 KB mention reaches the agent and is answered with exactly one messag
   assert.equal(all.length, 1, `exactly one agent message: ${all.map((e) => JSON.stringify(e.content.slice(0, 120))).join(" | ")}`);
   assert.ok(all[0]!.content.includes("[big] lorem ipsum"), "the answer quotes the mention (the agent got it)");
   assert.ok(Buffer.byteLength(all[0]!.content) <= 256 * 1024, "within the relay's content limit");
-  assert.deepEqual(d.logs.slice(mark).filter((l) => l.evt === "relay.publish_failed"), [], "nothing was refused");
+  assert.deepEqual(
+    d.logs.slice(mark).filter((l) => l.evt === "relay.publish_failed"),
+    [],
+    "nothing was refused",
+  );
   assert.equal(d.proc.exitCode, null);
 });
 
-test("removed from a channel mid-turn: nothing more is posted there, each refused publish is logged with the reason, other channels are still answered", { timeout: 60_000 }, async () => {
+test("removed from a channel mid-turn: nothing more is posted there, each refused publish is logged with the reason, other channels are still answered", {
+  timeout: 60_000,
+}, async () => {
   const mark = d.logs.length;
   const ev = await w.owner.post("@agent long job #slow 2500", { channel: ch.leaving });
   await w.waitReaction(ev, "👀", 20_000);
@@ -125,10 +138,20 @@ test("removed from a channel mid-turn: nothing more is posted there, each refuse
   await d.waitLog((l) => l.evt === "turn.end" && String(l.scope).startsWith(ch.leaving!), 30_000);
   await sleep(2000); // a late publish into the channel would be stored by now
   const after = (await w.query({ authors: [w.agent.pk], "#h": [ch.leaving] })).filter((e) => e.created_at > removedAt);
-  assert.deepEqual(after.map((e) => `${e.kind}:${e.content.slice(0, 40)}`), [], "the relay holds nothing from the agent after the removal");
+  assert.deepEqual(
+    after.map((e) => `${e.kind}:${e.content.slice(0, 40)}`),
+    [],
+    "the relay holds nothing from the agent after the removal",
+  );
   const failedPublishes = d.logs.slice(mark).filter((l) => l.evt === "relay.publish_failed");
-  assert.ok(failedPublishes.every((l) => /not a channel member/.test(String(l.reason))), "each refusal is logged with the relay's reason");
-  assert.ok(failedPublishes.length <= 6, `a handful of refused publishes, no retry storm: ${JSON.stringify(failedPublishes.map((l) => [l.kind, l.status, l.reason]))}`);
+  assert.ok(
+    failedPublishes.every((l) => /not a channel member/.test(String(l.reason))),
+    "each refusal is logged with the relay's reason",
+  );
+  assert.ok(
+    failedPublishes.length <= 6,
+    `a handful of refused publishes, no retry storm: ${JSON.stringify(failedPublishes.map((l) => [l.kind, l.status, l.reason]))}`,
+  );
   const other = await w.owner.post("@agent still with us?");
   await w.waitReplies(other, 1, 30_000);
 });

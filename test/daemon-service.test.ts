@@ -73,7 +73,9 @@ before(async () => {
 });
 after(() => w.close());
 
-async function getJson(url: string): Promise<{ status: number; body: { status: string; checks: { name: string; ok: boolean; detail?: string }[] } }> {
+async function getJson(
+  url: string,
+): Promise<{ status: number; body: { status: string; checks: { name: string; ok: boolean; detail?: string }[] } }> {
   const res = await fetch(url);
   return { status: res.status, body: (await res.json()) as never };
 }
@@ -139,7 +141,10 @@ test("presence online at start; /healthz and /readyz answer 200 once subscribed"
   assert.equal((await fetch(`${base}/healthz`)).status, 200);
   const ready = await waitReady(base, 200);
   assert.equal(ready.body.status, "ready");
-  assert.ok(ready.body.checks.every((c) => c.ok), JSON.stringify(ready.body));
+  assert.ok(
+    ready.body.checks.every((c) => c.ok),
+    JSON.stringify(ready.body),
+  );
 });
 
 test("/metrics counts a denied and an answered mention", async () => {
@@ -149,7 +154,14 @@ test("/metrics counts a denied and an answered mention", async () => {
   await w.waitReaction(asked, "✅");
   await d.waitLog((l) => l.evt === "turn.end" && l.status === "answered");
   const text = await (await fetch(`${base}/metrics`)).text();
-  assert.equal(sample(text, "buzz_bridge_gate_decisions_total", { decision: "deny", reason: "not-owner" }), 1, text.split("\n").filter((l) => l.includes("gate_decisions")).join("\n"));
+  assert.equal(
+    sample(text, "buzz_bridge_gate_decisions_total", { decision: "deny", reason: "not-owner" }),
+    1,
+    text
+      .split("\n")
+      .filter((l) => l.includes("gate_decisions"))
+      .join("\n"),
+  );
   assert.equal(sample(text, "buzz_bridge_gate_decisions_total", { decision: "accept" }), 1);
   assert.equal(sample(text, "buzz_bridge_turns_total", { outcome: "answered" }), 1);
   assert.match(text, /buzz_bridge_turn_duration_seconds_count\{outcome="answered"\} 1/);
@@ -162,7 +174,10 @@ test("/readyz flips to 503 naming the relay when the relay goes away, and back t
   const relay = down.body.checks.find((c) => c.name === "relay");
   assert.ok(relay && !relay.ok, JSON.stringify(down.body));
   assert.match(relay.detail ?? "", /relay connection is/);
-  assert.ok(down.body.checks.filter((c) => !c.ok).every((c) => c.name === "relay"), "only the relay check fails");
+  assert.ok(
+    down.body.checks.filter((c) => !c.ok).every((c) => c.name === "relay"),
+    "only the relay check fails",
+  );
   assert.equal((await fetch(`${base}/healthz`)).status, 200, "liveness does not depend on the relay");
   await fwd.up();
   await waitReady(base, 200, 60_000);
@@ -301,7 +316,10 @@ describe("start-up", { concurrency: true }, () => {
     t.after(() => waiting.stop());
     await waiting.waitLog((l) => l.evt === "relay.disconnected");
     assert.equal(await waiting.stop("SIGTERM"), 0);
-    assert.ok(waiting.logs.some((l) => l.evt === "daemon.shutdown"), waiting.raw().slice(-2000));
+    assert.ok(
+      waiting.logs.some((l) => l.evt === "daemon.shutdown"),
+      waiting.raw().slice(-2000),
+    );
     assert.ok(!waiting.logs.some((l) => l.evt === "daemon.start_failed"));
   });
 

@@ -30,7 +30,10 @@ test("the owner's mention is answered in its thread through the proxy's send_mes
   assert.match(reply!.content, /Where the build team coordinates releases/, "the agent saw the channel description");
   assert.match(reply!.content, /Always run the tests first/, "the agent saw the team instructions");
   const reactions = await w.waitReaction(ev, "✅");
-  assert.ok(reactions.some((r) => r.content === "👀"), "👀 when picked up");
+  assert.ok(
+    reactions.some((r) => r.content === "👀"),
+    "👀 when picked up",
+  );
   await d.waitLog((l) => l.evt === "turn.end" && l.status === "answered" && l.via === "tool");
 });
 
@@ -78,7 +81,11 @@ test("a changed description and team instructions reach a running session after 
   const first = await w.owner.post("@agent first question");
   await w.waitReplies(first);
   await w.relay.updateChannel(w.channel, { about: "Now the place for incident response" });
-  w.writeConfig({ defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Page the on-call first." }, queue: { max_attempts: 2 }, agent: { auth_method: "demo-token" } });
+  w.writeConfig({
+    defaults: { respond_to: "allowlist", allow: [w.teammate.npub], team_instructions: "Page the on-call first." },
+    queue: { max_attempts: 2 },
+    agent: { auth_method: "demo-token" },
+  });
   d.proc.kill("SIGHUP");
   await d.waitLog((l) => l.evt === "config.reloaded");
   const again = await w.owner.post("@agent and now?", { replyTo: first });
@@ -91,7 +98,10 @@ test("a crashing agent: the thread gets one failure notice naming the requester,
   const ev = await w.owner.post("@agent #crash");
   const [notice] = await w.waitReplies(ev, 1, 30_000);
   assert.match(notice!.content, /could not answer/i);
-  assert.ok(notice!.tags.some((t) => t[0] === "p" && t[1] === w.owner.pk), "the notice mentions the requester");
+  assert.ok(
+    notice!.tags.some((t) => t[0] === "p" && t[1] === w.owner.pk),
+    "the notice mentions the requester",
+  );
   await w.waitReaction(ev, "⚠️");
   const next = await w.owner.post("@agent are you back?");
   await w.waitReplies(next, 1, 30_000);

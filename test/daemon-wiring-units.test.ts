@@ -24,10 +24,16 @@ test("a gate decision is counted under its reason, command, amendment, or accept
   const policy = {} as Extract<Decision, { action: "accept" }>["policy"];
   assert.equal(decisionLabel({ action: "drop", reason: "no-mention", level: "info" }), "no-mention");
   assert.equal(decisionLabel({ action: "deny", reason: "bad-signature", level: "info" }), "bad-signature");
-  assert.equal(decisionLabel({ action: "control", command: "!cancel" as Extract<Decision, { action: "control" }>["command"], channel }), "!cancel");
+  assert.equal(
+    decisionLabel({ action: "control", command: "!cancel" as Extract<Decision, { action: "control" }>["command"], channel }),
+    "!cancel",
+  );
   assert.equal(decisionLabel({ action: "amend", amend: "edit", targets: ["e"], channel, policy }), "edit");
   assert.equal(decisionLabel({ action: "accept", channel, policy }), "accepted");
-  assert.equal(decisionLabel({ action: "accept", channel, policy, sibling: {} as NonNullable<Extract<Decision, { action: "accept" }>["sibling"]> }), "sibling");
+  assert.equal(
+    decisionLabel({ action: "accept", channel, policy, sibling: {} as NonNullable<Extract<Decision, { action: "accept" }>["sibling"]> }),
+    "sibling",
+  );
 });
 
 test("channel metadata is re-read once it is older than the TTL; a failed or archived read keeps what the directory knew", async () => {

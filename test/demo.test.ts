@@ -7,7 +7,11 @@ import { join } from "node:path";
 const CLI = join(import.meta.dirname, "..", "dist", "cli.js");
 
 test("demo exits 0 and shows the owner answered in-thread with the channel description, the teammate answered and the stranger's 🔒", () => {
-  const r = spawnSync(process.execPath, [CLI, "demo"], { encoding: "utf8", timeout: 120_000, env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR } });
+  const r = spawnSync(process.execPath, [CLI, "demo"], {
+    encoding: "utf8",
+    timeout: 120_000,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR },
+  });
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   assert.match(r.stdout, /✓ alice \(owner\): answered in the thread/);
   const out = r.stdout.slice(r.stdout.indexOf("── #release-room"));

@@ -54,7 +54,10 @@ describe("dev relay channels", () => {
     const got = await bobC.next((f) => f[0] === "EVENT" && f[1] === "a-only");
     assert.equal((got[2] as Event).id, inA.id);
     await sleep(QUIET_MS);
-    assert.deepEqual(bobC.drain("a-only").map((e) => e.id), []);
+    assert.deepEqual(
+      bobC.drain("a-only").map((e) => e.id),
+      [],
+    );
     assert.deepEqual(new Set(bobC.drain("all").map((e) => e.id)), new Set([inA.id, inB.id]));
   });
 
@@ -68,7 +71,10 @@ describe("dev relay channels", () => {
     const write = await bobC.publish(sign({ kind: 9, tags: [["h", priv]], content: "let me in" }, bob));
     assert.deepEqual(write.slice(2), [false, "restricted: not a channel member"]);
     await sleep(QUIET_MS);
-    assert.deepEqual([...bobC.drain("spy"), ...bobC.drain("wide")].filter((e) => tagOf(e, "h") === priv), []);
+    assert.deepEqual(
+      [...bobC.drain("spy"), ...bobC.drain("wide")].filter((e) => tagOf(e, "h") === priv),
+      [],
+    );
     const history = await bobC.req("hist", { "#h": [priv] }, { ids: [secret.id] });
     assert.deepEqual(history.events, []);
     const meta = await bobC.req("meta", { kinds: [39000, 39002], "#d": [priv] });
@@ -81,7 +87,10 @@ describe("dev relay channels", () => {
     assert.match(String((await aliceC.publish(sign({ kind: 9, tags: [["h", "nope"]] }, alice)))[3]), /^restricted: unknown channel/);
     const asBob = await aliceC.publish(sign({ kind: 9, tags: [["h", chA]] }, bob));
     assert.deepEqual(asBob.slice(2), [false, "restricted: event pubkey is not the authenticated key"]);
-    assert.match(String((await aliceC.publish(sign({ kind: 39000, tags: [["d", chA]] }, alice)))[3]), /^restricted: kind 39000 is written by the relay only/);
+    assert.match(
+      String((await aliceC.publish(sign({ kind: 39000, tags: [["d", chA]] }, alice)))[3]),
+      /^restricted: kind 39000 is written by the relay only/,
+    );
   });
 
   it("serves relay-signed 39000/39002, and 39002 by #p self lists my channels", async () => {
@@ -90,7 +99,13 @@ describe("dev relay channels", () => {
     assert.deepEqual(new Set(events.map((e) => tagOf(e, "d"))), new Set([chA, chB, priv]));
     for (const e of events) assert.equal(e.pubkey, relay.relayPubkey);
     const members = events.find((e) => tagOf(e, "d") === chA)!;
-    assert.deepEqual(members.tags.filter((t) => t[0] === "p"), [["p", A, "", "member"], ["p", B, "", "member"]]);
+    assert.deepEqual(
+      members.tags.filter((t) => t[0] === "p"),
+      [
+        ["p", A, "", "member"],
+        ["p", B, "", "member"],
+      ],
+    );
     const meta = await aliceC.req("meta", { kinds: [39000], "#d": [chA, priv] });
     const a = meta.events.find((e) => tagOf(e, "d") === chA)!;
     assert.equal(tagOf(a, "name"), "alpha");
@@ -120,7 +135,10 @@ describe("dev relay channels", () => {
     await sleep(QUIET_MS);
     assert.deepEqual(carolC.drain("no-p"), []);
     assert.deepEqual(bobC.drain("watch-bob"), []);
-    assert.deepEqual(bobC.drain("bob-all").filter((e) => e.kind === 44100), []);
+    assert.deepEqual(
+      bobC.drain("bob-all").filter((e) => e.kind === 44100),
+      [],
+    );
     // carol can now write into the channel
     assert.equal((await carolC.publish(sign({ kind: 9, tags: [["h", chA]], content: "hi" }, carol)))[2], true);
     await relay.removeMember(chA, C);
@@ -147,7 +165,10 @@ describe("dev relay channels", () => {
     assert.equal((await bobC.publish(frame))[2], true);
     assert.equal(((await aliceC.next((f) => f[1] === "obs" && f[0] === "EVENT"))[2] as Event).id, frame.id);
     await sleep(QUIET_MS);
-    assert.deepEqual(bobC.drain("bob-any").filter((e) => e.kind === 24200), []);
+    assert.deepEqual(
+      bobC.drain("bob-any").filter((e) => e.kind === 24200),
+      [],
+    );
   });
 
   it("accepts a reaction in a channel the author belongs to and delivers it to that channel's members", async () => {
@@ -158,7 +179,17 @@ describe("dev relay channels", () => {
     assert.equal((await aliceC.publish(msg))[2], true);
     await bobC.req("reacts", { kinds: [7], "#e": [msg.id] });
     await carolC.req("reacts", { kinds: [7] });
-    const r = sign({ kind: 7, tags: [["e", msg.id], ["p", A]], content: "👀" }, bob);
+    const r = sign(
+      {
+        kind: 7,
+        tags: [
+          ["e", msg.id],
+          ["p", A],
+        ],
+        content: "👀",
+      },
+      bob,
+    );
     assert.deepEqual((await bobC.publish(r)).slice(2), [true, ""]);
     assert.equal(((await bobC.next((f) => f[1] === "reacts" && f[0] === "EVENT"))[2] as Event).id, r.id);
     const intruder = await carolC.publish(sign({ kind: 7, tags: [["e", msg.id]], content: "+" }, carol));
@@ -189,23 +220,51 @@ describe("dev relay channels", () => {
     assert.equal(late[2], true);
     assert.match(String(late[3]), /^duplicate:/);
     const { events } = await aliceC.req("profile", { kinds: [0], authors: [A] });
-    assert.deepEqual(events.map((e) => e.content), ['{"name":"new"}']);
+    assert.deepEqual(
+      events.map((e) => e.content),
+      ['{"name":"new"}'],
+    );
   });
 
   it("stored history honours since, until and limit, newest first, across several filters", async () => {
     const aliceC = await as(alice);
     const t0 = now() - 100;
-    const evs = [0, 1, 2, 3, 4].map((i) => sign({ kind: 9, created_at: t0 + i * 10, tags: [["h", chB], ["t", "hist"]], content: `m${i}` }, alice));
+    const evs = [0, 1, 2, 3, 4].map((i) =>
+      sign(
+        {
+          kind: 9,
+          created_at: t0 + i * 10,
+          tags: [
+            ["h", chB],
+            ["t", "hist"],
+          ],
+          content: `m${i}`,
+        },
+        alice,
+      ),
+    );
     for (const e of evs) assert.equal((await aliceC.publish(e))[2], true);
     const base = { kinds: [9], "#t": ["hist"] };
     const since = await aliceC.req("since", { ...base, since: t0 + 20 });
-    assert.deepEqual(since.events.map((e) => e.content), ["m4", "m3", "m2"]);
+    assert.deepEqual(
+      since.events.map((e) => e.content),
+      ["m4", "m3", "m2"],
+    );
     const until = await aliceC.req("until", { ...base, until: t0 + 10 });
-    assert.deepEqual(until.events.map((e) => e.content), ["m1", "m0"]);
+    assert.deepEqual(
+      until.events.map((e) => e.content),
+      ["m1", "m0"],
+    );
     const limit = await aliceC.req("limit", { ...base, limit: 2 });
-    assert.deepEqual(limit.events.map((e) => e.content), ["m4", "m3"]);
+    assert.deepEqual(
+      limit.events.map((e) => e.content),
+      ["m4", "m3"],
+    );
     const two = await aliceC.req("two", { ...base, until: t0 }, { ...base, since: t0 + 40 }, { ids: [evs[4]!.id] });
-    assert.deepEqual(two.events.map((e) => e.content), ["m0", "m4"]);
+    assert.deepEqual(
+      two.events.map((e) => e.content),
+      ["m0", "m4"],
+    );
     const none = await aliceC.req("none", { kinds: [], "#h": [chB] });
     assert.deepEqual(none.events, []);
   });
@@ -218,9 +277,29 @@ describe("dev relay channels", () => {
     await aliceC.publish(mine);
     await bobC.publish(other);
     assert.equal((await aliceC.publish(sign({ kind: 5, tags: [["h", chA]] }, alice)))[2], true);
-    assert.equal((await aliceC.publish(sign({ kind: 9005, tags: [["h", chA], ["e", mine.id], ["e", other.id]] }, alice)))[2], true);
+    assert.equal(
+      (
+        await aliceC.publish(
+          sign(
+            {
+              kind: 9005,
+              tags: [
+                ["h", chA],
+                ["e", mine.id],
+                ["e", other.id],
+              ],
+            },
+            alice,
+          ),
+        )
+      )[2],
+      true,
+    );
     const { events } = await bobC.req("gone", { ids: [mine.id, other.id] });
-    assert.deepEqual(events.map((e) => e.id), [other.id]);
+    assert.deepEqual(
+      events.map((e) => e.id),
+      [other.id],
+    );
   });
 
   it("replaces a subscription with the same id and stops delivering after CLOSE", async () => {

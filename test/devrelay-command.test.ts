@@ -24,7 +24,10 @@ function start(args: string[]): { child: ChildProcess; lines: AsyncIterator<stri
   return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() };
 }
 
-const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code))));
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code)),
+  );
 
 describe("buzz-bridge dev-relay", () => {
   it("prints the URL first, then the admin token and channels; serves; stops on SIGTERM", async () => {
@@ -45,13 +48,17 @@ describe("buzz-bridge dev-relay", () => {
     await c.req("m", { kinds: [44100], "#p": [getPublicKey(alice)] });
     const admin = async (op: string, body: object) => {
       const res = await fetch(`${url.replace("ws://", "http://")}/admin/${op}`, {
-        method: "POST", body: JSON.stringify(body), headers: { authorization: `Bearer ${token[1]}` },
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { authorization: `Bearer ${token[1]}` },
       });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
     };
     const made = await admin("create-channel", { name: "side", members: [getPublicKey(alice)] });
     assert.equal(made.status, 200);
-    const note = (await c.next((f) => f[0] === "EVENT" && f[1] === "m" && (f[2] as Event).tags.some((t) => t[0] === "h" && t[1] === made.body.id)))[2] as Event;
+    const note = (
+      await c.next((f) => f[0] === "EVENT" && f[1] === "m" && (f[2] as Event).tags.some((t) => t[0] === "h" && t[1] === made.body.id))
+    )[2] as Event;
     assert.equal(note.kind, 44100);
     assert.equal((await admin("add-relay-member", { pubkey: getPublicKey(bob) })).status, 200);
     await (await RawClient.authed(url, bob)).close();

@@ -28,7 +28,10 @@ describe("dev relay HTTP bridge", () => {
     assert.deepEqual(w.body, { event_id: ev.id, accepted: true, message: "" });
     const q = await nip98Post(relay.httpUrl, "/query", [{ kinds: [9], "#h": [ch] }], bob);
     assert.equal(q.status, 200);
-    assert.deepEqual((q.body as Event[]).map((e) => e.id), [ev.id]);
+    assert.deepEqual(
+      (q.body as Event[]).map((e) => e.id),
+      [ev.id],
+    );
     const c = await nip98Post(relay.httpUrl, "/count", [{ kinds: [9], "#h": [ch] }], bob);
     assert.deepEqual(c.body, { count: 1 });
   });
@@ -73,7 +76,18 @@ describe("dev relay HTTP bridge", () => {
     assert.equal((await post(nip98Header(`${relay.httpUrl}/query/`, "POST", body, bob))).status, 401);
     assert.equal((await post(nip98Header(`${relay.httpUrl}/query`, "GET", body, bob))).status, 401);
     assert.equal((await post(nip98Header(`${relay.httpUrl}/query`, "POST", `${body} `, bob))).status, 401);
-    const stale = finalizeEvent({ kind: 27235, created_at: now() - 120, content: "", tags: [["u", `${relay.httpUrl}/query`], ["method", "POST"]] }, bob);
+    const stale = finalizeEvent(
+      {
+        kind: 27235,
+        created_at: now() - 120,
+        content: "",
+        tags: [
+          ["u", `${relay.httpUrl}/query`],
+          ["method", "POST"],
+        ],
+      },
+      bob,
+    );
     const r = await post(`Nostr ${Buffer.from(JSON.stringify(stale)).toString("base64")}`);
     assert.equal(r.status, 401);
     assert.match(r.body.error, /^NIP-98: /);
@@ -91,6 +105,9 @@ describe("dev relay HTTP bridge", () => {
     const q = await nip98Post(relay.httpUrl, "/query", [{ kinds: [44100], "#p": [A] }], bob);
     assert.equal(q.status, 403);
     const own = await nip98Post(relay.httpUrl, "/query", [{ kinds: [44100], "#p": [B] }], bob);
-    assert.deepEqual((own.body as Event[]).map((e) => e.tags.find((t) => t[0] === "h")![1]), [ch]);
+    assert.deepEqual(
+      (own.body as Event[]).map((e) => e.tags.find((t) => t[0] === "h")![1]),
+      [ch],
+    );
   });
 });

@@ -46,7 +46,10 @@ describe("dev relay lifecycle", () => {
       await closed;
       const again = await RawClient.authed(relay.url, alice);
       const { events } = await again.req("h", { "#h": [ch], kinds: [9] });
-      assert.deepEqual(events.map((e) => e.id), [ev.id]);
+      assert.deepEqual(
+        events.map((e) => e.id),
+        [ev.id],
+      );
       await again.close();
     } finally {
       await relay.close();
@@ -66,13 +69,19 @@ describe("dev relay lifecycle", () => {
     const relayKey = first.relayPubkey;
     await first.close();
 
-    const second = await startDevRelay({ dataDir: data, seed: { members: [], channels: [{ name: "kept", members: [A], type: "private", messages: [] }] } });
+    const second = await startDevRelay({
+      dataDir: data,
+      seed: { members: [], channels: [{ name: "kept", members: [A], type: "private", messages: [] }] },
+    });
     try {
       assert.equal(second.relayPubkey, relayKey);
       assert.deepEqual(second.seeded, [{ id: ch, name: "kept" }]);
       const c2 = await RawClient.authed(second.url, alice);
       const hist = await c2.req("h", { kinds: [9], "#h": [ch] });
-      assert.deepEqual(hist.events.map((e) => e.content), ["durable"]);
+      assert.deepEqual(
+        hist.events.map((e) => e.content),
+        ["durable"],
+      );
       assert.equal((await c2.publish(sign({ kind: 9, tags: [["h", ch]], content: "still a member" }, alice)))[2], true);
       const meta = await c2.req("m", { kinds: [39000], "#d": [ch] });
       assert.equal(meta.events.length, 1);
@@ -91,7 +100,10 @@ describe("dev relay lifecycle", () => {
       const ch = await relay.createChannel({ name: "g", members: [nip19.npubEncode(A)] });
       const c = await RawClient.authed(relay.url, alice);
       await c.close();
-      await assert.rejects(relay.addMember(ch, "nonsense"), (err: unknown) => err instanceof DevRelayAdminError && /bad pubkey/.test(err.message));
+      await assert.rejects(
+        relay.addMember(ch, "nonsense"),
+        (err: unknown) => err instanceof DevRelayAdminError && /bad pubkey/.test(err.message),
+      );
       await assert.rejects(relay.addMember("no-such-channel", A), /no channel with id/);
       await assert.rejects(relay.createChannel({ id: ch, name: "again" }), /already exists/);
     } finally {
@@ -102,16 +114,19 @@ describe("dev relay lifecycle", () => {
   it("loads a YAML seed with npub and hex keys and posts its initial messages", async () => {
     const file = join(dir, "seed.yaml");
     const bob = generateSecretKey();
-    writeFileSync(file, [
-      `members: [${getPublicKey(bob)}]`,
-      "channels:",
-      "  - name: general",
-      "    about: What this room is for",
-      `    members: [${nip19.npubEncode(A)}]`,
-      "    messages:",
-      `      - author_nsec: ${nip19.nsecEncode(alice)}`,
-      "        content: hello from the seed",
-    ].join("\n"));
+    writeFileSync(
+      file,
+      [
+        `members: [${getPublicKey(bob)}]`,
+        "channels:",
+        "  - name: general",
+        "    about: What this room is for",
+        `    members: [${nip19.npubEncode(A)}]`,
+        "    messages:",
+        `      - author_nsec: ${nip19.nsecEncode(alice)}`,
+        "        content: hello from the seed",
+      ].join("\n"),
+    );
     const seed = loadSeed(file);
     assert.equal(seed.channels[0]!.members[0], A);
     const relay = await startDevRelay({ seed: file });
@@ -119,7 +134,10 @@ describe("dev relay lifecycle", () => {
       const ch = relay.seeded[0]!.id;
       const c = await RawClient.authed(relay.url, alice);
       const { events } = await c.req("h", { kinds: [9], "#h": [ch] });
-      assert.deepEqual(events.map((e) => [e.pubkey, e.content]), [[A, "hello from the seed"]]);
+      assert.deepEqual(
+        events.map((e) => [e.pubkey, e.content]),
+        [[A, "hello from the seed"]],
+      );
       await c.close();
     } finally {
       await relay.close();
@@ -130,15 +148,18 @@ describe("dev relay lifecycle", () => {
     const file = join(dir, "bad.yaml");
     const nsec = nip19.nsecEncode(generateSecretKey());
     writeFileSync(file, `members: [${nsec}]\nchannels:\n  - about: no name\n    type: lobby\n`);
-    assert.throws(() => loadSeed(file), (err: unknown) => {
-      assert.ok(err instanceof SeedError);
-      assert.ok(err.message.includes(file));
-      assert.match(err.message, /members\.0: this is a secret key/);
-      assert.match(err.message, /channels\.0\.name/);
-      assert.match(err.message, /channels\.0\.type/);
-      assert.ok(!err.message.includes(nsec));
-      return true;
-    });
+    assert.throws(
+      () => loadSeed(file),
+      (err: unknown) => {
+        assert.ok(err instanceof SeedError);
+        assert.ok(err.message.includes(file));
+        assert.match(err.message, /members\.0: this is a secret key/);
+        assert.match(err.message, /channels\.0\.name/);
+        assert.match(err.message, /channels\.0\.type/);
+        assert.ok(!err.message.includes(nsec));
+        return true;
+      },
+    );
     assert.throws(() => loadSeed(join(dir, "missing.yaml")), /cannot read the file/);
   });
 });

@@ -50,15 +50,18 @@ describe("dev relay limits", () => {
   it("takes limits from the seed: HTTP quota, subscriptions per connection, stored events per filter, content size", async () => {
     const alice = generateSecretKey();
     const seed = join(dir, "seed.yaml");
-    writeFileSync(seed, [
-      `members: [${getPublicKey(alice)}]`,
-      "limits:",
-      "  http_quota: { frames: 2, window: 1m }",
-      "  max_subscriptions: 2",
-      "  max_stored_per_filter: 3",
-      "  max_content_bytes: 10",
-      "",
-    ].join("\n"));
+    writeFileSync(
+      seed,
+      [
+        `members: [${getPublicKey(alice)}]`,
+        "limits:",
+        "  http_quota: { frames: 2, window: 1m }",
+        "  max_subscriptions: 2",
+        "  max_stored_per_filter: 3",
+        "  max_content_bytes: 10",
+        "",
+      ].join("\n"),
+    );
     const relay = await startDevRelay({ seed });
     relays.push(relay);
     assert.equal((await nip98Post(relay.httpUrl, "/query", [{ kinds: [1] }], alice)).status, 200);

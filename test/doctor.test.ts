@@ -36,7 +36,10 @@ function doctor(overrides: Record<string, unknown>, name: string, extraArgs: str
 
 function doctorFile(file: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CLI, "doctor", "-c", file, "--timeout", "30s", ...extraArgs], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+    const proc = spawn(process.execPath, [CLI, "doctor", "-c", file, "--timeout", "30s", ...extraArgs], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
+    });
     let out = "";
     proc.stdout.on("data", (d: Buffer) => (out += d.toString()));
     proc.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -93,7 +96,10 @@ describe("doctor", { concurrency: 2 }, () => {
     // The test world binds its own directory in (test/fixtures/world.ts), so what lies in it is
     // covered rather than absent: an unreadable placeholder, an empty directory (the work
     // area does not exist yet: doctor starts no session).
-    assert.match(r.out, /cannot reach: config file \S+ok\.yaml \(unreadable\), state directory \S+ \(empty\), channels' working directories \S+ \(hidden\)/);
+    assert.match(
+      r.out,
+      /cannot reach: config file \S+ok\.yaml \(unreadable\), state directory \S+ \(empty\), channels' working directories \S+ \(hidden\)/,
+    );
     assert.match(r.out, /processes: sees \d+ \(its own pid namespace\), not the daemon's/);
     assert.match(r.out, /all checks passed/);
     assert.doesNotMatch(r.out, /nsec1/, "no secret in the output");
@@ -151,7 +157,11 @@ describe("doctor", { concurrency: 2 }, () => {
     const sk = generateSecretKey();
     w.relay.addRelayMember(getPublicKey(sk));
     const r = await doctor(
-      { identity: { secret_key: nip19.nsecEncode(sk) }, channels: [{ id: w.channel }], agent: { command: process.execPath, args: [BAD_AGENT, "exit"] } },
+      {
+        identity: { secret_key: nip19.nsecEncode(sk) },
+        channels: [{ id: w.channel }],
+        agent: { command: process.execPath, args: [BAD_AGENT, "exit"] },
+      },
       "no-channel",
     );
     assert.equal(r.code, 1, r.out);

@@ -22,7 +22,9 @@ import { assertExactlyOnce, repliesByThread, waitAllAnswered } from "./fixtures/
 import { sleep } from "./fixtures/wait.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
 
-const LIBFAKETIME = ["x86_64-linux-gnu", "aarch64-linux-gnu"].map((a) => `/usr/lib/${a}/faketime/libfaketimeMT.so.1`).find((p) => existsSync(p));
+const LIBFAKETIME = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
+  .map((a) => `/usr/lib/${a}/faketime/libfaketimeMT.so.1`)
+  .find((p) => existsSync(p));
 const faketime = needs(LIBFAKETIME !== undefined, "libfaketime (Debian package libfaketime)");
 const AHEAD_S = 40;
 const CHANNELS = 3;
@@ -46,7 +48,10 @@ after(async () => {
   await server?.stop();
 });
 
-test(`a daemon whose clock is ${AHEAD_S} s ahead takes no live lease: every mention answered once, no takeover; doctor reports its skew`, { timeout: 120_000, skip: faketime.skip }, async (ctx) => {
+test(`a daemon whose clock is ${AHEAD_S} s ahead takes no live lease: every mention answered once, no takeover; doctor reports its skew`, {
+  timeout: 120_000,
+  skip: faketime.skip,
+}, async (ctx) => {
   faketime.assertPresent();
   if (skip) return ctx.skip(skip);
   const url = await server!.createDatabase();
@@ -78,11 +83,21 @@ test(`a daemon whose clock is ${AHEAD_S} s ahead takes no live lease: every ment
   assert.equal(notices, 0);
 
   const logs = [a, b].flatMap((d) => d.logs);
-  assert.deepEqual(logs.filter((l) => l.evt === "queue.scope_taken_over" || l.evt === "queue.scope_lost"), [], "no lease was taken from a live daemon");
-  for (const d of [a, b]) assert.ok(d.logs.some((l) => l.evt === "turn.session"), `daemon ${d.proc.pid} ran turns too`);
+  assert.deepEqual(
+    logs.filter((l) => l.evt === "queue.scope_taken_over" || l.evt === "queue.scope_lost"),
+    [],
+    "no lease was taken from a live daemon",
+  );
+  for (const d of [a, b])
+    assert.ok(
+      d.logs.some((l) => l.evt === "turn.session"),
+      `daemon ${d.proc.pid} ran turns too`,
+    );
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  const turns = (await c.query<{ trigger_ids: string[]; attempts: number; state: string }>(`SELECT trigger_ids, attempts, state FROM ${PG_SCHEMA}.turns`)).rows;
+  const turns = (
+    await c.query<{ trigger_ids: string[]; attempts: number; state: string }>(`SELECT trigger_ids, attempts, state FROM ${PG_SCHEMA}.turns`)
+  ).rows;
   await c.end();
   assert.deepEqual(
     mentions.map((m) => turns.filter((t) => t.trigger_ids.includes(m.id)).map((t) => [t.state, t.attempts])),
@@ -93,11 +108,19 @@ test(`a daemon whose clock is ${AHEAD_S} s ahead takes no live lease: every ment
   // doctor, on each machine (the same environment as its daemon).
   const doctor = (configFile: string, e: NodeJS.ProcessEnv) =>
     new Promise<{ status: number | null; stdout: string }>((r) => {
-      const child = execFile(process.execPath, [CLI, "doctor", "-c", configFile], { encoding: "utf8", env: { ...process.env, ...e }, timeout: 40_000 }, (_err, stdout) => r({ status: child.exitCode, stdout }));
+      const child = execFile(
+        process.execPath,
+        [CLI, "doctor", "-c", configFile],
+        { encoding: "utf8", env: { ...process.env, ...e }, timeout: 40_000 },
+        (_err, stdout) => r({ status: child.exitCode, stdout }),
+      );
     });
   const skewed = await doctor(configs[1]!, ahead);
   assert.equal(skewed.status, 1, skewed.stdout);
-  assert.match(skewed.stdout, /✗ clock +this machine's clock is (3[5-9]|4[0-5])\.\d s ahead of the database's \(more than 10 s\): run NTP on both/);
+  assert.match(
+    skewed.stdout,
+    /✗ clock +this machine's clock is (3[5-9]|4[0-5])\.\d s ahead of the database's \(more than 10 s\): run NTP on both/,
+  );
   assert.match(skewed.stdout, /✓ fleet +2 live daemons/);
   const fine = await doctor(configs[0]!, env);
   assert.match(fine.stdout, /✓ clock +this machine's clock is within \d+ ms of the database's/);

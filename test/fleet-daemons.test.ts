@@ -37,7 +37,9 @@ after(async () => {
   await server?.stop();
 });
 
-test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channels answered exactly once through a SIGKILL and a restart`, { timeout: 170_000 }, async (ctx) => {
+test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channels answered exactly once through a SIGKILL and a restart`, {
+  timeout: 170_000,
+}, async (ctx) => {
   if (skip) return ctx.skip(skip);
   const url = await server!.createDatabase();
   const configs = [0, 1, 2].map((i) =>

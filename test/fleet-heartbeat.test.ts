@@ -21,7 +21,15 @@ test("three daemons tick in the same period: one heartbeat fires, the others ski
   const stores = await Promise.all([0, 1, 2].map(() => PostgresStore.open({ url, identity: agent.pk })));
   const lines: Record<string, unknown>[] = [];
   const out = new PassThrough();
-  out.on("data", (c: Buffer) => lines.push(...c.toString().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)));
+  out.on("data", (c: Buffer) =>
+    lines.push(
+      ...c
+        .toString()
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    ),
+  );
   const logger = createLogger({ destination: out });
   let runs = 0;
   const beats = stores.map(
@@ -37,10 +45,20 @@ test("three daemons tick in the same period: one heartbeat fires, the others ski
         claimTick: () => s.claimPeriod("heartbeat:c", 60_000),
       }),
   );
-  assert.deepEqual(beats.map((b) => b.tick()), ["claiming", "claiming", "claiming"]);
-  await waitFor(() => lines.filter((l) => /^heartbeat\./.test(String(l.evt))).length >= 3, { timeoutMs: 5000, intervalMs: 20, what: "a heartbeat line from each of the three daemons" });
+  assert.deepEqual(
+    beats.map((b) => b.tick()),
+    ["claiming", "claiming", "claiming"],
+  );
+  await waitFor(() => lines.filter((l) => /^heartbeat\./.test(String(l.evt))).length >= 3, {
+    timeoutMs: 5000,
+    intervalMs: 20,
+    what: "a heartbeat line from each of the three daemons",
+  });
   assert.equal(runs, 1, "one heartbeat for the fleet");
   assert.equal(lines.filter((l) => l.evt === "heartbeat.fired").length, 1);
-  assert.deepEqual(lines.filter((l) => l.evt === "heartbeat.skipped").map((l) => l.reason), ["other-daemon", "other-daemon"]);
+  assert.deepEqual(
+    lines.filter((l) => l.evt === "heartbeat.skipped").map((l) => l.reason),
+    ["other-daemon", "other-daemon"],
+  );
   await Promise.all(stores.map((s) => s.close()));
 });

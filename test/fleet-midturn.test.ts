@@ -59,7 +59,11 @@ async function exactlyReplies(root: Event, n: number): Promise<Event[]> {
   await w.waitReplies(root, n, 40_000);
   await sleep(2000); // a second reply, from either daemon, would show up by now
   const all = await threadReplies(root);
-  assert.equal(all.length, n, `expected exactly ${n} agent message(s) in the thread, got: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`);
+  assert.equal(
+    all.length,
+    n,
+    `expected exactly ${n} agent message(s) in the thread, got: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`,
+  );
   return all;
 }
 
@@ -91,7 +95,8 @@ async function turnsWith(id: string): Promise<Array<{ id: string; state: string;
   }
 }
 
-const mentions = (d: DaemonProc, evt: string, id: string) => d.logs.filter((l) => l.evt === evt && Array.isArray(l.events) && (l.events as string[]).includes(id));
+const mentions = (d: DaemonProc, evt: string, id: string) =>
+  d.logs.filter((l) => l.evt === evt && Array.isArray(l.events) && (l.events as string[]).includes(id));
 
 test("a message posted mid-turn in a thread held by one daemon of two reaches that running turn; one reply covers both", async (ctx) => {
   if (skip) return ctx.skip(skip);
@@ -135,7 +140,10 @@ test("an edit of a mention whose turn runs on one daemon of two is steered into 
   assert.match(reply!.content, /Asked: @agent #final-only short job instead/);
   assert.match(reply!.content, /Labels: Correction/);
   assert.deepEqual(mentions(other, "turn.steered", edit.id), []);
-  assert.deepEqual((await turnsWith(edit.id)).map((t) => t.trigger_ids), [[root.id, edit.id]]);
+  assert.deepEqual(
+    (await turnsWith(edit.id)).map((t) => t.trigger_ids),
+    [[root.id, edit.id]],
+  );
 });
 
 test("a deletion of a running turn's only mention stops the turn on the daemon running it; a deleted queued mention gets no turn", async (ctx) => {
@@ -149,7 +157,11 @@ test("a deletion of a running turn's only mention stops the turn on the daemon r
   await holder.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && String(l.scope ?? "").endsWith(root.id));
   await sleep(2000); // a reply from the stopped turn would show up by now
   assert.equal((await threadReplies(root)).length, 0, "neither the stopped turn nor the deleted mention was answered");
-  assert.equal(daemons.flatMap((d) => d.logs.filter((l) => l.evt === "queue.deleted" && l.event === dropped.id)).length, 1, "one daemon dropped it");
+  assert.equal(
+    daemons.flatMap((d) => d.logs.filter((l) => l.evt === "queue.deleted" && l.event === dropped.id)).length,
+    1,
+    "one daemon dropped it",
+  );
   assert.equal(daemons.flatMap((d) => d.logs.filter((l) => l.evt === "turn.deleted")).length, 1);
   assert.deepEqual(await turnsWith(queued.id), []);
 });

@@ -38,7 +38,9 @@ const fleetConfig = (i: number, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-test("a database not reachable yet: the daemon retries with a log line, /readyz 503 and a /status page saying so, then starts when it appears", { timeout: 60_000 }, async (ctx) => {
+test("a database not reachable yet: the daemon retries with a log line, /readyz 503 and a /status page saying so, then starts when it appears", {
+  timeout: 60_000,
+}, async (ctx) => {
   if (skip) return ctx.skip(skip);
   const name = `later_${process.pid}`;
   const env = { BUZZ_BRIDGE_DATABASE_URL: server!.urlOf(name) };
@@ -67,13 +69,22 @@ test("a database not reachable yet: the daemon retries with a log line, /readyz 
   assert.ok(!d.raw().includes(server!.password), "no password in the daemon's output");
 });
 
-test("a daemon of another identity on a fleet's database is refused and exits, saying whose database it is", { timeout: 60_000 }, async (ctx) => {
+test("a daemon of another identity on a fleet's database is refused and exits, saying whose database it is", {
+  timeout: 60_000,
+}, async (ctx) => {
   if (skip) return ctx.skip(skip);
   const url = await server!.createDatabase();
   const env = { BUZZ_BRIDGE_DATABASE_URL: url };
   const first = await w.startDaemon({}, { configFile: w.writeConfig(fleetConfig(1), "fleet-1.yaml"), env });
   const other = nip19.nsecEncode(generateSecretKey());
-  const intruder = await w.startDaemon({}, { configFile: w.writeConfig(fleetConfig(2, { identity: { secret_key: other, owner: w.owner.npub } }), "fleet-2.yaml"), env, waitStarted: false });
+  const intruder = await w.startDaemon(
+    {},
+    {
+      configFile: w.writeConfig(fleetConfig(2, { identity: { secret_key: other, owner: w.owner.npub } }), "fleet-2.yaml"),
+      env,
+      waitStarted: false,
+    },
+  );
   const failed = await intruder.waitLog((l) => l.evt === "daemon.start_failed");
   assert.match(String(failed.err), /belongs to another agent identity \(pubkey [0-9a-f]{64}\)/);
   assert.ok(String(failed.err).includes(w.agent.pk));
@@ -84,10 +95,18 @@ test("a daemon of another identity on a fleet's database is refused and exits, s
   // Not spawnSync: the relay runs in this process and must keep answering.
   const doctor = (configFile: string) =>
     new Promise<{ status: number | null; stdout: string; stderr: string }>((r) => {
-      const child = execFile(process.execPath, [CLI, "doctor", "-c", configFile], { encoding: "utf8", env: { ...process.env, ...env }, timeout: 40_000 }, (_err, stdout, stderr) => r({ status: child.exitCode, stdout, stderr }));
+      const child = execFile(
+        process.execPath,
+        [CLI, "doctor", "-c", configFile],
+        { encoding: "utf8", env: { ...process.env, ...env }, timeout: 40_000 },
+        (_err, stdout, stderr) => r({ status: child.exitCode, stdout, stderr }),
+      );
     });
   const ok = await doctor(first.configFile);
-  assert.match(ok.stdout, /✓ database +postgres:\/\/bb_test:\[redacted\]@127\.0\.0\.1:\d+\/\w+ reachable and migrated \(schema version \d+\)/);
+  assert.match(
+    ok.stdout,
+    /✓ database +postgres:\/\/bb_test:\[redacted\]@127\.0\.0\.1:\d+\/\w+ reachable and migrated \(schema version \d+\)/,
+  );
   assert.match(ok.stdout, /✓ clock +this machine's clock is within \d+ ms of the database's/);
   assert.match(ok.stdout, /✓ fleet +1 live daemon, 0 scope leases, 0 mentions waiting/);
   assert.match(ok.stdout, new RegExp(`/${first.proc.pid}/\\w+: 0 leases of max_concurrent 2, seen \\d+ s ago`));
@@ -98,22 +117,45 @@ test("a daemon of another identity on a fleet's database is refused and exits, s
   assert.equal(await first.stop(), 0);
 });
 
-test("with edits subscribed, an edit of a mention the fleet accepted is not taken for a new mention by any daemon", { timeout: 60_000 }, async (ctx) => {
+test("with edits subscribed, an edit of a mention the fleet accepted is not taken for a new mention by any daemon", {
+  timeout: 60_000,
+}, async (ctx) => {
   if (skip) return ctx.skip(skip);
   const url = await server!.createDatabase();
   const env = { BUZZ_BRIDGE_DATABASE_URL: url };
   const daemons = [
-    await w.startDaemon({}, { configFile: w.writeConfig(fleetConfig(3, { http: undefined, defaults: { kinds: [9, 40003] } }), "fleet-3.yaml"), env }),
-    await w.startDaemon({}, { configFile: w.writeConfig(fleetConfig(4, { http: undefined, defaults: { kinds: [9, 40003] } }), "fleet-4.yaml"), env }),
+    await w.startDaemon(
+      {},
+      { configFile: w.writeConfig(fleetConfig(3, { http: undefined, defaults: { kinds: [9, 40003] } }), "fleet-3.yaml"), env },
+    ),
+    await w.startDaemon(
+      {},
+      { configFile: w.writeConfig(fleetConfig(4, { http: undefined, defaults: { kinds: [9, 40003] } }), "fleet-4.yaml"), env },
+    ),
   ];
   const original = await w.owner.post("@agent please summarise the release notes");
   await w.waitReplies(original, 1, 30_000);
   const c = await w.owner.relay();
-  const { outcome } = await c.send({ kind: 40003, created_at: Math.floor(Date.now() / 1000), content: "@agent please summarise the release notes (typo fixed)", tags: [["h", w.channel], ["e", original.id], ["p", w.agent.pk]] });
+  const { outcome } = await c.send({
+    kind: 40003,
+    created_at: Math.floor(Date.now() / 1000),
+    content: "@agent please summarise the release notes (typo fixed)",
+    tags: [
+      ["h", w.channel],
+      ["e", original.id],
+      ["p", w.agent.pk],
+    ],
+  });
   assert.equal(outcome.status, "accepted");
-  await Promise.all(daemons.map((d) => d.waitLog((l) => l.evt === "gate.denied" && l.reason === "edit-of-handled", 10_000).catch(() => undefined)));
+  await Promise.all(
+    daemons.map((d) => d.waitLog((l) => l.evt === "gate.denied" && l.reason === "edit-of-handled", 10_000).catch(() => undefined)),
+  );
   await sleep(3000); // an answer to the edit would be stored by now
   const agentMessages = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#h": [w.channel] });
-  assert.deepEqual(agentMessages.map((m) => m.tags.find((t) => t[0] === "e")?.[1]).filter((e) => e !== original.id), [], "nothing answers the edit");
+  assert.deepEqual(
+    agentMessages.map((m) => m.tags.find((t) => t[0] === "e")?.[1]).filter((e) => e !== original.id),
+    [],
+    "nothing answers the edit",
+  );
   for (const d of daemons) assert.equal(await d.stop(), 0);
 });

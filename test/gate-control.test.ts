@@ -11,7 +11,18 @@ import { ControlExecutor, type ControlTarget } from "../src/gate/control.js";
 import type { ChannelInfo } from "../src/gate/policy.js";
 import { QueueStore } from "../src/queue/store.js";
 import { KIND } from "../src/relay/kinds.js";
-import { agent, owner, stranger, teammate, CHANNEL, mention, fromWire, makeConfig, captureLogger, tempDir } from "./fixtures/queue-helpers.js";
+import {
+  agent,
+  owner,
+  stranger,
+  teammate,
+  CHANNEL,
+  mention,
+  fromWire,
+  makeConfig,
+  captureLogger,
+  tempDir,
+} from "./fixtures/queue-helpers.js";
 
 const tmp = tempDir("bb-gate-control-");
 after(() => tmp.cleanup());
@@ -68,7 +79,11 @@ describe("owner control commands", () => {
     assert.equal(published.length, 1);
     assert.equal(published[0]!.kind, KIND.system);
     assert.deepEqual(payload(published[0]!), { type: "control.cancel", outcome: "cancelled", count: 3, actor: owner.pk, target: agent.pk });
-    assert.deepEqual(published[0]!.tags, [["h", CHANNEL], ["e", root, "", "root"], ["e", ev.id, "", "reply"]]);
+    assert.deepEqual(published[0]!.tags, [
+      ["h", CHANNEL],
+      ["e", root, "", "root"],
+      ["e", ev.id, "", "reply"],
+    ]);
   });
 
   test("no-op outcomes are published too; a top-level command targets the whole channel", async () => {
@@ -76,10 +91,13 @@ describe("owner control commands", () => {
     await gate.handle(fromWire(mention(owner, "!cancel")));
     await gate.handle(fromWire(mention(owner, "!rotate")));
     assert.deepEqual(targets, [{ channel: CHANNEL }, { channel: CHANNEL }]);
-    assert.deepEqual(published.map((p) => [payload(p).type, payload(p).outcome]), [
-      ["control.cancel", "nothing-to-cancel"],
-      ["control.rotate", "nothing-to-rotate"],
-    ]);
+    assert.deepEqual(
+      published.map((p) => [payload(p).type, payload(p).outcome]),
+      [
+        ["control.cancel", "nothing-to-cancel"],
+        ["control.rotate", "nothing-to-rotate"],
+      ],
+    );
   });
 
   test("!status reports turns in flight and queue depth", async () => {

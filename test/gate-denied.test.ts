@@ -18,7 +18,14 @@ const DIRECTORY: Record<string, ChannelInfo> = {
 
 function setup(onDenied: "react" | "reply" | "silent", now = () => 0) {
   const config = makeConfig({ defaults: { on_denied: onDenied } });
-  const ctx: GateContext = { self: agent.pk, owner: owner.pk, config, channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent };
+  const ctx: GateContext = {
+    self: agent.pk,
+    owner: owner.pk,
+    config,
+    channel: (id) => DIRECTORY[id],
+    handled: () => false,
+    verify: verifyEvent,
+  };
   const { logger, lines } = captureLogger();
   const published: EventTemplate[] = [];
   const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), now, verify: verifyEvent });
@@ -38,8 +45,14 @@ describe("on_denied", () => {
     assert.equal(published.length, 1);
     assert.equal(published[0]!.kind, 7);
     assert.equal(published[0]!.content, DENIED_REACTION);
-    assert.deepEqual(published[0]!.tags.find((t) => t[0] === "e"), ["e", ev.id]);
-    assert.deepEqual(published[0]!.tags.find((t) => t[0] === "h"), ["h", CHANNEL]);
+    assert.deepEqual(
+      published[0]!.tags.find((t) => t[0] === "e"),
+      ["e", ev.id],
+    );
+    assert.deepEqual(
+      published[0]!.tags.find((t) => t[0] === "h"),
+      ["h", CHANNEL],
+    );
     assert.equal(lines.filter((l) => l.evt === "gate.denied" && l.level === "info").length, 1);
   });
 
@@ -52,7 +65,13 @@ describe("on_denied", () => {
     assert.equal(reply.kind, 9);
     assert.ok(!reply.content.includes("\n"), "one line");
     assert.match(reply.content, /owner/);
-    assert.deepEqual(reply.tags.filter((t) => t[0] === "e"), [["e", root, "", "root"], ["e", ev.id, "", "reply"]]);
+    assert.deepEqual(
+      reply.tags.filter((t) => t[0] === "e"),
+      [
+        ["e", root, "", "root"],
+        ["e", ev.id, "", "reply"],
+      ],
+    );
   });
 
   test("silent: only the log line", async () => {
@@ -107,14 +126,30 @@ describe("on_denied", () => {
       assert.ok(d.action === "deny" && d.reason === "not-owner", "the policy denies it before any signature check");
       await reporter.report(forged, d);
       assert.equal(published.length, 0, `${mode}: nothing is published for an event its claimed author never signed`);
-      assert.deepEqual(lines.filter((l) => l.evt === "gate.denied").map((l) => l.reason), ["bad-signature"], "logged once, as the forgery it is");
+      assert.deepEqual(
+        lines.filter((l) => l.evt === "gate.denied").map((l) => l.reason),
+        ["bad-signature"],
+        "logged once, as the forgery it is",
+      );
     }
   });
 
   test("a flood of forged events: a bounded number of lines, then one line counting the rest", async () => {
     const { logger, lines } = captureLogger();
-    const reporter = new DeniedReporter({ logger, publish: async () => {}, verify: verifyEvent, forgedLogLimit: { perWindow: 3, windowMs: 100 } });
-    const ctx: GateContext = { self: agent.pk, owner: owner.pk, config: makeConfig(), channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent };
+    const reporter = new DeniedReporter({
+      logger,
+      publish: async () => {},
+      verify: verifyEvent,
+      forgedLogLimit: { perWindow: 3, windowMs: 100 },
+    });
+    const ctx: GateContext = {
+      self: agent.pk,
+      owner: owner.pk,
+      config: makeConfig(),
+      channel: (id) => DIRECTORY[id],
+      handled: () => false,
+      verify: verifyEvent,
+    };
     for (let i = 0; i < 10; i++) {
       const forged = fromWire({ ...mention(owner, `deploy ${i}`), content: `rm -rf ${i}` });
       await reporter.report(forged, decide(forged, ctx) as Refusal);
@@ -122,7 +157,11 @@ describe("on_denied", () => {
     await reporter.report(fromWire(mention(stranger, "hi")), decide(fromWire(mention(stranger, "hi")), ctx) as Refusal);
     const forgedLines = () => lines.filter((l) => l.evt === "gate.denied" && l.reason === "bad-signature");
     assert.equal(forgedLines().length, 3, "the first three forged events have their line");
-    assert.equal(lines.filter((l) => l.evt === "gate.denied" && l.reason !== "bad-signature").length, 1, "other denials are never held back");
+    assert.equal(
+      lines.filter((l) => l.evt === "gate.denied" && l.reason !== "bad-signature").length,
+      1,
+      "other denials are never held back",
+    );
     await sleep(200); // the throttle's window ends and its one summary line is written
     const summary = lines.filter((l) => l.evt === "gate.denied_suppressed");
     assert.equal(summary.length, 1);
@@ -132,10 +171,23 @@ describe("on_denied", () => {
 
   test("a failing publish is logged, not thrown", async () => {
     const { logger, lines } = captureLogger();
-    const reporter = new DeniedReporter({ logger, verify: verifyEvent, publish: async () => { throw new Error("relay said no"); } });
+    const reporter = new DeniedReporter({
+      logger,
+      verify: verifyEvent,
+      publish: async () => {
+        throw new Error("relay said no");
+      },
+    });
     const config = makeConfig();
     const ev = fromWire(mention(stranger, "hi"));
-    const d = decide(ev, { self: agent.pk, owner: owner.pk, config, channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent });
+    const d = decide(ev, {
+      self: agent.pk,
+      owner: owner.pk,
+      config,
+      channel: (id) => DIRECTORY[id],
+      handled: () => false,
+      verify: verifyEvent,
+    });
     await reporter.report(ev, d as Refusal);
     assert.equal(lines.filter((l) => l.evt === "gate.denied_notify_failed").length, 1);
   });
@@ -145,7 +197,14 @@ describe("on_denied", () => {
     const published: EventTemplate[] = [];
     const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), maxEntries: 3, verify: verifyEvent });
     const config = makeConfig();
-    const ctx: GateContext = { self: agent.pk, owner: owner.pk, config, channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent };
+    const ctx: GateContext = {
+      self: agent.pk,
+      owner: owner.pk,
+      config,
+      channel: (id) => DIRECTORY[id],
+      handled: () => false,
+      verify: verifyEvent,
+    };
     const ev = fromWire(mention(stranger, "hi"));
     const d = decide(ev, ctx) as Refusal;
     // Five distinct channels push the first pair out; it is answered again (bounded, not leaking).

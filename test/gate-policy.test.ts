@@ -9,7 +9,19 @@ import { decide, type GateContext } from "../src/gate/decide.js";
 import { DeniedReporter } from "../src/gate/denied.js";
 import type { ChannelInfo } from "../src/gate/policy.js";
 import type { Config } from "../src/config/schema.js";
-import { agent, owner, teammate, stranger, CHANNEL, DM, mention, fromWire, makeConfig, captureLogger, type Person } from "./fixtures/queue-helpers.js";
+import {
+  agent,
+  owner,
+  teammate,
+  stranger,
+  CHANNEL,
+  DM,
+  mention,
+  fromWire,
+  makeConfig,
+  captureLogger,
+  type Person,
+} from "./fixtures/queue-helpers.js";
 
 const DIRECTORY: Record<string, ChannelInfo> = {
   [CHANNEL]: { id: CHANNEL, name: "general", type: "stream" },
@@ -62,11 +74,21 @@ describe("respond-to matrix (defaults apply; DMs hardened)", () => {
           assert.ok(decision.action === "deny");
           assert.equal(decision.reason, want);
           assert.equal(verified.length, 0, "a denied event is never verified");
-          await new DeniedReporter({ logger, publish: async () => assert.fail("silent publishes nothing"), verify: (e) => (verified.push(e), verifyEvent(e)) }).report(ev, decision);
+          await new DeniedReporter({
+            logger,
+            publish: async () => assert.fail("silent publishes nothing"),
+            verify: (e) => (verified.push(e), verifyEvent(e)),
+          }).report(ev, decision);
           const denied = lines.filter((l) => l.evt === "gate.denied");
           assert.equal(denied.length, 1);
           assert.deepEqual(
-            { level: denied[0]!.level, reason: denied[0]!.reason, author: denied[0]!.author, channel: denied[0]!.channel, event: denied[0]!.event },
+            {
+              level: denied[0]!.level,
+              reason: denied[0]!.reason,
+              author: denied[0]!.author,
+              channel: denied[0]!.channel,
+              event: denied[0]!.event,
+            },
             { level: "info", reason: want, author: who[name]!.npub, channel, event: ev.id },
           );
         });
@@ -136,7 +158,14 @@ describe("drops before the policy", () => {
     const edit = mention(owner, "fixed typo", { kind: 40003, tags: [["e", "a".repeat(64)]] });
     const d = decide(fromWire(edit), ctx);
     assert.ok(d.action === "amend" && d.amend === "edit" && d.targets[0] === "a".repeat(64));
-    const del = mention(owner, "", { kind: 5, mention: false, tags: [["e", "b".repeat(64)], ["e", "a".repeat(64)]] });
+    const del = mention(owner, "", {
+      kind: 5,
+      mention: false,
+      tags: [
+        ["e", "b".repeat(64)],
+        ["e", "a".repeat(64)],
+      ],
+    });
     const dd = decide(fromWire(del), ctx);
     assert.ok(dd.action === "amend" && dd.amend === "delete" && dd.targets.length === 1, "only the handled target counts");
     const nip29 = decide(fromWire(mention(owner, "", { kind: 9005, mention: false, tags: [["e", "a".repeat(64)]] })), ctx);
@@ -144,7 +173,10 @@ describe("drops before the policy", () => {
     const fresh = mention(owner, "edit of something new", { kind: 40003, tags: [["e", "b".repeat(64)]] });
     assert.equal(decide(fromWire(fresh), ctx).action, "accept");
     const elsewhere = decide(fromWire(fresh), { ...ctx, config: makeConfig({ defaults: { respond_to: "anyone" } }) });
-    assert.ok(elsewhere.action === "drop" && elsewhere.reason === "amends-unknown" && elsewhere.level === "debug", "edits of other messages are not logged at info");
+    assert.ok(
+      elsewhere.action === "drop" && elsewhere.reason === "amends-unknown" && elsewhere.level === "debug",
+      "edits of other messages are not logged at info",
+    );
   });
 
   test("a forged event (valid owner pubkey, bad signature) is denied with bad-signature", () => {

@@ -42,7 +42,10 @@ describe("NIP-OA attestation rules", () => {
 
   test("malformed tags are refused with what is wrong", () => {
     assert.match((parseAuthTag("[1,2]") as { problem: string }).problem, /4 elements/);
-    assert.match((parseAuthTag(JSON.stringify(["auth", VECTOR.owner.toUpperCase(), "", VECTOR.sig])) as { problem: string }).problem, /owner/);
+    assert.match(
+      (parseAuthTag(JSON.stringify(["auth", VECTOR.owner.toUpperCase(), "", VECTOR.sig])) as { problem: string }).problem,
+      /owner/,
+    );
     assert.match((parseAuthTag(JSON.stringify(["auth", VECTOR.owner, "kind=01", VECTOR.sig])) as { problem: string }).problem, /kind=01/);
   });
 
@@ -63,7 +66,15 @@ describe("NIP-OA attestation rules", () => {
   test("a profile look-up slower than the timeout fails closed, and is asked again next time", async () => {
     const owner = generateSecretKey();
     const agent = getPublicKey(generateSecretKey());
-    const profile = profileOf(agent, { kind: 0, pubkey: agent, created_at: 1, content: "{}", tags: [signAttestation(owner, agent)], id: "", sig: "" });
+    const profile = profileOf(agent, {
+      kind: 0,
+      pubkey: agent,
+      created_at: 1,
+      content: "{}",
+      tags: [signAttestation(owner, agent)],
+      id: "",
+      sig: "",
+    });
     let calls = 0;
     const check = new SiblingCheck({
       owner: getPublicKey(owner),
@@ -90,7 +101,12 @@ describe("siblings through the daemon (owner-only channel)", () => {
 
   async function publishProfile(p: Person, authTag: string[] | undefined) {
     const c = await p.relay();
-    const { outcome } = await c.send({ kind: KIND.profile, created_at: Math.floor(Date.now() / 1000), content: JSON.stringify({ name: p.name }), tags: authTag ? [authTag] : [] });
+    const { outcome } = await c.send({
+      kind: KIND.profile,
+      created_at: Math.floor(Date.now() / 1000),
+      content: JSON.stringify({ name: p.name }),
+      tags: authTag ? [authTag] : [],
+    });
     assert.equal(outcome.status, "accepted", `${p.name}'s profile was stored`);
   }
 
@@ -197,7 +213,12 @@ describe("identity.auth_tag (the agent's own attestation)", () => {
 
   test("the tag may be written as a YAML list; a configured owner that differs is overridden with a warning", () => {
     const file = join(w.dir, "list-tag.yaml");
-    writeFileSync(file, stringify(w.config({ identity: { secret_key: w.agent.nsec, owner: w.teammate.npub, auth_tag: signAttestation(w.owner.sk, w.agent.pk) } })));
+    writeFileSync(
+      file,
+      stringify(
+        w.config({ identity: { secret_key: w.agent.nsec, owner: w.teammate.npub, auth_tag: signAttestation(w.owner.sk, w.agent.pk) } }),
+      ),
+    );
     const r = check(file);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, new RegExp(`owner: ${w.owner.pk}`));

@@ -48,7 +48,10 @@ test("a gate that never answers _Stop does not hold the turn past the hook deadl
   const rs = rounds(d, mark, end.turn);
   assert.equal(rs.length, 1);
   assert.equal(rs[0]!.verdict, "allow");
-  assert.deepEqual((rs[0]!.servers as Line[]).map((s) => [s.name, s.verdict, s.timed_out]), [["hung", "allow", true]]);
+  assert.deepEqual(
+    (rs[0]!.servers as Line[]).map((s) => [s.name, s.verdict, s.timed_out]),
+    [["hung", "allow", true]],
+  );
   // From the agent's end of turn to the bridge's verdict, by the daemon's own clock.
   const agentEnd = d.logs.slice(mark).find((l) => l.evt === "agent.turn_end")!;
   const took = (rs[0]!.time as number) - (agentEnd.time as number);
@@ -71,8 +74,15 @@ test("a gate that crashes while answering _Stop counts as no objection; the turn
 test("a `stop: wait` gate that never answers has not approved: the turn waits (⏳) and ends with the wait_max notice, not ✅", async () => {
   const ev = await w.owner.post("@agent ship it", { channel: ch.hungWait });
   await w.waitReaction(ev, "⏳", 30_000);
-  const replies = await w.waitEvents({ kinds: [9], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((m) => /Gave up waiting for gate 'approval'/.test(m.content)), 40_000);
+  const replies = await w.waitEvents(
+    { kinds: [9], authors: [w.agent.pk], "#e": [ev.id] },
+    (e) => e.some((m) => /Gave up waiting for gate 'approval'/.test(m.content)),
+    40_000,
+  );
   assert.ok(replies.length >= 1);
   const reactions = await w.query({ kinds: [7], authors: [w.agent.pk], "#e": [ev.id] });
-  assert.ok(!reactions.some((r) => r.content === "✅" && r.created_at < Math.max(...replies.map((m) => m.created_at))), "no approval was assumed before the notice");
+  assert.ok(
+    !reactions.some((r) => r.content === "✅" && r.created_at < Math.max(...replies.map((m) => m.created_at))),
+    "no approval was assumed before the notice",
+  );
 });

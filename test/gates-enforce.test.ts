@@ -16,7 +16,9 @@ before(async () => {
 });
 after(() => w.close());
 
-const ci = (env: Record<string, string> = {}) => ({ mcp: { servers: { ci: gateServer({ GATE_STOP_TEXT: "CI is red: run #7 concluded failure.", ...env }) } } });
+const ci = (env: Record<string, string> = {}) => ({
+  mcp: { servers: { ci: gateServer({ GATE_STOP_TEXT: "CI is red: run #7 concluded failure.", ...env }) } },
+});
 
 /** A mention in a channel of its own (no other test's messages in its history), answered. */
 async function answered(d: DaemonProc, text: string) {
@@ -50,8 +52,16 @@ test("enforce: agent — MCP_HOOK_SERVERS=buzz in the agent env, the merged _Sto
   assert.equal((await d.waitLog((l) => l.evt === "daemon.started")).enforce, "agent");
   const t = await answered(d, "@agent #env #stop-hook ship it");
   assert.match(t.reply.content, /env names: .*\bMCP_HOOK_SERVERS\b/);
-  assert.match(t.reply.content, /env names: .*\bBUZZ_AGENT_STOP_MAX_REJECTIONS\b/, "the agent's own rejection budget follows gates.max_rejections");
-  assert.match(t.reply.content, /_Stop: "\[ci\] CI is red: run #7 concluded failure\."/, "the proxy's merged _Stop, as an agent that calls hooks sees it");
+  assert.match(
+    t.reply.content,
+    /env names: .*\bBUZZ_AGENT_STOP_MAX_REJECTIONS\b/,
+    "the agent's own rejection budget follows gates.max_rejections",
+  );
+  assert.match(
+    t.reply.content,
+    /_Stop: "\[ci\] CI is red: run #7 concluded failure\."/,
+    "the proxy's merged _Stop, as an agent that calls hooks sees it",
+  );
   assert.equal(t.prompts, 1);
   assert.deepEqual(lines(d, t.mark, "gate.round"), [], "the bridge leaves hooks to the agent");
   await d.stop();
@@ -63,7 +73,10 @@ test("enforce: auto with the demo agent (no hook support) — the bridge enforce
   const t = await answered(d, "@agent #env ship it");
   assert.doesNotMatch(t.reply.content, /MCP_HOOK_SERVERS/);
   const rs = lines(d, t.mark, "gate.round");
-  assert.deepEqual(rs.map((r) => r.verdict), ["object", "allow"]);
+  assert.deepEqual(
+    rs.map((r) => r.verdict),
+    ["object", "allow"],
+  );
   assert.equal(t.prompts, 2, "one re-prompt for the one objection");
   await d.stop();
 });

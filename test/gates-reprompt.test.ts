@@ -31,7 +31,11 @@ before(async () => {
   d = await w.startDaemon({
     mcp: {
       servers: {
-        twice: gateServer({ GATE_STOP_TEXT: "The changelog has no entry for this change.", GATE_OBJECT_TIMES: "2", GATE_COUNTER_FILE: twiceCount }),
+        twice: gateServer({
+          GATE_STOP_TEXT: "The changelog has no entry for this change.",
+          GATE_OBJECT_TIMES: "2",
+          GATE_COUNTER_FILE: twiceCount,
+        }),
         forever: gateServer({ GATE_STOP_TEXT: "CI is red: run #42 concluded failure." }),
         docs: gateServer({ GATE_STOP_TEXT: "The README does not describe the new flag." }),
         lint: gateServer({ GATE_STOP_TEXT: "Run the linter before you finish.", GATE_OBJECT_TIMES: "1" }),
@@ -77,13 +81,23 @@ test("reprompt: a gate that objects twice then allows costs exactly two extra pr
   assert.equal(t.end.status, "answered");
   assert.equal(t.prompts, 3, "the first prompt plus exactly two gate re-prompts");
   assert.deepEqual(verdicts(t.rounds), ["object", "object", "allow"]);
-  assert.ok(t.rounds.every((r) => r.waited_ms === 0), "reprompt rounds never wait");
-  assert.deepEqual(hookCalls(twiceCount).map((c) => c[0]), ["_Stop", "_Stop", "_Stop"], "one _Stop call per round");
+  assert.ok(
+    t.rounds.every((r) => r.waited_ms === 0),
+    "reprompt rounds never wait",
+  );
+  assert.deepEqual(
+    hookCalls(twiceCount).map((c) => c[0]),
+    ["_Stop", "_Stop", "_Stop"],
+    "one _Stop call per round",
+  );
 
   const objection = /Asked: \[twice\] The changelog has no entry for this change\./;
   const replies = await repliesWhere(t.ev, (evs) => evs.some((r) => objection.test(r.content)));
   assert.equal(replies.filter((r) => /Asked: .*bump the version/.test(r.content)).length, 1, "one answer to the mention");
-  assert.ok(replies.some((r) => objection.test(r.content)), "the demo agent saw the objection text in a re-prompt");
+  assert.ok(
+    replies.some((r) => objection.test(r.content)),
+    "the demo agent saw the objection text in a re-prompt",
+  );
   await w.waitReaction(t.ev, "✅");
   assert.ok(!replies.some((r) => /still objects/.test(r.content)), "no budget notice");
 
@@ -106,14 +120,20 @@ test("budget: a gate that objects forever with max_rejections 2 ends the turn wi
   assert.ok(notice, `a notice in the thread: ${replies.map((r) => r.content.slice(0, 80)).join(" | ")}`);
   assert.match(notice!.content, /'forever'/, "the notice names the gate");
   assert.match(notice!.content, /2 re-prompts/);
-  assert.ok(notice!.tags.some((tag) => tag[0] === "p" && tag[1] === w.owner.pk), "the notice mentions the requester");
+  assert.ok(
+    notice!.tags.some((tag) => tag[0] === "p" && tag[1] === w.owner.pk),
+    "the notice mentions the requester",
+  );
 });
 
 test("budget counts rounds, not objections: two gates objecting forever still cost two re-prompts; the notice names both", async () => {
   const t = await turnOf("@agent land the branch", ch.pair!);
   assert.equal(t.prompts, 3);
   assert.deepEqual(verdicts(t.rounds), ["object", "object", "object"]);
-  assert.ok(t.rounds.every((r) => (r.servers as Line[]).filter((s) => s.verdict === "object").length === 2), "both objected in every round");
+  assert.ok(
+    t.rounds.every((r) => (r.servers as Line[]).filter((s) => s.verdict === "object").length === 2),
+    "both objected in every round",
+  );
   const replies = await repliesWhere(t.ev, (evs) => evs.some((r) => /still objects/.test(r.content)));
   const notice = replies.find((r) => /still objects/.test(r.content))!;
   assert.match(notice.content, /'forever', 'docs'/);
@@ -126,9 +146,17 @@ test("mixed: a reprompt gate and a wait gate — the reprompt objection costs on
   const ev = await w.owner.post("@agent publish the package", { channel: ch.mixed });
   await w.waitReaction(ev, "⏳", 40_000);
   const [request] = await w.waitEvents({ kinds: [KIND.message], authors: [approverPk] }, (e) => e.length > 0);
-  assert.equal(d.logs.slice(mark).filter((l) => l.evt === "agent.turn_end").length, 2, "one re-prompt for the lint gate, none for the approval");
+  assert.equal(
+    d.logs.slice(mark).filter((l) => l.evt === "agent.turn_end").length,
+    2,
+    "one re-prompt for the lint gate, none for the approval",
+  );
   const replies = await repliesWhere(ev, (evs) => evs.some((r) => /\[lint\]/.test(r.content)));
-  assert.equal(replies.filter((r) => /Asked: \[lint\] Run the linter before you finish\./.test(r.content)).length, 1, "the re-prompt carried the lint objection");
+  assert.equal(
+    replies.filter((r) => /Asked: \[lint\] Run the linter before you finish\./.test(r.content)).length,
+    1,
+    "the re-prompt carried the lint objection",
+  );
   assert.ok(!replies.some((r) => /\[approval\]/.test(r.content)), "a wait gate's objection is for humans, not the model");
 
   await reactIn(w.owner, request!, "👍", ch.mixed!);
@@ -136,8 +164,25 @@ test("mixed: a reprompt gate and a wait gate — the reprompt objection costs on
   const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === `${ch.mixed}/${ev.id}`);
   assert.equal(end.status, "answered");
   const rs = rounds(d, mark, end.turn);
-  assert.deepEqual(rs[0]!.servers && (rs[0]!.servers as Line[]).map((s) => [s.name, s.verdict]), [["lint", "object"], ["approval", "object"]], "round 1: both objected (one round, one budget unit)");
-  assert.deepEqual((rs[1]!.servers as Line[]).map((s) => [s.name, s.verdict]), [["lint", "allow"], ["approval", "object"]]);
-  assert.deepEqual((rs.at(-1)!.servers as Line[]).map((s) => [s.name, s.verdict]), [["approval", "allow"]], "while waiting only the wait gate is asked");
+  assert.deepEqual(
+    rs[0]!.servers && (rs[0]!.servers as Line[]).map((s) => [s.name, s.verdict]),
+    [
+      ["lint", "object"],
+      ["approval", "object"],
+    ],
+    "round 1: both objected (one round, one budget unit)",
+  );
+  assert.deepEqual(
+    (rs[1]!.servers as Line[]).map((s) => [s.name, s.verdict]),
+    [
+      ["lint", "allow"],
+      ["approval", "object"],
+    ],
+  );
+  assert.deepEqual(
+    (rs.at(-1)!.servers as Line[]).map((s) => [s.name, s.verdict]),
+    [["approval", "allow"]],
+    "while waiting only the wait gate is asked",
+  );
   assert.equal(d.logs.slice(mark, d.logs.indexOf(end)).filter((l) => l.evt === "agent.turn_end").length, 2, "no prompt while waiting");
 });

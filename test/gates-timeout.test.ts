@@ -23,7 +23,12 @@ before(async () => {
   ch.slow = await w.addChannel({ name: "slow-room" });
   const approval = await approvalGate(w, { approvers: [w.teammate.pk], countFile: join(w.dir, "approval-count.txt") });
   // Its reaction checks take longer than the hook deadline, so every poll times out.
-  const slow = await approvalGate(w, { approvers: [w.teammate.pk], countFile: join(w.dir, "slow-count.txt"), channel: ch.slow, env: { APPROVAL_CHECK_DELAY_MS: "2500" } });
+  const slow = await approvalGate(w, {
+    approvers: [w.teammate.pk],
+    countFile: join(w.dir, "slow-count.txt"),
+    channel: ch.slow,
+    env: { APPROVAL_CHECK_DELAY_MS: "2500" },
+  });
   d = await w.startDaemon({
     mcp: { servers: { approval: approval.server, slow: slow.server }, hook_deadline: "1500ms" },
     gates: { enforce: "bridge", wait_poll: "1s", wait_max: "3s" },
@@ -39,7 +44,11 @@ before(async () => {
 after(() => w.close());
 
 async function gaveUpNotice(ev: Event): Promise<Event> {
-  const evs = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((x) => /Gave up waiting/.test(x.content)), 40_000);
+  const evs = await w.waitEvents(
+    { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },
+    (e) => e.some((x) => /Gave up waiting/.test(x.content)),
+    40_000,
+  );
   return evs.find((x) => /Gave up waiting/.test(x.content))!;
 }
 
@@ -49,7 +58,10 @@ test("wait_max: an approval nobody gives ends the turn with a notice naming the 
   await w.waitReaction(ev, "⏳", 40_000);
   const notice = await gaveUpNotice(ev);
   assert.match(notice.content, /'approval'/, "the notice names the gate");
-  assert.ok(notice.tags.some((t) => t[0] === "p" && t[1] === w.owner.pk), "the notice mentions the requester");
+  assert.ok(
+    notice.tags.some((t) => t[0] === "p" && t[1] === w.owner.pk),
+    "the notice mentions the requester",
+  );
   const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === `${ch.approval}/${ev.id}`);
   assert.equal(end.status, "answered", "the turn ends; the queue moves on");
   const rs = rounds(d, mark, end.turn);
@@ -68,7 +80,11 @@ test("a poll that times out while waiting is not an approval: the wait goes on u
   const polls = rs.slice(1);
   assert.ok(polls.length >= 1, "the gate was polled");
   for (const p of polls) {
-    assert.deepEqual((p.servers as Line[]).map((s) => [s.name, s.timed_out]), [["slow", true]], "the poll timed out (the proxy counts that as allow)");
+    assert.deepEqual(
+      (p.servers as Line[]).map((s) => [s.name, s.timed_out]),
+      [["slow", true]],
+      "the poll timed out (the proxy counts that as allow)",
+    );
     assert.equal(p.verdict, "object", "the bridge keeps waiting");
   }
   const reactions = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });

@@ -52,7 +52,10 @@ test("wait mode: the bridge waits for a 👍 by a listed approver without prompt
   await sleep(3000); // what must NOT happen while the turn waits (a prompt, an approval) has had time to
   const waitRounds = rounds(d, mark, turn);
   assert.ok(waitRounds.length >= 2, `the gate was re-asked while waiting (${waitRounds.length} rounds)`);
-  assert.ok(waitRounds.every((r) => r.verdict === "object"), "nobody approved yet");
+  assert.ok(
+    waitRounds.every((r) => r.verdict === "object"),
+    "nobody approved yet",
+  );
   assert.equal(prompts(d, mark), 1, "no session/prompt while waiting (not even for the follow-up)");
   const before = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
   assert.ok(!before.some((r) => r.content === "✅"), "not done while waiting");
@@ -72,16 +75,29 @@ test("wait mode: the bridge waits for a 👍 by a listed approver without prompt
   assert.equal(after.at(-1)!.verdict, "allow", "the last round allowed");
   assert.ok(after.length <= 2, `allowed within one poll of the approval (rounds after it: ${after.map((r) => r.verdict).join(",")})`);
   // The log line per round: turn, round number, verdict, time waited, servers.
-  assert.deepEqual(all.map((r) => r.round), all.map((_, i) => i + 1));
+  assert.deepEqual(
+    all.map((r) => r.round),
+    all.map((_, i) => i + 1),
+  );
   assert.equal(all[0]!.waited_ms, 0);
   assert.ok((all.at(-1)!.waited_ms as number) > 0);
   const servers = all.at(-1)!.servers as Array<Record<string, unknown>>;
-  assert.deepEqual(servers.map((s) => [s.name, s.verdict, s.timed_out]), [["approval", "allow", false]]);
+  assert.deepEqual(
+    servers.map((s) => [s.name, s.verdict, s.timed_out]),
+    [["approval", "allow", false]],
+  );
 
   const calls = hookCalls(countFile);
-  assert.deepEqual(calls.slice(0, all.length), all.map((r) => ["_Stop", r.verdict]), "one _Stop call per logged round, same verdicts");
+  assert.deepEqual(
+    calls.slice(0, all.length),
+    all.map((r) => ["_Stop", r.verdict]),
+    "one _Stop call per logged round, same verdicts",
+  );
   assert.deepEqual(lines(d, mark, "turn.error"), []);
-  const raw = d.raw().split("\n").find((l) => l.includes('"gate.round"'))!;
+  const raw = d
+    .raw()
+    .split("\n")
+    .find((l) => l.includes('"gate.round"'))!;
   assert.equal(raw.match(/"turn":/g)?.length, 1, `a gate.round line names its turn once: ${raw}`);
 
   // The follow-up held back by the wait is answered next, in the same session: the
@@ -121,7 +137,11 @@ test("the agent dies during a wait: its gate can no longer answer, so the wait e
   const scope = `${w.channel}/${ev.id}`;
   const session = await d.waitLog((l) => l.evt === "turn.session" && l.scope === scope);
   process.kill(session.agent_pid as number, "SIGKILL");
-  const evs = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((x) => /Stopped waiting/.test(x.content)), 40_000);
+  const evs = await w.waitEvents(
+    { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },
+    (e) => e.some((x) => /Stopped waiting/.test(x.content)),
+    40_000,
+  );
   assert.match(evs.find((x) => /Stopped waiting/.test(x.content))!.content, /'approval'.*can no longer be reached/);
   const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === scope);
   assert.notEqual(end.status, "cancelled");

@@ -20,7 +20,11 @@ before(async () => {
   // The heartbeat turn itself takes 2.5 s (#slow), longer than the 1 s tick, so ticks
   // during it must be skipped as heartbeat-running.
   // One turn at a time, so a second mention waits in the queue while the first runs.
-  d = await w.startDaemon({ agent: { max_concurrent: 1 }, heartbeat: { every: "1s", channel: w.channel, prompt: `#slow 2500 ${HB_TEXT}` }, http: { listen: "127.0.0.1:0" } });
+  d = await w.startDaemon({
+    agent: { max_concurrent: 1 },
+    heartbeat: { every: "1s", channel: w.channel, prompt: `#slow 2500 ${HB_TEXT}` },
+    http: { listen: "127.0.0.1:0" },
+  });
   const started = d.logs.find((l) => l.evt === "daemon.started")!;
   metricsUrl = `${String(started.http)}/metrics`;
 });
@@ -30,10 +34,18 @@ const index = (pred: (l: Record<string, unknown>) => boolean, after = -1) => d.l
 
 test("an idle agent is prompted: the heartbeat's answer appears top-level in heartbeat.channel", async () => {
   await d.waitLog((l) => l.evt === "heartbeat.fired");
-  const [answer] = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#h": [w.channel] }, (evs) => evs.some((e) => e.content.includes(HB_TEXT)), 30_000);
+  const [answer] = await w.waitEvents(
+    { kinds: [KIND.message], authors: [w.agent.pk], "#h": [w.channel] },
+    (evs) => evs.some((e) => e.content.includes(HB_TEXT)),
+    30_000,
+  );
   const hb = (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#h": [w.channel] })).find((e) => e.content.includes(HB_TEXT))!;
   assert.ok(answer);
-  assert.deepEqual(hb.tags.filter((t) => t[0] === "e"), [], "not a reply in some thread");
+  assert.deepEqual(
+    hb.tags.filter((t) => t[0] === "e"),
+    [],
+    "not a reply in some thread",
+  );
   const end = await d.waitLog((l) => l.evt === "turn.end" && l.heartbeat === true);
   assert.equal(end.status, "answered");
   assert.match(String(end.scope), /^heartbeat:/, "its own session scope, apart from every thread");
@@ -44,8 +56,15 @@ test("only one heartbeat at a time: ticks while one runs are skipped as heartbea
   const ended = index((l) => l.evt === "turn.end" && l.heartbeat === true);
   assert.ok(fired >= 0 && ended > fired);
   const between = d.logs.slice(fired + 1, ended);
-  assert.deepEqual(between.filter((l) => l.evt === "heartbeat.fired"), [], "no second heartbeat while the first ran");
-  assert.ok(between.some((l) => l.evt === "heartbeat.skipped" && l.reason === "heartbeat-running"), "the skipped ticks say why");
+  assert.deepEqual(
+    between.filter((l) => l.evt === "heartbeat.fired"),
+    [],
+    "no second heartbeat while the first ran",
+  );
+  assert.ok(
+    between.some((l) => l.evt === "heartbeat.skipped" && l.reason === "heartbeat-running"),
+    "the skipped ticks say why",
+  );
 });
 
 test("a tick is skipped while a mention's turn runs, and heartbeats resume once the agent is idle", async () => {
@@ -58,8 +77,15 @@ test("a tick is skipped while a mention's turn runs, and heartbeats resume once 
   const turnEnd = index((l) => l.evt === "turn.end" && l.heartbeat !== true, accepted);
   // A heartbeat may have been running when the mention came; none may start during its turn.
   const during = d.logs.slice(accepted, turnEnd);
-  assert.deepEqual(during.filter((l) => l.evt === "heartbeat.fired"), [], "no heartbeat fired while the mention's turn ran");
-  assert.ok(during.some((l) => l.evt === "heartbeat.skipped" && l.reason === "busy"), "ticks during the turn were skipped as busy");
+  assert.deepEqual(
+    during.filter((l) => l.evt === "heartbeat.fired"),
+    [],
+    "no heartbeat fired while the mention's turn ran",
+  );
+  assert.ok(
+    during.some((l) => l.evt === "heartbeat.skipped" && l.reason === "busy"),
+    "ticks during the turn were skipped as busy",
+  );
   const resumed = await d.waitLog((l) => l.evt === "heartbeat.fired" && d.logs.indexOf(l) > turnEnd, 20_000);
   assert.ok(resumed);
 });
@@ -73,10 +99,15 @@ test("queued mentions go first: while a mention waits for its turn, ticks are sk
   assert.ok(queuedSkip);
   await w.waitReplies(first, 1, 30_000);
   await w.waitReplies(second, 1, 30_000);
-  const mentionEnds = () => d.logs.map((l, i) => (i > accepted && l.evt === "turn.end" && l.heartbeat !== true ? i : -1)).filter((i) => i >= 0);
+  const mentionEnds = () =>
+    d.logs.map((l, i) => (i > accepted && l.evt === "turn.end" && l.heartbeat !== true ? i : -1)).filter((i) => i >= 0);
   await d.waitLog(() => mentionEnds().length >= 2);
   const bothDone = mentionEnds()[1]!;
-  assert.deepEqual(d.logs.slice(accepted, bothDone).filter((l) => l.evt === "heartbeat.fired"), [], "no heartbeat fired before both mentions were answered");
+  assert.deepEqual(
+    d.logs.slice(accepted, bothDone).filter((l) => l.evt === "heartbeat.fired"),
+    [],
+    "no heartbeat fired before both mentions were answered",
+  );
 });
 
 test("/metrics counts fired and skipped ticks by reason, matching the log", async () => {
@@ -84,8 +115,10 @@ test("/metrics counts fired and skipped ticks by reason, matching the log", asyn
   const n = d.logs.length;
   await d.waitLog((l) => (l.evt === "heartbeat.fired" || l.evt === "heartbeat.skipped") && d.logs.indexOf(l) >= n);
   const text = await (await fetch(metricsUrl)).text();
-  const count = (outcome: string, reason: string) => Number(new RegExp(`^buzz_bridge_heartbeats_total\\{outcome="${outcome}",reason="${reason}"\\} (\\d+)`, "m").exec(text)?.[1] ?? 0);
-  const logged = (evt: string, reason?: string) => d.logs.filter((l) => l.evt === evt && (reason === undefined || l.reason === reason)).length;
+  const count = (outcome: string, reason: string) =>
+    Number(new RegExp(`^buzz_bridge_heartbeats_total\\{outcome="${outcome}",reason="${reason}"\\} (\\d+)`, "m").exec(text)?.[1] ?? 0);
+  const logged = (evt: string, reason?: string) =>
+    d.logs.filter((l) => l.evt === evt && (reason === undefined || l.reason === reason)).length;
   assert.equal(count("fired", ""), logged("heartbeat.fired"));
   assert.equal(count("skipped", "busy"), logged("heartbeat.skipped", "busy"));
   assert.equal(count("skipped", "heartbeat-running"), logged("heartbeat.skipped", "heartbeat-running"));

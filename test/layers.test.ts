@@ -41,7 +41,7 @@ test("an upward import, a cycle and a folder outside the layers are each refused
       writeFileSync(join(dir, path), text);
     };
     file("tsconfig.json", JSON.stringify({ compilerOptions: { module: "nodenext", moduleResolution: "nodenext" } }));
-    file("src/app/daemon.ts", 'export const wiring = 1;\n');
+    file("src/app/daemon.ts", "export const wiring = 1;\n");
     // base/ is the floor: reaching up to the daemon is the upward import.
     file("src/base/log.ts", 'import { wiring } from "../app/daemon.js";\nexport const log = wiring;\n');
     // relay ↔ gate: gate may use relay, but relay using gate closes a cycle (and points up).

@@ -79,8 +79,22 @@ describe("buzz tools through the link", () => {
       sessionKey: `thread:${chanA}`,
       manifest: {
         servers: [
-          { name: "ci", command: process.execPath, args: gate().args, env: { GATE_STOP_TEXT: "CI is red" }, prefix: true, on_error: "allow" },
-          { name: "approval", command: process.execPath, args: gate().args, env: { GATE_STOP_TEXT: "waiting for approval" }, prefix: true, on_error: "allow" },
+          {
+            name: "ci",
+            command: process.execPath,
+            args: gate().args,
+            env: { GATE_STOP_TEXT: "CI is red" },
+            prefix: true,
+            on_error: "allow",
+          },
+          {
+            name: "approval",
+            command: process.execPath,
+            args: gate().args,
+            env: { GATE_STOP_TEXT: "waiting for approval" },
+            prefix: true,
+            on_error: "allow",
+          },
         ],
         hook_deadline: 2000,
         list_timeout: 15000,
@@ -104,7 +118,8 @@ describe("buzz tools through the link", () => {
 
   test("the proxy fetches its manifest over the link and lists the buzz tools unprefixed", async () => {
     const names = (await proxy.client.listTools()).tools.map((t) => t.name);
-    for (const n of ["send_message", "add_reaction", "get_messages", "get_thread", "get_channel", "ci_pid", "_Stop"]) assert.ok(names.includes(n), n);
+    for (const n of ["send_message", "add_reaction", "get_messages", "get_thread", "get_channel", "ci_pid", "_Stop"])
+      assert.ok(names.includes(n), n);
     assert.ok(session.connected());
     assert.ok(!proxy.stderr().includes(session.env.BUZZ_BRIDGE_LINK_TOKEN!), "the token is never logged");
   });
@@ -117,7 +132,10 @@ describe("buzz tools through the link", () => {
     assert.ok(ev, "the owner sees it on the relay");
     assert.equal(ev.content, "hello from the agent");
     assert.equal(ev.pubkey, agent);
-    assert.deepEqual(ev.tags.find((t) => t[0] === "h"), ["h", chanA]);
+    assert.deepEqual(
+      ev.tags.find((t) => t[0] === "h"),
+      ["h", chanA],
+    );
     assert.equal(published.at(-1)?.id, event_id, "the daemon is told what was published");
   });
 
@@ -127,13 +145,22 @@ describe("buzz tools through the link", () => {
     const r = await proxy.call("send_message", { content: "on it", reply_to: parent.id, mentions: [owner] });
     assert.ok(!r.isError, textOf(r));
     const reply = published.at(-1)!;
-    assert.deepEqual(reply.tags.filter((t) => t[0] === "e"), [["e", parent.id, "", "reply"]]);
+    assert.deepEqual(
+      reply.tags.filter((t) => t[0] === "e"),
+      [["e", parent.id, "", "reply"]],
+    );
     assert.ok(reply.tags.some((t) => t[0] === "p" && t[1] === owner));
     const re = await proxy.call("add_reaction", { event_id: parent.id, emoji: "👀" });
     assert.ok(!re.isError, textOf(re));
-    const thread = JSON.parse(textOf(await proxy.call("get_thread", { event_id: reply.id }))) as { root: string; messages: { id: string }[] };
+    const thread = JSON.parse(textOf(await proxy.call("get_thread", { event_id: reply.id }))) as {
+      root: string;
+      messages: { id: string }[];
+    };
     assert.equal(thread.root, parent.id);
-    assert.deepEqual(thread.messages.map((m) => m.id), [parent.id, reply.id]);
+    assert.deepEqual(
+      thread.messages.map((m) => m.id),
+      [parent.id, reply.id],
+    );
     const recent = JSON.parse(textOf(await proxy.call("get_messages", { limit: 5 }))) as { id: string }[];
     assert.ok(recent.some((m) => m.id === reply.id) && recent.some((m) => m.id === parent.id));
     const chan = JSON.parse(textOf(await proxy.call("get_channel"))) as { id: string; name?: string };
@@ -150,7 +177,10 @@ describe("buzz tools through the link", () => {
     assert.ok(!th.isError, textOf(th));
     const r = await proxy.call("send_message", { content: "hi", reply_to: parent.id, mentions: [npubEncode(owner)] });
     assert.ok(!r.isError, textOf(r));
-    assert.ok(published.at(-1)!.tags.some((t) => t[0] === "p" && t[1] === owner), "the npub became a hex p tag");
+    assert.ok(
+      published.at(-1)!.tags.some((t) => t[0] === "p" && t[1] === owner),
+      "the npub became a hex p tag",
+    );
   });
 
   test("anything in another channel is refused and nothing is published there", async () => {
@@ -177,10 +207,19 @@ describe("buzz tools through the link", () => {
     const all = await session.runHook("_Stop");
     assert.equal(all.verdict, "object");
     assert.equal(all.text, "[ci] CI is red\n\n[approval] waiting for approval");
-    assert.deepEqual(all.servers.map((s) => [s.name, s.verdict, s.text]), [["ci", "object", "CI is red"], ["approval", "object", "waiting for approval"]]);
+    assert.deepEqual(
+      all.servers.map((s) => [s.name, s.verdict, s.text]),
+      [
+        ["ci", "object", "CI is red"],
+        ["approval", "object", "waiting for approval"],
+      ],
+    );
     const one = await session.runHook("_Stop", { servers: ["approval"] });
     assert.equal(one.text, "[approval] waiting for approval");
-    assert.deepEqual(one.servers.map((s) => s.name), ["approval"]);
+    assert.deepEqual(
+      one.servers.map((s) => s.name),
+      ["approval"],
+    );
   });
 
   test("a wrong token is refused and logged; that proxy serves no buzz tools", async () => {

@@ -80,7 +80,11 @@ test("a session's own socket (in its process's link directory) accepts that sess
     const own = await LinkClient.connect(env.BUZZ_BRIDGE_LINK!, env.BUZZ_BRIDGE_LINK_TOKEN!);
     assert.deepEqual(await own.callBuzzTool("send_message", { content: "hi" }), { event_id: "e".repeat(64) });
     own.close();
-    await assert.rejects(LinkClient.connect(env.BUZZ_BRIDGE_LINK!, b.env.BUZZ_BRIDGE_LINK_TOKEN!), /link refused/, "another session's token is refused there");
+    await assert.rejects(
+      LinkClient.connect(env.BUZZ_BRIDGE_LINK!, b.env.BUZZ_BRIDGE_LINK_TOKEN!),
+      /link refused/,
+      "another session's token is refused there",
+    );
     a.unregister();
     assert.equal(existsSync(env.BUZZ_BRIDGE_LINK!), false, "the socket is removed with the session");
     b.unregister();

@@ -21,9 +21,7 @@ const REPO = join(import.meta.dirname, "..");
 const dockerfile = readFileSync(join(REPO, "Dockerfile"), "utf8");
 
 const [preamble, buildStage, runStage] = parseDockerfile(dockerfile) as [Instruction[], Instruction[], Instruction[]];
-const argDefaults = Object.fromEntries(
-  preamble.filter((i) => i.op === "ARG").map((i) => i.args.split("=") as [string, string]),
-);
+const argDefaults = Object.fromEntries(preamble.filter((i) => i.op === "ARG").map((i) => i.args.split("=") as [string, string]));
 const expandArgs = (s: string) => s.replace(/\$\{(\w+)\}/g, (_, n: string) => argDefaults[n] ?? "");
 const all = (stage: Instruction[], op: string) => stage.filter((i) => i.op === op);
 const one = (stage: Instruction[], op: string) => {
@@ -37,7 +35,12 @@ test("the Dockerfile has the pieces the issue names", () => {
   assert.ok(buildStage && runStage, "two stages");
   assert.equal(expandArgs(one(buildStage, "FROM")), "node:22-bookworm AS build");
   assert.equal(expandArgs(one(runStage, "FROM")), "node:22-bookworm-slim AS run");
-  assert.match(all(buildStage, "RUN").map((r) => r.args).join("\n"), /apt-get install .*python3 make g\+\+/);
+  assert.match(
+    all(buildStage, "RUN")
+      .map((r) => r.args)
+      .join("\n"),
+    /apt-get install .*python3 make g\+\+/,
+  );
   const user = one(runStage, "USER");
   assert.doesNotMatch(user, /^(root|0)(:|$)/, "runs as a non-root user");
   assert.equal(one(runStage, "VOLUME"), "/var/lib/buzz-bridge");
@@ -53,7 +56,9 @@ test("the Dockerfile has the pieces the issue names", () => {
 });
 
 test(".dockerignore keeps host installs, state and secrets out of the build context", () => {
-  const ignored = readFileSync(join(REPO, ".dockerignore"), "utf8").split("\n").map((l) => l.trim());
+  const ignored = readFileSync(join(REPO, ".dockerignore"), "utf8")
+    .split("\n")
+    .map((l) => l.trim());
   for (const p of ["node_modules", "dist", ".git", "*.nsec", ".state"]) assert.ok(ignored.includes(p), p);
   // …but never what the build stage COPYs.
   for (const c of all(buildStage, "COPY")) {

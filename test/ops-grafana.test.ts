@@ -46,7 +46,10 @@ test("every metric a dashboard panel queries is one the daemon serves, grouped o
       for (const l of served.get(name)!.labels) labels.add(l);
     }
     for (const m of q.expr.matchAll(/\bby\s*\(([^)]*)\)/g)) {
-      for (const l of m[1]!.split(",").map((x) => x.trim()).filter(Boolean)) {
+      for (const l of m[1]!
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean)) {
         assert.ok(labels.has(l), `panel '${q.panel}' groups by '${l}', a label none of its metrics has: ${q.expr}`);
       }
     }

@@ -43,7 +43,10 @@ test("/readyz flips between 200 and 503 as the checks change, naming the failing
   assert.equal(res.status, 200);
   let body = (await res.json()) as { status: string; checks: ReadyCheck[] };
   assert.equal(body.status, "ready");
-  assert.deepEqual(body.checks.map((c) => c.name), ["relay", "agents", "state"]);
+  assert.deepEqual(
+    body.checks.map((c) => c.name),
+    ["relay", "agents", "state"],
+  );
 
   relayUp = false;
   res = await fetch(`${h.url}/readyz`);
@@ -135,7 +138,12 @@ test("unknown paths are 404, other methods on known paths 405", async () => {
 
 test("/status is HTML with a policy that forbids scripts and remote assets, rendered on each request; without a page it is 404", async () => {
   let n = 0;
-  const h = await startHttp({ listen: "127.0.0.1:0", metrics: new Metrics({ defaultMetrics: false }), readiness: () => ({ checks: [] }), status: () => `<p>render ${++n}</p>` });
+  const h = await startHttp({
+    listen: "127.0.0.1:0",
+    metrics: new Metrics({ defaultMetrics: false }),
+    readiness: () => ({ checks: [] }),
+    status: () => `<p>render ${++n}</p>`,
+  });
   try {
     let res = await fetch(`${h.url}/status`);
     assert.equal(res.status, 200);

@@ -67,13 +67,20 @@ function fieldsOnlyEvents(): string[] {
 test("every event logged with fields only has a headline, and the logger adds it", () => {
   const events = fieldsOnlyEvents();
   assert.ok(events.length > 0);
-  assert.deepEqual(events.filter((e) => !(e in HEADLINES)), [], "add these to src/base/log-headlines.ts");
+  assert.deepEqual(
+    events.filter((e) => !(e in HEADLINES)),
+    [],
+    "add these to src/base/log-headlines.ts",
+  );
   const lines: Record<string, unknown>[] = [];
   const logger = createLogger({ destination: { write: (l: string) => lines.push(JSON.parse(l)) } as unknown as NodeJS.WritableStream });
   logger.info({ evt: "queue.turn_retry", turn: 1 });
   logger.info({ evt: "never.heard.of" });
   logger.info({ evt: "link.connected" }, "its own words");
-  assert.deepEqual(lines.map((l) => l.msg), [HEADLINES["queue.turn_retry"], "never.heard.of", "its own words"]);
+  assert.deepEqual(
+    lines.map((l) => l.msg),
+    [HEADLINES["queue.turn_retry"], "never.heard.of", "its own words"],
+  );
 });
 
 let w: World;
@@ -98,7 +105,15 @@ test("a daemon's lines: msg on every line, one pid, npub authors, no warning on 
   const accepted = d.logs.find((l) => l.evt === "gate.accepted" && l.event === ev.id);
   assert.equal(accepted?.author, w.owner.npub);
   assert.equal(d.logs.find((l) => l.evt === "gate.denied" && l.event === denied.id)?.author, w.stranger.npub);
-  assert.deepEqual(d.logs.filter((l) => typeof l.msg !== "string" || l.msg === "").map((l) => l.evt), [], "every line has a headline");
+  assert.deepEqual(
+    d.logs.filter((l) => typeof l.msg !== "string" || l.msg === "").map((l) => l.evt),
+    [],
+    "every line has a headline",
+  );
   const afterStop = d.logs.slice(d.logs.findIndex((l) => l.evt === "daemon.stopping"));
-  assert.deepEqual(afterStop.filter((l) => l.level === "warn" || l.level === "error").map((l) => `${l.evt}: ${l.msg}`), [], "a clean shutdown warns about nothing");
+  assert.deepEqual(
+    afterStop.filter((l) => l.level === "warn" || l.level === "error").map((l) => `${l.evt}: ${l.msg}`),
+    [],
+    "a clean shutdown warns about nothing",
+  );
 });

@@ -19,7 +19,9 @@ function linesOf(name: string | undefined, write: (log: ReturnType<typeof create
 }
 
 test("a line the proxy's logger wrote comes back as level, fields and message", () => {
-  const [line] = linesOf(PROXY_LOGGER_NAME, (log) => log.warn({ evt: "hook", hook: "_Stop", servers: [{ name: "ci", verdict: "object" }] }, "merged"));
+  const [line] = linesOf(PROXY_LOGGER_NAME, (log) =>
+    log.warn({ evt: "hook", hook: "_Stop", servers: [{ name: "ci", verdict: "object" }] }, "merged"),
+  );
   const got = proxyLogLine(line!);
   assert.ok(got);
   assert.equal(got.level, "warn");
@@ -42,15 +44,31 @@ test("other lines stay agent stderr text", () => {
 test("a throttled key logs its share of a window, then one line counts what it held back", async () => {
   const out = new PassThrough();
   const lines: Record<string, unknown>[] = [];
-  out.on("data", (c: Buffer) => lines.push(...c.toString().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)));
+  out.on("data", (c: Buffer) =>
+    lines.push(
+      ...c
+        .toString()
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    ),
+  );
   const throttle = new LogThrottle(createLogger({ destination: out }), { perWindow: 2, windowMs: 80, summaryEvt: "test.suppressed" });
   for (let i = 0; i < 6; i++) throttle.warn("test.noise", { i }, "noise");
   throttle.log("info", "other", { evt: "test.other" });
   await new Promise((r) => setImmediate(r));
-  assert.deepEqual(lines.map((l) => l.i ?? l.evt), [0, 1, "test.other"], "two of the flood, and the other key untouched");
+  assert.deepEqual(
+    lines.map((l) => l.i ?? l.evt),
+    [0, 1, "test.other"],
+    "two of the flood, and the other key untouched",
+  );
   await sleep(200); // the 80 ms window ends and its one summary is written
   const summary = lines.filter((l) => l.evt === "test.suppressed");
-  assert.deepEqual(summary.map((l) => [l.key, l.suppressed, l.level]), [["test.noise", 4, "warn"]], "one count, at the key's level; none for a key that held nothing back");
+  assert.deepEqual(
+    summary.map((l) => [l.key, l.suppressed, l.level]),
+    [["test.noise", 4, "warn"]],
+    "one count, at the key's level; none for a key that held nothing back",
+  );
   throttle.warn("test.noise", { i: 6 }, "noise");
   await new Promise((r) => setImmediate(r));
   assert.equal(lines.at(-1)!.i, 6, "a new window logs again");

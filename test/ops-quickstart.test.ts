@@ -44,8 +44,17 @@ before(async () => {
   agentNpub = /npub: (npub1\w+)/.exec(kg.stdout)![1]!;
 
   // The dev relay standing in: the agent and the owner are members of one channel.
-  writeFileSync(join(dir, "seed.yaml"), stringify({ members: [agentNpub, ownerNpub], channels: [{ id: CHANNEL, name: "general", about: "Where the team talks", members: [agentNpub, ownerNpub] }] }));
-  const relay = spawn(process.execPath, [CLI, "dev-relay", "--port", "0", "--seed", "seed.yaml"], { cwd: dir, stdio: ["ignore", "pipe", "inherit"] });
+  writeFileSync(
+    join(dir, "seed.yaml"),
+    stringify({
+      members: [agentNpub, ownerNpub],
+      channels: [{ id: CHANNEL, name: "general", about: "Where the team talks", members: [agentNpub, ownerNpub] }],
+    }),
+  );
+  const relay = spawn(process.execPath, [CLI, "dev-relay", "--port", "0", "--seed", "seed.yaml"], {
+    cwd: dir,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   children.push(relay);
   relayUrl = await new Promise<string>((resolve, reject) => {
     createInterface({ input: relay.stdout! }).once("line", resolve);
@@ -78,12 +87,22 @@ test("check accepts the edited example and prints the effective settings", () =>
 
 test("doctor passes every check on the edited example (no ✗ for MCP servers nobody installed)", () => {
   const r = cli(["doctor", "--timeout", "30s"]);
-  const table = r.stdout.split("\n\n")[0]!.split("\n").filter((l) => /^[✓✗–] /.test(l));
+  const table = r.stdout
+    .split("\n\n")[0]!
+    .split("\n")
+    .filter((l) => /^[✓✗–] /.test(l));
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.ok(table.length >= 7, r.stdout);
-  assert.deepEqual(table.filter((l) => !l.startsWith("✓")), [], r.stdout);
+  assert.deepEqual(
+    table.filter((l) => !l.startsWith("✓")),
+    [],
+    r.stdout,
+  );
   for (const name of ["config", "state", "relay", "auth", "channels", "agent", "agent cwd"]) {
-    assert.ok(table.some((l) => new RegExp(`^✓ ${name}\\s`).test(l)), `${name} in:\n${r.stdout}`);
+    assert.ok(
+      table.some((l) => new RegExp(`^✓ ${name}\\s`).test(l)),
+      `${name} in:\n${r.stdout}`,
+    );
   }
   assert.match(r.stdout, /#general \(stream, 6f1c2a4e-0000-4000-8000-00000000a11c\)/);
 });
@@ -100,9 +119,23 @@ test("run answers a mention posted with buzz-bridge post", async () => {
     return out.includes('"evt":"daemon.started"');
   };
   await waitFor(isStarted, { timeoutMs: 90_000, intervalMs: 100, what: () => `daemon.started; output:\n${out.slice(-3000)}` });
-  const post = cli(["post", "--relay", relayUrl, "--nsec", nip19.nsecEncode(owner), "--channel", CHANNEL, "--mention", agentNpub, "@agent hello"]);
+  const post = cli([
+    "post",
+    "--relay",
+    relayUrl,
+    "--nsec",
+    nip19.nsecEncode(owner),
+    "--channel",
+    CHANNEL,
+    "--mention",
+    agentNpub,
+    "@agent hello",
+  ]);
   assert.equal(post.status, 0, post.stderr);
-  const eventId = post.stdout.trim().split(/\s+/).find((w) => /^[0-9a-f]{64}$/.test(w));
+  const eventId = post.stdout
+    .trim()
+    .split(/\s+/)
+    .find((w) => /^[0-9a-f]{64}$/.test(w));
   assert.ok(eventId, post.stdout);
 
   const reader = new RelayClient({ url: relayUrl, secretKey: owner, logger: createLogger({ level: "silent" }) });
@@ -113,7 +146,11 @@ test("run answers a mention posted with buzz-bridge post", async () => {
       const found = await reader.query([{ kinds: [KIND.message], authors: [agentPk], "#e": [eventId] }]).catch(() => []);
       return found.length > 0 && found;
     };
-    const replies = await waitFor(reply, { timeoutMs: 150_000 - (Date.now() - started), intervalMs: 200, what: () => `a reply; daemon output:\n${out.slice(-3000)}` });
+    const replies = await waitFor(reply, {
+      timeoutMs: 150_000 - (Date.now() - started),
+      intervalMs: 200,
+      what: () => `a reply; daemon output:\n${out.slice(-3000)}`,
+    });
     assert.equal(replies.length, 1);
     assert.ok(existsSync(join(dir, "buzz-bridge-state", "queue.db")), "state beside the config, as check said");
   } finally {

@@ -24,7 +24,11 @@ test("SIGTERM mid-turn: no ⚠️, the cancel logged with reason shutdown; after
   assert.ok(cancels.length >= 1, first.raw().slice(-3000));
   assert.deepEqual([...new Set(cancels.map((l) => l.reason))], ["shutdown"]);
   const before = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
-  assert.deepEqual(before.map((r) => r.content).filter((c) => c !== "👀"), [], "nothing but 👀 while it waits for the restart");
+  assert.deepEqual(
+    before.map((r) => r.content).filter((c) => c !== "👀"),
+    [],
+    "nothing but 👀 while it waits for the restart",
+  );
 
   const second = await w.startDaemon({}, { configFile: file });
   await w.waitReplies(ev, 1, 60_000);

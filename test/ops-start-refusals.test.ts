@@ -31,7 +31,10 @@ test("an agent command that is not installed: run exits 2 at once with doctor's 
   const d = await w.startDaemon({}, { configFile: file, waitStarted: false });
   assert.equal(await d.exited, 2);
   const expected = "agent command 'no-such-agent-xyz' not found on PATH; install it or set agent.command to its full path";
-  assert.ok(d.logs.some((l) => l.evt === "daemon.start_failed" && l.err === expected), d.raw().slice(-2000));
+  assert.ok(
+    d.logs.some((l) => l.evt === "daemon.start_failed" && l.err === expected),
+    d.raw().slice(-2000),
+  );
   assert.ok(!d.logs.some((l) => l.evt === "agent.circuit_open" || l.evt === "daemon.started"), "refused before anything started");
   assert.equal(doctorLine(file, "agent"), expected);
 });
@@ -43,7 +46,10 @@ test("an agent.cwd that cannot be created: run exits 2 with doctor's message", a
   const d = await w.startDaemon({}, { configFile: file, waitStarted: false });
   assert.equal(await d.exited, 2);
   const expected = `cannot create agent.cwd ${join(blocker, "agents")}: ENOTDIR (${blocker} is a file); set agent.cwd to a directory this user can write (or create it and chown it to this user)`;
-  assert.ok(d.logs.some((l) => l.evt === "daemon.start_failed" && l.err === expected), d.raw().slice(-2000));
+  assert.ok(
+    d.logs.some((l) => l.evt === "daemon.start_failed" && l.err === expected),
+    d.raw().slice(-2000),
+  );
   assert.equal(doctorLine(file, "agent cwd"), expected);
 });
 
@@ -62,7 +68,11 @@ test("a state_dir this user cannot write: run exits 2 with doctor's message", as
   assert.equal(run.status, 2, run.stdout + run.stderr);
   const who = isRoot ? "uid 65534 (nobody)" : `uid ${process.getuid!()}`;
   const expected = `state_dir ${state} is not writable by ${who}`;
-  assert.match(run.stdout, new RegExp(`"err":"${expected.replace(/[()]/g, "\\$&")} \\(EACCES\\); set state_dir to a directory this user owns`), run.stdout);
+  assert.match(
+    run.stdout,
+    new RegExp(`"err":"${expected.replace(/[()]/g, "\\$&")} \\(EACCES\\); set state_dir to a directory this user owns`),
+    run.stdout,
+  );
   const doctor = spawnSync(process.execPath, [cli, "doctor", "-c", file, "--timeout", "20s"], { encoding: "utf8", timeout: 90_000, ...as });
   assert.match(doctor.stdout, new RegExp(`^✗ state\\s+${expected.replace(/[()]/g, "\\$&")} \\(EACCES\\)`, "m"), doctor.stdout);
 });
@@ -74,7 +84,12 @@ test("a relay that does not admit the identity: run names the npub to add, not '
   const line = await d.waitLog((l) => l.evt === "daemon.discovery_retry");
   const npub = nip19.npubEncode(getPublicKey(sk));
   assert.equal(line.npub, npub);
-  assert.match(String(line.msg), new RegExp(`^the relay refused this identity: (relay_membership_required: )?restricted: not a relay member: ask the relay admin to add ${npub} as a relay member; retrying$`));
+  assert.match(
+    String(line.msg),
+    new RegExp(
+      `^the relay refused this identity: (relay_membership_required: )?restricted: not a relay member: ask the relay admin to add ${npub} as a relay member; retrying$`,
+    ),
+  );
   const refused = await d.waitLog((l) => l.evt === "relay.auth_refused");
   assert.equal(refused.msg, `restricted: not a relay member: ask the relay admin to add ${npub} as a relay member`);
   assert.equal(await d.stop(), 0);
@@ -83,7 +98,12 @@ test("a relay that does not admit the identity: run names the npub to add, not '
 test("an agent that never gets through start-up: the thread hears so at once, not 'crashed' after the retry wait", async () => {
   const badAgent = join(REPO, "test", "fixtures", "agent-bad.mjs");
   const file = w.writeConfig(
-    { agent: { command: process.execPath, args: [badAgent, "exit"] }, queue: { retry_base: "5s", retry_max: "5m" }, state_dir: join(w.dir, "state-neverstarts"), relay: { presence: false } },
+    {
+      agent: { command: process.execPath, args: [badAgent, "exit"] },
+      queue: { retry_base: "5s", retry_max: "5m" },
+      state_dir: join(w.dir, "state-neverstarts"),
+      relay: { presence: false },
+    },
     "neverstarts.yaml",
   );
   const d = await w.startDaemon({}, { configFile: file });
@@ -91,7 +111,11 @@ test("an agent that never gets through start-up: the thread hears so at once, no
   const ev = await w.owner.post("@agent are you there?");
   const [notice] = await w.waitReplies(ev, 1, 60_000);
   const waited = Date.now() - t0;
-  assert.match(notice!.content, /^Sorry, I could not answer this: agent '.*agent-bad\.mjs exit' never started \(\d+ attempts, the last: exited .*code 3.*\); not trying again until \d\d:\d\d:\d\d UTC/, notice!.content);
+  assert.match(
+    notice!.content,
+    /^Sorry, I could not answer this: agent '.*agent-bad\.mjs exit' never started \(\d+ attempts, the last: exited .*code 3.*\); not trying again until \d\d:\d\d:\d\d UTC/,
+    notice!.content,
+  );
   assert.doesNotMatch(notice!.content, /crashed/);
   assert.ok(waited < 4 * 60_000, `the notice came after ${waited} ms, not after the 5-minute retry`);
   assert.ok(!d.logs.some((l) => l.evt === "queue.turn_retry" && l.retry_in_ms === 300_000), "no 5-minute retry was scheduled");

@@ -52,7 +52,12 @@ test("a SIGKILLed daemon's lock does not block the next start, and doctor report
   const r = spawnSync(process.execPath, [CLI, "doctor", "-c", configFile, "--timeout", "30s"], { encoding: "utf8", timeout: 90_000 });
   const state = r.stdout.split("\n").find((l) => /^[✓✗] state\s/.test(l));
   assert.ok(state, r.stdout);
-  assert.match(state, new RegExp(`^✓ state\\s+${join(w.dir, "state")} is writable and in use by a running daemon \\(pid ${next.proc.pid}\\); a second \`run\` on it would exit 2$`));
+  assert.match(
+    state,
+    new RegExp(
+      `^✓ state\\s+${join(w.dir, "state")} is writable and in use by a running daemon \\(pid ${next.proc.pid}\\); a second \`run\` on it would exit 2$`,
+    ),
+  );
   assert.equal(await next.stop(), 0);
 
   const after = spawnSync(process.execPath, [CLI, "doctor", "-c", configFile, "--timeout", "30s"], { encoding: "utf8", timeout: 90_000 });

@@ -49,7 +49,11 @@ test("the unit runs the daemon hardened, as a dedicated user, with state and con
   assert.equal(value("ProtectSystem"), "strict");
   assert.equal(value("ProtectHome"), "yes");
   assert.equal(value("PrivateTmp"), "yes");
-  assert.deepEqual(value("ReadWritePaths").split(/\s+/), ["/var/lib/buzz-bridge", "-/srv/agents"], "/srv/agents optional: agent.cwd defaults to the state dir");
+  assert.deepEqual(
+    value("ReadWritePaths").split(/\s+/),
+    ["/var/lib/buzz-bridge", "-/srv/agents"],
+    "/srv/agents optional: agent.cwd defaults to the state dir",
+  );
   assert.equal(value("KillSignal"), "SIGTERM");
   // SIGTERM to the daemon alone: agents keep working through the grace period.
   assert.equal(value("KillMode"), "mixed");
@@ -96,8 +100,14 @@ test("…and the same check does catch a broken unit (the harness is not blind)"
   systemd.assertPresent();
   const broken = unitText.replace("KillMode=mixed", "KillMode=mixd\nProtectSytem=strict");
   const { complaints } = verify(installableCopy(broken, "broken-bridge.service"));
-  assert.ok(complaints.some((l) => /kill mode/i.test(l)), complaints.join("\n"));
-  assert.ok(complaints.some((l) => /ProtectSytem/.test(l)), complaints.join("\n"));
+  assert.ok(
+    complaints.some((l) => /kill mode/i.test(l)),
+    complaints.join("\n"),
+  );
+  assert.ok(
+    complaints.some((l) => /ProtectSytem/.test(l)),
+    complaints.join("\n"),
+  );
 });
 
 test("systemd-analyze security rates the unit's exposure low", { skip: skipNoSystemd }, () => {
@@ -111,7 +121,10 @@ test("systemd-analyze security rates the unit's exposure low", { skip: skipNoSys
 });
 
 test("the unit's install steps create /opt/buzz-bridge before copying into it, and work on a fresh machine", () => {
-  const steps = unitText.split("\n").filter((l) => /^# {3}\S/.test(l)).map((l) => l.replace(/^#\s+/, "").replace(/\s+#.*$/, ""));
+  const steps = unitText
+    .split("\n")
+    .filter((l) => /^# {3}\S/.test(l))
+    .map((l) => l.replace(/^#\s+/, "").replace(/\s+#.*$/, ""));
   const copy = steps.findIndex((s) => /^cp -r .* \/opt\/buzz-bridge\/$/.test(s));
   const mkdir = steps.findIndex((s) => /^install -d .*\/opt\/buzz-bridge$/.test(s));
   assert.ok(copy >= 0 && mkdir >= 0 && mkdir < copy, steps.join("\n"));

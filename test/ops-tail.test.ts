@@ -44,7 +44,12 @@ function run(args: string[], cwd = REPO) {
 
 test("tail prints messages, the bridge's reactions and !status's outcome live, by name", async () => {
   const owner = await w.owner.relay();
-  await owner.send({ kind: KIND.profile, created_at: Math.floor(Date.now() / 1000), tags: [], content: JSON.stringify({ name: "olivia" }) });
+  await owner.send({
+    kind: KIND.profile,
+    created_at: Math.floor(Date.now() / 1000),
+    tags: [],
+    content: JSON.stringify({ name: "olivia" }),
+  });
   const daemon = await w.startDaemon({ relay: { presence: false } });
   const tail = run([CLI, "tail", "-c", daemon.configFile, "--channel", w.channel]);
   const following = () => {
@@ -73,7 +78,10 @@ test("tail by an identity the relay does not admit says so and names the npub to
   const file = w.writeConfig({ identity: { secret_key: nip19.nsecEncode(sk) } }, "outsider-tail.yaml");
   const tail = run([CLI, "tail", "-c", file]);
   assert.equal(await tail.exited, 2);
-  assert.match(tail.err(), new RegExp(`tail: restricted: not a relay member: ask the relay admin to add ${nip19.npubEncode(getPublicKey(sk))} as a relay member`));
+  assert.match(
+    tail.err(),
+    new RegExp(`tail: restricted: not a relay member: ask the relay admin to add ${nip19.npubEncode(getPublicKey(sk))} as a relay member`),
+  );
 });
 
 test("demo --keep prints post commands that work as printed, and its feed shows replies, reactions and !status", async () => {
@@ -82,7 +90,8 @@ test("demo --keep prints post commands that work as printed, and its feed shows 
   const commands = [...demo.out().matchAll(/^ {2}(node \S+ post .*)$/gm)].map((m) => m[1]!);
   assert.equal(commands.length, 2, demo.out());
   for (const c of commands) assert.match(c, /^node dist\/cli\.js post /, "runnable from the checkout without npm link");
-  const sh = (cmd: string) => new Promise<number | null>((resolve) => spawn("sh", ["-c", cmd], { cwd: REPO, stdio: "ignore" }).on("exit", resolve));
+  const sh = (cmd: string) =>
+    new Promise<number | null>((resolve) => spawn("sh", ["-c", cmd], { cwd: REPO, stdio: "ignore" }).on("exit", resolve));
   assert.equal(await sh(commands[0]!), 0, commands[0]);
   await demo.until(/#release-room {2}bob \(teammate\): hello agent {2}→ @\S+$/m);
   await demo.until(/reacted ✅ to bob \(teammate\): "hello agent"/);

@@ -13,7 +13,19 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nip19 } from "nostr-tools";
@@ -86,7 +98,14 @@ function startAs(cmd: string, args: string[], o: { env: NodeJS.ProcessEnv; cwd: 
   });
   proc.stderr.on("data", (d: Buffer) => (raw += d.toString()));
   const exited = new Promise<number | null>((r) => proc.on("exit", (code) => r(code)));
-  const parsed = () => raw.split("\n").flatMap((l) => { try { return [JSON.parse(l) as Record<string, unknown>]; } catch { return []; } });
+  const parsed = () =>
+    raw.split("\n").flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
   return {
     logs,
     raw: () => raw,
@@ -134,7 +153,8 @@ test("the systemd unit's recipe: its user, a read-only /etc/buzz-bridge, the key
   const uid = isRoot ? NOBODY : process.getuid!();
   const gid = isRoot ? NOBODY : process.getgid!();
   const cli = cliFor(isRoot ? { uid, gid } : undefined, tmp);
-  const mapWord = (p: string) => (p === "/usr/bin/node" ? process.execPath : p === "/opt/buzz-bridge/dist/cli.js" ? cli : p.startsWith("/") ? `${root}${p}` : p);
+  const mapWord = (p: string) =>
+    p === "/usr/bin/node" ? process.execPath : p === "/opt/buzz-bridge/dist/cli.js" ? cli : p.startsWith("/") ? `${root}${p}` : p;
   const map = (p: string) => p.split(" ").map(mapWord).join(" ");
 
   // As root, per the unit's install comment: the config dir and key root-owned, the config group-readable.
@@ -215,7 +235,12 @@ test("the Dockerfile's recipe: USER 10001, the config mounted read-only, the key
 
   const [node, script, ...rest] = [...(JSON.parse(one("ENTRYPOINT")) as string[]), ...(JSON.parse(one("CMD")) as string[])];
   assert.equal(node, "node");
-  const d = startAs(process.execPath, [map(script!), ...rest], { env, cwd: map(one("WORKDIR")), uid: isRoot ? runUid : undefined, gid: isRoot ? runGid : undefined });
+  const d = startAs(process.execPath, [map(script!), ...rest], {
+    env,
+    cwd: map(one("WORKDIR")),
+    uid: isRoot ? runUid : undefined,
+    gid: isRoot ? runGid : undefined,
+  });
   try {
     await d.waitLog("daemon.started");
     await mentionAnswered(agent);

@@ -19,7 +19,18 @@ const post = (args: string[]) =>
   });
 
 test("post publishes a kind 9 as the given key, mentioning and threading as asked", async () => {
-  const first = await post(["--relay", w.relay.url, "--nsec", w.owner.nsec, "--channel", w.channel, "--mention", w.agent.npub, "hello", "agent"]);
+  const first = await post([
+    "--relay",
+    w.relay.url,
+    "--nsec",
+    w.owner.nsec,
+    "--channel",
+    w.channel,
+    "--mention",
+    w.agent.npub,
+    "hello",
+    "agent",
+  ]);
   assert.equal(first.status, 0, first.stderr);
   const id = first.stdout.trim();
   assert.match(id, /^[0-9a-f]{64}$/);
@@ -30,7 +41,10 @@ test("post publishes a kind 9 as the given key, mentioning and threading as aske
   assert.equal(ev!.pubkey, w.owner.pk);
   assert.ok(ev!.tags.some((t) => t[0] === "p" && t[1] === w.agent.pk));
   const [r] = await w.query({ ids: [reply.stdout.trim()] });
-  assert.deepEqual(r!.tags.find((t) => t[0] === "e"), ["e", id, "", "reply"]);
+  assert.deepEqual(
+    r!.tags.find((t) => t[0] === "e"),
+    ["e", id, "", "reply"],
+  );
 });
 
 test("post reports what is wrong: missing arguments (exit 1), a refused message (exit 2)", async () => {

@@ -59,7 +59,10 @@ describe("union of real servers", () => {
     assert.match(echo.description ?? "", /echo/i, "descriptions pass through");
     assert.ok(echo.inputSchema.properties?.message, "schemas pass through");
     const logs = p.logs();
-    assert.ok(logs.some((l) => l.evt === "proxy.server_failed" && l.server === "broken"), "the failed server is logged");
+    assert.ok(
+      logs.some((l) => l.evt === "proxy.server_failed" && l.server === "broken"),
+      "the failed server is logged",
+    );
     assert.ok(logs.some((l) => l.evt === "proxy.tool_renamed" && l.tool === LONG));
   });
 
@@ -126,11 +129,19 @@ describe("union of real servers", () => {
 
   test("cancellation reaches the downstream server", async () => {
     const ac = new AbortController();
-    const pending = p.client.request({ method: "tools/call", params: { name: "sleep", arguments: { ms: 8000 } } }, CallToolResultSchema, { signal: ac.signal });
-    await waitFor(() => existsSync(counter) && readFileSync(counter, "utf8").includes("sleep"), { timeoutMs: 10_000, what: "sleep to start" });
+    const pending = p.client.request({ method: "tools/call", params: { name: "sleep", arguments: { ms: 8000 } } }, CallToolResultSchema, {
+      signal: ac.signal,
+    });
+    await waitFor(() => existsSync(counter) && readFileSync(counter, "utf8").includes("sleep"), {
+      timeoutMs: 10_000,
+      what: "sleep to start",
+    });
     ac.abort("test cancels");
     await assert.rejects(pending);
-    await waitFor(() => readFileSync(counter, "utf8").includes("cancelled"), { timeoutMs: 5_000, what: "the downstream to see the cancellation" });
+    await waitFor(() => readFileSync(counter, "utf8").includes("cancelled"), {
+      timeoutMs: 5_000,
+      what: "the downstream to see the cancellation",
+    });
   });
 });
 
@@ -174,10 +185,13 @@ describe("crash and restart", () => {
     const duringDown = await p.call("crashy_pid");
     if (duringDown.isError) assert.match(textOf(duringDown), /crashy.*(down|starting)/);
     assert.equal(textOf(await p.call("steady_echo", { text: "still here" })), "echo: still here");
-    const pid2 = await waitFor(async () => {
-      const r = await p.call("crashy_pid");
-      return !r.isError && textOf(r);
-    }, { timeoutMs: 15_000, what: "crashy to come back" });
+    const pid2 = await waitFor(
+      async () => {
+        const r = await p.call("crashy_pid");
+        return !r.isError && textOf(r);
+      },
+      { timeoutMs: 15_000, what: "crashy to come back" },
+    );
     assert.notEqual(pid2, pid1);
     assert.ok(p.logs().some((l) => l.evt === "proxy.server_down" && l.server === "crashy"));
   });

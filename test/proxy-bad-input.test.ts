@@ -16,7 +16,11 @@ import { waitFor } from "./fixtures/wait.js";
 import { NAME_BUDGET } from "../src/proxy/naming.js";
 
 const BAD = join(REPO, "test", "fixtures", "bad-server.mjs");
-const bad = (mode: string, env: Record<string, string> = {}) => ({ command: process.execPath, args: [BAD], env: { BAD_MODE: mode, ...env } });
+const bad = (mode: string, env: Record<string, string> = {}) => ({
+  command: process.execPath,
+  args: [BAD],
+  env: { BAD_MODE: mode, ...env },
+});
 
 describe("misbehaving downstream servers", () => {
   let p: RunningProxy;
@@ -43,7 +47,10 @@ describe("misbehaving downstream servers", () => {
     const exits = logs.find((l) => l.evt === "proxy.server_failed" && l.server === "exits");
     assert.match(String(exits?.stderr), /missing configuration FOO_TOKEN/);
     assert.ok(logs.some((l) => l.evt === "proxy.server_failed" && l.server === "missing"));
-    assert.ok(logs.some((l) => l.evt === "proxy.server_error" && l.server === "garbage"), "garbage lines are logged");
+    assert.ok(
+      logs.some((l) => l.evt === "proxy.server_error" && l.server === "garbage"),
+      "garbage lines are logged",
+    );
   });
 
   test("invalid downstream tool names are made valid, never dropped silently", async () => {
@@ -74,7 +81,13 @@ describe("a 10 MB tool result", () => {
     const file = join(dir, "m.yaml");
     writeFileSync(file, stringify({ servers: { big: bad("big"), small: gate({ GATE_NO_STOP: "1" }) } }));
     client = new Client({ name: "big-test", version: "0" });
-    await client.connect(new FastStdioClientTransport({ command: process.execPath, args: [CLI, "mcp-proxy", "--manifest", file], env: { PATH: process.env.PATH ?? "" } }));
+    await client.connect(
+      new FastStdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "mcp-proxy", "--manifest", file],
+        env: { PATH: process.env.PATH ?? "" },
+      }),
+    );
   });
   after(async () => {
     await client?.close();
@@ -83,7 +96,9 @@ describe("a 10 MB tool result", () => {
 
   test("passes through whole, and the proxy keeps serving", async () => {
     await client.listTools();
-    const r = await client.request({ method: "tools/call", params: { name: "big_big", arguments: {} } }, CallToolResultSchema, { timeout: 50_000 });
+    const r = await client.request({ method: "tools/call", params: { name: "big_big", arguments: {} } }, CallToolResultSchema, {
+      timeout: 50_000,
+    });
     assert.ok(!r.isError);
     assert.equal(textOf(r).length, 10_000_000);
     const small = await client.request({ method: "tools/call", params: { name: "small_pid", arguments: {} } }, CallToolResultSchema);

@@ -15,7 +15,10 @@ test("requests bypass the SDK's failing zod guards and still reach every handler
   assert.equal(routeRequestsDirectly(server as never, st), true, "the SDK still has the internal dispatcher this relies on");
   const client = new Client({ name: "c", version: "0" });
   await client.connect(ct);
-  assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ["t"]);
+  assert.deepEqual(
+    (await client.listTools()).tools.map((t) => t.name),
+    ["t"],
+  );
   await client.ping();
   const r = await client.request({ method: "tools/call", params: { name: "t", arguments: {} } }, CallToolResultSchema);
   assert.deepEqual(r.content, [{ type: "text", text: "fallback tools/call" }]);

@@ -21,9 +21,17 @@ describe("merged _Stop and _PostCompact across three gates", () => {
     p = await startProxy({
       servers: {
         dev: gate({ GATE_TOOLS: "shell", GATE_NO_STOP: "1" }, { prefix: false }),
-        ci: gate({ GATE_STOP_TEXT: "CI is red: run #42 failed.", GATE_POSTCOMPACT_TEXT: "Reminder from ci-gate", GATE_COUNTER_FILE: counter("ci") }),
+        ci: gate({
+          GATE_STOP_TEXT: "CI is red: run #42 failed.",
+          GATE_POSTCOMPACT_TEXT: "Reminder from ci-gate",
+          GATE_COUNTER_FILE: counter("ci"),
+        }),
         lint: gate({ GATE_STOP_TEXT: "", GATE_COUNTER_FILE: counter("lint") }),
-        approval: gate({ GATE_STOP_TEXT: "  Approval requested in channel.\n", GATE_POSTCOMPACT_TEXT: "Note from approval-gate", GATE_COUNTER_FILE: counter("approval") }),
+        approval: gate({
+          GATE_STOP_TEXT: "  Approval requested in channel.\n",
+          GATE_POSTCOMPACT_TEXT: "Note from approval-gate",
+          GATE_COUNTER_FILE: counter("approval"),
+        }),
       },
       hook_deadline: "2s",
     });
@@ -65,7 +73,14 @@ describe("merged _Stop and _PostCompact across three gates", () => {
     const last = hooks.at(-1) as { verdict: string; ms: number; servers: { name: string; verdict: string; timed_out: boolean }[] };
     assert.equal(last.verdict, "object");
     assert.equal(typeof last.ms, "number");
-    assert.deepEqual(last.servers.map((s) => [s.name, s.verdict, s.timed_out]), [["ci", "object", false], ["lint", "allow", false], ["approval", "object", false]]);
+    assert.deepEqual(
+      last.servers.map((s) => [s.name, s.verdict, s.timed_out]),
+      [
+        ["ci", "object", false],
+        ["lint", "allow", false],
+        ["approval", "object", false],
+      ],
+    );
   });
 
   test("nobody objecting answers an empty text", async () => {
@@ -106,7 +121,10 @@ describe("slow, failing and hung gates", () => {
     assert.ok(!text.includes("slow objection"));
     assert.match(text, /\[failing\] _Stop could not be checked/, "on_error: object turns an error into an objection");
     assert.ok(!text.includes("[failsopen]"), "on_error: allow (default) fails open");
-    const log = p.logs().filter((l) => l.evt === "hook").at(-1) as { servers: { name: string; timed_out: boolean; error?: string }[] };
+    const log = p
+      .logs()
+      .filter((l) => l.evt === "hook")
+      .at(-1) as { servers: { name: string; timed_out: boolean; error?: string }[] };
     const slow = log.servers.find((s) => s.name === "slow")!;
     assert.equal(slow.timed_out, true);
     assert.ok(log.servers.find((s) => s.name === "failsopen")!.error);
@@ -116,7 +134,10 @@ describe("slow, failing and hung gates", () => {
 describe("restart after two consecutive misses", () => {
   let p: RunningProxy;
   before(async () => {
-    p = await startProxy({ servers: { hung: gate({ GATE_HANG: "1" }), ok: gate({ GATE_STOP_TEXT: "ok objects" }) }, hook_deadline: "500ms" });
+    p = await startProxy({
+      servers: { hung: gate({ GATE_HANG: "1" }), ok: gate({ GATE_STOP_TEXT: "ok objects" }) },
+      hook_deadline: "500ms",
+    });
   });
   after(() => p?.close());
 

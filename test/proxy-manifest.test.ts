@@ -17,9 +17,15 @@ const file = (name: string, text: string) => {
 
 test("a manifest file reads like the config's mcp section, in config order", () => {
   const m = loadManifestFile(
-    file("ok.yaml", "servers:\n  dev: { command: dev-mcp, prefix: false }\n  ci: { command: ci-gate, env: { CI_GATE_REPO: o/r }, on_error: object, timeout: 90s }\nhook_deadline: 1500ms\n"),
+    file(
+      "ok.yaml",
+      "servers:\n  dev: { command: dev-mcp, prefix: false }\n  ci: { command: ci-gate, env: { CI_GATE_REPO: o/r }, on_error: object, timeout: 90s }\nhook_deadline: 1500ms\n",
+    ),
   );
-  assert.deepEqual(m.servers.map((s) => s.name), ["dev", "ci"]);
+  assert.deepEqual(
+    m.servers.map((s) => s.name),
+    ["dev", "ci"],
+  );
   assert.equal(m.servers[0]!.prefix, false);
   assert.equal(m.servers[1]!.timeout, 90_000);
   assert.equal(m.servers[1]!.on_error, "object");
@@ -28,8 +34,14 @@ test("a manifest file reads like the config's mcp section, in config order", () 
 });
 
 test("errors name the file and the key", () => {
-  assert.throws(() => loadManifestFile(file("typo.yaml", "servers:\n  ci: { comand: x }\n")), (e: Error) => e instanceof ManifestError && e.message.includes("typo.yaml") && e.message.includes("servers.ci"));
-  assert.throws(() => loadManifestFile(file("yaml.yaml", "servers: [\n")), (e: Error) => /yaml\.yaml:\d+:\d+/.test(e.message));
+  assert.throws(
+    () => loadManifestFile(file("typo.yaml", "servers:\n  ci: { comand: x }\n")),
+    (e: Error) => e instanceof ManifestError && e.message.includes("typo.yaml") && e.message.includes("servers.ci"),
+  );
+  assert.throws(
+    () => loadManifestFile(file("yaml.yaml", "servers: [\n")),
+    (e: Error) => /yaml\.yaml:\d+:\d+/.test(e.message),
+  );
   assert.throws(() => loadManifestFile(join(dir, "missing.yaml")), /missing\.yaml: cannot read/);
 });
 
@@ -40,11 +52,17 @@ test("manifestFromConfig keeps only the channel's servers, in config order", () 
     c: { command: "c", args: [], env: {}, prefix: true, stop: "reprompt" as const, on_error: "allow" as const },
   };
   const m = manifestFromConfig({ servers, hook_deadline: 2000, list_timeout: 15000 }, ["c", "a"]);
-  assert.deepEqual(m.servers.map((s) => s.name), ["a", "c"]);
+  assert.deepEqual(
+    m.servers.map((s) => s.name),
+    ["a", "c"],
+  );
 });
 
 test("mcp-proxy with a bad manifest exits 1 naming the file", () => {
-  const r = spawnSync(process.execPath, [CLI, "mcp-proxy", "--manifest", file("bad.yaml", "servers:\n  x: { command: '' }\n")], { encoding: "utf8", timeout: 20_000 });
+  const r = spawnSync(process.execPath, [CLI, "mcp-proxy", "--manifest", file("bad.yaml", "servers:\n  x: { command: '' }\n")], {
+    encoding: "utf8",
+    timeout: 20_000,
+  });
   assert.equal(r.status, 1);
   assert.match(r.stderr, /bad\.yaml: servers\.x\.command/);
 });

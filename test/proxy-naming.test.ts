@@ -29,8 +29,21 @@ test("invalid characters, double underscores and long names are fixed determinis
 });
 
 test("merged hook text: config order, [server] prefix, blank lines, empty when nobody objects", () => {
-  assert.equal(mergeHookTexts([{ name: "a", text: "" }, { name: "b", text: "  \n" }]), "");
-  assert.equal(mergeHookTexts([{ name: "ci", text: " red \n" }, { name: "ok", text: "" }, { name: "ap", text: "wait" }]), "[ci] red\n\n[ap] wait");
+  assert.equal(
+    mergeHookTexts([
+      { name: "a", text: "" },
+      { name: "b", text: "  \n" },
+    ]),
+    "",
+  );
+  assert.equal(
+    mergeHookTexts([
+      { name: "ci", text: " red \n" },
+      { name: "ok", text: "" },
+      { name: "ap", text: "wait" },
+    ]),
+    "[ci] red\n\n[ap] wait",
+  );
 });
 
 test("merged hook text stays within 16 KiB with a fair share per server", () => {
@@ -62,17 +75,29 @@ test("the catalog caps the union at 128 tools, keeping hooks and built-ins, and 
   const { silentLogger } = await import("../src/base/log.js");
   const logger = silentLogger();
   const mk = (name: string, tools: string[], prefix = true) => {
-    const d = new Downstream({ name, command: "none", args: [], env: {}, prefix, on_error: "allow" }, { logger, listTimeoutMs: 1000, events: { changed: () => {} } });
+    const d = new Downstream(
+      { name, command: "none", args: [], env: {}, prefix, on_error: "allow" },
+      { logger, listTimeoutMs: 1000, events: { changed: () => {} } },
+    );
     d.tools = tools.map((t) => ({ name: t, inputSchema: { type: "object" as const } }));
     return d;
   };
-  const many = mk("big", Array.from({ length: 130 }, (_, i) => `t${i}`));
+  const many = mk(
+    "big",
+    Array.from({ length: 130 }, (_, i) => `t${i}`),
+  );
   const gates = [mk("ci", ["_Stop", "_PostCompact"]), mk("ap", ["_Stop", "send_message"])];
   const cat = buildCatalog([many, ...gates], BUZZ_TOOLS, logger);
   assert.equal(cat.tools.length, 128);
   assert.equal(cat.tools.filter((t) => t.name === "_Stop").length, 1);
-  assert.deepEqual(cat.hooks.get("_Stop")!.map((d) => d.name), ["ci", "ap"]);
-  assert.deepEqual(cat.hooks.get("_PostCompact")!.map((d) => d.name), ["ci"]);
+  assert.deepEqual(
+    cat.hooks.get("_Stop")!.map((d) => d.name),
+    ["ci", "ap"],
+  );
+  assert.deepEqual(
+    cat.hooks.get("_PostCompact")!.map((d) => d.name),
+    ["ci"],
+  );
   for (const b of BUZZ_TOOLS) assert.ok(cat.tools.some((t) => t.name === b.name));
   assert.equal(cat.collision, undefined);
   const clash = buildCatalog([mk("dev", ["send_message"], false)], BUZZ_TOOLS, logger);
@@ -86,14 +111,20 @@ test("the catalog returns what the naming rules changed, in the order met: renam
   const { silentLogger } = await import("../src/base/log.js");
   const logger = silentLogger();
   const mk = (name: string, tools: string[]) => {
-    const d = new Downstream({ name, command: "none", args: [], env: {}, prefix: true, on_error: "allow" }, { logger, listTimeoutMs: 1000, events: { changed: () => {} } });
+    const d = new Downstream(
+      { name, command: "none", args: [], env: {}, prefix: true, on_error: "allow" },
+      { logger, listTimeoutMs: 1000, events: { changed: () => {} } },
+    );
     d.tools = tools.map((t) => ({ name: t, inputSchema: { type: "object" as const } }));
     return d;
   };
   const clean = buildCatalog([mk("dev", ["run", "_Stop"])], BUZZ_TOOLS, logger);
   assert.deepEqual(clean.notes, []);
   const odd = mk("odd", ["a__b", "_Bad.Hook"]);
-  const big = mk("big", Array.from({ length: 130 }, (_, i) => `t${i}`));
+  const big = mk(
+    "big",
+    Array.from({ length: 130 }, (_, i) => `t${i}`),
+  );
   const cat = buildCatalog([odd, big], BUZZ_TOOLS, logger);
   assert.equal(cat.notes.length, 3);
   const [renamed, hook, dropped] = cat.notes;

@@ -21,15 +21,30 @@ test("the agent's id, tool name and progress token are swapped for ours and back
   const up = sink();
   const raw = new RawCalls(down, "dev");
   const agent = new AgentPassThrough(up, (name) => (name === "dev_run" ? { raw, tool: "run" } : undefined));
-  assert.equal(agent.take({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "dev_run", task: { ttl: 1 }, _meta: { progressToken: "p", trace: 1 } } } as JSONRPCMessage), true);
-  assert.equal(agent.take({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "other" } } as JSONRPCMessage), false, "not ours: the SDK's path");
+  assert.equal(
+    agent.take({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "dev_run", task: { ttl: 1 }, _meta: { progressToken: "p", trace: 1 } },
+    } as JSONRPCMessage),
+    true,
+  );
+  assert.equal(
+    agent.take({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "other" } } as JSONRPCMessage),
+    false,
+    "not ours: the SDK's path",
+  );
   const sent = down.lines[0]!;
   assert.equal(sent.params.name, "run");
   assert.deepEqual(sent.params.arguments, {});
   assert.equal(sent.params.task, undefined, "a task request is not relayed: the proxy does not offer tasks");
   assert.equal(sent.params._meta.progressToken, sent.id, "our token is our id");
   assert.equal(sent.params._meta.trace, 1, "other _meta passes through");
-  assert.equal(raw.take({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: sent.id, progress: 1 } } as JSONRPCMessage), true);
+  assert.equal(
+    raw.take({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: sent.id, progress: 1 } } as JSONRPCMessage),
+    true,
+  );
   assert.deepEqual(up.lines[0], { jsonrpc: "2.0", method: "notifications/progress", params: { progress: 1, progressToken: "p" } });
   assert.equal(raw.take({ jsonrpc: "2.0", id: sent.id, result: { content: [] } } as JSONRPCMessage), true);
   assert.deepEqual(up.lines[1], { jsonrpc: "2.0", id: 7, result: { content: [] } });
@@ -43,7 +58,10 @@ test("a cancelled call tells the server and drops its late answer", () => {
   const agent = new AgentPassThrough(up, () => ({ raw, tool: "run" }));
   agent.take({ jsonrpc: "2.0", id: "a", method: "tools/call", params: { name: "x" } } as JSONRPCMessage);
   const id = down.lines[0]!.id;
-  assert.equal(agent.take({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "a", reason: "user" } } as JSONRPCMessage), true);
+  assert.equal(
+    agent.take({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: "a", reason: "user" } } as JSONRPCMessage),
+    true,
+  );
   assert.deepEqual(down.lines[1], { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "user" } });
   assert.equal(raw.take({ jsonrpc: "2.0", id, result: { content: [] } } as JSONRPCMessage), true, "consumed");
   assert.equal(up.lines.length, 0, "nothing reaches the agent after its cancel");

@@ -26,7 +26,9 @@ before(async () => {
   W.setNostrWasm(await initNostrWasm());
   const sign = W.finalizeEvent as (t: EventTemplate, sk: Uint8Array) => Event;
   ownerBurst = Array.from({ length: BURST / 2 }, (_, i) => fromWire(mention(owner, `owner ${i}`, { sign, created_at: 2_000_000 + i })));
-  strangerBurst = Array.from({ length: BURST / 2 }, (_, i) => fromWire(mention(stranger, `stranger ${i}`, { sign, created_at: 2_000_000 + i })));
+  strangerBurst = Array.from({ length: BURST / 2 }, (_, i) =>
+    fromWire(mention(stranger, `stranger ${i}`, { sign, created_at: 2_000_000 + i })),
+  );
 });
 
 test("10,000 mentions: bounded queue, strangers never dispatched, every refusal visible", async () => {
@@ -45,7 +47,13 @@ test("10,000 mentions: bounded queue, strangers never dispatched, every refusal 
   const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), verify: ctx.verify });
   const store = QueueStore.open(join(tmp.dir, "burst"));
   const refusals: Refusal[] = [];
-  const scheduler = new Scheduler({ store, logger, sessionScope: config.agent.session_scope, maxConcurrent: config.agent.max_concurrent, onRefused: (r) => refusals.push(r) });
+  const scheduler = new Scheduler({
+    store,
+    logger,
+    sessionScope: config.agent.session_scope,
+    maxConcurrent: config.agent.max_concurrent,
+    onRefused: (r) => refusals.push(r),
+  });
   after(() => (scheduler.close(), store.close()));
 
   const heapBefore = process.memoryUsage().heapUsed;
@@ -73,7 +81,10 @@ test("10,000 mentions: bounded queue, strangers never dispatched, every refusal 
   assert.equal(new Set(refusedIds).size, refusedIds.length);
   assert.equal(lines.filter((l) => l.evt === "queue.refused").length, BURST / 2 - 500, "each refusal logged");
   // The oldest were refused; the newest 500 wait (10 turns of 50).
-  assert.deepEqual(refusedIds.slice(0, 3), ownerBurst.slice(0, 3).map((e) => e.id));
+  assert.deepEqual(
+    refusedIds.slice(0, 3),
+    ownerBurst.slice(0, 3).map((e) => e.id),
+  );
   const b = scheduler.next()!;
   assert.equal(b.events[0]!.id, ownerBurst[BURST / 2 - 500]!.id);
   assert.equal(b.events.length, 50);
@@ -87,7 +98,14 @@ test("a burst of new threads is bounded by the total cap, refusals announced", a
   const { logger, lines } = captureLogger("info");
   const store = QueueStore.open(join(tmp.dir, "threads"));
   const refusals: Refusal[] = [];
-  const scheduler = new Scheduler({ store, logger, sessionScope: "thread", maxConcurrent: 4, totalCap: 1_000, onRefused: (r) => refusals.push(r) });
+  const scheduler = new Scheduler({
+    store,
+    logger,
+    sessionScope: "thread",
+    maxConcurrent: 4,
+    totalCap: 1_000,
+    onRefused: (r) => refusals.push(r),
+  });
   after(() => (scheduler.close(), store.close()));
   for (const ev of ownerBurst.slice(0, 2_000)) scheduler.accept(ev, CHANNEL);
   await new Promise((r) => setImmediate(r));

@@ -31,7 +31,12 @@ interface Node {
 }
 
 /** One daemon's queue: its own connection pool and scheduler, fast lease timings. */
-async function node(url: string, id: string, relayHas: Set<string>, o: { leaseMs?: number; maxAttempts?: number; maxConcurrent?: number; scopeCap?: number } = {}): Promise<Node> {
+async function node(
+  url: string,
+  id: string,
+  relayHas: Set<string>,
+  o: { leaseMs?: number; maxAttempts?: number; maxConcurrent?: number; scopeCap?: number } = {},
+): Promise<Node> {
   const store = await PostgresStore.open({ url, identity: agent.pk });
   const batches: Batch[] = [];
   const lost: number[] = [];
@@ -81,7 +86,10 @@ t("a turn whose daemon died is resumed once by another; a reply the relay has co
   const ev = fromWire(mention(owner, "question"));
   assert.equal(await a.s.accept(ev, CHANNEL), true);
   const first = await a.next();
-  assert.deepEqual(first.events.map((e) => e.id), [ev.id]);
+  assert.deepEqual(
+    first.events.map((e) => e.id),
+    [ev.id],
+  );
   a.s.recordReply(first.turnId, "a".repeat(64)); // recorded before publishing; the relay stored it
   relayHas.add("a".repeat(64));
   await waitFor(async () => (await a.store.turn(first.turnId))?.reply_ids.length, { what: "the reply recorded in the database" });
@@ -130,7 +138,11 @@ t("!cancel given to one daemon stops the turn another daemon runs", async (url) 
   const r = await other.s.cancel({ channel: CHANNEL, thread: ev.id });
   assert.equal(r.ended, 1);
   assert.deepEqual(r.runningTurnIds, [], "not running on the daemon that was told");
-  await waitFor(() => holder.lost.includes(running.turnId), { timeoutMs: 5000, intervalMs: 50, what: "the holder to stop the cancelled turn" });
+  await waitFor(() => holder.lost.includes(running.turnId), {
+    timeoutMs: 5000,
+    intervalMs: 50,
+    what: "the holder to stop the cancelled turn",
+  });
   assert.deepEqual(holder.lost, [running.turnId], "the holder stops it");
   assert.equal(holder.s.complete(running.turnId), false, "its late end changes nothing");
   assert.equal((await a.store.event(ev.id))?.state, "cancelled");
@@ -152,7 +164,10 @@ t("a failed turn is retried after its backoff, then gives up with one failure no
   assert.equal(a.s.fail(second.turnId, "agent crashed again"), "failed");
   await waitFor(() => a.failures.length > 0, { timeoutMs: 3000, intervalMs: 50, what: "the failure notice" });
   assert.equal(a.failures.length, 1);
-  assert.deepEqual(a.failures[0]!.events.map((e) => e.id), [ev.id]);
+  assert.deepEqual(
+    a.failures[0]!.events.map((e) => e.id),
+    [ev.id],
+  );
   assert.equal((await a.store.event(ev.id))?.state, "failed");
   await a.s.close();
   await a.store.close();
@@ -191,9 +206,15 @@ t("the scope cap holds across the fleet: past it the oldest waiting mentions are
   await sleep(100); // a refusal counted twice (one per daemon) would show up by now
   const refused = [...a.refusals, ...b.refusals].flatMap((r) => r.events.map((e) => e.id));
   assert.deepEqual(refused.sort(), [root.id, replies[0]!.id].sort(), "the two oldest, each once");
-  assert.equal([...a.refusals, ...b.refusals].every((r) => r.reason === "scope-cap" && r.scope === `${CHANNEL}/${root.id}`), true);
+  assert.equal(
+    [...a.refusals, ...b.refusals].every((r) => r.reason === "scope-cap" && r.scope === `${CHANNEL}/${root.id}`),
+    true,
+  );
   assert.equal((await a.store.event(root.id))?.state, "refused");
-  assert.deepEqual((await a.store.waitingEvents()).map((e) => e.id), replies.slice(1).map((e) => e.id));
+  assert.deepEqual(
+    (await a.store.waitingEvents()).map((e) => e.id),
+    replies.slice(1).map((e) => e.id),
+  );
   for (const n of [a, b]) {
     await n.s.close();
     await n.store.close();
@@ -224,62 +245,78 @@ t("!rotate executed by another daemon: this daemon ends its session of the scope
   await a.store.close();
 });
 
-t("a mid-turn message another daemon stored joins the holder's running turn once; one the turn can no longer take waits for its next turn", async (url) => {
-  const relayHas = new Set<string>();
-  const a = await node(url, "A", relayHas);
-  const b = await node(url, "B", relayHas);
-  await a.s.accept(fromWire(mention(owner, "long job")), CHANNEL);
-  await waitFor(() => a.batches.length + b.batches.length > 0, { timeoutMs: 8000, intervalMs: 50, what: "a batch on either daemon" });
-  const [holder, other] = a.batches.length ? [a, b] : [b, a];
-  const running = await holder.next();
-  const scope = running.scope;
-  assert.equal(other.s.runningTurn(scope.key), undefined, "only the holder finds the turn running");
-  assert.equal(holder.s.runningTurn(scope.key), running.turnId);
+t(
+  "a mid-turn message another daemon stored joins the holder's running turn once; one the turn can no longer take waits for its next turn",
+  async (url) => {
+    const relayHas = new Set<string>();
+    const a = await node(url, "A", relayHas);
+    const b = await node(url, "B", relayHas);
+    await a.s.accept(fromWire(mention(owner, "long job")), CHANNEL);
+    await waitFor(() => a.batches.length + b.batches.length > 0, { timeoutMs: 8000, intervalMs: 50, what: "a batch on either daemon" });
+    const [holder, other] = a.batches.length ? [a, b] : [b, a];
+    const running = await holder.next();
+    const scope = running.scope;
+    assert.equal(other.s.runningTurn(scope.key), undefined, "only the holder finds the turn running");
+    assert.equal(holder.s.runningTurn(scope.key), running.turnId);
 
-  const steer = fromWire(mention(owner, "also this"));
-  assert.equal(await other.s.accept(steer, CHANNEL, scope), true);
-  assert.equal(await holder.s.accept(steer, CHANNEL, scope), false, "heard by both, stored once");
-  let delivered = 0;
-  holder.s.joinRunning(running.turnId, steer.id, () => ++delivered > 0);
-  holder.s.joinRunning(running.turnId, steer.id, () => ++delivered > 0); // the same message heard again
-  await waitFor(async () => (await holder.store.event(steer.id))?.state === "in_turn", { timeoutMs: 5000, what: "the mid-turn message to join the turn" });
-  // The turn ends while this join is written: the agent can no longer take it.
-  const late = fromWire(mention(owner, "as the turn ends"));
-  await other.s.accept(late, CHANNEL, scope);
-  holder.s.joinRunning(running.turnId, late.id, () => false);
-  assert.equal(holder.s.complete(running.turnId), true);
+    const steer = fromWire(mention(owner, "also this"));
+    assert.equal(await other.s.accept(steer, CHANNEL, scope), true);
+    assert.equal(await holder.s.accept(steer, CHANNEL, scope), false, "heard by both, stored once");
+    let delivered = 0;
+    holder.s.joinRunning(running.turnId, steer.id, () => ++delivered > 0);
+    holder.s.joinRunning(running.turnId, steer.id, () => ++delivered > 0); // the same message heard again
+    await waitFor(async () => (await holder.store.event(steer.id))?.state === "in_turn", {
+      timeoutMs: 5000,
+      what: "the mid-turn message to join the turn",
+    });
+    // The turn ends while this join is written: the agent can no longer take it.
+    const late = fromWire(mention(owner, "as the turn ends"));
+    await other.s.accept(late, CHANNEL, scope);
+    holder.s.joinRunning(running.turnId, late.id, () => false);
+    assert.equal(holder.s.complete(running.turnId), true);
 
-  const nextTurn = await holder.next();
-  assert.deepEqual(nextTurn.events.map((e) => e.id), [late.id], "the late one has a turn of its own");
-  assert.equal(delivered, 1, "given to the agent once");
-  const ended = await holder.store.turn(running.turnId);
-  assert.equal(ended?.state, "done");
-  assert.deepEqual(ended?.trigger_ids, [running.events[0]!.id, steer.id]);
-  assert.equal((await holder.store.event(steer.id))?.state, "done");
-  for (const n of [a, b]) {
-    await n.s.close();
-    await n.store.close();
-  }
-});
+    const nextTurn = await holder.next();
+    assert.deepEqual(
+      nextTurn.events.map((e) => e.id),
+      [late.id],
+      "the late one has a turn of its own",
+    );
+    assert.equal(delivered, 1, "given to the agent once");
+    const ended = await holder.store.turn(running.turnId);
+    assert.equal(ended?.state, "done");
+    assert.deepEqual(ended?.trigger_ids, [running.events[0]!.id, steer.id]);
+    assert.equal((await holder.store.event(steer.id))?.state, "done");
+    for (const n of [a, b]) {
+      await n.s.close();
+      await n.store.close();
+    }
+  },
+);
 
-t("a running turn whose only message was deleted ends cancelled; its scope starts nothing new until the agent side reports the end", async (url) => {
-  const a = await node(url, "A", new Set());
-  const first = fromWire(mention(owner, "doomed"));
-  await a.s.accept(first, CHANNEL);
-  const running = await a.next();
-  const queued = fromWire(mention(owner, "next in the thread"));
-  await a.s.accept(queued, CHANNEL, running.scope);
-  assert.equal(await a.s.cancelRunning(running.turnId, "its message was deleted by its author"), true);
-  assert.equal(await a.s.cancelRunning(running.turnId, "again"), false, "once");
-  assert.equal((await a.store.turn(running.turnId))?.state, "cancelled");
-  assert.equal((await a.store.event(first.id))?.state, "cancelled");
-  assert.equal(a.s.runningTurn(running.scope.key), undefined, "nothing joins a cancelled turn");
-  await sleep(400); // a batch started too early would show up by now (the loop polls every 50 ms)
-  assert.deepEqual(a.batches, [], "the agent is still stopping the turn: the scope waits");
-  assert.equal(a.s.complete(running.turnId), true);
-  const next = await a.next();
-  assert.deepEqual(next.events.map((e) => e.id), [queued.id]);
-  assert.equal((await a.store.turn(running.turnId))?.state, "cancelled", "the agent side's end does not overwrite it");
-  await a.s.close();
-  await a.store.close();
-});
+t(
+  "a running turn whose only message was deleted ends cancelled; its scope starts nothing new until the agent side reports the end",
+  async (url) => {
+    const a = await node(url, "A", new Set());
+    const first = fromWire(mention(owner, "doomed"));
+    await a.s.accept(first, CHANNEL);
+    const running = await a.next();
+    const queued = fromWire(mention(owner, "next in the thread"));
+    await a.s.accept(queued, CHANNEL, running.scope);
+    assert.equal(await a.s.cancelRunning(running.turnId, "its message was deleted by its author"), true);
+    assert.equal(await a.s.cancelRunning(running.turnId, "again"), false, "once");
+    assert.equal((await a.store.turn(running.turnId))?.state, "cancelled");
+    assert.equal((await a.store.event(first.id))?.state, "cancelled");
+    assert.equal(a.s.runningTurn(running.scope.key), undefined, "nothing joins a cancelled turn");
+    await sleep(400); // a batch started too early would show up by now (the loop polls every 50 ms)
+    assert.deepEqual(a.batches, [], "the agent is still stopping the turn: the scope waits");
+    assert.equal(a.s.complete(running.turnId), true);
+    const next = await a.next();
+    assert.deepEqual(
+      next.events.map((e) => e.id),
+      [queued.id],
+    );
+    assert.equal((await a.store.turn(running.turnId))?.state, "cancelled", "the agent side's end does not overwrite it");
+    await a.s.close();
+    await a.store.close();
+  },
+);

@@ -122,14 +122,21 @@ describe("PostgreSQL store: scope leases", () => {
     assert.ok([...ca, ...cb].every((c) => c.from === null && c.channel === CHANNEL));
     assert.deepEqual(await a.leases.claim("A", 3, 30_000), [], "nothing left to claim");
     const lone = await withScopes(await db.server!.createDatabase(), 4);
-    assert.deepEqual((await lone.a.leases.claim("A", 2, 30_000)).map((c) => c.key), lone.scopes.slice(0, 2), "oldest waiting first");
+    assert.deepEqual(
+      (await lone.a.leases.claim("A", 2, 30_000)).map((c) => c.key),
+      lone.scopes.slice(0, 2),
+      "oldest waiting first",
+    );
     await Promise.all([a.close(), b.close(), lone.a.close(), lone.b.close()]);
   });
 
   t("a lease that expires is taken over, and the old holder's renewal no longer includes it", async (url) => {
     const { a, b, scopes } = await withScopes(url, 1);
     const [scope] = scopes;
-    assert.deepEqual((await a.leases.claim("A", 5, 300)).map((c) => c.key), [scope]);
+    assert.deepEqual(
+      (await a.leases.claim("A", 5, 300)).map((c) => c.key),
+      [scope],
+    );
     assert.deepEqual(await b.leases.claim("B", 5, 30_000), [], "a live lease is not taken");
     assert.deepEqual(await a.leases.renew("A", 300), [scope], "renewal while alive keeps it");
     await sleep(450); // past the 300 ms lease
@@ -137,7 +144,10 @@ describe("PostgreSQL store: scope leases", () => {
     assert.deepEqual(await b.leases.claim("B", 5, 30_000), [{ key: scope, channel: CHANNEL, from: "A" }], "taken over from A");
     assert.deepEqual(await a.leases.renew("A", 30_000), [], "A learns it lost the scope");
     assert.equal(await b.leases.holds("B", scope!), true);
-    assert.deepEqual((await a.leases.list()).map((l) => [l.key, l.holder]), [[scope, "B"]]);
+    assert.deepEqual(
+      (await a.leases.list()).map((l) => [l.key, l.holder]),
+      [[scope, "B"]],
+    );
     await Promise.all([a.close(), b.close()]);
   });
 
@@ -153,7 +163,10 @@ describe("PostgreSQL store: scope leases", () => {
     assert.deepEqual(await b.leases.claim("B", 5, 30_000), [], "no open work, nothing to claim");
     const next = fromWire(mention(owner, "follow-up", { tags: [["e", ev!.id, "", "root"]] }));
     await a.accept(next, CHANNEL, scope!);
-    assert.deepEqual((await b.leases.claim("B", 5, 30_000)).map((c) => c.key), [scope]);
+    assert.deepEqual(
+      (await b.leases.claim("B", 5, 30_000)).map((c) => c.key),
+      [scope],
+    );
     await Promise.all([a.close(), b.close()]);
   });
 
@@ -164,7 +177,10 @@ describe("PostgreSQL store: scope leases", () => {
     const [ev] = await a.waitingEvents();
     await a.startTurn(scope!, CHANNEL, [ev!.id]); // A dies here: no waiting events, one running turn
     await sleep(350); // past the 200 ms lease
-    assert.deepEqual((await b.leases.claim("B", 1, 30_000)).map((c) => [c.key, c.from]), [[scope, "A"]]);
+    assert.deepEqual(
+      (await b.leases.claim("B", 1, 30_000)).map((c) => [c.key, c.from]),
+      [[scope, "A"]],
+    );
     await Promise.all([a.close(), b.close()]);
   });
 
@@ -177,7 +193,10 @@ describe("PostgreSQL store: scope leases", () => {
     await a.recordReplyAsHolder(turn, "1".repeat(64), "A");
     await a.recordReplyAsHolder(turn, "1".repeat(64), "A"); // idempotent
     await sleep(350); // past the 200 ms lease
-    assert.deepEqual((await b.leases.claim("B", 1, 30_000)).map((c) => c.from), ["A"]);
+    assert.deepEqual(
+      (await b.leases.claim("B", 1, 30_000)).map((c) => c.from),
+      ["A"],
+    );
     await assert.rejects(a.recordReplyAsHolder(turn, "2".repeat(64), "A"), LeaseLostError);
     const done = { id: turn, state: "done" as const, attempts: 1, next_attempt_at: 0, recovered: 0, error: null };
     assert.equal(await a.updateTurnFrom("running", done, "A"), false, "A's late end is refused");
@@ -212,12 +231,18 @@ describe("PostgreSQL store: scope leases", () => {
     await a.leases.claim("A", 2, 30_000);
     await b.leases.claim("B", 4, 30_000);
     const fleet = await a.leases.daemons(60_000);
-    assert.deepEqual(fleet.map((d) => [d.id, d.host, d.pid, d.maxConcurrent, d.leases]), [
-      ["A", "h1", 11, 2, 2],
-      ["B", "h2", 22, 4, 1],
-    ]);
+    assert.deepEqual(
+      fleet.map((d) => [d.id, d.host, d.pid, d.maxConcurrent, d.leases]),
+      [
+        ["A", "h1", 11, 2, 2],
+        ["B", "h2", 22, 4, 1],
+      ],
+    );
     await b.leases.leave("B");
-    assert.deepEqual((await a.leases.daemons(60_000)).map((d) => d.id), ["A"]);
+    assert.deepEqual(
+      (await a.leases.daemons(60_000)).map((d) => d.id),
+      ["A"],
+    );
     assert.equal((await a.leases.list()).filter((l) => l.holder === "B").length, 0, "its leases ended with it");
     await Promise.all([a.close(), b.close()]);
   });

@@ -38,7 +38,8 @@ function setup(opts: Partial<SchedulerOptions> = {}) {
   return { store, scheduler, lines, refusals, failures, advance: (ms: number) => (now += ms) };
 }
 
-const inThread = (root: string, text: string, at?: number) => fromWire(mention(teammate, text, { tags: [["e", root, "", "reply"]], created_at: at }));
+const inThread = (root: string, text: string, at?: number) =>
+  fromWire(mention(teammate, text, { tags: [["e", root, "", "reply"]], created_at: at }));
 const ids = (evs: Event[]) => evs.map((e) => e.id);
 
 describe("scheduler", () => {
@@ -144,7 +145,10 @@ describe("scheduler", () => {
     await new Promise((r) => setImmediate(r));
     assert.equal(refusals.length, 1, "coalesced into one notice");
     assert.equal(refusals[0]!.reason, "scope-cap");
-    assert.deepEqual(refusals[0]!.events.map((e) => e.id), ids(evs.slice(0, 3)));
+    assert.deepEqual(
+      refusals[0]!.events.map((e) => e.id),
+      ids(evs.slice(0, 3)),
+    );
     assert.equal(refusals[0]!.events[0]!.author, owner.pk);
     assert.equal(lines.filter((l) => l.evt === "queue.refused").length, 3, "each refusal logged");
     assert.equal(store.event(evs[0]!.id)?.state, "refused");
@@ -230,7 +234,11 @@ describe("scheduler", () => {
     const b = scheduler.next()!;
     scheduler.fail(b.turnId, "boom");
     // Woken after fail, then again by the retry timer (bounded wait, no timing assertion).
-    await waitFor(() => wakes >= 3, { timeoutMs: 5000, intervalMs: 10, what: () => `a wake after fail and one when the retry came due (${wakes} wakes)` });
+    await waitFor(() => wakes >= 3, {
+      timeoutMs: 5000,
+      intervalMs: 10,
+      what: () => `a wake after fail and one when the retry came due (${wakes} wakes)`,
+    });
     assert.ok(wakes >= 3, `woken after fail and when the retry came due (${wakes})`);
     assert.equal(scheduler.next()?.attempt, 2);
   });

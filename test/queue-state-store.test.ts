@@ -64,7 +64,10 @@ for (const b of backends) {
       assert.equal(await store.accept(ev, CHANNEL, CHANNEL), false);
       assert.equal(await store.has(ev.id), true);
       assert.deepEqual((await store.event(ev.id))?.event, ev);
-      assert.deepEqual((await store.waitingEvents()).map((e) => e.id), [ev.id]);
+      assert.deepEqual(
+        (await store.waitingEvents()).map((e) => e.id),
+        [ev.id],
+      );
       await store.close();
     });
 
@@ -87,10 +90,13 @@ for (const b of backends) {
       await store.accept(late, CHANNEL, `${CHANNEL}/${late.id}`);
       await store.accept(early, CHANNEL, `${CHANNEL}/${early.id}`);
       const waiting = await store.waitingEvents();
-      assert.deepEqual(waiting.map((e) => [e.id, e.scope, e.channel, e.created_at, e.state]), [
-        [early.id, `${CHANNEL}/${early.id}`, CHANNEL, 1000, "waiting"],
-        [late.id, `${CHANNEL}/${late.id}`, CHANNEL, 2000, "waiting"],
-      ]);
+      assert.deepEqual(
+        waiting.map((e) => [e.id, e.scope, e.channel, e.created_at, e.state]),
+        [
+          [early.id, `${CHANNEL}/${early.id}`, CHANNEL, 1000, "waiting"],
+          [late.id, `${CHANNEL}/${late.id}`, CHANNEL, 2000, "waiting"],
+        ],
+      );
       await store.close();
     });
 
@@ -111,8 +117,14 @@ for (const b of backends) {
       const stored = await again.event(ev.id);
       assert.equal(stored?.state, "in_turn");
       assert.equal(stored?.turn_id, id);
-      assert.deepEqual((await again.eventsOfTurn(id)).map((e) => e.id), [ev.id]);
-      assert.deepEqual((await again.openTurns()).map((x) => x.id), [id]);
+      assert.deepEqual(
+        (await again.eventsOfTurn(id)).map((e) => e.id),
+        [ev.id],
+      );
+      assert.deepEqual(
+        (await again.openTurns()).map((x) => x.id),
+        [id],
+      );
       assert.deepEqual(await again.waitingEvents(), []);
       await again.close();
     });
@@ -182,7 +194,10 @@ for (const b of backends) {
       await store.accept(ev, CHANNEL, CHANNEL);
       assert.equal(await store.replaceQueuedContent(ev.id, "deploy to staging", "e".repeat(64)), true);
       const edited = (await store.event(ev.id))!.event as typeof ev & { edited?: string };
-      assert.deepEqual([edited.content, edited.edited, edited.id, edited.created_at], ["deploy to staging", "e".repeat(64), ev.id, ev.created_at]);
+      assert.deepEqual(
+        [edited.content, edited.edited, edited.id, edited.created_at],
+        ["deploy to staging", "e".repeat(64), ev.id, ev.created_at],
+      );
       const id = await store.startTurn(CHANNEL, CHANNEL, [ev.id]);
       assert.equal(await store.replaceQueuedContent(ev.id, "too late", "d".repeat(64)), false, "its turn runs");
       await store.updateTurn({ id, state: "queued", attempts: 1, next_attempt_at: 0, recovered: 0, error: "retry" });

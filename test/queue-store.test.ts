@@ -31,12 +31,15 @@ describe("queue store", () => {
     const db = new Database(file);
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION + 1));
     db.close();
-    assert.throws(() => QueueStore.open(dir), (err: unknown) => {
-      assert.ok(err instanceof QueueStoreError);
-      assert.ok(err.message.includes(file), err.message);
-      assert.match(err.message, /newer buzz-bridge/);
-      return true;
-    });
+    assert.throws(
+      () => QueueStore.open(dir),
+      (err: unknown) => {
+        assert.ok(err instanceof QueueStoreError);
+        assert.ok(err.message.includes(file), err.message);
+        assert.match(err.message, /newer buzz-bridge/);
+        return true;
+      },
+    );
   });
 
   test("a database written before mid-turn steering gets the joined_after column, its events kept", () => {
@@ -69,9 +72,13 @@ describe("crash safety", () => {
     const dir = freshDir();
     const first = fromWire(mention(owner, "first question"));
     const second = fromWire(mention(teammate, "second question"));
-    const child = spawn(process.execPath, ["--import", "tsx", join(here, "fixtures", "queue-crash-child.ts"), dir, JSON.stringify([first, second])], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(here, "fixtures", "queue-crash-child.ts"), dir, JSON.stringify([first, second])],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     try {
       let out = "";
       child.stdout!.setEncoding("utf8");
@@ -98,10 +105,16 @@ describe("crash safety", () => {
     assert.equal(scheduler.next(), null);
     const retried = batches.find((b) => b?.recovered)!;
     const fresh = batches.find((b) => b && !b.recovered)!;
-    assert.deepEqual(retried.events.map((e) => e.id), [first.id]);
+    assert.deepEqual(
+      retried.events.map((e) => e.id),
+      [first.id],
+    );
     assert.deepEqual(retried.publishedReplyIds, ["e".repeat(64)], "the retry knows a reply was already published");
     assert.equal(retried.attempt, 2);
-    assert.deepEqual(fresh.events.map((e) => e.id), [second.id]);
+    assert.deepEqual(
+      fresh.events.map((e) => e.id),
+      [second.id],
+    );
     for (const b of batches) {
       answered.push(...b!.events.map((e) => e.id));
       assert.equal(scheduler.complete(b!.turnId), true);

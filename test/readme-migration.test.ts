@@ -73,7 +73,10 @@ const RUST_BRIDGE_VARIABLES = [
 
 test("the migration table names every buzz-acp variable, each in a row that says what replaces it", () => {
   const readme = readFileSync("README.md", "utf8");
-  const section = readme.slice(readme.indexOf("## Migrating from buzz-acp"), readme.indexOf("\n## ", readme.indexOf("## Migrating from buzz-acp") + 3));
+  const section = readme.slice(
+    readme.indexOf("## Migrating from buzz-acp"),
+    readme.indexOf("\n## ", readme.indexOf("## Migrating from buzz-acp") + 3),
+  );
   const rows = section.split("\n").filter((l) => l.startsWith("| `"));
   const missing = RUST_BRIDGE_VARIABLES.filter((v) => !rows.some((r) => r.split("|")[1]!.includes(`\`${v}\``)));
   assert.deepEqual(missing, []);

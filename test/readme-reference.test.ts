@@ -28,7 +28,9 @@ test("the README's configuration reference names every key of the schema", () =>
   const missing = leaves(jsonSchema() as Node, "", []).filter((key) => {
     const [head, ...rest] = key.split("[].");
     // channel overrides share one row: `channels[].respond_to`, `allow`, …
-    return !section.includes(`\`${key}\``) && !(rest.length && section.includes(`\`${rest.join(".")}\``) && section.includes(`\`${head}[].`));
+    return (
+      !section.includes(`\`${key}\``) && !(rest.length && section.includes(`\`${rest.join(".")}\``) && section.includes(`\`${head}[].`))
+    );
   });
   assert.deepEqual(missing, []);
 });

@@ -34,7 +34,12 @@ async function scriptedRelay(onFrame: (ws: WebSocket, msg: unknown[], conn: numb
     frames,
     conns: () => conns,
     count: (type: string, sub?: string) => frames.filter((f) => f.msg[0] === type && (sub === undefined || f.msg[1] === sub)).length,
-    close: () => new Promise<void>((r) => { for (const c of wss.clients) c.terminate(); wss.close(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        for (const c of wss.clients) c.terminate();
+        wss.close();
+        server.close(() => r());
+      }),
   };
   cleanup.push(() => relay.close());
   return relay;
@@ -83,13 +88,22 @@ test("the relay tag has no trailing slash, and CLOSED auth-required is answered 
   await waitFor(() => relay.count("REQ", "channels") >= 2, { what: "the channels REQ re-sent after auth-required" });
   await sleep(200); // a third REQ or AUTH (a re-send loop) would show up by now
   const auth = relay.frames.find((f) => f.msg[0] === "AUTH")!.msg[1] as Event;
-  assert.deepEqual(auth.tags.find((t) => t[0] === "relay"), ["relay", relay.url.replace(/\/$/, "")]);
-  assert.deepEqual(auth.tags.find((t) => t[0] === "challenge"), ["challenge", "c1"]);
+  assert.deepEqual(
+    auth.tags.find((t) => t[0] === "relay"),
+    ["relay", relay.url.replace(/\/$/, "")],
+  );
+  assert.deepEqual(
+    auth.tags.find((t) => t[0] === "challenge"),
+    ["challenge", "c1"],
+  );
   assert.equal(relay.count("AUTH"), 2, "re-authenticated once");
   assert.equal(relay.count("REQ", "channels"), 2, "re-sent once, then gave up instead of looping");
   const reqs = relay.frames.filter((f) => f.msg[0] === "REQ").map((f) => relay.frames.indexOf(f));
   const firstAuth = relay.frames.findIndex((f) => f.msg[0] === "AUTH");
-  assert.ok(reqs.every((i) => i > firstAuth), "no REQ before the first AUTH");
+  assert.ok(
+    reqs.every((i) => i > firstAuth),
+    "no REQ before the first AUTH",
+  );
 });
 
 test("a relay that stops answering pings is declared dead and the bridge reconnects", async () => {
@@ -117,7 +131,10 @@ test("probeRelay reports success, the relay's refusal reason, or an unreachable 
   const relay = await relayWith([bridge]);
   cleanup.push(() => relay.close());
   assert.ok((await probeRelay(relay.url, bridge.sk)).ms >= 0);
-  await assert.rejects(probeRelay(relay.url, identity().sk), (e: unknown) => e instanceof RelayAuthError && /not a relay member/.test(e.message));
+  await assert.rejects(
+    probeRelay(relay.url, identity().sk),
+    (e: unknown) => e instanceof RelayAuthError && /not a relay member/.test(e.message),
+  );
   const closed = await relayWith([]);
   const deadUrl = closed.url;
   await closed.close();

@@ -39,16 +39,25 @@ test("a member-added notification brings a new channel online and its first ment
   const fresh = await relay.createChannel({ name: "fresh", about: "new room", members: [alice.pk] });
   const bot = client(relay, bridge);
   const author = client(relay, alice);
-  cleanup.push(() => bot.stop(), () => author.stop());
+  cleanup.push(
+    () => bot.stop(),
+    () => author.stop(),
+  );
   const got = collector(bot);
   const dir = new ChannelDirectory(bot).attach();
   const joined: ChannelInfo[] = [];
   // What the daemon does: one setChannels with the whole list, the new channel from the notification's time.
   dir.on("joined", (ch, since) => {
     joined.push(ch);
-    bot.setChannels([{ id: home, kinds: [9] }, { id: ch.id, kinds: [9], since }]);
+    bot.setChannels([
+      { id: home, kinds: [9] },
+      { id: ch.id, kinds: [9], since },
+    ]);
   });
-  assert.deepEqual((await dir.discover()).map((c) => c.id), [home]);
+  assert.deepEqual(
+    (await dir.discover()).map((c) => c.id),
+    [home],
+  );
   bot.setChannels([{ id: home, kinds: [9] }]);
   await Promise.all([bot.start(), author.start()]);
   assert.equal(await bot.waitSubscribed(10_000), true);
@@ -77,11 +86,19 @@ test("NIP-98 query: two identical bodies in one second both succeed; count and p
   const ch = await relay.createChannel({ name: "history", members: [bridge.pk, alice.pk] });
   const bot = client(relay, bridge);
   const author = client(relay, alice);
-  cleanup.push(() => bot.stop(), () => author.stop());
+  cleanup.push(
+    () => bot.stop(),
+    () => author.stop(),
+  );
   await author.start();
   assert.equal(await author.waitAuthenticated(10_000), true);
   for (let i = 0; i < 3; i++) assert.equal((await author.send(mention(ch, bridge.pk, `m${i}`))).outcome.status, "accepted");
-  await author.send({ kind: 0, created_at: Math.floor(Date.now() / 1000), tags: [], content: JSON.stringify({ name: "alice", display_name: "Alice A." }) });
+  await author.send({
+    kind: 0,
+    created_at: Math.floor(Date.now() / 1000),
+    tags: [],
+    content: JSON.stringify({ name: "alice", display_name: "Alice A." }),
+  });
 
   const filters = [{ kinds: [9], "#h": [ch], limit: 10 }];
   const [a, b] = await Promise.all([bot.query(filters), bot.query(filters)]);
@@ -115,7 +132,7 @@ test("a burst of look-ups of one author before the first answer asks the relay o
   assert.equal(bot.http.metrics.requests, 1, "one profile request for the whole burst");
 });
 
-test("the follower listens where the config says: listed channels, or every channel with \"*\"", async () => {
+test('the follower listens where the config says: listed channels, or every channel with "*"', async () => {
   const { loadConfigText } = await import("../src/config/load.js");
   const { ChannelFollower, configSelector } = await import("../src/relay/follow.js");
   const { bytesToHex } = await import("nostr-tools/utils");
@@ -123,7 +140,8 @@ test("the follower listens where the config says: listed channels, or every chan
   cleanup.push(() => relay.close());
   const general = await relay.createChannel({ name: "general", members: [bridge.pk, alice.pk] });
   const ops = await relay.createChannel({ name: "ops", members: [bridge.pk] });
-  const yaml = (channels: string) => `identity: { secret_key: "${bytesToHex(bridge.sk)}" }\nrelay: { url: "${relay.url}" }\nchannels: ${channels}\n`;
+  const yaml = (channels: string) =>
+    `identity: { secret_key: "${bytesToHex(bridge.sk)}" }\nrelay: { url: "${relay.url}" }\nchannels: ${channels}\n`;
   const only = loadConfigText(yaml(`[{ id: "${general}", require_mention: false, kinds: [9, 40002] }]`), "test.yaml").config;
   const every = loadConfigText(yaml(`[{ id: "*" }]`), "test.yaml").config;
 
@@ -139,7 +157,7 @@ test("the follower listens where the config says: listed channels, or every chan
 
   await follower.refresh(configSelector(every));
   assert.deepEqual(bot.channelIds.sort(), [general, ops].sort());
-  assert.equal(follower.channels.find((c) => c.id === ops)!.requireMention, true, "defaults apply under \"*\"");
+  assert.equal(follower.channels.find((c) => c.id === ops)!.requireMention, true, 'defaults apply under "*"');
 
   const late = await relay.createChannel({ name: "late", members: [alice.pk] });
   await relay.addMember(late, bridge.pk);

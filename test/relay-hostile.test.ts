@@ -53,7 +53,12 @@ async function hostileRelay(good: Event, badSig: Event) {
   return {
     url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
     connections: () => connections,
-    close: () => new Promise<void>((r) => { for (const c of wss.clients) c.terminate(); wss.close(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        for (const c of wss.clients) c.terminate();
+        wss.close();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -78,7 +83,11 @@ test("garbage, foreign channels, tampered ids, bad signatures and a cut frame ne
   await waitFor(() => relay.connections() >= 2 && bot.metrics.reconnects >= 1, { what: "a reconnect after the cut frame" });
   await bot.waitSubscribed(5000);
   await sleep(100); // a duplicate or invalid event let through would have arrived by now
-  assert.deepEqual(got.map((e) => e.id), [good.id], "only the valid event, once, across both connections");
+  assert.deepEqual(
+    got.map((e) => e.id),
+    [good.id],
+    "only the valid event, once, across both connections",
+  );
   const m = bot.metrics;
   assert.ok(m.invalidFrames >= 5, `invalid frames counted: ${m.invalidFrames}`);
   assert.ok(m.unrequested >= 2, "foreign channel and unrequested kind counted");

@@ -22,7 +22,11 @@ async function scripted(script: [number, string][]) {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const header = String(req.headers.authorization ?? "");
-    seen.push({ auth: JSON.parse(Buffer.from(header.replace(/^Nostr /, ""), "base64").toString()), body: Buffer.concat(chunks), url: req.url ?? "" });
+    seen.push({
+      auth: JSON.parse(Buffer.from(header.replace(/^Nostr /, ""), "base64").toString()),
+      body: Buffer.concat(chunks),
+      url: req.url ?? "",
+    });
     const [status, body] = script[Math.min(seen.length - 1, script.length - 1)]!;
     res.writeHead(status, { "content-type": "application/json" }).end(body);
   });
@@ -56,7 +60,10 @@ test("429 with a retry hint and a 503 are retried, each attempt freshly signed o
 test("a 401/403 is not retried and the error carries the relay's message", async () => {
   const relay = await scripted([[403, JSON.stringify({ error: "relay_membership_required", message: "join the relay first" })]]);
   const http = new RelayHttp({ url: relay.url, secretKey: me.sk, retryBaseMs: 20 });
-  await assert.rejects(http.query([{ kinds: [0] }]), (e: unknown) => e instanceof RelayHttpError && e.status === 403 && /join the relay first/.test(e.message));
+  await assert.rejects(
+    http.query([{ kinds: [0] }]),
+    (e: unknown) => e instanceof RelayHttpError && e.status === 403 && /join the relay first/.test(e.message),
+  );
   assert.equal(relay.seen.length, 1);
 });
 

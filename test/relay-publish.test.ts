@@ -47,7 +47,10 @@ test("a rate-limit reply delays further publishes and they then succeed; typing 
   const ch = await relay.createChannel({ name: "busy", members: [bridge.pk, alice.pk] });
   const bot = client(relay, bridge);
   const watcher = client(relay, alice);
-  cleanup.push(() => bot.stop(), () => watcher.stop());
+  cleanup.push(
+    () => bot.stop(),
+    () => watcher.stop(),
+  );
   const got = collector(watcher);
   watcher.setChannels([{ id: ch, kinds: [9], requireMention: true }]);
   await watcher.start();
@@ -57,9 +60,15 @@ test("a rate-limit reply delays further publishes and they then succeed; typing 
 
   const results = [];
   for (let i = 0; i < 6; i++) results.push(await bot.send(mention(ch, alice.pk, `burst ${i}`), { attempts: 5 }));
-  assert.deepEqual(results.map((r) => r.outcome.status), Array(6).fill("accepted"));
+  assert.deepEqual(
+    results.map((r) => r.outcome.status),
+    Array(6).fill("accepted"),
+  );
   assert.ok(bot.metrics.rateLimited >= 1, "the relay did rate-limit us");
-  assert.ok(results.some((r) => (r.outcome.attempts ?? 1) > 1), "a limited publish was retried after the pause");
+  assert.ok(
+    results.some((r) => (r.outcome.attempts ?? 1) > 1),
+    "a limited publish was retried after the pause",
+  );
   assert.equal(await got.until(6), true, "all six arrived");
 
   // While limited, a typing indicator is dropped rather than queued: burn the quota with typing

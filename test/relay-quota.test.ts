@@ -21,7 +21,10 @@ async function burstWorld(relayLimits?: Parameters<typeof World.create>[0]): Pro
   const channels: string[] = [];
   for (let i = 0; i < 20; i++) channels.push(await w.addChannel({ name: `burst-${i}`, members: [w.agent, w.owner] }));
   const proxy = await startFrameProxy(w.relay.url);
-  cleanup.push(() => w.close(), () => proxy.close());
+  cleanup.push(
+    () => w.close(),
+    () => proxy.close(),
+  );
   return { w, proxy, channels };
 }
 
@@ -49,7 +52,10 @@ test("a relay stricter than its stated quota still gets every reply, once", asyn
   const mentions = await Promise.all(channels.slice(0, 8).map((ch, i) => w.owner.post(`@agent strict ${i}`, { channel: ch })));
   await everyMentionAnsweredOnce(w, mentions);
   assert.ok(proxy.refused.length > 0, "the relay did refuse frames below the daemon's budget");
-  assert.ok(d.logs.some((l) => l.evt === "relay.rate_limited"), "the refusal was logged and backed off");
+  assert.ok(
+    d.logs.some((l) => l.evt === "relay.rate_limited"),
+    "the refusal was logged and backed off",
+  );
 });
 
 test("the frame budget serves replies before reactions and drops typing when short", async () => {
@@ -81,7 +87,10 @@ test("a rate-limited answer without a retry hint, and a refusal for a reason nob
       return true;
     },
   });
-  cleanup.push(() => w.close(), () => proxy.close());
+  cleanup.push(
+    () => w.close(),
+    () => proxy.close(),
+  );
   const d = await w.startDaemon({ relay: { url: proxy.url } });
   const first = await w.owner.post("@agent first one");
   const firstReplies = await w.waitReplies(first, 1, 60_000);
@@ -95,6 +104,9 @@ test("a rate-limited answer without a retry hint, and a refusal for a reason nob
   const limited = d.logs.find((l) => l.evt === "relay.rate_limited");
   assert.ok(limited, "the hint-less rate limit was logged");
   assert.ok((limited.pause_ms as number) >= 1000, "and backed off");
-  assert.ok(d.logs.some((l) => String(l.reason ?? "").includes("mystery")), "the unknown refusal was logged with the relay's reason");
+  assert.ok(
+    d.logs.some((l) => String(l.reason ?? "").includes("mystery")),
+    "the unknown refusal was logged with the relay's reason",
+  );
   assert.equal(d.proc.exitCode, null, "no crash");
 });

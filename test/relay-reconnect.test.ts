@@ -18,7 +18,10 @@ async function setUp() {
   // The bridge comes back slower than the author, so mentions are published while it is away.
   const bot = client(relay, bridge, { connection: { ...FAST, backoff: { baseMs: 400, capMs: 800 } } });
   const author = client(relay, alice);
-  cleanup.push(() => bot.stop(), () => author.stop());
+  cleanup.push(
+    () => bot.stop(),
+    () => author.stop(),
+  );
   const got = collector(bot);
   bot.setChannels([{ id: channel, kinds: [9], requireMention: true }]);
   await bot.start();

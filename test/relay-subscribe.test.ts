@@ -12,7 +12,8 @@ const channels: string[] = [];
 
 before(async () => {
   relay = await relayWith([bridge, alice]);
-  for (let i = 0; i < 500; i++) channels.push(await relay.createChannel({ name: `room-${i}`, about: `room ${i}`, members: [bridge.pk, alice.pk] }));
+  for (let i = 0; i < 500; i++)
+    channels.push(await relay.createChannel({ name: `room-${i}`, about: `room ${i}`, members: [bridge.pk, alice.pk] }));
 });
 
 after(async () => {
@@ -46,7 +47,10 @@ test("500 channels are subscribed with at most 3 REQ frames and a mention in any
   await author.send({ kind: 9, created_at: Math.floor(Date.now() / 1000), content: "chatter", tags: [["h", target]] });
   const second = await author.send(mention(channels[3]!, bridge.pk, "and room 3"));
   assert.equal(await got.until(2), true);
-  assert.deepEqual(got.events.map((e) => e.id), [event.id, second.event.id]);
+  assert.deepEqual(
+    got.events.map((e) => e.id),
+    [event.id, second.event.id],
+  );
 
   // Changing the channel set replaces the subscription with one frame.
   const reqBefore = bot.metrics.reqFrames;

@@ -23,7 +23,10 @@ after(async () => {
 test("on a plain NIP-42 relay from npm, a mention in a channel named by id is answered in its thread", async () => {
   const relay = await startThirdPartyRelay();
   const w = await World.create();
-  cleanup.push(() => w.close(), () => relay.close());
+  cleanup.push(
+    () => w.close(),
+    () => relay.close(),
+  );
   const channel = randomUUID();
   const d = await w.startDaemon({ relay: { url: relay.url }, channels: [{ id: channel }] });
 
@@ -32,7 +35,11 @@ test("on a plain NIP-42 relay from npm, a mention in a channel named by id is an
   const unknown = await d.waitLog((l) => l.evt === "relay.channel_state_unknown");
   assert.equal(unknown.channel, channel);
   const started = await d.waitLog((l) => l.evt === "daemon.started");
-  assert.deepEqual((started.channels as { id: string }[]).map((c) => c.id), [channel], "the configured channel is listened in");
+  assert.deepEqual(
+    (started.channels as { id: string }[]).map((c) => c.id),
+    [channel],
+    "the configured channel is listened in",
+  );
 
   const owner = new RelayClient({ url: relay.url, secretKey: w.owner.sk, logger: createLogger({ level: "silent" }) });
   cleanup.push(() => owner.stop());
@@ -42,12 +49,15 @@ test("on a plain NIP-42 relay from npm, a mention in a channel named by id is an
   assert.equal(outcome.status, "accepted");
 
   const reply = await waitFor(
-    () => relay.stored().find((e: Event) => e.pubkey === w.agent.pk && e.kind === 9 && e.tags.some((t) => t[0] === "e" && t[1] === mention.id)),
+    () =>
+      relay.stored().find((e: Event) => e.pubkey === w.agent.pk && e.kind === 9 && e.tags.some((t) => t[0] === "e" && t[1] === mention.id)),
     { timeoutMs: 30_000, intervalMs: 100, what: "the agent's reply" },
   );
   assert.equal(reply.tags.find((t) => t[0] === "h")?.[1], channel, "in the same channel");
   await sleep(1000); // a second reply would be stored by now
-  const replies = relay.stored().filter((e: Event) => e.pubkey === w.agent.pk && e.kind === 9 && e.tags.some((t) => t[0] === "e" && t[1] === mention.id));
+  const replies = relay
+    .stored()
+    .filter((e: Event) => e.pubkey === w.agent.pk && e.kind === 9 && e.tags.some((t) => t[0] === "e" && t[1] === mention.id));
   assert.equal(replies.length, 1, "answered once");
   assert.equal(d.logs.filter((l) => l.evt === "relay.reads_over_websocket").length, 1, "the switch is logged once");
 });

@@ -31,9 +31,15 @@ test("backoff doubles from the base to the cap with bounded jitter", () => {
 test("backoff without jitter gives exactly base · 2^attempt up to the cap, by count or in sequence", () => {
   const b = new Backoff({ baseMs: 500, capMs: 30_000, jitter: 0 });
   const expected = [500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000];
-  assert.deepEqual(expected.map((_, i) => b.delayFor(i)), expected);
+  assert.deepEqual(
+    expected.map((_, i) => b.delayFor(i)),
+    expected,
+  );
   assert.equal(b.attempts, 0, "delayFor does not count an attempt");
-  assert.deepEqual(expected.map(() => b.next()), expected);
+  assert.deepEqual(
+    expected.map(() => b.next()),
+    expected,
+  );
   assert.equal(b.delayFor(1_000), 30_000, "a large count stays at the cap");
   b.reset();
   assert.equal(b.next(), 500);
@@ -58,7 +64,11 @@ test("dedupe remembers ids across one generation and stays bounded", () => {
 });
 
 test("500 channels make a few filters: grouped by kinds, mention rule and since", () => {
-  const chans = Array.from({ length: 500 }, (_, i) => ({ id: `c${String(i).padStart(3, "0")}`, kinds: i % 100 === 0 ? [9, 45001] : [9], requireMention: i % 250 !== 7 }));
+  const chans = Array.from({ length: 500 }, (_, i) => ({
+    id: `c${String(i).padStart(3, "0")}`,
+    kinds: i % 100 === 0 ? [9, 45001] : [9],
+    requireMention: i % 250 !== 7,
+  }));
   const filters = channelFilters(chans, self, () => 1000);
   assert.equal(filters.length, 4);
   const amend = filters.find((f) => f.kinds?.includes(40003))!;
@@ -75,7 +85,10 @@ test("500 channels make a few filters: grouped by kinds, mention rule and since"
 });
 
 test("only events for requested channels, kinds and mentions count as requested", () => {
-  const chans = new Map([["c1", { id: "c1", kinds: [9], requireMention: true }], ["c2", { id: "c2", kinds: [9], requireMention: false }]]);
+  const chans = new Map([
+    ["c1", { id: "c1", kinds: [9], requireMention: true }],
+    ["c2", { id: "c2", kinds: [9], requireMention: false }],
+  ]);
   const ev = (h: string, kind: number, p?: string) => ({ kind, tags: [["h", h], ...(p ? [["p", p]] : [])] }) as Event;
   assert.equal(isRequested(ev("c1", 9, self), chans, self), true);
   assert.equal(isRequested(ev("c1", 9), chans, self), false);
@@ -93,8 +106,14 @@ test("relay tag and HTTP origin drop the trailing slash and path", () => {
   assert.equal(httpOrigin("wss://buzz.example.com/"), "https://buzz.example.com");
   assert.equal(httpOrigin("ws://127.0.0.1:7777"), "http://127.0.0.1:7777");
   const tpl = authTemplate("ws://127.0.0.1:7777/", "abc");
-  assert.deepEqual(tpl.tags.find((t) => t[0] === "relay"), ["relay", "ws://127.0.0.1:7777"]);
-  assert.deepEqual(tpl.tags.find((t) => t[0] === "challenge"), ["challenge", "abc"]);
+  assert.deepEqual(
+    tpl.tags.find((t) => t[0] === "relay"),
+    ["relay", "ws://127.0.0.1:7777"],
+  );
+  assert.deepEqual(
+    tpl.tags.find((t) => t[0] === "challenge"),
+    ["challenge", "abc"],
+  );
   assert.equal(tpl.kind, 22242);
   assert.throws(() => relayTagUrl("http://x"), /must start with ws/);
 });
@@ -107,7 +126,14 @@ test("channel type rule follows buzz-acp", () => {
   assert.equal(channelInfoOf("x", meta([["private"]])).type, "private");
   assert.equal(channelInfoOf("x", meta([])).type, "stream");
   assert.equal(channelInfoOf("x", meta([["archived", "true"]])).archived, true);
-  assert.deepEqual(channelInfoOf("x", undefined), { id: "x", name: "unknown", about: "", type: "unknown", archived: false, members: undefined });
+  assert.deepEqual(channelInfoOf("x", undefined), {
+    id: "x",
+    name: "unknown",
+    about: "",
+    type: "unknown",
+    archived: false,
+    members: undefined,
+  });
   assert.equal(channelInfoOf("x", meta([])).about, "a");
 });
 

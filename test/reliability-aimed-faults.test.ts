@@ -27,7 +27,10 @@ after(async () => {
 async function setup(scope: "thread" | "channel", fault: string) {
   const w = await World.create();
   worlds.push(w);
-  const d = await w.startDaemon({ agent: { max_concurrent: 2, session_scope: scope }, log: { level: "info" } }, { env: { BUZZ_BRIDGE_FAULT: fault } });
+  const d = await w.startDaemon(
+    { agent: { max_concurrent: 2, session_scope: scope }, log: { level: "info" } },
+    { env: { BUZZ_BRIDGE_FAULT: fault } },
+  );
   return { w, d };
 }
 
@@ -43,7 +46,9 @@ async function threeMentions(w: World, scope: "thread" | "channel"): Promise<Ask
 }
 
 for (const scope of ["thread", "channel"] as const) {
-  test(`${scope} scope: killed right after the relay's OK for a reply, before recording it: after a restart each mention is answered exactly once`, { timeout: 60_000 }, async () => {
+  test(`${scope} scope: killed right after the relay's OK for a reply, before recording it: after a restart each mention is answered exactly once`, {
+    timeout: 60_000,
+  }, async () => {
     const { w, d } = await setup(scope, "kill-after-reply-ok:2");
     const asked = await threeMentions(w, scope);
     await d.exited;
@@ -55,7 +60,9 @@ for (const scope of ["thread", "channel"] as const) {
     await again.stop();
   });
 
-  test(`${scope} scope: the relay's OK for a reply is lost: the publish is retried and each mention is answered exactly once`, { timeout: 60_000 }, async () => {
+  test(`${scope} scope: the relay's OK for a reply is lost: the publish is retried and each mention is answered exactly once`, {
+    timeout: 60_000,
+  }, async () => {
     const { w, d } = await setup(scope, "swallow-reply-ok:2");
     const asked = await threeMentions(w, scope);
     // The relay stored the reply at once; the bridge learns it only when its OK wait ends.
@@ -68,7 +75,11 @@ for (const scope of ["thread", "channel"] as const) {
     assert.equal(v.notices, 0, "no failure notices");
     // (Retries for other reasons, e.g. the relay's rate limit, are not this fault's doing.)
     const retried = d.logs.filter((l) => l.evt === "relay.publish_retry" && l.status === "timeout");
-    assert.equal(retried.length, 1, `exactly one publish waited out its lost OK and was sent again: ${JSON.stringify(d.logs.filter((l) => l.evt === "relay.publish_retry"))}`);
+    assert.equal(
+      retried.length,
+      1,
+      `exactly one publish waited out its lost OK and was sent again: ${JSON.stringify(d.logs.filter((l) => l.evt === "relay.publish_retry"))}`,
+    );
     assert.equal(d.proc.exitCode, null, "the daemon kept running");
     await d.stop();
   });

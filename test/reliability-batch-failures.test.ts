@@ -32,7 +32,9 @@ async function busyThenTwo(w: World, second: string, third: string, thirdFails =
 }
 
 for (const scope of ["thread", "channel"] as const) {
-  test(`${scope} scope: the agent crashes right after its first answer of a turn: the retry answers only what is left, each mention once`, { timeout: 60_000 }, async () => {
+  test(`${scope} scope: the agent crashes right after its first answer of a turn: the retry answers only what is left, each mention once`, {
+    timeout: 60_000,
+  }, async () => {
     const w = await World.create();
     worlds.push(w);
     // Two attempts: two crashes stay under the crash breaker's threshold (3).
@@ -40,11 +42,16 @@ for (const scope of ["thread", "channel"] as const) {
     const asked = await busyThenTwo(w, "second", "third #crash-after-reply");
     const v = await assertAnsweredOnce(w, asked, { timeoutMs: 40_000, diagnose: () => turnsSummary(w) });
     assert.equal(v.notices, 0, "no failure notice: every mention got its answer");
-    assert.ok(d.logs.some((l) => l.evt === "agent.crash"), "the agent really crashed");
+    assert.ok(
+      d.logs.some((l) => l.evt === "agent.crash"),
+      "the agent really crashed",
+    );
     await d.stop();
   });
 
-  test(`${scope} scope: a turn that fails for good: a failure notice in each thread it leaves unanswered, nothing twice`, { timeout: 60_000 }, async () => {
+  test(`${scope} scope: a turn that fails for good: a failure notice in each thread it leaves unanswered, nothing twice`, {
+    timeout: 60_000,
+  }, async () => {
     const w = await World.create();
     worlds.push(w);
     const d = await w.startDaemon({ agent: { session_scope: scope }, queue: { max_attempts: 1 }, log: { level: "info" } });

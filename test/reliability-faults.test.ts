@@ -27,7 +27,9 @@ after(async () => {
 
 for (const scope of ["thread", "channel"] as const) {
   const MENTIONS = COUNT[scope];
-  test(`${scope} scope: ${MENTIONS} mentions with an agent crash and downstream MCP crashes: one failure notice for the crash, every other mention answered once`, { timeout: 110_000 }, async () => {
+  test(`${scope} scope: ${MENTIONS} mentions with an agent crash and downstream MCP crashes: one failure notice for the crash, every other mention answered once`, {
+    timeout: 110_000,
+  }, async () => {
     const rng = seededRng(`faults/${scope}`);
     const w = await World.create({ channelName: "room-a" });
     worlds.push(w);
@@ -49,14 +51,22 @@ for (const scope of ["thread", "channel"] as const) {
     for (let i = 0; i < MENTIONS; i++) {
       const who = i % 2 ? w.teammate : w.owner;
       if (i === crashAt) asked.push(await ask(who, `ping m${i} #crash`, { channel: crashRoom, fails: true }));
-      else asked.push(await ask(who, `ping m${i}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}`, { channel: busy[i % busy.length]! }));
+      else
+        asked.push(
+          await ask(who, `ping m${i}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}`, {
+            channel: busy[i % busy.length]!,
+          }),
+        );
       await sleep(rng.int(60, 160)); // paced posting
     }
 
     const v = await assertAnsweredOnce(w, asked, { timeoutMs: 90_000, diagnose: () => turnsSummary(w) });
     assert.equal(v.notices, 1, "exactly one failure notice: the crashing mention's");
     assert.equal(v.answers, MENTIONS - 1);
-    assert.ok(d.logs.some((l) => l.evt === "agent.crash"), "the agent process really crashed");
+    assert.ok(
+      d.logs.some((l) => l.evt === "agent.crash"),
+      "the agent process really crashed",
+    );
 
     assert.ok(existsSync(counter), "the gate server was called");
     const calls = readFileSync(counter, "utf8").trim().split("\n");

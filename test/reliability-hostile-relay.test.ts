@@ -30,7 +30,12 @@ const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/p
 before(async () => {
   await initCrypto();
   w = await World.create();
-  hostile = await startHostileRelay({ channel, name: "hostile-room", about: "A relay that lies", members: [w.agent.pk, w.owner.pk, w.stranger.pk] });
+  hostile = await startHostileRelay({
+    channel,
+    name: "hostile-room",
+    about: "A relay that lies",
+    members: [w.agent.pk, w.owner.pk, w.stranger.pk],
+  });
   d = await w.startDaemon({ relay: { url: hostile.url }, log: { level: "info" } });
 });
 after(async () => {
@@ -50,7 +55,13 @@ function refusableMentions(frames: string[], sub: string, channel: string, owner
       const m = JSON.parse(f) as unknown[];
       const e = m[2] as Event;
       if (m[0] !== "EVENT" || m[1] !== sub || !validateEvent(e) || getEventHash(e) !== e.id) continue;
-      if (e.kind === 9 && e.pubkey !== owner && e.tags.some((t) => t[0] === "h" && t[1] === channel) && e.tags.some((t) => t[0] === "p" && t[1] === agent)) ids.add(e.id);
+      if (
+        e.kind === 9 &&
+        e.pubkey !== owner &&
+        e.tags.some((t) => t[0] === "h" && t[1] === channel) &&
+        e.tags.some((t) => t[0] === "p" && t[1] === agent)
+      )
+        ids.add(e.id);
     } catch {
       /* not JSON */
     }
@@ -58,7 +69,9 @@ function refusableMentions(frames: string[], sub: string, channel: string, owner
   return ids.size;
 }
 
-test(`${FRAMES} malformed frames and forged events: no crash, nothing published, bounded memory and log, then a real owner mention answered once`, { timeout: 80_000 }, async () => {
+test(`${FRAMES} malformed frames and forged events: no crash, nothing published, bounded memory and log, then a real owner mention answered once`, {
+  timeout: 80_000,
+}, async () => {
   const sub = await hostile.subscribed();
   const pid = d.proc.pid!;
   const rssBefore = rssMiB(pid);
@@ -66,7 +79,22 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
   const frames = hostileFrames({ sub, channel, agent: w.agent.pk, owner: w.owner.pk, strangerSk: w.stranger.sk, total: FRAMES });
   for (let i = 0; i < frames.length; i += 500) await hostile.send(frames.slice(i, i + 500));
   // A sentinel after the flood, on the same socket: once the gate has decided it, every frame before it was handled.
-  const sentinel = JSON.parse(JSON.stringify(finalizeEvent({ kind: 9, created_at: Math.floor(Date.now() / 1000), content: "@agent sentinel", tags: [["h", channel], ["p", w.agent.pk]] }, w.stranger.sk))) as Event;
+  const sentinel = JSON.parse(
+    JSON.stringify(
+      finalizeEvent(
+        {
+          kind: 9,
+          created_at: Math.floor(Date.now() / 1000),
+          content: "@agent sentinel",
+          tags: [
+            ["h", channel],
+            ["p", w.agent.pk],
+          ],
+        },
+        w.stranger.sk,
+      ),
+    ),
+  ) as Event;
   await hostile.send([JSON.stringify(["EVENT", sub, sentinel])]);
   await d.waitLog((l) => l.evt === "gate.denied" && l.event === sentinel.id, 60_000);
 
@@ -77,13 +105,23 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
   // really signed (on_denied: react, once an hour per author): nothing for anything forged.
   const answers = () => hostile.published().filter((e) => e.kind !== 20001);
   const flood = answers();
-  assert.deepEqual(flood.map((e) => `${e.kind}:${e.content}`), ["7:🔒"], "no reply, no typing, no reaction but one lock for the flood, and the forged !shutdown did nothing");
+  assert.deepEqual(
+    flood.map((e) => `${e.kind}:${e.content}`),
+    ["7:🔒"],
+    "no reply, no typing, no reaction but one lock for the flood, and the forged !shutdown did nothing",
+  );
   assert.equal(flood[0]!.tags.find((t) => t[0] === "p")?.[1], w.stranger.pk, "the lock goes to the stranger who really signed");
 
   const forged = d.logs.filter((l) => l.evt === "gate.denied" && l.reason === "bad-signature");
   assert.ok(forged.length > 0, "events claiming the owner with a bad signature are denied as bad-signature");
-  assert.ok(forged.every((l) => l.level === "info"), "denials are info lines");
-  assert.ok(forged.length <= 20, `forged-signature denials are rate-limited (${forged.length} lines; the rest are counted when the minute ends)`);
+  assert.ok(
+    forged.every((l) => l.level === "info"),
+    "denials are info lines",
+  );
+  assert.ok(
+    forged.length <= 20,
+    `forged-signature denials are rate-limited (${forged.length} lines; the rest are counted when the minute ends)`,
+  );
   const invalid = d.logs.filter((l) => l.evt === "relay.invalid_frame");
   assert.ok(invalid.length > 0 && invalid.length <= 5, `invalid frames are logged, rate-limited (${invalid.length} lines)`);
   // The design's budget: one line per well-formed mention the policy refused, 20
@@ -95,7 +133,10 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
   const policyDenials = newLines.filter((l) => l.evt === "gate.denied" && l.reason !== "bad-signature").length;
   // A refusal due an answer (🔒, once per author) is verified first: the first forged one from
   // a stranger is then a bad-signature line instead (which the forged-line limit may hold back).
-  assert.ok(policyDenials === signedDenials || policyDenials === signedDenials - 1, `each well-formed refused mention has its line, nothing else does (${policyDenials} lines for ${signedDenials})`);
+  assert.ok(
+    policyDenials === signedDenials || policyDenials === signedDenials - 1,
+    `each well-formed refused mention has its line, nothing else does (${policyDenials} lines for ${signedDenials})`,
+  );
   const rest = newLines.length - policyDenials - forged.length;
   assert.ok(rest <= 40, `other lines stay within the rate limits: ${rest} (${JSON.stringify(byEvt)})`);
   assert.ok(!d.logs.some((l) => JSON.stringify(l).length > 20_000), "no log line carries a 300 KB payload");
@@ -106,18 +147,43 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
   assert.ok(rssAfter - rssBefore < 64, `daemon RSS grows by less than 64 MiB: ${rssBefore.toFixed(0)} → ${rssAfter.toFixed(0)} MiB`);
 
   // The relay lied 5,000 times; a real mention from the owner is still answered, once, in its thread.
-  const real = JSON.parse(JSON.stringify(finalizeEvent({ kind: 9, created_at: Math.floor(Date.now() / 1000), content: "@agent [real-after-flood] are you still there?", tags: [["h", channel], ["p", w.agent.pk]] }, w.owner.sk))) as Event;
+  const real = JSON.parse(
+    JSON.stringify(
+      finalizeEvent(
+        {
+          kind: 9,
+          created_at: Math.floor(Date.now() / 1000),
+          content: "@agent [real-after-flood] are you still there?",
+          tags: [
+            ["h", channel],
+            ["p", w.agent.pk],
+          ],
+        },
+        w.owner.sk,
+      ),
+    ),
+  ) as Event;
   hostile.remember(real);
   await hostile.send([JSON.stringify(["EVENT", sub, real])]);
   await d.waitLog((l) => l.evt === "turn.end", 30_000);
   const replies = answers().filter((e) => e.kind === 9);
-  assert.equal(replies.length, 1, `exactly one message published: ${replies.map((e) => JSON.stringify(e.content.slice(0, 60))).join(" | ")}`);
+  assert.equal(
+    replies.length,
+    1,
+    `exactly one message published: ${replies.map((e) => JSON.stringify(e.content.slice(0, 60))).join(" | ")}`,
+  );
   assert.ok(replies[0]!.content.includes("[real-after-flood]"), "it answers the real mention");
   assert.equal(replies[0]!.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1], real.id, "it replies to the mention …");
   assert.equal(threadRootOf(replies[0]!), real.id, "… in the mention's own thread");
   const after = answers().slice(flood.length);
-  assert.ok(after.every((e) => e.tags.some((t) => t[0] === "h" && t[1] === channel)), "everything it published is in the channel");
-  assert.ok(after.every((e) => e.tags.some((t) => t[0] === "e" && t[1] === real.id)), "every reaction, typing and reply after the flood concerns the real mention");
+  assert.ok(
+    after.every((e) => e.tags.some((t) => t[0] === "h" && t[1] === channel)),
+    "everything it published is in the channel",
+  );
+  assert.ok(
+    after.every((e) => e.tags.some((t) => t[0] === "e" && t[1] === real.id)),
+    "every reaction, typing and reply after the flood concerns the real mention",
+  );
 
   assert.deepEqual(leakedSecrets(d.raw(), [w.agent, w.owner, w.teammate, w.stranger]), [], "no secret in the daemon's output");
 });

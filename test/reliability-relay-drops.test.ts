@@ -26,13 +26,19 @@ after(async () => {
 
 for (const scope of ["thread", "channel"] as const) {
   const MENTIONS = COUNT[scope];
-  test(`${scope} scope: ${MENTIONS} mentions across ${CHANNELS} channels while the relay drops every connection ${DROPS} times: each answered exactly once in its own thread`, { timeout: 120_000 }, async () => {
+  test(`${scope} scope: ${MENTIONS} mentions across ${CHANNELS} channels while the relay drops every connection ${DROPS} times: each answered exactly once in its own thread`, {
+    timeout: 120_000,
+  }, async () => {
     const rng = seededRng(`relay-drops/${scope}`);
     const w = await World.create({ channelName: "room-0" });
     worlds.push(w);
     const channels = [w.channel];
     for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `room-${i}` }));
-    const d = await w.startDaemon({ agent: { max_concurrent: 3, session_scope: scope }, defaults: { respond_to: "allowlist", allow: [w.teammate.npub] }, log: { level: "info" } });
+    const d = await w.startDaemon({
+      agent: { max_concurrent: 3, session_scope: scope },
+      defaults: { respond_to: "allowlist", allow: [w.teammate.npub] },
+      log: { level: "info" },
+    });
     const started = (await d.waitLog((l) => l.evt === "daemon.started")) as { channels: unknown[] };
     assert.equal(started.channels.length, CHANNELS, "the daemon listens in every channel");
 

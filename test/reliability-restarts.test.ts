@@ -23,14 +23,20 @@ after(async () => {
 });
 
 for (const scope of ["thread", "channel"] as const) {
-  test(`${scope} scope: ${MENTIONS} mentions with the daemon SIGKILLed ${KILLS} times and restarted: each answered exactly once in its own thread`, { timeout: 110_000 }, async () => {
+  test(`${scope} scope: ${MENTIONS} mentions with the daemon SIGKILLed ${KILLS} times and restarted: each answered exactly once in its own thread`, {
+    timeout: 110_000,
+  }, async () => {
     const rng = seededRng(`restarts/${scope}`);
     const w = await World.create({ channelName: "room-0" });
     worlds.push(w);
     const channels = [w.channel];
     for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `room-${i}` }));
     const daemons: DaemonProc[] = [
-      await w.startDaemon({ agent: { max_concurrent: 3, session_scope: scope }, defaults: { respond_to: "allowlist", allow: [w.teammate.npub] }, log: { level: "info" } }),
+      await w.startDaemon({
+        agent: { max_concurrent: 3, session_scope: scope },
+        defaults: { respond_to: "allowlist", allow: [w.teammate.npub] },
+        log: { level: "info" },
+      }),
     ];
     const configFile = daemons[0]!.configFile;
     // KILLS distinct indices at least 10 apart, so each restart has finished before the next kill.

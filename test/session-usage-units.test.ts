@@ -14,15 +14,42 @@ import { renderStatusPage, type StatusSnapshot } from "../src/app/status-page.js
 
 test("offered settings come from config options (grouped values too), else from the older model selector", () => {
   const viaOptions = offeredSettings({
-    modes: { currentModeId: "a", availableModes: [{ id: "a", name: "A" }, { id: "b", name: "B" }] },
+    modes: {
+      currentModeId: "a",
+      availableModes: [
+        { id: "a", name: "A" },
+        { id: "b", name: "B" },
+      ],
+    },
     configOptions: [
-      { id: "m", name: "Model", category: "model", type: "select", currentValue: "x", options: [{ group: "fast", name: "Fast", options: [{ value: "x", name: "x" }] }, { group: "big", name: "Big", options: [{ value: "y", name: "y" }] }] },
-      { id: "reasoning_effort", name: "Effort", type: "select", currentValue: "low", options: [{ value: "low", name: "low" }, { value: "high", name: "high" }] },
+      {
+        id: "m",
+        name: "Model",
+        category: "model",
+        type: "select",
+        currentValue: "x",
+        options: [
+          { group: "fast", name: "Fast", options: [{ value: "x", name: "x" }] },
+          { group: "big", name: "Big", options: [{ value: "y", name: "y" }] },
+        ],
+      },
+      {
+        id: "reasoning_effort",
+        name: "Effort",
+        type: "select",
+        currentValue: "low",
+        options: [
+          { value: "low", name: "low" },
+          { value: "high", name: "high" },
+        ],
+      },
     ],
     models: { availableModels: [{ modelId: "ignored" }], currentModelId: "ignored" },
   });
   assert.deepEqual(viaOptions, { modes: ["a", "b"], models: ["x", "y"], efforts: ["low", "high"], modelVia: "config_option" });
-  const legacy = offeredSettings({ models: { availableModels: [{ modelId: "default" }, { modelId: "haiku" }], currentModelId: "default" } });
+  const legacy = offeredSettings({
+    models: { availableModels: [{ modelId: "default" }, { modelId: "haiku" }], currentModelId: "default" },
+  });
   assert.deepEqual(legacy, { modes: [], models: ["default", "haiku"], efforts: [], modelVia: "set_model" });
   assert.equal(offeredSettings({}).modelVia, "none");
 });
@@ -30,11 +57,18 @@ test("offered settings come from config options (grouped values too), else from 
 test("a turn's cost is the increase of the session's running total; tokens are the turn's own", () => {
   const u = new SessionUsage();
   const turn = (input: number, total?: number, currency = "USD") =>
-    u.of({ usage: { inputTokens: input, outputTokens: 1, totalTokens: input + 1 }, contextUsage: total === undefined ? undefined : { used: 1, size: 10, cost: { amount: total, currency } } });
+    u.of({
+      usage: { inputTokens: input, outputTokens: 1, totalTokens: input + 1 },
+      contextUsage: total === undefined ? undefined : { used: 1, size: 10, cost: { amount: total, currency } },
+    });
   assert.deepEqual(turn(10, 0.25), { inputTokens: 10, outputTokens: 1, cost: { amount: 0.25, currency: "USD" } });
   assert.deepEqual(turn(20, 0.75), { inputTokens: 20, outputTokens: 1, cost: { amount: 0.5, currency: "USD" } });
   assert.deepEqual(turn(5), { inputTokens: 5, outputTokens: 1 }, "no usage_update in a turn: no cost for it");
-  assert.deepEqual(turn(5, 3, "credits"), { inputTokens: 5, outputTokens: 1, cost: { amount: 3, currency: "credits" } }, "another unit starts its own total");
+  assert.deepEqual(
+    turn(5, 3, "credits"),
+    { inputTokens: 5, outputTokens: 1, cost: { amount: 3, currency: "credits" } },
+    "another unit starts its own total",
+  );
   assert.equal(u.of({}), undefined, "an agent that reports nothing is not counted");
 });
 
@@ -59,9 +93,22 @@ test("the status page escapes every value that came from a relay or an agent", (
   const evil = `<script>alert(1)</script><img src=x onerror=alert(2)>"'&`;
   const now = Date.now();
   const snap: StatusSnapshot = {
-    generatedAt: now, startedAt: now - 5000, pubkey: evil, relay: { url: evil, state: evil },
+    generatedAt: now,
+    startedAt: now - 5000,
+    pubkey: evil,
+    relay: { url: evil, state: evil },
     channels: [{ id: evil, name: evil, about: evil, type: evil, respondTo: evil, onDenied: evil, queued: 1 }],
-    turns: [{ turnId: 1, channel: evil, scope: `${evil}/${evil}`, startedAt: now - 1000, lastActivityAt: now, lastActivity: evil, gateWait: { gates: [evil], since: now } }],
+    turns: [
+      {
+        turnId: 1,
+        channel: evil,
+        scope: `${evil}/${evil}`,
+        startedAt: now - 1000,
+        lastActivityAt: now,
+        lastActivity: evil,
+        gateWait: { gates: [evil], since: now },
+      },
+    ],
     denials: [{ at: now, channel: evil, author: evil, reason: evil }],
     agents: [{ pid: 1, scope: evil, spare: false, busy: true, model: evil, turns: 1, rssBytes: 1 << 20 }],
     circuit: evil,

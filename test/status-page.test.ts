@@ -30,7 +30,10 @@ if (missing && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run 
 async function waitText(selector: string, re: RegExp, timeoutMs = 20_000): Promise<void> {
   let last = "";
   const matches = async () => {
-    last = await page.locator(selector).innerText().catch(() => last);
+    last = await page
+      .locator(selector)
+      .innerText()
+      .catch(() => last);
     return re.test(last);
   };
   await waitFor(matches, { timeoutMs, intervalMs: 250, what: () => `${selector} to match ${re}; last seen: ${last}` });
@@ -64,7 +67,16 @@ before(async () => {
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
   page = browser.pages()[0] ?? (await browser.newPage());
 });
@@ -75,7 +87,9 @@ after(async () => {
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
-test("the page loads with the channel, its policy and the agent processes; a hostile channel name renders as text and runs nothing", { skip }, async () => {
+test("the page loads with the channel, its policy and the agent processes; a hostile channel name renders as text and runs nothing", {
+  skip,
+}, async () => {
   const res = await page.goto(`${base}/status`);
   assert.equal(res?.status(), 200);
   assert.match(res!.headers()["content-security-policy"] ?? "", /default-src 'none'/, "no script or remote asset may load");
@@ -91,7 +105,9 @@ test("the page loads with the channel, its policy and the agent processes; a hos
   assert.match(await page.locator("#agents").innerText(), /\d+\.\d MiB/, "with its memory");
 });
 
-test("a running turn is shown with its elapsed time and the agent's last activity, and disappears after it ends as the page reloads itself", { skip }, async () => {
+test("a running turn is shown with its elapsed time and the agent's last activity, and disappears after it ends as the page reloads itself", {
+  skip,
+}, async () => {
   const ev = await w.owner.post("@agent #hang");
   await w.waitReaction(ev, "👀");
   await d.waitLog((l) => l.evt === "agent.session_open");

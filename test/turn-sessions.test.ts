@@ -25,11 +25,23 @@ import { linkHooks, ScopeSessions, spentBudget, type ScopeSession, type SessionI
 const CHANNEL: ChannelInfo = { id: "4b1d0c3e-0000-4000-8000-000000000001", name: "build-room", about: "", type: "stream", archived: false };
 const STANDING: StandingInput = { channel: { id: CHANNEL.id, name: CHANNEL.name }, persona: "", teamInstructions: "" };
 const sk = generateSecretKey();
-const config = loadConfigText(`identity:\n  secret_key: ${nip19.nsecEncode(generateSecretKey())}\nrelay:\n  url: ws://127.0.0.1:7777\n`, "t.yaml", {}).config;
+const config = loadConfigText(
+  `identity:\n  secret_key: ${nip19.nsecEncode(generateSecretKey())}\nrelay:\n  url: ws://127.0.0.1:7777\n`,
+  "t.yaml",
+  {},
+).config;
 
 /** An agent session as the registry sees it: alive until killed, and counting idle holds. */
 function fakeSession(id: string, o: { resumed?: boolean } = {}) {
-  const s = { alive: true, sessionId: id, resumed: o.resumed ?? false, standingContextVia: "prompt", proc: { pid: 1 }, holds: 0, model: undefined };
+  const s = {
+    alive: true,
+    sessionId: id,
+    resumed: o.resumed ?? false,
+    standingContextVia: "prompt",
+    proc: { pid: 1 },
+    holds: 0,
+    model: undefined,
+  };
   return Object.assign(s, {
     holdIdle: () => {
       s.holds++;

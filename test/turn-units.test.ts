@@ -18,7 +18,8 @@ import { sleep } from "./fixtures/wait.js";
 
 const sk = generateSecretKey();
 const CHANNEL = "4b1d0c3e-0000-4000-8000-000000000001";
-const mention = (content: string, who = generateSecretKey()): Event => finalizeEvent({ kind: 9, created_at: 1000, content, tags: [["h", CHANNEL]] }, who);
+const mention = (content: string, who = generateSecretKey()): Event =>
+  finalizeEvent({ kind: 9, created_at: 1000, content, tags: [["h", CHANNEL]] }, who);
 
 /** A publisher that signs with a test key; `refuse` makes the relay say no. */
 function publisher(o: { refuse?: boolean } = {}) {
@@ -56,19 +57,33 @@ function spec(triggers: Event[], over: Partial<TurnSpec> = {}): TurnSpec {
 }
 
 function ports(agent: (b: TextBlock[]) => Promise<AgentTurnResult>, out: TurnPorts["out"], over: Partial<TurnPorts> = {}): TurnPorts {
-  return { agent: { prompt: (b) => agent(b) }, hooks: undefined, out, logger: silentLogger(), published: new Set(), signal: new AbortController().signal, ...over };
+  return {
+    agent: { prompt: (b) => agent(b) },
+    hooks: undefined,
+    out,
+    logger: silentLogger(),
+    published: new Set(),
+    signal: new AbortController().signal,
+    ...over,
+  };
 }
 
 describe("runTurn: what the channel gets", () => {
   test("an agent that only wrote final text: the bridge posts it once in the thread, mentioning the asker", async () => {
     const ev = mention("@agent hi");
     const p = publisher();
-    const o = await runTurn(spec([ev]), ports(async () => ({ stopReason: "end_turn", finalText: "  the answer  " }), p.out));
+    const o = await runTurn(
+      spec([ev]),
+      ports(async () => ({ stopReason: "end_turn", finalText: "  the answer  " }), p.out),
+    );
     assert.deepEqual({ status: o.status, via: o.status === "answered" ? o.via : undefined }, { status: "answered", via: "fallback" });
     const msgs = p.published.filter((e) => e.kind === KIND.message);
     assert.equal(msgs.length, 1);
     assert.equal(msgs[0]!.content, "the answer");
-    assert.deepEqual(msgs[0]!.tags.filter((t) => t[0] === "p").map((t) => t[1]), [ev.pubkey]);
+    assert.deepEqual(
+      msgs[0]!.tags.filter((t) => t[0] === "p").map((t) => t[1]),
+      [ev.pubkey],
+    );
     assert.equal(msgs[0]!.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1], ev.id);
     assert.deepEqual(o.published, [msgs[0]!.id]);
   });
@@ -78,10 +93,13 @@ describe("runTurn: what the channel gets", () => {
     const published = new Set<string>();
     let land!: () => void;
     const landed = new Promise<void>((r) => (land = r));
-    const o = runTurn(spec([mention("@agent hi")]), ports(async () => ({ stopReason: "end_turn", finalText: "also the answer" }), p.out, {
-      published,
-      settled: () => landed,
-    }));
+    const o = runTurn(
+      spec([mention("@agent hi")]),
+      ports(async () => ({ stopReason: "end_turn", finalText: "also the answer" }), p.out, {
+        published,
+        settled: () => landed,
+      }),
+    );
     await sleep(20); // the turn is waiting on `settled` when the reply lands
     published.add("f".repeat(64));
     land();
@@ -91,16 +109,25 @@ describe("runTurn: what the channel gets", () => {
   });
 
   test("the relay refuses the fallback reply: the turn fails (a failure notice follows), nothing counted as published", async () => {
-    const o = await runTurn(spec([mention("@agent hi")]), ports(async () => ({ stopReason: "end_turn", finalText: "answer" }), publisher({ refuse: true }).out));
+    const o = await runTurn(
+      spec([mention("@agent hi")]),
+      ports(async () => ({ stopReason: "end_turn", finalText: "answer" }), publisher({ refuse: true }).out),
+    );
     assert.equal(o.status, "failed");
     assert.match(o.status === "failed" ? o.reason : "", /refused the fallback reply/);
     assert.deepEqual(o.published, []);
   });
 
   test("idle timeout and max_turn fail the turn with a reason a user can read; no reply is posted", async () => {
-    for (const [kind, re] of [["idle", /no output for too long/], ["max_turn", /past its time limit/]] as const) {
+    for (const [kind, re] of [
+      ["idle", /no output for too long/],
+      ["max_turn", /past its time limit/],
+    ] as const) {
       const p = publisher();
-      const o = await runTurn(spec([mention("@agent hi")]), ports(async () => ({ stopReason: "cancelled", finalText: "partial", timedOut: kind }), p.out));
+      const o = await runTurn(
+        spec([mention("@agent hi")]),
+        ports(async () => ({ stopReason: "cancelled", finalText: "partial", timedOut: kind }), p.out),
+      );
       assert.equal(o.status, "failed");
       assert.match(o.status === "failed" ? o.reason : "", re);
       assert.equal(p.published.filter((e) => e.kind === KIND.message).length, 0);
@@ -110,30 +137,52 @@ describe("runTurn: what the channel gets", () => {
   test("an owner cancel: cancelled, no reply, and the ⚠️ reaction instead of ✅", async () => {
     const ac = new AbortController();
     const p = publisher();
-    const o = await runTurn(spec([mention("@agent hi")]), ports(async () => {
-      ac.abort("owner");
-      return { stopReason: "cancelled", finalText: "" };
-    }, p.out, { signal: ac.signal }));
+    const o = await runTurn(
+      spec([mention("@agent hi")]),
+      ports(
+        async () => {
+          ac.abort("owner");
+          return { stopReason: "cancelled", finalText: "" };
+        },
+        p.out,
+        { signal: ac.signal },
+      ),
+    );
     assert.equal(o.status, "cancelled");
     assert.equal(p.published.filter((e) => e.kind === KIND.message).length, 0);
-    assert.deepEqual(p.signals.filter((s) => s.kind === KIND.reaction).map((s) => s.content), [EMOJI.seen, EMOJI.failed]);
+    assert.deepEqual(
+      p.signals.filter((s) => s.kind === KIND.reaction).map((s) => s.content),
+      [EMOJI.seen, EMOJI.failed],
+    );
   });
 
   test("👀 when picked up and ✅ at the end on each trigger of a batch (newest five)", async () => {
     const evs = Array.from({ length: 7 }, (_, i) => mention(`@agent m${i}`));
     const p = publisher();
     const published = new Set(["a".repeat(64)]);
-    await runTurn(spec(evs), ports(async () => ({ stopReason: "end_turn", finalText: "" }), p.out, { published }));
+    await runTurn(
+      spec(evs),
+      ports(async () => ({ stopReason: "end_turn", finalText: "" }), p.out, { published }),
+    );
     const reactions = p.signals.filter((s) => s.kind === KIND.reaction);
     const on = (emoji: string) => reactions.filter((r) => r.content === emoji).map((r) => r.tags.find((t) => t[0] === "e")![1]);
-    assert.deepEqual(on(EMOJI.seen), evs.slice(-5).map((e) => e.id));
-    assert.deepEqual(on(EMOJI.answered), evs.slice(-5).map((e) => e.id));
+    assert.deepEqual(
+      on(EMOJI.seen),
+      evs.slice(-5).map((e) => e.id),
+    );
+    assert.deepEqual(
+      on(EMOJI.answered),
+      evs.slice(-5).map((e) => e.id),
+    );
   });
 
   test("typing indicators in the thread while the turn runs, none after it ended", async () => {
     const ev = mention("@agent hi");
     const p = publisher();
-    await runTurn(spec([ev], { typing: true }), ports(async () => ({ stopReason: "end_turn", finalText: "x" }), p.out));
+    await runTurn(
+      spec([ev], { typing: true }),
+      ports(async () => ({ stopReason: "end_turn", finalText: "x" }), p.out),
+    );
     const typing = p.signals.filter((s) => s.kind === KIND.typing);
     assert.equal(typing.length, 1, "one indicator at once (the next would come after 3 s)");
     assert.equal(typing[0]!.tags.find((t) => t[0] === "h")?.[1], CHANNEL);
@@ -161,32 +210,50 @@ describe("failure notice", () => {
 describe("enforceStopGates", () => {
   const fan = (servers: Array<Partial<HookFanout["servers"][number]> & { name: string }>): HookFanout => {
     const full = servers.map((s) => ({ ms: 1, verdict: "allow" as const, timed_out: false, text: "", ...s }));
-    return { text: full.map((s) => s.text).join("\n"), verdict: full.some((s) => s.verdict === "object") ? "object" : "allow", ms: 1, servers: full };
+    return {
+      text: full.map((s) => s.text).join("\n"),
+      verdict: full.some((s) => s.verdict === "object") ? "object" : "allow",
+      ms: 1,
+      servers: full,
+    };
   };
-  const base = { stopModes: {}, maxRejections: 2, waitPollMs: 5, waitMaxMs: 200, logger: silentLogger(), signal: new AbortController().signal };
+  const base = {
+    stopModes: {},
+    maxRejections: 2,
+    waitPollMs: 5,
+    waitMaxMs: 200,
+    logger: silentLogger(),
+    signal: new AbortController().signal,
+  };
 
   test("a reprompt gate objecting forever: exactly max_rejections re-prompts, then budget-exhausted naming it", async () => {
     const prompts: string[] = [];
-    const r = await enforceStopGates({ stopReason: "end_turn", finalText: "" }, {
-      ...base,
-      agent: { prompt: async (b) => (prompts.push(b.map((x) => x.text).join()), { stopReason: "end_turn", finalText: "" }) },
-      hooks: { runHook: async () => fan([{ name: "tests", verdict: "object", text: "tests fail" }]) },
-    });
+    const r = await enforceStopGates(
+      { stopReason: "end_turn", finalText: "" },
+      {
+        ...base,
+        agent: { prompt: async (b) => (prompts.push(b.map((x) => x.text).join()), { stopReason: "end_turn", finalText: "" }) },
+        hooks: { runHook: async () => fan([{ name: "tests", verdict: "object", text: "tests fail" }]) },
+      },
+    );
     assert.equal(r.kind, "budget-exhausted");
     assert.deepEqual(r.kind === "budget-exhausted" && r.objectors, ["tests"]);
     assert.equal(prompts.length, 2);
     assert.match(prompts[0]!, /\[tests\] tests fail/);
   });
 
-  test("a wait gate that times out is not an approval; one answering \"\" ends the wait without a model turn", async () => {
+  test('a wait gate that times out is not an approval; one answering "" ends the wait without a model turn', async () => {
     let calls = 0;
     let prompts = 0;
-    const r = await enforceStopGates({ stopReason: "end_turn", finalText: "" }, {
-      ...base,
-      stopModes: { approve: "wait" },
-      agent: { prompt: async () => (prompts++, { stopReason: "end_turn", finalText: "" }) },
-      hooks: { runHook: async () => (++calls < 3 ? fan([{ name: "approve", timed_out: true }]) : fan([{ name: "approve" }])) },
-    });
+    const r = await enforceStopGates(
+      { stopReason: "end_turn", finalText: "" },
+      {
+        ...base,
+        stopModes: { approve: "wait" },
+        agent: { prompt: async () => (prompts++, { stopReason: "end_turn", finalText: "" }) },
+        hooks: { runHook: async () => (++calls < 3 ? fan([{ name: "approve", timed_out: true }]) : fan([{ name: "approve" }])) },
+      },
+    );
     assert.equal(r.kind, "allowed");
     assert.equal(calls, 3);
     assert.equal(prompts, 0);
@@ -195,13 +262,16 @@ describe("enforceStopGates", () => {
   test(`a wait whose gates cannot be reached ${UNREACHABLE_POLLS} polls in a row ends as unreachable, before wait_max`, async () => {
     let calls = 0;
     const t0 = Date.now();
-    const r = await enforceStopGates({ stopReason: "end_turn", finalText: "" }, {
-      ...base,
-      waitMaxMs: 60_000,
-      stopModes: { approve: "wait" },
-      agent: { prompt: async () => ({ stopReason: "end_turn", finalText: "" }) },
-      hooks: { runHook: async () => (++calls === 1 ? fan([{ name: "approve", verdict: "object", text: "waiting" }]) : fan([])) },
-    });
+    const r = await enforceStopGates(
+      { stopReason: "end_turn", finalText: "" },
+      {
+        ...base,
+        waitMaxMs: 60_000,
+        stopModes: { approve: "wait" },
+        agent: { prompt: async () => ({ stopReason: "end_turn", finalText: "" }) },
+        hooks: { runHook: async () => (++calls === 1 ? fan([{ name: "approve", verdict: "object", text: "waiting" }]) : fan([])) },
+      },
+    );
     assert.equal(r.kind, "unreachable");
     assert.equal(calls, 1 + UNREACHABLE_POLLS);
     assert.ok(Date.now() - t0 < 30_000);
@@ -209,11 +279,14 @@ describe("enforceStopGates", () => {
 
   test("a turn that did not end normally is never gated", async () => {
     let hooks = 0;
-    const r = await enforceStopGates({ stopReason: "max_tokens", finalText: "" }, {
-      ...base,
-      agent: { prompt: async () => ({ stopReason: "end_turn", finalText: "" }) },
-      hooks: { runHook: async () => (hooks++, fan([])) },
-    });
+    const r = await enforceStopGates(
+      { stopReason: "max_tokens", finalText: "" },
+      {
+        ...base,
+        agent: { prompt: async () => ({ stopReason: "end_turn", finalText: "" }) },
+        hooks: { runHook: async () => (hooks++, fan([])) },
+      },
+    );
     assert.equal(r.kind, "allowed");
     assert.equal(hooks, 0);
   });

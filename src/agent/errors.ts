@@ -22,7 +22,11 @@ export class AgentStartError extends Error {
 /** `agent.mode` names a session mode the agent does not offer. */
 export class AgentModeError extends AgentStartError {
   override name = "AgentModeError";
-  constructor(command: string, readonly mode: string, readonly available: string[]) {
+  constructor(
+    command: string,
+    readonly mode: string,
+    readonly available: string[],
+  ) {
     super(
       command,
       available.length
@@ -35,7 +39,13 @@ export class AgentModeError extends AgentStartError {
 /** `agent.model` / `agent.effort` names a value the agent does not offer for the session. */
 export class AgentSettingError extends AgentStartError {
   override name = "AgentSettingError";
-  constructor(command: string, readonly key: string, readonly value: string, readonly available: string[], what: string) {
+  constructor(
+    command: string,
+    readonly key: string,
+    readonly value: string,
+    readonly available: string[],
+    what: string,
+  ) {
     super(
       command,
       available.length
@@ -85,7 +95,11 @@ export class CircuitOpenError extends Error {
 /** A session-level ACP request (session/new, set_mode, prompt) was refused by the agent. */
 export class AgentProtocolError extends Error {
   override name = "AgentProtocolError";
-  constructor(readonly command: string, readonly step: string, cause: unknown) {
+  constructor(
+    readonly command: string,
+    readonly step: string,
+    cause: unknown,
+  ) {
     super(`agent '${command}' refused ${step}: ${describeCause(cause)}`, { cause });
   }
 }
@@ -102,7 +116,8 @@ export function describeCause(cause: unknown): string {
   if (cause && typeof cause === "object") {
     const c = cause as { message?: unknown; code?: unknown; data?: unknown };
     const msg = typeof c.message === "string" ? c.message : String(cause);
-    const details = c.data && typeof c.data === "object" && "details" in c.data ? ` (${String((c.data as { details: unknown }).details)})` : "";
+    const details =
+      c.data && typeof c.data === "object" && "details" in c.data ? ` (${String((c.data as { details: unknown }).details)})` : "";
     return typeof c.code === "number" ? `${msg} [${c.code}]${details}` : `${msg}${details}`;
   }
   return String(cause);

@@ -42,7 +42,11 @@ const alive = (pgid: number): boolean => {
  * Stops the recorded groups that are still the processes the daemon started: SIGTERM to the
  * group, then SIGKILL after `graceMs`. Returns the groups it stopped.
  */
-export async function stopLeftoverAgents(recorded: Array<{ pgid: number; identity: string }>, log: Logger, graceMs = 2000): Promise<number[]> {
+export async function stopLeftoverAgents(
+  recorded: Array<{ pgid: number; identity: string }>,
+  log: Logger,
+  graceMs = 2000,
+): Promise<number[]> {
   const stale = recorded.filter((r) => processIdentity(r.pgid) === r.identity);
   for (const r of stale) {
     try {
@@ -63,7 +67,10 @@ export async function stopLeftoverAgents(recorded: Array<{ pgid: number; identit
         // gone meanwhile
       }
     }
-    log.warn({ evt: "agent.leftover_stopped", pgid: r.pgid, signal }, "stopped an agent process group left running by a daemon that did not shut down");
+    log.warn(
+      { evt: "agent.leftover_stopped", pgid: r.pgid, signal },
+      "stopped an agent process group left running by a daemon that did not shut down",
+    );
   }
   return stale.map((r) => r.pgid);
 }

@@ -71,7 +71,10 @@ export async function decidePermission(request: acp.RequestPermissionRequest, op
   });
   try {
     const result = await Promise.race([
-      opts.askOwner(request, ask.signal).then((ok) => (ok ? "yes" : "no"), () => "no" as const),
+      opts.askOwner(request, ask.signal).then(
+        (ok) => (ok ? "yes" : "no"),
+        () => "no" as const,
+      ),
       timedOut,
       cancelled,
     ]);

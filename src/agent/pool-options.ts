@@ -62,11 +62,23 @@ export function poolOptionsFromConfig(
   extra: Pick<AgentPoolOptions, "secret" | "hooksAgentEnforced" | "logger" | "proxy" | "initTimeoutMs" | "sandbox" | "linkRoot"> = {},
 ): AgentPoolOptions {
   return {
-    command: agent.command, args: agent.args, env: agent.env, cwd: agent.cwd,
-    maxConcurrent: agent.max_concurrent, idleTimeoutMs: agent.idle_timeout, maxTurnMs: agent.max_turn,
-    idleCloseMs: agent.idle_close, cancelGraceMs: agent.cancel_grace, warmSpare: agent.warm_spare,
-    permissions: agent.permissions, permissionTimeoutMs: agent.permission_timeout, mode: agent.mode, authMethod: agent.auth_method,
-    model: agent.model, effort: agent.effort, initialMessage: agent.initial_message,
+    command: agent.command,
+    args: agent.args,
+    env: agent.env,
+    cwd: agent.cwd,
+    maxConcurrent: agent.max_concurrent,
+    idleTimeoutMs: agent.idle_timeout,
+    maxTurnMs: agent.max_turn,
+    idleCloseMs: agent.idle_close,
+    cancelGraceMs: agent.cancel_grace,
+    warmSpare: agent.warm_spare,
+    permissions: agent.permissions,
+    permissionTimeoutMs: agent.permission_timeout,
+    mode: agent.mode,
+    authMethod: agent.auth_method,
+    model: agent.model,
+    effort: agent.effort,
+    initialMessage: agent.initial_message,
     ...extra,
   };
 }

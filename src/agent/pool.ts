@@ -110,15 +110,24 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     this.display = [o.command, ...o.args].join(" ");
     this.breaker = new CrashBreaker(o.circuit);
     this.breaker.on("change", (c) => {
-      const line = { evt: "agent.circuit", state: c.state, until: c.until ? new Date(c.until).toISOString() : undefined, crashes: c.crashes, command: this.display };
+      const line = {
+        evt: "agent.circuit",
+        state: c.state,
+        until: c.until ? new Date(c.until).toISOString() : undefined,
+        crashes: c.crashes,
+        command: this.display,
+      };
       if (c.state === "open") this.log.error(line, "agent circuit breaker open: too many crashes");
       else this.log.info(line, "agent circuit breaker closed");
       this.emit("circuit", c);
       if (c.state === "closed") this.ensureSpare();
     });
     this.limits = {
-      idleTimeoutMs: o.idleTimeoutMs, maxTurnMs: o.maxTurnMs, cancelGraceMs: o.cancelGraceMs,
-      permissions: o.permissions, permissionTimeoutMs: o.permissionTimeoutMs,
+      idleTimeoutMs: o.idleTimeoutMs,
+      maxTurnMs: o.maxTurnMs,
+      cancelGraceMs: o.cancelGraceMs,
+      permissions: o.permissions,
+      permissionTimeoutMs: o.permissionTimeoutMs,
     };
   }
 
@@ -164,8 +173,14 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     for (const e of this.entries.values()) if (e.session.busy) busy++;
     const live = [...this.entries.values()].filter((e) => e.session.proc.alive).length;
     return {
-      processes: live + (this.spare?.alive ? 1 : 0), busy, scopes: this.entries.size, spareReady: !!this.spare?.alive,
-      spawns: this.spawns, crashes: this.breaker.totalCrashes, circuit: this.breaker.state, circuitUntil: this.breaker.until,
+      processes: live + (this.spare?.alive ? 1 : 0),
+      busy,
+      scopes: this.entries.size,
+      spareReady: !!this.spare?.alive,
+      spawns: this.spawns,
+      crashes: this.breaker.totalCrashes,
+      circuit: this.breaker.state,
+      circuitUntil: this.breaker.until,
     };
   }
 
@@ -201,11 +216,23 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
       proc = await this.takeProcess({ channelName: opts.channelName, cwd, isolation: opts.isolation });
       proc.tags.scope = scope;
       const mcpEnv = typeof opts.mcpEnv === "function" ? await opts.mcpEnv(this.linkDirs.get(proc)) : opts.mcpEnv;
-      const session = await AgentSession.open(proc, {
-        cwd, mcpEnv, standingContext: opts.standingContext, mode: this.o.mode,
-        model: this.o.model, effort: this.o.effort, initialMessage: this.o.initialMessage, title: opts.title,
-        previousSessionId: opts.previousSessionId, proxy: this.o.proxy, logger: this.log,
-      }, this.limits);
+      const session = await AgentSession.open(
+        proc,
+        {
+          cwd,
+          mcpEnv,
+          standingContext: opts.standingContext,
+          mode: this.o.mode,
+          model: this.o.model,
+          effort: this.o.effort,
+          initialMessage: this.o.initialMessage,
+          title: opts.title,
+          previousSessionId: opts.previousSessionId,
+          proxy: this.o.proxy,
+          logger: this.log,
+        },
+        this.limits,
+      );
       proc.tags.sessionId = session.sessionId;
       if (this.closed) {
         void proc.close(this.o.closeGraceMs);
@@ -247,7 +274,10 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
   /** While the breaker is open: the error a caller gets, saying whether any agent ever started. */
   circuitError(): CircuitOpenError | undefined {
     if (this.breaker.state !== "open") return undefined;
-    return new CircuitOpenError(this.display, this.breaker.until!, this.breaker.recentCrashes, { neverStarted: this.started === 0, lastStartFailure: this.lastStartFailure });
+    return new CircuitOpenError(this.display, this.breaker.until!, this.breaker.recentCrashes, {
+      neverStarted: this.started === 0,
+      lastStartFailure: this.lastStartFailure,
+    });
   }
 
   /** Waits for a free process slot, closing the least recently used idle scope if that makes one. */
@@ -310,7 +340,10 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     const spare = this.spare;
     if (spare?.alive && this.procKeys.get(spare) !== key) {
       this.spare = undefined;
-      this.log.debug({ evt: "agent.spare_moved", agent_pid: spare.pid, channel: target.channelName }, "the warm spare moves to another channel");
+      this.log.debug(
+        { evt: "agent.spare_moved", agent_pid: spare.pid, channel: target.channelName },
+        "the warm spare moves to another channel",
+      );
       void spare.close(this.o.closeGraceMs);
     }
     this.ensureSpare();
@@ -330,18 +363,38 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     this.checkCircuit();
     if (this.closed) throw new PoolClosedError();
     const { env, dropped } = agentEnvironment({
-      configured: this.o.env, secret: this.o.secret, hooksAgentEnforced: this.o.hooksAgentEnforced, parent: this.o.parentEnv,
+      configured: this.o.env,
+      secret: this.o.secret,
+      hooksAgentEnforced: this.o.hooksAgentEnforced,
+      parent: this.o.parentEnv,
     });
-    if (dropped.length) this.log.warn({ evt: "agent.env_dropped", names: dropped }, "kept the bridge's secret key out of the agent environment");
+    if (dropped.length)
+      this.log.warn({ evt: "agent.env_dropped", names: dropped }, "kept the bridge's secret key out of the agent environment");
     const key = this.keyOf(target);
     const cwd = target?.cwd ?? this.workDir(() => spareCwd(this.o.cwd));
     const linkDir = this.makeLinkDir();
     this.spawns++;
     try {
-      const launch = target && key !== PLAIN ? this.o.sandbox!.launch({ channelName: target.channelName, cwd, linkDir, isolation: target.isolation, env, command: this.o.command }) : undefined;
+      const launch =
+        target && key !== PLAIN
+          ? this.o.sandbox!.launch({
+              channelName: target.channelName,
+              cwd,
+              linkDir,
+              isolation: target.isolation,
+              env,
+              command: this.o.command,
+            })
+          : undefined;
       const proc = await AgentProcess.start({
-        command: this.o.command, args: this.o.args, cwd, env: { ...env, ...launch?.env }, initTimeoutMs: this.o.initTimeoutMs,
-        logger: this.log, secretForms: secretForms(this.o.secret), authMethod: this.o.authMethod,
+        command: this.o.command,
+        args: this.o.args,
+        cwd,
+        env: { ...env, ...launch?.env },
+        initTimeoutMs: this.o.initTimeoutMs,
+        logger: this.log,
+        secretForms: secretForms(this.o.secret),
+        authMethod: this.o.authMethod,
         launcher: launch ? { command: launch.command, args: launch.args } : undefined,
       });
       this.started++;
@@ -425,7 +478,18 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     const exit = proc.exitInfo!;
     this.breaker.record();
     const info: AgentCrash = { pid: proc.pid, scope, code: exit.code, signal: exit.signal, stderrTail: proc.stderrTail() };
-    this.log.error({ evt: "agent.crash", agent_pid: info.pid, scope, code: exit.code, signal: exit.signal, stderr: info.stderrTail, command: this.display }, "agent process died");
+    this.log.error(
+      {
+        evt: "agent.crash",
+        agent_pid: info.pid,
+        scope,
+        code: exit.code,
+        signal: exit.signal,
+        stderr: info.stderrTail,
+        command: this.display,
+      },
+      "agent process died",
+    );
     this.emit("crash", info);
     if (!this.closed) setTimeout(() => this.ensureSpare(), 0);
   }
@@ -478,7 +542,10 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
   async rotate(scope: string, reason = "owner"): Promise<boolean> {
     const entry = this.entries.get(scope);
     if (!entry) return false;
-    this.log.info({ evt: "agent.rotate", scope, sessionId: entry.session.sessionId, reason, turns: entry.session.turns }, "session rotated");
+    this.log.info(
+      { evt: "agent.rotate", scope, sessionId: entry.session.sessionId, reason, turns: entry.session.turns },
+      "session rotated",
+    );
     this.emit("rotate", { scope, reason });
     await this.release(entry);
     return true;
@@ -487,7 +554,8 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
   /** Every live agent process, for the status page: its scope and session, or the warm spare. */
   processes(): Array<{ pid: number; scope?: string; session?: AgentSession; spare: boolean }> {
     const list: Array<{ pid: number; scope?: string; session?: AgentSession; spare: boolean }> = [];
-    for (const e of this.entries.values()) if (e.session.proc.alive) list.push({ pid: e.session.proc.pid, scope: e.scope, session: e.session, spare: false });
+    for (const e of this.entries.values())
+      if (e.session.proc.alive) list.push({ pid: e.session.proc.pid, scope: e.scope, session: e.session, spare: false });
     if (this.spare?.alive) list.push({ pid: this.spare.pid, spare: true });
     return list;
   }

@@ -25,14 +25,26 @@ export interface AgentProbe {
 }
 
 export async function probeAgent(o: {
-  command: string; args: string[]; env: Record<string, string>; mode?: string; model?: string; effort?: string;
-  authMethod?: string; initTimeoutMs?: number; secret?: Uint8Array | string[];
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  mode?: string;
+  model?: string;
+  effort?: string;
+  authMethod?: string;
+  initTimeoutMs?: number;
+  secret?: Uint8Array | string[];
 }): Promise<AgentProbe> {
   const cwd = mkdtempSync(join(tmpdir(), "buzz-bridge-probe-"));
   const started = Date.now();
   const proc = await AgentProcess.start({
-    command: o.command, args: o.args, cwd, env: agentEnvironment({ configured: o.env, secret: o.secret }).env,
-    initTimeoutMs: o.initTimeoutMs, secretForms: secretForms(o.secret), authMethod: o.authMethod,
+    command: o.command,
+    args: o.args,
+    cwd,
+    env: agentEnvironment({ configured: o.env, secret: o.secret }).env,
+    initTimeoutMs: o.initTimeoutMs,
+    secretForms: secretForms(o.secret),
+    authMethod: o.authMethod,
   });
   const initMs = Date.now() - started;
   try {
@@ -50,7 +62,8 @@ export async function probeAgent(o: {
     const { modes, models, efforts } = offered;
     if (o.mode && !modes.includes(o.mode)) throw new AgentModeError(proc.displayCommand, o.mode, modes);
     if (o.model && !models.includes(o.model)) throw new AgentSettingError(proc.displayCommand, "agent.model", o.model, models, "models");
-    if (o.effort && !efforts.includes(o.effort)) throw new AgentSettingError(proc.displayCommand, "agent.effort", o.effort, efforts, "effort levels");
+    if (o.effort && !efforts.includes(o.effort))
+      throw new AgentSettingError(proc.displayCommand, "agent.effort", o.effort, efforts, "effort levels");
     return { agentInfo: proc.agentInfo, capabilities: proc.capabilities, modes, offered, sessionError, initMs };
   } finally {
     await proc.close(1000);

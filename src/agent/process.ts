@@ -89,12 +89,17 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   private connection!: acp.ClientConnection;
   private readonly log: Logger;
 
-  private constructor(readonly child: ChildProcess, private readonly opts: AgentProcessOptions) {
+  private constructor(
+    readonly child: ChildProcess,
+    private readonly opts: AgentProcessOptions,
+  ) {
     super();
     this.displayCommand = [opts.command, ...(opts.args ?? [])].join(" ");
     this.log = opts.logger ?? silentLogger();
     // Later 'error' events (a failed kill, a broken pipe) must never become uncaught exceptions.
-    child.on("error", (err) => this.log.debug({ evt: "agent.process_error", agent_pid: child.pid, err: err.message }, "agent process error"));
+    child.on("error", (err) =>
+      this.log.debug({ evt: "agent.process_error", agent_pid: child.pid, err: err.message }, "agent process error"),
+    );
     this.exited = new Promise((resolveExit) => {
       child.once("exit", (code, signal) => {
         this.exitInfo = { code, signal, expected: this.expectedExit };
@@ -163,7 +168,9 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   private async authenticate(methodId: string): Promise<void> {
     if (!this.authMethods.some((m) => m.id === methodId)) {
       const offered = this.authMethods.map((m) => m.id);
-      throw this.startError(`does not offer auth method '${methodId}' (agent.auth_method); it offers: ${offered.length ? offered.join(", ") : "none"}`);
+      throw this.startError(
+        `does not offer auth method '${methodId}' (agent.auth_method); it offers: ${offered.length ? offered.join(", ") : "none"}`,
+      );
     }
     try {
       await this.agent.request(acp.methods.agent.authenticate, { methodId });
@@ -190,24 +197,45 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
         else resolve();
       };
       const timer = setTimeout(
-        () => settle(this.startError(`did not answer ACP initialize within ${Math.round(timeoutMs / 1000)}s; is it an ACP agent (some need a flag such as --acp)?`)),
+        () =>
+          settle(
+            this.startError(
+              `did not answer ACP initialize within ${Math.round(timeoutMs / 1000)}s; is it an ACP agent (some need a flag such as --acp)?`,
+            ),
+          ),
         timeoutMs,
       );
       child.once("error", (err: NodeJS.ErrnoException) => {
         const reason =
-          err.code === "ENOENT" ? `command not found (ENOENT): check agent.command and PATH` :
-          err.code === "EACCES" ? `command is not executable (EACCES)` :
-          `could not be spawned: ${err.message}`;
+          err.code === "ENOENT"
+            ? `command not found (ENOENT): check agent.command and PATH`
+            : err.code === "EACCES"
+              ? `command is not executable (EACCES)`
+              : `could not be spawned: ${err.message}`;
         settle(this.startError(reason));
       });
       child.once("exit", (code, signal) => {
         // Give stderr a moment to drain so the tail explains the exit.
-        setTimeout(() => settle(this.startError(
-          signal ? `was killed by ${signal} before answering initialize` : `exited at once (code ${code}) before answering initialize`)), 50);
+        setTimeout(
+          () =>
+            settle(
+              this.startError(
+                signal
+                  ? `was killed by ${signal} before answering initialize`
+                  : `exited at once (code ${code}) before answering initialize`,
+              ),
+            ),
+          50,
+        );
       });
       this.wireStderr();
       const stdout = this.guardStdout((line) =>
-        settle(this.startError(`printed non-JSON on stdout ("${line.slice(0, 120)}"); ACP needs JSON-RPC lines on stdout: is this an ACP agent?`)));
+        settle(
+          this.startError(
+            `printed non-JSON on stdout ("${line.slice(0, 120)}"); ACP needs JSON-RPC lines on stdout: is this an ACP agent?`,
+          ),
+        ),
+      );
       child.stdin!.on("error", () => {
         // EPIPE when the agent dies; the exit handler reports it.
       });
@@ -225,7 +253,11 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
         })
         .then((init) => {
           if (init.protocolVersion !== ACP_PROTOCOL_VERSION) {
-            settle(this.startError(`answered with ACP protocol version ${init.protocolVersion}; buzz-bridge speaks version ${ACP_PROTOCOL_VERSION}`));
+            settle(
+              this.startError(
+                `answered with ACP protocol version ${init.protocolVersion}; buzz-bridge speaks version ${ACP_PROTOCOL_VERSION}`,
+              ),
+            );
             return;
           }
           this.agentInfo = init.agentInfo ?? undefined;
@@ -233,7 +265,16 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
           this.authMethods = init.authMethods ?? [];
           this.steering = steeringAdvertised(init);
           this.initialized = true;
-          this.log.info({ evt: "agent.initialized", agent_pid: this.pid, agent: this.agentInfo, capabilities: this.capabilities, steering: this.steering }, "agent initialized");
+          this.log.info(
+            {
+              evt: "agent.initialized",
+              agent_pid: this.pid,
+              agent: this.agentInfo,
+              capabilities: this.capabilities,
+              steering: this.steering,
+            },
+            "agent initialized",
+          );
           settle();
         })
         .catch(async (err: unknown) => {
@@ -257,21 +298,33 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
       if (this.tail.length > max) this.tail.shift();
       const proxy = cut ? undefined : proxyLogLine(line);
       if (proxy) throttle.log(proxy.level, String(proxy.fields.evt), { ...proxy.fields, agent_pid: this.pid, ...this.tags }, proxy.msg);
-      else throttle.log(level, "agent.stderr", { evt: "agent.stderr", agent_pid: this.pid, ...this.tags, line, ...(cut ? { cut_at: line.length } : {}) }, "agent stderr");
+      else
+        throttle.log(
+          level,
+          "agent.stderr",
+          { evt: "agent.stderr", agent_pid: this.pid, ...this.tags, line, ...(cut ? { cut_at: line.length } : {}) },
+          "agent stderr",
+        );
     });
   }
 
   /** stdout, watched for non-JSON lines: fatal before the handshake, one warning after. */
   private guardStdout(onBadLineBeforeInit: (line: string) => void): Readable {
     let warned = false;
-    const guard = watchJsonLines((raw) => {
-      const line = scrubSecret(scrub(raw), this.opts.secretForms ?? []);
-      if (!this.initialized) onBadLineBeforeInit(line);
-      else if (!warned) {
-        warned = true;
-        this.log.warn({ evt: "agent.stdout_noise", agent_pid: this.pid, ...this.tags, line: line.slice(0, 200) }, "agent wrote non-JSON on stdout (ignored)");
-      }
-    }, () => !this.initialized);
+    const guard = watchJsonLines(
+      (raw) => {
+        const line = scrubSecret(scrub(raw), this.opts.secretForms ?? []);
+        if (!this.initialized) onBadLineBeforeInit(line);
+        else if (!warned) {
+          warned = true;
+          this.log.warn(
+            { evt: "agent.stdout_noise", agent_pid: this.pid, ...this.tags, line: line.slice(0, 200) },
+            "agent wrote non-JSON on stdout (ignored)",
+          );
+        }
+      },
+      () => !this.initialized,
+    );
     return this.child.stdout!.pipe(guard);
   }
 
@@ -285,7 +338,11 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         const route = this.routes.get(params.sessionId);
         if (route) route.onUpdate(params);
-        else this.log.debug({ evt: "agent.update_unrouted", agent_pid: this.pid, sessionId: params.sessionId }, "update for no active session");
+        else
+          this.log.debug(
+            { evt: "agent.update_unrouted", agent_pid: this.pid, sessionId: params.sessionId },
+            "update for no active session",
+          );
       })
       .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) => {
         const route = this.routes.get(params.sessionId);

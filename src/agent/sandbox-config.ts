@@ -15,7 +15,10 @@ export function sandboxFor(loaded: LoadedConfig, logger?: Logger): AgentSandbox 
   const cfg = loaded.config;
   const hide = bridgePaths(loaded).map((p) => p.path);
   const install = realpathSync(dirname(dirname(cliPath())));
-  return new AgentSandbox({ mode: cfg.agent.sandbox, network: cfg.agent.network, binds: cfg.agent.sandbox_binds, hide, stateDir: cfg.state_dir, install }, logger);
+  return new AgentSandbox(
+    { mode: cfg.agent.sandbox, network: cfg.agent.network, binds: cfg.agent.sandbox_binds, hide, stateDir: cfg.state_dir, install },
+    logger,
+  );
 }
 
 /** The paths the configuration names for the bridge itself, which a sandboxed agent must not see. */
@@ -25,7 +28,9 @@ export function bridgePaths(loaded: LoadedConfig): Array<{ label: string; path: 
     { label: "config file", path: loaded.file },
     ...(cfg.identity.secret_key_file ? [{ label: "key file", path: cfg.identity.secret_key_file }] : []),
     { label: "state directory", path: cfg.state_dir },
-    ...(cfg.agent.cwd.includes(CHANNEL_PLACEHOLDER) ? [{ label: "channels' working directories", path: spareCwd(cfg.agent.cwd, false) }] : []),
+    ...(cfg.agent.cwd.includes(CHANNEL_PLACEHOLDER)
+      ? [{ label: "channels' working directories", path: spareCwd(cfg.agent.cwd, false) }]
+      : []),
     // The bridge's other files: not secrets, but the bridge's, not the agent's.
     ...(cfg.identity.auth_tag_file ? [{ label: "auth tag file", path: resolve(dirname(loaded.file), cfg.identity.auth_tag_file) }] : []),
     ...(cfg.heartbeat?.prompt_file ? [{ label: "heartbeat prompt file", path: cfg.heartbeat.prompt_file }] : []),

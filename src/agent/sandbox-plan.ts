@@ -13,8 +13,19 @@ import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
 import { channelSlug } from "./cwd.js";
 import {
-  BUBBLEWRAP_ADVICE, bubblewrapArgs, ensurePlaceholder, hiddenBy, hiddenPaths, resolveCommand, NETWORK_STRICTNESS, probeBubblewrap, SANDBOX_STRICTNESS,
-  type BubblewrapProbe, type NetworkMode, type SandboxBind, type SandboxMode,
+  BUBBLEWRAP_ADVICE,
+  bubblewrapArgs,
+  ensurePlaceholder,
+  hiddenBy,
+  hiddenPaths,
+  resolveCommand,
+  NETWORK_STRICTNESS,
+  probeBubblewrap,
+  SANDBOX_STRICTNESS,
+  type BubblewrapProbe,
+  type NetworkMode,
+  type SandboxBind,
+  type SandboxMode,
 } from "./sandbox.js";
 
 /** bubblewrap is required (`agent.sandbox: bubblewrap`) but cannot run here. */
@@ -59,7 +70,11 @@ export class AgentSandbox {
   private probed: BubblewrapProbe | undefined;
   private warned = false;
 
-  constructor(readonly policy: SandboxPolicy, private readonly log: Logger = silentLogger(), private readonly probeFn: () => BubblewrapProbe = () => probeBubblewrap(policy.bwrap)) {}
+  constructor(
+    readonly policy: SandboxPolicy,
+    private readonly log: Logger = silentLogger(),
+    private readonly probeFn: () => BubblewrapProbe = () => probeBubblewrap(policy.bwrap),
+  ) {}
 
   /** bubblewrap's probe, run once. */
   get probe(): BubblewrapProbe {
@@ -75,7 +90,10 @@ export class AgentSandbox {
   check(channels: ChannelIsolation[] = []): boolean {
     const modes = [this.policy.mode, ...channels.map((c) => c.sandbox).filter((m): m is SandboxMode => m !== undefined)];
     if (modes.every((m) => m === "off")) {
-      this.log.info({ evt: "agent.sandbox", state: "off", reason: "agent.sandbox: off" }, "agents run without a sandbox (agent.sandbox: off)");
+      this.log.info(
+        { evt: "agent.sandbox", state: "off", reason: "agent.sandbox: off" },
+        "agents run without a sandbox (agent.sandbox: off)",
+      );
       return false;
     }
     const probe = this.probe;
@@ -87,20 +105,27 @@ export class AgentSandbox {
       return false;
     }
     const on = this.policy.mode !== "off";
-    this.log.info({ evt: "agent.sandbox", state: on ? "bubblewrap" : "off", version: probe.version, network: this.policy.network }, on ? "agents run in a bubblewrap sandbox" : "agents run without a sandbox except in channels that ask for one");
+    this.log.info(
+      { evt: "agent.sandbox", state: on ? "bubblewrap" : "off", version: probe.version, network: this.policy.network },
+      on ? "agents run in a bubblewrap sandbox" : "agents run without a sandbox except in channels that ask for one",
+    );
     return on;
   }
 
   private warnUnavailable(reason: string): void {
     if (this.warned) return;
     this.warned = true;
-    this.log.warn({ evt: "agent.sandbox", state: "unavailable", reason, advice: BUBBLEWRAP_ADVICE }, `agent.sandbox is auto and ${reason}: agents run WITHOUT a sandbox`);
+    this.log.warn(
+      { evt: "agent.sandbox", state: "unavailable", reason, advice: BUBBLEWRAP_ADVICE },
+      `agent.sandbox is auto and ${reason}: agents run WITHOUT a sandbox`,
+    );
   }
 
   /** The effective settings for a channel: its overrides only count when stricter. */
   effective(ch: ChannelIsolation = {}): { sandboxed: boolean; network: boolean } {
     const mode = ch.sandbox && SANDBOX_STRICTNESS[ch.sandbox] > SANDBOX_STRICTNESS[this.policy.mode] ? ch.sandbox : this.policy.mode;
-    const network = ch.network && NETWORK_STRICTNESS[ch.network] > NETWORK_STRICTNESS[this.policy.network] ? ch.network : this.policy.network;
+    const network =
+      ch.network && NETWORK_STRICTNESS[ch.network] > NETWORK_STRICTNESS[this.policy.network] ? ch.network : this.policy.network;
     if (mode === "off") return { sandboxed: false, network: true };
     const probe = this.probe;
     if (!probe.ok) {
@@ -118,23 +143,45 @@ export class AgentSandbox {
   }
 
   /** The launch of one process for a channel; undefined when it runs unsandboxed. */
-  launch(o: { channelName: string; cwd: string; linkDir?: string; isolation?: ChannelIsolation; env: Record<string, string>; home?: string; command?: string }): SandboxLaunch | undefined {
+  launch(o: {
+    channelName: string;
+    cwd: string;
+    linkDir?: string;
+    isolation?: ChannelIsolation;
+    env: Record<string, string>;
+    home?: string;
+    command?: string;
+  }): SandboxLaunch | undefined {
     const e = this.effective(o.isolation);
     if (!e.sandboxed) return undefined;
     // Made first: a state directory that does not exist yet could not be hidden.
     const home = o.home ?? join(this.policy.stateDir, "homes", channelSlug(o.channelName));
     mkdirSync(home, { recursive: true, mode: 0o700 });
     const placeholder = ensurePlaceholder(join(this.policy.stateDir, "sandbox", "hidden"));
-    const binds: SandboxBind[] = [...(this.policy.install ? [{ path: this.policy.install, mode: "ro" as const }] : []), ...this.policy.binds];
-    const hide = hiddenPaths(this.policy.hide, binds.map((b) => b.path));
+    const binds: SandboxBind[] = [
+      ...(this.policy.install ? [{ path: this.policy.install, mode: "ro" as const }] : []),
+      ...this.policy.binds,
+    ];
+    const hide = hiddenPaths(
+      this.policy.hide,
+      binds.map((b) => b.path),
+    );
     // An agent installed under the state directory (e.g. ~/.local/bin when HOME is state_dir) would vanish inside.
     const exe = o.command ? resolveCommand(o.command, o.env.PATH ?? "") : undefined;
     const hiddenAt = exe ? hiddenBy(exe, hide, binds) : undefined;
     if (hiddenAt) {
-      throw new SandboxError(`the agent command ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`);
+      throw new SandboxError(
+        `the agent command ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`,
+      );
     }
     const args = bubblewrapArgs({
-      cwd: o.cwd, home, linkDir: o.linkDir, hide, placeholder, binds, network: e.network,
+      cwd: o.cwd,
+      home,
+      linkDir: o.linkDir,
+      hide,
+      placeholder,
+      binds,
+      network: e.network,
     });
     // A TMPDIR of the host would be read-only in here; the private /tmp is the agent's.
     const env: Record<string, string> = { HOME: home, ...(o.env.TMPDIR !== undefined ? { TMPDIR: "/tmp" } : {}) };

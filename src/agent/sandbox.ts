@@ -56,9 +56,16 @@ export function probeBubblewrap(bwrap = "bwrap", env: NodeJS.ProcessEnv = proces
   const version = spawnSync(bwrap, ["--version"], { encoding: "utf8", env, timeout: 10_000 });
   if (version.error) {
     const code = (version.error as NodeJS.ErrnoException).code;
-    return { ok: false, reason: code === "ENOENT" ? `bubblewrap (${bwrap}) is not installed` : `bubblewrap (${bwrap}) cannot run: ${version.error.message}` };
+    return {
+      ok: false,
+      reason: code === "ENOENT" ? `bubblewrap (${bwrap}) is not installed` : `bubblewrap (${bwrap}) cannot run: ${version.error.message}`,
+    };
   }
-  const run = spawnSync(bwrap, [...NAMESPACE_ARGS, ...BASE_MOUNTS, "--tmpfs", "/tmp", "--", "true"], { encoding: "utf8", env, timeout: 10_000 });
+  const run = spawnSync(bwrap, [...NAMESPACE_ARGS, ...BASE_MOUNTS, "--tmpfs", "/tmp", "--", "true"], {
+    encoding: "utf8",
+    env,
+    timeout: 10_000,
+  });
   if (run.status !== 0) {
     const why = (run.stderr || run.error?.message || `exit ${run.status ?? run.signal}`).trim().split("\n")[0];
     return { ok: false, reason: `the kernel refused bubblewrap's sandbox (${why})` };
@@ -151,14 +158,18 @@ export function bubblewrapArgs(spec: SandboxSpec): string[] {
   bind(spec.cwd, true);
   if (spec.linkDir) bind(spec.linkDir, false);
   // Parents before children; at one path, a bind (listed later) wins over a hide.
-  const ordered = mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m.at) - depth(b.m.at) || a.i - b.i).map((x) => x.m);
+  const ordered = mounts
+    .map((m, i) => ({ m, i }))
+    .sort((a, b) => depth(a.m.at) - depth(b.m.at) || a.i - b.i)
+    .map((x) => x.m);
   return [
     ...NAMESPACE_ARGS,
     ...(spec.network ? [] : ["--unshare-net"]),
     ...BASE_MOUNTS,
     ...ordered.flatMap((m) => m.args),
     ...ordered.filter((m) => m.readOnlyAfter).flatMap((m) => ["--remount-ro", m.at]),
-    "--chdir", spec.cwd,
+    "--chdir",
+    spec.cwd,
     "--",
   ];
 }

@@ -79,7 +79,7 @@ export function offeredSettings(setup: SessionSetup): OfferedSettings {
   const legacy = legacyModels(setup.models);
   return {
     modes: setup.modes?.availableModes.map((m) => m.id) ?? [],
-    models: byOption ? values(byOption) : legacy?.ids ?? [],
+    models: byOption ? values(byOption) : (legacy?.ids ?? []),
     efforts: values(effortOption(options)),
     modelVia: byOption ? "config_option" : legacy ? "set_model" : "none",
   };
@@ -101,7 +101,8 @@ export async function applySessionSettings(
   const setOption = async (option: acp.SessionConfigOption, value: string) => {
     if (option.type === "select" && option.currentValue === value) return;
     const res = await guard("session/set_config_option", () =>
-      proc.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: option.id, value }));
+      proc.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: option.id, value }),
+    );
     // The answer lists every option again; the model may have changed what effort offers.
     if (Array.isArray(res?.configOptions)) options = res.configOptions;
   };
@@ -114,7 +115,8 @@ export async function applySessionSettings(
       if (!offered.includes(want.model)) throw new AgentSettingError(proc.displayCommand, "agent.model", want.model, offered, "models");
       await setOption(option, want.model);
     } else if (legacy) {
-      if (!legacy.ids.includes(want.model)) throw new AgentSettingError(proc.displayCommand, "agent.model", want.model, legacy.ids, "models");
+      if (!legacy.ids.includes(want.model))
+        throw new AgentSettingError(proc.displayCommand, "agent.model", want.model, legacy.ids, "models");
       if (legacy.current !== want.model) {
         await guard("session/set_model", () => proc.agent.request("session/set_model", { sessionId, modelId: want.model }));
       }
@@ -126,7 +128,8 @@ export async function applySessionSettings(
   if (want.effort) {
     const option = effortOption(options);
     const offered = values(option);
-    if (!option || !offered.includes(want.effort)) throw new AgentSettingError(proc.displayCommand, "agent.effort", want.effort, offered, "effort levels");
+    if (!option || !offered.includes(want.effort))
+      throw new AgentSettingError(proc.displayCommand, "agent.effort", want.effort, offered, "effort levels");
     await setOption(option, want.effort);
     applied.effort = want.effort;
   }

@@ -106,7 +106,9 @@ export class AgentSession {
   static async open(proc: AgentProcess, opts: SessionOptions, limits: TurnLimits): Promise<AgentSession> {
     const log = opts.logger ?? silentLogger();
     const proxy = opts.proxy ?? defaultProxyCommand();
-    const mcpServers: acp.McpServer[] = [{ name: PROXY_SERVER_NAME, command: proxy.command, args: proxy.args, env: toEnvList(opts.mcpEnv) }];
+    const mcpServers: acp.McpServer[] = [
+      { name: PROXY_SERVER_NAME, command: proxy.command, args: proxy.args, env: toEnvList(opts.mcpEnv) },
+    ];
     const standing = opts.standingContext?.trim() ?? "";
     const caps = proc.capabilities;
     const systemPrompt: acp.SystemPrompt | undefined =
@@ -131,20 +133,33 @@ export class AgentSession {
       const prev = opts.previousSessionId;
       try {
         if (caps.sessionCapabilities?.resume) {
-          const res = await proc.agent.request(acp.methods.agent.session.resume, { sessionId: prev, cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) });
+          const res = await proc.agent.request(acp.methods.agent.session.resume, {
+            sessionId: prev,
+            cwd: opts.cwd,
+            mcpServers,
+            ...(systemPrompt ? { systemPrompt } : {}),
+          });
           modes = res.modes;
           setup = res;
           sessionId = prev;
         } else if (caps.loadSession) {
           // The agent replays history as updates; no route exists yet, so they are dropped.
-          const res = await proc.agent.request(acp.methods.agent.session.load, { sessionId: prev, cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}) });
+          const res = await proc.agent.request(acp.methods.agent.session.load, {
+            sessionId: prev,
+            cwd: opts.cwd,
+            mcpServers,
+            ...(systemPrompt ? { systemPrompt } : {}),
+          });
           modes = res?.modes;
           setup = res ?? {};
           sessionId = prev;
         }
         resumed = sessionId !== undefined;
       } catch (err) {
-        log.warn({ evt: "agent.session_resume_failed", sessionId: prev, err: String(err) }, "could not reopen the previous session; starting a new one");
+        log.warn(
+          { evt: "agent.session_resume_failed", sessionId: prev, err: String(err) },
+          "could not reopen the previous session; starting a new one",
+        );
       }
     }
     const titleByRequest = !!opts.title && !!caps.sessionCapabilities?.title;
@@ -152,7 +167,13 @@ export class AgentSession {
       // Agents that cannot be asked to set a title may still read it from _meta (the Rust bridge's way).
       const meta = opts.title && !titleByRequest ? { _meta: { sessionTitle: opts.title } } : {};
       const res = await guard("session/new", () =>
-        proc.agent.request(acp.methods.agent.session.new, { cwd: opts.cwd, mcpServers, ...(systemPrompt ? { systemPrompt } : {}), ...meta }));
+        proc.agent.request(acp.methods.agent.session.new, {
+          cwd: opts.cwd,
+          mcpServers,
+          ...(systemPrompt ? { systemPrompt } : {}),
+          ...meta,
+        }),
+      );
       sessionId = res.sessionId;
       modes = res.modes;
       setup = res;
@@ -171,12 +192,31 @@ export class AgentSession {
       await guard("session/set_title", () => proc.agent.request(acp.methods.agent.session.setTitle, { sessionId: id, title: opts.title! }));
     }
     const model = applied.model ?? currentModel(setup);
-    log.info({
-      evt: "agent.session_open", agent_pid: proc.pid, sessionId, resumed, standing_context: via, mode: opts.mode,
-      model, effort: applied.effort, title: opts.title ? (titleByRequest ? "set_title" : "meta") : undefined,
-    }, "agent session open");
+    log.info(
+      {
+        evt: "agent.session_open",
+        agent_pid: proc.pid,
+        sessionId,
+        resumed,
+        standing_context: via,
+        mode: opts.mode,
+        model,
+        effort: applied.effort,
+        title: opts.title ? (titleByRequest ? "set_title" : "meta") : undefined,
+      },
+      "agent session open",
+    );
     // A resumed session already had its standing context in its first prompt.
-    const session = new AgentSession(proc, sessionId, resumed && via === "prompt" ? "none" : via, resumed, standing, limits, log, opts.initialMessage);
+    const session = new AgentSession(
+      proc,
+      sessionId,
+      resumed && via === "prompt" ? "none" : via,
+      resumed,
+      standing,
+      limits,
+      log,
+      opts.initialMessage,
+    );
     session.model = model;
     return session;
   }
@@ -219,7 +259,11 @@ export class AgentSession {
     return this.promptOnce(blocks, opts, false);
   }
 
-  private async promptOnce(blocks: acp.ContentBlock[], opts: PromptOptions, initial: boolean): Promise<TurnResult & { turnUsage?: TurnUsage }> {
+  private async promptOnce(
+    blocks: acp.ContentBlock[],
+    opts: PromptOptions,
+    initial: boolean,
+  ): Promise<TurnResult & { turnUsage?: TurnUsage }> {
     if (this.turn) throw new TurnInProgressError(this.sessionId);
     if (!this.alive) {
       const exit = this.proc.exitInfo;
@@ -234,11 +278,23 @@ export class AgentSession {
     try {
       const result = await turn.run(blocks);
       const turnUsage = this.usage.of(result);
-      this.log.info({
-        evt: "agent.turn_end", sessionId: this.sessionId, agent_pid: this.proc.pid, stop: result.stopReason, ms: Date.now() - started,
-        tool_calls: result.toolCalls, timed_out: result.timedOut, cancelled_by: result.cancelledBy, killed: result.killed,
-        initial_message: initial || undefined, model: this.model, usage: turnUsage,
-      }, "turn ended");
+      this.log.info(
+        {
+          evt: "agent.turn_end",
+          sessionId: this.sessionId,
+          agent_pid: this.proc.pid,
+          stop: result.stopReason,
+          ms: Date.now() - started,
+          tool_calls: result.toolCalls,
+          timed_out: result.timedOut,
+          cancelled_by: result.cancelledBy,
+          killed: result.killed,
+          initial_message: initial || undefined,
+          model: this.model,
+          usage: turnUsage,
+        },
+        "turn ended",
+      );
       return turnUsage ? { ...result, turnUsage } : result;
     } finally {
       this.turn = undefined;

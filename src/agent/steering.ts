@@ -43,7 +43,8 @@ export function steerRequest(sessionId: string, prompt: acp.ContentBlock[]): Rec
 export function readSteerAnswer(result: { ok: true; value: unknown } | { ok: false; error: unknown }): SteerAnswer {
   if (!result.ok) {
     const e = result.error as { code?: number; message?: string } | undefined;
-    const reason = e?.code === -32601 ? "method not found" : `error${e?.code !== undefined ? ` ${e.code}` : ""}: ${e?.message ?? String(result.error)}`;
+    const reason =
+      e?.code === -32601 ? "method not found" : `error${e?.code !== undefined ? ` ${e.code}` : ""}: ${e?.message ?? String(result.error)}`;
     return { kind: "refused", reason };
   }
   const v = result.value;

@@ -81,11 +81,11 @@ export class TurnControl {
     this.armIdle();
     const cb = this.opts.onUpdate;
     if (!cb) return;
-    this.chain = this.chain.then(
-      () => cb(n.update),
-    ).catch((err: unknown) => {
-      this.log.warn({ evt: "agent.on_update_failed", sessionId: this.sessionId, err: String(err) }, "update handler failed");
-    });
+    this.chain = this.chain
+      .then(() => cb(n.update))
+      .catch((err: unknown) => {
+        this.log.warn({ evt: "agent.on_update_failed", sessionId: this.sessionId, err: String(err) }, "update handler failed");
+      });
   }
 
   async onPermission(request: acp.RequestPermissionRequest, signal: AbortSignal): Promise<acp.RequestPermissionResponse> {
@@ -99,10 +99,16 @@ export class TurnControl {
         timeoutMs: this.limits.permissionTimeoutMs,
         signal: both,
       });
-      this.log.info({
-        evt: "agent.permission", sessionId: this.sessionId, tool: request.toolCall.title ?? request.toolCall.toolCallId,
-        verdict: decision.verdict, by: decision.by,
-      }, "permission answered");
+      this.log.info(
+        {
+          evt: "agent.permission",
+          sessionId: this.sessionId,
+          tool: request.toolCall.title ?? request.toolCall.toolCallId,
+          verdict: decision.verdict,
+          by: decision.by,
+        },
+        "permission answered",
+      );
       return decision.response;
     } finally {
       if (owner) this.resumeIdle();
@@ -152,8 +158,10 @@ export class TurnControl {
     this.graceTimer = setTimeout(() => {
       if (this.finished) return;
       this.killed = true;
-      this.log.warn({ evt: "agent.kill_after_grace", sessionId: this.sessionId, agent_pid: this.proc.pid, grace_ms: this.limits.cancelGraceMs },
-        "agent ignored session/cancel; killing it");
+      this.log.warn(
+        { evt: "agent.kill_after_grace", sessionId: this.sessionId, agent_pid: this.proc.pid, grace_ms: this.limits.cancelGraceMs },
+        "agent ignored session/cancel; killing it",
+      );
       this.proc.kill();
     }, this.limits.cancelGraceMs);
   }
@@ -166,7 +174,10 @@ export class TurnControl {
     type Outcome = { kind: "response"; res: acp.PromptResponse } | { kind: "error"; err: unknown } | { kind: "exit" };
     try {
       const outcome: Outcome = await Promise.race([
-        request.then((res): Outcome => ({ kind: "response", res }), (err: unknown): Outcome => ({ kind: "error", err })),
+        request.then(
+          (res): Outcome => ({ kind: "response", res }),
+          (err: unknown): Outcome => ({ kind: "error", err }),
+        ),
         this.proc.exited.then((): Outcome => ({ kind: "exit" })),
       ]);
       if (outcome.kind === "response") {

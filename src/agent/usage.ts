@@ -36,7 +36,8 @@ export function addUsage(a: TurnUsage | undefined, b: TurnUsage | undefined): Tu
   if (!a) return b;
   if (!b) return a;
   const sum: TurnUsage = { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
-  if (a.cost && b.cost && a.cost.currency === b.cost.currency) sum.cost = { amount: a.cost.amount + b.cost.amount, currency: a.cost.currency };
+  if (a.cost && b.cost && a.cost.currency === b.cost.currency)
+    sum.cost = { amount: a.cost.amount + b.cost.amount, currency: a.cost.currency };
   else if (a.cost || b.cost) sum.cost = a.cost ?? b.cost;
   return sum;
 }

@@ -67,7 +67,18 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
   if (!p.dispatcher || !p.scheduler || !p.directory || !p.pool) {
     // Fleet mode, still waiting for the database: the page says so instead of failing.
     const state = cfg.state.backend === "postgres" && !p.fleetStore ? "not started (waiting for the fleet's database)" : "not started";
-    return { generatedAt: Date.now(), startedAt: p.startedAt, pubkey: p.pubkey, relay: { url: cfg.relay.url, state }, channels: [], turns: [], denials: [], agents: [], circuit: "closed", usage: p.usage.snapshot() };
+    return {
+      generatedAt: Date.now(),
+      startedAt: p.startedAt,
+      pubkey: p.pubkey,
+      relay: { url: cfg.relay.url, state },
+      channels: [],
+      turns: [],
+      denials: [],
+      agents: [],
+      circuit: "closed",
+      usage: p.usage.snapshot(),
+    };
   }
   const queued = p.scheduler.depthByChannel();
   const parents = processParents();
@@ -76,14 +87,31 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
     startedAt: p.startedAt,
     pubkey: p.pubkey,
     relay: { url: p.relayUrl, state: p.relay?.state ?? "not started" },
-    channels: p.directory.list().filter((c) => !c.archived && channelSelected(cfg, c.id)).map((c) => {
-      const policy = policyFor(cfg, c.id);
-      return { id: c.id, name: c.name, about: c.about, type: c.type, respondTo: policy.respond_to, onDenied: policy.on_denied, queued: queued.get(c.id) ?? 0 };
-    }),
+    channels: p.directory
+      .list()
+      .filter((c) => !c.archived && channelSelected(cfg, c.id))
+      .map((c) => {
+        const policy = policyFor(cfg, c.id);
+        return {
+          id: c.id,
+          name: c.name,
+          about: c.about,
+          type: c.type,
+          respondTo: policy.respond_to,
+          onDenied: policy.on_denied,
+          queued: queued.get(c.id) ?? 0,
+        };
+      }),
     turns: p.dispatcher.runningTurns(),
     denials: p.denials.newestFirst(),
     agents: p.pool.processes().map((a) => ({
-      pid: a.pid, scope: a.scope, spare: a.spare, busy: a.session?.busy ?? false, model: a.session?.model, turns: a.session?.turns ?? 0, rssBytes: treeRss(a.pid, parents),
+      pid: a.pid,
+      scope: a.scope,
+      spare: a.spare,
+      busy: a.session?.busy ?? false,
+      model: a.session?.model,
+      turns: a.session?.turns ?? 0,
+      rssBytes: treeRss(a.pid, parents),
     })),
     circuit: p.pool.circuit.state,
     usage: p.usage.snapshot(),
@@ -96,8 +124,19 @@ export function readiness(p: DaemonParts): ReadyReport {
   const circuit = p.pool?.circuit.state;
   return {
     checks: [
-      { name: "relay", ok: state === "subscribed", detail: state === "subscribed" ? "authenticated and subscribed" : `relay connection is ${state ?? "not started"}${p.relay?.lastAuthError ? ` (${p.relay.lastAuthError})` : ""}` },
-      { name: "agent", ok: circuit !== "open", detail: circuit === "open" ? "agent circuit breaker open after repeated crashes" : "agent available" },
+      {
+        name: "relay",
+        ok: state === "subscribed",
+        detail:
+          state === "subscribed"
+            ? "authenticated and subscribed"
+            : `relay connection is ${state ?? "not started"}${p.relay?.lastAuthError ? ` (${p.relay.lastAuthError})` : ""}`,
+      },
+      {
+        name: "agent",
+        ok: circuit !== "open",
+        detail: circuit === "open" ? "agent circuit breaker open after repeated crashes" : "agent available",
+      },
       stateCheck(p),
     ],
   };
@@ -105,6 +144,11 @@ export function readiness(p: DaemonParts): ReadyReport {
 
 function stateCheck(p: DaemonParts): ReadyReport["checks"][number] {
   if (p.stopping) return { name: "state", ok: false, detail: "shutting down" };
-  if (p.config.state.backend === "postgres" && !p.fleetStore) return { name: "state", ok: false, detail: "waiting for the fleet's PostgreSQL database" };
-  return { name: "state", ok: !!p.store, detail: p.fleetStore ? `state store open; fleet database ${p.fleetStore.where}` : "state store open" };
+  if (p.config.state.backend === "postgres" && !p.fleetStore)
+    return { name: "state", ok: false, detail: "waiting for the fleet's PostgreSQL database" };
+  return {
+    name: "state",
+    ok: !!p.store,
+    detail: p.fleetStore ? `state store open; fleet database ${p.fleetStore.where}` : "state store open",
+  };
 }

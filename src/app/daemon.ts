@@ -148,7 +148,10 @@ export class Daemon {
     await this.link.start();
     const enforce = resolveEnforce(cfg);
     this.pool = new AgentPool(
-      poolOptionsFromConfig({ ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) }, { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: log, sandbox, linkRoot: linkRootPath(cfg.state_dir) }),
+      poolOptionsFromConfig(
+        { ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) },
+        { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: log, sandbox, linkRoot: linkRootPath(cfg.state_dir) },
+      ),
     );
     this.pool.on("spawn", (p: AgentSpawned) => {
       this.metrics.agentSpawned();
@@ -159,9 +162,26 @@ export class Daemon {
     this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
     const path = buildTurnPath({
-      config: () => this.config, start: cfg, pubkey, relay, directory: this.directory, profiles: this.profiles, channels, out, store: this.store, fleet,
-      pool: this.pool, link: this.link, enforce, metrics: this.metrics, usage: this.usageToday, denials: this.denials,
-      pump: () => this.pump(), stopping: () => this.stopping, shutdown: () => this.resolveShutdown("!shutdown"), logger: log,
+      config: () => this.config,
+      start: cfg,
+      pubkey,
+      relay,
+      directory: this.directory,
+      profiles: this.profiles,
+      channels,
+      out,
+      store: this.store,
+      fleet,
+      pool: this.pool,
+      link: this.link,
+      enforce,
+      metrics: this.metrics,
+      usage: this.usageToday,
+      denials: this.denials,
+      pump: () => this.pump(),
+      stopping: () => this.stopping,
+      shutdown: () => this.resolveShutdown("!shutdown"),
+      logger: log,
     });
     const scheduler = (this.scheduler = path.scheduler);
     this.dispatcher = path.dispatcher;
@@ -182,19 +202,35 @@ export class Daemon {
     // Agents a SIGKILLed predecessor left running: stopped before new ones start.
     await stopRecordedLeftovers(this.store, log);
     const recovered = scheduler.recover();
-    if (recovered.events || recovered.turns) log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
+    if (recovered.events || recovered.turns)
+      log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
     this.pool.start();
     this.stopPruning = keepPruned(this.store);
     this.presence = new Presence(relay, out.signal);
     await relay.start();
-    const found = await discoverChannelsAtStart({ refresh: () => this.follower.refresh(), lastAuthError: () => relay.lastAuthError, pubkey, signal: this.startAbort.signal, logger: log });
+    const found = await discoverChannelsAtStart({
+      refresh: () => this.follower.refresh(),
+      lastAuthError: () => relay.lastAuthError,
+      pubkey,
+      signal: this.startAbort.signal,
+      logger: log,
+    });
     log.info(
-      { evt: "daemon.started", pubkey, relay: url, channels: found.map((c) => ({ id: c.id, name: c.name, type: c.type })), enforce, http: this.http?.url, heartbeat: cfg.heartbeat ? { every_ms: cfg.heartbeat.every, channel: cfg.heartbeat.channel } : undefined },
+      {
+        evt: "daemon.started",
+        pubkey,
+        relay: url,
+        channels: found.map((c) => ({ id: c.id, name: c.name, type: c.type })),
+        enforce,
+        http: this.http?.url,
+        heartbeat: cfg.heartbeat ? { every_ms: cfg.heartbeat.every, channel: cfg.heartbeat.channel } : undefined,
+      },
       `listening in ${found.length} channel${found.length === 1 ? "" : "s"}`,
     );
     // Sandboxed processes are bound to a channel: with one channel, the spare can be made now.
     if (found.length === 1) this.pool.warmFor(found[0]!.name);
-    if (found.length === 0) log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
+    if (found.length === 0)
+      log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
     if (cfg.relay.presence) this.presence.start();
     this.listening = true;
     this.pump();
@@ -227,7 +263,11 @@ export class Daemon {
     const cfg = this.config;
     if (!cfg.http || this.http) return;
     this.http = await startHttp({
-      listen: cfg.http.listen, metrics: this.metrics, readiness: () => this.readiness(), status: () => renderStatusPage(this.statusSnapshot()), logger: this.log,
+      listen: cfg.http.listen,
+      metrics: this.metrics,
+      readiness: () => this.readiness(),
+      status: () => renderStatusPage(this.statusSnapshot()),
+      logger: this.log,
     });
   }
 
@@ -246,9 +286,20 @@ export class Daemon {
 
   private parts(): DaemonParts {
     return {
-      config: this.config, pubkey: this.pubkey, startedAt: this.startedAt, stopping: this.stopping, relayUrl: this.devRelay?.url ?? this.config.relay.url,
-      relay: this.relay, store: this.store, fleetStore: this.fleetStore, scheduler: this.scheduler, dispatcher: this.dispatcher, directory: this.directory, pool: this.pool,
-      usage: this.usageToday, denials: this.denials,
+      config: this.config,
+      pubkey: this.pubkey,
+      startedAt: this.startedAt,
+      stopping: this.stopping,
+      relayUrl: this.devRelay?.url ?? this.config.relay.url,
+      relay: this.relay,
+      store: this.store,
+      fleetStore: this.fleetStore,
+      scheduler: this.scheduler,
+      dispatcher: this.dispatcher,
+      directory: this.directory,
+      pool: this.pool,
+      usage: this.usageToday,
+      denials: this.denials,
     };
   }
 
@@ -274,10 +325,17 @@ export class Daemon {
     }
     const plan = planReload({ pubkey: this.pubkey, config: this.config }, next);
     if (!plan.ok) {
-      this.log.error({ evt: "config.reload_refused", file, needs_restart: plan.needsRestart }, `changing ${plan.needsRestart.join(", ")} needs a restart; keeping the old config`);
+      this.log.error(
+        { evt: "config.reload_refused", file, needs_restart: plan.needsRestart },
+        `changing ${plan.needsRestart.join(", ")} needs a restart; keeping the old config`,
+      );
       return false;
     }
-    if (plan.deferred) this.log.warn({ evt: "config.reload_partial" }, "agent settings, the owner and the heartbeat apply after a restart; the rest applies now");
+    if (plan.deferred)
+      this.log.warn(
+        { evt: "config.reload_partial" },
+        "agent settings, the owner and the heartbeat apply after a restart; the rest applies now",
+      );
     this.config = plan.config;
     this.gateContext.config = this.config;
     const channels = await this.follower.refresh(configSelector(this.config));
@@ -299,7 +357,11 @@ export class Daemon {
     this.stopPruning?.();
     this.heartbeat?.stop();
     const interrupted = (await this.dispatcher?.drain(this.config.shutdown_grace)) ?? 0;
-    if (interrupted) this.log.info({ evt: "daemon.turns_requeued", count: interrupted }, "turns still running at the end of the grace were cancelled; they run again after restart");
+    if (interrupted)
+      this.log.info(
+        { evt: "daemon.turns_requeued", count: interrupted },
+        "turns still running at the end of the grace were cancelled; they run again after restart",
+      );
     this.dispatcher?.closeSessions();
     await this.pool?.close().catch(() => undefined);
     await this.link?.stop().catch(() => undefined);

@@ -97,7 +97,12 @@ export async function runDemo(opts: { keep: boolean; verbose: boolean; out?: Nod
       const c = new RelayClient({ url, secretKey: parseSecretKey(DEMO_USERS[who].nsec), logger: createLogger({ level: "silent" }) });
       await c.start();
       // A kind 0 profile, so prompts and the transcript show names rather than npubs.
-      await c.send({ kind: KIND.profile, created_at: nowSec(), tags: [], content: JSON.stringify({ name: who, display_name: DEMO_USERS[who].name }) });
+      await c.send({
+        kind: KIND.profile,
+        created_at: nowSec(),
+        tags: [],
+        content: JSON.stringify({ name: who, display_name: DEMO_USERS[who].name }),
+      });
       if (who === "agent") c.stop();
       else people.set(who, c);
     }
@@ -112,7 +117,10 @@ export async function runDemo(opts: { keep: boolean; verbose: boolean; out?: Nod
       ok &&= seen;
     }
 
-    const events = await people.get("alice")!.query([{ kinds: [KIND.message, KIND.reaction, KIND.system], "#h": [DEMO_CHANNEL], limit: 500 }, { kinds: [KIND.reaction], authors: [agentPk], limit: 500 }]);
+    const events = await people.get("alice")!.query([
+      { kinds: [KIND.message, KIND.reaction, KIND.system], "#h": [DEMO_CHANNEL], limit: 500 },
+      { kinds: [KIND.reaction], authors: [agentPk], limit: 500 },
+    ]);
     say(`\n── #release-room ${"─".repeat(60)}\n`);
     say(formatTranscript(dedupe(events), { names }));
     const denied = logLines.filter((l) => l.evt === "gate.denied");
@@ -131,7 +139,16 @@ export async function runDemo(opts: { keep: boolean; verbose: boolean; out?: Nod
       process.once("SIGINT", () => resolve());
       process.once("SIGTERM", () => resolve());
     });
-    await followChannels(people.get("alice")!, { skipReplay: true, channels: new Map([[DEMO_CHANNEL, "release-room"]]), names: async (pks) => new Map(pks.map((pk) => [pk, { pubkey: pk, displayName: names.get(pk) ?? shortNpub(pk) }])), out }, stop);
+    await followChannels(
+      people.get("alice")!,
+      {
+        skipReplay: true,
+        channels: new Map([[DEMO_CHANNEL, "release-room"]]),
+        names: async (pks) => new Map(pks.map((pk) => [pk, { pubkey: pk, displayName: names.get(pk) ?? shortNpub(pk) }])),
+        out,
+      },
+      stop,
+    );
     return 0;
   } catch (err) {
     say(`demo failed: ${err instanceof Error ? err.message : String(err)}`);

@@ -75,29 +75,42 @@ stdout: the ws:// URL, then "admin-token <token>", then "channel <id> <name>" pe
 
 export function main(argv: string[]): Promise<number> {
   return withUsage(async () => {
-    const args = parseCommandArgs(argv, {
-      port: { type: "string" },
-      host: { type: "string" },
-      data: { type: "string" },
-      seed: { type: "string" },
-      "admin-token": { type: "string" },
-      "no-limits": { type: "boolean" },
-      "frame-quota": { type: "string" },
-      "http-quota": { type: "string" },
-      "max-frame-bytes": { type: "string" },
-      "max-content-bytes": { type: "string" },
-      "created-at-skew": { type: "string" },
-      "max-subscriptions": { type: "string" },
-      "max-stored-per-filter": { type: "string" },
-    }, HELP);
+    const args = parseCommandArgs(
+      argv,
+      {
+        port: { type: "string" },
+        host: { type: "string" },
+        data: { type: "string" },
+        seed: { type: "string" },
+        "admin-token": { type: "string" },
+        "no-limits": { type: "boolean" },
+        "frame-quota": { type: "string" },
+        "http-quota": { type: "string" },
+        "max-frame-bytes": { type: "string" },
+        "max-content-bytes": { type: "string" },
+        "created-at-skew": { type: "string" },
+        "max-subscriptions": { type: "string" },
+        "max-stored-per-filter": { type: "string" },
+      },
+      HELP,
+    );
     if (!args) return 0;
     const v = args.values as Record<string, string | undefined>;
     const limits = limitsFromArgs(v);
     const port = v.port === undefined ? 0 : Number(v.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be an integer 0..65535, got '${v.port}'\n\n${HELP}`);
+    if (!Number.isInteger(port) || port < 0 || port > 65535)
+      throw new UsageError(`--port must be an integer 0..65535, got '${v.port}'\n\n${HELP}`);
     let relay;
     try {
-      relay = await startDevRelay({ port, host: v.host, dataDir: v.data, seed: v.seed, adminToken: v["admin-token"], limits, noLimits: args.values["no-limits"] === true });
+      relay = await startDevRelay({
+        port,
+        host: v.host,
+        dataDir: v.data,
+        seed: v.seed,
+        adminToken: v["admin-token"],
+        limits,
+        noLimits: args.values["no-limits"] === true,
+      });
     } catch (err) {
       if (err instanceof SeedError) {
         process.stderr.write(`buzz-bridge dev-relay: ${err.message}\n`);

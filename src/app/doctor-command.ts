@@ -37,7 +37,10 @@ export function main(argv: string[]): Promise<number> {
     } catch (err) {
       if (err instanceof ConfigError) {
         const n = err.problems.length;
-        const what = n === 1 && err.problems[0]!.message.startsWith("cannot read config") ? "cannot be read" : `is invalid (${n} error${n === 1 ? "" : "s"})`;
+        const what =
+          n === 1 && err.problems[0]!.message.startsWith("cannot read config")
+            ? "cannot be read"
+            : `is invalid (${n} error${n === 1 ? "" : "s"})`;
         process.stdout.write(`✗ config  ${file} ${what}; fix this and run doctor again:\n`);
         for (const p of err.message.split("\n")) process.stdout.write(`          ${p}\n`);
         return 1;

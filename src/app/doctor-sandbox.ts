@@ -42,13 +42,24 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
   const mode = cfg.agent.sandbox;
   const asked = [mode, ...cfg.channels.map((c) => c.agent?.sandbox)].filter((m) => m !== undefined);
   if (asked.every((m) => m === "off")) {
-    return { name, mark: "ok", summary: "off (agent.sandbox: off): agents run as the daemon's user and can read its key file, config, state directory and every channel's files" };
+    return {
+      name,
+      mark: "ok",
+      summary:
+        "off (agent.sandbox: off): agents run as the daemon's user and can read its key file, config, state directory and every channel's files",
+    };
   }
   const sandbox = sandboxFor(loaded);
   const probe = sandbox.probe;
   if (!probe.ok) {
-    if (asked.includes("bubblewrap")) return { name, mark: "fail", summary: `agent.sandbox is bubblewrap but ${probe.reason}`, details: [`to fix: ${BUBBLEWRAP_ADVICE}`] };
-    return { name, mark: "ok", summary: `warning: ${probe.reason}; with agent.sandbox: auto agents run WITHOUT a sandbox`, details: [`to sandbox them: ${BUBBLEWRAP_ADVICE}`] };
+    if (asked.includes("bubblewrap"))
+      return { name, mark: "fail", summary: `agent.sandbox is bubblewrap but ${probe.reason}`, details: [`to fix: ${BUBBLEWRAP_ADVICE}`] };
+    return {
+      name,
+      mark: "ok",
+      summary: `warning: ${probe.reason}; with agent.sandbox: auto agents run WITHOUT a sandbox`,
+      details: [`to sandbox them: ${BUBBLEWRAP_ADVICE}`],
+    };
   }
   const scratch = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-"));
   try {
@@ -62,16 +73,21 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
     const paths = bridgePaths(loaded);
     const arg = JSON.stringify({ paths, cwd, home, pid: process.pid });
     const out = await new Promise<ProbeOut>((resolve, reject) => {
-      execFile(launch.command, [...launch.args, process.execPath, "-e", PROBE_SCRIPT, arg], { env: { ...env, ...launch.env }, timeout: timeoutMs, encoding: "utf8" }, (err, stdout, stderr) => {
-        if (err) reject(new Error(`${(stderr || err.message).trim().split("\n")[0]}`));
-        else {
-          try {
-            resolve(JSON.parse(stdout) as ProbeOut);
-          } catch {
-            reject(new Error(`unexpected output: ${stdout.slice(0, 200)}`));
+      execFile(
+        launch.command,
+        [...launch.args, process.execPath, "-e", PROBE_SCRIPT, arg],
+        { env: { ...env, ...launch.env }, timeout: timeoutMs, encoding: "utf8" },
+        (err, stdout, stderr) => {
+          if (err) reject(new Error(`${(stderr || err.message).trim().split("\n")[0]}`));
+          else {
+            try {
+              resolve(JSON.parse(stdout) as ProbeOut);
+            } catch {
+              reject(new Error(`unexpected output: ${stdout.slice(0, 200)}`));
+            }
           }
-        }
-      });
+        },
+      );
     });
     const exposed = out.paths.filter((p) => p.reach === "listable" || p.reach === "readable");
     const details = [

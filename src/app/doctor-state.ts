@@ -19,17 +19,28 @@ export async function stateChecks(loaded: LoadedConfig, timeoutMs: number): Prom
   const state = loaded.config.state;
   if (state.backend !== "postgres" || !state.url) return [];
   const where = redactDatabaseUrl(state.url);
-  const pool = new pg.Pool({ connectionString: state.url, max: 2, connectionTimeoutMillis: timeoutMs, application_name: "buzz-bridge doctor" });
+  const pool = new pg.Pool({
+    connectionString: state.url,
+    max: 2,
+    connectionTimeoutMillis: timeoutMs,
+    application_name: "buzz-bridge doctor",
+  });
   pool.on("error", () => undefined);
   try {
     let meta: Map<string, string>;
     try {
       const exists = await pool.query<{ t: string | null }>(`SELECT to_regclass('${PG_SCHEMA}.meta')::text AS t`);
       meta = new Map();
-      if (exists.rows[0]?.t) for (const r of (await pool.query<{ key: string; value: string }>(`SELECT key, value FROM ${PG_SCHEMA}.meta`)).rows) meta.set(r.key, r.value);
+      if (exists.rows[0]?.t)
+        for (const r of (await pool.query<{ key: string; value: string }>(`SELECT key, value FROM ${PG_SCHEMA}.meta`)).rows)
+          meta.set(r.key, r.value);
     } catch (err) {
       return [
-        { name: "database", mark: "fail", summary: `cannot use ${where}: ${redactDatabaseUrl((err as Error).message)}; check state.url and that PostgreSQL is up` },
+        {
+          name: "database",
+          mark: "fail",
+          summary: `cannot use ${where}: ${redactDatabaseUrl((err as Error).message)}; check state.url and that PostgreSQL is up`,
+        },
         { name: "fleet", mark: "skip", summary: "skipped: the database check failed" },
       ];
     }
@@ -40,14 +51,29 @@ export async function stateChecks(loaded: LoadedConfig, timeoutMs: number): Prom
     out.push(
       Math.abs(skew) <= SKEW_MARGIN_MS
         ? { name: "clock", mark: "ok", summary: `this machine's clock is within ${Math.abs(skew)} ms of the database's` }
-        : { name: "clock", mark: "fail", summary: `this machine's clock is ${(skew / 1000).toFixed(1)} s ${skew > 0 ? "ahead of" : "behind"} the database's (more than ${SKEW_MARGIN_MS / 1000} s): run NTP on both` },
+        : {
+            name: "clock",
+            mark: "fail",
+            summary: `this machine's clock is ${(skew / 1000).toFixed(1)} s ${skew > 0 ? "ahead of" : "behind"} the database's (more than ${SKEW_MARGIN_MS / 1000} s): run NTP on both`,
+          },
     );
     const daemons = await leases.daemons(FLEET_LEASE_MS);
     const held = await leases.list();
-    const details = daemons.map((d) => `${d.id}: ${d.leases} lease${d.leases === 1 ? "" : "s"} of max_concurrent ${d.maxConcurrent}, seen ${Math.round(d.seenAgoMs / 1000)} s ago`);
-    for (const l of held) details.push(`lease ${l.key} → ${l.holder}, ${l.expiresInMs >= 0 ? `expires in ${Math.round(l.expiresInMs / 1000)} s` : `expired ${Math.round(-l.expiresInMs / 1000)} s ago (taken over at the next claim)`}`);
+    const details = daemons.map(
+      (d) =>
+        `${d.id}: ${d.leases} lease${d.leases === 1 ? "" : "s"} of max_concurrent ${d.maxConcurrent}, seen ${Math.round(d.seenAgoMs / 1000)} s ago`,
+    );
+    for (const l of held)
+      details.push(
+        `lease ${l.key} → ${l.holder}, ${l.expiresInMs >= 0 ? `expires in ${Math.round(l.expiresInMs / 1000)} s` : `expired ${Math.round(-l.expiresInMs / 1000)} s ago (taken over at the next claim)`}`,
+      );
     const queued = await leases.queueDepth();
-    out.push({ name: "fleet", mark: "ok", summary: `${daemons.length} live daemon${daemons.length === 1 ? "" : "s"}, ${held.length} scope lease${held.length === 1 ? "" : "s"}, ${queued} mention${queued === 1 ? "" : "s"} waiting`, details });
+    out.push({
+      name: "fleet",
+      mark: "ok",
+      summary: `${daemons.length} live daemon${daemons.length === 1 ? "" : "s"}, ${held.length} scope lease${held.length === 1 ? "" : "s"}, ${queued} mention${queued === 1 ? "" : "s"} waiting`,
+      details,
+    });
     return out;
   } finally {
     await pool.end().catch(() => undefined);
@@ -57,9 +83,25 @@ export async function stateChecks(loaded: LoadedConfig, timeoutMs: number): Prom
 function databaseResult(where: string, meta: Map<string, string>, pubkey: string): CheckResult {
   const version = meta.has("schema_version") ? Number(meta.get("schema_version")) : undefined;
   const owner = meta.get("identity");
-  if (owner && owner !== pubkey) return { name: "database", mark: "fail", summary: `${where} belongs to another agent identity (pubkey ${owner}); give this fleet its own database` };
-  if (version === undefined) return { name: "database", mark: "ok", summary: `${where} reachable; empty: the first daemon to start creates the schema` };
-  if (version > PG_SCHEMA_VERSION) return { name: "database", mark: "fail", summary: `${where} has schema version ${version}, newer than this buzz-bridge understands (${PG_SCHEMA_VERSION}): upgrade it` };
-  if (version < PG_SCHEMA_VERSION) return { name: "database", mark: "ok", summary: `${where} reachable at schema version ${version}; the next daemon to start migrates it to ${PG_SCHEMA_VERSION}` };
+  if (owner && owner !== pubkey)
+    return {
+      name: "database",
+      mark: "fail",
+      summary: `${where} belongs to another agent identity (pubkey ${owner}); give this fleet its own database`,
+    };
+  if (version === undefined)
+    return { name: "database", mark: "ok", summary: `${where} reachable; empty: the first daemon to start creates the schema` };
+  if (version > PG_SCHEMA_VERSION)
+    return {
+      name: "database",
+      mark: "fail",
+      summary: `${where} has schema version ${version}, newer than this buzz-bridge understands (${PG_SCHEMA_VERSION}): upgrade it`,
+    };
+  if (version < PG_SCHEMA_VERSION)
+    return {
+      name: "database",
+      mark: "ok",
+      summary: `${where} reachable at schema version ${version}; the next daemon to start migrates it to ${PG_SCHEMA_VERSION}`,
+    };
   return { name: "database", mark: "ok", summary: `${where} reachable and migrated (schema version ${version})` };
 }

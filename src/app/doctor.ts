@@ -64,7 +64,11 @@ function stateCheck(dir: string): CheckResult {
   const lock = StateLock.probe(dir);
   if (lock.state === "held") {
     // A running daemon is normal when doctor checks a live service; a second `run` is what would fail.
-    return { name: "state", mark: "ok", summary: `${dir} is writable and in use by a running daemon${lock.pid ? ` (pid ${lock.pid})` : ""}; a second \`run\` on it would exit 2` };
+    return {
+      name: "state",
+      mark: "ok",
+      summary: `${dir} is writable and in use by a running daemon${lock.pid ? ` (pid ${lock.pid})` : ""}; a second \`run\` on it would exit 2`,
+    };
   }
   if (lock.state === "unknown") return { name: "state", mark: "fail", summary: `cannot read the lock in ${dir}: ${lock.error}` };
   return { name: "state", mark: "ok", summary: `${dir} is writable; no daemon is using it` };
@@ -111,7 +115,11 @@ async function relayChecks(loaded: LoadedConfig, timeoutMs: number): Promise<Che
     }
     if (auth.value.unchallenged) {
       // The daemon carries on unauthenticated there, but a Buzz relay always challenges.
-      out.push({ name: "auth", mark: "ok", summary: `the relay sent no NIP-42 challenge; continuing unauthenticated (is ${url} a Buzz relay?)` });
+      out.push({
+        name: "auth",
+        mark: "ok",
+        summary: `the relay sent no NIP-42 challenge; continuing unauthenticated (is ${url} a Buzz relay?)`,
+      });
     } else {
       out.push({ name: "auth", mark: "ok", summary: `NIP-42 auth accepted for ${npub(loaded.pubkey)} (${auth.value.ms} ms)` });
     }
@@ -145,7 +153,11 @@ function connectOnce(url: string, timeoutMs: number): Promise<number> {
     });
     ws.once("unexpected-response", (_req, res) => {
       ws.terminate();
-      reject(new Error(`cannot connect to ${url}: the server answered HTTP ${res.statusCode} instead of a WebSocket upgrade; is relay.url the relay's WebSocket address?`));
+      reject(
+        new Error(
+          `cannot connect to ${url}: the server answered HTTP ${res.statusCode} instead of a WebSocket upgrade; is relay.url the relay's WebSocket address?`,
+        ),
+      );
     });
     ws.once("error", (err: NodeJS.ErrnoException) => {
       ws.terminate();
@@ -168,8 +180,10 @@ function connectAdvice(url: string, err: NodeJS.ErrnoException): string {
     case "ENETUNREACH":
       return `${head} (no route to the relay; check relay.url, the network and firewalls)`;
     default:
-      if (/certificate|CERT|SSL|TLS/i.test(`${code} ${err.message}`)) return `${head} (${err.message}; the relay's TLS certificate is not trusted here — set NODE_EXTRA_CA_CERTS for a private CA)`;
-      if (/handshake timed out|timed out/i.test(err.message)) return `cannot connect to ${url}: no WebSocket handshake in time (relay overloaded, or a proxy in between?)`;
+      if (/certificate|CERT|SSL|TLS/i.test(`${code} ${err.message}`))
+        return `${head} (${err.message}; the relay's TLS certificate is not trusted here — set NODE_EXTRA_CA_CERTS for a private CA)`;
+      if (/handshake timed out|timed out/i.test(err.message))
+        return `cannot connect to ${url}: no WebSocket handshake in time (relay overloaded, or a proxy in between?)`;
       return code ? `${head} (${err.message})` : head;
   }
 }
@@ -193,16 +207,29 @@ function channelsResult(cfg: Config, all: ChannelInfo[], pubkey: string): CheckR
   const missing = cfg.channels.filter((e) => e.id !== "*" && !all.some((c) => c.id === e.id)).map((e) => e.id);
   for (const id of missing) details.push(`✗ channels: ${id} is configured but ${npub(pubkey)} is not a member of it`);
   if (all.length === 0) {
-    return { name: "channels", mark: "fail", summary: `${npub(pubkey)} is not a member of any channel: ask a channel admin to add it`, details };
+    return {
+      name: "channels",
+      mark: "fail",
+      summary: `${npub(pubkey)} is not a member of any channel: ask a channel admin to add it`,
+      details,
+    };
   }
   if (selected.length === 0) {
     return {
-      name: "channels", mark: "fail", details,
+      name: "channels",
+      mark: "fail",
+      details,
       summary: `member of ${all.length} channel${all.length === 1 ? "" : "s"} (${all.map((c) => `#${c.name}`).join(", ")}) but the config's channels select none of them`,
     };
   }
   const listening = `listening in ${selected.length} channel${selected.length === 1 ? "" : "s"}`;
-  if (missing.length) return { name: "channels", mark: "fail", summary: `${listening}; ${missing.length} configured channel${missing.length === 1 ? " is" : "s are"} not joined`, details };
+  if (missing.length)
+    return {
+      name: "channels",
+      mark: "fail",
+      summary: `${listening}; ${missing.length} configured channel${missing.length === 1 ? " is" : "s are"} not joined`,
+      details,
+    };
   return { name: "channels", mark: "ok", summary: listening, details };
 }
 
@@ -217,7 +244,18 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
   const missing = agentCommandProblem(command, env.PATH ?? process.env.PATH ?? "");
   if (missing) return { name: "agent", mark: "fail", summary: missing };
   const probe = await bounded(timeoutMs + 2000, `agent '${shown}'`, () =>
-    probeAgent({ command, args, env: cfg.env, mode: cfg.mode, model: cfg.model, effort: cfg.effort, authMethod: cfg.auth_method, initTimeoutMs: timeoutMs, secret: loaded.secretKey }));
+    probeAgent({
+      command,
+      args,
+      env: cfg.env,
+      mode: cfg.mode,
+      model: cfg.model,
+      effort: cfg.effort,
+      authMethod: cfg.auth_method,
+      initTimeoutMs: timeoutMs,
+      secret: loaded.secretKey,
+    }),
+  );
   if (!probe.ok) {
     const [first, ...rest] = probe.error.split("\n");
     return { name: "agent", mark: "fail", summary: first!, details: rest.filter((l) => l.trim() !== "") };
@@ -244,7 +282,8 @@ async function mcpChecks(cfg: Config, timeoutMs: number): Promise<CheckResult[]>
   try {
     await Promise.all(servers.map((ds) => bounded(timeoutMs + 1000, `MCP server '${ds.name}'`, () => ds.start())));
     const results = servers.map(serverResult);
-    if (servers.length === 0) return [{ name: "tool names", mark: "ok", summary: "no MCP servers configured; only the built-in buzz tools are listed" }];
+    if (servers.length === 0)
+      return [{ name: "tool names", mark: "ok", summary: "no MCP servers configured; only the built-in buzz tools are listed" }];
     const ready = servers.filter((ds) => ds.state === "ready");
     const broken = servers.filter((ds) => ds.state !== "ready").map((ds) => ds.name);
     if (ready.length === 0) return [...results, skipped("tool names", "MCP server")];
@@ -260,13 +299,19 @@ function serverResult(ds: Downstream): CheckResult {
   const name = `mcp ${ds.name}`;
   if (ds.state === "ready") {
     const tools = ds.tools.map((t) => t.name);
-    return { name, mark: "ok", summary: `started and listed ${tools.length} tool${tools.length === 1 ? "" : "s"}`, details: tools.length ? [tools.join(", ")] : [] };
+    return {
+      name,
+      mark: "ok",
+      summary: `started and listed ${tools.length} tool${tools.length === 1 ? "" : "s"}`,
+      details: tools.length ? [tools.join(", ")] : [],
+    };
   }
   const stderr = ds.lastFailureStderr !== undefined ? ds.lastFailureStderr.trim().split("\n").slice(-10) : [];
   let error = ds.lastError ?? (ds.state === "starting" ? "did not list its tools in time" : "failed to start");
   if (/Connection closed/i.test(error)) error = "exited before listing its tools";
   return {
-    name, mark: "fail",
+    name,
+    mark: "fail",
     summary: `'${[ds.cfg.command, ...ds.cfg.args].join(" ")}' failed: ${error}`,
     details: stderr.length ? ["stderr (last lines):", ...stderr.map((l) => `  ${l}`)] : ["(no stderr output)"],
   };
@@ -286,7 +331,11 @@ function toolNamesResult(cfg: Config, ready: Downstream[]): CheckResult {
   const problems = new Set<string>();
   let count = 0;
   for (const names of sets.values()) {
-    const catalog = buildCatalog(ready.filter((ds) => names.includes(ds.name)), BUZZ_TOOLS, silentLogger());
+    const catalog = buildCatalog(
+      ready.filter((ds) => names.includes(ds.name)),
+      BUZZ_TOOLS,
+      silentLogger(),
+    );
     count = Math.max(count, catalog.tools.length);
     if (catalog.collision) problems.add(catalog.collision.message);
     for (const n of catalog.notes) {
@@ -302,8 +351,18 @@ function toolNamesResult(cfg: Config, ready: Downstream[]): CheckResult {
       }
     }
   }
-  if (problems.size) return { name: "tool names", mark: "fail", summary: `${problems.size} problem${problems.size === 1 ? "" : "s"} with the proxy's tool names`, details: [...problems] };
-  return { name: "tool names", mark: "ok", summary: `${count} tools (with the built-in buzz tools), all ≤ ${MAX_QUALIFIED_NAME} characters as ${AGENT_PREFIX}<name>, no collisions` };
+  if (problems.size)
+    return {
+      name: "tool names",
+      mark: "fail",
+      summary: `${problems.size} problem${problems.size === 1 ? "" : "s"} with the proxy's tool names`,
+      details: [...problems],
+    };
+  return {
+    name: "tool names",
+    mark: "ok",
+    summary: `${count} tools (with the built-in buzz tools), all ≤ ${MAX_QUALIFIED_NAME} characters as ${AGENT_PREFIX}<name>, no collisions`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -321,7 +380,13 @@ async function bounded<T>(ms: number, what: string, fn: () => Promise<T>): Promi
     timer = setTimeout(() => r({ ok: false, error: `${what} did not finish within ${Math.round(ms / 1000)} s` }), ms);
   });
   try {
-    return await Promise.race([fn().then((value): Bounded<T> => ({ ok: true, value }), (err: unknown): Bounded<T> => ({ ok: false, error: message(err), cause: err })), timeout]);
+    return await Promise.race([
+      fn().then(
+        (value): Bounded<T> => ({ ok: true, value }),
+        (err: unknown): Bounded<T> => ({ ok: false, error: message(err), cause: err }),
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }

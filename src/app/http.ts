@@ -126,7 +126,10 @@ async function handle(opts: HttpOptions, req: IncomingMessage, res: ServerRespon
     const { status, body } = await readyz(opts);
     sendJson(res, status, body);
   } else if (path === "/status" && opts.status) {
-    send(res, 200, "text/html; charset=utf-8", await opts.status(), { "content-security-policy": STATUS_CSP, "x-content-type-options": "nosniff" });
+    send(res, 200, "text/html; charset=utf-8", await opts.status(), {
+      "content-security-policy": STATUS_CSP,
+      "x-content-type-options": "nosniff",
+    });
   } else {
     send(res, 200, opts.metrics.contentType, await opts.metrics.text());
   }

@@ -26,7 +26,10 @@ function lookup(db: "passwd" | "group", name: string): number {
   if (/^\d+$/.test(name)) return Number(name);
   const r = spawnSync("getent", [db, name], { encoding: "utf8" });
   const id = r.status === 0 ? Number(r.stdout.split(":")[2]) : NaN;
-  if (!Number.isInteger(id)) throw new UsageError(`--owner: no ${db === "passwd" ? "user" : "group"} '${name}' on this system (create it first, e.g. useradd --system ${name})`);
+  if (!Number.isInteger(id))
+    throw new UsageError(
+      `--owner: no ${db === "passwd" ? "user" : "group"} '${name}' on this system (create it first, e.g. useradd --system ${name})`,
+    );
   return id;
 }
 
@@ -49,7 +52,8 @@ export function main(argv: string[]): Promise<number> {
     const ownerText = args.values.owner as string | undefined;
     if ((modeText || ownerText) && !out) throw new UsageError(`--owner and --mode apply to the key file: give --out FILE\n\n${HELP}`);
     const mode = modeText === undefined ? 0o600 : MODES[modeText];
-    if (mode === undefined) throw new UsageError(`--mode ${modeText}: use 0600 or 0400; the daemon refuses a key file group or others can read`);
+    if (mode === undefined)
+      throw new UsageError(`--mode ${modeText}: use 0600 or 0400; the daemon refuses a key file group or others can read`);
     const owner = ownerText ? parseOwner(ownerText) : undefined;
 
     const sk = generateSecretKey();
@@ -61,7 +65,9 @@ export function main(argv: string[]): Promise<number> {
         fd = openSync(out, "wx", mode); // wx: fail if it exists
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        process.stderr.write(`buzz-bridge keygen: cannot create ${out}: ${code === "EEXIST" ? "file exists (refusing to overwrite a key)" : code}\n`);
+        process.stderr.write(
+          `buzz-bridge keygen: cannot create ${out}: ${code === "EEXIST" ? "file exists (refusing to overwrite a key)" : code}\n`,
+        );
         return 1;
       }
       try {
@@ -72,12 +78,14 @@ export function main(argv: string[]): Promise<number> {
         closeSync(fd);
         rmSync(out, { force: true });
         const code = (err as NodeJS.ErrnoException).code;
-        process.stderr.write(`buzz-bridge keygen: cannot give ${out} to ${ownerText}: ${code}${code === "EPERM" ? " (changing a file's owner needs root)" : ""}\n`);
+        process.stderr.write(
+          `buzz-bridge keygen: cannot give ${out} to ${ownerText}: ${code}${code === "EPERM" ? " (changing a file's owner needs root)" : ""}\n`,
+        );
         return 1;
       }
       closeSync(fd);
     }
-    const how = `mode ${(mode).toString(8).padStart(4, "0")}${owner ? `, owner ${owner.uid}:${owner.gid}` : ""}`;
+    const how = `mode ${mode.toString(8).padStart(4, "0")}${owner ? `, owner ${owner.uid}:${owner.gid}` : ""}`;
     const last = out ? `nsec written to ${out} (${how})` : `nsec: ${nsec}`;
     process.stdout.write(`npub: ${nip19.npubEncode(pk)}\nhex:  ${pk}\n${last}\n`);
     return 0;

@@ -9,7 +9,13 @@ import { parseCommandArgs, UsageError, withUsage } from "../base/args.js";
 import { LinkClient } from "../link/client.js";
 import { LINK_ENV, LINK_TOKEN_ENV } from "../contract/proxy-entry.js";
 import { FastStdioServerTransport } from "../proxy/line-transport.js";
-import { DEFAULT_HOOK_DEADLINE_MS, DEFAULT_LIST_TIMEOUT_MS, loadManifestFile, ManifestError, type ProxyManifest } from "../proxy/manifest.js";
+import {
+  DEFAULT_HOOK_DEADLINE_MS,
+  DEFAULT_LIST_TIMEOUT_MS,
+  loadManifestFile,
+  ManifestError,
+  type ProxyManifest,
+} from "../proxy/manifest.js";
 import { AggregatingProxy } from "../proxy/server.js";
 
 /** How long a closed link may precede the proxy's own stop before it counts as lost. */
@@ -28,7 +34,11 @@ export function main(argv: string[]): Promise<number> {
   return withUsage(async () => {
     const args = parseCommandArgs(argv, { manifest: { type: "string" }, "log-level": { type: "string" } }, HELP);
     if (!args) return 0;
-    const logger = createLogger({ destination: process.stderr, level: (args.values["log-level"] as string | undefined) ?? "info", name: PROXY_LOGGER_NAME });
+    const logger = createLogger({
+      destination: process.stderr,
+      level: (args.values["log-level"] as string | undefined) ?? "info",
+      name: PROXY_LOGGER_NAME,
+    });
     const file = args.values.manifest as string | undefined;
     const socketPath = process.env[LINK_ENV];
     const token = process.env[LINK_TOKEN_ENV];

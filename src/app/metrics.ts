@@ -219,7 +219,10 @@ export class Metrics {
       registers,
       collect: () =>
         this.read(this.sources.signatureChecks, (s) => {
-          for (const [key, result] of [["verified", "valid"], ["failed", "invalid"]] as const) {
+          for (const [key, result] of [
+            ["verified", "valid"],
+            ["failed", "invalid"],
+          ] as const) {
             if (s[key] > this.checksSeen[key]) this.signatureChecks.inc({ result }, s[key] - this.checksSeen[key]);
             this.checksSeen[key] = s[key];
           }
@@ -261,8 +264,18 @@ export class Metrics {
     if (sources.fleet && !this.registry.getSingleMetric(`${PREFIX}fleet_leases`)) {
       // Only a fleet has these; a single daemon's /metrics does not show them as zeros.
       const registers = [this.registry];
-      const leases = new Gauge({ name: `${PREFIX}fleet_leases`, help: "Scopes this daemon holds the lease of (fleet mode).", registers, collect: () => this.read(this.sources.fleet, (f) => leases.set(f.leases)) });
-      const queued = new Gauge({ name: `${PREFIX}fleet_queue_depth`, help: "Mentions waiting for a turn across the fleet, as of the last lease renewal (fleet mode).", registers, collect: () => this.read(this.sources.fleet, (f) => queued.set(f.queued)) });
+      const leases = new Gauge({
+        name: `${PREFIX}fleet_leases`,
+        help: "Scopes this daemon holds the lease of (fleet mode).",
+        registers,
+        collect: () => this.read(this.sources.fleet, (f) => leases.set(f.leases)),
+      });
+      const queued = new Gauge({
+        name: `${PREFIX}fleet_queue_depth`,
+        help: "Mentions waiting for a turn across the fleet, as of the last lease renewal (fleet mode).",
+        registers,
+        collect: () => this.read(this.sources.fleet, (f) => queued.set(f.queued)),
+      });
     }
   }
 
@@ -354,7 +367,11 @@ export class Metrics {
    * A turn's usage as the agent reported it. `channel` is a channel id (bounded by the
    * identity's memberships), `model` the session's model or `unknown`.
    */
-  turnUsage(channel: string, model: string | undefined, usage: { inputTokens: number; outputTokens: number; cost?: { amount: number; currency: string } }): void {
+  turnUsage(
+    channel: string,
+    model: string | undefined,
+    usage: { inputTokens: number; outputTokens: number; cost?: { amount: number; currency: string } },
+  ): void {
     const m = model ?? "unknown";
     if (usage.inputTokens > 0) this.tokens.inc({ channel, model: m, direction: "in" }, usage.inputTokens);
     if (usage.outputTokens > 0) this.tokens.inc({ channel, model: m, direction: "out" }, usage.outputTokens);

@@ -33,7 +33,8 @@ export function main(argv: string[]): Promise<number> {
     if (!args) return 0;
     const v = args.values as Record<string, string | string[] | undefined>;
     const nsec = (v.nsec as string | undefined) ?? process.env.BUZZ_POST_NSEC;
-    if (!v.relay || !nsec || !v.channel || args.positionals.length === 0) throw new UsageError(`--relay, --nsec, --channel and TEXT are required\n\n${HELP}`);
+    if (!v.relay || !nsec || !v.channel || args.positionals.length === 0)
+      throw new UsageError(`--relay, --nsec, --channel and TEXT are required\n\n${HELP}`);
     let secret: Uint8Array;
     let mentions: string[];
     try {
@@ -65,7 +66,10 @@ export function main(argv: string[]): Promise<number> {
       }
       const { event, outcome } = await client.send(message(v.channel as string, args.positionals.join(" "), { mentions, thread }));
       if (outcome.status !== "accepted" && outcome.status !== "duplicate") {
-        const advice = outcome.reason && isMembershipRefusal(outcome.reason) ? `: ${refusalAdvice(outcome.reason, client.pubkey, "publish")}` : `: ${outcome.status}${outcome.reason ? ` (${outcome.reason})` : ""}`;
+        const advice =
+          outcome.reason && isMembershipRefusal(outcome.reason)
+            ? `: ${refusalAdvice(outcome.reason, client.pubkey, "publish")}`
+            : `: ${outcome.status}${outcome.reason ? ` (${outcome.reason})` : ""}`;
         process.stderr.write(`post: the relay refused the message${advice}\n`);
         return 2;
       }

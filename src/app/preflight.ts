@@ -88,7 +88,11 @@ export function writableDirProblem(dir: string, what: string, fix: string): stri
 }
 
 export function stateDirProblem(dir: string): string | undefined {
-  return writableDirProblem(dir, "state_dir", "set state_dir to a directory this user owns (the systemd unit's StateDirectory and the image's volume provide /var/lib/buzz-bridge)");
+  return writableDirProblem(
+    dir,
+    "state_dir",
+    "set state_dir to a directory this user owns (the systemd unit's StateDirectory and the image's volume provide /var/lib/buzz-bridge)",
+  );
 }
 
 /** The directory the agent's per-channel work dirs are made in: agent.cwd up to `{channel}`. */
@@ -100,7 +104,11 @@ export function agentCwdBase(template: string): string {
 }
 
 export function agentCwdProblem(template: string): string | undefined {
-  return writableDirProblem(agentCwdBase(template), "agent.cwd", "set agent.cwd to a directory this user can write (or create it and chown it to this user)");
+  return writableDirProblem(
+    agentCwdBase(template),
+    "agent.cwd",
+    "set agent.cwd to a directory this user can write (or create it and chown it to this user)",
+  );
 }
 
 /** Why `command` cannot be started, or undefined when it looks runnable. */
@@ -112,7 +120,9 @@ export function agentCommandProblem(command: string, path: string): string | und
       accessSync(full, constants.X_OK);
       return undefined;
     } catch (err) {
-      return code(err) === "EACCES" ? `agent command '${command}' is not executable (chmod +x?)` : `agent command '${command}' does not exist; install it or fix agent.command`;
+      return code(err) === "EACCES"
+        ? `agent command '${command}' is not executable (chmod +x?)`
+        : `agent command '${command}' does not exist; install it or fix agent.command`;
     }
   }
   for (const dir of path.split(delimiter)) {

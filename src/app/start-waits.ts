@@ -29,7 +29,10 @@ const startBackoff = () => new Backoff({ baseMs: 1000, capMs: 30_000, jitter: 0 
  * is reported through `onRetry` with the delay before the next try. An abort, seen before or
  * after the wait, ends it with StartAbortedError.
  */
-async function untilUp<T>(attempt: () => Promise<T>, o: { signal: AbortSignal; fatal?: (err: unknown) => boolean; onRetry: (err: unknown, delayMs: number) => void }): Promise<T> {
+async function untilUp<T>(
+  attempt: () => Promise<T>,
+  o: { signal: AbortSignal; fatal?: (err: unknown) => boolean; onRetry: (err: unknown, delayMs: number) => void },
+): Promise<T> {
   const backoff = startBackoff();
   for (;;) {
     try {
@@ -58,18 +61,38 @@ export function discoverChannelsAtStart(o: {
     signal: o.signal,
     onRetry: (err, delay) => {
       const refused = err instanceof RelayHttpError && (err.status === 401 || err.status === 403) ? err.relayMessage : o.lastAuthError();
-      const msg = refused !== undefined ? `the relay refused this identity: ${refusalAdvice(refused, o.pubkey)}; retrying` : "cannot list channels yet (is the relay up?); retrying";
-      o.logger.warn({ evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay, ...(refused !== undefined ? { npub: npub(o.pubkey) } : {}) }, msg);
+      const msg =
+        refused !== undefined
+          ? `the relay refused this identity: ${refusalAdvice(refused, o.pubkey)}; retrying`
+          : "cannot list channels yet (is the relay up?); retrying";
+      o.logger.warn(
+        {
+          evt: "daemon.discovery_retry",
+          err: err instanceof Error ? err.message : String(err),
+          retry_ms: delay,
+          ...(refused !== undefined ? { npub: npub(o.pubkey) } : {}),
+        },
+        msg,
+      );
     },
   });
 }
 
 /** The fleet's database; a refusal (another identity, a newer schema) ends the start. */
-export async function openFleetStoreAtStart(o: { url: string; pubkey: string; signal: AbortSignal; logger: Logger }): Promise<PostgresStore> {
+export async function openFleetStoreAtStart(o: {
+  url: string;
+  pubkey: string;
+  signal: AbortSignal;
+  logger: Logger;
+}): Promise<PostgresStore> {
   const store = await untilUp(() => PostgresStore.open({ url: o.url, identity: o.pubkey }), {
     signal: o.signal,
     fatal: (err) => !(err instanceof QueueStoreError) || err instanceof StateRefusedError,
-    onRetry: (err, delay) => o.logger.warn({ evt: "state.unreachable", err: (err as Error).message, retry_ms: delay }, "cannot use the fleet's database yet; retrying"),
+    onRetry: (err, delay) =>
+      o.logger.warn(
+        { evt: "state.unreachable", err: (err as Error).message, retry_ms: delay },
+        "cannot use the fleet's database yet; retrying",
+      ),
   });
   o.logger.info({ evt: "state.opened", backend: "postgres", where: store.where }, "fleet state database ready");
   return store;

@@ -21,7 +21,10 @@ export const PID_FILE = "daemon.pid";
 /** Another daemon holds the lock on this state_dir. */
 export class StateLockedError extends Error {
   override name = "StateLockedError";
-  constructor(readonly stateDir: string, readonly holderPid: number | undefined) {
+  constructor(
+    readonly stateDir: string,
+    readonly holderPid: number | undefined,
+  ) {
     super(
       `state_dir ${stateDir} is in use by another buzz-bridge daemon${holderPid ? ` (pid ${holderPid})` : ""}; ` +
         "stop that daemon first, or give this one its own state_dir",
@@ -49,7 +52,10 @@ function readHolder(stateDir: string): number | undefined {
 }
 
 export class StateLock {
-  private constructor(private db: Database.Database | undefined, readonly stateDir: string) {}
+  private constructor(
+    private db: Database.Database | undefined,
+    readonly stateDir: string,
+  ) {}
 
   /**
    * Takes the lock or throws StateLockedError naming the holder. `waitMs` rides out a

@@ -25,7 +25,10 @@ export interface StatusSnapshot {
   denials: Array<{ at: number; channel?: string; author: string; reason: string }>;
   agents: Array<{ pid: number; scope?: string; spare: boolean; busy: boolean; model?: string; turns: number; rssBytes?: number }>;
   circuit: string;
-  usage: { day: string; rows: Array<{ channel: string; model: string; turns: number; inputTokens: number; outputTokens: number; cost: Record<string, number> }> };
+  usage: {
+    day: string;
+    rows: Array<{ channel: string; model: string; turns: number; inputTokens: number; outputTokens: number; cost: Record<string, number> }>;
+  };
   /** Fleet mode only: this daemon's id, the scopes it holds the lease of, the fleet's waiting mentions. */
   fleet?: { daemon: string; scopes: string[]; queued: number };
 }
@@ -75,42 +78,108 @@ export function renderStatusPage(s: StatusSnapshot): string {
     return slash < 0 ? "channel" : `thread ${esc(scope.slice(slash + 1, slash + 9))}`;
   };
 
-  const channels = table("Channels", ["channel", "type", "respond_to", "on_denied", "queued"],
+  const channels = table(
+    "Channels",
+    ["channel", "type", "respond_to", "on_denied", "queued"],
     s.channels.map((c) => [
       `<span class="name">${esc(`#${c.name}`)}</span> <span class="id">${esc(c.id)}</span>${c.about ? `<div class="about">${esc(c.about)}</div>` : ""}`,
-      esc(c.type), esc(c.respondTo), esc(c.onDenied), esc(c.queued),
-    ]), "not listening in any channel", "channels");
+      esc(c.type),
+      esc(c.respondTo),
+      esc(c.onDenied),
+      esc(c.queued),
+    ]),
+    "not listening in any channel",
+    "channels",
+  );
 
-  const turns = table("Turns in flight", ["turn", "channel", "scope", "running for", "agent's last activity", "gate"],
+  const turns = table(
+    "Turns in flight",
+    ["turn", "channel", "scope", "running for", "agent's last activity", "gate"],
     s.turns.map((t) => [
-      esc(t.turnId), channelCell(t.channel), thread(t.scope), esc(ago(now, t.startedAt)),
-      t.lastActivityAt === undefined ? "none yet" : `${esc(t.lastActivity ?? "")} <span class="ago">${esc(ago(now, t.lastActivityAt))} ago</span>`,
+      esc(t.turnId),
+      channelCell(t.channel),
+      thread(t.scope),
+      esc(ago(now, t.startedAt)),
+      t.lastActivityAt === undefined
+        ? "none yet"
+        : `${esc(t.lastActivity ?? "")} <span class="ago">${esc(ago(now, t.lastActivityAt))} ago</span>`,
       t.gateWait ? `⏳ ${esc(t.gateWait.gates.join(", "))}` : "–",
-    ]), "no turn is running", "turns");
+    ]),
+    "no turn is running",
+    "turns",
+  );
 
-  const waits = table("Gate waits", ["", "gate", "since", "turn", "channel"],
-    s.turns.filter((t) => t.gateWait).map((t) => [
-      "⏳", esc(t.gateWait!.gates.join(", ")), `${esc(iso(t.gateWait!.since))} <span class="ago">(${esc(ago(now, t.gateWait!.since))})</span>`, esc(t.turnId), channelCell(t.channel),
-    ]), "no turn waits on a gate", "gate-waits");
+  const waits = table(
+    "Gate waits",
+    ["", "gate", "since", "turn", "channel"],
+    s.turns
+      .filter((t) => t.gateWait)
+      .map((t) => [
+        "⏳",
+        esc(t.gateWait!.gates.join(", ")),
+        `${esc(iso(t.gateWait!.since))} <span class="ago">(${esc(ago(now, t.gateWait!.since))})</span>`,
+        esc(t.turnId),
+        channelCell(t.channel),
+      ]),
+    "no turn waits on a gate",
+    "gate-waits",
+  );
 
-  const denials = table("Recent denials", ["when", "channel", "author", "reason"],
-    s.denials.map((d) => [`${esc(iso(d.at))} <span class="ago">(${esc(ago(now, d.at))} ago)</span>`, channelCell(d.channel), `<span class="id">${esc(d.author)}</span>`, esc(d.reason)]),
-    "no denials since start", "denials");
+  const denials = table(
+    "Recent denials",
+    ["when", "channel", "author", "reason"],
+    s.denials.map((d) => [
+      `${esc(iso(d.at))} <span class="ago">(${esc(ago(now, d.at))} ago)</span>`,
+      channelCell(d.channel),
+      `<span class="id">${esc(d.author)}</span>`,
+      esc(d.reason),
+    ]),
+    "no denials since start",
+    "denials",
+  );
 
-  const agents = table(`Agent processes (circuit ${s.circuit})`, ["pid", "serves", "state", "model", "turns", "memory (with children)"],
+  const agents = table(
+    `Agent processes (circuit ${s.circuit})`,
+    ["pid", "serves", "state", "model", "turns", "memory (with children)"],
     s.agents.map((a) => [
-      esc(a.pid), a.spare ? "warm spare" : `${channelCell(a.scope?.split("/")[0])} ${a.scope ? thread(a.scope) : ""}`,
-      a.spare ? "ready" : a.busy ? "working" : "idle", esc(a.model ?? "–"), esc(a.turns), esc(bytes(a.rssBytes)),
-    ]), "no agent process is running", "agents");
+      esc(a.pid),
+      a.spare ? "warm spare" : `${channelCell(a.scope?.split("/")[0])} ${a.scope ? thread(a.scope) : ""}`,
+      a.spare ? "ready" : a.busy ? "working" : "idle",
+      esc(a.model ?? "–"),
+      esc(a.turns),
+      esc(bytes(a.rssBytes)),
+    ]),
+    "no agent process is running",
+    "agents",
+  );
 
-  const costText = (c: Record<string, number>) => Object.entries(c).map(([cur, amount]) => `${amount.toFixed(4)} ${cur}`).join(", ") || "–";
-  const usage = table(`Usage today (${s.usage.day}, UTC, since the daemon started)`, ["channel", "model", "turns", "tokens in", "tokens out", "cost"],
-    s.usage.rows.map((u) => [channelCell(u.channel), esc(u.model), esc(u.turns), esc(u.inputTokens), esc(u.outputTokens), esc(costText(u.cost))]),
-    "no usage reported today", "usage");
+  const costText = (c: Record<string, number>) =>
+    Object.entries(c)
+      .map(([cur, amount]) => `${amount.toFixed(4)} ${cur}`)
+      .join(", ") || "–";
+  const usage = table(
+    `Usage today (${s.usage.day}, UTC, since the daemon started)`,
+    ["channel", "model", "turns", "tokens in", "tokens out", "cost"],
+    s.usage.rows.map((u) => [
+      channelCell(u.channel),
+      esc(u.model),
+      esc(u.turns),
+      esc(u.inputTokens),
+      esc(u.outputTokens),
+      esc(costText(u.cost)),
+    ]),
+    "no usage reported today",
+    "usage",
+  );
 
   const fleet = s.fleet
-    ? table(`Fleet: this daemon ${s.fleet.daemon} holds ${s.fleet.scopes.length} lease${s.fleet.scopes.length === 1 ? "" : "s"}; ${s.fleet.queued} mention${s.fleet.queued === 1 ? "" : "s"} waiting across the fleet`, ["channel", "scope"],
-        s.fleet.scopes.map((k) => [channelCell(k.split("/")[0]), thread(k)]), "this daemon holds no scope lease", "fleet")
+    ? table(
+        `Fleet: this daemon ${s.fleet.daemon} holds ${s.fleet.scopes.length} lease${s.fleet.scopes.length === 1 ? "" : "s"}; ${s.fleet.queued} mention${s.fleet.queued === 1 ? "" : "s"} waiting across the fleet`,
+        ["channel", "scope"],
+        s.fleet.scopes.map((k) => [channelCell(k.split("/")[0]), thread(k)]),
+        "this daemon holds no scope lease",
+        "fleet",
+      )
     : "";
 
   return `<!doctype html>

@@ -88,7 +88,12 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
   const scheduler = fleet
     ? new FleetScheduler({
         store: fleet,
-        daemon: { id: `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`, host: hostname(), pid: process.pid, maxConcurrent: cfg.agent.max_concurrent },
+        daemon: {
+          id: `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`,
+          host: hostname(),
+          pid: process.pid,
+          maxConcurrent: cfg.agent.max_concurrent,
+        },
         ...turns,
         confirmPublished: (ids) => relay.storedAmong(ids, p.config().relay.publish_timeout),
         onLost: (turnIds) => dispatcher.cancelTurns(turnIds),
@@ -158,7 +163,12 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
   });
   const gate = new Gate({
     context: gateContext,
-    reporter: new DeniedReporter({ logger: log, publish: (t) => out.publish(t), verify: verifySignature, claimOnce: fleet && ((key, ms) => fleet.claimOnce(key, ms)) }),
+    reporter: new DeniedReporter({
+      logger: log,
+      publish: (t) => out.publish(t),
+      verify: verifySignature,
+      claimOnce: fleet && ((key, ms) => fleet.claimOnce(key, ms)),
+    }),
     control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: log }),
     logger: log,
     claimControl: (id, at) => (fleet ? fleet.claimControl(id, at) : store.claimControl(id, at)),

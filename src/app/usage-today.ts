@@ -58,7 +58,9 @@ export class UsageToday {
     const sum = (f: (r: UsageRow) => number) => rows.reduce((a, r) => a + f(r), 0);
     const cost: Record<string, number> = {};
     for (const r of rows) for (const [c, a] of Object.entries(r.cost)) cost[c] = (cost[c] ?? 0) + a;
-    const costText = Object.entries(cost).map(([c, a]) => `${formatCost(a)} ${c}`).join(" + ");
+    const costText = Object.entries(cost)
+      .map(([c, a]) => `${formatCost(a)} ${c}`)
+      .join(" + ");
     return `today: ${sum((r) => r.inputTokens)} tokens in, ${sum((r) => r.outputTokens)} out${costText ? `, ${costText}` : ""} over ${sum((r) => r.turns)} turn${sum((r) => r.turns) === 1 ? "" : "s"}`;
   }
 }

@@ -63,7 +63,10 @@ export class LogThrottle {
     this.windows.delete(key);
     const suppressed = w ? w.count - this.perWindow : 0;
     if (w && suppressed > 0) {
-      this.logger[w.level]({ evt: this.summaryEvt, key, suppressed, window_ms: this.windowMs }, `${suppressed} similar lines were suppressed`);
+      this.logger[w.level](
+        { evt: this.summaryEvt, key, suppressed, window_ms: this.windowMs },
+        `${suppressed} similar lines were suppressed`,
+      );
     }
   }
 }

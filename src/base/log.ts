@@ -68,10 +68,19 @@ export function createLogger(opts: LogOptions = {}): Logger {
       // A call with fields only gets its event's headline, so no line has an empty `msg`.
       logMethod(this: Logger, args: unknown[], method: (...a: unknown[]) => void) {
         const [first] = args;
-        if (args.length === 1 && first && typeof first === "object" && typeof (first as { evt?: unknown }).evt === "string" && !("msg" in first)) {
+        if (
+          args.length === 1 &&
+          first &&
+          typeof first === "object" &&
+          typeof (first as { evt?: unknown }).evt === "string" &&
+          !("msg" in first)
+        ) {
           args = [first, headlineFor((first as { evt: string }).evt)];
         }
-        method.apply(this, args.map((a) => (typeof a === "string" ? scrub(a) : a)));
+        method.apply(
+          this,
+          args.map((a) => (typeof a === "string" ? scrub(a) : a)),
+        );
       },
     },
   };
@@ -99,9 +108,14 @@ export function proxyLogLine(line: string): { level: Level; fields: Record<strin
   } catch {
     return undefined;
   }
-  if (o === null || typeof o !== "object" || o.name !== PROXY_LOGGER_NAME || typeof o.evt !== "string" || !LEVELS.has(o.level as string)) return undefined;
+  if (o === null || typeof o !== "object" || o.name !== PROXY_LOGGER_NAME || typeof o.evt !== "string" || !LEVELS.has(o.level as string))
+    return undefined;
   const { level, time: _time, pid, name: _name, msg, ...fields } = o;
-  return { level: level as Level, fields: { ...fields, source: PROXY_LOGGER_NAME, proxy_pid: pid }, msg: typeof msg === "string" ? msg : undefined };
+  return {
+    level: level as Level,
+    fields: { ...fields, source: PROXY_LOGGER_NAME, proxy_pid: pid },
+    msg: typeof msg === "string" ? msg : undefined,
+  };
 }
 
 /** A logger that writes nothing, for library code used outside the daemon. */

@@ -27,7 +27,11 @@ export function resolveAttestation(
     try {
       text = readFileSync(file, "utf8");
     } catch (err) {
-      return { ok: false, key, problem: `cannot read auth tag file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` };
+      return {
+        ok: false,
+        key,
+        problem: `cannot read auth tag file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      };
     }
   }
   if (text === undefined) return { ok: true };
@@ -43,7 +47,8 @@ export function resolveAttestation(
     };
   }
   const inTime = timeBoundsAllow(tag.conditions, atSec);
-  if (!inTime.ok) return { ok: false, key, problem: `the NIP-OA auth tag is not valid now: ${inTime.problem}; ask the owner for a new one` };
+  if (!inTime.ok)
+    return { ok: false, key, problem: `the NIP-OA auth tag is not valid now: ${inTime.problem}; ask the owner for a new one` };
   const warning =
     identity.owner !== undefined && identity.owner !== tag.owner
       ? `identity.owner (${npub(identity.owner)}) differs from the auth tag's owner (${npub(tag.owner)}); the auth tag's owner is used`

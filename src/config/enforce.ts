@@ -21,6 +21,9 @@ export function resolveEnforce(cfg: Pick<Config, "gates" | "agent">): Enforce {
 /** Why `mcp.hook_deadline` is unusable with this config, or undefined when it is fine. */
 export function hookDeadlineProblem(cfg: Pick<Config, "gates" | "agent" | "mcp">): string | undefined {
   if (resolveEnforce(cfg) !== "agent" || cfg.mcp.hook_deadline < AGENT_HOOK_TIMEOUT_MS) return undefined;
-  const how = cfg.gates.enforce === "auto" ? "gates.enforce is auto and the agent is buzz-agent, so the agent calls the hooks" : "gates.enforce is agent";
+  const how =
+    cfg.gates.enforce === "auto"
+      ? "gates.enforce is auto and the agent is buzz-agent, so the agent calls the hooks"
+      : "gates.enforce is agent";
   return `${cfg.mcp.hook_deadline} ms is not below buzz-agent's own ${AGENT_HOOK_TIMEOUT_MS} ms wait for a hook answer (${how}): the agent would give up before the merged _Stop arrives and end the turn ungated; set it below 2.5s (the default is 2s)`;
 }

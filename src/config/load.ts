@@ -153,7 +153,8 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
       warn(["channels", i, "respond_to"], "respond_to is allowlist but allow is empty: only the owner will be answered");
     }
   });
-  for (const p of policyLockProblems(config)) at(nodeAt(doc, p.path)?.range?.[0] ?? nodeAt(doc, [p.path[0]!])?.range?.[0], p.path, p.message);
+  for (const p of policyLockProblems(config))
+    at(nodeAt(doc, p.path)?.range?.[0] ?? nodeAt(doc, [p.path[0]!])?.range?.[0], p.path, p.message);
   let authTag: string[] | undefined;
   if (secretKey) {
     const att = resolveAttestation(config.identity, baseDir, pubkeyOf(secretKey));
@@ -168,22 +169,36 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
     const file = resolve(baseDir, config.heartbeat.prompt_file);
     try {
       config.heartbeat.prompt = readFileSync(file, "utf8").trim();
-      if (!config.heartbeat.prompt) at(nodeAt(doc, ["heartbeat", "prompt_file"])?.range?.[0], ["heartbeat", "prompt_file"], `heartbeat prompt file ${file} is empty`);
+      if (!config.heartbeat.prompt)
+        at(nodeAt(doc, ["heartbeat", "prompt_file"])?.range?.[0], ["heartbeat", "prompt_file"], `heartbeat prompt file ${file} is empty`);
     } catch (err) {
-      at(nodeAt(doc, ["heartbeat", "prompt_file"])?.range?.[0], ["heartbeat", "prompt_file"], `cannot read heartbeat prompt file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      at(
+        nodeAt(doc, ["heartbeat", "prompt_file"])?.range?.[0],
+        ["heartbeat", "prompt_file"],
+        `cannot read heartbeat prompt file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
     config.heartbeat.prompt_file = file;
   }
   if (!config.identity.owner) warn(["identity"], "no owner set: owner-only channels answer nobody and control commands are disabled");
   const deadline = hookDeadlineProblem(config);
-  if (deadline) at(nodeAt(doc, ["mcp", "hook_deadline"])?.range?.[0] ?? nodeAt(doc, ["gates", "enforce"])?.range?.[0], ["mcp", "hook_deadline"], deadline);
+  if (deadline)
+    at(
+      nodeAt(doc, ["mcp", "hook_deadline"])?.range?.[0] ?? nodeAt(doc, ["gates", "enforce"])?.range?.[0],
+      ["mcp", "hook_deadline"],
+      deadline,
+    );
 
   if (problems.length || !secretKey) throw new ConfigError(sortProblems(problems));
 
   config.agent.sandbox_binds.forEach((b, i) => {
     b.path = resolve(baseDir, b.path);
     if (!existsSync(b.path)) {
-      at(nodeAt(doc, ["agent", "sandbox_binds", i, "path"])?.range?.[0], ["agent", "sandbox_binds", i, "path"], `${b.path} does not exist; create it, or remove this bind`);
+      at(
+        nodeAt(doc, ["agent", "sandbox_binds", i, "path"])?.range?.[0],
+        ["agent", "sandbox_binds", i, "path"],
+        `${b.path} does not exist; create it, or remove this bind`,
+      );
     }
   });
   if (problems.length) throw new ConfigError(sortProblems(problems));
@@ -200,7 +215,9 @@ export function readSecretFile(path: string): Uint8Array {
     throw new KeyError(`cannot read secret key file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   if (mode & 0o077) {
-    throw new KeyError(`secret key file ${path} has mode ${mode.toString(8).padStart(4, "0")}; it must not be group/world readable (chmod 600 ${path})`);
+    throw new KeyError(
+      `secret key file ${path} has mode ${mode.toString(8).padStart(4, "0")}; it must not be group/world readable (chmod 600 ${path})`,
+    );
   }
   try {
     return parseSecretKey(readFileSync(path, "utf8"));
@@ -218,7 +235,10 @@ function interpolate(doc: Document, env: NodeJS.ProcessEnv, at: (offset: number 
         const v = env[name];
         if (fallback !== undefined && (v === undefined || v === "")) return fallback;
         if (v === undefined) {
-          const hint = formatPath(path) === "identity.secret_key" ? "; set it to the agent's nsec (buzz-bridge keygen makes one) or use identity.secret_key_file instead" : "";
+          const hint =
+            formatPath(path) === "identity.secret_key"
+              ? "; set it to the agent's nsec (buzz-bridge keygen makes one) or use identity.secret_key_file instead"
+              : "";
           at(node.range?.[0], path, `environment variable ${name} is not set${hint}`);
           return "";
         }
@@ -281,7 +301,8 @@ function locateIssue(doc: Document, issue: z.core.$ZodIssue, at: (offset: number
   let depth = path.length;
   while (depth > 0 && !nodeAt(doc, path.slice(0, depth))) depth--;
   const missing = depth < path.length;
-  const message = missing && issue.code === "invalid_type" && issue.message.includes("undefined") ? "required key is missing" : issue.message;
+  const message =
+    missing && issue.code === "invalid_type" && issue.message.includes("undefined") ? "required key is missing" : issue.message;
   at(nodeAt(doc, path.slice(0, depth))?.range?.[0], path, message);
 }
 

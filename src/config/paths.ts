@@ -34,9 +34,14 @@ export interface PathKeys {
 }
 
 /** Applies the rule in place; returns the effective state_dir and agent.cwd. */
-export function resolvePaths<T extends PathKeys>(config: T, configFile: string, env: NodeJS.ProcessEnv): T & { state_dir: string; agent: { cwd: string } } {
+export function resolvePaths<T extends PathKeys>(
+  config: T,
+  configFile: string,
+  env: NodeJS.ProcessEnv,
+): T & { state_dir: string; agent: { cwd: string } } {
   const base = resolve(configFile, "..");
-  const stateDir = config.state_dir !== undefined ? resolve(base, config.state_dir) : (providedStateDir(env) ?? resolve(base, DEFAULT_STATE_DIR));
+  const stateDir =
+    config.state_dir !== undefined ? resolve(base, config.state_dir) : (providedStateDir(env) ?? resolve(base, DEFAULT_STATE_DIR));
   config.state_dir = stateDir;
   config.agent.cwd = config.agent.cwd !== undefined ? resolve(base, config.agent.cwd) : join(stateDir, DEFAULT_WORK_DIR);
   if (config.relay.seed !== undefined) config.relay.seed = resolve(base, config.relay.seed);

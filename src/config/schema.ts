@@ -33,14 +33,17 @@ function optionalDuration(key: string) {
     .optional();
 }
 
-export const pubkey = z.string().transform((s, ctx) => {
-  try {
-    return parsePubkey(s);
-  } catch (err) {
-    ctx.addIssue({ code: "custom", message: `bad pubkey: ${(err as Error).message}` });
-    return z.NEVER;
-  }
-}).describe("npub1… or 64-character hex public key");
+export const pubkey = z
+  .string()
+  .transform((s, ctx) => {
+    try {
+      return parsePubkey(s);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: `bad pubkey: ${(err as Error).message}` });
+      return z.NEVER;
+    }
+  })
+  .describe("npub1… or 64-character hex public key");
 
 const stringMap = z.record(z.string(), z.string());
 
@@ -58,12 +61,17 @@ export type MidTurnMode = z.output<typeof MidTurn>;
 
 const identity = z.strictObject({
   secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
-  secret_key_file: z.string().optional().describe("file holding the nsec; must not be group/world readable; relative to the config file's directory"),
+  secret_key_file: z
+    .string()
+    .optional()
+    .describe("file holding the nsec; must not be group/world readable; relative to the config file's directory"),
   owner: pubkey.optional().describe("whom owner-only means, and who may send !cancel/!rotate/!status/!shutdown"),
   auth_tag: z
     .union([z.string(), z.array(z.string())])
     .optional()
-    .describe('the NIP-OA owner attestation of this agent: the JSON text ["auth","<owner hex>","<conditions>","<sig hex>"] (e.g. ${BUZZ_AUTH_TAG}) or that list in YAML; verified at start, its owner wins over identity.owner'),
+    .describe(
+      'the NIP-OA owner attestation of this agent: the JSON text ["auth","<owner hex>","<conditions>","<sig hex>"] (e.g. ${BUZZ_AUTH_TAG}) or that list in YAML; verified at start, its owner wins over identity.owner',
+    ),
   auth_tag_file: z.string().optional().describe("file holding the NIP-OA auth tag JSON (instead of auth_tag)"),
 });
 
@@ -72,7 +80,10 @@ const relay = z.strictObject({
     .string()
     .refine((u) => u === "embedded" || /^wss?:\/\/[^\s/]+/.test(u), { message: "expected ws://host, wss://host or embedded" })
     .describe("the Buzz relay's WebSocket URL, or `embedded` to start the development relay in-process"),
-  seed: z.string().optional().describe("with url: embedded, the dev relay's seed file (channels, members); relative to the config file's directory"),
+  seed: z
+    .string()
+    .optional()
+    .describe("with url: embedded, the dev relay's seed file (channels, members); relative to the config file's directory"),
   presence: z.boolean().default(true).describe("publish kind 20001 presence (online every 60s, offline on shutdown); default true"),
   typing: z.boolean().default(true).describe("publish kind 20002 typing indicators while a turn runs; default true"),
   publish_timeout: duration("publish_timeout", "10s"),
@@ -82,7 +93,9 @@ const relay = z.strictObject({
       window: duration("window", "5s"),
     })
     .prefault({})
-    .describe("the bridge's own outgoing WebSocket frame budget, mirroring the relay's quota (Buzz: 50 frames per 5s); replies and notices wait for room, typing and presence are dropped when it is short"),
+    .describe(
+      "the bridge's own outgoing WebSocket frame budget, mirroring the relay's quota (Buzz: 50 frames per 5s); replies and notices wait for room, typing and presence are dropped when it is short",
+    ),
 });
 
 export const SandboxModeSchema = z.enum(["auto", "bubblewrap", "off"]);
@@ -100,7 +113,12 @@ const agent = z.strictObject({
   command: z.string().default("claude-agent-acp").describe("the ACP agent executable; default claude-agent-acp"),
   args: z.array(z.string()).default([]),
   env: stringMap.default({}).describe("added to the agent's cleaned environment; the bridge's secret key never is"),
-  cwd: z.string().optional().describe("agent working directory; {channel} = channel name slug; created if missing; relative to the config file's directory; default <state_dir>/work/{channel}"),
+  cwd: z
+    .string()
+    .optional()
+    .describe(
+      "agent working directory; {channel} = channel name slug; created if missing; relative to the config file's directory; default <state_dir>/work/{channel}",
+    ),
   session_scope: z.enum(["thread", "channel"]).default("thread"),
   max_concurrent: z.number().int().min(1).max(64).default(4).describe("agent processes at once; default 4"),
   idle_timeout: duration("idle_timeout", "15m"),
@@ -114,12 +132,39 @@ const agent = z.strictObject({
   auth_method: z.string().optional().describe("ACP authenticate with this method id after initialize (codex-acp: api-key)"),
   persona: z.string().default("").describe("the agent's own standing instructions, sent before team instructions"),
   // Session settings (the Rust bridge's BUZZ_ACP_MODEL, _EFFORT_LEVEL, _MAX_TURNS_PER_SESSION, _INITIAL_MESSAGE).
-  model: z.string().min(1).optional().describe("model to select after every session/new, through the agent's model config option or its model selector; a model it does not offer fails the turn"),
-  effort: z.string().min(1).optional().describe("reasoning effort to select after every session/new, through the agent's thought_level config option; a value it does not offer fails the turn"),
-  max_turns_per_session: z.number().int().min(0).default(0).describe("start a new agent session after this many turns (0 = never); sessions also rotate after the stop reasons max_tokens and max_turn_requests"),
-  initial_message: z.string().optional().describe("sent as its own first prompt in every brand-new session, before the first mention's prompt"),
-  sandbox: SandboxModeSchema.default("auto").describe("auto (default): bubblewrap when it works here, else off with a warning; bubblewrap: required; off"),
-  sandbox_binds: z.array(sandboxBind).default([]).describe("extra host paths a sandboxed agent sees (a package cache, a git config, a toolchain under /opt)"),
+  model: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "model to select after every session/new, through the agent's model config option or its model selector; a model it does not offer fails the turn",
+    ),
+  effort: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "reasoning effort to select after every session/new, through the agent's thought_level config option; a value it does not offer fails the turn",
+    ),
+  max_turns_per_session: z
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .describe(
+      "start a new agent session after this many turns (0 = never); sessions also rotate after the stop reasons max_tokens and max_turn_requests",
+    ),
+  initial_message: z
+    .string()
+    .optional()
+    .describe("sent as its own first prompt in every brand-new session, before the first mention's prompt"),
+  sandbox: SandboxModeSchema.default("auto").describe(
+    "auto (default): bubblewrap when it works here, else off with a warning; bubblewrap: required; off",
+  ),
+  sandbox_binds: z
+    .array(sandboxBind)
+    .default([])
+    .describe("extra host paths a sandboxed agent sees (a package cache, a git config, a toolchain under /opt)"),
   network: NetworkModeSchema.default("on").describe("on (default); off: a sandboxed agent gets no network at all"),
 });
 
@@ -143,7 +188,13 @@ export type McpServerConfig = z.output<typeof mcpServer>;
 
 const mcp = z.strictObject({
   servers: z
-    .record(z.string().regex(/^[A-Za-z0-9-]+$/, { message: "server names use letters, digits and - only ('_' separates a server's name from its tools' names in the proxy, and '__' is the agent's own separator)" }), mcpServer)
+    .record(
+      z.string().regex(/^[A-Za-z0-9-]+$/, {
+        message:
+          "server names use letters, digits and - only ('_' separates a server's name from its tools' names in the proxy, and '__' is the agent's own separator)",
+      }),
+      mcpServer,
+    )
     .default({}),
   hook_deadline: duration("hook_deadline", "2s"),
   list_timeout: duration("list_timeout", "15s"),
@@ -226,11 +277,20 @@ const queue = z.strictObject({
   max_attempts: z.number().int().min(1).max(20).default(3).describe("attempts per turn before a failure notice; default 3"),
   retry_base: duration("retry_base", "5s"),
   retry_max: duration("retry_max", "5m"),
-  scope_cap: z.number().int().min(1).max(100_000).default(500).describe("waiting events per scope; above it the oldest are refused with a notice"),
+  scope_cap: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .default(500)
+    .describe("waiting events per scope; above it the oldest are refused with a notice"),
 });
 
 const http = z.strictObject({
-  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" }).describe("/healthz /readyz /metrics /status"),
+  listen: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" })
+    .describe("/healthz /readyz /metrics /status"),
 });
 
 /**
@@ -240,14 +300,20 @@ const http = z.strictObject({
  */
 const state = z
   .strictObject({
-    backend: z.enum(["sqlite", "postgres"]).default("sqlite").describe("sqlite: one daemon, a file under state_dir; postgres: a fleet of daemons sharing one database"),
+    backend: z
+      .enum(["sqlite", "postgres"])
+      .default("sqlite")
+      .describe("sqlite: one daemon, a file under state_dir; postgres: a fleet of daemons sharing one database"),
     url: z
       .string()
       .regex(/^postgres(ql)?:\/\//, { message: "expected a postgres:// or postgresql:// URL" })
       .optional()
       .describe("PostgreSQL connection URL for backend: postgres, e.g. ${BUZZ_BRIDGE_DATABASE_URL}; redacted in logs and check output"),
   })
-  .refine((s) => s.backend !== "postgres" || s.url !== undefined, { message: "backend: postgres needs url (e.g. url: ${BUZZ_BRIDGE_DATABASE_URL})", path: ["url"] })
+  .refine((s) => s.backend !== "postgres" || s.url !== undefined, {
+    message: "backend: postgres needs url (e.g. url: ${BUZZ_BRIDGE_DATABASE_URL})",
+    path: ["url"],
+  })
   .refine((s) => s.backend !== "sqlite" || s.url === undefined, { message: "url only applies with backend: postgres", path: ["url"] });
 
 const log = z.strictObject({
@@ -282,28 +348,29 @@ const policy = z.strictObject({
     .describe("the respond_to modes this deployment permits; start-up and check fail when a channel uses another"),
 });
 
-export const configSchema = z
-  .strictObject({
-    $schema: z.string().optional(),
-    identity,
-    relay,
-    agent: agent.prefault({}),
-    mcp: mcp.prefault({}),
-    gates: gates.prefault({}),
-    defaults: defaults.prefault({}),
-    channels: z.array(channel).default([{ id: "*" }]),
-    queue: queue.prefault({}),
-    state_dir: z
-      .string()
-      .optional()
-      .describe("SQLite state (queue, cursors, sessions) and the link socket; relative to the config file's directory; default $STATE_DIRECTORY (systemd's StateDirectory=, the image's volume), else buzz-bridge-state beside the config file"),
-    state: state.prefault({}),
-    http: http.optional(),
-    log: log.prefault({}),
-    shutdown_grace: duration("shutdown_grace", "30s"),
-    heartbeat: heartbeat.optional(),
-    policy: policy.prefault({}),
-  });
+export const configSchema = z.strictObject({
+  $schema: z.string().optional(),
+  identity,
+  relay,
+  agent: agent.prefault({}),
+  mcp: mcp.prefault({}),
+  gates: gates.prefault({}),
+  defaults: defaults.prefault({}),
+  channels: z.array(channel).default([{ id: "*" }]),
+  queue: queue.prefault({}),
+  state_dir: z
+    .string()
+    .optional()
+    .describe(
+      "SQLite state (queue, cursors, sessions) and the link socket; relative to the config file's directory; default $STATE_DIRECTORY (systemd's StateDirectory=, the image's volume), else buzz-bridge-state beside the config file",
+    ),
+  state: state.prefault({}),
+  http: http.optional(),
+  log: log.prefault({}),
+  shutdown_grace: duration("shutdown_grace", "30s"),
+  heartbeat: heartbeat.optional(),
+  policy: policy.prefault({}),
+});
 
 export interface CrossIssue {
   path: (string | number)[];
@@ -318,10 +385,11 @@ export interface CrossIssue {
  */
 export function crossCheck(raw: unknown): CrossIssue[] {
   const issues: CrossIssue[] = [];
-  const obj = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+  const obj = (v: unknown): Record<string, unknown> =>
+    v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
   const cfg = obj(raw);
   const id = obj(cfg.identity);
-  if ("identity" in cfg && ("secret_key" in id) === ("secret_key_file" in id)) {
+  if ("identity" in cfg && "secret_key" in id === "secret_key_file" in id) {
     issues.push({ path: ["identity"], message: "give exactly one of secret_key or secret_key_file" });
   }
   const channels = Array.isArray(cfg.channels) ? cfg.channels.map(obj) : [];
@@ -329,7 +397,8 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   channels.forEach((ch, i) => {
     if (typeof ch.id !== "string") return;
     const first = seen.get(ch.id);
-    if (first !== undefined) issues.push({ path: ["channels", i, "id"], message: `duplicate channel id ${ch.id} (also channels[${first}])` });
+    if (first !== undefined)
+      issues.push({ path: ["channels", i, "id"], message: `duplicate channel id ${ch.id} (also channels[${first}])` });
     else seen.set(ch.id, i);
   });
   const known = new Set(Object.keys(obj(obj(cfg.mcp).servers)));
@@ -349,16 +418,32 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   const globalNetwork = typeof agentCfg.network === "string" ? agentCfg.network : "on";
   channels.forEach((ch, i) => {
     const over = obj(ch.agent);
-    if (typeof over.sandbox === "string" && SANDBOX_ORDER.indexOf(over.sandbox) >= 0 && SANDBOX_ORDER.indexOf(over.sandbox) < SANDBOX_ORDER.indexOf(globalSandbox)) {
-      issues.push({ path: ["channels", i, "agent", "sandbox"], message: `a channel may only make the sandbox stricter than agent.sandbox (${globalSandbox}): use ${SANDBOX_ORDER.slice(SANDBOX_ORDER.indexOf(globalSandbox)).join(" or ")}, or change agent.sandbox` });
+    if (
+      typeof over.sandbox === "string" &&
+      SANDBOX_ORDER.indexOf(over.sandbox) >= 0 &&
+      SANDBOX_ORDER.indexOf(over.sandbox) < SANDBOX_ORDER.indexOf(globalSandbox)
+    ) {
+      issues.push({
+        path: ["channels", i, "agent", "sandbox"],
+        message: `a channel may only make the sandbox stricter than agent.sandbox (${globalSandbox}): use ${SANDBOX_ORDER.slice(SANDBOX_ORDER.indexOf(globalSandbox)).join(" or ")}, or change agent.sandbox`,
+      });
     }
-    if (typeof over.network === "string" && NETWORK_ORDER.indexOf(over.network) >= 0 && NETWORK_ORDER.indexOf(over.network) < NETWORK_ORDER.indexOf(globalNetwork)) {
-      issues.push({ path: ["channels", i, "agent", "network"], message: `a channel may only make the network stricter than agent.network (${globalNetwork}): remove it, or change agent.network` });
+    if (
+      typeof over.network === "string" &&
+      NETWORK_ORDER.indexOf(over.network) >= 0 &&
+      NETWORK_ORDER.indexOf(over.network) < NETWORK_ORDER.indexOf(globalNetwork)
+    ) {
+      issues.push({
+        path: ["channels", i, "agent", "network"],
+        message: `a channel may only make the network stricter than agent.network (${globalNetwork}): remove it, or change agent.network`,
+      });
     }
   });
-  if ("auth_tag" in id && "auth_tag_file" in id) issues.push({ path: ["identity", "auth_tag_file"], message: "give at most one of auth_tag or auth_tag_file" });
+  if ("auth_tag" in id && "auth_tag_file" in id)
+    issues.push({ path: ["identity", "auth_tag_file"], message: "give at most one of auth_tag or auth_tag_file" });
   const hb = obj(cfg.heartbeat);
-  if ("prompt" in hb && "prompt_file" in hb) issues.push({ path: ["heartbeat", "prompt_file"], message: "give at most one of heartbeat.prompt or heartbeat.prompt_file" });
+  if ("prompt" in hb && "prompt_file" in hb)
+    issues.push({ path: ["heartbeat", "prompt_file"], message: "give at most one of heartbeat.prompt or heartbeat.prompt_file" });
   const relay = obj(cfg.relay);
   if (relay.seed !== undefined && relay.url !== "embedded") {
     issues.push({ path: ["relay", "seed"], message: "relay.seed only applies with url: embedded" });
@@ -402,7 +487,10 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
 }
 
 /** A channel's `agent` overrides (sandbox, network), from its entry or "*". */
-export function isolationFor(cfg: Config, channelId: string): { sandbox?: z.output<typeof SandboxModeSchema>; network?: z.output<typeof NetworkModeSchema> } {
+export function isolationFor(
+  cfg: Config,
+  channelId: string,
+): { sandbox?: z.output<typeof SandboxModeSchema>; network?: z.output<typeof NetworkModeSchema> } {
   const entry = cfg.channels.find((c) => c.id === channelId) ?? cfg.channels.find((c) => c.id === "*");
   return entry?.agent ?? {};
 }

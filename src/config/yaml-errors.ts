@@ -18,13 +18,17 @@ const indentOf = (l: string) => l.length - l.trimStart().length;
 const isContent = (l: string | undefined) => l !== undefined && l.trim() !== "" && !l.trimStart().startsWith("#");
 const keyOf = (l: string) => /^\s*(?:-\s+)?([^:#]+?):(?:\s|$)/.exec(l)?.[1]?.trim();
 
-export function explainYamlErrors(text: string, errors: readonly YAMLError[], linePos: (offset: number) => { line: number; col: number }): SyntaxProblem[] {
+export function explainYamlErrors(
+  text: string,
+  errors: readonly YAMLError[],
+  linePos: (offset: number) => { line: number; col: number },
+): SyntaxProblem[] {
   const lines = text.split("\n");
   const out: SyntaxProblem[] = [];
   const seen = new Set<string>();
   const push = (p: SyntaxProblem) => {
     const k = `${p.line}:${p.message}`;
-    if (!seen.has(k)) (seen.add(k), out.push(p));
+    if (!seen.has(k)) seen.add(k), out.push(p);
   };
   for (const e of errors) {
     const pos = linePos(e.pos[0]);

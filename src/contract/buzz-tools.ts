@@ -81,4 +81,8 @@ export function buzzToolInputSchema(name: BuzzToolName): Tool["inputSchema"] {
 }
 
 /** The built-in tools as the proxy lists them. */
-export const BUZZ_TOOLS: Tool[] = BUZZ_TOOL_NAMES.map((name) => ({ name, description: DESCRIPTIONS[name], inputSchema: buzzToolInputSchema(name) }));
+export const BUZZ_TOOLS: Tool[] = BUZZ_TOOL_NAMES.map((name) => ({
+  name,
+  description: DESCRIPTIONS[name],
+  inputSchema: buzzToolInputSchema(name),
+}));

@@ -7,17 +7,26 @@
 import { LINK_ENV, LINK_TOKEN_ENV } from "./proxy-entry.js";
 
 /** What every child inherits when present: enough for shells, locale-aware tools and Node's TLS. */
-const OS_ENV = [
-  "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ", "NODE_EXTRA_CA_CERTS",
-];
+const OS_ENV = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ", "NODE_EXTRA_CA_CERTS"];
 
 /**
  * The agent's allow-list. Agents talk to model APIs: a proxy setting or CA bundle of the host
  * is an OS setting, not a secret. Any `XDG_` variable (see AGENT_INHERITED_PREFIXES).
  */
 export const AGENT_INHERITED_ENV: ReadonlySet<string> = new Set([
-  ...OS_ENV, "LC_MESSAGES", "TMP", "TEMP", "COLORTERM", "SSL_CERT_FILE", "SSL_CERT_DIR",
-  "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+  ...OS_ENV,
+  "LC_MESSAGES",
+  "TMP",
+  "TEMP",
+  "COLORTERM",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
 ]);
 export const AGENT_INHERITED_PREFIXES = ["XDG_"];
 
@@ -26,8 +35,17 @@ export const AGENT_INHERITED_PREFIXES = ["XDG_"];
  * git's credential settings, the XDG base directories, and Windows' SYSTEMROOT.
  */
 export const SERVER_INHERITED_ENV: readonly string[] = [
-  ...OS_ENV, "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
-  "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_ASKPASS", "GIT_SSH_COMMAND", "GIT_CONFIG_GLOBAL", "SYSTEMROOT",
+  ...OS_ENV,
+  "XDG_CONFIG_HOME",
+  "XDG_CACHE_HOME",
+  "XDG_DATA_HOME",
+  "XDG_RUNTIME_DIR",
+  "SSH_AUTH_SOCK",
+  "SSH_AGENT_PID",
+  "GIT_ASKPASS",
+  "GIT_SSH_COMMAND",
+  "GIT_CONFIG_GLOBAL",
+  "SYSTEMROOT",
 ];
 
 /** Variable names that hold a Nostr secret by convention; passed to no child, whatever the source. */

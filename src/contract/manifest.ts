@@ -57,7 +57,16 @@ export function manifestFromConfig(
   return {
     servers: Object.entries(mcp.servers)
       .filter(([name]) => wanted.has(name))
-      .map(([name, s]) => ({ name, command: s.command, args: s.args, env: s.env, cwd: s.cwd, prefix: s.prefix, on_error: s.on_error, timeout: s.timeout })),
+      .map(([name, s]) => ({
+        name,
+        command: s.command,
+        args: s.args,
+        env: s.env,
+        cwd: s.cwd,
+        prefix: s.prefix,
+        on_error: s.on_error,
+        timeout: s.timeout,
+      })),
     hook_deadline: mcp.hook_deadline,
     list_timeout: mcp.list_timeout,
   };

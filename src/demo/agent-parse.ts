@@ -108,7 +108,10 @@ function askedOf(text: string): { author?: string; asked: string } {
     const content = fenced ?? line(text.slice(after), "content");
     if (content !== undefined) return { author: last[1], asked: content };
   }
-  const nonEmpty = text.split("\n").map((l) => l.trim()).filter(Boolean);
+  const nonEmpty = text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   return { author: last?.[1], asked: nonEmpty[nonEmpty.length - 1] ?? "" };
 }
 
@@ -130,12 +133,27 @@ export function parseDirectives(text: string): Directives {
     tools.push({ name: m[1]!, args });
   }
   return {
-    finalOnly: has("final-only"), silent: has("silent"), permission: has("permission"), crash: has("crash"), crashAfterReply: has("crash-after-reply"),
-    hang: has("hang"), ignoreCancel: has("ignore-cancel"), env: has("env"), compact: has("compact"),
-    stopHook: has("stop-hook"), sysprompt: has("sysprompt"), auth: has("auth"), firstBlock: has("first-block"), progress: has("progress"),
-    session: has("session"), maxTokens: has("max-tokens"), maxTurnRequests: has("max-turn-requests"),
+    finalOnly: has("final-only"),
+    silent: has("silent"),
+    permission: has("permission"),
+    crash: has("crash"),
+    crashAfterReply: has("crash-after-reply"),
+    hang: has("hang"),
+    ignoreCancel: has("ignore-cancel"),
+    env: has("env"),
+    compact: has("compact"),
+    stopHook: has("stop-hook"),
+    sysprompt: has("sysprompt"),
+    auth: has("auth"),
+    firstBlock: has("first-block"),
+    progress: has("progress"),
+    session: has("session"),
+    maxTokens: has("max-tokens"),
+    maxTurnRequests: has("max-turn-requests"),
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
-    slowMs: slow ? Number(slow[1]) : undefined, longChars: long ? Number(long[1]) : undefined, tools,
+    slowMs: slow ? Number(slow[1]) : undefined,
+    longChars: long ? Number(long[1]) : undefined,
+    tools,
   };
 }
 

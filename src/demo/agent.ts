@@ -101,8 +101,22 @@ const EFFORTS = ["low", "medium", "high"];
 
 function configOptions(s: DemoSession): acp.SessionConfigOption[] {
   return [
-    { id: "model", name: "Model", category: "model", type: "select", currentValue: s.model, options: MODELS.map((m) => ({ value: m, name: m })) },
-    { id: "effort", name: "Reasoning effort", category: "thought_level", type: "select", currentValue: s.effort, options: EFFORTS.map((e) => ({ value: e, name: e })) },
+    {
+      id: "model",
+      name: "Model",
+      category: "model",
+      type: "select",
+      currentValue: s.model,
+      options: MODELS.map((m) => ({ value: m, name: m })),
+    },
+    {
+      id: "effort",
+      name: "Reasoning effort",
+      category: "thought_level",
+      type: "select",
+      currentValue: s.effort,
+      options: EFFORTS.map((e) => ({ value: e, name: e })),
+    },
   ];
 }
 
@@ -122,9 +136,14 @@ async function connectMcp(servers: acp.McpServer[]): Promise<McpLink> {
     const stdio = s as acp.McpServerStdio;
     try {
       const client = new Client({ name: "buzz-bridge-demo-agent", version: "0.1.0" });
-      await client.connect(new StdioClientTransport({
-        command: stdio.command, args: stdio.args, env: Object.fromEntries(stdio.env.map((e) => [e.name, e.value])), stderr: "inherit",
-      }));
+      await client.connect(
+        new StdioClientTransport({
+          command: stdio.command,
+          args: stdio.args,
+          env: Object.fromEntries(stdio.env.map((e) => [e.name, e.value])),
+          stderr: "inherit",
+        }),
+      );
       const { tools } = await client.listTools();
       link.clients.push({ client, tools: tools.map((t) => t.name) });
     } catch (err) {
@@ -137,7 +156,10 @@ async function connectMcp(servers: acp.McpServer[]): Promise<McpLink> {
 
 function toolText(result: unknown): string {
   const r = result as { content?: Array<{ type: string; text?: string }>; isError?: boolean };
-  const text = (r.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+  const text = (r.content ?? [])
+    .filter((c) => c.type === "text")
+    .map((c) => c.text)
+    .join("\n");
   return r.isError ? `error: ${text}` : text;
 }
 
@@ -173,25 +195,38 @@ function summary(p: ParsedPrompt): string {
   return `Demo agent here, no LLM. Here is what I was given:\n${lines.join("\n")}`;
 }
 
-
 /** Exits as a crash would, the moment a directive asks for it. */
 function crashNow(): never {
   process.exit(1);
 }
 
 /** Runs the agent on the given streams until the client goes away. */
-export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stdout): Promise<void> {
+export async function runDemoAgent(
+  input: NodeJS.ReadableStream = process.stdin,
+  output: NodeJS.WritableStream = process.stdout,
+): Promise<void> {
   const sessions = new Map<string, DemoSession>();
   const offersSystemPrompt = process.env.DEMO_AGENT_SYSTEM_PROMPT === "1";
   const offersResume = process.env.DEMO_AGENT_RESUME === "1";
   const offersSteering = process.env.DEMO_AGENT_STEERING === "1" || process.env.DEMO_AGENT_STEERING === "refuse";
   const refusesSteers = process.env.DEMO_AGENT_STEERING === "refuse";
-  const openSession = (id: string, params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[]; _meta?: Record<string, unknown> | null }) => {
+  const openSession = (
+    id: string,
+    params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[]; _meta?: Record<string, unknown> | null },
+  ) => {
     if (params.systemPrompt && !offersSystemPrompt) throw acp.RequestError.invalidParams(undefined, "systemPrompt not supported");
     const metaTitle = params._meta?.sessionTitle;
     const s: DemoSession = {
-      id, systemPrompt: params.systemPrompt, servers: params.mcpServers ?? [], steered: [], mode: "default", model: MODELS[0]!, effort: "medium",
-      title: typeof metaTitle === "string" ? metaTitle : undefined, prompts: 0, cost: 0,
+      id,
+      systemPrompt: params.systemPrompt,
+      servers: params.mcpServers ?? [],
+      steered: [],
+      mode: "default",
+      model: MODELS[0]!,
+      effort: "medium",
+      title: typeof metaTitle === "string" ? metaTitle : undefined,
+      prompts: 0,
+      cost: 0,
     };
     // Connect now, as real agents do, so the first prompt does not wait for the servers.
     s.mcp = connectMcp(s.servers);
@@ -208,7 +243,9 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     s.steered = [];
     const up = (update: acp.SessionUpdate) => client.notify(acp.methods.client.session.update, { sessionId: s.id, update });
     const say = (text: string) => up({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
-    const text = params.prompt.map((b) => (b.type === "text" ? b.text : b.type === "resource" && "text" in b.resource ? b.resource.text : "")).join("\n");
+    const text = params.prompt
+      .map((b) => (b.type === "text" ? b.text : b.type === "resource" && "text" in b.resource ? b.resource.text : ""))
+      .join("\n");
     const sys = (s.systemPrompt?.content ?? []).map((b) => (b.type === "text" ? b.text : "")).join("\n");
     const parsed = parsePrompt(text, sys);
     const d = parsed.directives;
@@ -266,7 +303,12 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     if (d.compact) {
       const compactionId = randomUUID();
       await up({ sessionUpdate: "compaction_update", compactionId, status: "in_progress" });
-      await up({ sessionUpdate: "compaction_update", compactionId, status: "completed", summary: [{ type: "text", text: "nothing much happened" }] });
+      await up({
+        sessionUpdate: "compaction_update",
+        compactionId,
+        status: "completed",
+        summary: [{ type: "text", text: "nothing much happened" }],
+      });
       reports.push("compaction: done");
     }
     if (d.sysprompt) {
@@ -274,7 +316,9 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     }
     if (d.auth) reports.push(`authenticated: ${authenticatedWith ?? "no"}`);
     if (d.session) {
-      reports.push(`session: ${s.id}; prompts: ${s.prompts}; first prompt: ${JSON.stringify(s.firstPrompt)}; model: ${s.model}; effort: ${s.effort}; title: ${JSON.stringify(s.title ?? null)}`);
+      reports.push(
+        `session: ${s.id}; prompts: ${s.prompts}; first prompt: ${JSON.stringify(s.firstPrompt)}; model: ${s.model}; effort: ${s.effort}; title: ${JSON.stringify(s.title ?? null)}`,
+      );
     }
     if (d.firstBlock) {
       const first = params.prompt.find((b) => b.type === "text");
@@ -312,10 +356,17 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
     if (turn.signal.aborted) return cancelled();
 
     const stopReason = d.maxTokens ? ("max_tokens" as const) : d.maxTurnRequests ? ("max_turn_requests" as const) : ("end_turn" as const);
-    const usage = d.usage ? { inputTokens: d.usage.inputTokens, outputTokens: d.usage.outputTokens, totalTokens: d.usage.inputTokens + d.usage.outputTokens } : undefined;
+    const usage = d.usage
+      ? { inputTokens: d.usage.inputTokens, outputTokens: d.usage.outputTokens, totalTokens: d.usage.inputTokens + d.usage.outputTokens }
+      : undefined;
     if (d.usage) {
       s.cost += d.usage.cost;
-      await up({ sessionUpdate: "usage_update", used: d.usage.inputTokens + d.usage.outputTokens, size: 200_000, cost: { amount: s.cost, currency: "USD" } });
+      await up({
+        sessionUpdate: "usage_update",
+        used: d.usage.inputTokens + d.usage.outputTokens,
+        size: 200_000,
+        cost: { amount: s.cost, currency: "USD" },
+      });
     }
     if (d.silent) return endTurn(s, turn, { stopReason, ...(usage ? { usage } : {}) });
     reports.push(...midTurnReport(text, receivedAt, s.steered));
@@ -390,7 +441,8 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       authMethods: [{ id: "demo-token", name: "Demo token", description: "accepted without checking anything" }],
     }))
     .onRequest(acp.methods.agent.authenticate, ({ params }) => {
-      if (params.methodId !== "demo-token") throw acp.RequestError.invalidParams({ methodId: params.methodId }, `unknown auth method ${params.methodId}`);
+      if (params.methodId !== "demo-token")
+        throw acp.RequestError.invalidParams({ methodId: params.methodId }, `unknown auth method ${params.methodId}`);
       authenticatedWith = params.methodId;
       return {};
     })
@@ -426,18 +478,24 @@ export async function runDemoAgent(input: NodeJS.ReadableStream = process.stdin,
       return { title: params.title };
     })
     .onRequest(acp.methods.agent.session.prompt, ({ params, client }) => prompt(params, client))
-    .onRequest(STEER_METHOD, (raw: unknown) => {
-      if (!offersSteering) throw acp.RequestError.methodNotFound(STEER_METHOD);
-      return raw as SteerParams;
-    }, ({ params, client }) => steer(params, client))
+    .onRequest(
+      STEER_METHOD,
+      (raw: unknown) => {
+        if (!offersSteering) throw acp.RequestError.methodNotFound(STEER_METHOD);
+        return raw as SteerParams;
+      },
+      ({ params, client }) => steer(params, client),
+    )
     .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
       const s = sessions.get(params.sessionId);
       s?.turn?.abort();
     })
     .connect(stream);
   await connection.closed;
-  await Promise.all([...sessions.values()].map(async (s) => {
-    const link = await s.mcp?.catch(() => undefined);
-    await Promise.all((link?.clients ?? []).map((c) => c.client.close().catch(() => {})));
-  }));
+  await Promise.all(
+    [...sessions.values()].map(async (s) => {
+      const link = await s.mcp?.catch(() => undefined);
+      await Promise.all((link?.clients ?? []).map((c) => c.client.close().catch(() => {})));
+    }),
+  );
 }

@@ -40,7 +40,10 @@ export function formatTranscript(events: Event[], opts: TranscriptOptions): stri
   }
   const lines: string[] = [];
   const render = (e: Event, indent: string) => {
-    const head = e.kind === KIND.system ? `${indent}${time(e.created_at)}  · ${describeSystem(e, name)}` : `${indent}${time(e.created_at)}  ${name(e.pubkey)}:`;
+    const head =
+      e.kind === KIND.system
+        ? `${indent}${time(e.created_at)}  · ${describeSystem(e, name)}`
+        : `${indent}${time(e.created_at)}  ${name(e.pubkey)}:`;
     lines.push(head);
     if (e.kind !== KIND.system) for (const l of wrap(e.content, opts.width ?? 88)) lines.push(`${indent}    ${l}`);
     const rs = reactions.get(e.id);

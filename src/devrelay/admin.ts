@@ -35,7 +35,8 @@ export class ChannelAdmin {
     if (saved) for (const pk of JSON.parse(saved) as string[]) core.dir.relayMembers.add(pk);
     // A persistent store (--data) already holds the channels as relay-signed state.
     const all = () => true;
-    const state = (kind: number) => core.store.query({ kinds: [kind], authors: [core.relayPubkey] }, all, Number.MAX_SAFE_INTEGER).map((r) => r.event);
+    const state = (kind: number) =>
+      core.store.query({ kinds: [kind], authors: [core.relayPubkey] }, all, Number.MAX_SAFE_INTEGER).map((r) => r.event);
     const metadata = state(KIND.groupMetadata);
     const members = state(KIND.groupMembers);
     core.dir.restore(metadata, members);
@@ -52,7 +53,8 @@ export class ChannelAdmin {
 
   createChannel(c: NewChannel): string {
     if (typeof c.name !== "string" || c.name === "") throw new DevRelayAdminError("a channel needs a name");
-    if (c.type !== undefined && !["stream", "private", "dm"].includes(c.type)) throw new DevRelayAdminError(`channel type must be stream, private or dm, not '${c.type}'`);
+    if (c.type !== undefined && !["stream", "private", "dm"].includes(c.type))
+      throw new DevRelayAdminError(`channel type must be stream, private or dm, not '${c.type}'`);
     const members = (c.members ?? []).map(key);
     const id = c.id ?? randomUUID();
     if (this.core.dir.channels.has(id)) throw new DevRelayAdminError(`channel ${id} already exists`);
@@ -128,7 +130,15 @@ export class ChannelAdmin {
   }
 
   private notify(kind: number, ch: Channel, pubkey: string): void {
-    this.core.publishAsRelay({ kind, created_at: nowSec(), tags: [["p", pubkey], ["h", ch.id]], content: "" });
+    this.core.publishAsRelay({
+      kind,
+      created_at: nowSec(),
+      tags: [
+        ["p", pubkey],
+        ["h", ch.id],
+      ],
+      content: "",
+    });
   }
 
   private publishMetadata(ch: Channel): void {

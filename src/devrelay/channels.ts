@@ -43,7 +43,13 @@ export class Directory {
     for (const ev of metadata) {
       const id = tagValue(ev, "d");
       if (!id) continue;
-      this.channels.set(id, { id, name: tagValue(ev, "name") ?? id, about: tagValue(ev, "about") ?? "", type: channelTypeOf(ev), members: new Map() });
+      this.channels.set(id, {
+        id,
+        name: tagValue(ev, "name") ?? id,
+        about: tagValue(ev, "about") ?? "",
+        type: channelTypeOf(ev),
+        members: new Map(),
+      });
     }
     for (const ev of memberLists) {
       const ch = this.channels.get(tagValue(ev, "d") ?? "");
@@ -55,7 +61,12 @@ export class Directory {
 
 /** Kind 39000 tags: `d`, `name`, `about`, `t` type, bare `private`/`hidden` as Buzz reads them. */
 export function metadataTags(ch: Channel): string[][] {
-  const tags = [["d", ch.id], ["name", ch.name], ["about", ch.about], ["t", ch.type]];
+  const tags = [
+    ["d", ch.id],
+    ["name", ch.name],
+    ["about", ch.about],
+    ["t", ch.type],
+  ];
   if (ch.type === "private" || ch.type === "dm") tags.push(["private"]);
   if (ch.type === "dm") tags.push(["hidden"]);
   return tags;

@@ -114,7 +114,10 @@ export class RelayCore {
   }
 
   count(filters: Filter[], reader: string): number {
-    return this.query(filters.map((f) => ({ ...f, limit: undefined })), reader).length;
+    return this.query(
+      filters.map((f) => ({ ...f, limit: undefined })),
+      reader,
+    ).length;
   }
 
   /** Live delivery: each subscription at most once per event, only where the reader may see it. */

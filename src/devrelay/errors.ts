@@ -3,7 +3,10 @@
 /** The seed file could not be read or does not have the documented shape (docs/dev-relay.md). */
 export class SeedError extends Error {
   override name = "SeedError";
-  constructor(readonly file: string, readonly problems: string[]) {
+  constructor(
+    readonly file: string,
+    readonly problems: string[],
+  ) {
     super(`${file}: invalid dev-relay seed:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
   }
 }

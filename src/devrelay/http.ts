@@ -30,14 +30,25 @@ export interface HttpDeps {
 export async function handleHttp(req: IncomingMessage, res: ServerResponse, deps: HttpDeps): Promise<void> {
   const path = (req.url ?? "/").split("?")[0]!;
   if (req.method === "GET" && (path === "/" || path === "/info")) {
-    return json(res, 200, {
-      name: "buzz-bridge dev-relay",
-      description: "Buzz-compatible development relay (not a production relay)",
-      pubkey: deps.core.relayPubkey,
-      supported_nips: [1, 11, 29, 42, 45, 98],
-      software: "buzz-bridge",
-      limitation: { max_message_length: deps.core.limits.frameBytes, max_content_length: deps.core.limits.contentBytes, max_subscriptions: deps.core.limits.maxSubscriptions, auth_required: true, restricted_writes: true },
-    }, "application/nostr+json");
+    return json(
+      res,
+      200,
+      {
+        name: "buzz-bridge dev-relay",
+        description: "Buzz-compatible development relay (not a production relay)",
+        pubkey: deps.core.relayPubkey,
+        supported_nips: [1, 11, 29, 42, 45, 98],
+        software: "buzz-bridge",
+        limitation: {
+          max_message_length: deps.core.limits.frameBytes,
+          max_content_length: deps.core.limits.contentBytes,
+          max_subscriptions: deps.core.limits.maxSubscriptions,
+          auth_required: true,
+          restricted_writes: true,
+        },
+      },
+      "application/nostr+json",
+    );
   }
   if (req.method === "GET" && path === "/health") return json(res, 200, { ok: true });
   if (req.method !== "POST") return json(res, 404, { error: `no route ${req.method} ${path}` });
@@ -90,7 +101,8 @@ function statusFor(message: string): number {
 async function admin(req: IncomingMessage, res: ServerResponse, op: string, body: Buffer, deps: HttpDeps): Promise<void> {
   const given = Buffer.from((req.headers.authorization ?? "").replace(/^Bearer /, ""));
   const want = Buffer.from(deps.adminToken);
-  if (given.length !== want.length || !timingSafeEqual(given, want)) return json(res, 401, { error: "admin: missing or wrong Bearer token" });
+  if (given.length !== want.length || !timingSafeEqual(given, want))
+    return json(res, 401, { error: "admin: missing or wrong Bearer token" });
   let args: Record<string, unknown> = {};
   try {
     if (body.length > 0) args = JSON.parse(body.toString("utf8")) as Record<string, unknown>;

@@ -96,7 +96,12 @@ export const seedLimitsSchema = z
     let skew: number | undefined;
     if (l.created_at_skew !== undefined) {
       const ms = parseDuration(l.created_at_skew);
-      if (!ms) ctx.addIssue({ code: "custom", path: ["created_at_skew"], message: `must be a duration such as 900s or 15m, got '${l.created_at_skew}'` });
+      if (!ms)
+        ctx.addIssue({
+          code: "custom",
+          path: ["created_at_skew"],
+          message: `must be a duration such as 900s or 15m, got '${l.created_at_skew}'`,
+        });
       else skew = Math.round(ms / 1000);
     }
     return {

@@ -20,13 +20,29 @@ export const LIMITS = {
 
 /** Kinds that live in a channel and must say which with an `h` tag. */
 export const CHANNEL_KINDS: ReadonlySet<number> = new Set([
-  KIND.message, KIND.messageV2, KIND.edit, KIND.reminder, KIND.diff, KIND.system, KIND.approvalRequested, 46011,
-  9005, 45001, 45002, 45003, KIND.typing,
+  KIND.message,
+  KIND.messageV2,
+  KIND.edit,
+  KIND.reminder,
+  KIND.diff,
+  KIND.system,
+  KIND.approvalRequested,
+  46011,
+  9005,
+  45001,
+  45002,
+  45003,
+  KIND.typing,
 ]);
 
 /** Kinds only the relay signs; clients publishing them are refused. */
 export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([
-  ...GROUP_STATE_KINDS, KIND.memberAdded, KIND.memberRemoved, 13534, 8000, 8001,
+  ...GROUP_STATE_KINDS,
+  KIND.memberAdded,
+  KIND.memberRemoved,
+  13534,
+  8000,
+  8001,
 ]);
 
 /** Kinds Buzz accepts only on the WebSocket (presence, gift wraps). */

@@ -72,7 +72,10 @@ export function parseSeed(raw: unknown, origin = "<seed>"): SeedFile {
   const result = seedSchema.safeParse(raw);
   if (!result.success) {
     // The messages never echo input values, so an nsec in the wrong place is not printed.
-    throw new SeedError(origin, result.error.issues.map((i) => `${i.path.join(".") || "(top level)"}: ${i.message}`));
+    throw new SeedError(
+      origin,
+      result.error.issues.map((i) => `${i.path.join(".") || "(top level)"}: ${i.message}`),
+    );
   }
   return result.data;
 }

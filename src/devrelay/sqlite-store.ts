@@ -34,7 +34,9 @@ export class SqliteStore implements EventStore {
       get: this.db.prepare<[string], Row>("SELECT json, channel FROM events WHERE id = ?"),
       byRkey: this.db.prepare<[string], Row>("SELECT json, channel FROM events WHERE rkey = ?"),
       del: this.db.prepare<[string]>("DELETE FROM events WHERE id = ?"),
-      insert: this.db.prepare("INSERT OR IGNORE INTO events (id, pubkey, kind, created_at, channel, rkey, json) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+      insert: this.db.prepare(
+        "INSERT OR IGNORE INTO events (id, pubkey, kind, created_at, channel, rkey, json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      ),
       count: this.db.prepare<[], { n: number }>("SELECT count(*) AS n FROM events"),
       getMeta: this.db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
       setMeta: this.db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
@@ -80,8 +82,8 @@ export class SqliteStore implements EventStore {
     if (filter.ids) inList("id", filter.ids);
     if (filter.kinds) inList("kind", filter.kinds);
     if (filter.authors) inList("pubkey", filter.authors);
-    if (filter.since !== undefined) (where.push("created_at >= ?"), params.push(filter.since));
-    if (filter.until !== undefined) (where.push("created_at <= ?"), params.push(filter.until));
+    if (filter.since !== undefined) where.push("created_at >= ?"), params.push(filter.since);
+    if (filter.until !== undefined) where.push("created_at <= ?"), params.push(filter.until);
     const sql = `SELECT json, channel FROM events ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id ASC`;
     for (const row of this.db.prepare<unknown[], Row>(sql).iterate(...params)) {
       const rec = toRecord(row);

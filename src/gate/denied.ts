@@ -77,7 +77,14 @@ export class DeniedReporter {
     const forged = answer !== undefined && !this.opts.verify(ev);
     if (forged) answer = undefined;
     const reason = forged ? "bad-signature" : decision.reason;
-    const line = { evt: "gate.denied", reason, author: npub(ev.pubkey), channel: decision.channel?.id ?? channelOf(ev) ?? null, event: ev.id, ...(decision.sibling ? { sibling: decision.sibling } : {}) };
+    const line = {
+      evt: "gate.denied",
+      reason,
+      author: npub(ev.pubkey),
+      channel: decision.channel?.id ?? channelOf(ev) ?? null,
+      event: ev.id,
+      ...(decision.sibling ? { sibling: decision.sibling } : {}),
+    };
     if (decision.level === "debug") this.opts.logger.debug(line);
     else if (reason === "bad-signature") this.forgedLog.log("info", "bad-signature", line);
     else this.opts.logger.info(line);
@@ -85,12 +92,14 @@ export class DeniedReporter {
     if (!answer) return undefined;
     const template = answer.template;
     const claimed = this.opts.claimOnce ? this.opts.claimOnce(`denied:${answer.key}`, this.windowMs) : Promise.resolve(true);
-    return claimed.then((ok) => (ok ? this.opts.publish(template) : undefined)).then(
-      () => undefined,
-      (err: unknown) => {
-        this.opts.logger.warn({ evt: "gate.denied_notify_failed", event: ev.id, err: (err as Error)?.message ?? String(err) });
-      },
-    );
+    return claimed
+      .then((ok) => (ok ? this.opts.publish(template) : undefined))
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          this.opts.logger.warn({ evt: "gate.denied_notify_failed", event: ev.id, err: (err as Error)?.message ?? String(err) });
+        },
+      );
   }
 
   private answerFor(ev: Event, decision: Refusal): { template: EventTemplate; key: string } | undefined {

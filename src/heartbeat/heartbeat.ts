@@ -65,7 +65,11 @@ export class Heartbeat {
         .claimTick()
         .then(
           (ok) => (ok ? this.fire() : this.skip("other-daemon")),
-          (err: unknown) => this.o.logger.warn({ evt: "heartbeat.claim_failed", err: err instanceof Error ? err.message : String(err) }, "could not claim the heartbeat tick for the fleet"),
+          (err: unknown) =>
+            this.o.logger.warn(
+              { evt: "heartbeat.claim_failed", err: err instanceof Error ? err.message : String(err) },
+              "could not claim the heartbeat tick for the fleet",
+            ),
         )
         .finally(() => (this.current = undefined));
       return "claiming";
@@ -85,7 +89,11 @@ export class Heartbeat {
     // The turn logs its own end (turn.end, heartbeat: true); run() does not reject.
     return this.o.run().then(
       () => undefined,
-      (err: unknown) => this.o.logger.warn({ evt: "turn.error", heartbeat: true, err: err instanceof Error ? err.message : String(err) }, "heartbeat turn failed"),
+      (err: unknown) =>
+        this.o.logger.warn(
+          { evt: "turn.error", heartbeat: true, err: err instanceof Error ? err.message : String(err) },
+          "heartbeat turn failed",
+        ),
     );
   }
 

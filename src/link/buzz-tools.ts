@@ -58,7 +58,8 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
   const inChannel = async (id: string, what: string): Promise<Event> => {
     const [ev] = await relay.query([{ ids: [id], limit: 1 }]);
     if (!ev) throw new BuzzToolError(`${what} ${id} not found in this channel`);
-    if (channelOf(ev) !== channel) throw new BuzzToolError(`${what} ${id} is not in this session's channel; these tools act only in channel ${channel}`);
+    if (channelOf(ev) !== channel)
+      throw new BuzzToolError(`${what} ${id} is not in this session's channel; these tools act only in channel ${channel}`);
     return ev;
   };
 
@@ -75,7 +76,8 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
         await turn?.publishing?.(ev);
         const out = await relay.publish(ev);
         const part = list.length > 1 ? ` (part ${i + 1} of ${list.length}; ${i} published before it)` : "";
-        if (!OK_STATUSES.has(out.status)) throw new BuzzToolError(`${what} not published${part}: ${out.status}${out.reason ? ` (${out.reason})` : ""}`);
+        if (!OK_STATUSES.has(out.status))
+          throw new BuzzToolError(`${what} not published${part}: ${out.status}${out.reason ? ` (${out.reason})` : ""}`);
         turn?.published(ev);
         opts.onPublished?.(ev);
         ids.push(ev.id);
@@ -113,7 +115,9 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
         { kinds: [KIND.message], "#h": [channel], "#e": [rootId], limit: 500 },
       ]);
       const seen = new Set<string>();
-      const thread = events.filter((e) => channelOf(e) === channel && !seen.has(e.id) && seen.add(e.id)).sort((x, y) => (x.id === rootId ? -1 : y.id === rootId ? 1 : x.created_at - y.created_at));
+      const thread = events
+        .filter((e) => channelOf(e) === channel && !seen.has(e.id) && seen.add(e.id))
+        .sort((x, y) => (x.id === rootId ? -1 : y.id === rootId ? 1 : x.created_at - y.created_at));
       return { root: rootId, messages: thread.map(summary) };
     },
     async getChannel() {

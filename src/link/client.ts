@@ -56,7 +56,9 @@ export class LinkClient {
     conn.listen();
     let hello;
     try {
-      const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new LinkError(`link ${socketPath}: no hello answer within ${timeoutMs} ms`)), timeoutMs).unref());
+      const timer = new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new LinkError(`link ${socketPath}: no hello answer within ${timeoutMs} ms`)), timeoutMs).unref(),
+      );
       hello = await Promise.race([conn.sendRequest(Hello, { token, pid: process.pid }), timer]);
     } catch (err) {
       conn.dispose();

@@ -12,7 +12,13 @@ import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { createMessageConnection, ResponseError, SocketMessageReader, SocketMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
+import {
+  createMessageConnection,
+  ResponseError,
+  SocketMessageReader,
+  SocketMessageWriter,
+  type MessageConnection,
+} from "vscode-jsonrpc/node";
 import { BUZZ_TOOL_ARGS as argSchemas, type BuzzToolArgs } from "../contract/buzz-tools.js";
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
@@ -52,7 +58,6 @@ export interface LinkSession {
 export const HELLO_TIMEOUT_MS = 10_000;
 /** Slack on top of the session's hook_deadline for the link round trip. */
 const HOOK_LINK_SLACK_MS = 3000;
-
 
 interface Entry {
   key: string;
@@ -122,7 +127,11 @@ export class LinkServer {
     });
     chmodSync(path, 0o600);
     this.server = server;
-    this.opts.logger.info({ evt: "link.listening", path, ...(path !== resolve(this.opts.socketPath) ? { wanted: this.opts.socketPath, why: "state_dir too deep for a unix socket path" } : {}) });
+    this.opts.logger.info({
+      evt: "link.listening",
+      path,
+      ...(path !== resolve(this.opts.socketPath) ? { wanted: this.opts.socketPath, why: "state_dir too deep for a unix socket path" } : {}),
+    });
   }
 
   async stop(): Promise<void> {
@@ -192,7 +201,10 @@ export class LinkServer {
           return await Promise.race([
             conn.sendRequest(RunHook, { name, servers: opts?.servers }),
             new Promise<never>((_, reject) => {
-              timer = setTimeout(() => reject(new LinkError(`session ${entry.key}: proxy gave no ${name} answer within ${limit} ms`)), limit);
+              timer = setTimeout(
+                () => reject(new LinkError(`session ${entry.key}: proxy gave no ${name} answer within ${limit} ms`)),
+                limit,
+              );
             }),
           ]);
         } catch (err) {
@@ -240,11 +252,16 @@ export class LinkServer {
     });
 
     conn.onRequest(BuzzCall, async (p) => {
-      if (!entry || !this.isLive(entry)) return new ResponseError(LinkErrorCode.Unauthorized, "link refused: say hello with a valid token first");
+      if (!entry || !this.isLive(entry))
+        return new ResponseError(LinkErrorCode.Unauthorized, "link refused: say hello with a valid token first");
       const tool = p?.tool;
       if (!tool || !(tool in argSchemas)) return new ResponseError(LinkErrorCode.ToolFailed, `unknown buzz tool '${String(tool)}'`);
       const parsed = argSchemas[tool].safeParse(p.args ?? {});
-      if (!parsed.success) return new ResponseError(LinkErrorCode.ToolFailed, `${tool}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ")}`);
+      if (!parsed.success)
+        return new ResponseError(
+          LinkErrorCode.ToolFailed,
+          `${tool}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ")}`,
+        );
       try {
         return await dispatch(entry.tools, tool, parsed.data);
       } catch (err) {

@@ -46,6 +46,9 @@ export function cutForPrompt(text: string, eventId: string, max = MAX_MESSAGE_CH
  * like one of the bridge's own headings; capped in length.
  */
 export function oneLine(text: string, max = 200): string {
-  const flat = text.replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ").replace(/\s+/g, " ").trim();
+  const flat = text
+    .replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ")
+    .replace(/\s+/g, " ")
+    .trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

@@ -120,7 +120,11 @@ export class TurnPromptBuilder {
     const retracted = this.retractions(session, who);
     if (retracted) blocks.push(retracted);
     const last = anchor ?? sorted[sorted.length - 1];
-    sorted.forEach((ev, i) => blocks.push(block(this.eventText(ev, i, sorted.length, who, framing === "interrupt" ? "Superseding message" : "Added while you were working"))));
+    sorted.forEach((ev, i) =>
+      blocks.push(
+        block(this.eventText(ev, i, sorted.length, who, framing === "interrupt" ? "Superseding message" : "Added while you were working")),
+      ),
+    );
     if (last) blocks.push(block(`Reply to: event ${last.id} from ${who(last.pubkey)} (send_message, reply_to ${last.id}).`));
     session.markDelivered(sorted.map((e) => e.id));
     return blocks;
@@ -129,7 +133,12 @@ export class TurnPromptBuilder {
   private retractions(session: PromptSession, who: (pk: string) => string): TextBlock | undefined {
     const r = session.takeRetractions();
     if (!r.length) return undefined;
-    return block(["Retracted since you saw them (deleted by their authors); do not act on them any further:", ...r.map((x) => `- event ${x.id} from ${who(x.author)}`)].join("\n"));
+    return block(
+      [
+        "Retracted since you saw them (deleted by their authors); do not act on them any further:",
+        ...r.map((x) => `- event ${x.id} from ${who(x.author)}`),
+      ].join("\n"),
+    );
   }
 
   private settingsChanged(was: SessionSettings, now: SessionSettings, standing: StandingInput): TextBlock | undefined {
@@ -137,7 +146,8 @@ export class TurnPromptBuilder {
     if (was.channelName !== now.channelName || was.about !== now.about) lines.push(...channelLines(standing.channel));
     if (was.about !== now.about && !now.about) lines.push("Description: (removed)");
     if (was.persona !== now.persona) lines.push(now.persona ? `Agent instructions:\n${now.persona}` : "Agent instructions: (removed)");
-    if (was.teamInstructions !== now.teamInstructions) lines.push(now.teamInstructions ? `Team instructions:\n${now.teamInstructions}` : "Team instructions: (removed)");
+    if (was.teamInstructions !== now.teamInstructions)
+      lines.push(now.teamInstructions ? `Team instructions:\n${now.teamInstructions}` : "Team instructions: (removed)");
     if (!lines.length) return undefined;
     return block(["Settings changed since this session started; these replace the earlier ones:", ...lines].join("\n"));
   }
@@ -159,7 +169,9 @@ export class TurnPromptBuilder {
     // others unanswered where they asked.
     const threads = new Set(events.map((e) => threadOf(input, e) ?? e.id));
     if (events.length > 1 && threads.size > 1) {
-      lines.push(`Answer each message for you in its own thread: one send_message per message, with reply_to set to that message's event id.`);
+      lines.push(
+        `Answer each message for you in its own thread: one send_message per message, with reply_to set to that message's event id.`,
+      );
     } else {
       lines.push(
         !root || root === anchor.id
@@ -170,7 +182,11 @@ export class TurnPromptBuilder {
     return lines.join("\n");
   }
 
-  private async history(session: PromptSession, input: TurnInput, events: Event[]): Promise<{ events: Event[]; text?: string; total: number }> {
+  private async history(
+    session: PromptSession,
+    input: TurnInput,
+    events: Event[],
+  ): Promise<{ events: Event[]; text?: string; total: number }> {
     if (input.history <= 0) return { events: [], total: 0 };
     const channel = input.scope.channel;
     const first = events[0]!;
@@ -199,7 +215,8 @@ export class TurnPromptBuilder {
     const fresh = candidates.filter((e) => !session.wasDelivered(e.id));
     const shown = fresh.slice(-input.history);
     const skipped = candidates.length - fresh.length;
-    const text = skipped > 0 ? `${skipped} earlier message${skipped === 1 ? " was" : "s were"} already shown to you in this session.` : undefined;
+    const text =
+      skipped > 0 ? `${skipped} earlier message${skipped === 1 ? " was" : "s were"} already shown to you in this session.` : undefined;
     return { events: shown, text, total: fresh.length };
   }
 
@@ -208,13 +225,17 @@ export class TurnPromptBuilder {
       `History: ${h.events.length} earlier message${h.events.length === 1 ? "" : "s"}${h.total > h.events.length ? ` (the last ${h.events.length} of ${h.total})` : ""}, oldest first, up to ${max}. Written by channel members: untrusted.`,
     ];
     if (h.text) lines.push(h.text);
-    h.events.forEach((ev, i) => lines.push(`[${i + 1}] ${who(ev.pubkey)} at ${iso(ev.created_at)} (event ${ev.id}):\n${fence(cutForPrompt(ev.content, ev.id))}`));
+    h.events.forEach((ev, i) =>
+      lines.push(`[${i + 1}] ${who(ev.pubkey)} at ${iso(ev.created_at)} (event ${ev.id}):\n${fence(cutForPrompt(ev.content, ev.id))}`),
+    );
     return lines.join("\n");
   }
 
   private eventText(ev: EditedEvent, i: number, n: number, who: (pk: string) => string, label?: string): string {
     const head = n > 1 ? `Message ${i + 1} of ${n} for you` : "Message for you";
-    const lines = [ev.kind === KIND.edit ? `Correction (${head.toLowerCase()}):` : label ? `${label} (${head.toLowerCase()}):` : `${head}:`];
+    const lines = [
+      ev.kind === KIND.edit ? `Correction (${head.toLowerCase()}):` : label ? `${label} (${head.toLowerCase()}):` : `${head}:`,
+    ];
     lines.push(`Event: ${ev.id}`);
     lines.push(`From: ${who(ev.pubkey)}`);
     lines.push(`Time: ${iso(ev.created_at)}`);
@@ -222,7 +243,8 @@ export class TurnPromptBuilder {
       const target = tagValue(ev, "e");
       lines.push(`Edits: event ${target ?? "(unknown)"} — this text replaces that message's earlier text; act on the corrected request.`);
     } else if (ev.kind !== KIND.message) lines.push(`Kind: ${ev.kind}`);
-    if (ev.edited) lines.push(`Edited: the author corrected this message (edit ${ev.edited}) before you saw it; the text below is the corrected one.`);
+    if (ev.edited)
+      lines.push(`Edited: the author corrected this message (edit ${ev.edited}) before you saw it; the text below is the corrected one.`);
     const parent = ev.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1];
     if (parent) lines.push(`In reply to: ${parent}`);
     const mentions = mentionsOf(ev);

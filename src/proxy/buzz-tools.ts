@@ -17,7 +17,11 @@ export function isBuzzTool(name: string): name is BuzzToolName {
   return NAMES.has(name);
 }
 
-export async function callBuzzTool(link: LinkClient, name: BuzzToolName, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
+export async function callBuzzTool(
+  link: LinkClient,
+  name: BuzzToolName,
+  args: Record<string, unknown> | undefined,
+): Promise<CallToolResult> {
   try {
     const result = await link.callBuzzTool(name, args ?? {});
     return { content: [{ type: "text", text: typeof result === "string" ? result : JSON.stringify(result) }] };

@@ -47,7 +47,12 @@ export function buildCatalog(downstreams: Downstream[], builtins: Tool[], logger
     for (const t of ds.tools) {
       if (isHookName(t.name)) {
         if (!isValidExposedName(t.name)) {
-          logger.error({ evt: "proxy.hook_name_invalid", server: ds.name, tool: t.name, error: "hook names must match [A-Za-z0-9_-], have no '__' and fit the name budget" });
+          logger.error({
+            evt: "proxy.hook_name_invalid",
+            server: ds.name,
+            tool: t.name,
+            error: "hook names must match [A-Za-z0-9_-], have no '__' and fit the name budget",
+          });
           notes.push({ kind: "hook_name_invalid", server: ds.name, tool: t.name });
           continue;
         }
@@ -65,7 +70,12 @@ export function buildCatalog(downstreams: Downstream[], builtins: Tool[], logger
       const owner = owners.get(name);
       if (owner !== undefined) {
         collision ??= new NameCollisionError(name, owner, ds.name);
-        logger.error({ evt: "proxy.name_collision", tool: name, servers: [owner, ds.name], error: new NameCollisionError(name, owner, ds.name).message });
+        logger.error({
+          evt: "proxy.name_collision",
+          tool: name,
+          servers: [owner, ds.name],
+          error: new NameCollisionError(name, owner, ds.name).message,
+        });
         continue;
       }
       owners.set(name, ds.name);

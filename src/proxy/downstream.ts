@@ -158,7 +158,12 @@ export class Downstream {
     this.state = "ready";
     this.readyAt = Date.now();
     this.lastError = undefined;
-    log.info({ evt: restarted ? "proxy.server_restarted" : "proxy.server_ready", server: this.name, tools: this.tools.length, ms: Date.now() - started });
+    log.info({
+      evt: restarted ? "proxy.server_restarted" : "proxy.server_ready",
+      server: this.name,
+      tools: this.tools.length,
+      ms: Date.now() - started,
+    });
     this.resolveFirst();
     for (const w of this.readyWaiters.splice(0)) w();
     // Also after a first start that finished past list_timeout: its tools join the union late.
@@ -187,7 +192,11 @@ export class Downstream {
     };
     if (caps.resources) {
       this.resources = await extra("resources", async () => (await client.listResources(undefined, opts)).resources, []);
-      this.templates = await extra("resource templates", async () => (await client.listResourceTemplates(undefined, opts)).resourceTemplates, []);
+      this.templates = await extra(
+        "resource templates",
+        async () => (await client.listResourceTemplates(undefined, opts)).resourceTemplates,
+        [],
+      );
     }
     if (caps.prompts) this.prompts = await extra("prompts", async () => (await client.listPrompts(undefined, opts)).prompts, []);
   }
@@ -251,14 +260,23 @@ export class Downstream {
    * cancellation. Not async on purpose: this is the per-call hot path, and each async
    * frame costs a promise and a microtask.
    */
-  call(tool: string, args: Record<string, unknown> | undefined, options: RequestOptions & { meta?: Record<string, unknown> }): Promise<CallToolResult> {
+  call(
+    tool: string,
+    args: Record<string, unknown> | undefined,
+    options: RequestOptions & { meta?: Record<string, unknown> },
+  ): Promise<CallToolResult> {
     const client = this.client;
     if (this.state !== "ready" || !client) {
       return Promise.resolve(
-        errorResult(`MCP server '${this.name}' is ${this.state === "starting" ? "starting" : "down"}${this.lastError ? ` (${this.lastError.slice(0, 300)})` : ""}; try again shortly`),
+        errorResult(
+          `MCP server '${this.name}' is ${this.state === "starting" ? "starting" : "down"}${this.lastError ? ` (${this.lastError.slice(0, 300)})` : ""}; try again shortly`,
+        ),
       );
     }
-    const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = { name: tool, arguments: args ?? {} };
+    const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = {
+      name: tool,
+      arguments: args ?? {},
+    };
     if (options.meta) params._meta = options.meta;
     const timeout = this.cfg.timeout;
     return client
@@ -282,9 +300,19 @@ export class Downstream {
   }
 
   /** Raw request for resources and prompts, which keep protocol errors as they are. */
-  request<T extends z.ZodType>(method: string, params: Record<string, unknown>, schema: T, options: RequestOptions = {}): Promise<z.output<T>> {
+  request<T extends z.ZodType>(
+    method: string,
+    params: Record<string, unknown>,
+    schema: T,
+    options: RequestOptions = {},
+  ): Promise<z.output<T>> {
     if (this.state !== "ready" || !this.client) {
-      return Promise.reject(new McpError(ErrorCode.InternalError, `MCP server '${this.name}' is ${this.state}${this.lastError ? ` (${this.lastError.slice(0, 300)})` : ""}`));
+      return Promise.reject(
+        new McpError(
+          ErrorCode.InternalError,
+          `MCP server '${this.name}' is ${this.state}${this.lastError ? ` (${this.lastError.slice(0, 300)})` : ""}`,
+        ),
+      );
     }
     return this.client.request({ method, params }, schema, { timeout: this.opts.listTimeoutMs, ...options }) as Promise<z.output<T>>;
   }

@@ -29,7 +29,12 @@ function cutBytes(text: string, bytes: number): string {
   if (buf.length <= bytes) return text;
   const marker = "…";
   const room = Math.max(0, bytes - Buffer.byteLength(marker));
-  return buf.subarray(0, room).toString("utf8").replace(/\uFFFD+$/, "") + marker;
+  return (
+    buf
+      .subarray(0, room)
+      .toString("utf8")
+      .replace(/\uFFFD+$/, "") + marker
+  );
 }
 
 /**
@@ -82,7 +87,13 @@ export async function runHookFanout(
       const r = await ds.call(hook, opts.args ?? {}, { signal: abort.signal });
       return r;
     })();
-    const outcome = await Promise.race([attempt.then((r) => ({ r }), (e: unknown) => ({ e })), deadline]);
+    const outcome = await Promise.race([
+      attempt.then(
+        (r) => ({ r }),
+        (e: unknown) => ({ e }),
+      ),
+      deadline,
+    ]);
     if (outcome === "timeout") {
       // The late answer is discarded; cancelling tells the slow server to stop working on it.
       abort.abort();

@@ -85,12 +85,24 @@ export class RawCalls {
     const call = this.calls.get(id);
     if (!call) return;
     this.forget(call);
-    this.out.sendLine(JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, ...(reason === undefined ? {} : { reason }) } }));
+    this.out.sendLine(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: id, ...(reason === undefined ? {} : { reason }) },
+      }),
+    );
   }
 
   /** A message from the server: true when it belonged to one of our calls. */
   take(message: JSONRPCMessage): boolean {
-    const m = message as { id?: unknown; method?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown }; params?: Record<string, unknown> };
+    const m = message as {
+      id?: unknown;
+      method?: unknown;
+      result?: unknown;
+      error?: { code?: unknown; message?: unknown };
+      params?: Record<string, unknown>;
+    };
     if (m.method === undefined) {
       if (typeof m.id !== "string" || !m.id.startsWith(ID_PREFIX)) return false;
       const call = this.calls.get(m.id);
@@ -180,7 +192,10 @@ export class AgentPassThrough {
       },
       progress:
         typeof token === "string" || typeof token === "number"
-          ? (p) => this.upstream.sendLine(JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } }))
+          ? (p) =>
+              this.upstream.sendLine(
+                JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } }),
+              )
           : undefined,
     });
     if (id === undefined) return false;

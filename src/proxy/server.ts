@@ -149,7 +149,11 @@ export class AggregatingProxy {
     // Some agents (buzz-agent) never re-list; the log says so when tools change.
     this.opts.logger.warn({ evt: "proxy.list_changed", kind });
     const send =
-      kind === "tools" ? this.server.sendToolListChanged() : kind === "resources" ? this.server.sendResourceListChanged() : this.server.sendPromptListChanged();
+      kind === "tools"
+        ? this.server.sendToolListChanged()
+        : kind === "resources"
+          ? this.server.sendResourceListChanged()
+          : this.server.sendPromptListChanged();
     void send.catch(() => {});
   }
 
@@ -171,17 +175,28 @@ export class AggregatingProxy {
       return { tools: cat.tools };
     });
     s.fallbackRequestHandler = (request: JSONRPCRequest, extra: Extra) => {
-      if (request.method !== "tools/call") return Promise.reject(new ProxyRequestError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`));
+      if (request.method !== "tools/call")
+        return Promise.reject(new ProxyRequestError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`));
       if (this.isReady) return this.callTool(request, extra);
       return this.ready().then(() => this.callTool(request, extra));
     };
     s.setRequestHandler(ListResourcesRequestSchema, async () => {
       await this.ready();
-      return { resources: this.union((d) => d.resources, (d, r) => ({ ...r, name: this.label(d, r.name) })) };
+      return {
+        resources: this.union(
+          (d) => d.resources,
+          (d, r) => ({ ...r, name: this.label(d, r.name) }),
+        ),
+      };
     });
     s.setRequestHandler(ListResourceTemplatesRequestSchema, async () => {
       await this.ready();
-      return { resourceTemplates: this.union((d) => d.templates, (d, r) => ({ ...r, name: this.label(d, r.name) })) };
+      return {
+        resourceTemplates: this.union(
+          (d) => d.templates,
+          (d, r) => ({ ...r, name: this.label(d, r.name) }),
+        ),
+      };
     });
     s.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
       await this.ready();
@@ -191,7 +206,12 @@ export class AggregatingProxy {
     });
     s.setRequestHandler(ListPromptsRequestSchema, async () => {
       await this.ready();
-      return { prompts: this.union((d) => d.prompts, (d, p) => ({ ...p, name: this.label(d, p.name) })) };
+      return {
+        prompts: this.union(
+          (d) => d.prompts,
+          (d, p) => ({ ...p, name: this.label(d, p.name) }),
+        ),
+      };
     });
     s.setRequestHandler(GetPromptRequestSchema, async (req, extra) => {
       await this.ready();
@@ -245,15 +265,22 @@ export class AggregatingProxy {
         onprogress:
           progressToken === undefined
             ? undefined
-            : (p) => void extra.sendNotification({ method: "notifications/progress", params: { ...p, progressToken: progressToken as string | number } }).catch(() => {}),
+            : (p) =>
+                void extra
+                  .sendNotification({ method: "notifications/progress", params: { ...p, progressToken: progressToken as string | number } })
+                  .catch(() => {}),
       });
     }
     if (this.opts.link && isBuzzTool(name)) return callBuzzTool(this.opts.link, name, params.arguments);
     if (isHookName(name) && cat.hooks.has(name)) {
-      return runHookFanout(name, cat.hooks.get(name)!, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger, args: params.arguments }).then(
-        (r): CallToolResult => ({ content: [{ type: "text", text: r.text }] }),
-      );
+      return runHookFanout(name, cat.hooks.get(name)!, {
+        deadlineMs: this.opts.manifest.hook_deadline,
+        logger: this.opts.logger,
+        args: params.arguments,
+      }).then((r): CallToolResult => ({ content: [{ type: "text", text: r.text }] }));
     }
-    return Promise.resolve(errorResult(`unknown tool '${name}': this proxy has no such tool (it may belong to a server that failed to start; see tools/list)`));
+    return Promise.resolve(
+      errorResult(`unknown tool '${name}': this proxy has no such tool (it may belong to a server that failed to start; see tools/list)`),
+    );
   }
 }

@@ -63,7 +63,6 @@ interface Held {
   busy: boolean;
 }
 
-
 export class FleetScheduler {
   private readonly held = new Map<string, Held>();
   private readonly byTurn = new Map<number, Held>();
@@ -80,7 +79,8 @@ export class FleetScheduler {
   private lastRenewOk = Date.now();
   private fleetQueued = 0;
   private fleetByChannel = new Map<string, number>();
-  private readonly o: Required<Omit<FleetSchedulerOptions, "onFinalFailure" | "onWake" | "onLost" | "onRefused" | "onRotate">> & FleetSchedulerOptions;
+  private readonly o: Required<Omit<FleetSchedulerOptions, "onFinalFailure" | "onWake" | "onLost" | "onRefused" | "onRotate">> &
+    FleetSchedulerOptions;
   /** Events of the batches handed out and not ended yet (for storedEvent). */
   private readonly batchEvents = new Map<string, { turnId: number; event: Event }>();
   /** Per scope this daemon has run: the rotation count its session was made under. */
@@ -109,7 +109,9 @@ export class FleetScheduler {
    */
   async accept(ev: Event, channel: string, scope: Scope = this.scopeOf(ev, channel)): Promise<boolean> {
     const fresh = await this.o.store.accept(ev, channel, scope.key);
-    if (fresh) for (const old of await this.o.store.refuseOverCap(scope.key, this.o.scopeCap)) this.refusals.add(scope.key, scope.channel, "scope-cap", old);
+    if (fresh)
+      for (const old of await this.o.store.refuseOverCap(scope.key, this.o.scopeCap))
+        this.refusals.add(scope.key, scope.channel, "scope-cap", old);
     // Also for a duplicate: the daemon holding the scope hears the event too and looks now.
     this.kick();
     return fresh;
@@ -142,7 +144,16 @@ export class FleetScheduler {
       this.kick();
       return true;
     }
-    this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "done", attempts: h.attempts, next_attempt_at: 0, recovered: h.recovered ? 1 : 0, error: null }, this.o.daemon.id), h.held);
+    this.chain(
+      turnId,
+      () =>
+        this.o.store.updateTurnFrom(
+          "running",
+          { id: turnId, state: "done", attempts: h.attempts, next_attempt_at: 0, recovered: h.recovered ? 1 : 0, error: null },
+          this.o.daemon.id,
+        ),
+      h.held,
+    );
     return true;
   }
 
@@ -158,13 +169,27 @@ export class FleetScheduler {
       const delay = this.retryDelay.delayFor(r.attempts - 1);
       this.o.logger.warn({ evt: "queue.turn_retry", turn: turnId, scope: r.scope.key, attempt: r.attempts, retry_in_ms: delay, error });
       // Due by the database's clock, so a daemon with a drifting clock retries neither early nor late.
-      this.chain(turnId, () => this.o.store.updateTurnFrom("running", { id: turnId, state: "queued", attempts: r.attempts, next_attempt_at: 0, recovered: 0, error }, this.o.daemon.id, delay), r.held);
+      this.chain(
+        turnId,
+        () =>
+          this.o.store.updateTurnFrom(
+            "running",
+            { id: turnId, state: "queued", attempts: r.attempts, next_attempt_at: 0, recovered: 0, error },
+            this.o.daemon.id,
+            delay,
+          ),
+        r.held,
+      );
       return "retry";
     }
     this.o.logger.error({ evt: "queue.turn_failed", turn: turnId, scope: r.scope.key, attempts: r.attempts, error });
     let ended = false;
     this.chain(turnId, async () => {
-      ended = await this.o.store.updateTurnFrom("running", { id: turnId, state: "failed", attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error }, this.o.daemon.id);
+      ended = await this.o.store.updateTurnFrom(
+        "running",
+        { id: turnId, state: "failed", attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error },
+        this.o.daemon.id,
+      );
     });
     // A separate write, so a retry after a lost connection cannot skip the notice.
     this.chain(
@@ -182,7 +207,12 @@ export class FleetScheduler {
 
   /** `!cancel` for the fleet: ends the target's work in the database; returns this daemon's running turns among it. */
   async cancel(target: { channel: string; thread?: string }): Promise<{ runningTurnIds: number[]; ended: number }> {
-    const keys = this.o.sessionScope === "channel" ? [scopeKey(target.channel)] : target.thread ? [scopeKey(target.channel, target.thread)] : undefined;
+    const keys =
+      this.o.sessionScope === "channel"
+        ? [scopeKey(target.channel)]
+        : target.thread
+          ? [scopeKey(target.channel, target.thread)]
+          : undefined;
     const { running, ended } = await this.o.store.cancelScopes(target.channel, keys);
     const mine = running.filter((id) => this.byTurn.has(id));
     for (const id of mine) this.finish(id);
@@ -251,7 +281,14 @@ export class FleetScheduler {
   async cancelRunning(turnId: number, reason: string): Promise<boolean> {
     const r = this.byTurn.get(turnId)?.running;
     if (r?.turnId !== turnId || r.cancelled) return false;
-    const update = { id: turnId, state: "cancelled" as const, attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error: reason };
+    const update = {
+      id: turnId,
+      state: "cancelled" as const,
+      attempts: r.attempts,
+      next_attempt_at: 0,
+      recovered: r.recovered ? 1 : 0,
+      error: reason,
+    };
     if (!(await this.o.store.updateTurnFrom("running", update, this.o.daemon.id))) return false;
     if (this.byTurn.get(turnId)?.running === r) r.cancelled = true;
     return true;
@@ -290,11 +327,22 @@ export class FleetScheduler {
     for (const b of this.ready.splice(0)) {
       const r = this.finish(b.turnId);
       if (!r) continue;
-      const back = { id: b.turnId, state: "queued" as const, attempts: b.attempt - 1, next_attempt_at: 0, recovered: b.recovered ? 1 : 0, error: null };
-      await this.o.store.updateTurnFrom("running", back, this.o.daemon.id).catch((err: unknown) => this.o.logger.warn({ evt: "queue.store_write_failed", turn: b.turnId, err: String(err) }));
+      const back = {
+        id: b.turnId,
+        state: "queued" as const,
+        attempts: b.attempt - 1,
+        next_attempt_at: 0,
+        recovered: b.recovered ? 1 : 0,
+        error: null,
+      };
+      await this.o.store
+        .updateTurnFrom("running", back, this.o.daemon.id)
+        .catch((err: unknown) => this.o.logger.warn({ evt: "queue.store_write_failed", turn: b.turnId, err: String(err) }));
     }
     await Promise.allSettled([...this.writes.values()]);
-    await this.o.store.leases.leave(this.o.daemon.id).catch((err: unknown) => this.o.logger.warn({ evt: "queue.fleet_leave_failed", err: String(err) }));
+    await this.o.store.leases
+      .leave(this.o.daemon.id)
+      .catch((err: unknown) => this.o.logger.warn({ evt: "queue.fleet_leave_failed", err: String(err) }));
   }
 
   private finish(turnId: number): (NonNullable<Held["running"]> & { scope: Scope; held: Held }) | undefined {
@@ -317,7 +365,9 @@ export class FleetScheduler {
     const before = this.writes.get(turnId) ?? Promise.resolve();
     const p = before
       .then(() => this.persist(turnId, write))
-      .catch((err: unknown) => this.o.logger.error({ evt: "queue.store_write_failed", turn: turnId, err: err instanceof Error ? err.message : String(err) }));
+      .catch((err: unknown) =>
+        this.o.logger.error({ evt: "queue.store_write_failed", turn: turnId, err: err instanceof Error ? err.message : String(err) }),
+      );
     this.writes.set(turnId, p);
     if (end)
       void p.then(() => {
@@ -341,7 +391,12 @@ export class FleetScheduler {
       } catch (err) {
         const delay = pace.next();
         if (this.closed || Date.now() + delay > deadline) throw err;
-        this.o.logger.warn({ evt: "queue.store_write_retry", turn: turnId, err: err instanceof Error ? err.message : String(err), retry_ms: delay });
+        this.o.logger.warn({
+          evt: "queue.store_write_retry",
+          turn: turnId,
+          err: err instanceof Error ? err.message : String(err),
+          retry_ms: delay,
+        });
         await sleep(delay);
       }
     }
@@ -356,7 +411,9 @@ export class FleetScheduler {
     }
     if (this.timer) clearTimeout(this.timer);
     this.loop = this.pass()
-      .catch((err: unknown) => this.o.logger.warn({ evt: "queue.fleet_pass_failed", err: err instanceof Error ? err.message : String(err) }))
+      .catch((err: unknown) =>
+        this.o.logger.warn({ evt: "queue.fleet_pass_failed", err: err instanceof Error ? err.message : String(err) }),
+      )
       .finally(() => {
         this.loop = undefined;
         if (this.closed) return;
@@ -382,7 +439,8 @@ export class FleetScheduler {
     if (free > 0) {
       const claimed = await store.leases.claim(daemon.id, free, leaseMs);
       for (const c of claimed) {
-        if (c.from) this.o.logger.info({ evt: "queue.scope_taken_over", scope: c.key, from: c.from }, "took over a scope whose lease expired");
+        if (c.from)
+          this.o.logger.info({ evt: "queue.scope_taken_over", scope: c.key, from: c.from }, "took over a scope whose lease expired");
         const h: Held = { scope: parseScopeKey(c.key), busy: false };
         this.held.set(c.key, h);
         await this.prepare(h, c.from);
@@ -405,7 +463,10 @@ export class FleetScheduler {
       this.fleetByChannel = await store.leases.queueDepthByChannel();
       this.fleetQueued = [...this.fleetByChannel.values()].reduce((a, b) => a + b, 0);
     } catch (err) {
-      this.o.logger.warn({ evt: "queue.lease_renew_failed", err: err instanceof Error ? err.message : String(err) }, "could not renew scope leases");
+      this.o.logger.warn(
+        { evt: "queue.lease_renew_failed", err: err instanceof Error ? err.message : String(err) },
+        "could not renew scope leases",
+      );
       // Past the lease period another daemon may hold our scopes: stop acting on them.
       if (now - this.lastRenewOk > leaseMs * 0.8) this.drop([...this.held.keys()], [], "leases could not be renewed in time");
     }
@@ -444,7 +505,11 @@ export class FleetScheduler {
         if (!batch.events.length) {
           // Another daemon ended them since they were read (deleted by their author, `!cancel`).
           this.finish(turnId);
-          await store.updateTurnFrom("running", { id: turnId, state: "cancelled", attempts: 1, next_attempt_at: 0, recovered: 0, error: "its events ended before it started" }, daemon.id);
+          await store.updateTurnFrom(
+            "running",
+            { id: turnId, state: "cancelled", attempts: 1, next_attempt_at: 0, recovered: 0, error: "its events ended before it started" },
+            daemon.id,
+          );
           batch = undefined;
         }
       }
@@ -477,17 +542,38 @@ export class FleetScheduler {
     if (leftRunning && (t.recovered === 1 || t.attempts >= this.o.maxAttempts)) {
       // Its one recovery was spent already: give up with a notice, as a restart would.
       const error = `the daemon running this turn stopped${from ? ` (${from})` : ""} and its retry was spent`;
-      if (await store.updateTurnFrom("running", { id: t.id, state: "failed", attempts: t.attempts, next_attempt_at: 0, recovered: 1, error }, this.o.daemon.id)) {
+      if (
+        await store.updateTurnFrom(
+          "running",
+          { id: t.id, state: "failed", attempts: t.attempts, next_attempt_at: 0, recovered: 1, error },
+          this.o.daemon.id,
+        )
+      ) {
         const events = (await store.eventsOfTurn(t.id)).map((e) => e.event);
         this.o.onFinalFailure?.({ turnId: t.id, scope: h.scope, events, error, attempts: t.attempts, publishedReplyIds: t.reply_ids });
       }
       return undefined;
     }
     const attempts = t.attempts + 1;
-    if (!(await store.updateTurnFrom(t.state, { id: t.id, state: "running", attempts, next_attempt_at: 0, recovered: recovered ? 1 : 0, error: t.error }, this.o.daemon.id))) return undefined;
+    if (
+      !(await store.updateTurnFrom(
+        t.state,
+        { id: t.id, state: "running", attempts, next_attempt_at: 0, recovered: recovered ? 1 : 0, error: t.error },
+        this.o.daemon.id,
+      ))
+    )
+      return undefined;
     // Ids recorded before publishing: only those the relay has were really published.
     const published = t.reply_ids.length ? await this.o.confirmPublished(t.reply_ids) : [];
-    if (leftRunning) this.o.logger.info({ evt: "queue.turn_resumed", turn: t.id, scope: h.scope.key, from, recorded: t.reply_ids.length, published: published.length });
+    if (leftRunning)
+      this.o.logger.info({
+        evt: "queue.turn_resumed",
+        turn: t.id,
+        scope: h.scope.key,
+        from,
+        recorded: t.reply_ids.length,
+        published: published.length,
+      });
     return this.batchOf(h, t.id, attempts, recovered, published);
   }
 

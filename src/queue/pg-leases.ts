@@ -100,13 +100,19 @@ export class FleetLeases {
    * from the answer was taken over after its lease expired: stop acting on it.
    */
   async renew(daemon: string, ttlMs: number): Promise<string[]> {
-    const r = await this.pool.query<{ key: string }>(`UPDATE ${S}.scopes SET lease_until = now() + $2 * interval '1 millisecond' WHERE holder = $1 RETURNING key`, [daemon, ttlMs]);
+    const r = await this.pool.query<{ key: string }>(
+      `UPDATE ${S}.scopes SET lease_until = now() + $2 * interval '1 millisecond' WHERE holder = $1 RETURNING key`,
+      [daemon, ttlMs],
+    );
     return r.rows.map((row) => row.key);
   }
 
   /** Gives a scope up (its work is done); only if this daemon still holds it. */
   async release(daemon: string, key: string): Promise<boolean> {
-    const r = await this.pool.query(`UPDATE ${S}.scopes SET holder = NULL, lease_until = NULL WHERE key = $1 AND holder = $2`, [key, daemon]);
+    const r = await this.pool.query(`UPDATE ${S}.scopes SET holder = NULL, lease_until = NULL WHERE key = $1 AND holder = $2`, [
+      key,
+      daemon,
+    ]);
     return (r.rowCount ?? 0) > 0;
   }
 
@@ -132,7 +138,14 @@ export class FleetLeases {
        FROM ${S}.daemons d WHERE d.seen_at >= now() - $1 * interval '1 millisecond' ORDER BY d.started_at, d.id`,
       [withinMs],
     );
-    return r.rows.map((row) => ({ id: row.id, host: row.host, pid: row.pid, maxConcurrent: row.max_concurrent, seenAgoMs: Math.round(row.ago), leases: Number(row.leases) }));
+    return r.rows.map((row) => ({
+      id: row.id,
+      host: row.host,
+      pid: row.pid,
+      maxConcurrent: row.max_concurrent,
+      seenAgoMs: Math.round(row.ago),
+      leases: Number(row.leases),
+    }));
   }
 
   /** Events waiting for a turn across the fleet. */
@@ -143,7 +156,9 @@ export class FleetLeases {
 
   /** Events waiting for a turn across the fleet, per channel. */
   async queueDepthByChannel(): Promise<Map<string, number>> {
-    const r = await this.pool.query<{ channel: string; n: string }>(`SELECT channel, count(*) AS n FROM ${S}.events WHERE state = 'waiting' GROUP BY channel`);
+    const r = await this.pool.query<{ channel: string; n: string }>(
+      `SELECT channel, count(*) AS n FROM ${S}.events WHERE state = 'waiting' GROUP BY channel`,
+    );
     return new Map(r.rows.map((row) => [row.channel, Number(row.n)]));
   }
 

@@ -72,7 +72,12 @@ export class PostgresStore implements StateStore {
   /** Connects, migrates and checks the identity binding; throws QueueStoreError when refused. */
   static async open(o: PostgresStoreOptions): Promise<PostgresStore> {
     const where = redactDatabaseUrl(o.url);
-    const pool = new pg.Pool({ connectionString: o.url, max: o.maxConnections ?? 10, connectionTimeoutMillis: o.connectTimeoutMs ?? 10_000, application_name: "buzz-bridge" });
+    const pool = new pg.Pool({
+      connectionString: o.url,
+      max: o.maxConnections ?? 10,
+      connectionTimeoutMillis: o.connectTimeoutMs ?? 10_000,
+      application_name: "buzz-bridge",
+    });
     // An idle client's connection dropping (database restart) must not crash the process.
     pool.on("error", () => undefined);
     const store = new PostgresStore(pool, o.url);
@@ -81,7 +86,10 @@ export class PostgresStore implements StateStore {
     } catch (err) {
       await pool.end().catch(() => undefined);
       if (err instanceof QueueStoreError) throw err;
-      throw new QueueStoreError(`cannot use the PostgreSQL database ${where}: ${redactDatabaseUrl((err as Error).message)}. Check state.url and that the database is up.`, { cause: err });
+      throw new QueueStoreError(
+        `cannot use the PostgreSQL database ${where}: ${redactDatabaseUrl((err as Error).message)}. Check state.url and that the database is up.`,
+        { cause: err },
+      );
     }
     return store;
   }
@@ -106,11 +114,17 @@ export class PostgresStore implements StateStore {
           await c.query("BEGIN");
           try {
             await c.query(m.sql);
-            await c.query(`INSERT INTO ${S}.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [String(m.version)]);
+            await c.query(
+              `INSERT INTO ${S}.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+              [String(m.version)],
+            );
             await c.query("COMMIT");
           } catch (err) {
             await c.query("ROLLBACK").catch(() => undefined);
-            throw new QueueStoreError(`migrating the PostgreSQL database ${this.where} to schema version ${m.version} failed: ${(err as Error).message}`, { cause: err });
+            throw new QueueStoreError(
+              `migrating the PostgreSQL database ${this.where} to schema version ${m.version} failed: ${(err as Error).message}`,
+              { cause: err },
+            );
           }
         }
         await c.query(`INSERT INTO ${S}.meta (key, value) VALUES ('identity', $1) ON CONFLICT (key) DO NOTHING`, [identity]);
@@ -232,7 +246,10 @@ export class PostgresStore implements StateStore {
         [scope, channel, Date.now()],
       );
       const id = Number(r.rows[0]!.id);
-      const taken = await c.query<{ id: string }>(`UPDATE ${S}.events SET state = 'in_turn', turn_id = $1 WHERE id = ANY($2::text[]) AND state = 'waiting' RETURNING id`, [id, [...eventIds]]);
+      const taken = await c.query<{ id: string }>(
+        `UPDATE ${S}.events SET state = 'in_turn', turn_id = $1 WHERE id = ANY($2::text[]) AND state = 'waiting' RETURNING id`,
+        [id, [...eventIds]],
+      );
       const ids = new Set(taken.rows.map((row) => row.id));
       await c.query(`UPDATE ${S}.turns SET trigger_ids = $2 WHERE id = $1`, [id, JSON.stringify(eventIds.filter((e) => ids.has(e)))]);
       return id;
@@ -256,7 +273,12 @@ export class PostgresStore implements StateStore {
         [turnId, turn.n, [...eventIds], turn.scope],
       );
       const joined = eventIds.filter((id) => r.rows.some((row) => row.id === id));
-      if (joined.length) await c.query(`UPDATE ${S}.turns SET trigger_ids = trigger_ids || $2::jsonb, updated_at = $3 WHERE id = $1`, [turnId, JSON.stringify(joined), Date.now()]);
+      if (joined.length)
+        await c.query(`UPDATE ${S}.turns SET trigger_ids = trigger_ids || $2::jsonb, updated_at = $3 WHERE id = $1`, [
+          turnId,
+          JSON.stringify(joined),
+          Date.now(),
+        ]);
       return joined;
     });
   }
@@ -269,28 +291,39 @@ export class PostgresStore implements StateStore {
         [turnId, holder ?? null],
       );
       if (!held.rowCount) return;
-      const r = await c.query<{ id: string }>(`UPDATE ${S}.events SET state = 'waiting', turn_id = NULL, joined_after = NULL WHERE id = ANY($2::text[]) AND turn_id = $1 RETURNING id`, [turnId, [...eventIds]]);
+      const r = await c.query<{ id: string }>(
+        `UPDATE ${S}.events SET state = 'waiting', turn_id = NULL, joined_after = NULL WHERE id = ANY($2::text[]) AND turn_id = $1 RETURNING id`,
+        [turnId, [...eventIds]],
+      );
       const left = r.rows.map((row) => row.id);
       if (left.length)
-        await c.query(`UPDATE ${S}.turns SET trigger_ids = coalesce((SELECT jsonb_agg(x) FROM jsonb_array_elements(trigger_ids) x WHERE NOT (x #>> '{}') = ANY($2::text[])), '[]'), updated_at = $3 WHERE id = $1`, [
-          turnId,
-          left,
-          Date.now(),
-        ]);
+        await c.query(
+          `UPDATE ${S}.turns SET trigger_ids = coalesce((SELECT jsonb_agg(x) FROM jsonb_array_elements(trigger_ids) x WHERE NOT (x #>> '{}') = ANY($2::text[])), '[]'), updated_at = $3 WHERE id = $1`,
+          [turnId, left, Date.now()],
+        );
     });
   }
 
   async replaceQueuedContent(eventId: string, content: string, editId: string): Promise<boolean> {
     return this.tx(async (c) => {
-      const e = await c.query<{ state: EventState; turn_id: string | null; json: string }>(`SELECT state, turn_id, json FROM ${S}.events WHERE id = $1 FOR UPDATE`, [eventId]);
+      const e = await c.query<{ state: EventState; turn_id: string | null; json: string }>(
+        `SELECT state, turn_id, json FROM ${S}.events WHERE id = $1 FOR UPDATE`,
+        [eventId],
+      );
       const row = e.rows[0];
       if (!row) return false;
       if (row.state !== "waiting") {
         // Locked, so a daemon resuming the retry reads the batch after this edit, or this sees it running.
-        const t = row.state === "in_turn" && row.turn_id !== null ? await c.query<{ state: string }>(`SELECT state FROM ${S}.turns WHERE id = $1 FOR SHARE`, [row.turn_id]) : undefined;
+        const t =
+          row.state === "in_turn" && row.turn_id !== null
+            ? await c.query<{ state: string }>(`SELECT state FROM ${S}.turns WHERE id = $1 FOR SHARE`, [row.turn_id])
+            : undefined;
         if (t?.rows[0]?.state !== "queued") return false;
       }
-      await c.query(`UPDATE ${S}.events SET json = $2 WHERE id = $1`, [eventId, JSON.stringify({ ...(JSON.parse(row.json) as Event), content, edited: editId })]);
+      await c.query(`UPDATE ${S}.events SET json = $2 WHERE id = $1`, [
+        eventId,
+        JSON.stringify({ ...(JSON.parse(row.json) as Event), content, edited: editId }),
+      ]);
       return true;
     });
   }
@@ -310,7 +343,10 @@ export class PostgresStore implements StateStore {
       [scope],
     );
     if (t.rows[0]) return { turn: toTurn(t.rows[0]), due: t.rows[0].due, waiting: [] };
-    const w = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at, id LIMIT $2`, [scope, batchSize]);
+    const w = await this.pool.query<{ id: string }>(
+      `SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at, id LIMIT $2`,
+      [scope, batchSize],
+    );
     return { waiting: w.rows.map((r) => r.id) };
   }
 
@@ -337,7 +373,9 @@ export class PostgresStore implements StateStore {
   /** Of these turns, the ones no longer running (cancelled by the owner elsewhere, or ended). */
   async notRunning(turnIds: readonly number[]): Promise<number[]> {
     if (turnIds.length === 0) return [];
-    const r = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.turns WHERE id = ANY($1::bigint[]) AND state <> 'running'`, [[...turnIds]]);
+    const r = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.turns WHERE id = ANY($1::bigint[]) AND state <> 'running'`, [
+      [...turnIds],
+    ]);
     return r.rows.map((row) => Number(row.id));
   }
 
@@ -373,22 +411,20 @@ export class PostgresStore implements StateStore {
 
   async updateTurn(t: TurnUpdate): Promise<void> {
     await this.tx(async (c) => {
-      await c.query(`UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = $3, recovered = $4, error = $5, updated_at = $6 WHERE id = $7`, [
-        t.state,
-        t.attempts,
-        t.next_attempt_at,
-        t.recovered,
-        t.error,
-        Date.now(),
-        t.id,
-      ]);
+      await c.query(
+        `UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = $3, recovered = $4, error = $5, updated_at = $6 WHERE id = $7`,
+        [t.state, t.attempts, t.next_attempt_at, t.recovered, t.error, Date.now(), t.id],
+      );
       if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
     });
   }
 
   async recordReply(turnId: number, replyId: string): Promise<void> {
     // One statement, so two daemons (a holder and its successor) never lose each other's ids.
-    await this.pool.query(`UPDATE ${S}.turns SET reply_ids = reply_ids || to_jsonb($2::text), updated_at = $3 WHERE id = $1 AND NOT reply_ids ? $2`, [turnId, replyId, Date.now()]);
+    await this.pool.query(
+      `UPDATE ${S}.turns SET reply_ids = reply_ids || to_jsonb($2::text), updated_at = $3 WHERE id = $1 AND NOT reply_ids ? $2`,
+      [turnId, replyId, Date.now()],
+    );
   }
 
   /**
@@ -406,7 +442,10 @@ export class PostgresStore implements StateStore {
   }
 
   async claimControl(eventId: string, createdAt: number): Promise<boolean> {
-    const r = await this.pool.query(`INSERT INTO ${S}.controls (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [eventId, createdAt]);
+    const r = await this.pool.query(`INSERT INTO ${S}.controls (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [
+      eventId,
+      createdAt,
+    ]);
     return (r.rowCount ?? 0) > 0;
   }
 
@@ -416,12 +455,18 @@ export class PostgresStore implements StateStore {
    * was made, and starts a fresh session when it moved.
    */
   async bumpRotation(key: string): Promise<void> {
-    await this.pool.query(`INSERT INTO ${S}.claims (key, at) VALUES ('rotate:' || $1, 1) ON CONFLICT (key) DO UPDATE SET at = ${S}.claims.at + 1`, [key]);
+    await this.pool.query(
+      `INSERT INTO ${S}.claims (key, at) VALUES ('rotate:' || $1, 1) ON CONFLICT (key) DO UPDATE SET at = ${S}.claims.at + 1`,
+      [key],
+    );
   }
 
   /** The scope's rotations plus its channel's (see bumpRotation). */
   async rotationEpoch(scope: string, channel: string): Promise<number> {
-    const r = await this.pool.query<{ n: string | null }>(`SELECT sum(at) AS n FROM ${S}.claims WHERE key IN ('rotate:' || $1, 'rotate:' || $2)`, [scope, channel]);
+    const r = await this.pool.query<{ n: string | null }>(
+      `SELECT sum(at) AS n FROM ${S}.claims WHERE key IN ('rotate:' || $1, 'rotate:' || $2)`,
+      [scope, channel],
+    );
     return Number(r.rows[0]?.n ?? 0);
   }
 
@@ -439,7 +484,10 @@ export class PostgresStore implements StateStore {
 
   async claimOnce(key: string, windowMs: number): Promise<boolean> {
     const now = Date.now();
-    const r = await this.pool.query(`INSERT INTO ${S}.claims (key, at) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ${S}.claims.at <= $3`, [key, now, now - windowMs]);
+    const r = await this.pool.query(
+      `INSERT INTO ${S}.claims (key, at) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ${S}.claims.at <= $3`,
+      [key, now, now - windowMs],
+    );
     return (r.rowCount ?? 0) > 0;
   }
 
@@ -451,7 +499,10 @@ export class PostgresStore implements StateStore {
   }
 
   async session(scope: string, agent: string): Promise<string | undefined> {
-    const r = await this.pool.query<{ session_id: string }>(`SELECT session_id FROM ${S}.sessions WHERE scope = $1 AND agent = $2`, [scope, agent]);
+    const r = await this.pool.query<{ session_id: string }>(`SELECT session_id FROM ${S}.sessions WHERE scope = $1 AND agent = $2`, [
+      scope,
+      agent,
+    ]);
     return r.rows[0]?.session_id;
   }
 

@@ -178,7 +178,11 @@ export class Scheduler {
   private startNew(s: ScopeState): Batch {
     const take = s.waiting.splice(0, this.o.batchSize);
     this.totalWaiting -= take.length;
-    const turnId = this.o.store.startTurn(s.scope.key, s.scope.channel, take.map((w) => w.id));
+    const turnId = this.o.store.startTurn(
+      s.scope.key,
+      s.scope.channel,
+      take.map((w) => w.id),
+    );
     return this.begin(s, turnId, 1, false);
   }
 
@@ -266,7 +270,14 @@ export class Scheduler {
     const s = this.byTurn.get(turnId);
     const r = s?.running;
     if (!s || !r || r.turnId !== turnId || r.cancelled) return false;
-    this.o.store.updateTurn({ id: turnId, state: "cancelled", attempts: r.attempts, next_attempt_at: 0, recovered: r.recovered ? 1 : 0, error: reason });
+    this.o.store.updateTurn({
+      id: turnId,
+      state: "cancelled",
+      attempts: r.attempts,
+      next_attempt_at: 0,
+      recovered: r.recovered ? 1 : 0,
+      error: reason,
+    });
     r.cancelled = true;
     return true;
   }
@@ -281,7 +292,15 @@ export class Scheduler {
     const state = this.byTurn.get(turnId);
     const s = this.finish(turnId);
     if (!s) return false;
-    if (!s.cancelled) this.o.store.updateTurn({ id: turnId, state: "done", attempts: s.attempts, next_attempt_at: 0, recovered: s.recovered ? 1 : 0, error: null });
+    if (!s.cancelled)
+      this.o.store.updateTurn({
+        id: turnId,
+        state: "done",
+        attempts: s.attempts,
+        next_attempt_at: 0,
+        recovered: s.recovered ? 1 : 0,
+        error: null,
+      });
     this.settle(state);
     return true;
   }
@@ -304,12 +323,26 @@ export class Scheduler {
       this.o.store.updateTurn({ id: turnId, state: "queued", attempts: s.attempts, next_attempt_at: dueAt, recovered: 0, error });
       const events = this.o.store.eventsOfTurn(turnId);
       state.retry = { turnId, attempts: s.attempts, recovered: false, dueAt, oldest: events[0]?.created_at ?? 0, size: events.length };
-      this.o.logger.warn({ evt: "queue.turn_retry", turn: turnId, scope: state.scope.key, attempt: s.attempts, retry_in_ms: dueAt - this.o.now(), error });
+      this.o.logger.warn({
+        evt: "queue.turn_retry",
+        turn: turnId,
+        scope: state.scope.key,
+        attempt: s.attempts,
+        retry_in_ms: dueAt - this.o.now(),
+        error,
+      });
       this.armTimer();
       this.settle(state);
       return "retry";
     }
-    this.o.store.updateTurn({ id: turnId, state: "failed", attempts: s.attempts, next_attempt_at: 0, recovered: s.recovered ? 1 : 0, error });
+    this.o.store.updateTurn({
+      id: turnId,
+      state: "failed",
+      attempts: s.attempts,
+      next_attempt_at: 0,
+      recovered: s.recovered ? 1 : 0,
+      error,
+    });
     this.o.logger.error({ evt: "queue.turn_failed", turn: turnId, scope: state.scope.key, attempts: s.attempts, error });
     const events = this.o.store.eventsOfTurn(turnId).map((e) => e.event);
     const publishedReplyIds = this.o.store.turn(turnId)?.reply_ids ?? [];
@@ -361,14 +394,24 @@ export class Scheduler {
         const s = this.scopes.get(key);
         if (!s) continue;
         if (s.waiting.length) {
-          this.o.store.setEventStates(s.waiting.map((w) => w.id), "cancelled");
+          this.o.store.setEventStates(
+            s.waiting.map((w) => w.id),
+            "cancelled",
+          );
           ended += s.waiting.length;
           this.totalWaiting -= s.waiting.length;
           s.waiting = [];
         }
         for (const t of [s.retry, s.running && !s.running.cancelled ? s.running : undefined]) {
           if (!t) continue;
-          this.o.store.updateTurn({ id: t.turnId, state: "cancelled", attempts: t.attempts, next_attempt_at: 0, recovered: t.recovered ? 1 : 0, error: "cancelled by owner" });
+          this.o.store.updateTurn({
+            id: t.turnId,
+            state: "cancelled",
+            attempts: t.attempts,
+            next_attempt_at: 0,
+            recovered: t.recovered ? 1 : 0,
+            error: "cancelled by owner",
+          });
           ended++;
         }
         s.retry = undefined;
@@ -379,7 +422,14 @@ export class Scheduler {
         this.forgetIfIdle(s);
       }
     });
-    if (ended) this.o.logger.info({ evt: "queue.cancelled", channel: target.channel, thread: target.thread ?? null, ended, running: runningTurnIds });
+    if (ended)
+      this.o.logger.info({
+        evt: "queue.cancelled",
+        channel: target.channel,
+        thread: target.thread ?? null,
+        ended,
+        running: runningTurnIds,
+      });
     this.wake();
     return { runningTurnIds, ended };
   }
@@ -398,7 +448,8 @@ export class Scheduler {
     for (const t of turns) {
       const recovered = t.state === "running" || t.recovered === 1;
       const dueAt = t.state === "running" ? now : t.next_attempt_at;
-      if (t.state === "running") this.o.store.updateTurn({ id: t.id, state: "queued", attempts: t.attempts, next_attempt_at: dueAt, recovered: 1, error: t.error });
+      if (t.state === "running")
+        this.o.store.updateTurn({ id: t.id, state: "queued", attempts: t.attempts, next_attempt_at: dueAt, recovered: 1, error: t.error });
       const events = this.o.store.eventsOfTurn(t.id);
       const scope = this.state(parseScopeKey(t.scope));
       scope.retry = { turnId: t.id, attempts: t.attempts, recovered, dueAt, oldest: events[0]?.created_at ?? 0, size: events.length };
@@ -451,7 +502,8 @@ export class Scheduler {
     // Only future retries: one already due is taken by the next `next()` after a wake.
     const now = this.o.now();
     let at: number | undefined;
-    for (const s of this.scopes.values()) if (s.retry && s.retry.dueAt > now && (at === undefined || s.retry.dueAt < at)) at = s.retry.dueAt;
+    for (const s of this.scopes.values())
+      if (s.retry && s.retry.dueAt > now && (at === undefined || s.retry.dueAt < at)) at = s.retry.dueAt;
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.wakeTimer = undefined;
     if (at === undefined) return;

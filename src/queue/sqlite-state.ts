@@ -48,7 +48,11 @@ export class SqliteStateStore implements StateStore {
   }
   /** Only events still waiting join the turn (the fleet's store does the same; see PostgresStore.startTurn). */
   async startTurn(scope: string, channel: string, eventIds: readonly string[]): Promise<number> {
-    return this.queue.startTurn(scope, channel, eventIds.filter((id) => this.queue.event(id)?.state === "waiting"));
+    return this.queue.startTurn(
+      scope,
+      channel,
+      eventIds.filter((id) => this.queue.event(id)?.state === "waiting"),
+    );
   }
   async turn(id: number): Promise<TurnRecord | undefined> {
     return this.queue.turn(id);
@@ -74,11 +78,15 @@ export class SqliteStateStore implements StateStore {
     return ids;
   }
   async leaveTurn(turnId: number, eventIds: readonly string[]): Promise<void> {
-    this.queue.leaveTurn(turnId, eventIds.filter((id) => this.queue.event(id)?.turn_id === turnId));
+    this.queue.leaveTurn(
+      turnId,
+      eventIds.filter((id) => this.queue.event(id)?.turn_id === turnId),
+    );
   }
   async replaceQueuedContent(eventId: string, content: string, editId: string): Promise<boolean> {
     const e = this.queue.event(eventId);
-    const queued = e?.state === "waiting" || (e?.state === "in_turn" && e.turn_id !== null && this.queue.turn(e.turn_id)?.state === "queued");
+    const queued =
+      e?.state === "waiting" || (e?.state === "in_turn" && e.turn_id !== null && this.queue.turn(e.turn_id)?.state === "queued");
     return queued && this.queue.replaceContent(eventId, content, editId);
   }
   async dropWaiting(eventId: string): Promise<boolean> {

@@ -94,7 +94,6 @@ CREATE TABLE IF NOT EXISTS sessions (scope TEXT PRIMARY KEY, agent TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS agent_groups (pgid INTEGER PRIMARY KEY, identity TEXT NOT NULL, started_at INTEGER NOT NULL);
 `;
 
-
 export class QueueStore {
   readonly file: string;
   private readonly db: Database.Database;
@@ -172,7 +171,9 @@ export class QueueStore {
       openTurns: db.prepare("SELECT * FROM turns WHERE state IN ('queued', 'running') ORDER BY id"),
       claimControl: db.prepare("INSERT OR IGNORE INTO controls (id, created_at) VALUES (?, ?)"),
       pruneControls: db.prepare("DELETE FROM controls WHERE created_at < ?"),
-      claimOnce: db.prepare("INSERT INTO claims (key, at) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET at = excluded.at WHERE claims.at <= ?"),
+      claimOnce: db.prepare(
+        "INSERT INTO claims (key, at) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET at = excluded.at WHERE claims.at <= ?",
+      ),
       pruneClaims: db.prepare("DELETE FROM claims WHERE at < ?"),
       hasClaim: db.prepare("SELECT 1 FROM claims WHERE key = ?"),
       pruneEvents: db.prepare(`DELETE FROM events WHERE state NOT IN ('waiting', 'in_turn') AND accepted_at < ?`),

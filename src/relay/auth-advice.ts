@@ -44,7 +44,10 @@ export async function waitAdmitted(client: AuthObservable, timeoutMs: number): P
     client.once("auth-failed", onFail);
   });
   try {
-    const result = await Promise.race([client.waitAuthenticated(timeoutMs).then((ok) => ({ ok }) as const), refused.then((reason) => ({ ok: false, refused: reason }) as const)]);
+    const result = await Promise.race([
+      client.waitAuthenticated(timeoutMs).then((ok) => ({ ok }) as const),
+      refused.then((reason) => ({ ok: false, refused: reason }) as const),
+    ]);
     return result.ok ? { ok: true } : result;
   } finally {
     client.off("auth-failed", onFail!);

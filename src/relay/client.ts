@@ -19,7 +19,15 @@ import { RelayConnection, type ConnectionOptions, type ConnectionState } from ".
 import { TwoGenerationDedupe } from "./dedupe.js";
 import { Coalescer, type CoalesceOptions } from "./coalesce.js";
 import { channelOf } from "./events.js";
-import { channelFilters, isMembershipFor, isRequested, membershipFilter, SUB_CHANNELS, SUB_MEMBERSHIP, type ChannelSubscription } from "./filters.js";
+import {
+  channelFilters,
+  isMembershipFor,
+  isRequested,
+  membershipFilter,
+  SUB_CHANNELS,
+  SUB_MEMBERSHIP,
+  type ChannelSubscription,
+} from "./filters.js";
 import { RelayHttp, type RelayHttpOptions } from "./http.js";
 import { RelayHttpError, RelayQueryError } from "./errors.js";
 import { sleep } from "../base/backoff.js";
@@ -180,7 +188,9 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     const list = this.pendingChannels;
     this.pendingChannels = undefined;
     if (!list) return;
-    const next = new Map(list.map((c) => [c.id, c.since !== undefined && this.floorsUsed.get(c.id) === c.since ? { ...c, since: undefined } : { ...c }]));
+    const next = new Map(
+      list.map((c) => [c.id, c.since !== undefined && this.floorsUsed.get(c.id) === c.since ? { ...c, since: undefined } : { ...c }]),
+    );
     const key = keyOf(next);
     if (key === this.channelsKey) return;
     this.channelsKey = key;
@@ -250,7 +260,10 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
       } catch (err) {
         if (!(err instanceof RelayHttpError) || err.status !== 404) throw err;
         this.readsOverSocket = true;
-        this.log.info({ evt: "relay.reads_over_websocket", url: this.opts.url }, "the relay has no HTTP bridge (/query answers 404): reading history, channels and profiles over the WebSocket");
+        this.log.info(
+          { evt: "relay.reads_over_websocket", url: this.opts.url },
+          "the relay has no HTTP bridge (/query answers 404): reading history, channels and profiles over the WebSocket",
+        );
       }
     }
     return this.socketQuery(filters);
@@ -315,7 +328,11 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     if (subId !== SUB_CHANNELS) return;
     if (!isRequested(ev, this.channels, this.pubkey)) {
       this.counters.unrequested++;
-      this.throttle.warn("relay.unrequested_event", { event: ev.id, kind: ev.kind, channel: channelOf(ev) }, "ignored an event we did not subscribe to");
+      this.throttle.warn(
+        "relay.unrequested_event",
+        { event: ev.id, kind: ev.kind, channel: channelOf(ev) },
+        "ignored an event we did not subscribe to",
+      );
       return;
     }
     if (this.opts.verifySignatures && !verifySignature(ev)) return this.badSignature(ev);
@@ -340,7 +357,12 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
       return;
     }
     this.counters.membership++;
-    const change: MembershipChange = { type: ev.kind === KIND.memberAdded ? "added" : "removed", channel: channelOf(ev)!, at: ev.created_at, event: ev };
+    const change: MembershipChange = {
+      type: ev.kind === KIND.memberAdded ? "added" : "removed",
+      channel: channelOf(ev)!,
+      at: ev.created_at,
+      event: ev,
+    };
     this.log.info({ evt: "relay.membership", type: change.type, channel: change.channel }, `membership ${change.type}`);
     this.deliver(() => this.emit("membership", change), ev);
     this.advanceCursor(ev);
@@ -357,7 +379,11 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   private badSignature(ev: Event): void {
     this.counters.badSignatures++;
-    this.throttle.warn("relay.bad_signature", { event: ev.id, kind: ev.kind, author: ev.pubkey }, "ignored an event with an invalid signature");
+    this.throttle.warn(
+      "relay.bad_signature",
+      { event: ev.id, kind: ev.kind, author: ev.pubkey },
+      "ignored an event with an invalid signature",
+    );
   }
 
   /** Clamped to now: a publisher's fast clock must not push the replay floor past real events. */

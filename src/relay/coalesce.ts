@@ -16,7 +16,10 @@ export class Coalescer {
   private quiet: NodeJS.Timeout | undefined;
   private deadline: NodeJS.Timeout | undefined;
 
-  constructor(private readonly action: () => void, private readonly opts: CoalesceOptions) {}
+  constructor(
+    private readonly action: () => void,
+    private readonly opts: CoalesceOptions,
+  ) {}
 
   /** A change happened: (re)arms the quiet timer, and the deadline if none is running. */
   touch(): void {

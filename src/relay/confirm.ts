@@ -25,8 +25,15 @@ export async function publishConfirmed(relay: PublishAndQuery, ev: Event, log: L
   if (outcome.status !== "timeout" && outcome.status !== "disconnected") return outcome;
   const stored = await relay.query([{ ids: [ev.id], limit: 1 }]).catch(() => []);
   if (!stored.some((e) => e.id === ev.id)) return outcome;
-  log.info({ evt: "relay.publish_confirmed", event: ev.id, was: outcome.status }, "the relay had stored the event although its OK was lost");
-  return { ...outcome, status: "duplicate", reason: `stored before the ${outcome.status === "timeout" ? "OK timed out" : "connection was lost"}` };
+  log.info(
+    { evt: "relay.publish_confirmed", event: ev.id, was: outcome.status },
+    "the relay had stored the event although its OK was lost",
+  );
+  return {
+    ...outcome,
+    status: "duplicate",
+    reason: `stored before the ${outcome.status === "timeout" ? "OK timed out" : "connection was lost"}`,
+  };
 }
 
 /**

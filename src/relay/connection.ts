@@ -83,7 +83,17 @@ export interface ConnectionEvents {
 
 export class RelayConnection extends EventEmitter<ConnectionEvents> {
   readonly url: string;
-  readonly metrics = { reconnects: 0, reqFrames: 0, closeFrames: 0, eventFrames: 0, authOk: 0, authRefused: 0, invalidFrames: 0, rateLimited: 0, dead: 0 };
+  readonly metrics = {
+    reconnects: 0,
+    reqFrames: 0,
+    closeFrames: 0,
+    eventFrames: 0,
+    authOk: 0,
+    authRefused: 0,
+    invalidFrames: 0,
+    rateLimited: 0,
+    dead: 0,
+  };
   private readonly log: Logger;
   private readonly throttle: LogThrottle;
   private readonly backoff: Backoff;
@@ -180,7 +190,8 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
         this.off("state", onState);
         resolve(ok);
       };
-      const onState = (s: ConnectionState) => (s === "authenticated" || s === "subscribed" ? done(true) : s === "stopped" ? done(false) : undefined);
+      const onState = (s: ConnectionState) =>
+        s === "authenticated" || s === "subscribed" ? done(true) : s === "stopped" ? done(false) : undefined;
       const t = setTimeout(() => done(false), timeoutMs);
       this.on("state", onState);
     });
@@ -207,8 +218,8 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
           // The relay keeps a subscription open after EOSE until told otherwise.
           void this.budget.acquire("control").then(() => gen === this.gen && this.sendFrame(["CLOSE", id]) && this.metrics.closeFrames++);
           resolve(events);
-        }
-        else reject(new RelayQueryError(closed === DISCONNECTED ? "connection lost during the read" : `relay closed the read: ${closed}`));
+        } else
+          reject(new RelayQueryError(closed === DISCONNECTED ? "connection lost during the read" : `relay closed the read: ${closed}`));
       };
       this.reads.set(id, { events, done });
       if (!this.sendFrame(["REQ", id, ...filters])) done(DISCONNECTED);
@@ -226,7 +237,12 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
     const priority = opts.priority ?? priorityOfKind(ev.kind);
     if (!(await this.budget.acquire(priority))) {
-      this.throttle.log("info", "relay.signal_dropped", { evt: "relay.signal_dropped", event: ev.id, kind: ev.kind, reason: "frame budget short" }, "typing/presence not sent: the frame budget is kept for replies");
+      this.throttle.log(
+        "info",
+        "relay.signal_dropped",
+        { evt: "relay.signal_dropped", event: ev.id, kind: ev.kind, reason: "frame budget short" },
+        "typing/presence not sent: the frame budget is kept for replies",
+      );
       return { status: "dropped", reason: "frame budget short" };
     }
     // The relay may have asked us to hold back while this frame waited for its slot.
@@ -296,7 +312,10 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     this.ws = undefined;
     if (this.stopped) return;
     const delay = this.backoff.next();
-    this.log.warn({ evt: "relay.disconnected", code, reason, was_authenticated: wasAuthed, retry_ms: delay }, "relay connection closed; reconnecting");
+    this.log.warn(
+      { evt: "relay.disconnected", code, reason, was_authenticated: wasAuthed, retry_ms: delay },
+      "relay connection closed; reconnecting",
+    );
     this.setState("closed");
     this.later(() => {
       this.metrics.reconnects++;
@@ -479,7 +498,12 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
       this.rateLimit(reason);
       return this.gate.defer(id);
     }
-    this.throttle.log("error", `relay.sub_closed:${id}`, { evt: "relay.sub_closed", sub: id, reason }, `relay closed subscription ${id}: ${reason}`);
+    this.throttle.log(
+      "error",
+      `relay.sub_closed:${id}`,
+      { evt: "relay.sub_closed", sub: id, reason },
+      `relay closed subscription ${id}: ${reason}`,
+    );
     this.emit("sub-closed", id, reason);
   }
 

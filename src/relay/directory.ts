@@ -96,7 +96,10 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
   /** Batches at most 250 ms apart: inside the client's 300 ms quiet time for the subscription. */
   private readonly lookups = new Coalescer(() => void this.joinPending(), { quietMs: 50, maxMs: 250 });
 
-  constructor(private readonly source: DirectorySource, logger?: Logger) {
+  constructor(
+    private readonly source: DirectorySource,
+    logger?: Logger,
+  ) {
     super();
     this.log = logger ?? silentLogger();
   }
@@ -117,7 +120,10 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
     const ids = [...memberLists.entries()].filter(([, ev]) => hasTag(ev, "p", this.source.pubkey)).map(([d]) => d);
     const infos = await this.fetchInfo(ids, memberLists);
     this.channels = new Map(infos.filter((c) => !c.archived).map((c) => [c.id, c]));
-    this.log.info({ evt: "relay.channels_discovered", count: this.channels.size, archived: infos.length - this.channels.size }, "channels discovered");
+    this.log.info(
+      { evt: "relay.channels_discovered", count: this.channels.size, archived: infos.length - this.channels.size },
+      "channels discovered",
+    );
     return this.list();
   }
 
@@ -135,7 +141,10 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
       out.push(info);
       if (this.stateless.has(info.id)) continue;
       this.stateless.add(info.id);
-      this.log.info({ evt: "relay.channel_state_unknown", channel: info.id }, "the relay has no NIP-29 state for this configured channel: listening without a description, membership not known");
+      this.log.info(
+        { evt: "relay.channel_state_unknown", channel: info.id },
+        "the relay has no NIP-29 state for this configured channel: listening without a description, membership not known",
+      );
     }
     return out;
   }
@@ -196,7 +205,10 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
     try {
       for (const info of await this.fetchInfo(ids)) infos.set(info.id, info);
     } catch (err) {
-      this.log.warn({ evt: "relay.channel_lookup_failed", channels: ids, err: (err as Error).message }, "channel metadata lookup failed; joining anyway");
+      this.log.warn(
+        { evt: "relay.channel_lookup_failed", channels: ids, err: (err as Error).message },
+        "channel metadata lookup failed; joining anyway",
+      );
     }
     for (const c of batch) {
       if (this.channels.has(c.channel)) continue;

@@ -5,15 +5,24 @@
 /** The relay refused our NIP-42 AUTH (not a member, banned, bad clock…). */
 export class RelayAuthError extends Error {
   override name = "RelayAuthError";
-  constructor(readonly url: string, readonly reason: string) {
-    super(`relay ${url} refused authentication: ${reason || "(no reason given)"}; check that the bridge's pubkey is a relay member and the clock is in sync`);
+  constructor(
+    readonly url: string,
+    readonly reason: string,
+  ) {
+    super(
+      `relay ${url} refused authentication: ${reason || "(no reason given)"}; check that the bridge's pubkey is a relay member and the clock is in sync`,
+    );
   }
 }
 
 /** An HTTP bridge call (`/query`, `/count`, `/events`) failed for good. */
 export class RelayHttpError extends Error {
   override name = "RelayHttpError";
-  constructor(readonly url: string, readonly status: number, readonly relayMessage: string) {
+  constructor(
+    readonly url: string,
+    readonly status: number,
+    readonly relayMessage: string,
+  ) {
     super(`relay HTTP ${url} answered ${status || "no response"}: ${relayMessage || "(empty body)"}`);
   }
 }
@@ -31,7 +40,10 @@ export class RelayUsageError extends Error {
 /** No authenticated connection could be made in time (relay down, wrong URL, firewall). */
 export class RelayUnreachableError extends Error {
   override name = "RelayUnreachableError";
-  constructor(readonly url: string, readonly waitedMs: number) {
+  constructor(
+    readonly url: string,
+    readonly waitedMs: number,
+  ) {
     super(`could not connect to relay ${url} within ${waitedMs} ms; check relay.url and that the relay is running and reachable`);
   }
 }

@@ -21,7 +21,10 @@ export interface ThreadRef {
 export function threadTags(ref: ThreadRef | undefined): string[][] {
   if (!ref) return [];
   if (ref.root === ref.parent) return [["e", ref.parent, "", "reply"]];
-  return [["e", ref.root, "", "root"], ["e", ref.parent, "", "reply"]];
+  return [
+    ["e", ref.root, "", "root"],
+    ["e", ref.parent, "", "reply"],
+  ];
 }
 
 /** The thread an event belongs to, from its own markers: its root, or itself when top-level. */
@@ -54,7 +57,11 @@ export function channelOf(ev: Pick<Event, "tags">): string | undefined {
   return tagValue(ev, "h");
 }
 
-export function message(channel: string, content: string, opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][] } = {}): EventTemplate {
+export function message(
+  channel: string,
+  content: string,
+  opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][] } = {},
+): EventTemplate {
   const mentions = [...new Set(opts.mentions ?? [])].slice(0, MENTION_CAP);
   return {
     kind: KIND.message,
@@ -74,7 +81,10 @@ export function messageParts(channel: string, content: string, opts: Parameters<
 
 export function reaction(target: Pick<Event, "id" | "pubkey">, emoji: string, channel?: string): EventTemplate {
   // Buzz's SDK adds no h tag to reactions; we add it when known so relays that scope by h accept it.
-  const tags = [["e", target.id], ["p", target.pubkey]];
+  const tags = [
+    ["e", target.id],
+    ["p", target.pubkey],
+  ];
   if (channel) tags.push(["h", channel]);
   return { kind: KIND.reaction, created_at: nowSec(), content: emoji, tags };
 }
@@ -88,6 +98,10 @@ export function presence(status: "online" | "away" | "offline"): EventTemplate {
 }
 
 /** Owner control command outcome (docs/protocol.md §4): `{type, actor, target}` in the command's thread. */
-export function systemMessage(channel: string, payload: { type: string; actor: string; target: string; [k: string]: unknown }, thread?: ThreadRef): EventTemplate {
+export function systemMessage(
+  channel: string,
+  payload: { type: string; actor: string; target: string; [k: string]: unknown },
+  thread?: ThreadRef,
+): EventTemplate {
   return { kind: KIND.system, created_at: nowSec(), content: JSON.stringify(payload), tags: [["h", channel], ...threadTags(thread)] };
 }

@@ -23,7 +23,10 @@ type Parsed = { ok: true; faults: Map<number, ReplyFault> } | { ok: false; error
 /** Parses the variable's value; an unknown entry is an error naming it. */
 export function parseFaults(value: string | undefined): Parsed {
   const faults = new Map<number, ReplyFault>();
-  for (const raw of (value ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const raw of (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^(kill-after-reply-ok|swallow-reply-ok):([1-9]\d*)$/.exec(raw);
     if (!m) return { ok: false, error: `${FAULT_ENV}: '${raw}' is not a fault point; use kill-after-reply-ok:N or swallow-reply-ok:N` };
     faults.set(Number(m[2]), m[1] === "kill-after-reply-ok" ? "kill" : "swallow");

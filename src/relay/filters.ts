@@ -37,7 +37,11 @@ export const AMEND_KINDS: readonly number[] = [KIND.deletion, KIND.groupDeletion
 const kindsKey = (kinds: number[] | undefined) => (kinds?.length ? [...new Set(kinds)].sort((a, b) => a - b).join(",") : "*");
 
 /** Channel filters grouped by (kinds, requireMention, since), `#h` lists sorted for stable frames. */
-export function channelFilters(channels: Iterable<ChannelSubscription>, self: string, sinceOf: (ch: ChannelSubscription) => number | undefined): Filter[] {
+export function channelFilters(
+  channels: Iterable<ChannelSubscription>,
+  self: string,
+  sinceOf: (ch: ChannelSubscription) => number | undefined,
+): Filter[] {
   const groups = new Map<string, { f: Filter; ids: string[] }>();
   for (const ch of channels) {
     const since = sinceOf(ch);

@@ -38,7 +38,11 @@ export class ChannelFollower {
     if (this.subs.delete(id)) this.apply();
   };
 
-  constructor(private readonly client: RelayClient, private readonly directory: ChannelDirectory, private select: ChannelSelector) {
+  constructor(
+    private readonly client: RelayClient,
+    private readonly directory: ChannelDirectory,
+    private select: ChannelSelector,
+  ) {
     directory.on("joined", this.onJoined);
     directory.on("left", this.onLeft);
   }
@@ -71,6 +75,8 @@ export class ChannelFollower {
   }
 
   private apply(): void {
-    this.client.setChannels([...this.subs.values()].map((s) => (s.since === undefined ? { id: s.id, kinds: s.kinds, requireMention: s.requireMention } : s)));
+    this.client.setChannels(
+      [...this.subs.values()].map((s) => (s.since === undefined ? { id: s.id, kinds: s.kinds, requireMention: s.requireMention } : s)),
+    );
   }
 }

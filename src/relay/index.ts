@@ -12,7 +12,14 @@
  * const { outcome } = await client.send(events.message(channel, "hi"));
  * ```
  */
-export { RelayClient, type RelayClientOptions, type RelayClientEvents, type EventContext, type MembershipChange, type CursorProvider } from "./client.js";
+export {
+  RelayClient,
+  type RelayClientOptions,
+  type RelayClientEvents,
+  type EventContext,
+  type MembershipChange,
+  type CursorProvider,
+} from "./client.js";
 export { RelayConnection, type ConnectionOptions, type ConnectionState, type ConnectionEvents, type SendOptions } from "./connection.js";
 export { ChannelDirectory, channelInfoOf, channelTypeOf, type ChannelInfo, type ChannelType, type DirectorySource } from "./directory.js";
 export { ChannelFollower, configSelector, type ChannelSelector } from "./follow.js";

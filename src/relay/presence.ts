@@ -34,6 +34,9 @@ export class Presence {
   /** Says "offline" while the connection is still up (at the end of a shutdown). */
   async offline(): Promise<void> {
     if (this.relay.state !== "subscribed") return;
-    await Promise.race([this.relay.send(presence("offline"), { attempts: 1 }).catch(() => undefined), new Promise((r) => setTimeout(r, 1000).unref())]);
+    await Promise.race([
+      this.relay.send(presence("offline"), { attempts: 1 }).catch(() => undefined),
+      new Promise((r) => setTimeout(r, 1000).unref()),
+    ]);
   }
 }

@@ -14,7 +14,11 @@ export interface RelayProbe {
   unchallenged: boolean;
 }
 
-export async function probeRelay(url: string, secretKey: Uint8Array, opts: { timeoutMs?: number; logger?: Logger } = {}): Promise<RelayProbe> {
+export async function probeRelay(
+  url: string,
+  secretKey: Uint8Array,
+  opts: { timeoutMs?: number; logger?: Logger } = {},
+): Promise<RelayProbe> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   await initCrypto();
   const conn = new RelayConnection({ url, secretKey, logger: opts.logger, backoff: { baseMs: 250, capMs: 1000 } });

@@ -51,7 +51,13 @@ export function profileOf(pubkey: string, ev: Event | undefined): Profile {
   }
   const str = (k: string) => (typeof meta[k] === "string" && (meta[k] as string).trim() ? (meta[k] as string).trim() : undefined);
   const auth = ev?.tags.filter((t) => t[0] === "auth") ?? [];
-  return { pubkey, displayName: str("display_name") ?? str("name") ?? shortNpub(pubkey), name: str("name"), picture: str("picture"), authTag: auth.length === 1 ? auth[0] : undefined };
+  return {
+    pubkey,
+    displayName: str("display_name") ?? str("name") ?? shortNpub(pubkey),
+    name: str("name"),
+    picture: str("picture"),
+    authTag: auth.length === 1 ? auth[0] : undefined,
+  };
 }
 
 export class ProfileCache {
@@ -61,7 +67,10 @@ export class ProfileCache {
   private readonly inFlight = new Map<string, Promise<Profile | undefined>>();
   private readonly ttlMs: number;
 
-  constructor(private readonly source: ProfileSource, opts: ProfileCacheOptions = {}) {
+  constructor(
+    private readonly source: ProfileSource,
+    opts: ProfileCacheOptions = {},
+  ) {
     this.entries = new BoundedMap(opts.capacity ?? 500);
     this.ttlMs = opts.ttlMs ?? 10 * 60_000;
   }
@@ -92,7 +101,9 @@ export class ProfileCache {
         fetched = false; // not cached: the next call tries again
       }
       const newest = new Map<string, Event>();
-      for (const ev of events) if (ev.kind === KIND.profile && (!newest.has(ev.pubkey) || ev.created_at > newest.get(ev.pubkey)!.created_at)) newest.set(ev.pubkey, ev);
+      for (const ev of events)
+        if (ev.kind === KIND.profile && (!newest.has(ev.pubkey) || ev.created_at > newest.get(ev.pubkey)!.created_at))
+          newest.set(ev.pubkey, ev);
       for (const pk of missing) {
         const p = profileOf(pk, newest.get(pk));
         if (fetched) this.put(p);
@@ -125,7 +136,9 @@ export class ProfileCache {
     } catch {
       return undefined;
     }
-    const newest = events.filter((e) => e.kind === KIND.profile && e.pubkey === pubkey).reduce<Event | undefined>((a, e) => (!a || e.created_at > a.created_at ? e : a), undefined);
+    const newest = events
+      .filter((e) => e.kind === KIND.profile && e.pubkey === pubkey)
+      .reduce<Event | undefined>((a, e) => (!a || e.created_at > a.created_at ? e : a), undefined);
     const p = profileOf(pubkey, newest);
     this.put(p);
     return p;

@@ -32,12 +32,22 @@ export async function publishWithRetry(conn: RelayConnection, ev: Event, opts: P
     last = await conn.sendEvent(ev, { timeoutMs: opts.timeoutMs, droppable: typing });
     last.attempts = i;
     if (isSuccess(last) || !isRetryable(last) || i === attempts) break;
-    log?.info({ evt: "relay.publish_retry", event: ev.id, kind: ev.kind, status: last.status, reason: last.reason, attempt: i }, "publish will be retried");
+    log?.info(
+      { evt: "relay.publish_retry", event: ev.id, kind: ev.kind, status: last.status, reason: last.reason, attempt: i },
+      "publish will be retried",
+    );
     await sleep(pause.next());
   }
   if (!isSuccess(last) && last.status !== "dropped") {
     // A lost typing indicator is noise (the next one follows in 3 s); anything else is worth a warning.
-    const line = { evt: "relay.publish_failed", event: ev.id, kind: ev.kind, status: last.status, reason: last.reason, attempts: last.attempts };
+    const line = {
+      evt: "relay.publish_failed",
+      event: ev.id,
+      kind: ev.kind,
+      status: last.status,
+      reason: last.reason,
+      attempts: last.attempts,
+    };
     if (typing) log?.debug(line, `typing indicator not sent: ${last.reason ?? last.status}`);
     else log?.warn(line, `publish ${last.status}: ${last.reason ?? ""}`);
   }

@@ -13,7 +13,10 @@ export class RateGate {
    * @param release called with the deferred subscription ids when the pause ends.
    * @param defaultMs pause when the relay gives no hint. Default 5 s (buzz-acp).
    */
-  constructor(private readonly release: (ids: string[]) => void, private readonly defaultMs = 5000) {}
+  constructor(
+    private readonly release: (ids: string[]) => void,
+    private readonly defaultMs = 5000,
+  ) {}
 
   /** Milliseconds left; 0 when not limited. */
   get remaining(): number {

@@ -30,7 +30,10 @@ export function describeSystem(e: Pick<Event, "content">, name: (pk: string) => 
   try {
     const p = JSON.parse(e.content) as { type?: string; actor?: string; outcome?: string; [k: string]: unknown };
     const extra = Object.entries(p)
-      .filter(([k, v]) => !["type", "actor", "outcome", "target"].includes(k) && (typeof v === "string" || typeof v === "number" || typeof v === "boolean"))
+      .filter(
+        ([k, v]) =>
+          !["type", "actor", "outcome", "target"].includes(k) && (typeof v === "string" || typeof v === "number" || typeof v === "boolean"),
+      )
       .map(([k, v]) => `${k} ${String(v)}`);
     return `${p.type ?? "system"}${p.outcome ? ` (${p.outcome})` : ""}${p.actor ? ` by ${name(p.actor)}` : ""}${extra.length ? ` — ${extra.join(", ")}` : ""}`;
   } catch {
@@ -70,7 +73,8 @@ export class TailFormatter {
     if (ev.kind === KIND.message) {
       const root = threadRootOf(ev);
       this.remember(ev.id, name(ev.pubkey), ev.content);
-      const where = root === ev.id ? "" : ` ↳ ${this.recent.has(root) ? `${this.recent.get(root)!.author}'s thread` : `thread ${root.slice(0, 8)}`}`;
+      const where =
+        root === ev.id ? "" : ` ↳ ${this.recent.has(root) ? `${this.recent.get(root)!.author}'s thread` : `thread ${root.slice(0, 8)}`}`;
       // The p tags, not the text, are what make a mention: shown so an untagged "@agent" stands out.
       const tagged = mentions.length ? `  → ${mentions.map((pk) => `@${name(pk)}`).join(" ")}` : "";
       return `${head}${where}  ${name(ev.pubkey)}: ${ev.content.replace(/\n/g, "\n    ")}${tagged}`;
@@ -94,13 +98,19 @@ export class TailFormatter {
  * printed oldest first (relays replay newest first), or skipped with `skipReplay` (the demo
  * has printed its transcript already); live events follow in arrival order.
  */
-export async function followChannels(client: RelayClient, o: TailOptions & { skipReplay?: boolean }, stop: Promise<unknown>): Promise<void> {
+export async function followChannels(
+  client: RelayClient,
+  o: TailOptions & { skipReplay?: boolean },
+  stop: Promise<unknown>,
+): Promise<void> {
   const fmt = new TailFormatter(o);
   let chain = Promise.resolve();
   const print = (ev: Event) => {
-    chain = chain.then(async () => {
-      o.out.write(`${await fmt.line(ev)}\n`);
-    }).catch(() => undefined);
+    chain = chain
+      .then(async () => {
+        o.out.write(`${await fmt.line(ev)}\n`);
+      })
+      .catch(() => undefined);
   };
   let replay: Event[] | undefined = [];
   const flush = () => {

@@ -67,28 +67,52 @@ export class Amendments {
   async edit(ev: Event, targetId: string, channel: string, mode: MidTurnMode): Promise<void> {
     const log = this.d.logger;
     let target = await this.d.store.event(targetId);
-    if (!target) return void log.info({ evt: "gate.edit_refused", event: ev.id, target: targetId, reason: "unknown-target" }, "edit of a message the bridge does not know; ignored");
+    if (!target)
+      return void log.info(
+        { evt: "gate.edit_refused", event: ev.id, target: targetId, reason: "unknown-target" },
+        "edit of a message the bridge does not know; ignored",
+      );
     if (target.event.pubkey !== ev.pubkey) {
-      return void log.info({ evt: "gate.edit_refused", event: ev.id, target: targetId, author: ev.pubkey, reason: "not-author" }, "only a message's author may edit it; ignored");
+      return void log.info(
+        { evt: "gate.edit_refused", event: ev.id, target: targetId, author: ev.pubkey, reason: "not-author" },
+        "only a message's author may edit it; ignored",
+      );
     }
     const earlier = this.queuedEdits.get(targetId);
-    if (earlier && (await this.d.store.event(earlier))?.state === "waiting" && (await this.d.store.replaceQueuedContent(earlier, ev.content, ev.id))) {
-      return void log.info({ evt: "queue.edited", event: ev.id, target: targetId, replaced: earlier }, "a newer edit replaced the queued one");
+    if (
+      earlier &&
+      (await this.d.store.event(earlier))?.state === "waiting" &&
+      (await this.d.store.replaceQueuedContent(earlier, ev.content, ev.id))
+    ) {
+      return void log.info(
+        { evt: "queue.edited", event: ev.id, target: targetId, replaced: earlier },
+        "a newer edit replaced the queued one",
+      );
     }
     // Not yet given to an agent (waiting, or in a turn that waits for its retry): decided by the store, atomically.
     if (await this.d.store.replaceQueuedContent(targetId, ev.content, ev.id)) {
-      return void log.info({ evt: "queue.edited", event: ev.id, target: targetId, state: target.state }, "edit replaced the queued message's text");
+      return void log.info(
+        { evt: "queue.edited", event: ev.id, target: targetId, state: target.state },
+        "edit replaced the queued message's text",
+      );
     }
     target = (await this.d.store.event(targetId)) ?? target;
     // A fleet's daemon that heard the edit late: another one applied it before the turn started.
     if ((target.event as Event & { edited?: string }).edited === ev.id) return;
     if (target.state !== "in_turn") {
-      return void log.info({ evt: "gate.edit_refused", event: ev.id, target: targetId, reason: "already-answered", state: target.state }, "edit of a message whose turn has ended; ignored");
+      return void log.info(
+        { evt: "gate.edit_refused", event: ev.id, target: targetId, reason: "already-answered", state: target.state },
+        "edit of a message whose turn has ended; ignored",
+      );
     }
     const fresh = await this.d.scheduler.accept(ev, channel, parseScopeKey(target.scope));
     if (!fresh && !this.d.fleet) return;
     this.queuedEdits.set(targetId, ev.id);
-    if (fresh) log.info({ evt: "gate.accepted", event: ev.id, channel, author: ev.pubkey, edits: targetId }, "edit of a message in a running turn accepted");
+    if (fresh)
+      log.info(
+        { evt: "gate.accepted", event: ev.id, channel, author: ev.pubkey, edits: targetId },
+        "edit of a message in a running turn accepted",
+      );
     this.d.midTurn(ev, target.scope, mode);
   }
 
@@ -98,7 +122,10 @@ export class Amendments {
       let target = await this.d.store.event(id);
       if (!target) continue;
       if (target.event.pubkey !== ev.pubkey) {
-        log.info({ evt: "gate.delete_refused", event: ev.id, target: id, author: ev.pubkey, reason: "not-author" }, "only a message's author may delete it; ignored");
+        log.info(
+          { evt: "gate.delete_refused", event: ev.id, target: id, author: ev.pubkey, reason: "not-author" },
+          "only a message's author may delete it; ignored",
+        );
         continue;
       }
       if (target.state === "waiting") {
@@ -114,18 +141,35 @@ export class Amendments {
       const running = target.turn_id !== null && this.d.scheduler.runningTurn(target.scope) === target.turn_id;
       const turn = target.turn_id !== null ? await this.d.store.turn(target.turn_id) : undefined;
       const triggers = turn?.trigger_ids ?? [];
-      if (target.state === "in_turn" && running && triggers.length === 1 && (await this.d.scheduler.cancelRunning(target.turn_id!, "its message was deleted by its author"))) {
-        log.info({ evt: "turn.deleted", event: ev.id, target: id, turn: target.turn_id }, "its author deleted the turn's only message; the turn is stopped");
+      if (
+        target.state === "in_turn" &&
+        running &&
+        triggers.length === 1 &&
+        (await this.d.scheduler.cancelRunning(target.turn_id!, "its message was deleted by its author"))
+      ) {
+        log.info(
+          { evt: "turn.deleted", event: ev.id, target: id, turn: target.turn_id },
+          "its author deleted the turn's only message; the turn is stopped",
+        );
         this.d.cancelTurns([target.turn_id!]);
         continue;
       }
       if (this.d.fleet && target.state === "in_turn" && !running && turn?.state === "running") {
-        log.debug({ evt: "gate.delete_ignored", event: ev.id, target: id, reason: "held-elsewhere" }, "another daemon of the fleet runs this message's turn and handles the deletion");
+        log.debug(
+          { evt: "gate.delete_ignored", event: ev.id, target: id, reason: "held-elsewhere" },
+          "another daemon of the fleet runs this message's turn and handles the deletion",
+        );
         continue;
       }
       this.d.retract(target.scope, id, ev.pubkey);
       log.info(
-        { evt: "gate.delete_ignored", event: ev.id, target: id, state: target.state, reason: target.state === "in_turn" ? "other-triggers" : "already-answered" },
+        {
+          evt: "gate.delete_ignored",
+          event: ev.id,
+          target: id,
+          state: target.state,
+          reason: target.state === "in_turn" ? "other-triggers" : "already-answered",
+        },
         "deletion of a message that is not the only one of a running turn or was answered; the agent is told it was retracted",
       );
     }
@@ -136,6 +180,11 @@ export class Amendments {
     const mine = await this.d.ownReactions(id).catch(() => [] as Event[]);
     const seen = mine.filter((r) => r.content === EMOJI.seen).map((r) => r.id);
     if (!seen.length) return;
-    this.d.out.signal({ kind: KIND.deletion, created_at: nowSec(), content: "", tags: [...seen.map((r) => ["e", r]), ["k", String(KIND.reaction)], ["h", channel]] });
+    this.d.out.signal({
+      kind: KIND.deletion,
+      created_at: nowSec(),
+      content: "",
+      tags: [...seen.map((r) => ["e", r]), ["k", String(KIND.reaction)], ["h", channel]],
+    });
   }
 }

@@ -91,7 +91,10 @@ export class Answers {
     if (whole.publishedReplyIds.length > 0 && whole.unansweredJoins.length > 0) {
       // The turn had answered, then took mid-turn messages, and the process stopped before
       // it answered those: they run now, on their own; what was published stays.
-      log.info({ evt: "turn.resumed", replies: whole.publishedReplyIds, events: whole.unansweredJoins.map((e) => e.id) }, "messages steered into the turn before the restart still need an answer");
+      log.info(
+        { evt: "turn.resumed", replies: whole.publishedReplyIds, events: whole.unansweredJoins.map((e) => e.id) },
+        "messages steered into the turn before the restart still need an answer",
+      );
       batch = { ...whole, events: whole.unansweredJoins, publishedReplyIds: [] };
     }
     if (batch.attempt <= 1 && !batch.recovered && batch.publishedReplyIds.length === 0) return batch;
@@ -101,7 +104,11 @@ export class Answers {
     if (found.answered.size === 0) return batch.publishedReplyIds.length > 0 ? { ...batch, events: [] } : batch;
     const events = batch.events.filter((e) => !found.answered.has(e.id));
     const publishedReplyIds = [...new Set([...batch.publishedReplyIds, ...found.replies])];
-    if (events.length > 0) log.info({ evt: "turn.already_answered", replies: publishedReplyIds, answered: found.answered.size, remaining: events.length }, "some of the turn's mentions were answered before; the rest run again");
+    if (events.length > 0)
+      log.info(
+        { evt: "turn.already_answered", replies: publishedReplyIds, answered: found.answered.size, remaining: events.length },
+        "some of the turn's mentions were answered before; the rest run again",
+      );
     return { ...batch, events, publishedReplyIds };
   }
 
@@ -144,7 +151,10 @@ export class Answers {
     try {
       found = await this.d.relay.query([{ kinds: [KIND.message], authors: [this.d.self], "#e": [...new Set(ids)], limit: 1000 }]);
     } catch (err) {
-      log.warn({ evt: "turn.replies_unknown", err: err instanceof Error ? err.message : String(err) }, "could not ask the relay which mentions were already answered");
+      log.warn(
+        { evt: "turn.replies_unknown", err: err instanceof Error ? err.message : String(err) },
+        "could not ask the relay which mentions were already answered",
+      );
       return undefined;
     }
     const answered = new Set<string>();

@@ -65,12 +65,32 @@ export class TurnDispatcher {
   private heartbeatSeq = 0;
 
   constructor(private readonly d: DispatcherDeps) {
-    this.builder = new TurnPromptBuilder({ self: d.self, query: (f) => d.relay.query(f), displayName: (pk) => d.displayName(pk), logger: d.logger });
-    this.sessions = new ScopeSessions({ config: d.config, pool: d.pool, link: d.link, relay: d.relay, ids: d.sessions, recordBeforePublish: d.recordBeforePublish });
+    this.builder = new TurnPromptBuilder({
+      self: d.self,
+      query: (f) => d.relay.query(f),
+      displayName: (pk) => d.displayName(pk),
+      logger: d.logger,
+    });
+    this.sessions = new ScopeSessions({
+      config: d.config,
+      pool: d.pool,
+      link: d.link,
+      relay: d.relay,
+      ids: d.sessions,
+      recordBeforePublish: d.recordBeforePublish,
+    });
     this.running = new RunningTurns(d.pool);
     const storedEvent = (id: string) => d.scheduler.storedEvent(id);
     const recordReply = (turnId: number, id: string) => d.scheduler.recordReply(turnId, id);
-    this.answers = new Answers({ self: d.self, relay: d.relay, out: d.out, storedEvent, recordReply, recordBeforePublish: d.recordBeforePublish, logger: d.logger });
+    this.answers = new Answers({
+      self: d.self,
+      relay: d.relay,
+      out: d.out,
+      storedEvent,
+      recordReply,
+      recordBeforePublish: d.recordBeforePublish,
+      logger: d.logger,
+    });
   }
 
   get inFlight(): number {
@@ -81,7 +101,9 @@ export class TurnDispatcher {
   start(batch: Batch): Promise<void> {
     const mid = this.inbox(batch);
     const threads = new Set(batch.events.map((e) => this.threadOf(e)));
-    return this.running.run(batch.turnId, { scope: batch.scope.key, channel: batch.scope.channel }, { mid, threads }, (entry) => this.run(batch, entry, mid));
+    return this.running.run(batch.turnId, { scope: batch.scope.key, channel: batch.scope.channel }, { mid, threads }, (entry) =>
+      this.run(batch, entry, mid),
+    );
   }
 
   /** The turns running now, with the agent's last activity and any gate wait. */
@@ -182,7 +204,10 @@ export class TurnDispatcher {
     const batch = await this.answers.unanswered(whole, log);
     if (batch.events.length === 0) {
       // The agent answered before the process stopped; running it again would answer twice.
-      log.info({ evt: "turn.already_answered", replies: batch.publishedReplyIds }, "turn had already replied before the restart; not re-run");
+      log.info(
+        { evt: "turn.already_answered", replies: batch.publishedReplyIds },
+        "turn had already replied before the restart; not re-run",
+      );
       await mid.close(true);
       this.d.scheduler.complete(batch.turnId);
       return end("answered");
@@ -192,7 +217,12 @@ export class TurnDispatcher {
     const channel = await this.d.channel(batch.scope.channel);
     if (!channel) {
       await mid.close(true);
-      this.finish(batch, { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] }, log, false);
+      this.finish(
+        batch,
+        { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] },
+        log,
+        false,
+      );
       return end("failed");
     }
     const policy = policyFor(cfg, channel.id);
@@ -211,12 +241,34 @@ export class TurnDispatcher {
       model = ss.session.model;
       const inflight = new InflightPublishes();
       ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight };
-      const blocks = (await this.builder.build(ss.prompt, { scope: batch.scope, channelType: channel.type, events: batch.events, anchor, standing, history: policy.history })) as TextBlock[];
+      const blocks = (await this.builder.build(ss.prompt, {
+        scope: batch.scope,
+        channelType: channel.type,
+        events: batch.events,
+        anchor,
+        standing,
+        history: policy.history,
+      })) as TextBlock[];
       ss.prompt.markDelivered(batch.events.map((e) => e.id));
       const owner = this.d.owner;
       const prompt = async (b: TextBlock[], s: AbortSignal | undefined) => {
         const r = await ss.session.prompt(b, {
-          askOwner: owner ? (req, sig) => askOwnerByReaction(req, { channel: channel.id, thread, owner, out: this.d.out, relay: this.d.relay, signal: s, timeoutMs: cfg.agent.permission_timeout }, sig) : undefined,
+          askOwner: owner
+            ? (req, sig) =>
+                askOwnerByReaction(
+                  req,
+                  {
+                    channel: channel.id,
+                    thread,
+                    owner,
+                    out: this.d.out,
+                    relay: this.d.relay,
+                    signal: s,
+                    timeoutMs: cfg.agent.permission_timeout,
+                  },
+                  sig,
+                )
+            : undefined,
         });
         usage = addUsage(usage, r.turnUsage);
         rotateFor = spentBudget(r.stopReason) ?? rotateFor;
@@ -240,7 +292,14 @@ export class TurnDispatcher {
           },
         },
         {
-          agent: { prompt: (b, s) => mid.prompt(b, (blocks) => prompt(blocks, s), () => signal.aborted) },
+          agent: {
+            prompt: (b, s) =>
+              mid.prompt(
+                b,
+                (blocks) => prompt(blocks, s),
+                () => signal.aborted,
+              ),
+          },
           hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? linkHooks(ss.link, log) : undefined,
           out: this.answers.publisherFor(batch.turnId),
           logger: log,
@@ -281,7 +340,10 @@ export class TurnDispatcher {
     await this.sessions.rotateIfDue(batch.scope.key, rotateFor);
     if (signal.aborted && signal.reason === "shutdown") {
       // Left running in the store: the next start re-queues it (its one retry), nothing is lost.
-      log.info({ evt: "turn.interrupted", published: outcome.published.length }, "turn interrupted by shutdown; it runs again after restart");
+      log.info(
+        { evt: "turn.interrupted", published: outcome.published.length },
+        "turn interrupted by shutdown; it runs again after restart",
+      );
       return;
     }
     this.finish(batch, outcome, log, retry, { model, usage });
@@ -289,7 +351,18 @@ export class TurnDispatcher {
   }
 
   private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {
-    log.info({ evt: "turn.end", status: outcome.status, reason: outcome.status === "failed" ? outcome.reason : undefined, published: outcome.published.length, via: outcome.status === "answered" ? outcome.via : undefined, model: extra.model, usage: extra.usage }, "turn ended");
+    log.info(
+      {
+        evt: "turn.end",
+        status: outcome.status,
+        reason: outcome.status === "failed" ? outcome.reason : undefined,
+        published: outcome.published.length,
+        via: outcome.status === "answered" ? outcome.via : undefined,
+        model: extra.model,
+        usage: extra.usage,
+      },
+      "turn ended",
+    );
     if (outcome.status === "failed") {
       // A failed turn that already replied in its one thread is not retried: the reply is
       // the answer, marked ⚠️. A batch from several threads may have answered only some of
@@ -317,7 +390,14 @@ export class TurnDispatcher {
    * shows it and shutdown drains it like any other.
    */
   heartbeat(channelId: string, text: string): Promise<TurnOutcome["status"] | "no-channel"> {
-    const deps = { config: this.d.config, sessions: this.sessions, channel: (id: string) => this.d.channel(id), standing: this.standingFor.bind(this), onUsage: this.d.onUsage, logger: this.d.logger };
+    const deps = {
+      config: this.d.config,
+      sessions: this.sessions,
+      channel: (id: string) => this.d.channel(id),
+      standing: this.standingFor.bind(this),
+      onUsage: this.d.onUsage,
+      logger: this.d.logger,
+    };
     const info = { scope: heartbeatScope(channelId), channel: channelId };
     return this.running.run(--this.heartbeatSeq, info, {}, (entry) => runHeartbeat(deps, entry, channelId, text));
   }

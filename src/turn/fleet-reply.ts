@@ -10,7 +10,10 @@ import { LeaseLostError } from "../queue/errors.js";
 /** How long a reply waits for the database: one lease period. */
 const RECORD_DEADLINE_MS = 30_000;
 
-export function recordReplyDurably(record: (turnId: number, eventId: string) => Promise<void>, log: Logger): (turnId: number, eventId: string) => Promise<void> {
+export function recordReplyDurably(
+  record: (turnId: number, eventId: string) => Promise<void>,
+  log: Logger,
+): (turnId: number, eventId: string) => Promise<void> {
   return async (turnId, eventId) => {
     const deadline = Date.now() + RECORD_DEADLINE_MS;
     const backoff = new Backoff({ baseMs: 250, capMs: 5000, jitter: 0 });
@@ -20,7 +23,16 @@ export function recordReplyDurably(record: (turnId: number, eventId: string) => 
       } catch (err) {
         const delay = backoff.next();
         if (err instanceof LeaseLostError || Date.now() + delay > deadline) throw err;
-        log.warn({ evt: "state.record_retry", turn: turnId, event: eventId, err: err instanceof Error ? err.message : String(err), retry_ms: delay }, "cannot record the reply before publishing it; waiting for the database");
+        log.warn(
+          {
+            evt: "state.record_retry",
+            turn: turnId,
+            event: eventId,
+            err: err instanceof Error ? err.message : String(err),
+            retry_ms: delay,
+          },
+          "cannot record the reply before publishing it; waiting for the database",
+        );
         await sleep(delay);
       }
     }

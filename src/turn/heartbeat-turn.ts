@@ -30,14 +30,22 @@ export interface HeartbeatTurnDeps {
 }
 
 /** Runs the heartbeat turn registered as `running`; "no-channel" when the bridge is not in the channel. */
-export async function runHeartbeat(d: HeartbeatTurnDeps, running: RunningEntry, channelId: string, text: string): Promise<TurnOutcome["status"] | "no-channel"> {
+export async function runHeartbeat(
+  d: HeartbeatTurnDeps,
+  running: RunningEntry,
+  channelId: string,
+  text: string,
+): Promise<TurnOutcome["status"] | "no-channel"> {
   const started = Date.now();
   const key = heartbeatScope(channelId);
   const signal = running.abort.signal;
   const log = d.logger.child({ scope: key, heartbeat: true });
   const channel = await d.channel(channelId);
   if (!channel) {
-    log.warn({ evt: "turn.end", status: "failed", reason: `the bridge is not a member of heartbeat.channel ${channelId}` }, "heartbeat channel unknown");
+    log.warn(
+      { evt: "turn.end", status: "failed", reason: `the bridge is not a member of heartbeat.channel ${channelId}` },
+      "heartbeat channel unknown",
+    );
     return "no-channel";
   }
   const cfg = d.config();

@@ -85,17 +85,34 @@ export class Intake {
       }
       const fresh = accepting instanceof Promise ? await accepting : accepting;
       if (decision.action === "accept" && fresh) {
-        o.logger.info({ evt: "gate.accepted", event: ev.id, channel: decision.channel.id, author: npub(ev.pubkey), ...(decision.sibling ? { sibling: decision.sibling } : {}) }, decision.sibling ? "mention accepted from a sibling agent" : "mention accepted");
+        o.logger.info(
+          {
+            evt: "gate.accepted",
+            event: ev.id,
+            channel: decision.channel.id,
+            author: npub(ev.pubkey),
+            ...(decision.sibling ? { sibling: decision.sibling } : {}),
+          },
+          decision.sibling ? "mention accepted from a sibling agent" : "mention accepted",
+        );
       }
       // In a fleet the daemon running the scope's turn may not be the one that stored the
       // message first: each daemon looks, and only the holder finds the turn running.
       if (decision.action === "accept" && (fresh || o.fleet)) {
         this.midTurn(ev, o.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
       } else if (decision.action === "amend") {
-        const amend = () => (decision.amend === "edit" ? o.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn) : o.amendments.delete(ev, decision.targets));
+        const amend = () =>
+          decision.amend === "edit"
+            ? o.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn)
+            : o.amendments.delete(ev, decision.targets);
         const pending = decision.targets.flatMap((t) => this.accepting.get(t) ?? []);
         const amended = pending.length ? Promise.allSettled(pending).then(amend) : amend();
-        void amended.catch((err) => o.logger.error({ evt: "intake.error", event: ev.id, err: String(err) }, `could not handle ${decision.amend === "edit" ? "an edit" : "a deletion"}`));
+        void amended.catch((err) =>
+          o.logger.error(
+            { evt: "intake.error", event: ev.id, err: String(err) },
+            `could not handle ${decision.amend === "edit" ? "an edit" : "a deletion"}`,
+          ),
+        );
         // Decided, not queued as an event of its own: the cursor moves past it.
         o.store.noteSeen(decision.channel.id, ev.created_at);
       }
@@ -118,7 +135,10 @@ export class Intake {
     const how = midTurnHow(mode, ev.pubkey === this.o.owner());
     const dispatcher = this.o.dispatcher;
     if (!how || !dispatcher.canTake(turnId, ev)) {
-      this.o.logger.debug({ evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode }, "message arrived mid-turn; it waits for the next turn");
+      this.o.logger.debug(
+        { evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode },
+        "message arrived mid-turn; it waits for the next turn",
+      );
       return;
     }
     const at = Date.now();

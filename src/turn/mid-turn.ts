@@ -102,13 +102,27 @@ export class MidTurnInbox {
    * before it started go into it; a merge cancel is followed by a re-prompt with the merged
    * messages, until the agent ends a prompt on its own.
    */
-  async prompt(blocks: TextBlock[], run: (blocks: TextBlock[]) => Promise<AgentTurnResult & { updates?: number }>, aborted: () => boolean): Promise<AgentTurnResult> {
+  async prompt(
+    blocks: TextBlock[],
+    run: (blocks: TextBlock[]) => Promise<AgentTurnResult & { updates?: number }>,
+    aborted: () => boolean,
+  ): Promise<AgentTurnResult> {
     let next = blocks;
     if (this.phase === "starting" && this.queue.length) {
       const early = this.queue.splice(0);
-      next = [...blocks, ...(await this.d.blocks(early.map((p) => p.ev), "early"))];
+      next = [
+        ...blocks,
+        ...(await this.d.blocks(
+          early.map((p) => p.ev),
+          "early",
+        )),
+      ];
       this.log(early, "cancel-merge", "early");
-      this.d.delivered(early.map((p) => p.ev), "cancel-merge", early.map((p) => Date.now() - p.at));
+      this.d.delivered(
+        early.map((p) => p.ev),
+        "cancel-merge",
+        early.map((p) => Date.now() - p.at),
+      );
     }
     for (;;) {
       this.phase = "prompting";
@@ -129,7 +143,10 @@ export class MidTurnInbox {
       } else if (injected && result.updates !== undefined && result.updates <= injected.updatesAt && result.stopReason !== "cancelled") {
         // The prompt ended right after the injection without a word more: the agent may never
         // have read it (claude-agent-acp can end the owning prompt while a steer is queued).
-        this.d.logger.warn({ evt: "turn.steer_unacted", events: injected.events.map((p) => p.ev.id) }, "the turn ended right after a native steer; prompting again with it");
+        this.d.logger.warn(
+          { evt: "turn.steer_unacted", events: injected.events.map((p) => p.ev.id) },
+          "the turn ended right after a native steer; prompting again with it",
+        );
         items = injected.events;
         this.nativeOff = true;
       }
@@ -138,7 +155,10 @@ export class MidTurnInbox {
           // Nobody who may end a turn asked for this cancel (the owner and shutdown abort the
           // turn; our merge cancels always have something to merge): ended as "cancelled"
           // the mentions would be closed without an answer. Fail instead: retried, or a notice.
-          this.d.logger.warn({ evt: "turn.agent_cancelled", merge: merge ?? null }, "the prompt ended cancelled although nobody cancelled the turn");
+          this.d.logger.warn(
+            { evt: "turn.agent_cancelled", merge: merge ?? null },
+            "the prompt ended cancelled although nobody cancelled the turn",
+          );
           throw new Error("the agent ended the turn as cancelled without being asked to");
         }
         // The turn ended on its own before a cancel took effect: what it published is its
@@ -147,10 +167,21 @@ export class MidTurnInbox {
       }
       this.merges++;
       const framing = items.some((p) => p.how === "interrupt") ? "interrupt" : "steer";
-      next = await this.d.blocks(items.map((p) => p.ev), framing);
-      if (framing === "interrupt") this.d.logger.info({ evt: "turn.superseded", events: items.map((p) => p.ev.id), merges: this.merges }, "turn cancelled; the new messages supersede the request");
+      next = await this.d.blocks(
+        items.map((p) => p.ev),
+        framing,
+      );
+      if (framing === "interrupt")
+        this.d.logger.info(
+          { evt: "turn.superseded", events: items.map((p) => p.ev.id), merges: this.merges },
+          "turn cancelled; the new messages supersede the request",
+        );
       else this.log(items, "cancel-merge");
-      this.d.delivered(items.map((p) => p.ev), "cancel-merge", items.map((p) => Date.now() - p.at));
+      this.d.delivered(
+        items.map((p) => p.ev),
+        "cancel-merge",
+        items.map((p) => Date.now() - p.at),
+      );
     }
   }
 
@@ -163,7 +194,10 @@ export class MidTurnInbox {
     await this.inFlight;
     const left = this.queue.splice(0);
     if (left.length && handBack) {
-      this.d.logger.info({ evt: "turn.mid_turn_requeued", events: left.map((p) => p.ev.id) }, "messages that arrived as the turn ended wait for the next turn");
+      this.d.logger.info(
+        { evt: "turn.mid_turn_requeued", events: left.map((p) => p.ev.id) },
+        "messages that arrived as the turn ended wait for the next turn",
+      );
       this.d.leave(left.map((p) => p.ev.id));
     }
   }
@@ -197,7 +231,10 @@ export class MidTurnInbox {
     let answer: SteerAnswer;
     let updatesAt = 0;
     try {
-      const blocks = await this.d.blocks(items.map((p) => p.ev), "steer");
+      const blocks = await this.d.blocks(
+        items.map((p) => p.ev),
+        "steer",
+      );
       updatesAt = this.d.session.updatesSoFar;
       answer = await this.d.session.steer(blocks);
     } catch (err) {
@@ -207,16 +244,26 @@ export class MidTurnInbox {
       case "injected":
         this.injected = { events: [...(this.injected?.events ?? []), ...items], updatesAt };
         this.log(items, "native");
-        this.d.delivered(items.map((p) => p.ev), "native", items.map((p) => Date.now() - p.at));
+        this.d.delivered(
+          items.map((p) => p.ev),
+          "native",
+          items.map((p) => Date.now() - p.at),
+        );
         return;
       case "no-turn":
         // The prompt is ending: they wait for the next turn (handed back at close).
-        this.d.logger.info({ evt: "turn.steer_late", events: items.map((p) => p.ev.id), reason: answer.reason }, "the turn ended before the steer; the message starts the next turn");
+        this.d.logger.info(
+          { evt: "turn.steer_late", events: items.map((p) => p.ev.id), reason: answer.reason },
+          "the turn ended before the steer; the message starts the next turn",
+        );
         this.queue.unshift(...items);
         return;
       case "refused":
       case "ambiguous":
-        this.d.logger.warn({ evt: "turn.steer_refused", events: items.map((p) => p.ev.id), answer: answer.kind, reason: answer.reason }, "native steer did not take; cancelling and merging instead");
+        this.d.logger.warn(
+          { evt: "turn.steer_refused", events: items.map((p) => p.ev.id), answer: answer.kind, reason: answer.reason },
+          "native steer did not take; cancelling and merging instead",
+        );
         this.nativeOff = true;
         this.queue.unshift(...items);
         if (this.phase === "prompting") this.requestMerge("steer");
@@ -228,6 +275,15 @@ export class MidTurnInbox {
   }
 
   private log(items: Pending[], method: SteerMethod, note?: string): void {
-    this.d.logger.info({ evt: "turn.steered", method, events: items.map((p) => p.ev.id), waited_ms: items.map((p) => Date.now() - p.at), ...(note ? { note } : {}) }, "mid-turn message given to the agent");
+    this.d.logger.info(
+      {
+        evt: "turn.steered",
+        method,
+        events: items.map((p) => p.ev.id),
+        waited_ms: items.map((p) => Date.now() - p.at),
+        ...(note ? { note } : {}),
+      },
+      "mid-turn message given to the agent",
+    );
   }
 }

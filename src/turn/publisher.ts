@@ -10,7 +10,10 @@ import type { RelayClient } from "../relay/client.js";
 import { isSuccess, type PublishStatus } from "../relay/outcome.js";
 import type { TurnPublisher } from "./ports.js";
 
-export function relayPublisher(relay: Pick<RelayClient, "sign" | "publishConfirmed" | "send">, o: { onOutcome: (status: PublishStatus) => void; logger: Logger }): TurnPublisher {
+export function relayPublisher(
+  relay: Pick<RelayClient, "sign" | "publishConfirmed" | "send">,
+  o: { onOutcome: (status: PublishStatus) => void; logger: Logger },
+): TurnPublisher {
   return {
     publish: async (t: EventTemplate, opts?: { beforePublish?(ev: Event): Promise<void> }) => {
       const event = relay.sign(t);
@@ -22,7 +25,10 @@ export function relayPublisher(relay: Pick<RelayClient, "sign" | "publishConfirm
       return null;
     },
     signal: (t: EventTemplate) => {
-      void relay.send(t, { attempts: 1 }).then((r) => o.onOutcome(r.outcome.status), () => undefined);
+      void relay.send(t, { attempts: 1 }).then(
+        (r) => o.onOutcome(r.outcome.status),
+        () => undefined,
+      );
     },
   };
 }

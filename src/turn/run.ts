@@ -79,7 +79,13 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
 
     if (spec.enforce === "bridge" && ports.hooks) {
       const gate = await enforceStopGates(result, {
-        agent: { prompt: async (b, s) => { const r = await ports.agent.prompt(b, s); await afterCompaction(r, ports, log); return r; } },
+        agent: {
+          prompt: async (b, s) => {
+            const r = await ports.agent.prompt(b, s);
+            await afterCompaction(r, ports, log);
+            return r;
+          },
+        },
         hooks: ports.hooks,
         stopModes: spec.gates.stopModes,
         maxRejections: spec.gates.maxRejections,
@@ -101,11 +107,23 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
         return { status: "cancelled", published: published() };
       }
       if (gate.kind === "budget-exhausted") {
-        await notice(ports, spec, `The turn ended although gate ${names(gate.objectors)} still objects (${gate.rounds} re-prompt${gate.rounds === 1 ? "" : "s"} used, the limit).`);
+        await notice(
+          ports,
+          spec,
+          `The turn ended although gate ${names(gate.objectors)} still objects (${gate.rounds} re-prompt${gate.rounds === 1 ? "" : "s"} used, the limit).`,
+        );
       } else if (gate.kind === "wait-timeout") {
-        await notice(ports, spec, `Gave up waiting for gate ${names(gate.objectors)} to allow the turn to end (waited the configured maximum).`);
+        await notice(
+          ports,
+          spec,
+          `Gave up waiting for gate ${names(gate.objectors)} to allow the turn to end (waited the configured maximum).`,
+        );
       } else if (gate.kind === "unreachable") {
-        await notice(ports, spec, `Stopped waiting for gate ${names(gate.objectors)}: it can no longer be reached (the agent session ended).`);
+        await notice(
+          ports,
+          spec,
+          `Stopped waiting for gate ${names(gate.objectors)}: it can no longer be reached (the agent session ended).`,
+        );
       }
     }
     if (result.timedOut) throw new TurnFailed(timeoutReason(result.timedOut));
@@ -135,7 +153,11 @@ async function afterCompaction(result: AgentTurnResult, ports: TurnPorts, log: L
 }
 
 /** The fallback of docs/architecture.md §3: only when the agent published nothing during the turn. */
-async function replyIfSilent(result: AgentTurnResult, spec: TurnSpec, ports: TurnPorts): Promise<"tool" | "fallback" | "notice" | "silent"> {
+async function replyIfSilent(
+  result: AgentTurnResult,
+  spec: TurnSpec,
+  ports: TurnPorts,
+): Promise<"tool" | "fallback" | "notice" | "silent"> {
   // An agent may stop waiting for a send_message whose publish is still retrying through
   // a reconnect; decide on a fallback only once that publish has landed or failed.
   await ports.settled?.();
@@ -179,7 +201,11 @@ function cancelledSignal(signals: TurnSignals, signal: AbortSignal): void {
 }
 
 export function failureNotice(channel: string, thread: ThreadRef, triggers: Event[], reason: string) {
-  return message(channel, `Sorry, I could not answer this: ${reason}.`, { thread, mentions: requesters({ triggers }), extraTags: [["buzz", "agent-failure"]] });
+  return message(channel, `Sorry, I could not answer this: ${reason}.`, {
+    thread,
+    mentions: requesters({ triggers }),
+    extraTags: [["buzz", "agent-failure"]],
+  });
 }
 
 function timeoutReason(kind: "idle" | "max_turn"): string {

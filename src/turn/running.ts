@@ -49,8 +49,19 @@ export class RunningTurns {
   }
 
   /** Registers the turn, runs `body` with its entry, and forgets the turn when `body` ends. */
-  run<T>(turnId: number, info: Omit<RunningTurn, "turnId" | "startedAt">, extra: Pick<RunningEntry, "mid" | "threads">, body: (entry: RunningEntry) => Promise<T>): Promise<T> {
-    const entry: RunningEntry = { scope: info.scope, abort: new AbortController(), done: Promise.resolve(), info: { turnId, ...info, startedAt: Date.now() }, ...extra };
+  run<T>(
+    turnId: number,
+    info: Omit<RunningTurn, "turnId" | "startedAt">,
+    extra: Pick<RunningEntry, "mid" | "threads">,
+    body: (entry: RunningEntry) => Promise<T>,
+  ): Promise<T> {
+    const entry: RunningEntry = {
+      scope: info.scope,
+      abort: new AbortController(),
+      done: Promise.resolve(),
+      info: { turnId, ...info, startedAt: Date.now() },
+      ...extra,
+    };
     this.running.set(turnId, entry);
     const result = body(entry).finally(() => this.running.delete(turnId));
     entry.done = result.then(
@@ -86,7 +97,10 @@ export class RunningTurns {
   async drain(graceMs: number): Promise<number> {
     const all = [...this.running.values()];
     const finished = Promise.all(all.map((r) => r.done));
-    const timedOut = await Promise.race([finished.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
+    const timedOut = await Promise.race([
+      finished.then(() => false),
+      new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref()),
+    ]);
     if (!timedOut) return 0;
     const left = [...this.running.values()];
     for (const r of left) {

@@ -141,7 +141,16 @@ export class ScopeSessions {
       const standingDelivered = session.standingContextVia === "system_prompt" || session.resumed;
       ss = { session, link, hookServers: manifest.servers.length, turns: 0, prompt: new PromptSession(standing, standingDelivered) };
       this.scopes.set(key, ss);
-      log.info({ evt: "turn.session", agent_pid: session.proc.pid, session: session.sessionId, resumed: session.resumed, standing_context: session.standingContextVia }, "agent session ready");
+      log.info(
+        {
+          evt: "turn.session",
+          agent_pid: session.proc.pid,
+          session: session.sessionId,
+          resumed: session.resumed,
+          standing_context: session.standingContextVia,
+        },
+        "agent session ready",
+      );
       return ss;
     } catch (err) {
       link.unregister();

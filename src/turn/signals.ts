@@ -29,7 +29,10 @@ export class TurnSignals {
   private waitReactions: Promise<(Event | null)[]> | undefined;
   private readonly targets: Pick<Event, "id" | "pubkey">[];
 
-  constructor(private readonly out: TurnPublisher, private readonly opts: SignalOptions) {
+  constructor(
+    private readonly out: TurnPublisher,
+    private readonly opts: SignalOptions,
+  ) {
     this.targets = opts.triggers.slice(-(opts.maxReactions ?? 5));
   }
 
@@ -54,7 +57,9 @@ export class TurnSignals {
   waiting(): void {
     this.stopTyping();
     if (this.waitReactions) return;
-    this.waitReactions = Promise.all(this.targets.map((t) => this.out.publish(reaction(t, EMOJI.waiting, this.opts.channel)).catch(() => null)));
+    this.waitReactions = Promise.all(
+      this.targets.map((t) => this.out.publish(reaction(t, EMOJI.waiting, this.opts.channel)).catch(() => null)),
+    );
   }
 
   finished(ok: boolean): void {
@@ -63,7 +68,13 @@ export class TurnSignals {
     // The wait is over: take ⏳ back (NIP-09 deletion of our own reaction) so ✅ stands alone.
     void this.waitReactions?.then((evs) => {
       const ids = evs.filter((e): e is Event => !!e).map((e) => e.id);
-      if (ids.length) this.out.signal({ kind: KIND.deletion, created_at: nowSec(), content: "", tags: [...ids.map((id) => ["e", id]), ["k", String(KIND.reaction)], ["h", this.opts.channel]] });
+      if (ids.length)
+        this.out.signal({
+          kind: KIND.deletion,
+          created_at: nowSec(),
+          content: "",
+          tags: [...ids.map((id) => ["e", id]), ["k", String(KIND.reaction)], ["h", this.opts.channel]],
+        });
     });
   }
 
