@@ -6,16 +6,15 @@
 import { Backoff, sleep } from "../base/backoff.js";
 import type { Logger } from "../base/log.js";
 import { LeaseLostError } from "../queue/errors.js";
-
-/** How long a reply waits for the database: one lease period. */
-const RECORD_DEADLINE_MS = 30_000;
+import { FLEET_LEASE_MS } from "../queue/pg-leases.js";
 
 export function recordReplyDurably(
   record: (turnId: number, eventId: string) => Promise<void>,
   log: Logger,
 ): (turnId: number, eventId: string) => Promise<void> {
   return async (turnId, eventId) => {
-    const deadline = Date.now() + RECORD_DEADLINE_MS;
+    // One lease period: past it another daemon may hold the scope.
+    const deadline = Date.now() + FLEET_LEASE_MS;
     const backoff = new Backoff({ baseMs: 250, capMs: 5000, jitter: 0 });
     for (;;) {
       try {
