@@ -25,11 +25,9 @@ import { loadSeed, parseSeed, type SeedInput } from "./seed.js";
 import { MemoryStore, type EventStore } from "./store.js";
 import { SqliteStore } from "./sqlite-store.js";
 
-export { loadSeed, parseSeed, type SeedFile, type SeedInput } from "./seed.js";
+export { loadSeed } from "./seed.js";
 export { SeedError, DevRelayAdminError } from "./errors.js";
-export type { NewChannel } from "./admin.js";
-export type { RateLimit } from "./rate-limit.js";
-export { BUZZ_LIMITS, describeLimits, parseQuota, type RelayLimits } from "./limits.js";
+export type { RelayLimits } from "./limits.js";
 
 export interface DevRelayOptions {
   /** TCP port; default 0 = any free port (read `url` afterwards). */

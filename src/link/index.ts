@@ -1,5 +1,4 @@
 /** The daemon↔proxy link: what the daemon imports. */
-export { LinkServer, HELLO_TIMEOUT_MS, linkRootPath, SESSION_SOCKET_NAME, type BuzzToolHandlers, type LinkSession } from "./server.js";
-export { createBuzzTools, BuzzToolError, type RelayPort, type BuzzToolsOptions } from "./buzz-tools.js";
-export { LINK_ENV, LINK_TOKEN_ENV, LinkError, type ProxyManifest } from "./protocol.js";
+export { LinkServer, linkRootPath, type LinkSession } from "./server.js";
+export { createBuzzTools, type RelayPort } from "./buzz-tools.js";
 export { manifestFromConfig } from "../contract/manifest.js";
