@@ -8,6 +8,7 @@ import { linkSocketPath, LinkServer } from "../src/link/server.js";
 import { LinkClient } from "../src/link/client.js";
 import { silentLogger } from "../src/base/log.js";
 import { sleep } from "./fixtures/wait.js";
+import { emptyManifest, fixedBuzzTools } from "./fixtures/link.js";
 
 test("the socket path handed to proxies is absolute (the agent runs them elsewhere)", () => {
   const p = linkSocketPath("./buzz-bridge-state/link.sock");
@@ -28,14 +29,8 @@ test("register, connect with the token, fetch the manifest; a revoked token is r
   await server.start();
   try {
     assert.equal(statSync(server.socketPath).mode & 0o777, 0o600);
-    const manifest = { servers: [], hook_deadline: 2000, list_timeout: 15000 };
-    const tools = {
-      sendMessage: async () => ({ event_id: "e".repeat(64) }),
-      addReaction: async () => ({ event_id: "f".repeat(64) }),
-      getMessages: async () => [],
-      getThread: async () => ({}),
-      getChannel: async () => ({ id: "c" }),
-    };
+    const manifest = emptyManifest();
+    const tools = fixedBuzzTools();
     const s = server.register({ sessionKey: "k", manifest, tools });
     const client = await LinkClient.connect(s.env.BUZZ_BRIDGE_LINK!, s.env.BUZZ_BRIDGE_LINK_TOKEN!);
     assert.deepEqual(client.manifest, manifest);
@@ -61,14 +56,8 @@ test("a session's own socket (in its process's link directory) accepts that sess
   const server = new LinkServer({ socketPath: join(dir, "state", "link.sock"), logger: silentLogger() });
   await server.start();
   try {
-    const manifest = { servers: [], hook_deadline: 2000, list_timeout: 15000 };
-    const tools = {
-      sendMessage: async () => ({ event_id: "e".repeat(64) }),
-      addReaction: async () => ({ event_id: "f".repeat(64) }),
-      getMessages: async () => [],
-      getThread: async () => ({}),
-      getChannel: async () => ({ id: "c" }),
-    };
+    const manifest = emptyManifest();
+    const tools = fixedBuzzTools();
     const a = server.register({ sessionKey: "a", manifest, tools });
     const b = server.register({ sessionKey: "b", manifest, tools });
     const procDir = join(dir, "state", "link", "1");

@@ -20,6 +20,7 @@ import type { StandingInput } from "../src/prompt/index.js";
 import type { ChannelInfo } from "../src/relay/directory.js";
 import { InflightPublishes } from "../src/turn/inflight.js";
 import { sleep, waitFor } from "./fixtures/wait.js";
+import { emptyManifest, fixedBuzzTools } from "./fixtures/link.js";
 import { linkHooks, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "../src/turn/sessions.js";
 
 const CHANNEL: ChannelInfo = { id: "4b1d0c3e-0000-4000-8000-000000000001", name: "build-room", about: "", type: "stream", archived: false };
@@ -252,14 +253,8 @@ test("tool publishes count toward the turn bound at the time: replies recorded (
 
 test("the session's hooks wait for a proxy that connects late, and let the turn go when none connects", async () => {
   await withLink(async (link) => {
-    const manifest = { servers: [], hook_deadline: 2000, list_timeout: 15000 };
-    const tools = {
-      sendMessage: async () => ({ event_id: "e".repeat(64) }),
-      addReaction: async () => ({ event_id: "f".repeat(64) }),
-      getMessages: async () => [],
-      getThread: async () => ({}),
-      getChannel: async () => ({ id: "c" }),
-    };
+    const manifest = emptyManifest();
+    const tools = fixedBuzzTools();
     const late = link.register({ sessionKey: "late", manifest, tools });
     const since = Date.now();
     const asked = linkHooks(late, silentLogger(), 20_000).runHook("_Stop");
