@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentPool, type AgentPoolOptions } from "../src/agent/index.js";
+import { runIfMain } from "./standalone.js";
 
 const ROUNDS = 5;
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
@@ -81,12 +82,4 @@ export async function benchAgent(): Promise<Record<string, number>> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchAgent().then(
-    (r) => console.log(JSON.stringify(r, null, 2)),
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
-}
+runIfMain(import.meta.url, benchAgent);

@@ -26,6 +26,7 @@ import { stringify } from "yaml";
 import { initCrypto } from "../src/relay/verify.js";
 import { RawClient } from "../test/fixtures/raw-client.js";
 import { sleep } from "../test/fixtures/wait.js";
+import { runIfMain } from "./standalone.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli.js");
@@ -354,12 +355,4 @@ export async function benchBusy(): Promise<BusyResult> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchBusy().then(
-    (r) => console.log(JSON.stringify(r, null, 2)),
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
-}
+runIfMain(import.meta.url, benchBusy);

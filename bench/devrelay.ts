@@ -18,6 +18,7 @@ import { finalizeEvent } from "nostr-tools/wasm";
 import WebSocket from "ws";
 import { initCrypto } from "../src/devrelay/crypto.js";
 import { RawClient } from "../test/fixtures/raw-client.js";
+import { runIfMain } from "./standalone.js";
 
 const N = 5000;
 const IN_FLIGHT = 200;
@@ -146,12 +147,4 @@ export async function benchDevRelay(): Promise<Record<string, number>> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchDevRelay().then(
-    (r) => console.log(JSON.stringify(r, null, 2)),
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
-}
+runIfMain(import.meta.url, benchDevRelay);

@@ -14,6 +14,7 @@ import { stringify } from "yaml";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { runIfMain } from "./standalone.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli.js");
@@ -85,20 +86,12 @@ export async function benchHooks(): Promise<HooksResult> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+runIfMain(import.meta.url, benchHooks, (r) => {
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  benchHooks().then(
-    (r) => {
-      console.log("direct", med(r.direct).toFixed(2));
-      for (const [n, xs] of Object.entries(r.proxied)) console.log(`proxy ${n} gates`, med(xs).toFixed(2));
-      const max = Math.max(...r.hung);
-      console.log(
-        `hung: median ${med(r.hung).toFixed(0)} ms, max ${max.toFixed(0)} ms over ${r.hung.length} samples; deadline ${r.deadline_ms} ms; target max <= ${r.deadline_ms + 50} ms: ${max <= r.deadline_ms + 50 ? "met" : "MISSED"}`,
-      );
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
+  console.log("direct", med(r.direct).toFixed(2));
+  for (const [n, xs] of Object.entries(r.proxied)) console.log(`proxy ${n} gates`, med(xs).toFixed(2));
+  const max = Math.max(...r.hung);
+  console.log(
+    `hung: median ${med(r.hung).toFixed(0)} ms, max ${max.toFixed(0)} ms over ${r.hung.length} samples; deadline ${r.deadline_ms} ms; target max <= ${r.deadline_ms + 50} ms: ${max <= r.deadline_ms + 50 ? "met" : "MISSED"}`,
   );
-}
+});

@@ -33,6 +33,7 @@ import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/client.js";
 import { initCrypto } from "../src/relay/verify.js";
 import { sleep, waitFor } from "../test/fixtures/wait.js";
+import { runIfMain } from "./standalone.js";
 
 const GATE_SAMPLES = Number(process.env.BENCH_GATE_SAMPLES ?? 300);
 const WARMUP = 20;
@@ -248,15 +249,7 @@ export async function benchMention(): Promise<MentionResult> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+runIfMain(import.meta.url, benchMention, (r) => {
   const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
-  benchMention().then(
-    (r) => {
-      for (const [k, xs] of Object.entries(r)) console.log(k, xs.length, "median", pct(xs, 50).toFixed(3), "p99", pct(xs, 99).toFixed(3));
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
-}
+  for (const [k, xs] of Object.entries(r)) console.log(k, xs.length, "median", pct(xs, 50).toFixed(3), "p99", pct(xs, 99).toFixed(3));
+});

@@ -12,10 +12,10 @@
  * Run alone: `node --import tsx bench/midturn.ts` (build first: the daemon is dist/cli.js).
  */
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "../test/fixtures/world.js";
 import { sleep, waitFor } from "../test/fixtures/wait.js";
+import { runIfMain } from "./standalone.js";
 
 const SAMPLES = Number(process.env.BENCH_MIDTURN_SAMPLES ?? 5);
 const TURN_MS = 3000;
@@ -89,15 +89,4 @@ export async function benchMidTurn(): Promise<MidTurnResult> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchMidTurn().then(
-    (r) => {
-      console.log(JSON.stringify(r, null, 2));
-      process.exit(0);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, benchMidTurn);

@@ -26,6 +26,7 @@ import { message } from "../src/relay/events.js";
 import { initCrypto } from "../src/relay/verify.js";
 import { startFrameProxy } from "../test/fixtures/frame-proxy.js";
 import { sleep, waitFor } from "../test/fixtures/wait.js";
+import { runIfMain } from "./standalone.js";
 
 const CHANNELS = 500;
 const BURST = 20;
@@ -135,15 +136,4 @@ export async function benchQuota(): Promise<Record<string, number>> {
   };
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchQuota().then(
-    (r) => {
-      console.log(JSON.stringify(r, null, 2));
-      process.exit(0);
-    },
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, benchQuota);

@@ -8,7 +8,6 @@
  *    channel (what the Rust bridge sends, there paced at 125 ms = 62.5 s for 500).
  * Run alone: `node --import tsx bench/relay.ts`.
  */
-import { fileURLToPath } from "node:url";
 import { generateSecretKey, getPublicKey, type Event, type EventTemplate } from "nostr-tools";
 import { AbstractRelay } from "nostr-tools/abstract-relay";
 import * as wasm from "nostr-tools/wasm";
@@ -17,6 +16,7 @@ import { startDevRelay } from "../src/devrelay/index.js";
 import { RelayClient } from "../src/relay/client.js";
 import { initCrypto } from "../src/relay/verify.js";
 import { sleep, waitFor } from "../test/fixtures/wait.js";
+import { runIfMain } from "./standalone.js";
 
 const MENTIONS = 1000;
 const CHANNELS = 500;
@@ -173,12 +173,4 @@ export async function benchRelay(): Promise<Record<string, number>> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchRelay().then(
-    (r) => console.log(JSON.stringify(r, null, 2)),
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
-}
+runIfMain(import.meta.url, benchRelay);

@@ -25,6 +25,7 @@ import { writeFileSync } from "node:fs";
 import { AUTHORS as BUSY_AUTHORS } from "./busy.js";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
+import { runIfMain } from "./standalone.js";
 
 type Raw = Record<string, number>;
 
@@ -595,12 +596,4 @@ export function markdownTable(rows: Row[]): string {
   return [head, sep, ...body].join("\n");
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  main().then(
-    () => process.exit(0), // children and sockets of the parts are closed; do not wait on stray timers
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, main, () => undefined);

@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentPool, AgentSandbox, probeBubblewrap, type AgentPoolOptions } from "../src/agent/index.js";
+import { runIfMain } from "./standalone.js";
 
 const ROUNDS = Number(process.env.BENCH_SANDBOX_ROUNDS ?? 8);
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
@@ -83,12 +84,4 @@ export async function benchSandbox(): Promise<SandboxBench> {
   }
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  benchSandbox().then(
-    (r) => console.log(JSON.stringify(r, null, 2)),
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
-}
+runIfMain(import.meta.url, benchSandbox);
