@@ -32,13 +32,16 @@ async function once(pool: AgentPool, scope: string): Promise<{ readyMs: number; 
   return { readyMs, turnMs };
 }
 
-export async function benchAgent(): Promise<Record<string, number>> {
-  const dir = mkdtempSync(join(tmpdir(), "bench-agent-"));
-  const base: AgentPoolOptions = {
+/**
+ * A pool of the demo agent with the real proxy (no manifest: what every session starts,
+ * minus downstream servers), generous limits and no spare; the bench parts vary the rest.
+ */
+export function demoPoolOptions(cwd: string): AgentPoolOptions {
+  return {
     command: process.execPath,
     args: [cli, "demo-agent"],
     env: {},
-    cwd: join(dir, "{channel}"),
+    cwd,
     maxConcurrent: 2,
     idleTimeoutMs: 60_000,
     maxTurnMs: 120_000,
@@ -48,9 +51,13 @@ export async function benchAgent(): Promise<Record<string, number>> {
     permissions: "allow",
     permissionTimeoutMs: 10_000,
     closeGraceMs: 1_000,
-    // The real proxy without a manifest: what every session starts, minus downstream servers.
     proxy: { command: process.execPath, args: [cli, "mcp-proxy"] },
   };
+}
+
+export async function benchAgent(): Promise<Record<string, number>> {
+  const dir = mkdtempSync(join(tmpdir(), "bench-agent-"));
+  const base = demoPoolOptions(join(dir, "{channel}"));
   const warm = new AgentPool({ ...base, warmSpare: true });
   const cold = new AgentPool(base);
   try {

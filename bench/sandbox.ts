@@ -11,6 +11,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentPool, AgentSandbox, probeBubblewrap, type AgentPoolOptions } from "../src/agent/index.js";
 import { runIfMain } from "./standalone.js";
+import { demoPoolOptions } from "./agent.js";
 
 const ROUNDS = Number(process.env.BENCH_SANDBOX_ROUNDS ?? 8);
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
@@ -36,23 +37,7 @@ export async function benchSandbox(): Promise<SandboxBench> {
   const dir = mkdtempSync(join("/var/tmp", "bench-sandbox-"));
   const state = join(dir, "state");
   mkdirSync(state);
-  const base: AgentPoolOptions = {
-    command: process.execPath,
-    args: [cli, "demo-agent"],
-    env: {},
-    cwd: join(dir, "work", "{channel}"),
-    maxConcurrent: 2,
-    idleTimeoutMs: 60_000,
-    maxTurnMs: 120_000,
-    idleCloseMs: 600_000,
-    cancelGraceMs: 2_000,
-    warmSpare: false,
-    permissions: "allow",
-    permissionTimeoutMs: 10_000,
-    closeGraceMs: 1_000,
-    proxy: { command: process.execPath, args: [cli, "mcp-proxy"] },
-    linkRoot: join(state, "link"),
-  };
+  const base: AgentPoolOptions = { ...demoPoolOptions(join(dir, "work", "{channel}")), linkRoot: join(state, "link") };
   const sandbox = new AgentSandbox({
     mode: "bubblewrap",
     network: "on",
