@@ -34,14 +34,27 @@ type Log = Record<string, unknown>;
 const inThread = (root: Event) => (l: Log) => String(l.scope ?? "").endsWith(root.id);
 const outcomesOf = (cmd: Event) => w.query({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] });
 
-/** Exactly one outcome of the command from the fleet: waits for the first, then long enough for a second. */
-async function oneOutcome(cmd: Event): Promise<Record<string, unknown>> {
+/**
+ * Exactly one outcome of the command from the fleet: waits for the first, then long enough
+ * for a second. `at`: when the first was seen (the command's work is done by then).
+ */
+async function oneOutcome(cmd: Event): Promise<{ payload: Record<string, unknown>; at: number }> {
   await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
+  const at = Date.now();
   await sleep(1500); // an outcome from the other daemon would be stored by now
   const all = await outcomesOf(cmd);
   assert.equal(all.length, 1, `one outcome for the fleet, got: ${all.map((e) => e.content).join(" | ")}`);
-  return JSON.parse(all[0]!.content) as Record<string, unknown>;
+  return { payload: JSON.parse(all[0]!.content) as Record<string, unknown>, at };
 }
+
+/** The thread's turn ends as cancelled on `holder` within 10 s of `since` (README "More than one machine"). */
+function stopsWithin10s(holder: DaemonProc, root: Event, since: number): Promise<unknown> {
+  const left = Math.max(0, 10_000 - (Date.now() - since));
+  return holder.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && inThread(root)(l), left);
+}
+
+const agentMessagesIn = async (root: Event) =>
+  (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [root.id] })).map((e) => e.content);
 
 /** The daemon that executed the command (its `gate.control` line). */
 function executor(cmd: Event): DaemonProc {
@@ -75,19 +88,14 @@ test("!cancel in a thread whose slow turn runs on one daemon of two: one outcome
   const root = await w.owner.post("@agent #slow 40000 a long job");
   const holder = await runningOn(root);
   const cmd = await w.owner.post("!cancel", { replyTo: root });
-  const payload = await oneOutcome(cmd);
+  const { payload, at } = await oneOutcome(cmd);
   assert.match(String(payload.type), /cancel/);
   assert.equal(payload.actor, w.owner.pk);
   assert.equal(payload.target, w.agent.pk);
   ctx.diagnostic(executor(cmd) === holder ? "executed by the daemon running the turn" : "executed by the other daemon");
-  // 1.5 s of the 10 s went to waiting for a second outcome above.
-  await holder.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && inThread(root)(l), 8_500);
+  await stopsWithin10s(holder, root, at);
   await sleep(2000); // a reply or failure notice from the stopped turn would show up by now
-  assert.deepEqual(
-    (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [root.id] })).map((e) => e.content),
-    [],
-    "no reply and no failure notice for the cancelled turn",
-  );
+  assert.deepEqual(await agentMessagesIn(root), [], "no reply and no failure notice for the cancelled turn");
   assert.equal(daemons.flatMap((d) => d.logs.filter((l) => l.evt === "turn.end" && inThread(root)(l))).length, 1, "the turn ended once");
 });
 
@@ -108,7 +116,7 @@ test("!rotate in a thread: one outcome, and the thread's next mention runs in a 
   );
 
   const cmd = await w.owner.post("!rotate", { replyTo: root });
-  const payload = await oneOutcome(cmd);
+  const { payload } = await oneOutcome(cmd);
   assert.match(String(payload.type), /rotate/);
   const before = daemons.map(sessionsOf);
   const next = await sessionOf(await w.owner.post("@agent #session after the rotation", { replyTo: root }));
@@ -119,4 +127,26 @@ test("!rotate in a thread: one outcome, and the thread's next mention runs in a 
     before.reduce((a, b) => a + b, 0) + 1,
     "one new agent session was opened for the thread",
   );
+});
+
+test("a top-level !cancel while both daemons run turns in the channel: one outcome, and each daemon stops its turns within 10 s", async (ctx) => {
+  if (fleet.skip) return ctx.skip(fleet.skip);
+  // Four slow threads, two turn slots per daemon: each daemon runs two of them, so the
+  // command is executed by one daemon and must reach the other's turns through the database.
+  const roots: Event[] = [];
+  for (let i = 0; i < 4; i++) roots.push(await w.owner.post(`@agent #slow 40000 job ${i}`));
+  const holders = await Promise.all(roots.map(runningOn));
+  assert.equal(new Set(holders).size, 2, "both daemons run turns");
+  const cmd = await w.owner.post("!cancel");
+  const { payload, at } = await oneOutcome(cmd);
+  assert.match(String(payload.type), /cancel/);
+  const by = executor(cmd);
+  const ends = await Promise.all(roots.map((root, i) => stopsWithin10s(holders[i]!, root, at)));
+  ctx.diagnostic(`stopped after ${ends.map((l) => Number((l as { time: number }).time) - at).join(", ")} ms`);
+  assert.ok(
+    holders.some((h) => h !== by),
+    "a turn of the daemon that did not execute the command was stopped",
+  );
+  await sleep(2000); // a reply or failure notice from a stopped turn would show up by now
+  assert.deepEqual(await Promise.all(roots.map(agentMessagesIn)), [[], [], [], []], "no reply and no failure notice in any thread");
 });
