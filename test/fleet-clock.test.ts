@@ -8,15 +8,14 @@
  * twice. 40 s is also within the relay's 60 s NIP-42 window, so the daemon can log in at
  * all. `doctor` on that machine reports the skew beyond the lease margin; on the other, not.
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
 import pg from "pg";
 import type { Event } from "nostr-tools";
-import { World, CLI } from "./fixtures/world.js";
-import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { CLI, type DaemonProc } from "./fixtures/world.js";
+import { useFleet } from "./fixtures/fleet.js";
 import { needs } from "./fixtures/ci.js";
 import { assertExactlyOnce, repliesByThread, waitAllAnswered } from "./fixtures/reliability-helpers.js";
 import { sleep } from "./fixtures/wait.js";
@@ -30,47 +29,21 @@ const AHEAD_S = 40;
 const CHANNELS = 3;
 const MENTIONS = 12;
 
-let server: PgServer | undefined;
-let skip: string | undefined;
-let w: World;
-let channels: string[];
-
-before(async () => {
-  const r = await postgresOrSkip();
-  if (typeof r === "string") skip = r;
-  else server = r;
-  w = await World.create({ channelName: "clock-0" });
-  channels = [w.channel];
-  for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `clock-${i}` }));
-});
-after(async () => {
-  await w.close();
-  await server?.stop();
-});
+const fleet = useFleet({ channels: Array.from({ length: CHANNELS }, (_, i) => `clock-${i}`) });
 
 test(`a daemon whose clock is ${AHEAD_S} s ahead takes no live lease: every mention answered once, no takeover; doctor reports its skew`, {
   timeout: 120_000,
   skip: faketime.skip,
 }, async (ctx) => {
   faketime.assertPresent();
-  if (skip) return ctx.skip(skip);
-  const url = await server!.createDatabase();
-  const configs = [0, 1].map((i) =>
-    w.writeConfig(
-      {
-        state_dir: join(w.dir, `state-${i}`),
-        state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" },
-        agent: { max_concurrent: 2, session_scope: "thread" },
-        log: { level: "info" },
-      },
-      `clock-${i}.yaml`,
-    ),
-  );
-  const env = { BUZZ_BRIDGE_DATABASE_URL: url };
+  if (fleet.skip) return ctx.skip(fleet.skip);
+  const { w, channels } = fleet;
+  const { url, env } = await fleet.database();
+  const configs = fleet.configs(2, () => ({ agent: { max_concurrent: 2, session_scope: "thread" }, log: { level: "info" } }), "clock");
   // Only the wall clock moves (as NTP drift does); timers keep the real monotonic clock.
   const ahead = { ...env, LD_PRELOAD: LIBFAKETIME!, FAKETIME: `+${AHEAD_S}s`, FAKETIME_DONT_FAKE_MONOTONIC: "1" };
-  const a = await w.startDaemon({}, { configFile: configs[0], env });
-  const b = await w.startDaemon({}, { configFile: configs[1], env: ahead });
+  const [a] = (await fleet.start([configs[0]!], env)) as [DaemonProc];
+  const [b] = (await fleet.start([configs[1]!], ahead)) as [DaemonProc];
 
   const mentions: Event[] = [];
   for (let i = 0; i < MENTIONS; i++) {

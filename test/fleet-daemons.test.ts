@@ -6,12 +6,11 @@
  * else; the killed daemon's scopes were taken over by the survivors; a stranger's
  * denied mentions got one 🔒 each and an owner command one outcome, not one per daemon.
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import type { DaemonProc } from "./fixtures/world.js";
+import { useFleet } from "./fixtures/fleet.js";
 import { assertExactlyOnce, leakedSecrets, waitAllAnswered } from "./fixtures/reliability-helpers.js";
 import { KIND } from "../src/relay/kinds.js";
 import { sleep } from "./fixtures/wait.js";
@@ -19,44 +18,16 @@ import { sleep } from "./fixtures/wait.js";
 const CHANNELS = 6;
 const MENTIONS = 60;
 
-let server: PgServer | undefined;
-let skip: string | undefined;
-let w: World;
-let channels: string[];
-
-before(async () => {
-  const r = await postgresOrSkip();
-  if (typeof r === "string") skip = r;
-  else server = r;
-  w = await World.create({ channelName: "room-0" });
-  channels = [w.channel];
-  for (let i = 1; i < CHANNELS; i++) channels.push(await w.addChannel({ name: `room-${i}` }));
-});
-after(async () => {
-  await w.close();
-  await server?.stop();
-});
+const fleet = useFleet({ channels: Array.from({ length: CHANNELS }, (_, i) => `room-${i}`) });
 
 test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channels answered exactly once through a SIGKILL and a restart`, {
   timeout: 170_000,
 }, async (ctx) => {
-  if (skip) return ctx.skip(skip);
-  const url = await server!.createDatabase();
-  const configs = [0, 1, 2].map((i) =>
-    w.writeConfig(
-      {
-        state_dir: join(w.dir, `state-${i}`),
-        state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" },
-        agent: { max_concurrent: 3, session_scope: "thread" },
-        log: { level: "info" },
-      },
-      `bridge-${i}.yaml`,
-    ),
-  );
-  const env = { BUZZ_BRIDGE_DATABASE_URL: url };
-  const daemons: DaemonProc[] = [];
-  for (const configFile of configs) daemons.push(await w.startDaemon({}, { configFile, env }));
-  const [a, b, c] = daemons as [DaemonProc, DaemonProc, DaemonProc];
+  if (fleet.skip) return ctx.skip(fleet.skip);
+  const { w, channels, server } = fleet;
+  const { env } = await fleet.database();
+  const configs = fleet.configs(3, () => ({ agent: { max_concurrent: 3, session_scope: "thread" }, log: { level: "info" } }));
+  const [a, b, c] = (await fleet.start(configs, env)) as [DaemonProc, DaemonProc, DaemonProc];
 
   const mentions: Event[] = [];
   const denied: Event[] = [];

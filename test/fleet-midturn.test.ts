@@ -7,49 +7,35 @@
  * is the oracle (replies per thread, what they say), the database says which turn took
  * each message.
  */
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import pg from "pg";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import type { World, DaemonProc } from "./fixtures/world.js";
+import { useFleet } from "./fixtures/fleet.js";
 import { sleep } from "./fixtures/wait.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
 import { KIND } from "../src/relay/kinds.js";
 
-let server: PgServer | undefined;
-let skip: string | undefined;
 let w: World;
 let url: string;
-const daemons: DaemonProc[] = [];
+let daemons: DaemonProc[] = [];
 let queueRoom: string;
-
-before(async () => {
-  w = await World.create({ channelName: "fleet-steer-room" });
-  queueRoom = await w.addChannel({ name: "fleet-queue-room" });
-  const r = await postgresOrSkip();
-  if (typeof r === "string") return void (skip = r);
-  server = r;
-  url = await server.createDatabase();
-  const configs = [0, 1].map((i) =>
-    w.writeConfig(
-      {
-        state_dir: join(w.dir, `state-${i}`),
-        state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" },
-        agent: { max_concurrent: 2, session_scope: "thread" },
-        defaults: { respond_to: "allowlist", allow: [w.teammate.npub] },
-        channels: [{ id: w.channel }, { id: queueRoom, mid_turn: "queue" }],
-      },
-      `bridge-${i}.yaml`,
-    ),
-  );
-  for (const configFile of configs) daemons.push(await w.startDaemon({}, { configFile, env: { BUZZ_BRIDGE_DATABASE_URL: url } }));
-});
-after(async () => {
-  await Promise.all(daemons.map((d) => d.stop()));
-  await w.close();
-  await server?.stop();
+const fleet = useFleet({
+  channels: ["fleet-steer-room", "fleet-queue-room"],
+  setUp: async (f) => {
+    w = f.w;
+    queueRoom = f.channels[1]!;
+    if (f.skip) return;
+    const db = await f.database();
+    url = db.url;
+    const configs = f.configs(2, () => ({
+      agent: { max_concurrent: 2, session_scope: "thread" },
+      defaults: { respond_to: "allowlist", allow: [w.teammate.npub] },
+      channels: [{ id: w.channel }, { id: queueRoom, mid_turn: "queue" }],
+    }));
+    daemons = await f.start(configs, db.env);
+  },
 });
 
 const threadReplies = (root: Event) => w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [root.id] });
@@ -99,7 +85,7 @@ const mentions = (d: DaemonProc, evt: string, id: string) =>
   d.logs.filter((l) => l.evt === evt && Array.isArray(l.events) && (l.events as string[]).includes(id));
 
 test("a message posted mid-turn in a thread held by one daemon of two reaches that running turn; one reply covers both", async (ctx) => {
-  if (skip) return ctx.skip(skip);
+  if (fleet.skip) return ctx.skip(fleet.skip);
   const { root, holder, other } = await longTurn("#slow 20000 refactor the build");
   const second = await w.teammate.post("@agent also use the staging branch", { replyTo: root, channel: w.channel });
   const [reply] = await exactlyReplies(root, 1);
@@ -116,7 +102,7 @@ test("a message posted mid-turn in a thread held by one daemon of two reaches th
 });
 
 test("an edit of a queued mention replaces its text in the fleet's queue: the turn that takes it sees the edited text", async (ctx) => {
-  if (skip) return ctx.skip(skip);
+  if (fleet.skip) return ctx.skip(fleet.skip);
   // mid_turn: queue, so the thread's second message waits for the running turn to end.
   const { root } = await longTurn("#slow 4000 long job", queueRoom);
   const queued = await w.teammate.post("@agent deploy to production", { replyTo: root, channel: queueRoom });
@@ -132,7 +118,7 @@ test("an edit of a queued mention replaces its text in the fleet's queue: the tu
 });
 
 test("an edit of a mention whose turn runs on one daemon of two is steered into that turn as a correction; one reply", async (ctx) => {
-  if (skip) return ctx.skip(skip);
+  if (fleet.skip) return ctx.skip(fleet.skip);
   const { root, holder, other } = await longTurn("#slow 20000 long job");
   const edit = await w.owner.edit(root, "@agent #final-only short job instead");
   await holder.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(edit.id));
@@ -147,7 +133,7 @@ test("an edit of a mention whose turn runs on one daemon of two is steered into 
 });
 
 test("a deletion of a running turn's only mention stops the turn on the daemon running it; a deleted queued mention gets no turn", async (ctx) => {
-  if (skip) return ctx.skip(skip);
+  if (fleet.skip) return ctx.skip(fleet.skip);
   const { root, holder } = await longTurn("#slow 20000 doomed job", queueRoom);
   const queued = await w.owner.post("@agent and this too", { replyTo: root, channel: queueRoom });
   const dropped = await w.owner.delete(queued);

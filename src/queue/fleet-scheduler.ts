@@ -430,7 +430,9 @@ export class FleetScheduler {
   private async pass(): Promise<void> {
     const { store, daemon, leaseMs } = this.o;
     const now = Date.now();
-    if (now - this.lastRenewAt >= leaseMs / 3) await this.renew(now);
+    // A pass runs pollMs after the last one ended: renewing a poll early keeps the gap within
+    // leaseMs / 3, the 10 s in which a turn cancelled by another daemon stops here (README).
+    if (now - this.lastRenewAt >= leaseMs / 3 - this.o.pollMs) await this.renew(now);
     if (this.draining) return;
     // Held scopes with nothing running and nothing prepared: find their next work (or let them go).
     for (const h of [...this.held.values()]) if (!h.running && !h.busy) await this.prepare(h, null);
