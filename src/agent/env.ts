@@ -10,8 +10,6 @@ import { bytesToHex } from "nostr-tools/utils";
 import { PROXY_SERVER_NAME } from "../contract/proxy-entry.js";
 import { AGENT_INHERITED_ENV, AGENT_INHERITED_PREFIXES, SECRET_ENV_NAMES } from "../contract/env.js";
 
-export { SECRET_ENV_NAMES };
-
 export interface AgentEnvOptions {
   /** `agent.env` from config: added after the allow-list, so it may override PATH etc. */
   configured?: Record<string, string>;

@@ -14,7 +14,7 @@ import type { Logger } from "../base/log.js";
 import { sleep } from "../base/backoff.js";
 
 /** `<boot id>:<start time in clock ticks>` of a live process, or undefined. */
-export function processIdentity(pid: number): string | undefined {
+function processIdentity(pid: number): string | undefined {
   try {
     const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -42,11 +42,7 @@ const alive = (pgid: number): boolean => {
  * Stops the recorded groups that are still the processes the daemon started: SIGTERM to the
  * group, then SIGKILL after `graceMs`. Returns the groups it stopped.
  */
-export async function stopLeftoverAgents(
-  recorded: Array<{ pgid: number; identity: string }>,
-  log: Logger,
-  graceMs = 2000,
-): Promise<number[]> {
+async function stopLeftoverAgents(recorded: Array<{ pgid: number; identity: string }>, log: Logger, graceMs = 2000): Promise<number[]> {
   const stale = recorded.filter((r) => processIdentity(r.pgid) === r.identity);
   for (const r of stale) {
     try {

@@ -24,7 +24,7 @@ const ALLOW_KINDS: acp.PermissionOptionKind[] = ["allow_once", "allow_always"];
 const REJECT_KINDS: acp.PermissionOptionKind[] = ["reject_once", "reject_always"];
 
 /** The first option of the preferred kinds, in preference order. */
-export function optionByKind(options: acp.PermissionOption[], kinds: acp.PermissionOptionKind[]): acp.PermissionOption | undefined {
+function optionByKind(options: acp.PermissionOption[], kinds: acp.PermissionOptionKind[]): acp.PermissionOption | undefined {
   for (const kind of kinds) {
     const found = options.find((o) => o.kind === kind);
     if (found) return found;

@@ -58,7 +58,7 @@ export interface AgentSpawned {
 }
 
 /** A process that died without being asked to; `scope` is undefined for the warm spare. */
-export interface AgentCrash {
+interface AgentCrash {
   pid: number;
   scope: string | undefined;
   code: number | null;

@@ -62,7 +62,7 @@ export interface ExitInfo {
   expected: boolean;
 }
 
-export const ACP_PROTOCOL_VERSION = 1;
+const ACP_PROTOCOL_VERSION = 1;
 const DEFAULT_INIT_TIMEOUT = 30_000;
 
 /** What an AgentProcess emits, checked by tsc on emit/on/once/off. */

@@ -19,8 +19,6 @@ import { readSteerAnswer, steerRequest, STEER_METHOD, type SteerAnswer } from ".
 /** How long a `_session/steering` request may go unanswered before it counts as ambiguous. */
 const STEER_ANSWER_TIMEOUT_MS = 10_000;
 
-export { PROXY_SERVER_NAME };
-
 export interface ProxyCommand {
   command: string;
   args: string[];
@@ -35,7 +33,7 @@ export interface ProxyCommand {
 export const PROXY_NODE_FLAGS = ["--max-semi-space-size=1"];
 
 /** `node <flags> <dist>/cli.js mcp-proxy`, found relative to this module (also when run from src/ via tsx). */
-export function defaultProxyCommand(): ProxyCommand {
+function defaultProxyCommand(): ProxyCommand {
   return { command: process.execPath, args: [...PROXY_NODE_FLAGS, cliPath(), PROXY_SUBCOMMAND] };
 }
 

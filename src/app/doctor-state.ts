@@ -13,7 +13,7 @@ import { PG_SCHEMA, PG_SCHEMA_VERSION } from "../queue/pg-migrations.js";
 import type { CheckResult } from "./doctor-result.js";
 
 /** Clock skew that doctor flags: the lease renewal interval. */
-export const SKEW_MARGIN_MS = FLEET_LEASE_MS / 3;
+const SKEW_MARGIN_MS = FLEET_LEASE_MS / 3;
 
 export async function stateChecks(loaded: LoadedConfig, timeoutMs: number): Promise<CheckResult[]> {
   const state = loaded.config.state;

@@ -33,7 +33,7 @@ export interface DoctorOptions {
   timeoutMs?: number;
 }
 
-export const DEFAULT_CHECK_TIMEOUT_MS = 15_000;
+const DEFAULT_CHECK_TIMEOUT_MS = 15_000;
 
 /** Runs every check against the loaded config. Relay checks and agent/MCP checks run side by side. */
 export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}): Promise<CheckResult[]> {

@@ -52,13 +52,13 @@ export type HookVerdict = "allow" | "object";
  * Turn durations span a quick answer (seconds) to `agent.max_turn` (2 h default), so the
  * buckets grow roughly ×2–×3 from 1 s to 2 h.
  */
-export const TURN_DURATION_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200];
+const TURN_DURATION_BUCKETS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200];
 
 /** Hook fan-outs answer within `mcp.hook_deadline` (2 s default, below the agent's 2.5 s). */
 /** A steer lands in milliseconds; a cancel-and-merge waits for the agent to stop (up to `agent.cancel_grace`). */
-export const MID_TURN_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30];
+const MID_TURN_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30];
 
-export const HOOK_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 2.5, 5];
+const HOOK_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 2.5, 5];
 
 /**
  * Values read at scrape time from the parts that already count them, so the daemon wires

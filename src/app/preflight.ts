@@ -13,12 +13,12 @@ import { resolveAgentCommand } from "../config/agent-command.js";
 import type { Config } from "../config/schema.js";
 
 /** The state directory cannot be made or used (permissions, a file in the way). */
-export class StateDirError extends Error {
+class StateDirError extends Error {
   override name = "StateDirError";
 }
 
 /** Something `run` needs is missing (the agent command, a writable work area): the same words `doctor` prints. */
-export class PreflightError extends Error {
+class PreflightError extends Error {
   override name = "PreflightError";
 }
 
@@ -42,7 +42,7 @@ export function preflightAgent(agent: Config["agent"], secret: Uint8Array): void
 }
 
 /** "uid 65534 (nobody)": who would need the permission. */
-export function whoAmI(): string {
+function whoAmI(): string {
   const uid = process.getuid?.();
   let name: string | undefined;
   try {
@@ -59,7 +59,7 @@ const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Er
  * Why `dir` (to be created if missing) cannot be written, or undefined. `what` names the
  * config key for the message. Nothing is created: `doctor` may run as another user.
  */
-export function writableDirProblem(dir: string, what: string, fix: string): string | undefined {
+function writableDirProblem(dir: string, what: string, fix: string): string | undefined {
   let existing = dir;
   for (;;) {
     try {

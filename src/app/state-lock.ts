@@ -15,8 +15,8 @@ import Database from "better-sqlite3";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-export const LOCK_FILE = "daemon.lock";
-export const PID_FILE = "daemon.pid";
+const LOCK_FILE = "daemon.lock";
+const PID_FILE = "daemon.pid";
 
 /** Another daemon holds the lock on this state_dir. */
 export class StateLockedError extends Error {
@@ -33,7 +33,7 @@ export class StateLockedError extends Error {
 }
 
 /** The lock could not be taken for another reason (permissions, a broken lock file). */
-export class StateLockError extends Error {
+class StateLockError extends Error {
   override name = "StateLockError";
 }
 

@@ -34,12 +34,12 @@ export interface StatusSnapshot {
 }
 
 /** Seconds between automatic reloads. */
-export const STATUS_REFRESH_SECONDS = 5;
+const STATUS_REFRESH_SECONDS = 5;
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
 /** HTML-escapes any value for text and quoted attribute positions. */
-export function esc(value: unknown): string {
+function esc(value: unknown): string {
   return String(value ?? "").replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }
 

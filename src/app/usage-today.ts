@@ -65,6 +65,6 @@ export class UsageToday {
   }
 }
 
-export function formatCost(amount: number): string {
+function formatCost(amount: number): string {
   return amount >= 1 ? amount.toFixed(2) : amount.toPrecision(3).replace(/\.?0+$/, "");
 }

@@ -29,7 +29,7 @@ interface Setting {
   chosenBy: RegExp;
 }
 
-export const DAEMON_V8_SETTINGS: readonly Setting[] = [
+const DAEMON_V8_SETTINGS: readonly Setting[] = [
   { flag: "--semi-space-growth-factor=1", chosenBy: /^--(?:(?:max|min)[-_]semi[-_]space[-_]size|semi[-_]space[-_]growth[-_]factor)\b/ },
   { flag: "--heap-growing-percent=20", chosenBy: /^--heap[-_]growing[-_]percent\b/ },
 ];

@@ -9,7 +9,7 @@ import { headlineFor } from "./log-headlines.js";
 export type { Logger };
 
 /** Paths pino censors wherever they occur in a log object (wildcards cover nesting). */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   "secret_key",
   "secretKey",
   "nsec",

@@ -9,7 +9,7 @@ import type { Config } from "./schema.js";
 export type Enforce = "bridge" | "agent" | "off";
 
 /** buzz-agent's own wait for a hook call, in ms. */
-export const AGENT_HOOK_TIMEOUT_MS = 2500;
+const AGENT_HOOK_TIMEOUT_MS = 2500;
 
 /** `auto` means the agent enforces when it calls hooks itself (buzz-agent). */
 export function resolveEnforce(cfg: Pick<Config, "gates" | "agent">): Enforce {

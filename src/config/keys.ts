@@ -57,4 +57,4 @@ export function pubkeyOf(secret: Uint8Array): string {
   return getPublicKey(secret);
 }
 
-export { bytesToHex, hexToBytes };
+export { bytesToHex };

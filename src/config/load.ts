@@ -24,7 +24,7 @@ export interface ConfigProblem {
   message: string;
 }
 
-export function formatProblem(p: ConfigProblem): string {
+function formatProblem(p: ConfigProblem): string {
   return `${p.file}:${p.line}:${p.col}: ${p.path ? `${p.path}: ` : ""}${p.message}`;
 }
 
@@ -207,7 +207,7 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
 }
 
 /** Reads a key file, refusing one that group or others can read (it holds the agent's identity). */
-export function readSecretFile(path: string): Uint8Array {
+function readSecretFile(path: string): Uint8Array {
   let mode: number;
   try {
     mode = statSync(path).mode & 0o777;

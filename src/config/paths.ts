@@ -16,14 +16,14 @@
 import { delimiter, join, resolve } from "node:path";
 
 /** The directory systemd (StateDirectory=) or the image (ENV) gives the service for its state. */
-export function providedStateDir(env: NodeJS.ProcessEnv): string | undefined {
+function providedStateDir(env: NodeJS.ProcessEnv): string | undefined {
   // systemd joins several StateDirectory= entries with ':'; the first is the service's own.
   const first = env.STATE_DIRECTORY?.split(delimiter)[0]?.trim();
   return first ? resolve(first) : undefined;
 }
 
-export const DEFAULT_STATE_DIR = "buzz-bridge-state";
-export const DEFAULT_WORK_DIR = join("work", "{channel}");
+const DEFAULT_STATE_DIR = "buzz-bridge-state";
+const DEFAULT_WORK_DIR = join("work", "{channel}");
 
 export interface PathKeys {
   state_dir?: string;

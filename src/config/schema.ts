@@ -33,7 +33,7 @@ function optionalDuration(key: string) {
     .optional();
 }
 
-export const pubkey = z
+const pubkey = z
   .string()
   .transform((s, ctx) => {
     try {
@@ -47,16 +47,17 @@ export const pubkey = z
 
 const stringMap = z.record(z.string(), z.string());
 
-export const RespondTo = z.enum(["owner-only", "allowlist", "anyone", "nobody"]);
-export const OnDenied = z.enum(["silent", "react", "reply"]);
-export const ReplyFallback = z.enum(["final_text", "notice", "off"]);
+const RespondTo = z.enum(["owner-only", "allowlist", "anyone", "nobody"]);
+const OnDenied = z.enum(["silent", "react", "reply"]);
+const ReplyFallback = z.enum(["final_text", "notice", "off"]);
+export type ReplyFallbackMode = z.output<typeof ReplyFallback>;
 /**
  * What a message does when it arrives in a scope whose turn is running: `steer` it into the
  * turn (natively when the agent offers steering, else cancel and re-prompt the same session
  * with it merged), `queue` it for the next turn, `interrupt` the turn with it (it supersedes
  * the earlier request), or `owner-interrupt`: interrupt for the owner's messages, queue others.
  */
-export const MidTurn = z.enum(["steer", "queue", "interrupt", "owner-interrupt"]);
+const MidTurn = z.enum(["steer", "queue", "interrupt", "owner-interrupt"]);
 export type MidTurnMode = z.output<typeof MidTurn>;
 
 const identity = z.strictObject({
@@ -271,7 +272,7 @@ const channel = z.strictObject({
   mid_turn: policyShape.mid_turn.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
-export type ChannelEntry = z.output<typeof channel>;
+type ChannelEntry = z.output<typeof channel>;
 
 const queue = z.strictObject({
   max_attempts: z.number().int().min(1).max(20).default(3).describe("attempts per turn before a failure notice; default 3"),

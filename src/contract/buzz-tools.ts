@@ -75,7 +75,7 @@ const DESCRIPTIONS: Record<BuzzToolName, string> = {
 };
 
 /** The JSON Schema of a tool's arguments as the agent is shown it: the input side of its zod schema. */
-export function buzzToolInputSchema(name: BuzzToolName): Tool["inputSchema"] {
+function buzzToolInputSchema(name: BuzzToolName): Tool["inputSchema"] {
   const { $schema: _, ...schema } = z.toJSONSchema(BUZZ_TOOL_ARGS[name], { io: "input" });
   return schema as Tool["inputSchema"];
 }

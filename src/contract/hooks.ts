@@ -3,7 +3,7 @@
  * turn reads it over the link (turn/stop-gates.ts). Part of the daemon↔proxy contract.
  */
 
-export type Verdict = "allow" | "object";
+type Verdict = "allow" | "object";
 
 export interface HookServerResult {
   name: string;

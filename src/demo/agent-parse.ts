@@ -28,7 +28,7 @@ export interface ParsedPrompt {
   batch: Array<{ id: string; asked: string }>;
 }
 
-export interface Directives {
+interface Directives {
   finalOnly: boolean;
   silent: boolean;
   permission: boolean;
@@ -115,7 +115,7 @@ function askedOf(text: string): { author?: string; asked: string } {
   return { author: last?.[1], asked: nonEmpty[nonEmpty.length - 1] ?? "" };
 }
 
-export function parseDirectives(text: string): Directives {
+function parseDirectives(text: string): Directives {
   const has = (word: string) => new RegExp(`(^|\\s)#${word}(?=\\s|$)`, "i").test(text);
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
   const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);

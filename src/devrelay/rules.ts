@@ -19,7 +19,7 @@ export const LIMITS = {
 } as const;
 
 /** Kinds that live in a channel and must say which with an `h` tag. */
-export const CHANNEL_KINDS: ReadonlySet<number> = new Set([
+const CHANNEL_KINDS: ReadonlySet<number> = new Set([
   KIND.message,
   KIND.messageV2,
   KIND.edit,
@@ -36,14 +36,7 @@ export const CHANNEL_KINDS: ReadonlySet<number> = new Set([
 ]);
 
 /** Kinds only the relay signs; clients publishing them are refused. */
-export const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([
-  ...GROUP_STATE_KINDS,
-  KIND.memberAdded,
-  KIND.memberRemoved,
-  13534,
-  8000,
-  8001,
-]);
+const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([...GROUP_STATE_KINDS, KIND.memberAdded, KIND.memberRemoved, 13534, 8000, 8001]);
 
 /** Kinds Buzz accepts only on the WebSocket (presence, gift wraps). */
 export const WS_ONLY_KINDS: ReadonlySet<number> = new Set([KIND.presence, 1059]);

@@ -38,7 +38,7 @@ const seedChannel = z.strictObject({
   messages: z.array(seedMessage).default([]),
 });
 
-export const seedSchema = z.strictObject({
+const seedSchema = z.strictObject({
   members: z.array(pubkey).default([]),
   /** Buzz's limits, changed for this relay (limits.ts; docs/dev-relay.md). */
   limits: seedLimitsSchema.optional(),

@@ -51,7 +51,7 @@ export interface ControlOutcome {
   [k: string]: unknown;
 }
 
-export function controlTargetOf(ev: Event, channel: string): ControlTarget {
+function controlTargetOf(ev: Event, channel: string): ControlTarget {
   const root = threadRootOf(ev);
   return root === ev.id ? { channel } : { channel, thread: root };
 }

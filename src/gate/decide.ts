@@ -19,7 +19,7 @@ import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type
 import type { SiblingVerdict } from "./siblings.js";
 import { tagValue } from "../base/tags.js";
 
-export const CONTROL_COMMANDS = ["!cancel", "!rotate", "!status", "!shutdown"] as const;
+const CONTROL_COMMANDS = ["!cancel", "!rotate", "!status", "!shutdown"] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
 
 /** Why an event was not acted on; stable strings (logs, metrics, tests). */
@@ -89,7 +89,7 @@ function deny(reason: DropReason, channel: ChannelInfo, policy: ChannelPolicy, s
 }
 
 /** Owner control command shape (docs/protocol.md §6): kind 9, exact trimmed text, `p`-tags the agent. */
-export function controlCommandOf(ev: Event, self: string): ControlCommand | undefined {
+function controlCommandOf(ev: Event, self: string): ControlCommand | undefined {
   if (ev.kind !== KIND.message) return undefined;
   const text = ev.content.trim() as ControlCommand;
   if (!CONTROL_COMMANDS.includes(text)) return undefined;

@@ -10,8 +10,6 @@ import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import type { BuzzToolHandlers } from "./server.js";
 import { tagValue, tagValues } from "../base/tags.js";
 
-export { DEFAULT_MESSAGE_LIMIT };
-
 /** The little the buzz tools need of a relay client; the daemon plugs in the real one. */
 export interface RelayPort {
   sign(t: EventTemplate): Event;
@@ -19,7 +17,7 @@ export interface RelayPort {
   query(filters: Filter[]): Promise<Event[]>;
 }
 
-export class BuzzToolError extends Error {
+class BuzzToolError extends Error {
   override name = "BuzzToolError";
 }
 

@@ -10,7 +10,7 @@ import { manifestWire, type ProxyManifest } from "../contract/manifest.js";
 import { BuzzCall, Hello, LinkError, RunHook, type BuzzToolName, type RunHookParams } from "./protocol.js";
 
 /** How long the proxy waits for the daemon's socket and hello answer (default 10 s: the daemon is local). */
-export const LINK_CONNECT_TIMEOUT_MS = 10_000;
+const LINK_CONNECT_TIMEOUT_MS = 10_000;
 
 /** Registered before the hello, so a hook request right after it waits for the proxy to be built. */
 class HookSlot {

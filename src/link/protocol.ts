@@ -9,9 +9,8 @@ import type { BuzzToolName } from "../contract/buzz-tools.js";
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
 
-export type { ProxyManifest } from "../contract/manifest.js";
 export { LINK_ENV, LINK_TOKEN_ENV } from "../contract/proxy-entry.js";
-export { BUZZ_TOOL_NAMES, type BuzzToolName } from "../contract/buzz-tools.js";
+export type { BuzzToolName } from "../contract/buzz-tools.js";
 
 export interface HelloParams {
   token: string;

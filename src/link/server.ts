@@ -55,7 +55,7 @@ export interface LinkSession {
 }
 
 /** A proxy must say hello within this long after connecting (default 10 s). */
-export const HELLO_TIMEOUT_MS = 10_000;
+const HELLO_TIMEOUT_MS = 10_000;
 /** Slack on top of the session's hook_deadline for the link round trip. */
 const HOOK_LINK_SLACK_MS = 3000;
 
@@ -71,7 +71,7 @@ interface Entry {
 const digest = (token: string) => createHash("sha256").update(token).digest("hex");
 
 /** A session's own socket in its process's link directory. */
-export const SESSION_SOCKET_NAME = "link.sock";
+const SESSION_SOCKET_NAME = "link.sock";
 
 /** sockaddr_un holds 108 bytes on Linux (104 on macOS); longer paths cannot be bound. */
 const MAX_SOCKET_PATH_BYTES = 100;

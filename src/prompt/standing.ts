@@ -28,7 +28,7 @@ export interface StandingContext {
  * says where it is and how to speak there. Silence is licensed explicitly, as in Buzz's
  * own base prompt, so the agent does not answer every acknowledgement.
  */
-export const BASE_PROMPT = [
+const BASE_PROMPT = [
   "You are an AI agent in a Buzz chat channel. buzz-bridge passes you the messages that mention you and posts what you send.",
   "",
   "How to answer:",
@@ -48,7 +48,7 @@ export function channelLines(channel: StandingInput["channel"]): string[] {
   return lines;
 }
 
-export function ownerLine(owner: StandingInput["owner"]): string {
+function ownerLine(owner: StandingInput["owner"]): string {
   if (!owner) return "Owner: none configured";
   return `Owner: ${owner.name ? `${oneLine(owner.name, 64)} ` : ""}(${npub(owner.pubkey)})`;
 }

@@ -26,7 +26,7 @@ export function fence(text: string, label = "untrusted"): string {
  * The most of one member's message a prompt carries (characters, ≈ 12k tokens): a larger
  * message (Buzz accepts up to 256 KB) would crowd out the rest of the turn's context.
  */
-export const MAX_MESSAGE_CHARS = 50_000;
+const MAX_MESSAGE_CHARS = 50_000;
 
 /**
  * `text` cut to `max` characters with a visible marker saying how much is left out and

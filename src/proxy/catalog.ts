@@ -8,7 +8,7 @@ import type { Logger } from "../base/log.js";
 import type { Downstream } from "./downstream.js";
 import { exposedName, isHookName, isValidExposedName, MAX_TOOLS, NameCollisionError } from "./naming.js";
 
-export interface ToolRoute {
+interface ToolRoute {
   ds: Downstream;
   tool: string;
 }
@@ -24,7 +24,7 @@ export interface Catalog {
   notes: CatalogNote[];
 }
 
-export type CatalogNote =
+type CatalogNote =
   /** A tool name that breaks the rules, listed under another. */
   | { kind: "renamed"; server: string; tool: string; as: string }
   /** A hook whose name is not a valid tool name: ignored. */
@@ -32,7 +32,7 @@ export type CatalogNote =
   /** More tools than one session may list: the last ones are dropped. */
   | { kind: "too_many_tools"; limit: number; dropped: string[] };
 
-export const BUILTIN_OWNER = "buzz (built-in tools)";
+const BUILTIN_OWNER = "buzz (built-in tools)";
 
 export function buildCatalog(downstreams: Downstream[], builtins: Tool[], logger: Logger): Catalog {
   const owners = new Map<string, string>();

@@ -32,14 +32,14 @@ import { Backoff } from "../base/backoff.js";
 export type DownstreamState = "starting" | "ready" | "down" | "stopped";
 
 /** setTimeout's ceiling: "no timeout" for calls whose server has none configured. */
-export const NO_TIMEOUT_MS = 2_147_483_647;
+const NO_TIMEOUT_MS = 2_147_483_647;
 /** Restart pacing after a server goes down: 500 ms doubling to 30 s, no jitter (one proxy, no herd). */
 const RESTART_BACKOFF = { baseMs: 500, capMs: 30_000, jitter: 0 };
 /**
  * A server gets at least this long to initialize and list. list_timeout only bounds how
  * long the agent's first tools/list waits; a slower server still joins (list_changed).
  */
-export const MIN_START_TIMEOUT_MS = 30_000;
+const MIN_START_TIMEOUT_MS = 30_000;
 /** Up this long, a server's crash count starts over. */
 const STABLE_AFTER_MS = 30_000;
 
@@ -48,7 +48,7 @@ const STABLE_AFTER_MS = 30_000;
  * A full CallToolResult parse here (and again in the upstream Server) was a large
  * share of the per-call cost.
  */
-export const PassThroughResult = z.custom<CallToolResult>((v) => typeof v === "object" && v !== null && !Array.isArray(v));
+const PassThroughResult = z.custom<CallToolResult>((v) => typeof v === "object" && v !== null && !Array.isArray(v));
 
 export interface DownstreamEvents {
   /** A list the proxy aggregates changed (after a list_changed or a restart). */

@@ -13,7 +13,7 @@ import type { Downstream } from "./downstream.js";
 /** buzz-agent caps each hook result at 16 KiB. */
 export const MAX_HOOK_TEXT_BYTES = 16 * 1024;
 /** Consecutive deadline misses after which a server is restarted (buzz-agent kills on the second). */
-export const HOOK_MISSES_BEFORE_RESTART = 2;
+const HOOK_MISSES_BEFORE_RESTART = 2;
 
 function resultText(r: CallToolResult): string {
   const parts: string[] = [];

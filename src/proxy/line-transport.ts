@@ -14,14 +14,14 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { scrub } from "../base/log.js";
 
 /** Largest single message accepted; bigger ones are dropped with an error (default 64 MiB, above the 10 MB results agents may produce). */
-export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
-export class TransportError extends Error {
+class TransportError extends Error {
   override name = "TransportError";
 }
 
 /** Splits a byte stream into lines without re-copying the buffered prefix on each chunk. */
-export class LineSplitter {
+class LineSplitter {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private discarding = false;
@@ -167,7 +167,7 @@ export interface ChildSpec {
 }
 
 /** Last bytes of a child's stderr, for the log line when it fails; nsec-shaped text is masked. */
-export class StderrTail {
+class StderrTail {
   private text = "";
   constructor(private readonly max = 4096) {}
   push(chunk: Buffer): void {

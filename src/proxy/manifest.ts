@@ -10,7 +10,7 @@ import { parseDuration, DURATION_PATTERN } from "../config/duration.js";
 import type { McpServerConfig } from "../config/schema.js";
 import { manifestFromConfig, SERVER_NAME_PATTERN, type ProxyManifest } from "../contract/manifest.js";
 
-export { manifestFromConfig, manifestWire, type ManifestServer, type ProxyManifest } from "../contract/manifest.js";
+export { manifestFromConfig, type ManifestServer, type ProxyManifest } from "../contract/manifest.js";
 
 /** buzz-agent's hook timeout is 2.5 s; our merged answer must land well before it. */
 export const DEFAULT_HOOK_DEADLINE_MS = 2000;

@@ -52,7 +52,7 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
  * A JSON-RPC error whose message reaches the agent as written (McpError would prefix
  * "MCP error -326xx:" once here and once more in the agent's client).
  */
-export class ProxyRequestError extends Error {
+class ProxyRequestError extends Error {
   override name = "ProxyRequestError";
   constructor(
     readonly code: number,

@@ -10,7 +10,7 @@
 import type { Event } from "nostr-tools";
 import type { EventState, StoredEvent, TurnRecord } from "./store.js";
 
-export type StateBackend = "sqlite" | "postgres";
+type StateBackend = "sqlite" | "postgres";
 
 /** Finished events, turns and idle sessions are forgotten after a week; unfinished work never is. */
 export const STATE_RETENTION_MS = 7 * 86_400_000;

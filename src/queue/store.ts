@@ -22,7 +22,7 @@ export const STORE_FILE = "queue.db";
  * waiting straight into the running turn (joinTurn), or back to waiting (leaveTurn).
  */
 export type EventState = "waiting" | "in_turn" | "done" | "failed" | "cancelled" | "refused" | "deleted";
-export type TurnState = "queued" | "running" | "done" | "failed" | "cancelled";
+type TurnState = "queued" | "running" | "done" | "failed" | "cancelled";
 
 export interface StoredEvent {
   id: string;

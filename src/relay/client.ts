@@ -41,7 +41,7 @@ import { initCrypto, signEvent, verifySignature } from "./verify.js";
 import { nowSec } from "../base/time.js";
 
 /** Supplies the resubscribe cursor from durable state (the queue's store); unix seconds. */
-export interface CursorProvider {
+interface CursorProvider {
   get(): number | undefined;
 }
 

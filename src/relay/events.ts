@@ -18,7 +18,7 @@ export interface ThreadRef {
 }
 
 /** NIP-10 marked `e` tags as Buzz builds them: root only when it differs from parent. */
-export function threadTags(ref: ThreadRef | undefined): string[][] {
+function threadTags(ref: ThreadRef | undefined): string[][] {
   if (!ref) return [];
   if (ref.root === ref.parent) return [["e", ref.parent, "", "reply"]];
   return [

@@ -16,12 +16,12 @@ import { KIND } from "./kinds.js";
 
 export type ReplyFault = "kill" | "swallow";
 
-export const FAULT_ENV = "BUZZ_BRIDGE_FAULT";
+const FAULT_ENV = "BUZZ_BRIDGE_FAULT";
 
 type Parsed = { ok: true; faults: Map<number, ReplyFault> } | { ok: false; error: string };
 
 /** Parses the variable's value; an unknown entry is an error naming it. */
-export function parseFaults(value: string | undefined): Parsed {
+function parseFaults(value: string | undefined): Parsed {
   const faults = new Map<number, ReplyFault>();
   for (const raw of (value ?? "")
     .split(",")
@@ -35,7 +35,7 @@ export function parseFaults(value: string | undefined): Parsed {
 }
 
 /** A bad BUZZ_BRIDGE_FAULT value, found at start-up rather than at the first reply. */
-export class FaultEnvError extends Error {
+class FaultEnvError extends Error {
   override name = "FaultEnvError";
 }
 

@@ -32,7 +32,7 @@ export const SUB_MEMBERSHIP = "membership";
  * `p` tag, so the mention filters never match them: one more filter asks for them in every
  * channel we listen in, whatever its kinds and mention rule (docs/protocol.md).
  */
-export const AMEND_KINDS: readonly number[] = [KIND.deletion, KIND.groupDeletion, KIND.edit];
+const AMEND_KINDS: readonly number[] = [KIND.deletion, KIND.groupDeletion, KIND.edit];
 
 const kindsKey = (kinds: number[] | undefined) => (kinds?.length ? [...new Set(kinds)].sort((a, b) => a - b).join(",") : "*");
 

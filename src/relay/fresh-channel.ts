@@ -7,7 +7,7 @@
 import type { ChannelDirectory, ChannelInfo } from "./directory.js";
 
 /** Channel metadata older than this is re-read before a turn (descriptions change rarely). */
-export const CHANNEL_METADATA_TTL_MS = 60_000;
+const CHANNEL_METADATA_TTL_MS = 60_000;
 
 export class FreshChannels {
   private readonly readAt = new Map<string, number>();

@@ -10,7 +10,7 @@ import { KIND } from "./kinds.js";
 import { signEvent } from "./verify.js";
 import { nowSec } from "../base/time.js";
 
-export function nip98Template(url: string, method: string, body: Uint8Array | undefined): EventTemplate {
+function nip98Template(url: string, method: string, body: Uint8Array | undefined): EventTemplate {
   const tags = [
     ["u", url],
     ["method", method.toUpperCase()],

@@ -7,7 +7,7 @@ import type { RelayClient } from "./client.js";
 import { presence } from "./events.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
-export const PRESENCE_INTERVAL_MS = 60_000;
+const PRESENCE_INTERVAL_MS = 60_000;
 
 export class Presence {
   private timer?: NodeJS.Timeout;

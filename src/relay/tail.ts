@@ -15,7 +15,7 @@ import type { EventContext, RelayClient } from "./client.js";
 import { tagValue, tagValues } from "../base/tags.js";
 import { BoundedMap } from "../base/bounded-map.js";
 
-export const TAIL_KINDS = [KIND.message, KIND.reaction, KIND.system];
+const TAIL_KINDS = [KIND.message, KIND.reaction, KIND.system];
 
 export interface TailOptions {
   /** Channel id → name, for the lines' `#name`. */
@@ -48,7 +48,7 @@ const snippet = (text: string, n = 60) => {
 };
 
 /** Formats events as they arrive; remembers recent messages so a reaction can say what it is on. */
-export class TailFormatter {
+class TailFormatter {
   private readonly recent = new BoundedMap<string, { author: string; text: string }>(1000);
 
   constructor(private readonly o: TailOptions) {}

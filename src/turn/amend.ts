@@ -30,7 +30,7 @@ import { EMOJI } from "./signals.js";
 import type { TurnPublisher } from "./ports.js";
 
 /** The queue's side of an amendment; the single-daemon Scheduler answers at once, a fleet's after the database. */
-export interface AmendQueue {
+interface AmendQueue {
   /** The turn running here in the scope (in a fleet: only on the daemon holding the scope). */
   runningTurn(scopeKey: string): number | undefined;
   accept(ev: Event, channel: string, scope: Scope): boolean | Promise<boolean>;

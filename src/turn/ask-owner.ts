@@ -12,8 +12,8 @@ import type { RelayPort } from "../link/index.js";
 import type { TurnPublisher } from "./ports.js";
 import { sleep } from "../base/backoff.js";
 
-export const ALLOW_EMOJI = ["👍", "+", "✅"];
-export const DENY_EMOJI = ["👎", "-", "❌"];
+const ALLOW_EMOJI = ["👍", "+", "✅"];
+const DENY_EMOJI = ["👎", "-", "❌"];
 
 export interface AskOwnerDeps {
   channel: string;
@@ -26,7 +26,7 @@ export interface AskOwnerDeps {
   timeoutMs?: number;
 }
 
-export function questionText(req: acp.RequestPermissionRequest): string {
+function questionText(req: acp.RequestPermissionRequest): string {
   const what = req.toolCall.title ?? req.toolCall.toolCallId;
   const input = req.toolCall.rawInput === undefined ? "" : `\n\nInput: ${JSON.stringify(req.toolCall.rawInput).slice(0, 500)}`;
   return `Permission needed: the agent wants to run "${what}".${input}\n\nReact 👍 to allow or 👎 to deny.`;

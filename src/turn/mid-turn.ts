@@ -28,7 +28,7 @@ export type MidTurnHow = "steer" | "interrupt";
 export type SteerMethod = "native" | "cancel-merge";
 
 /** Cancel-and-merge rounds per turn; beyond it new messages wait for the next turn (a storm cannot cancel forever). */
-export const MAX_MERGES_PER_TURN = 10;
+const MAX_MERGES_PER_TURN = 10;
 
 export interface MidTurnSession {
   readonly steerable: boolean;

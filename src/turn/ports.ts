@@ -6,7 +6,7 @@ import type { Event, EventTemplate } from "nostr-tools";
 import type { HookFanout } from "../contract/hooks.js";
 import type { TextBlock } from "../prompt/text.js";
 
-export type { HookFanout, HookServerResult } from "../contract/hooks.js";
+export type { HookFanout } from "../contract/hooks.js";
 
 export type { TextBlock } from "../prompt/text.js";
 

@@ -14,9 +14,8 @@ import type { AgentTurnResult, TextBlock, TurnAgent, TurnHooks, TurnPublisher } 
 import { TurnSignals } from "./signals.js";
 import { enforceStopGates, type StopMode } from "./stop-gates.js";
 
-export type ReplyFallback = "final_text" | "notice" | "off";
 import type { Enforce } from "../config/enforce.js";
-export type { Enforce };
+import type { ReplyFallbackMode } from "../config/schema.js";
 
 export interface TurnSpec {
   turnId: string;
@@ -24,7 +23,7 @@ export interface TurnSpec {
   thread: ThreadRef;
   triggers: Event[];
   blocks: TextBlock[];
-  replyFallback: ReplyFallback;
+  replyFallback: ReplyFallbackMode;
   typing: boolean;
   enforce: Enforce;
   gates: { maxRejections: number; waitPollMs: number; waitMaxMs: number; stopModes: Record<string, StopMode> };
@@ -52,7 +51,7 @@ export type TurnOutcome =
   | { status: "failed"; reason: string; published: string[] }
   | { status: "cancelled"; published: string[] };
 
-export class TurnFailed extends Error {
+class TurnFailed extends Error {
   override name = "TurnFailed";
 }
 

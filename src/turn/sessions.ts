@@ -39,7 +39,7 @@ export function sessionTitle(channelName: string, root?: string): string {
 }
 
 /** The turn a session is running: what the link's publishes count toward. */
-export interface TurnBinding {
+interface TurnBinding {
   turnId: number;
   published: Set<string>;
   /** What a send_message without reply_to answers. */

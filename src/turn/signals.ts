@@ -12,7 +12,7 @@ import { nowSec } from "../base/time.js";
 export const EMOJI = { seen: "👀", answered: "✅", failed: "⚠️", waiting: "⏳", denied: "🔒" } as const;
 
 /** Buzz clients treat typing as live for 5 s; 3 s keeps it continuous without flooding. */
-export const TYPING_INTERVAL_MS = 3000;
+const TYPING_INTERVAL_MS = 3000;
 
 export interface SignalOptions {
   channel: string;

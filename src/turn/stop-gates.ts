@@ -47,7 +47,7 @@ export type StopGateOutcome =
   | { kind: "unreachable"; result: AgentTurnResult; rounds: number; objectors: string[] }
   | { kind: "cancelled"; result: AgentTurnResult; rounds: number };
 
-export function objectionBlock(fan: HookFanout, objecting: HookServerResult[]): TextBlock {
+function objectionBlock(fan: HookFanout, objecting: HookServerResult[]): TextBlock {
   const text = objecting.map((s) => `[${s.name}] ${s.text.trim()}`).join("\n\n");
   return {
     type: "text",
