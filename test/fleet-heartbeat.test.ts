@@ -5,11 +5,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { PassThrough } from "node:stream";
 import { Heartbeat } from "../src/heartbeat/heartbeat.js";
 import { PostgresStore } from "../src/queue/pg-store.js";
-import { createLogger } from "../src/base/log.js";
-import { agent } from "./fixtures/queue-helpers.js";
+import { agent, captureLogger } from "./fixtures/queue-helpers.js";
 import { usePostgres } from "./fixtures/postgres.js";
 import { waitFor } from "./fixtures/wait.js";
 
@@ -19,18 +17,7 @@ test("three daemons tick in the same period: one heartbeat fires, the others ski
   if (pg.skip) return ctx.skip(pg.skip);
   const url = await pg.server!.createDatabase();
   const stores = await Promise.all([0, 1, 2].map(() => PostgresStore.open({ url, identity: agent.pk })));
-  const lines: Record<string, unknown>[] = [];
-  const out = new PassThrough();
-  out.on("data", (c: Buffer) =>
-    lines.push(
-      ...c
-        .toString()
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
-    ),
-  );
-  const logger = createLogger({ destination: out });
+  const { logger, lines } = captureLogger("info");
   let runs = 0;
   const beats = stores.map(
     (s) =>

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { createLogger, PROXY_LOGGER_NAME, proxyLogLine } from "../src/base/log.js";
 import { LogThrottle } from "../src/base/log-throttle.js";
+import { captureLogger } from "./fixtures/queue-helpers.js";
 import { sleep } from "./fixtures/wait.js";
 
 function linesOf(name: string | undefined, write: (log: ReturnType<typeof createLogger>) => void): string[] {
@@ -42,18 +43,8 @@ test("other lines stay agent stderr text", () => {
 });
 
 test("a throttled key logs its share of a window, then one line counts what it held back", async () => {
-  const out = new PassThrough();
-  const lines: Record<string, unknown>[] = [];
-  out.on("data", (c: Buffer) =>
-    lines.push(
-      ...c
-        .toString()
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
-    ),
-  );
-  const throttle = new LogThrottle(createLogger({ destination: out }), { perWindow: 2, windowMs: 80, summaryEvt: "test.suppressed" });
+  const { logger, lines } = captureLogger("info");
+  const throttle = new LogThrottle(logger, { perWindow: 2, windowMs: 80, summaryEvt: "test.suppressed" });
   for (let i = 0; i < 6; i++) throttle.warn("test.noise", { i }, "noise");
   throttle.log("info", "other", { evt: "test.other" });
   await new Promise((r) => setImmediate(r));

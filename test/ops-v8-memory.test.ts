@@ -7,23 +7,15 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { daemonV8Flags } from "../src/app/v8-memory.js";
 import { World } from "./fixtures/world.js";
+import { freePort } from "./fixtures/net.js";
 
 let w: World;
 before(async () => {
   w = await World.create({ channelName: "memory-room" });
 });
 after(() => w.close());
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /** The young generation's committed size in bytes, from the daemon's own `/metrics`. */
 async function newSpaceBytes(metricsUrl: string): Promise<number> {
