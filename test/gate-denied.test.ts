@@ -16,16 +16,14 @@ const DIRECTORY: Record<string, ChannelInfo> = {
   [DM]: { id: DM, name: "dm", type: "dm" },
 };
 
+/** The gate's view for these tests: the owner, the channels above, nothing handled yet. */
+function gateContext(config: GateContext["config"]): GateContext {
+  return { self: agent.pk, owner: owner.pk, config, channel: (id) => DIRECTORY[id], handled: () => false, verify: verifyEvent };
+}
+
 function setup(onDenied: "react" | "reply" | "silent", now = () => 0) {
   const config = makeConfig({ defaults: { on_denied: onDenied } });
-  const ctx: GateContext = {
-    self: agent.pk,
-    owner: owner.pk,
-    config,
-    channel: (id) => DIRECTORY[id],
-    handled: () => false,
-    verify: verifyEvent,
-  };
+  const ctx = gateContext(config);
   const { logger, lines } = captureLogger();
   const published: EventTemplate[] = [];
   const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), now, verify: verifyEvent });
@@ -142,14 +140,7 @@ describe("on_denied", () => {
       verify: verifyEvent,
       forgedLogLimit: { perWindow: 3, windowMs: 100 },
     });
-    const ctx: GateContext = {
-      self: agent.pk,
-      owner: owner.pk,
-      config: makeConfig(),
-      channel: (id) => DIRECTORY[id],
-      handled: () => false,
-      verify: verifyEvent,
-    };
+    const ctx = gateContext(makeConfig());
     for (let i = 0; i < 10; i++) {
       const forged = fromWire({ ...mention(owner, `deploy ${i}`), content: `rm -rf ${i}` });
       await reporter.report(forged, decide(forged, ctx) as Refusal);
@@ -197,14 +188,7 @@ describe("on_denied", () => {
     const published: EventTemplate[] = [];
     const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), maxEntries: 3, verify: verifyEvent });
     const config = makeConfig();
-    const ctx: GateContext = {
-      self: agent.pk,
-      owner: owner.pk,
-      config,
-      channel: (id) => DIRECTORY[id],
-      handled: () => false,
-      verify: verifyEvent,
-    };
+    const ctx = gateContext(config);
     const ev = fromWire(mention(stranger, "hi"));
     const d = decide(ev, ctx) as Refusal;
     // Five distinct channels push the first pair out; it is answered again (bounded, not leaking).
