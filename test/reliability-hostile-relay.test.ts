@@ -15,6 +15,7 @@ import { getEventHash, validateEvent, type Event } from "nostr-tools";
 import { finalizeEvent } from "nostr-tools/wasm";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { hostileFrames, startHostileRelay, type HostileRelay } from "./fixtures/hostile-relay.js";
+import { nowSec } from "../src/base/time.js";
 import { initCrypto } from "../src/relay/verify.js";
 import { threadRootOf } from "../src/relay/events.js";
 import { leakedSecrets } from "./fixtures/reliability-helpers.js";
@@ -69,6 +70,26 @@ function refusableMentions(frames: string[], sub: string, channel: string, owner
   return ids.size;
 }
 
+/**
+ * A mention of the agent in the channel, signed by `sk`, copied through JSON as if it came
+ * off the wire (no mark left on it by signing).
+ */
+function signedMention(sk: Uint8Array, content: string): Event {
+  const ev = finalizeEvent(
+    {
+      kind: 9,
+      created_at: nowSec(),
+      content,
+      tags: [
+        ["h", channel],
+        ["p", w.agent.pk],
+      ],
+    },
+    sk,
+  );
+  return JSON.parse(JSON.stringify(ev)) as Event;
+}
+
 test(`${FRAMES} malformed frames and forged events: no crash, nothing published, bounded memory and log, then a real owner mention answered once`, {
   timeout: 80_000,
 }, async () => {
@@ -79,22 +100,7 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
   const frames = hostileFrames({ sub, channel, agent: w.agent.pk, owner: w.owner.pk, strangerSk: w.stranger.sk, total: FRAMES });
   for (let i = 0; i < frames.length; i += 500) await hostile.send(frames.slice(i, i + 500));
   // A sentinel after the flood, on the same socket: once the gate has decided it, every frame before it was handled.
-  const sentinel = JSON.parse(
-    JSON.stringify(
-      finalizeEvent(
-        {
-          kind: 9,
-          created_at: Math.floor(Date.now() / 1000),
-          content: "@agent sentinel",
-          tags: [
-            ["h", channel],
-            ["p", w.agent.pk],
-          ],
-        },
-        w.stranger.sk,
-      ),
-    ),
-  ) as Event;
+  const sentinel = signedMention(w.stranger.sk, "@agent sentinel");
   await hostile.send([JSON.stringify(["EVENT", sub, sentinel])]);
   await d.waitLog((l) => l.evt === "gate.denied" && l.event === sentinel.id, 60_000);
 
@@ -147,22 +153,7 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
   assert.ok(rssAfter - rssBefore < 64, `daemon RSS grows by less than 64 MiB: ${rssBefore.toFixed(0)} → ${rssAfter.toFixed(0)} MiB`);
 
   // The relay lied 5,000 times; a real mention from the owner is still answered, once, in its thread.
-  const real = JSON.parse(
-    JSON.stringify(
-      finalizeEvent(
-        {
-          kind: 9,
-          created_at: Math.floor(Date.now() / 1000),
-          content: "@agent [real-after-flood] are you still there?",
-          tags: [
-            ["h", channel],
-            ["p", w.agent.pk],
-          ],
-        },
-        w.owner.sk,
-      ),
-    ),
-  ) as Event;
+  const real = signedMention(w.owner.sk, "@agent [real-after-flood] are you still there?");
   hostile.remember(real);
   await hostile.send([JSON.stringify(["EVENT", sub, real])]);
   await d.waitLog((l) => l.evt === "turn.end", 30_000);
