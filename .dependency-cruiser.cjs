@@ -15,13 +15,23 @@ const LAYERS = [
   ["base"], // logging, argv, backoff, small shared helpers: imports nothing of the project
   ["config"], // the config schema, loading, keys
   ["contract"], // what crosses the daemon↔proxy link
-  ["relay"], // the relay client and the Buzz event rules
-  ["agent", "queue", "gate", "prompt", "link", "heartbeat"], // the steps of a mention's path
+  ["nostr"], // the NIP and Buzz vocabulary: kinds, event builders and checks, signatures
+  ["relay"], // the relay client stack: WebSocket, NIP-42, publishing, quotas, NIP-98 HTTP
+  ["buzz"], // Buzz services on the client: channel directory, profiles, presence, tail
+  ["agent", "queue", "gate", "prompt", "link"], // the steps of a mention's path
   ["proxy"], // the MCP proxy (uses link/'s client)
   ["turn"], // a turn: joins agent, queue, prompt and link
   ["devrelay", "demo"], // programs of their own on the layers below
-  ["app"], // the top: the daemon's wiring, doctor, health, every subcommand
+  ["app"], // the top: the daemon's wiring, doctor, the HTTP surface, every subcommand
 ];
+
+/**
+ * app/'s rooms, from the floor up, by the same rule: a room imports rooms below it only.
+ * The HTTP surface knows nothing of the daemon; the daemon's wiring knows nothing of doctor;
+ * the commands sit on top. doctor may use the daemon room's state lock and preflight wording,
+ * never the daemon itself (doctor-not-daemon below).
+ */
+const APP_ROOMS = ["http", "daemon", "doctor", "commands"];
 
 const upward = LAYERS.flatMap((layer, i) =>
   layer.map((folder) => {
@@ -36,6 +46,17 @@ const upward = LAYERS.flatMap((layer, i) =>
   }),
 );
 
+const appUpward = APP_ROOMS.slice(0, -1).map((room, i) => {
+  const above = APP_ROOMS.slice(i + 1);
+  return {
+    name: `app-room-${room}`,
+    comment: `src/app/${room}/ may import only app rooms below it (docs/architecture.md §2); not ${above.join(", ")}`,
+    severity: "error",
+    from: { path: `^src/app/${room}/` },
+    to: { path: `^src/app/(${above.join("|")})/` },
+  };
+});
+
 module.exports = {
   forbidden: [
     {
@@ -46,6 +67,21 @@ module.exports = {
       to: { circular: true },
     },
     ...upward,
+    ...appUpward,
+    {
+      name: "doctor-not-daemon",
+      comment: "doctor starts the parts run would, never the daemon itself (docs/architecture.md §2)",
+      severity: "error",
+      from: { path: "^src/app/doctor/" },
+      to: { path: "^src/app/daemon/daemon\\.ts$" },
+    },
+    {
+      name: "app-in-rooms",
+      comment: `every file of src/app/ lives in one of its rooms: ${APP_ROOMS.join(", ")}`,
+      severity: "error",
+      from: { path: "^src/app/", pathNot: `^src/app/(${APP_ROOMS.join("|")})/` },
+      to: {},
+    },
     {
       name: "cli-is-the-roof",
       comment: "src/cli.ts is the entry point; nothing imports it",

@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import { generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools";
 import { finalizeEvent } from "nostr-tools/wasm";
 import { stringify } from "yaml";
-import { initCrypto } from "../src/relay/verify.js";
+import { initCrypto } from "../src/nostr/verify.js";
 import { RawClient } from "../test/fixtures/raw-client.js";
 import { sleep } from "../test/fixtures/wait.js";
 import { runIfMain } from "./standalone.js";

@@ -28,10 +28,10 @@ import { AgentSession } from "../src/agent/session.js";
 import type { AgentPool } from "../src/agent/pool.js";
 import { loadConfig } from "../src/config/load.js";
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
-import { Daemon } from "../src/app/daemon.js";
+import { Daemon } from "../src/app/daemon/daemon.js";
 import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/client.js";
-import { initCrypto } from "../src/relay/verify.js";
+import { initCrypto } from "../src/nostr/verify.js";
 import { sleep, waitFor } from "../test/fixtures/wait.js";
 import { runIfMain } from "./standalone.js";
 

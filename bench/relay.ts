@@ -14,7 +14,7 @@ import * as wasm from "nostr-tools/wasm";
 import WebSocket from "ws";
 import { startDevRelay } from "../src/devrelay/index.js";
 import { RelayClient } from "../src/relay/client.js";
-import { initCrypto } from "../src/relay/verify.js";
+import { initCrypto } from "../src/nostr/verify.js";
 import { sleep, waitFor } from "../test/fixtures/wait.js";
 import { runIfMain } from "./standalone.js";
 

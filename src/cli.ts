@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { PROXY_SUBCOMMAND } from "./contract/proxy-entry.js";
-import { applyDaemonV8Settings } from "./app/v8-memory.js";
+import { applyDaemonV8Settings } from "./app/http/v8-memory.js";
 
 export interface Command {
   summary: string;
@@ -21,17 +21,20 @@ export interface Command {
 }
 
 const commands: Record<string, Command> = {
-  run: { summary: "run the daemon", load: () => import("./app/run-command.js"), prepare: () => void applyDaemonV8Settings() },
-  check: { summary: "validate the config and print the effective settings", load: () => import("./app/check-command.js") },
-  doctor: { summary: "live self-check of relay, channels, agent and MCP servers", load: () => import("./app/doctor-command.js") },
-  keygen: { summary: "generate a new agent keypair", load: () => import("./app/keygen-command.js") },
-  demo: { summary: "scripted demo on the embedded relay (no network, no API key)", load: () => import("./app/demo-command.js") },
-  "dev-relay": { summary: "the Buzz-compatible development relay", load: () => import("./app/dev-relay-command.js") },
-  [PROXY_SUBCOMMAND]: { summary: "the aggregating MCP proxy on stdio", load: () => import("./app/mcp-proxy-command.js") },
-  "demo-agent": { summary: "the scripted demo agent (ACP on stdio)", load: () => import("./app/demo-agent-command.js") },
-  post: { summary: "post a message to a channel as a given key (for trying the demo)", load: () => import("./app/post-command.js") },
-  tail: { summary: "a channel's messages, reactions and command outcomes, live", load: () => import("./app/tail-command.js") },
-  schema: { summary: "print the config JSON schema", load: () => import("./app/schema-command.js") },
+  run: { summary: "run the daemon", load: () => import("./app/commands/run-command.js"), prepare: () => void applyDaemonV8Settings() },
+  check: { summary: "validate the config and print the effective settings", load: () => import("./app/commands/check-command.js") },
+  doctor: { summary: "live self-check of relay, channels, agent and MCP servers", load: () => import("./app/commands/doctor-command.js") },
+  keygen: { summary: "generate a new agent keypair", load: () => import("./app/commands/keygen-command.js") },
+  demo: { summary: "scripted demo on the embedded relay (no network, no API key)", load: () => import("./app/commands/demo-command.js") },
+  "dev-relay": { summary: "the Buzz-compatible development relay", load: () => import("./app/commands/dev-relay-command.js") },
+  [PROXY_SUBCOMMAND]: { summary: "the aggregating MCP proxy on stdio", load: () => import("./app/commands/mcp-proxy-command.js") },
+  "demo-agent": { summary: "the scripted demo agent (ACP on stdio)", load: () => import("./app/commands/demo-agent-command.js") },
+  post: {
+    summary: "post a message to a channel as a given key (for trying the demo)",
+    load: () => import("./app/commands/post-command.js"),
+  },
+  tail: { summary: "a channel's messages, reactions and command outcomes, live", load: () => import("./app/commands/tail-command.js") },
+  schema: { summary: "print the config JSON schema", load: () => import("./app/commands/schema-command.js") },
 };
 
 export function version(): string {

@@ -21,7 +21,7 @@ import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, sta
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, REPO, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { ConfigError, loadConfigText } from "../src/config/load.js";
 import { AgentPool, AgentSandbox } from "../src/agent/index.js";
 import { demoPoolOptions } from "./fixtures/agent-helpers.js";

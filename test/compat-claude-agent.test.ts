@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { World, REPO, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 // @ts-expect-error — plain ESM fixture without type declarations
 import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
 import { waitFor } from "./fixtures/wait.js";

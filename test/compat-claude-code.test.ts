@@ -16,8 +16,8 @@ import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { claudeCodeAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
-import { KIND } from "../src/relay/kinds.js";
-import { threadRootOf } from "../src/relay/events.js";
+import { KIND } from "../src/nostr/kinds.js";
+import { threadRootOf } from "../src/nostr/events.js";
 // @ts-expect-error — plain ESM fixture without type declarations
 import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
 import { sleep, waitFor } from "./fixtures/wait.js";

@@ -13,7 +13,7 @@ import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } fro
 import { basename, join } from "node:path";
 import { World, REPO } from "./fixtures/world.js";
 import { claudeCodeAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
-import { threadRootOf } from "../src/relay/events.js";
+import { threadRootOf } from "../src/nostr/events.js";
 // @ts-expect-error — plain ESM fixture without type declarations
 import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
 

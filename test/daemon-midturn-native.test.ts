@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { World, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { sleep } from "./fixtures/wait.js";
 
 let w: World;

@@ -9,7 +9,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc, type Person } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { storedTurns } from "./fixtures/reliability-helpers.js";
 import { sleep } from "./fixtures/wait.js";
 

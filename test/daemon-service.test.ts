@@ -21,7 +21,7 @@ import type { Event } from "nostr-tools";
 import { stringify } from "yaml";
 import { RawClient } from "./fixtures/raw-client.js";
 import { STORE_FILE } from "../src/queue/index.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { waitFor } from "./fixtures/wait.js";
 

@@ -5,8 +5,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { World, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
-import { threadRootOf } from "../src/relay/events.js";
+import { KIND } from "../src/nostr/kinds.js";
+import { threadRootOf } from "../src/nostr/events.js";
 
 let w: World;
 let d: DaemonProc;

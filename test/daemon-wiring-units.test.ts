@@ -7,9 +7,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { rotationScope } from "../src/turn/control-actions.js";
 import { decisionLabel } from "../src/turn/intake.js";
-import { FreshChannels } from "../src/relay/fresh-channel.js";
-import { RecentDenials } from "../src/app/daemon-status.js";
-import type { ChannelInfo } from "../src/relay/directory.js";
+import { FreshChannels } from "../src/buzz/fresh-channel.js";
+import { RecentDenials } from "../src/app/daemon/daemon-status.js";
+import type { ChannelInfo } from "../src/buzz/directory.js";
 import type { Decision } from "../src/gate/index.js";
 
 test("!rotate in a thread ends that thread's session only; top-level, the channel's and every thread's in it", () => {

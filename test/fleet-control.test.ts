@@ -13,7 +13,7 @@ import type { Event } from "nostr-tools";
 import type { DaemonProc, World } from "./fixtures/world.js";
 import { useFleet } from "./fixtures/fleet.js";
 import { sleep } from "./fixtures/wait.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 
 let w: World;
 let daemons: DaemonProc[] = [];

@@ -12,7 +12,7 @@ import type { Event } from "nostr-tools";
 import type { DaemonProc } from "./fixtures/world.js";
 import { useFleet } from "./fixtures/fleet.js";
 import { assertExactlyOnce, leakedSecrets, waitAllAnswered } from "./fixtures/reliability-helpers.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { sleep } from "./fixtures/wait.js";
 
 const CHANNELS = 6;

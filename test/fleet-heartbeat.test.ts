@@ -5,7 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Heartbeat } from "../src/heartbeat/heartbeat.js";
+import { Heartbeat } from "../src/turn/heartbeat.js";
 import { PostgresStore } from "../src/queue/pg-store.js";
 import { agent, captureLogger } from "./fixtures/queue-helpers.js";
 import { usePostgres } from "./fixtures/postgres.js";

@@ -15,7 +15,7 @@ import type { World, DaemonProc } from "./fixtures/world.js";
 import { useFleet } from "./fixtures/fleet.js";
 import { sleep } from "./fixtures/wait.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 
 let w: World;
 let url: string;

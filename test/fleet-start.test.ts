@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { execFile } from "node:child_process";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { World } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
 import { sleep } from "./fixtures/wait.js";
 

@@ -10,7 +10,7 @@ import { DeniedReporter } from "../src/gate/denied.js";
 import { ControlExecutor, type ControlTarget } from "../src/gate/control.js";
 import type { ChannelInfo } from "../src/gate/policy.js";
 import { QueueStore } from "../src/queue/store.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import {
   agent,
   owner,

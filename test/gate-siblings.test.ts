@@ -12,10 +12,10 @@ import { join } from "node:path";
 import { generateSecretKey, getPublicKey } from "nostr-tools";
 import { stringify } from "yaml";
 import { World, Person, CLI, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { conditionsAllow, parseAuthTag, signAttestation, verifyAttestation } from "../src/config/nip-oa.js";
 import { SiblingCheck } from "../src/gate/siblings.js";
-import { profileOf } from "../src/relay/profiles.js";
+import { profileOf } from "../src/buzz/profiles.js";
 
 describe("NIP-OA attestation rules", () => {
   // The test vector published with NIP-OA (owner = generator point key).

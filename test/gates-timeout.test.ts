@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { approvalGate, type Line, rounds } from "./fixtures/gates-helpers.js";
 
 let w: World;

@@ -8,7 +8,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { World, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { approvalGate, hookCalls, lines, prompts, rounds } from "./fixtures/gates-helpers.js";
 import { sleep } from "./fixtures/wait.js";
 

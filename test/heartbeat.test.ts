@@ -6,8 +6,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { World, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
-import { Heartbeat } from "../src/heartbeat/heartbeat.js";
+import { KIND } from "../src/nostr/kinds.js";
+import { Heartbeat } from "../src/turn/heartbeat.js";
 import { createLogger } from "../src/base/log.js";
 
 let w: World;

@@ -33,7 +33,7 @@ test("the source tree has no import cycle and no import that points up a layer",
   assert.match(out, /no dependency violations found/);
 });
 
-test("an upward import, a cycle and a folder outside the layers are each refused by name", async () => {
+test("an upward import, a cycle, a folder outside the layers and app/'s room rules are each refused by name", async () => {
   const dir = mkdtempSync(join(tmpdir(), "bb-layers-"));
   try {
     const file = (path: string, text: string) => {
@@ -41,19 +41,27 @@ test("an upward import, a cycle and a folder outside the layers are each refused
       writeFileSync(join(dir, path), text);
     };
     file("tsconfig.json", JSON.stringify({ compilerOptions: { module: "nodenext", moduleResolution: "nodenext" } }));
-    file("src/app/daemon.ts", "export const wiring = 1;\n");
+    file("src/app/daemon/daemon.ts", "export const wiring = 1;\n");
     // base/ is the floor: reaching up to the daemon is the upward import.
-    file("src/base/log.ts", 'import { wiring } from "../app/daemon.js";\nexport const log = wiring;\n');
+    file("src/base/log.ts", 'import { wiring } from "../app/daemon/daemon.js";\nexport const log = wiring;\n');
     // relay ↔ gate: gate may use relay, but relay using gate closes a cycle (and points up).
     file("src/relay/client.ts", 'import { decide } from "../gate/gate.js";\nexport const client = () => decide;\n');
     file("src/gate/gate.ts", 'import { client } from "../relay/client.js";\nexport const decide = () => client;\n');
     file("src/extras/thing.ts", 'import { log } from "../base/log.js";\nexport const thing = log;\n');
+    // app/'s rooms: the HTTP surface reaching up into the daemon's wiring, doctor importing
+    // the daemon itself, and a file left in app/ outside every room.
+    file("src/app/http/metrics.ts", 'import { wiring } from "../daemon/daemon.js";\nexport const metrics = wiring;\n');
+    file("src/app/doctor/doctor.ts", 'import { wiring } from "../daemon/daemon.js";\nexport const doctor = wiring;\n');
+    file("src/app/loose.ts", 'import { log } from "../base/log.js";\nexport const loose = log;\n');
     const { code, out } = await cruise(dir);
     assert.notEqual(code, 0, out);
-    assert.match(out, /layer-base: src\/base\/log\.ts → src\/app\/daemon\.ts/);
+    assert.match(out, /layer-base: src\/base\/log\.ts → src\/app\/daemon\/daemon\.ts/);
     assert.match(out, /layer-relay: src\/relay\/client\.ts → src\/gate\/gate\.ts/);
     assert.match(out, /no-circular: src\/(relay\/client|gate\/gate)\.ts/);
     assert.match(out, /src-in-layers: src\/extras\/thing\.ts/);
+    assert.match(out, /app-room-http: src\/app\/http\/metrics\.ts → src\/app\/daemon\/daemon\.ts/);
+    assert.match(out, /doctor-not-daemon: src\/app\/doctor\/doctor\.ts → src\/app\/daemon\/daemon\.ts/);
+    assert.match(out, /app-in-rooms: src\/app\/loose\.ts/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

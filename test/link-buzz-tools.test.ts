@@ -16,7 +16,7 @@ import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
 import { RawClient } from "./fixtures/raw-client.js";
 import { createLogger } from "../src/base/log.js";
 import { LinkServer, createBuzzTools, type RelayPort, type LinkSession } from "../src/link/index.js";
-import { message } from "../src/relay/events.js";
+import { message } from "../src/nostr/events.js";
 import { BUZZ_TOOL_ARGS, BUZZ_TOOL_NAMES, type BuzzToolName } from "../src/contract/buzz-tools.js";
 import { Ajv } from "ajv";
 import { z } from "zod";

@@ -12,8 +12,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, r
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { startHttp, type HttpHandle } from "../src/app/http.js";
-import { Metrics } from "../src/app/metrics.js";
+import { startHttp, type HttpHandle } from "../src/app/http/http.js";
+import { Metrics } from "../src/app/http/metrics.js";
 import { dockerEnv, parseDockerfile, type Instruction } from "./fixtures/recipes.js";
 import { generateSecretKey, nip19 } from "nostr-tools";
 

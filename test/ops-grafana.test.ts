@@ -1,6 +1,6 @@
 /**
  * config/grafana-dashboard.json stays in step with the metrics the daemon serves
- * (src/app/metrics.ts): every metric a panel queries exists, with the labels the panel
+ * (src/app/http/metrics.ts): every metric a panel queries exists, with the labels the panel
  * groups by, and every metric of the daemon is on some panel. Renaming a metric or
  * adding one without a panel fails here.
  */
@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Metrics } from "../src/app/metrics.js";
+import { Metrics } from "../src/app/http/metrics.js";
 import { REPO } from "./fixtures/world.js";
 
 interface Panel {
@@ -42,7 +42,7 @@ test("every metric a dashboard panel queries is one the daemon serves, grouped o
     const labels = new Set<string>(["le", "job", "instance"]);
     for (const s of series) {
       const name = metricOf(s);
-      assert.ok(name, `panel '${q.panel}' queries ${s}, which src/app/metrics.ts does not define`);
+      assert.ok(name, `panel '${q.panel}' queries ${s}, which src/app/http/metrics.ts does not define`);
       for (const l of served.get(name)!.labels) labels.add(l);
     }
     for (const m of q.expr.matchAll(/\bby\s*\(([^)]*)\)/g)) {

@@ -16,7 +16,7 @@ import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
 import { parseDocument, stringify } from "yaml";
 import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/index.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { CLI, REPO } from "./fixtures/world.js";
 import { waitFor } from "./fixtures/wait.js";
 

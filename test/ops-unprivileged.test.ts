@@ -33,8 +33,8 @@ import { parseDocument } from "yaml";
 import { dockerEnv, parseDockerfile, parseUnit } from "./fixtures/recipes.js";
 import { CLI, REPO, World } from "./fixtures/world.js";
 import { cliFor } from "./fixtures/run-as.js";
-import { message } from "../src/relay/events.js";
-import { KIND } from "../src/relay/kinds.js";
+import { message } from "../src/nostr/events.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { waitFor } from "./fixtures/wait.js";
 
 const isRoot = process.getuid?.() === 0;

@@ -1,5 +1,5 @@
 /**
- * `buzz-bridge run` applies its V8 memory settings (src/app/v8-memory.ts): the young
+ * `buzz-bridge run` applies its V8 memory settings (src/app/http/v8-memory.ts): the young
  * generation stays at its starting size, so the idle daemon does not hold the 32 MiB V8
  * would otherwise keep after start-up (bench figure 7), unless whoever started node chose
  * the setting themselves. Real parts: dev relay, `buzz-bridge run`
@@ -7,7 +7,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { daemonV8Flags } from "../src/app/v8-memory.js";
+import { daemonV8Flags } from "../src/app/http/v8-memory.js";
 import { World } from "./fixtures/world.js";
 import { freePort } from "./fixtures/net.js";
 

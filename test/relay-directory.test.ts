@@ -1,7 +1,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { ChannelDirectory, type ChannelInfo } from "../src/relay/directory.js";
-import { ProfileCache } from "../src/relay/profiles.js";
+import { ChannelDirectory, type ChannelInfo } from "../src/buzz/directory.js";
+import { ProfileCache } from "../src/buzz/profiles.js";
 import { client, collector, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
 import { waitFor } from "./fixtures/wait.js";
 
@@ -134,7 +134,7 @@ test("a burst of look-ups of one author before the first answer asks the relay o
 
 test('the follower listens where the config says: listed channels, or every channel with "*"', async () => {
   const { loadConfigText } = await import("../src/config/load.js");
-  const { ChannelFollower, configSelector } = await import("../src/relay/follow.js");
+  const { ChannelFollower, configSelector } = await import("../src/buzz/follow.js");
   const { bytesToHex } = await import("nostr-tools/utils");
   const relay = await relayWith([bridge, alice]);
   cleanup.push(() => relay.close());

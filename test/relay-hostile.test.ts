@@ -4,7 +4,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 import { finalizeEvent, type Event } from "nostr-tools";
-import { verifySignature } from "../src/relay/verify.js";
+import { verifySignature } from "../src/nostr/verify.js";
 import { client, identity, mention } from "./fixtures/relay-helpers.js";
 import { sleep, waitFor } from "./fixtures/wait.js";
 

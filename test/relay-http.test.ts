@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { Event } from "nostr-tools";
 import { RelayHttp } from "../src/relay/http.js";
 import { RelayHttpError } from "../src/relay/errors.js";
-import { verifySignature } from "../src/relay/verify.js";
+import { verifySignature } from "../src/nostr/verify.js";
 import { identity } from "./fixtures/relay-helpers.js";
 
 const me = identity();

@@ -7,7 +7,7 @@
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { splitContent, MAX_CONTENT_BYTES } from "../src/relay/split.js";
+import { splitContent, MAX_CONTENT_BYTES } from "../src/nostr/split.js";
 import { World } from "./fixtures/world.js";
 
 let w: World;

@@ -1,7 +1,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { client, collector, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
-import { typing } from "../src/relay/events.js";
+import { typing } from "../src/nostr/events.js";
 
 const bridge = identity();
 const alice = identity();

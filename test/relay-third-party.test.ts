@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import type { Event } from "nostr-tools";
 import { createLogger } from "../src/base/log.js";
-import { message } from "../src/relay/events.js";
+import { message } from "../src/nostr/events.js";
 import { RelayClient } from "../src/relay/index.js";
 import { startThirdPartyRelay } from "./fixtures/third-party-relay.js";
 import { World } from "./fixtures/world.js";

@@ -1,12 +1,12 @@
 /**
  * One NIP-01 shape for both ends: the bridge's check of what a relay sends and the dev
- * relay's check of what a client publishes share relay/validate.ts, so they agree on the
+ * relay's check of what a client publishes share nostr/validate.ts, so they agree on the
  * kind range 0..65535 (docs/protocol.md §4) and on every other field.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { generateSecretKey, getPublicKey, type Event } from "nostr-tools";
-import { eventShapeFault, eventShapeProblem, KIND_MAX } from "../src/relay/validate.js";
+import { eventShapeFault, eventShapeProblem, KIND_MAX } from "../src/nostr/validate.js";
 import { shapeReason } from "../src/devrelay/rules.js";
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
 import { RawClient, sign } from "./fixtures/raw-client.js";

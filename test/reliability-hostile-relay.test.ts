@@ -16,8 +16,8 @@ import { finalizeEvent } from "nostr-tools/wasm";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { hostileFrames, startHostileRelay, type HostileRelay } from "./fixtures/hostile-relay.js";
 import { nowSec } from "../src/base/time.js";
-import { initCrypto } from "../src/relay/verify.js";
-import { threadRootOf } from "../src/relay/events.js";
+import { initCrypto } from "../src/nostr/verify.js";
+import { threadRootOf } from "../src/nostr/events.js";
 import { leakedSecrets } from "./fixtures/reliability-helpers.js";
 
 const FRAMES = 5000;

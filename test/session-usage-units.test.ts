@@ -9,8 +9,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { offeredSettings, SessionUsage } from "../src/agent/index.js";
 import { sessionTitle } from "../src/turn/sessions.js";
-import { UsageToday } from "../src/app/usage-today.js";
-import { renderStatusPage, type StatusSnapshot } from "../src/app/status-page.js";
+import { UsageToday } from "../src/app/daemon/usage-today.js";
+import { renderStatusPage, type StatusSnapshot } from "../src/app/http/status-page.js";
 
 test("offered settings come from config options (grouped values too), else from the older model selector", () => {
   const viaOptions = offeredSettings({

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { World, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/relay/kinds.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { approvalGate } from "./fixtures/gates-helpers.js";
 import { waitFor } from "./fixtures/wait.js";
 

@@ -17,7 +17,7 @@ import { loadConfigText } from "../src/config/load.js";
 import { LinkClient } from "../src/link/client.js";
 import { LinkServer, type RelayPort } from "../src/link/index.js";
 import type { StandingInput } from "../src/prompt/index.js";
-import type { ChannelInfo } from "../src/relay/directory.js";
+import type { ChannelInfo } from "../src/buzz/directory.js";
 import { InflightPublishes } from "../src/turn/inflight.js";
 import { sleep, waitFor } from "./fixtures/wait.js";
 import { emptyManifest, fixedBuzzTools } from "./fixtures/link.js";

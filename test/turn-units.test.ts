@@ -11,8 +11,8 @@ import { failureNotice, requesters, runTurn, type TurnPorts, type TurnSpec } fro
 import { enforceStopGates, UNREACHABLE_POLLS } from "../src/turn/stop-gates.js";
 import { EMOJI } from "../src/turn/signals.js";
 import type { AgentTurnResult, HookFanout, TextBlock } from "../src/turn/ports.js";
-import { KIND } from "../src/relay/kinds.js";
-import { threadRootOf } from "../src/relay/events.js";
+import { KIND } from "../src/nostr/kinds.js";
+import { threadRootOf } from "../src/nostr/events.js";
 import { silentLogger } from "../src/base/log.js";
 import { sleep } from "./fixtures/wait.js";
 

@@ -4,9 +4,9 @@
  * they react to, control-command outcomes (40099) as system lines.
  */
 import type { Event } from "nostr-tools";
-import { KIND } from "../relay/kinds.js";
-import { threadRootOf } from "../relay/events.js";
-import { describeSystem } from "../relay/tail.js";
+import { KIND } from "../nostr/kinds.js";
+import { threadRootOf } from "../nostr/events.js";
+import { describeSystem } from "../buzz/tail.js";
 import { tagValue } from "../base/tags.js";
 
 export interface TranscriptOptions {

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { parsePubkey, parseSecretKey } from "../config/keys.js";
-import { KIND } from "../relay/kinds.js";
+import { KIND } from "../nostr/kinds.js";
 import { memberTags, metadataTags, type Channel } from "./channels.js";
 import type { RelayCore } from "./core.js";
 import { signCopy } from "./crypto.js";

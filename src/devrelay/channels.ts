@@ -5,10 +5,10 @@
  * 39000/39002 events (built from it here) are how clients see it (docs/protocol.md §3).
  */
 import type { Event } from "nostr-tools";
-import { KIND } from "../relay/kinds.js";
+import { KIND } from "../nostr/kinds.js";
 import type { ChannelType } from "./seed.js";
 import { tagValue } from "../base/tags.js";
-import { channelTypeOf } from "../relay/directory.js";
+import { channelTypeOf } from "../buzz/directory.js";
 
 export interface Channel {
   id: string;

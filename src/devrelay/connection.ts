@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
 import WebSocket, { type RawData } from "ws";
-import { KIND } from "../relay/kinds.js";
+import { KIND } from "../nostr/kinds.js";
 import type { RelayCore, Subscriber } from "./core.js";
 import { verifyReason } from "./crypto.js";
 import { RateLimiter } from "./rate-limit.js";

@@ -7,7 +7,7 @@
  */
 import type { Event, EventTemplate } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";
-import { isEphemeral } from "../relay/kinds.js";
+import { isEphemeral } from "../nostr/kinds.js";
 import type { Directory } from "./channels.js";
 import { signCopy, verifyReason } from "./crypto.js";
 import { BUZZ_LIMITS, type RelayLimits } from "./limits.js";

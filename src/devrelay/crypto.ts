@@ -1,12 +1,12 @@
 /**
  * The dev relay's signature checks and signing, on the bridge's one crypto module
- * (relay/verify.ts: wasm once loaded, pure JS before that or when wasm cannot load), with
+ * (nostr/verify.ts: wasm once loaded, pure JS before that or when wasm cannot load), with
  * the relay's `invalid:` reasons and signing that leaves the caller's template untouched.
  */
 import type { Event, EventTemplate } from "nostr-tools";
-import { signatureProblem, signEvent } from "../relay/verify.js";
+import { signatureProblem, signEvent } from "../nostr/verify.js";
 
-export { initCrypto } from "../relay/verify.js";
+export { initCrypto } from "../nostr/verify.js";
 
 /** null when id and signature are right, else the NIP-01 `invalid:` reason. */
 export function verifyReason(ev: Event): string | null {

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Event } from "nostr-tools";
-import { KIND } from "../relay/kinds.js";
+import { KIND } from "../nostr/kinds.js";
 import { verifyReason } from "./crypto.js";
 import { shapeReason } from "./rules.js";
 import { nowSec } from "../base/time.js";

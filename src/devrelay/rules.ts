@@ -5,13 +5,13 @@
  */
 import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
-import { KIND, P_GATED_KINDS } from "../relay/kinds.js";
+import { KIND, P_GATED_KINDS } from "../nostr/kinds.js";
 import { GROUP_STATE_KINDS, type Directory } from "./channels.js";
 import type { RelayLimits } from "./limits.js";
 import type { EventStore, StoredRecord } from "./store.js";
 import { hasTag, tagValue } from "../base/tags.js";
-import { eventShapeFault, KIND_MAX, type EventShapeFault } from "../relay/validate.js";
-import { reactionTarget } from "../relay/events.js";
+import { eventShapeFault, KIND_MAX, type EventShapeFault } from "../nostr/validate.js";
+import { reactionTarget } from "../nostr/events.js";
 
 /** Fixed protocol bounds; Buzz's adjustable limits are in limits.ts. */
 export const LIMITS = {
@@ -41,7 +41,7 @@ const RELAY_ONLY_KINDS: ReadonlySet<number> = new Set([...GROUP_STATE_KINDS, KIN
 /** Kinds Buzz accepts only on the WebSocket (presence, gift wraps). */
 export const WS_ONLY_KINDS: ReadonlySet<number> = new Set([KIND.presence, 1059]);
 
-/** The relay's `invalid:` reasons for the shape rules of relay/validate.ts. */
+/** The relay's `invalid:` reasons for the shape rules of nostr/validate.ts. */
 const SHAPE_REASON: Record<EventShapeFault, string> = {
   object: "invalid: event must be a JSON object",
   id: "invalid: id must be 64 lowercase hex",

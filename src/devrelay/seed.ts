@@ -9,7 +9,7 @@ import { z } from "zod";
 import { parsePubkey } from "../config/keys.js";
 import { SeedError } from "./errors.js";
 import { seedLimitsSchema } from "./limits.js";
-import { CHANNEL_TYPES } from "../relay/directory.js";
+import { CHANNEL_TYPES } from "../buzz/directory.js";
 
 const pubkey = z.string().transform((s, ctx) => {
   try {

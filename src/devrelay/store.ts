@@ -7,7 +7,7 @@
  */
 import type { Event } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";
-import { isAddressable, isReplaceable } from "../relay/kinds.js";
+import { isAddressable, isReplaceable } from "../nostr/kinds.js";
 import { tagValue } from "../base/tags.js";
 
 export interface StoredRecord {

@@ -6,7 +6,7 @@
  */
 import type { Event, EventTemplate } from "nostr-tools";
 import type { Logger } from "../base/log.js";
-import { systemMessage, replyRefFor, threadRootOf } from "../relay/events.js";
+import { systemMessage, replyRefFor, threadRootOf } from "../nostr/events.js";
 import type { ControlCommand } from "./decide.js";
 
 /**

@@ -13,8 +13,8 @@
  */
 import type { Event } from "nostr-tools";
 import type { Config } from "../config/schema.js";
-import { KIND } from "../relay/kinds.js";
-import { channelOf, mentionsOf } from "../relay/events.js";
+import { KIND } from "../nostr/kinds.js";
+import { channelOf, mentionsOf } from "../nostr/events.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
 import { tagValue } from "../base/tags.js";

@@ -10,7 +10,7 @@ import type { Event, EventTemplate } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { LogThrottle, type LogThrottleOptions } from "../base/log-throttle.js";
 import { npub } from "../config/keys.js";
-import { channelOf, message, reaction, replyRefFor } from "../relay/events.js";
+import { channelOf, message, reaction, replyRefFor } from "../nostr/events.js";
 import { isDmLike } from "./policy.js";
 import type { DropReason, Refusal } from "./decide.js";
 import { BoundedMap } from "../base/bounded-map.js";

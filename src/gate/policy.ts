@@ -4,9 +4,9 @@
  * rules apply to live events and to events replayed after a restart.
  */
 import { policyFor, channelSelected, type Config } from "../config/schema.js";
-import type { ChannelInfo as DirectoryChannel, ChannelType } from "../relay/directory.js";
+import type { ChannelInfo as DirectoryChannel, ChannelType } from "../buzz/directory.js";
 
-export type { ChannelType } from "../relay/directory.js";
+export type { ChannelType } from "../buzz/directory.js";
 
 /**
  * What the gate needs of a channel: the relay directory's `ChannelInfo`, of which only the id

@@ -5,14 +5,14 @@
  * here, never taken on the relay's word; the tag's conditions must allow the event being
  * decided (its kind and time).
  *
- * Profiles come from the daemon's bounded profile cache (relay/profiles.ts), so a
+ * Profiles come from the daemon's bounded profile cache (buzz/profiles.ts), so a
  * sibling's next mention costs no round trip. A look-up that fails or takes longer than
  * the timeout (2 s by default) answers "not a sibling" — fail closed — and is not
  * remembered, so the next event asks again.
  */
 import type { Event } from "nostr-tools";
 import { conditionsAllow, parseAuthTag, verifyAttestation } from "../config/nip-oa.js";
-import type { Profile } from "../relay/profiles.js";
+import type { Profile } from "../buzz/profiles.js";
 
 /** Why an author is or is not a sibling; stable strings (the `sibling` field of gate logs). */
 export type SiblingVerdict = "verified" | "no-tag" | "other-owner" | "forged-tag" | "conditions-unmet" | "lookup-failed";

@@ -4,8 +4,8 @@
  * (a reply_to, a reaction target, a thread) is refused with a message saying so.
  */
 import type { Event, EventTemplate, Filter } from "nostr-tools";
-import { KIND } from "../relay/kinds.js";
-import { channelOf, messageParts, reaction, replyRefFor, threadRootOf } from "../relay/events.js";
+import { KIND } from "../nostr/kinds.js";
+import { channelOf, messageParts, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import type { BuzzToolHandlers } from "./server.js";
 import { tagValue, tagValues } from "../base/tags.js";

@@ -3,7 +3,7 @@
  * session. `thread` gives every thread (root id) its own scope, `channel` one per channel.
  */
 import type { Event } from "nostr-tools";
-import { threadRootOf } from "../relay/events.js";
+import { threadRootOf } from "../nostr/events.js";
 
 export type SessionScope = "thread" | "channel";
 

@@ -18,7 +18,7 @@ import { silentLogger } from "../base/log.js";
 import { RelayConnection, type ConnectionOptions, type ConnectionState } from "./connection.js";
 import { TwoGenerationDedupe } from "./dedupe.js";
 import { Coalescer, type CoalesceOptions } from "./coalesce.js";
-import { channelOf } from "./events.js";
+import { channelOf } from "../nostr/events.js";
 import {
   channelFilters,
   isMembershipFor,
@@ -27,17 +27,17 @@ import {
   SUB_CHANNELS,
   SUB_MEMBERSHIP,
   type ChannelSubscription,
-} from "./filters.js";
+} from "../nostr/filters.js";
 import { RelayHttp, type RelayHttpOptions } from "./http.js";
 import { RelayHttpError, RelayQueryError } from "./errors.js";
 import { sleep } from "../base/backoff.js";
-import { eventShapeProblem } from "./validate.js";
-import { KIND } from "./kinds.js";
+import { eventShapeProblem } from "../nostr/validate.js";
+import { KIND } from "../nostr/kinds.js";
 import { LogThrottle } from "../base/log-throttle.js";
 import type { PublishOutcome } from "./outcome.js";
 import { publishWithRetry, type PublishOptions } from "./publish.js";
 import { publishConfirmed, storedAmong } from "./confirm.js";
-import { initCrypto, signEvent, verifySignature } from "./verify.js";
+import { initCrypto, signEvent, verifySignature } from "../nostr/verify.js";
 import { nowSec } from "../base/time.js";
 
 /** Supplies the resubscribe cursor from durable state (the queue's store); unix seconds. */

@@ -14,7 +14,7 @@ import { silentLogger } from "../base/log.js";
 import { authTemplate, relayTagUrl } from "./auth.js";
 import { Backoff, type BackoffOptions, reasonPrefix, sleep } from "../base/backoff.js";
 import { watchLiveness } from "./liveness.js";
-import { parseRelayFrame } from "./frames.js";
+import { parseRelayFrame } from "../nostr/frames.js";
 import { LogThrottle } from "../base/log-throttle.js";
 import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
 import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
@@ -22,7 +22,7 @@ import { FrameBudget, priorityOfKind, type FramePriority, type FrameQuota, BUZZ_
 import { RateGate } from "./rate-gate.js";
 import { killNow, replyFaultFor } from "./faults.js";
 import { RelayQueryError } from "./errors.js";
-import { signEvent } from "./verify.js";
+import { signEvent } from "../nostr/verify.js";
 import { refusalAdvice } from "./auth-advice.js";
 
 export type ConnectionState = "idle" | "connecting" | "authenticated" | "subscribed" | "closed" | "stopped";

@@ -12,7 +12,7 @@
  * N counts distinct kind 9 events this process sends (1 = the first).
  */
 import type { Event } from "nostr-tools";
-import { KIND } from "./kinds.js";
+import { KIND } from "../nostr/kinds.js";
 
 export type ReplyFault = "kill" | "swallow";
 

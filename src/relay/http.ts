@@ -10,8 +10,8 @@ import { silentLogger } from "../base/log.js";
 import { httpOrigin } from "./auth.js";
 import { Backoff, retryAfterMs, sleep } from "../base/backoff.js";
 import { RelayHttpError } from "./errors.js";
-import { nip98Header } from "./nip98.js";
-import { eventShapeProblem } from "./validate.js";
+import { nip98Header } from "../nostr/nip98.js";
+import { eventShapeProblem } from "../nostr/validate.js";
 
 export interface RelayHttpOptions {
   /** The relay's WebSocket URL; the HTTP origin is derived from it (ws→http, wss→https). */

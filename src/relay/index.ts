@@ -1,6 +1,7 @@
 /**
- * The relay client's public API (docs/protocol.md §5). The daemon builds one `RelayClient`, a
- * `ChannelDirectory` on top of it, and a `ProfileCache` for names:
+ * The relay client's public API (docs/protocol.md §5): one `RelayClient` per identity. The
+ * Buzz services built on it (`ChannelDirectory`, `ChannelFollower`, `ProfileCache`) are in
+ * `buzz/`, the event vocabulary it speaks in `nostr/`:
  *
  * ```ts
  * const client = new RelayClient({ url, secretKey, logger, cursor });
@@ -14,11 +15,5 @@
  */
 export { RelayClient } from "./client.js";
 export { RelayConnection, type ConnectionState } from "./connection.js";
-export { ChannelDirectory, type ChannelInfo } from "./directory.js";
-export { ChannelFollower, configSelector } from "./follow.js";
-export { ProfileCache, shortNpub } from "./profiles.js";
-export { initCrypto, verifyStats } from "./verify.js";
 export { RelayAuthError } from "./errors.js";
 export { probeRelay } from "./probe.js";
-export * from "./kinds.js";
-export * as events from "./events.js";

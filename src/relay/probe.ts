@@ -5,7 +5,7 @@
 import type { Logger } from "../base/log.js";
 import { RelayConnection } from "./connection.js";
 import { RelayAuthError, RelayUnreachableError } from "./errors.js";
-import { initCrypto } from "./verify.js";
+import { initCrypto } from "../nostr/verify.js";
 
 export interface RelayProbe {
   /** Time to an authenticated (or, unchallenged, usable) connection. */

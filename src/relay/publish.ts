@@ -7,7 +7,7 @@ import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { Backoff } from "../base/backoff.js";
 import type { RelayConnection } from "./connection.js";
-import { KIND } from "./kinds.js";
+import { KIND } from "../nostr/kinds.js";
 import { isRetryable, isSuccess, type PublishOutcome } from "./outcome.js";
 import { sleep } from "../base/backoff.js";
 

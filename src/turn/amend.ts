@@ -25,7 +25,7 @@ import { nowSec } from "../base/time.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { StateStore } from "../queue/state-store.js";
 import { parseScopeKey, type Scope } from "../queue/scope.js";
-import { KIND } from "../relay/kinds.js";
+import { KIND } from "../nostr/kinds.js";
 import { EMOJI } from "./signals.js";
 import type { TurnPublisher } from "./ports.js";
 

@@ -6,8 +6,8 @@
  * The agent runner bounds the wait (`agent.permission_timeout`) and counts silence as deny.
  */
 import type * as acp from "@agentclientprotocol/sdk";
-import { message, type ThreadRef } from "../relay/events.js";
-import { KIND } from "../relay/kinds.js";
+import { message, type ThreadRef } from "../nostr/events.js";
+import { KIND } from "../nostr/kinds.js";
 import type { RelayPort } from "../link/index.js";
 import type { TurnPublisher } from "./ports.js";
 import { sleep } from "../base/backoff.js";

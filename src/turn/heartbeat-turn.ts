@@ -10,7 +10,7 @@ import type { Config } from "../config/schema.js";
 import { policyFor } from "../config/schema.js";
 import { heartbeatBlocks } from "../prompt/heartbeat.js";
 import type { StandingInput } from "../prompt/index.js";
-import type { ChannelInfo } from "../relay/directory.js";
+import type { ChannelInfo } from "../buzz/directory.js";
 import { InflightPublishes } from "./inflight.js";
 import type { TurnOutcome } from "./run.js";
 import type { RunningEntry } from "./running.js";

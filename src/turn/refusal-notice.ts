@@ -1,7 +1,7 @@
 /** The notice for mentions the queue refused (a scope over its cap, or the queue full). */
 import type { EventTemplate } from "nostr-tools";
 import type { Refusal } from "../queue/refusals.js";
-import { message } from "../relay/events.js";
+import { message } from "../nostr/events.js";
 
 export function refusalNotice(r: Refusal): EventTemplate {
   const who = [...new Set(r.events.map((e) => e.author))];

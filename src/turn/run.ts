@@ -8,7 +8,7 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
-import { message, messageParts, type ThreadRef } from "../relay/events.js";
+import { message, messageParts, type ThreadRef } from "../nostr/events.js";
 import { MENTION_CAP } from "../contract/limits.js";
 import type { AgentTurnResult, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
 import { TurnSignals } from "./signals.js";

@@ -4,8 +4,8 @@
  * human, ✅ or ⚠️ at the end. All best effort: a lost signal never fails a turn.
  */
 import type { Event } from "nostr-tools";
-import { reaction, typing, type ThreadRef } from "../relay/events.js";
-import { KIND } from "../relay/kinds.js";
+import { reaction, typing, type ThreadRef } from "../nostr/events.js";
+import { KIND } from "../nostr/kinds.js";
 import type { TurnPublisher } from "./ports.js";
 import { nowSec } from "../base/time.js";
 

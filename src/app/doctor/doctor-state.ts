@@ -6,10 +6,10 @@
  * Nothing is checked for SQLite: the daemon creates its file under state_dir.
  */
 import pg from "pg";
-import type { LoadedConfig } from "../config/load.js";
-import { redactDatabaseUrl } from "../base/log.js";
-import { FleetLeases, FLEET_LEASE_MS } from "../queue/pg-leases.js";
-import { PG_SCHEMA, PG_SCHEMA_VERSION } from "../queue/pg-migrations.js";
+import type { LoadedConfig } from "../../config/load.js";
+import { redactDatabaseUrl } from "../../base/log.js";
+import { FleetLeases, FLEET_LEASE_MS } from "../../queue/pg-leases.js";
+import { PG_SCHEMA, PG_SCHEMA_VERSION } from "../../queue/pg-migrations.js";
 import type { CheckResult } from "./doctor-result.js";
 
 /** Clock skew that doctor flags: the lease renewal interval. */

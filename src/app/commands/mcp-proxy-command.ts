@@ -4,19 +4,19 @@
  * manifest and where buzz tools go; by hand, --manifest names a YAML file shaped like
  * the config's `mcp` section. stdout is the MCP stream: every log line goes to stderr.
  */
-import { createLogger, PROXY_LOGGER_NAME } from "../base/log.js";
-import { parseCommandArgs, UsageError, withUsage } from "../base/args.js";
-import { LinkClient } from "../link/client.js";
-import { LINK_ENV, LINK_TOKEN_ENV } from "../contract/proxy-entry.js";
-import { FastStdioServerTransport } from "../proxy/line-transport.js";
+import { createLogger, PROXY_LOGGER_NAME } from "../../base/log.js";
+import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
+import { LinkClient } from "../../link/client.js";
+import { LINK_ENV, LINK_TOKEN_ENV } from "../../contract/proxy-entry.js";
+import { FastStdioServerTransport } from "../../proxy/line-transport.js";
 import {
   DEFAULT_HOOK_DEADLINE_MS,
   DEFAULT_LIST_TIMEOUT_MS,
   loadManifestFile,
   ManifestError,
   type ProxyManifest,
-} from "../proxy/manifest.js";
-import { AggregatingProxy } from "../proxy/server.js";
+} from "../../proxy/manifest.js";
+import { AggregatingProxy } from "../../proxy/server.js";
 
 /** How long a closed link may precede the proxy's own stop before it counts as lost. */
 const LINK_CLOSE_GRACE_MS = 3000;

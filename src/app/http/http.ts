@@ -12,7 +12,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Logger } from "../base/log.js";
+import type { Logger } from "../../base/log.js";
 import type { Metrics } from "./metrics.js";
 
 /** One readiness condition, e.g. `relay` (authenticated and subscribed), `agents`, `state`. */

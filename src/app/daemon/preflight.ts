@@ -7,10 +7,10 @@
 import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
-import { CHANNEL_PLACEHOLDER } from "../agent/cwd.js";
-import { agentEnvironment } from "../agent/env.js";
-import { resolveAgentCommand } from "../config/agent-command.js";
-import type { Config } from "../config/schema.js";
+import { CHANNEL_PLACEHOLDER } from "../../agent/cwd.js";
+import { agentEnvironment } from "../../agent/env.js";
+import { resolveAgentCommand } from "../../config/agent-command.js";
+import type { Config } from "../../config/schema.js";
 
 /** The state directory cannot be made or used (permissions, a file in the way). */
 class StateDirError extends Error {

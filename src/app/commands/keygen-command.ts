@@ -8,7 +8,7 @@
 import { closeSync, fchownSync, openSync, rmSync, writeSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
-import { parseCommandArgs, UsageError, withUsage } from "../base/args.js";
+import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
 
 const HELP = `usage: buzz-bridge keygen [--out FILE] [--owner USER[:GROUP]] [--mode 0600|0400]
 

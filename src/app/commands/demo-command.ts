@@ -12,20 +12,21 @@ import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { Event } from "nostr-tools";
 import { nip19 } from "nostr-tools";
-import { loadConfig } from "../config/load.js";
-import { parseSecretKey, pubkeyOf } from "../config/keys.js";
-import { Daemon } from "./daemon.js";
-import { parseCommandArgs, withUsage } from "../base/args.js";
-import { createLogger } from "../base/log.js";
-import { message } from "../relay/events.js";
-import { KIND } from "../relay/kinds.js";
-import { RelayClient, shortNpub } from "../relay/index.js";
-import { cliPath } from "../base/cli-path.js";
-import { followChannels } from "../relay/tail.js";
-import { DEMO_CHANNEL, DEMO_USERS } from "../demo/identities.js";
-import { formatTranscript } from "../demo/transcript.js";
-import { nowSec } from "../base/time.js";
-import { sleep } from "../base/backoff.js";
+import { loadConfig } from "../../config/load.js";
+import { parseSecretKey, pubkeyOf } from "../../config/keys.js";
+import { Daemon } from "../daemon/daemon.js";
+import { parseCommandArgs, withUsage } from "../../base/args.js";
+import { createLogger } from "../../base/log.js";
+import { message } from "../../nostr/events.js";
+import { KIND } from "../../nostr/kinds.js";
+import { RelayClient } from "../../relay/index.js";
+import { shortNpub } from "../../buzz/index.js";
+import { cliPath } from "../../base/cli-path.js";
+import { followChannels } from "../../buzz/tail.js";
+import { DEMO_CHANNEL, DEMO_USERS } from "../../demo/identities.js";
+import { formatTranscript } from "../../demo/transcript.js";
+import { nowSec } from "../../base/time.js";
+import { sleep } from "../../base/backoff.js";
 
 const HELP = `usage: buzz-bridge demo [--keep] [--verbose]
 

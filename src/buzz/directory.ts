@@ -9,9 +9,9 @@ import { EventEmitter } from "node:events";
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
-import type { MembershipChange } from "./client.js";
-import { Coalescer } from "./coalesce.js";
-import { KIND } from "./kinds.js";
+import type { MembershipChange } from "../relay/client.js";
+import { Coalescer } from "../relay/coalesce.js";
+import { KIND } from "../nostr/kinds.js";
 import { hasTag, tagValue, tagValues } from "../base/tags.js";
 
 /** The channel types a 39000 says (docs/protocol.md §3); the dev relay's seed takes these. */

@@ -5,9 +5,9 @@
  */
 import type { Config } from "../config/schema.js";
 import { channelSelected, policyFor } from "../config/schema.js";
-import type { RelayClient } from "./client.js";
+import type { RelayClient } from "../relay/client.js";
 import type { ChannelDirectory, ChannelInfo } from "./directory.js";
-import type { ChannelSubscription } from "./filters.js";
+import type { ChannelSubscription } from "../nostr/filters.js";
 
 /**
  * How to listen in a channel (kinds, mention rule), or undefined to stay out of it; `named`

@@ -6,7 +6,7 @@
 import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
 import { npubEncode } from "nostr-tools/nip19";
-import { KIND } from "./kinds.js";
+import { KIND } from "../nostr/kinds.js";
 import { BoundedMap } from "../base/bounded-map.js";
 
 export interface ProfileSource {

@@ -3,12 +3,12 @@
  * dev relay) by hand. Authenticates with NIP-42 like any Buzz client.
  */
 import { nip19 } from "nostr-tools";
-import { parsePubkey, parseSecretKey } from "../config/keys.js";
-import { parseCommandArgs, withUsage, UsageError } from "../base/args.js";
-import { createLogger } from "../base/log.js";
-import { message, replyRefFor } from "../relay/events.js";
-import { RelayClient } from "../relay/index.js";
-import { isMembershipRefusal, refusalAdvice, waitAdmitted } from "../relay/auth-advice.js";
+import { parsePubkey, parseSecretKey } from "../../config/keys.js";
+import { parseCommandArgs, withUsage, UsageError } from "../../base/args.js";
+import { createLogger } from "../../base/log.js";
+import { message, replyRefFor } from "../../nostr/events.js";
+import { RelayClient } from "../../relay/index.js";
+import { isMembershipRefusal, refusalAdvice, waitAdmitted } from "../../relay/auth-advice.js";
 
 const HELP = `usage: buzz-bridge post --relay URL --nsec NSEC --channel ID [--mention NPUB]… [--reply-to EVENT_ID] TEXT
 

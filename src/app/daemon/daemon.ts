@@ -8,37 +8,39 @@
  * start-waits.ts, readiness and /status in daemon-status.ts).
  */
 import { join } from "node:path";
-import { AgentPool, poolOptionsFromConfig, type AgentSpawned } from "../agent/index.js";
-import { stopRecordedLeftovers, trackAgentGroup } from "../agent/leftovers.js";
-import { sandboxFor } from "../agent/sandbox-config.js";
-import type { Logger } from "../base/log.js";
-import { agentGateEnv, resolveAgentCommand } from "../config/agent-command.js";
-import { resolveEnforce } from "../config/enforce.js";
-import { ConfigError, loadConfig, type LoadedConfig } from "../config/load.js";
-import { planReload } from "../config/reload.js";
-import { DEFAULT_HEARTBEAT_PROMPT, type Config } from "../config/schema.js";
-import type { DevRelay } from "../devrelay/index.js";
-import type { GateContext } from "../gate/index.js";
-import { Heartbeat } from "../heartbeat/heartbeat.js";
-import { LinkServer, linkRootPath } from "../link/index.js";
-import { FleetScheduler } from "../queue/fleet-scheduler.js";
-import { QueueStore, STORE_FILE, type Scheduler } from "../queue/index.js";
-import type { PostgresStore } from "../queue/pg-store.js";
-import { keepPruned } from "../queue/retention.js";
-import { checkFaultEnv } from "../relay/faults.js";
-import { FreshChannels } from "../relay/fresh-channel.js";
-import { ChannelDirectory, ChannelFollower, configSelector, ProfileCache, RelayClient, verifyStats } from "../relay/index.js";
-import { Presence } from "../relay/presence.js";
-import type { TurnDispatcher } from "../turn/dispatch.js";
-import type { Intake } from "../turn/intake.js";
-import { relayPublisher } from "../turn/publisher.js";
+import { AgentPool, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
+import { stopRecordedLeftovers, trackAgentGroup } from "../../agent/leftovers.js";
+import { sandboxFor } from "../../agent/sandbox-config.js";
+import type { Logger } from "../../base/log.js";
+import { agentGateEnv, resolveAgentCommand } from "../../config/agent-command.js";
+import { resolveEnforce } from "../../config/enforce.js";
+import { ConfigError, loadConfig, type LoadedConfig } from "../../config/load.js";
+import { planReload } from "../../config/reload.js";
+import { DEFAULT_HEARTBEAT_PROMPT, type Config } from "../../config/schema.js";
+import type { DevRelay } from "../../devrelay/index.js";
+import type { GateContext } from "../../gate/index.js";
+import { Heartbeat } from "../../turn/heartbeat.js";
+import { LinkServer, linkRootPath } from "../../link/index.js";
+import { FleetScheduler } from "../../queue/fleet-scheduler.js";
+import { QueueStore, STORE_FILE, type Scheduler } from "../../queue/index.js";
+import type { PostgresStore } from "../../queue/pg-store.js";
+import { keepPruned } from "../../queue/retention.js";
+import { checkFaultEnv } from "../../relay/faults.js";
+import { FreshChannels } from "../../buzz/fresh-channel.js";
+import { RelayClient } from "../../relay/index.js";
+import { ChannelDirectory, ChannelFollower, configSelector, ProfileCache } from "../../buzz/index.js";
+import { verifyStats } from "../../nostr/verify.js";
+import { Presence } from "../../buzz/presence.js";
+import type { TurnDispatcher } from "../../turn/dispatch.js";
+import type { Intake } from "../../turn/intake.js";
+import { relayPublisher } from "../../turn/publisher.js";
 import { fleetStatus, readiness, RecentDenials, statusSnapshot, type DaemonParts } from "./daemon-status.js";
-import { startHttp, type ReadyReport } from "./http.js";
-import { Metrics } from "./metrics.js";
+import { startHttp, type ReadyReport } from "../http/http.js";
+import { Metrics } from "../http/metrics.js";
 import { preflightAgent, prepareStateDir } from "./preflight.js";
 import { discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js";
 import { StateLock } from "./state-lock.js";
-import { renderStatusPage, type StatusSnapshot } from "./status-page.js";
+import { renderStatusPage, type StatusSnapshot } from "../http/status-page.js";
 import { buildTurnPath } from "./turn-path.js";
 import { UsageToday } from "./usage-today.js";
 
@@ -123,7 +125,7 @@ export class Daemon {
     let url = cfg.relay.url;
     if (url === "embedded") {
       // Loaded only here: a daemon on a real relay never loads the development relay.
-      const { startDevRelay } = await import("../devrelay/index.js");
+      const { startDevRelay } = await import("../../devrelay/index.js");
       this.devRelay = await startDevRelay({ port: 0, seed: cfg.relay.seed });
       this.devRelay.addRelayMember(pubkey);
       url = this.devRelay.url;

@@ -8,10 +8,10 @@
  * ⚠️, 🔒); a client that leaves the tag off a reaction is not shown.
  */
 import type { Event } from "nostr-tools";
-import { KIND } from "./kinds.js";
-import { reactionTarget, threadRootOf } from "./events.js";
+import { KIND } from "../nostr/kinds.js";
+import { reactionTarget, threadRootOf } from "../nostr/events.js";
 import type { Profile } from "./profiles.js";
-import type { EventContext, RelayClient } from "./client.js";
+import type { EventContext, RelayClient } from "../relay/client.js";
 import { tagValue, tagValues } from "../base/tags.js";
 import { BoundedMap } from "../base/bounded-map.js";
 

@@ -8,9 +8,9 @@ import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { agentEnvironment, BUBBLEWRAP_ADVICE } from "../agent/index.js";
-import type { LoadedConfig } from "../config/load.js";
-import { bridgePaths, sandboxFor } from "../agent/sandbox-config.js";
+import { agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
+import type { LoadedConfig } from "../../config/load.js";
+import { bridgePaths, sandboxFor } from "../../agent/sandbox-config.js";
 import type { CheckResult } from "./doctor-result.js";
 
 /** Runs inside the sandbox: argv[1] is the JSON of what to try; prints what it found. */

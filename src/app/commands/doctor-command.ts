@@ -4,9 +4,9 @@
  * table of ✓/✗ with the reason. Exit 0 when all pass, 1 on any ✗ (or a bad config,
  * whose errors are listed). The checks themselves are in ./doctor.ts.
  */
-import { parseCommandArgs, UsageError, withUsage } from "../base/args.js";
-import { ConfigError, loadConfig, resolveConfigPath } from "../config/load.js";
-import { parseDuration } from "../config/duration.js";
+import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
+import { ConfigError, loadConfig, resolveConfigPath } from "../../config/load.js";
+import { parseDuration } from "../../config/duration.js";
 
 const HELP = `usage: buzz-bridge doctor [-c FILE] [--timeout 15s]
 
@@ -48,7 +48,7 @@ export function main(argv: string[]): Promise<number> {
       throw err;
     }
     // Loaded only now: a bad config is reported without paying for the daemon's imports.
-    const { formatResults, runDoctor } = await import("./doctor.js");
+    const { formatResults, runDoctor } = await import("../doctor/doctor.js");
     const results = await runDoctor(loaded, { timeoutMs });
     process.stdout.write(formatResults(results));
     return results.some((r) => r.mark === "fail") ? 1 : 0;

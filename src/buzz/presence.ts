@@ -3,8 +3,8 @@
  * shutdown when the connection is up, waited for at most a second.
  */
 import type { EventTemplate } from "nostr-tools";
-import type { RelayClient } from "./client.js";
-import { presence } from "./events.js";
+import type { RelayClient } from "../relay/client.js";
+import { presence } from "../nostr/events.js";
 
 /** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
 const PRESENCE_INTERVAL_MS = 60_000;

@@ -3,7 +3,7 @@
  * (Prometheus keeps the all-time counters). In memory: a restart starts the day's tally
  * again, which the page says.
  */
-import type { TurnUsage } from "../agent/index.js";
+import type { TurnUsage } from "../../agent/index.js";
 
 export interface UsageRow {
   channel: string;

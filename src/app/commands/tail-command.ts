@@ -3,13 +3,14 @@
  * and owner-command outcomes (kind 40099), names resolved — as the agent's identity sees
  * it. Without --channel, every channel the config listens in. Runs until SIGINT/SIGTERM.
  */
-import { parseCommandArgs, UsageError, withUsage } from "../base/args.js";
-import { loadConfigOrReport, resolveConfigPath } from "../config/load.js";
-import { channelSelected } from "../config/schema.js";
-import { createLogger } from "../base/log.js";
-import { ChannelDirectory, ProfileCache, RelayClient } from "../relay/index.js";
-import { refusalAdvice, waitAdmitted } from "../relay/auth-advice.js";
-import { followChannels } from "../relay/tail.js";
+import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
+import { loadConfigOrReport, resolveConfigPath } from "../../config/load.js";
+import { channelSelected } from "../../config/schema.js";
+import { createLogger } from "../../base/log.js";
+import { RelayClient } from "../../relay/index.js";
+import { ChannelDirectory, ProfileCache } from "../../buzz/index.js";
+import { refusalAdvice, waitAdmitted } from "../../relay/auth-advice.js";
+import { followChannels } from "../../buzz/tail.js";
 
 const HELP = `usage: buzz-bridge tail [-c FILE] [--channel ID]
 

@@ -5,11 +5,11 @@
  *   channel <id> <name>               (one line per seeded channel)
  * then it serves until SIGINT/SIGTERM.
  */
-import { parseCommandArgs, UsageError, withUsage } from "../base/args.js";
-import { SeedError } from "../devrelay/errors.js";
-import { startDevRelay } from "../devrelay/index.js";
-import { describeLimits, parseQuota, type RelayLimits } from "../devrelay/limits.js";
-import { parseDuration } from "../config/duration.js";
+import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
+import { SeedError } from "../../devrelay/errors.js";
+import { startDevRelay } from "../../devrelay/index.js";
+import { describeLimits, parseQuota, type RelayLimits } from "../../devrelay/limits.js";
+import { parseDuration } from "../../config/duration.js";
 
 /** The limit flags, each checked with a message naming the flag and the accepted form. */
 function limitsFromArgs(v: Record<string, string | undefined>): Partial<RelayLimits> {

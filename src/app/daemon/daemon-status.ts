@@ -4,19 +4,19 @@
  * Each is gathered from the parts that know it; a part not built yet (start-up, or fleet
  * mode waiting for its database) reads as "not started".
  */
-import type { AgentPool } from "../agent/pool.js";
-import type { Config } from "../config/schema.js";
-import { channelSelected, policyFor } from "../config/schema.js";
-import { FleetScheduler } from "../queue/fleet-scheduler.js";
-import type { PostgresStore } from "../queue/pg-store.js";
-import type { Scheduler } from "../queue/scheduler.js";
-import type { QueueStore } from "../queue/store.js";
-import type { RelayClient } from "../relay/client.js";
-import type { ChannelDirectory } from "../relay/directory.js";
-import type { TurnDispatcher } from "../turn/dispatch.js";
-import type { ReadyReport } from "./http.js";
-import { processParents, treeRss } from "./proc-memory.js";
-import type { StatusSnapshot } from "./status-page.js";
+import type { AgentPool } from "../../agent/pool.js";
+import type { Config } from "../../config/schema.js";
+import { channelSelected, policyFor } from "../../config/schema.js";
+import { FleetScheduler } from "../../queue/fleet-scheduler.js";
+import type { PostgresStore } from "../../queue/pg-store.js";
+import type { Scheduler } from "../../queue/scheduler.js";
+import type { QueueStore } from "../../queue/store.js";
+import type { RelayClient } from "../../relay/client.js";
+import type { ChannelDirectory } from "../../buzz/directory.js";
+import type { TurnDispatcher } from "../../turn/dispatch.js";
+import type { ReadyReport } from "../http/http.js";
+import { processParents, treeRss } from "../http/proc-memory.js";
+import type { StatusSnapshot } from "../http/status-page.js";
 import type { UsageToday } from "./usage-today.js";
 
 /** Denials the status page lists. */

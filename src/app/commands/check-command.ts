@@ -3,12 +3,12 @@
  * YAML with secrets shown as [redacted]; exit 0 valid, 1 invalid (every error listed).
  */
 import { stringify } from "yaml";
-import { parseCommandArgs, withUsage } from "../base/args.js";
-import { ConfigError, loadConfig, resolveConfigPath } from "../config/load.js";
-import { DURATION_KEYS } from "../config/schema.js";
-import { formatDuration } from "../config/duration.js";
-import { npub } from "../config/keys.js";
-import { redactDatabaseUrl } from "../base/log.js";
+import { parseCommandArgs, withUsage } from "../../base/args.js";
+import { ConfigError, loadConfig, resolveConfigPath } from "../../config/load.js";
+import { DURATION_KEYS } from "../../config/schema.js";
+import { formatDuration } from "../../config/duration.js";
+import { npub } from "../../config/keys.js";
+import { redactDatabaseUrl } from "../../base/log.js";
 
 const HELP = `usage: buzz-bridge check [-c FILE]
 

@@ -4,12 +4,12 @@
  * Exit 1 for a config error, 2 for a runtime failure (relay unreachable is not one:
  * the daemon keeps reconnecting, also at start-up; a stop signal then exits 0).
  */
-import { parseCommandArgs, withUsage } from "../base/args.js";
-import { loadConfigOrReport, resolveConfigPath } from "../config/load.js";
-import { createLogger } from "../base/log.js";
-import { Daemon } from "./daemon.js";
-import { StartAbortedError } from "./start-waits.js";
-import { StateLockedError } from "./state-lock.js";
+import { parseCommandArgs, withUsage } from "../../base/args.js";
+import { loadConfigOrReport, resolveConfigPath } from "../../config/load.js";
+import { createLogger } from "../../base/log.js";
+import { Daemon } from "../daemon/daemon.js";
+import { StartAbortedError } from "../daemon/start-waits.js";
+import { StateLockedError } from "../daemon/state-lock.js";
 
 const HELP = `usage: buzz-bridge run [-c FILE]
 

@@ -74,7 +74,7 @@ export interface MetricSources {
   relayReconnects?: () => number;
   /** The relay connection's state name (`connecting`, `authenticated`, `subscribed`, …). */
   relayState?: () => string;
-  /** Cumulative signature checks (e.g. `verifyStats` from relay/verify.ts); the counter advances by the difference. */
+  /** Cumulative signature checks (e.g. `verifyStats` from nostr/verify.ts); the counter advances by the difference. */
   signatureChecks?: () => { verified: number; failed: number };
   /** Fleet mode: this daemon's scope leases and the fleet's waiting mentions. Registers the fleet gauges. */
   fleet?: () => { leases: number; queued: number };

@@ -1,5 +1,5 @@
 /** `buzz-bridge demo-agent`: the scripted ACP agent on stdio (see ./agent.ts for its directives). */
-import { parseCommandArgs, withUsage } from "../base/args.js";
+import { parseCommandArgs, withUsage } from "../../base/args.js";
 
 const HELP = `usage: buzz-bridge demo-agent
 
@@ -13,7 +13,7 @@ DEMO_AGENT_SYSTEM_PROMPT=1 makes it advertise sessionCapabilities.systemPrompt.`
 export function main(argv: string[]): Promise<number> {
   return withUsage(async () => {
     if (parseCommandArgs(argv, {}, HELP) === null) return 0;
-    const { runDemoAgent } = await import("../demo/agent.js");
+    const { runDemoAgent } = await import("../../demo/agent.js");
     process.stdout.on("error", () => {
       // The client went away; the connection closes and we exit below.
     });

@@ -1,6 +1,6 @@
 /** `buzz-bridge schema`: prints the config JSON Schema (source of config/buzz-bridge.schema.json). */
-import { parseCommandArgs, withUsage } from "../base/args.js";
-import { jsonSchema } from "../config/schema.js";
+import { parseCommandArgs, withUsage } from "../../base/args.js";
+import { jsonSchema } from "../../config/schema.js";
 
 const HELP = `usage: buzz-bridge schema
 

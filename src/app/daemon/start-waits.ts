@@ -5,14 +5,14 @@
  * of exiting; a stop signal (`signal`) ends the wait, and a refusal that waiting cannot
  * change ends the start.
  */
-import { Backoff, sleep } from "../base/backoff.js";
-import type { Logger } from "../base/log.js";
-import { npub } from "../config/keys.js";
-import { PostgresStore } from "../queue/pg-store.js";
-import { QueueStoreError, StateRefusedError } from "../queue/errors.js";
-import { refusalAdvice } from "../relay/auth-advice.js";
-import type { ChannelInfo } from "../relay/directory.js";
-import { RelayHttpError } from "../relay/errors.js";
+import { Backoff, sleep } from "../../base/backoff.js";
+import type { Logger } from "../../base/log.js";
+import { npub } from "../../config/keys.js";
+import { PostgresStore } from "../../queue/pg-store.js";
+import { QueueStoreError, StateRefusedError } from "../../queue/errors.js";
+import { refusalAdvice } from "../../relay/auth-advice.js";
+import type { ChannelInfo } from "../../buzz/directory.js";
+import { RelayHttpError } from "../../relay/errors.js";
 
 /** start() gave up waiting because a stop was requested: not a failure. */
 export class StartAbortedError extends Error {
