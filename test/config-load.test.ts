@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync, spawnSync } from "node:child_process";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
+import { parseDocument } from "yaml";
 import { Writable } from "node:stream";
 import { loadConfig, loadConfigText, ConfigError } from "../src/config/load.js";
 import { policyFor, jsonSchema } from "../src/config/schema.js";
@@ -36,6 +37,15 @@ test("the shipped example and demo configs load (the example only with the key i
     assert.match(loaded.pubkey, /^[0-9a-f]{64}$/);
   }
   assert.equal(loadConfig("config/example.yaml", { BUZZ_PRIVATE_KEY: nsec }).pubkey, hex);
+});
+
+test("the shipped example permits every respond_to mode, as the docs say the default does: its policy lock is commented out", () => {
+  const doc = parseDocument(readFileSync("config/example.yaml", "utf8"));
+  for (const mode of ["owner-only", "allowlist", "anyone", "nobody"]) {
+    doc.setIn(["defaults", "respond_to"], mode);
+    const { config } = loadConfigText(doc.toString(), "example.yaml", { BUZZ_PRIVATE_KEY: nsec });
+    assert.equal(config.defaults.respond_to, mode);
+  }
 });
 
 test("no shipped config falls back to a published key: an unset BUZZ_PRIVATE_KEY is an error naming it", () => {
