@@ -173,6 +173,18 @@ test("check exits 0 without showing the secret, 1 with positions on a typo", () 
   assert.doesNotMatch(ok.stdout, /nsec1/);
   const dir = mkdtempSync(join(tmpdir(), "bb-cfg-"));
   try {
+    // Keys a person reads are npubs, as they wrote them; hex is for the wire.
+    const teammate = nip19.npubEncode(getPublicKey(generateSecretKey()));
+    const keys = join(dir, "keys.yaml");
+    writeFileSync(
+      keys,
+      minimal(`defaults:\n  allow: [${getPublicKey(generateSecretKey())}]\nchannels:\n  - id: "*"\n    allow: [${teammate}]\n`),
+    );
+    const shown = spawnSync(process.execPath, [CLI, "check", "-c", keys], { encoding: "utf8" });
+    assert.equal(shown.status, 0, shown.stderr);
+    assert.match(shown.stdout, new RegExp(`^  owner: ${nip19.npubEncode(owner)}$`, "m"));
+    assert.match(shown.stdout, new RegExp(`^ {6}- ${teammate}$`, "m"));
+    assert.doesNotMatch(shown.stdout.split("\n").slice(2).join("\n"), /\b[0-9a-f]{64}\b/, "no hex key in the settings");
     const bad = join(dir, "bad.yaml");
     writeFileSync(bad, minimal("relayy: {}\n"));
     const r = spawnSync(process.execPath, [CLI, "check", "-c", bad], { encoding: "utf8" });
