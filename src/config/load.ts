@@ -139,7 +139,7 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
     try {
       secretKey = readSecretFile(keyFile);
     } catch (err) {
-      at(where, ["identity", "secret_key_file"], (err as Error).message);
+      at(where, ["identity", "secret_key_file"], `${(err as Error).message}${credentialsHint(err, env)}`);
     }
   }
 
@@ -204,6 +204,17 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
   if (problems.length) throw new ConfigError(sortProblems(problems));
 
   return { file, config, secretKey, pubkey: pubkeyOf(secretKey), warnings, authTag };
+}
+
+/**
+ * A key file this user may not read, outside a service: under the systemd unit the key
+ * reaches the service as a credential (LoadCredential=, `$CREDENTIALS_DIRECTORY`), which
+ * exists only inside the service, so a person running `doctor` or `check` by hand as the
+ * service user meets the root-owned original instead.
+ */
+function credentialsHint(err: unknown, env: NodeJS.ProcessEnv): string {
+  if (!/\bEACCES\b/.test((err as Error).message) || env.CREDENTIALS_DIRECTORY) return "";
+  return "; this user cannot read it. Under the systemd unit the key reaches the service through LoadCredential= as $CREDENTIALS_DIRECTORY/agent.nsec, which exists only inside the service: run this command as root, which reads the key where systemd does (docs/operating.md)";
 }
 
 /** Reads a key file, refusing one that group or others can read (it holds the agent's identity). */
