@@ -1,5 +1,5 @@
 /**
- * The operations HTTP endpoint (`http.listen`, README.md "Configuration reference"), on node:http:
+ * The operations HTTP endpoint (`http.listen`, docs/operating.md), on node:http:
  *
  * - `GET /healthz`: 200 `{"status":"ok"}` while the process's event loop answers (liveness;
  *   systemd watchdogs and Docker's HEALTHCHECK use it, so it depends on nothing else).
