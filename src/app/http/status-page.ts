@@ -221,7 +221,7 @@ export function renderStatusPage(s: StatusSnapshot): string {
 
   const outcomeText = { answered: "✅ answered", failed: "⚠️ failed", cancelled: "✖ cancelled" };
   const recent = table(
-    `Recent turns (the last ${s.recent.length === 1 ? "one" : s.recent.length || "50"})`,
+    "Recent turns (the last 50, newest first)",
     ["ended", "channel", "thread", "asked by", "outcome", "took", "tokens in / out", "cost"],
     s.recent.map((t) => [
       `${when(t.endedAt)} <span class="ago">(${esc(ago(now, t.endedAt))} ago)</span>`,
