@@ -7,7 +7,7 @@ import type { Event, EventTemplate, Filter } from "nostr-tools";
 import { KIND } from "../nostr/kinds.js";
 import { channelOf, messageParts, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
-import type { BuzzToolHandlers } from "./server.js";
+import type { BuzzToolHandlers } from "./buzz-call.js";
 import { tagValue, tagValues } from "../base/tags.js";
 
 /** The little the buzz tools need of a relay client; the daemon plugs in the real one. */

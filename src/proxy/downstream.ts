@@ -22,7 +22,7 @@ import {
 import { z } from "zod";
 import type { Logger } from "../base/log.js";
 import { downstreamEnv } from "./env.js";
-import { FastStdioClientTransport } from "./line-transport.js";
+import { FastStdioClientTransport, type ChildSpec } from "./line-transport.js";
 import type { ManifestServer } from "./manifest.js";
 import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
 import { RawCalls } from "./pass-through.js";
@@ -49,6 +49,12 @@ const STABLE_AFTER_MS = 30_000;
  * share of the per-call cost.
  */
 const PassThroughResult = z.custom<CallToolResult>((v) => typeof v === "object" && v !== null && !Array.isArray(v));
+
+/** How a server's process is started: its command line, environment and working directory. */
+export type DownstreamSpawn = (server: ManifestServer) => ChildSpec;
+
+/** The proxy's own way: the server's command, with a cleaned environment (./env.ts), where it says. */
+const plainSpawn: DownstreamSpawn = (cfg) => ({ command: cfg.command, args: cfg.args, env: downstreamEnv(cfg.env), cwd: cfg.cwd });
 
 export interface DownstreamEvents {
   /** A list the proxy aggregates changed (after a list_changed or a restart). */
@@ -80,7 +86,7 @@ export class Downstream {
 
   constructor(
     readonly cfg: ManifestServer,
-    private readonly opts: { logger: Logger; listTimeoutMs: number; events: DownstreamEvents },
+    private readonly opts: { logger: Logger; listTimeoutMs: number; events: DownstreamEvents; spawn?: DownstreamSpawn },
   ) {
     this.firstAttempt = new Promise((r) => (this.resolveFirst = r));
   }
@@ -109,12 +115,15 @@ export class Downstream {
     const gen = ++this.generation;
     this.state = "starting";
     const log = this.opts.logger;
-    const transport = new FastStdioClientTransport({
-      command: this.cfg.command,
-      args: this.cfg.args,
-      env: downstreamEnv(this.cfg.env),
-      cwd: this.cfg.cwd,
-    });
+    let spec: ChildSpec;
+    try {
+      spec = (this.opts.spawn ?? plainSpawn)(this.cfg);
+    } catch (err) {
+      // A launch that cannot be built (a sandbox that cannot run) fails like a start.
+      this.startFailed((err as Error).message, "");
+      return;
+    }
+    const transport = new FastStdioClientTransport(spec);
     const client = new Client({ name: "buzz-bridge-proxy", version: PROXY_VERSION }, { capabilities: {} });
     // A server printing garbage on stdout would otherwise flood the log: first few, then every 100th.
     let errors = 0;
@@ -142,15 +151,8 @@ export class Downstream {
       await this.listAll(client);
     } catch (err) {
       if (gen !== this.generation || (this.state as DownstreamState) === "stopped") return;
-      const error = err instanceof Error ? err.message : String(err);
-      const stderr = transport.stderr.toString().slice(-2000);
-      log.error({ evt: "proxy.server_failed", server: this.name, command: this.cfg.command, error, stderr });
-      this.lastError = error;
-      this.lastFailureStderr = stderr;
       void transport.close(true);
-      this.state = "down";
-      this.resolveFirst();
-      this.scheduleRestart();
+      this.startFailed(err instanceof Error ? err.message : String(err), transport.stderr.toString().slice(-2000));
       return;
     }
     if (gen !== this.generation || (this.state as DownstreamState) === "stopped") return;
@@ -168,6 +170,15 @@ export class Downstream {
     for (const w of this.readyWaiters.splice(0)) w();
     // Also after a first start that finished past list_timeout: its tools join the union late.
     for (const kind of ["tools", "resources", "prompts"] as const) this.opts.events.changed(kind);
+  }
+
+  private startFailed(error: string, stderr: string): void {
+    this.opts.logger.error({ evt: "proxy.server_failed", server: this.name, command: this.cfg.command, error, stderr });
+    this.lastError = error;
+    this.lastFailureStderr = stderr;
+    this.state = "down";
+    this.resolveFirst();
+    this.scheduleRestart();
   }
 
   private async listAll(client: Client): Promise<void> {
