@@ -151,6 +151,10 @@ export class AgentSandbox {
     env: Record<string, string>;
     home?: string;
     command?: string;
+    /** Where the process starts, when not the channel's working directory (an MCP server's own `cwd`). */
+    chdir?: string;
+    /** What `command` is, for the error when the sandbox would hide it; default "the agent command". */
+    what?: string;
   }): SandboxLaunch | undefined {
     const e = this.effective(o.isolation);
     if (!e.sandboxed) return undefined;
@@ -171,7 +175,7 @@ export class AgentSandbox {
     const hiddenAt = exe ? hiddenBy(exe, hide, binds) : undefined;
     if (hiddenAt) {
       throw new SandboxError(
-        `the agent command ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`,
+        `${o.what ?? "the agent command"} ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`,
       );
     }
     const args = bubblewrapArgs({
@@ -182,6 +186,7 @@ export class AgentSandbox {
       placeholder,
       binds,
       network: e.network,
+      chdir: o.chdir,
     });
     // A TMPDIR of the host would be read-only in here; the private /tmp is the agent's.
     const env: Record<string, string> = { HOME: home, ...(o.env.TMPDIR !== undefined ? { TMPDIR: "/tmp" } : {}) };

@@ -87,6 +87,8 @@ export interface SandboxSpec {
   placeholder: string;
   binds: SandboxBind[];
   network: boolean;
+  /** The process's starting directory; default `cwd`. */
+  chdir?: string;
 }
 
 const depth = (p: string) => (p === sep ? 0 : p.split(sep).length - 1);
@@ -169,7 +171,7 @@ export function bubblewrapArgs(spec: SandboxSpec): string[] {
     ...ordered.flatMap((m) => m.args),
     ...ordered.filter((m) => m.readOnlyAfter).flatMap((m) => ["--remount-ro", m.at]),
     "--chdir",
-    spec.cwd,
+    spec.chdir ?? spec.cwd,
     "--",
   ];
 }

@@ -20,7 +20,7 @@ import { DevRelayAdminError } from "./errors.js";
 import { handleHttp } from "./http.js";
 import { Nip98Guard } from "./nip98.js";
 import { resolveLimits, type RelayLimits } from "./limits.js";
-import type { RateLimiter } from "./rate-limit.js";
+import type { RateLimiter } from "../base/rate-limit.js";
 import { loadSeed, parseSeed, type SeedInput } from "./seed.js";
 import { MemoryStore, type EventStore } from "./store.js";
 import { SqliteStore } from "./sqlite-store.js";

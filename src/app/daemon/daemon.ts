@@ -21,6 +21,7 @@ import type { DevRelay } from "../../devrelay/index.js";
 import type { GateContext } from "../../gate/index.js";
 import { Heartbeat } from "../../turn/heartbeat.js";
 import { LinkServer, linkRootPath } from "../../link/index.js";
+import { HttpEndpoint } from "../../proxy/http-endpoint.js";
 import { FleetScheduler } from "../../queue/fleet-scheduler.js";
 import { QueueStore, STORE_FILE, type Scheduler } from "../../queue/index.js";
 import type { PostgresStore } from "../../queue/pg-store.js";
@@ -156,7 +157,16 @@ export class Daemon {
     this.pool = new AgentPool(
       poolOptionsFromConfig(
         { ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) },
-        { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: log, sandbox, linkRoot: linkRootPath(cfg.state_dir) },
+        {
+          secret: secretKey,
+          hooksAgentEnforced: enforce === "agent",
+          logger: log,
+          sandbox,
+          linkRoot: linkRootPath(cfg.state_dir),
+          // Each process that may take its MCP slot over HTTP gets its own loopback port (mcp.transport, read live).
+          reserveEndpoint: async (where) =>
+            this.config.mcp.transport === "stdio" || !where.network ? undefined : HttpEndpoint.open({ logger: log }),
+        },
       ),
     );
     this.pool.on("spawn", (p: AgentSpawned) => {

@@ -1,6 +1,7 @@
 /**
- * Optional per-connection frame quota in Buzz's shape (docs/protocol.md §7: about 50
- * frames per 5 s), off unless configured, so a client's back-off can be tested.
+ * A sliding-window limit: at most `frames` admitted in any `windowMs`. The development
+ * relay's per-connection frame quota in Buzz's shape (docs/protocol.md §7: about 50 frames
+ * per 5 s), and the daemon's per-session MCP endpoint's request rate.
  */
 export interface RateLimit {
   /** Frames admitted per window. */

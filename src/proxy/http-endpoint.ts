@@ -1,0 +1,274 @@
+/**
+ * The daemon's loopback HTTP endpoint for one agent process: where an agent that speaks MCP
+ * over Streamable HTTP (`mcpCapabilities.http`) finds its session's aggregated MCP server,
+ * served by the MCP SDK's server transport in the daemon itself instead of an `mcp-proxy`
+ * process per session (docs/architecture.md §4).
+ *
+ * One endpoint is one TCP port on 127.0.0.1, reserved before its agent process starts (so
+ * a sandbox can let exactly that port through, docs/security.md) and bound to that
+ * process's session when the session opens. A request is served only when it carries the
+ * session's bearer token, which only that session's `session/new` carries; everything
+ * else is refused before its body is read, and logged (rate-limited):
+ *
+ *   404 path        anything but /mcp
+ *   403 host        a Host header that is not this loopback address (DNS rebinding)
+ *   401 token       no token, or another session's (a replay), or no session bound
+ *   429 rate        more than ENDPOINT_LIMITS.rate requests in its window
+ *   503 busy        more than ENDPOINT_LIMITS.maxInFlight POSTs at once
+ *   413 too large   a body above ENDPOINT_LIMITS.maxBodyBytes
+ *
+ * Each endpoint has its own listener, limits and aggregator, so a flood on one is answered
+ * there and the other sessions' endpoints never see it.
+ */
+import { randomBytes, randomUUID, createHash, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../base/log.js";
+import { LogThrottle } from "../base/log-throttle.js";
+import { RateLimiter } from "../base/rate-limit.js";
+import type { Aggregator } from "./aggregator.js";
+
+export interface EndpointLimits {
+  /** Largest POST body read (bytes); the stdio proxy's line limit is larger, but this memory is the daemon's. */
+  maxBodyBytes: number;
+  /** POSTs being served at once. */
+  maxInFlight: number;
+  /** Requests admitted per window. */
+  rate: { frames: number; windowMs: number };
+  /** MCP sessions (initialize handshakes) kept per endpoint; a new one beyond closes the oldest. */
+  maxMcpSessions: number;
+  /** TCP connections at once. */
+  maxConnections: number;
+}
+
+export const ENDPOINT_LIMITS: EndpointLimits = {
+  maxBodyBytes: 16 * 1024 * 1024,
+  maxInFlight: 16,
+  rate: { frames: 400, windowMs: 1000 },
+  maxMcpSessions: 4,
+  maxConnections: 32,
+};
+
+/** The path of the MCP endpoint on its port. */
+const MCP_PATH = "/mcp";
+
+interface Bound {
+  key: string;
+  digest: Buffer;
+  aggregator: Aggregator;
+  transports: Map<string, StreamableHTTPServerTransport>;
+}
+
+const digest = (token: string) => createHash("sha256").update(token).digest();
+
+class EndpointError extends Error {
+  override name = "EndpointError";
+}
+
+export class HttpEndpoint {
+  private bound?: Bound;
+  private inFlight = 0;
+  private readonly rate: RateLimiter;
+  private readonly throttle: LogThrottle;
+  private closed = false;
+
+  private constructor(
+    private readonly server: HttpServer,
+    readonly port: number,
+    private readonly log: Logger,
+    private readonly limits: EndpointLimits,
+  ) {
+    this.rate = new RateLimiter(limits.rate);
+    this.throttle = new LogThrottle(log, { perWindow: 5, windowMs: 60_000 });
+  }
+
+  /** Listens on 127.0.0.1 on a port of its own (picked by the kernel). */
+  static async open(opts: { logger: Logger; limits?: Partial<EndpointLimits> }): Promise<HttpEndpoint> {
+    const limits = { ...ENDPOINT_LIMITS, ...opts.limits };
+    let endpoint: HttpEndpoint | undefined;
+    const server = createServer((req, res) => {
+      if (!endpoint) return void res.writeHead(503).end();
+      endpoint.handle(req, res).catch((err: unknown) => endpoint!.failed(res, err));
+    });
+    server.maxConnections = limits.maxConnections;
+    // A request's headers and body arrive at once on loopback; a tool call's answer may take hours (the SSE response).
+    server.headersTimeout = 10_000;
+    server.requestTimeout = 60_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", (err) => reject(new EndpointError(`cannot listen for the MCP endpoint on 127.0.0.1: ${err.message}`)));
+      server.listen(0, "127.0.0.1", () => resolve());
+    });
+    const port = (server.address() as AddressInfo).port;
+    endpoint = new HttpEndpoint(server, port, opts.logger, limits);
+    return endpoint;
+  }
+
+  /** What the agent is given in `session/new`: `{ type: "http", url, headers }`. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}${MCP_PATH}`;
+  }
+
+  /**
+   * Binds the session: from now on requests with its token reach `aggregator`. Returns the
+   * headers the agent must send (its bearer token); a previous binding ends first.
+   */
+  bind(session: { key: string; aggregator: Aggregator }): Record<string, string> {
+    this.unbind();
+    const token = randomBytes(32).toString("base64url");
+    this.bound = { key: session.key, digest: digest(token), aggregator: session.aggregator, transports: new Map() };
+    return { Authorization: `Bearer ${token}` };
+  }
+
+  /** The session ended: its token is revoked and its MCP connections closed (the aggregator is the caller's). */
+  unbind(): void {
+    const b = this.bound;
+    this.bound = undefined;
+    if (!b) return;
+    for (const t of b.transports.values()) void t.close().catch(() => {});
+    b.transports.clear();
+  }
+
+  /** The agent process is gone: the port is released. */
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    this.unbind();
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "").split("?")[0];
+    if (path !== MCP_PATH) return this.refuse(res, 404, "path", `no MCP endpoint at ${path}; it is ${MCP_PATH}`);
+    const host = req.headers.host;
+    if (host !== `127.0.0.1:${this.port}` && host !== `localhost:${this.port}`)
+      return this.refuse(res, 403, "host", `Host ${String(host)} is not this endpoint's loopback address`);
+    const b = this.bound;
+    if (!b || !this.authorized(req, b)) {
+      res.setHeader("WWW-Authenticate", 'Bearer realm="buzz-bridge"');
+      return this.refuse(res, 401, "token", "a missing, revoked or foreign bearer token: this endpoint serves one agent session only", b);
+    }
+    const wait = this.rate.take();
+    if (wait !== undefined) {
+      res.setHeader("Retry-After", String(wait));
+      return this.refuse(res, 429, "rate", `more than ${this.limits.rate.frames} requests in ${this.limits.rate.windowMs} ms`, b);
+    }
+    let body: unknown;
+    if (req.method === "POST") {
+      if (this.inFlight >= this.limits.maxInFlight) {
+        res.setHeader("Retry-After", "1");
+        return this.refuse(res, 503, "busy", `more than ${this.limits.maxInFlight} requests at once`, b);
+      }
+      this.inFlight++;
+      res.once("close", () => this.inFlight--);
+      const text = await readBody(req, this.limits.maxBodyBytes);
+      if (text === undefined)
+        return this.refuse(res, 413, "too large", `request body above ${this.limits.maxBodyBytes} bytes`, b, { close: true });
+      try {
+        body = JSON.parse(text);
+      } catch {
+        return this.refuse(res, 400, "unreadable", "Parse error: the body is not JSON", b, { code: -32700 });
+      }
+    }
+    const sid = req.headers["mcp-session-id"];
+    let transport: StreamableHTTPServerTransport | undefined;
+    if (typeof sid === "string") {
+      transport = b.transports.get(sid);
+      // The agent starts over with a fresh initialize (the spec's answer to a 404).
+      if (!transport) return this.refuse(res, 404, "mcp session", "Session not found", b, { code: -32001 });
+    } else if (req.method === "POST" && isInitializeRequest(body)) {
+      transport = await this.connect(b);
+    } else {
+      return this.refuse(res, 400, "mcp session", "Bad Request: no Mcp-Session-Id; send initialize first", b);
+    }
+    await transport.handleRequest(req, res, body);
+  }
+
+  private authorized(req: IncomingMessage, b: Bound): boolean {
+    const header = req.headers.authorization;
+    if (typeof header !== "string" || !header.startsWith("Bearer ")) return false;
+    const presented = digest(header.slice("Bearer ".length).trim());
+    return timingSafeEqual(presented, b.digest);
+  }
+
+  /** A new MCP session (an initialize): one upstream connection of the session's aggregator. */
+  private async connect(b: Bound): Promise<StreamableHTTPServerTransport> {
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        b.transports.set(id, transport);
+        for (const [old, t] of b.transports) {
+          if (b.transports.size <= this.limits.maxMcpSessions) break;
+          b.transports.delete(old);
+          void t.close().catch(() => {});
+        }
+        this.log.info({ evt: "mcp.http_connected", session: b.key, mcp_sessions: b.transports.size });
+      },
+      onsessionclosed: (id) => void b.transports.delete(id),
+    });
+    transport.onclose = () => {
+      const id = transport.sessionId;
+      if (id && b.transports.get(id) === transport) b.transports.delete(id);
+    };
+    await b.aggregator.serve(transport);
+    return transport;
+  }
+
+  private refuse(
+    res: ServerResponse,
+    status: number,
+    reason: string,
+    message: string,
+    b?: Bound,
+    opts: { code?: number; close?: boolean } = {},
+  ): void {
+    // An agent reconnecting after its MCP session was closed is routine; anything else is a misbehaving client.
+    this.throttle.log(
+      reason === "mcp session" ? "info" : "warn",
+      reason,
+      {
+        evt: "mcp.http_refused",
+        port: this.port,
+        session: b?.key,
+        status,
+        reason,
+        error: message,
+      },
+      `refused a request to the MCP endpoint (${status} ${reason})`,
+    );
+    if (res.headersSent) return void res.end();
+    if (opts.close) res.setHeader("Connection", "close");
+    res.writeHead(status, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: opts.code ?? -32000, message }, id: null }));
+  }
+
+  private failed(res: ServerResponse, err: unknown): void {
+    this.log.warn({ evt: "mcp.http_error", port: this.port, session: this.bound?.key, error: (err as Error)?.message ?? String(err) });
+    if (!res.headersSent) res.writeHead(500, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32603, message: "internal error in the MCP endpoint" }, id: null }));
+  }
+}
+
+/** The body as text, or undefined when it grows past `max` bytes (the rest is not read). */
+function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > max) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        req.removeAllListeners("data");
+        req.resume();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once("end", () => resolve(Buffer.concat(chunks, size).toString("utf8")));
+    req.once("error", reject);
+  });
+}
