@@ -8,9 +8,12 @@
  * behave the same whichever transport carries them (docs/architecture.md §4).
  *
  * `initialize` is answered at once; everything else first waits for every downstream to
- * have listed or failed (bounded by list_timeout). tools/call is served from the Server's
- * fallback handler: the SDK's registered tools/call handler re-validates the request and
- * the result with zod on every call, which forwarding does not need.
+ * have listed or failed (bounded by list_timeout). tools/call to a downstream server that
+ * is up never reaches the SDK: it is forwarded as messages (./pass-through.ts). The rest
+ * (hooks, buzz tools, calls while a server is down or the first listing still runs) is
+ * served from the Server's fallback handler: the SDK's registered tools/call handler
+ * re-validates the request and the result with zod on every call, which forwarding does
+ * not need.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
@@ -26,6 +29,7 @@ import {
   ReadResourceRequestSchema,
   ReadResourceResultSchema,
   type CallToolResult,
+  type JSONRPCMessage,
   type JSONRPCRequest,
   type Prompt,
   type Resource,
@@ -44,7 +48,8 @@ import { routeRequestsDirectly } from "./fast-path.js";
 import { runHookFanout } from "./hooks.js";
 import type { ProxyManifest } from "./manifest.js";
 import { exposedName, isHookName } from "./naming.js";
-import type { RawRoute } from "./pass-through.js";
+import { LineTransport } from "./line-transport.js";
+import { AgentPassThrough, type RawRoute } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -120,7 +125,31 @@ export class Aggregator {
     server.onclose = () => this.upstreams.delete(server);
     await server.connect(transport);
     routeRequestsDirectly(server as never, transport);
+    this.passThrough(transport);
     return server;
+  }
+
+  /** A tools/call the raw path can take never reaches the SDK's Server (./pass-through.ts), on either transport. */
+  private passThrough(transport: Transport): void {
+    if (transport instanceof LineTransport) {
+      const pass = new AgentPassThrough(transport, this.rawRoute);
+      transport.intercept = (message) => pass.take(message);
+      return;
+    }
+    const pass = new AgentPassThrough(
+      {
+        sendMessage: (message, related) =>
+          void transport
+            .send(message as JSONRPCMessage, related === undefined ? undefined : { relatedRequestId: related })
+            .catch((err: Error) => this.opts.logger.debug({ evt: "proxy.upstream_error", error: err.message })),
+      },
+      this.rawRoute,
+    );
+    const sdk = transport.onmessage;
+    if (!sdk) return;
+    transport.onmessage = (message, extra) => {
+      if (!pass.take(message)) sdk.call(transport, message, extra);
+    };
   }
 
   /** A downstream tool whose server is up takes the raw path (./pass-through.ts); anything else the SDK's. */

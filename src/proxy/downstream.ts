@@ -303,7 +303,9 @@ export class Downstream {
   private callFailed(err: unknown, tool: string, signal: AbortSignal | undefined): CallToolResult {
     if (signal?.aborted) throw err;
     if (err instanceof McpError) {
-      if (err.code === ErrorCode.RequestTimeout) return timedOut(this.name, tool, this.cfg.timeout);
+      // Our own timer's error, not a server's error that happens to use the same code (-32001).
+      const ours = err.code === ErrorCode.RequestTimeout && (err.data as { timeout?: unknown } | undefined)?.timeout !== undefined;
+      if (ours && this.cfg.timeout !== undefined) return timedOut(this.name, tool, this.cfg.timeout);
       if (err.code === ErrorCode.ConnectionClosed) return exitedDuring(this.name, tool);
       return refused(this.name, tool, err);
     }

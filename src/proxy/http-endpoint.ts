@@ -45,10 +45,10 @@ export interface EndpointLimits {
 
 export const ENDPOINT_LIMITS: EndpointLimits = {
   maxBodyBytes: 16 * 1024 * 1024,
-  maxInFlight: 16,
-  rate: { frames: 400, windowMs: 1000 },
+  maxInFlight: 64,
+  rate: { frames: 1000, windowMs: 1000 },
   maxMcpSessions: 4,
-  maxConnections: 32,
+  maxConnections: 96,
 };
 
 /** The path of the MCP endpoint on its port. */

@@ -1,7 +1,6 @@
 /**
  * The stdio proxy (`buzz-bridge mcp-proxy`): the session's Aggregator (./aggregator.ts)
- * served on one stdio connection, the agent's end. tools/call to a downstream server that
- * is up never reaches the SDK there: it is forwarded as messages (./pass-through.ts).
+ * served on one stdio connection, the agent's end.
  * The daemon reaches this proxy over the link: built-in buzz tools go to it, and it asks
  * for merged hook runs.
  */
@@ -10,9 +9,7 @@ import type { Logger } from "../base/log.js";
 import type { LinkClient } from "../link/client.js";
 import { Aggregator } from "./aggregator.js";
 import type { Downstream } from "./downstream.js";
-import { LineTransport } from "./line-transport.js";
 import type { ProxyManifest } from "./manifest.js";
-import { AgentPassThrough } from "./pass-through.js";
 
 export interface ProxyOptions {
   manifest: ProxyManifest;
@@ -36,10 +33,6 @@ export class AggregatingProxy {
   /** Starts every downstream in parallel and serves upstream on `transport`. */
   async start(transport: Transport): Promise<void> {
     await this.aggregator.serve(transport);
-    if (transport instanceof LineTransport) {
-      const passThrough = new AgentPassThrough(transport, this.aggregator.rawRoute);
-      transport.intercept = (message) => passThrough.take(message);
-    }
   }
 
   stop(): Promise<void> {
