@@ -93,6 +93,7 @@ export class HttpEndpoint {
       endpoint.handle(req, res).catch((err: unknown) => endpoint!.failed(res, err));
     });
     server.maxConnections = limits.maxConnections;
+    server.on("connection", (s) => s.setNoDelay(true));
     // A request's headers and body arrive at once on loopback; a tool call's answer may take hours (the SSE response).
     server.headersTimeout = 10_000;
     server.requestTimeout = 60_000;
