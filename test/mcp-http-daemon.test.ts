@@ -8,12 +8,13 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce } from "./fixtures/channel-oracle.js";
 import { gateServer, hookCalls } from "./fixtures/gates-helpers.js";
 import { KIND } from "../src/nostr/kinds.js";
+import { waitFor } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -97,4 +98,37 @@ test("over HTTP: a downstream tool, the merged _Stop, the built-in tools and the
     "one _Stop by the agent, one by the bridge's gate",
   );
   await assertAnsweredOnce(w, [asked], { timeoutMs: 30_000 });
+});
+
+test("the daemon SIGKILLed while its agent holds an HTTP session: after the restart the turn runs once more, on the new endpoint, and is answered once", async () => {
+  const r = await World.create({ channelName: "restart-room" });
+  try {
+    const count = join(r.dir, "shell-count.txt");
+    const calls = () =>
+      existsSync(count)
+        ? readFileSync(count, "utf8")
+            .split("\n")
+            .filter((l) => l.startsWith("shell")).length
+        : 0;
+    const first = await r.startDaemon({
+      // DEMO_AGENT_RESUME: after the restart the agent reopens its session, pointed at the new daemon's endpoint.
+      agent: { env: { DEMO_AGENT_MCP_HTTP: "1", DEMO_AGENT_RESUME: "1" } },
+      mcp: { servers: { dev: { ...gateServer({ GATE_TOOLS: "shell", GATE_NO_STOP: "1", GATE_COUNTER_FILE: count }), prefix: false } } },
+    });
+    const asked = await ask(r.owner, '#tool shell {"text":"half-way"}\n#slow 4000', { channel: r.channel });
+    // The agent has called a tool through its endpoint and is still in the turn.
+    await waitFor(() => calls() === 1, { timeoutMs: 30_000, what: "the agent's first shell call over HTTP" });
+    first.proc.kill("SIGKILL");
+    await first.exited;
+    const again = await r.startDaemon({}, { configFile: first.configFile });
+    const end = await again.waitLog((l) => l.evt === "turn.end" && l.scope === `${r.channel}/${asked.event.id}`, 60_000);
+    assert.equal(end.status, "answered");
+    const open = again.logs.find((l) => l.evt === "agent.session_open" && l.mcp === "http");
+    assert.ok(open, "the replayed turn's session reached its MCP slot over HTTP again");
+    assert.equal(open.resumed, true, "the agent reopened its session with the new daemon's endpoint");
+    assert.equal(calls(), 2, "the tool ran once per attempt: before the kill and in the replay");
+    await assertAnsweredOnce(r, [asked], { timeoutMs: 30_000 });
+  } finally {
+    await r.close();
+  }
 });
