@@ -12,6 +12,8 @@ export const HEADLINES: Readonly<Record<string, string>> = {
   "gate.denied_notify_failed": "could not tell the author the mention was denied",
   hook: "hook fan-out finished",
   "link.connected": "a session's proxy connected",
+  "link.relay_back": "a buzz tool call stopped waiting for the relay",
+  "link.relay_wait": "a buzz tool call waits for the relay to come back",
   "link.disconnected": "a session's proxy disconnected",
   "link.listening": "proxy link socket listening",
   "link.refused": "refused a proxy link connection",

@@ -79,6 +79,7 @@ export class TurnDispatcher {
       relay: d.relay,
       ids: d.sessions,
       recordBeforePublish: d.recordBeforePublish,
+      logger: d.logger,
     });
     this.running = new RunningTurns(d.pool);
     const storedEvent = (id: string) => d.scheduler.storedEvent(id);
@@ -236,12 +237,15 @@ export class TurnDispatcher {
     let usage: TurnUsage | undefined;
     let model: string | undefined;
     let rotateFor: string | undefined;
+    const turnOver = new AbortController();
     try {
       const ss = await this.sessions.open(batch.scope, channel, standing, log);
       running.session = ss.session;
       model = ss.session.model;
       const inflight = new InflightPublishes();
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight };
+      // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
+      const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
@@ -319,6 +323,7 @@ export class TurnDispatcher {
         },
       );
       ss.current = undefined;
+      turnOver.abort();
       for (const id of published) ss.prompt.markDelivered([id]);
       rotateFor = this.sessions.turnDone(ss, rotateFor, cfg.agent.max_turns_per_session);
     } catch (err) {
@@ -327,6 +332,7 @@ export class TurnDispatcher {
       const circuit = this.d.pool.circuitError();
       const reason = circuit?.message ?? (err instanceof Error ? err.message : String(err));
       log.warn({ evt: "turn.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start the turn");
+      turnOver.abort();
       outcome = { status: "failed", reason, published: [...published] };
       if (circuit) retry = false;
       // A session that failed to open or crashed is not reused.
