@@ -26,6 +26,8 @@ import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
 import { linkHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
+import { waitGatesOf } from "./stop-gates.js";
+import { manifestFromConfig } from "../contract/manifest.js";
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -55,6 +57,8 @@ export interface DispatcherDeps {
   onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
   /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+  /** A `stop: wait` gate was not running when `_Stop` was due (once per gate and turn), for metrics. */
+  onGateDown?(gate: string): void;
 }
 
 export class TurnDispatcher {
@@ -294,6 +298,7 @@ export class TurnDispatcher {
             waitPollMs: cfg.gates.wait_poll,
             waitMaxMs: cfg.gates.wait_max,
             stopModes: Object.fromEntries(Object.entries(cfg.mcp.servers).map(([n, s]) => [n, s.stop])),
+            waitGates: waitGatesOf(manifestFromConfig(cfg.mcp, policy.mcp).servers),
           },
         },
         {
@@ -312,6 +317,7 @@ export class TurnDispatcher {
           settled: () => inflight.settled(),
           signal,
           onGateWait: (gates) => (running.info.gateWait = gates ? { gates, since: Date.now() } : undefined),
+          onGateDown: (gate) => this.d.onGateDown?.(gate),
           pendingInjection: {
             take: () => {
               const t = ss.injection;

@@ -121,6 +121,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     logger: log,
     onTurnEnd: (status, seconds) => p.metrics.turnEnded(status, seconds),
     onMidTurnDelivered: (method, seconds) => p.metrics.midTurnDelivered(method, seconds),
+    onGateDown: (gate) => p.metrics.gateDown(gate),
     onUsage: (channel, model, usage) => {
       p.metrics.turnUsage(channel, model, usage);
       p.usage.add(channel, model, usage);
