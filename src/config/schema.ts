@@ -166,7 +166,9 @@ const agent = z.strictObject({
     .array(sandboxBind)
     .default([])
     .describe("extra host paths a sandboxed agent sees (a package cache, a git config, a toolchain under /opt)"),
-  network: NetworkModeSchema.default("on").describe("on (default); off: a sandboxed agent gets no network at all"),
+  network: NetworkModeSchema.default("on").describe(
+    "on (default): a sandboxed agent's own network, outbound only, the host's loopback out of reach but for the loopback ports this config names for agents and their servers; off: no network at all",
+  ),
 });
 
 /** A channel's agent overrides: only towards stricter (see crossCheck). */

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { AgentPool, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
 import { stopRecordedLeftovers, trackAgentGroup } from "../../agent/leftovers.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
+import type { AgentSandbox } from "../../agent/sandbox-plan.js";
 import type { Logger } from "../../base/log.js";
 import { agentGateEnv, resolveAgentCommand } from "../../config/agent-command.js";
 import { resolveEnforce } from "../../config/enforce.js";
@@ -75,6 +76,7 @@ export class Daemon {
   private intake!: Intake;
   private http?: { url: string; close(): Promise<void> };
   private stateLock?: StateLock;
+  private sandbox?: AgentSandbox;
   private presence?: Presence;
   private heartbeat?: Heartbeat;
   private stopPruning?: () => void;
@@ -113,8 +115,9 @@ export class Daemon {
     preflightAgent(cfg.agent, secretKey);
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
     // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
-    const sandbox = sandboxFor(this.o.loaded, log);
+    const sandbox = (this.sandbox = sandboxFor(this.o.loaded, log));
     sandbox.check(cfg.channels.map((c) => c.agent ?? {}));
+    await sandbox.start();
     if (cfg.state.backend === "postgres") {
       // Up before the database wait, so /readyz answers 503 (state: waiting) meanwhile.
       await this.startHttpOnce();
@@ -367,6 +370,7 @@ export class Daemon {
     this.dispatcher?.closeSessions();
     await this.pool?.close().catch(() => undefined);
     await this.link?.stop().catch(() => undefined);
+    this.sandbox?.close();
     if (this.config.relay.presence) await this.presence?.offline();
     this.follower?.stop();
     this.relay?.stop();
