@@ -39,7 +39,9 @@ import { fleetStatus, readiness, RecentDenials, statusSnapshot, type DaemonParts
 import { startHttp, type ReadyReport } from "../http/http.js";
 import { Metrics } from "../http/metrics.js";
 import { preflightAgent, prepareStateDir } from "./preflight.js";
-import { discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js";
+import { claimInstanceAtStart, discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js";
+import { InstanceBeacon } from "../../buzz/instance.js";
+import { instanceId } from "./instance-id.js";
 import { StateLock } from "./state-lock.js";
 import { renderStatusPage, type StatusSnapshot } from "../http/status-page.js";
 import { buildTurnPath } from "./turn-path.js";
@@ -76,6 +78,9 @@ export class Daemon {
   private intake!: Intake;
   private http?: { url: string; close(): Promise<void> };
   private stateLock?: StateLock;
+  private beacon?: InstanceBeacon;
+  /** Another daemon of this identity started earlier: this one stops (buzz/instance.ts). */
+  private yielded = false;
   private sandbox?: AgentSandbox;
   private presence?: Presence;
   private heartbeat?: Heartbeat;
@@ -213,6 +218,21 @@ export class Daemon {
     this.stopPruning = keepPruned(this.store);
     this.presence = new Presence(relay, out.signal);
     await relay.start();
+    // One daemon per identity: before it listens anywhere (docs/architecture.md §1).
+    const beacon = (this.beacon = new InstanceBeacon({
+      relay,
+      secretKey,
+      pubkey,
+      instance: instanceId(cfg.state_dir),
+      fleet: await fleet?.fleetId(),
+      logger: log,
+      onLost: () => {
+        this.yielded = true;
+        this.resolveShutdown("instance.conflict");
+      },
+    }));
+    await claimInstanceAtStart({ claim: () => beacon.claim(), signal: this.startAbort.signal, logger: log });
+    beacon.start();
     const found = await discoverChannelsAtStart({
       refresh: () => this.follower.refresh(),
       lastAuthError: () => relay.lastAuthError,
@@ -371,7 +391,9 @@ export class Daemon {
     await this.pool?.close().catch(() => undefined);
     await this.link?.stop().catch(() => undefined);
     this.sandbox?.close();
-    if (this.config.relay.presence) await this.presence?.offline();
+    // "offline" is the identity's: not said by a daemon that never listened or gave way to another.
+    if (this.config.relay.presence && this.listening && !this.yielded) await this.presence?.offline();
+    await this.beacon?.stop();
     this.follower?.stop();
     this.relay?.stop();
     await this.http?.close().catch(() => undefined);
