@@ -35,8 +35,8 @@ export const REFRESH_MS = 30_000;
 export const STALE_MS = 3 * REFRESH_MS;
 const D_PREFIX = "buzz-bridge:instance:";
 const SUB_INSTANCE = "instance";
-/** How long a stopping daemon waits to say "stopped" on the relay. */
-const STOP_NOTE_MS = 1000;
+/** How long a stopping daemon waits to say "stopped" on the relay (a daemon on another state dir may start at once then). */
+const STOP_NOTE_MS = 5000;
 
 export interface InstanceInfo {
   instance: string;
@@ -133,7 +133,7 @@ export class InstanceBeacon {
     this.timer = undefined;
     if (!this.published) return;
     await Promise.race([
-      this.o.relay.send(this.template("stopped"), { attempts: 1 }).catch(() => undefined),
+      this.o.relay.send(this.template("stopped")).catch(() => undefined),
       new Promise((r) => setTimeout(r, STOP_NOTE_MS).unref()),
     ]);
   }
