@@ -9,7 +9,7 @@ import { createServer, type AddressInfo } from "node:net";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
+import { AgentSandbox, agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { bridgePaths, sandboxFor } from "../../agent/sandbox-config.js";
 import type { SandboxLaunch } from "../../agent/sandbox-plan.js";
@@ -116,7 +116,10 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
     mkdirSync(cwd);
     mkdirSync(home);
     const isolation = mode === "off" ? { sandbox: "auto" as const } : {};
-    const launch = sandbox.launch({ channelName: "doctor", cwd, home, env, isolation })!;
+    // The sandbox's own files (its unreadable placeholder) go to the scratch directory: doctor
+    // creates nothing in state_dir, which may not exist yet or belong to the service user.
+    const scratchSandbox = new AgentSandbox({ ...sandbox.policy, stateDir: scratch }, undefined, () => probe);
+    const launch = scratchSandbox.launch({ channelName: "doctor", cwd, home, env, isolation })!;
     const paths = bridgePaths(loaded);
     // A service on the host's loopback, as the daemon's /status is: a sandbox of its own network must not reach it.
     const listener = createServer((c) => c.destroy());
@@ -132,7 +135,7 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
     } catch {
       throw new Error(`unexpected output: ${stdout.slice(0, 200)}`);
     }
-    const net = sandbox.effective(isolation).network;
+    const net = scratchSandbox.effective(isolation).network;
     const exposed = out.paths.filter((p) => p.reach === "listable" || p.reach === "readable");
     const details = [
       `can reach: the channel's working directory (read-write), its own HOME under ${join(cfg.state_dir, "homes")} (read-write), its session's link socket, a private /tmp, the rest of the filesystem read-only${cfg.agent.sandbox_binds.length ? `, ${cfg.agent.sandbox_binds.map((b) => `${b.path} (${b.mode})`).join(", ")}` : ""}`,
