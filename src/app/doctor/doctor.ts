@@ -8,7 +8,7 @@
  * the catalog's naming notes), never read back from its log lines.
  */
 import WebSocket from "ws";
-import { agentEnvironment, probeAgent } from "../../agent/index.js";
+import { AgentSandbox, agentEnvironment, probeAgent } from "../../agent/index.js";
 import { npub } from "../../config/keys.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { channelSelected, policyFor, type Config } from "../../config/schema.js";
@@ -344,9 +344,11 @@ interface SandboxRoom {
 
 /** The sandbox a turn's proxy (and so its servers) runs in, for a scratch channel; undefined when agents run unsandboxed. */
 async function sandboxRoom(loaded: LoadedConfig): Promise<SandboxRoom | undefined> {
-  const sandbox = sandboxFor(loaded);
-  if (!sandbox.effective().sandboxed) return undefined;
+  const configured = sandboxFor(loaded);
+  if (!configured.effective().sandboxed) return undefined;
   const scratch = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-mcp-"));
+  // The sandbox's own files go to the scratch directory: doctor creates nothing in state_dir.
+  const sandbox = new AgentSandbox({ ...configured.policy, stateDir: scratch }, undefined, () => configured.probe);
   const close = () => {
     sandbox.close();
     rmSync(scratch, { recursive: true, force: true });
