@@ -123,7 +123,11 @@ export class InstanceBeacon {
       () => [{ kinds: [KIND.appData], authors: [this.o.pubkey], since: nowSec() - STALE_MS / 1000 }],
       (ev) => this.onBeacon(ev),
     );
-    this.timer = setInterval(() => void this.announce(), REFRESH_MS);
+    // One refresh at a time: during a relay outage a publish waits for the connection.
+    let refreshing: Promise<unknown> | undefined;
+    this.timer = setInterval(() => {
+      refreshing ??= this.announce().finally(() => (refreshing = undefined));
+    }, REFRESH_MS);
     this.timer.unref();
   }
 
