@@ -126,7 +126,9 @@ export class InstanceBeacon {
     // One refresh at a time: during a relay outage a publish waits for the connection.
     let refreshing: Promise<unknown> | undefined;
     this.timer = setInterval(() => {
-      refreshing ??= this.announce().finally(() => (refreshing = undefined));
+      refreshing ??= this.announce()
+        .catch(() => false)
+        .finally(() => (refreshing = undefined));
     }, REFRESH_MS);
     this.timer.unref();
   }
