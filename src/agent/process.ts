@@ -20,6 +20,7 @@ import { LogThrottle, type LogThrottleOptions } from "../base/log-throttle.js";
 import { AgentStartError, describeCause } from "./errors.js";
 import { scrubSecret } from "./env.js";
 import { eachLine, watchJsonLines } from "./stdio.js";
+import { spawnWithPrivateNetwork, type PrivateNetwork } from "./sandbox-net.js";
 
 /** Receives what the agent sends for one session; implemented by AgentSession. */
 export interface SessionRoute {
@@ -51,8 +52,12 @@ export interface AgentProcessOptions {
   stderrLogLimit?: LogThrottleOptions;
   /** `agent.auth_method`: ACP `authenticate` with this method after `initialize` (codex-acp needs "api-key"). */
   authMethod?: string;
-  /** Runs the agent through this (the sandbox: `bwrap <args> -- command args`); errors still name the agent command. */
-  launcher?: { command: string; args: string[] };
+  /**
+   * Runs the agent through this (the sandbox: `bwrap <args> -- command args`); errors still
+   * name the agent command. With `network`, the sandbox gets its private network first
+   * (sandbox-net.ts).
+   */
+  launcher?: { command: string; args: string[]; network?: PrivateNetwork; hostNetworkArgs?: string[] };
 }
 
 export interface ExitInfo {
@@ -146,13 +151,29 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   /** Spawns the agent and completes `initialize`; rejects with AgentStartError. */
   static async start(opts: AgentProcessOptions): Promise<AgentProcess> {
     const argv = [opts.command, ...(opts.args ?? [])];
-    const child = spawn(opts.launcher?.command ?? opts.command, opts.launcher ? [...opts.launcher.args, ...argv] : argv.slice(1), {
-      cwd: opts.cwd,
-      env: opts.env,
-      stdio: ["pipe", "pipe", "pipe"],
-      // Own process group, so a kill reaches the agent's children (MCP proxy, shells) too.
-      detached: true,
-    });
+    const command = opts.launcher?.command ?? opts.command;
+    const args = opts.launcher ? [...opts.launcher.args, ...argv] : argv.slice(1);
+    // Own process group, so a kill reaches the agent's children (MCP proxy, shells) too.
+    const spawnOpts = { cwd: opts.cwd, env: opts.env, detached: true };
+    const plain = (a: string[]) => spawn(command, a, { ...spawnOpts, stdio: ["pipe", "pipe", "pipe"] });
+    const launcher = opts.launcher;
+    let child: ChildProcess;
+    if (launcher?.network) {
+      const launched = spawnWithPrivateNetwork(command, args, launcher.network, spawnOpts);
+      try {
+        await launched.ready;
+        child = launched.child;
+      } catch (err) {
+        launched.child.kill("SIGKILL");
+        if (!launcher.hostNetworkArgs) throw new AgentStartError(argv.join(" "), (err as Error).message);
+        // The sandbox still holds; only its network is the host's, loopback included.
+        opts.logger?.warn(
+          { evt: "agent.sandbox", state: "host-network", reason: (err as Error).message },
+          `slirp4netns could not give the agent's sandbox a network of its own (${(err as Error).message}); it runs on the host's network`,
+        );
+        child = plain([...launcher.hostNetworkArgs, ...argv]);
+      }
+    } else child = plain(args);
     const proc = new AgentProcess(child, opts);
     try {
       await proc.handshake();
