@@ -164,7 +164,10 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
         await launched.ready;
         child = launched.child;
       } catch (err) {
-        launched.child.kill("SIGKILL");
+        // The whole group: bubblewrap's inner process waits on its --block-fd with a copy of
+        // the FIFO open for writing, so it never sees end-of-file, and --die-with-parent does
+        // not reach it on every kernel (gVisor) once the outer bubblewrap is gone.
+        killGroup(launched.child, "SIGKILL");
         if (!launcher.hostNetworkArgs) throw new AgentStartError(argv.join(" "), (err as Error).message);
         // The sandbox still holds; only its network is the host's, loopback included.
         opts.logger?.warn(
@@ -383,16 +386,8 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   /** Kills the whole process group (default SIGKILL); `expected` marks the exit as the bridge's doing, not a crash. */
   kill(signal: NodeJS.Signals = "SIGKILL", expected = true): void {
     if (expected) this.expectedExit = true;
-    if (!this.alive || this.child.pid === undefined) return;
-    try {
-      process.kill(-this.child.pid, signal);
-    } catch {
-      try {
-        this.child.kill(signal);
-      } catch {
-        // already gone
-      }
-    }
+    if (!this.alive) return;
+    killGroup(this.child, signal);
   }
 
   /**
@@ -422,5 +417,19 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
     const done = await Promise.race([this.exited.then(() => true as const), timeout]);
     clearTimeout(timer);
     return done;
+  }
+}
+
+/** Signals `child`'s process group (it was spawned detached, as its leader), else the child alone. */
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    try {
+      child.kill(signal);
+    } catch {
+      // already gone
+    }
   }
 }
