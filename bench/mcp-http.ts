@@ -154,15 +154,22 @@ export async function benchMcpHttp(): Promise<McpHttpBench> {
     // Latency, interleaved so drift on a shared machine hits all four alike.
     const direct = (await stdioClient(EVERYTHING, ["stdio"])).client;
     const copier = (await stdioClient(process.execPath, ["-e", COPIER, EVERYTHING, "stdio"])).client;
-    const proxied = (await stdioClient(process.execPath, proxyArgs(dir, { everything: { command: EVERYTHING, args: ["stdio"] } })))
-      .client;
-    const http = await slot.session([{ name: "everything", command: EVERYTHING, args: ["stdio"], env: {}, prefix: true, on_error: "allow" }]);
+    const proxied = (await stdioClient(process.execPath, proxyArgs(dir, { everything: { command: EVERYTHING, args: ["stdio"] } }))).client;
+    const http = await slot.session([
+      { name: "everything", command: EVERYTHING, args: ["stdio"], env: {}, prefix: true, stop: "reprompt", on_error: "allow" },
+    ]);
     const floorProc = spawn(process.execPath, ["-e", HTTP_FLOOR], { stdio: ["ignore", "pipe", "inherit"] });
     closers.push(async () => void floorProc.kill());
     const floorPort = Number((await createInterface({ input: floorProc.stdout! })[Symbol.asyncIterator]().next()).value);
     const floor = new Client({ name: "bench", version: "0" });
     await floor.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${floorPort}/mcp`)));
-    closers.push(() => direct.close(), () => copier.close(), () => proxied.close(), () => http.close(), () => floor.close());
+    closers.push(
+      () => direct.close(),
+      () => copier.close(),
+      () => proxied.close(),
+      () => http.close(),
+      () => floor.close(),
+    );
     await proxied.listTools();
     await http.listTools();
     const d: number[] = [];
@@ -188,12 +195,12 @@ export async function benchMcpHttp(): Promise<McpHttpBench> {
       stdioPss.push(pid);
     }
     const stdioPssKib = stdioPss.map(pssKib);
-    const warm = await slot.session([{ name: "dev", ...gate, prefix: true, on_error: "allow" }]);
+    const warm = await slot.session([{ name: "dev", ...gate, prefix: true, stop: "reprompt", on_error: "allow" }]);
     closers.push(() => warm.close());
     for (let k = 0; k < 20; k++) await shell(warm);
     const base = (await slot.ask<{ pss_kib: number }>({ pss: true })).pss_kib;
     for (let i = 0; i < SESSIONS; i++) {
-      const client = await slot.session([{ name: "dev", ...gate, prefix: true, on_error: "allow" }]);
+      const client = await slot.session([{ name: "dev", ...gate, prefix: true, stop: "reprompt", on_error: "allow" }]);
       closers.push(() => client.close());
       for (let k = 0; k < 20; k++) await shell(client);
     }

@@ -38,6 +38,7 @@ async function session(key: string, limits?: Partial<EndpointLimits>): Promise<S
           args: [GATE],
           env: { GATE_TOOLS: "shell", GATE_NO_STOP: "1" },
           prefix: false,
+          stop: "reprompt",
           on_error: "allow",
         },
       ],

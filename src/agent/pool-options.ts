@@ -8,6 +8,8 @@ import type { CircuitOptions, CircuitState } from "./circuit.js";
 import type { PermissionPolicy } from "./permissions.js";
 import type { McpSlot, ProxyCommand } from "./session.js";
 import type { AgentSandbox, ChannelIsolation } from "./sandbox-plan.js";
+import type { SandboxNetwork } from "./sandbox.js";
+import type { PrivateNetwork } from "./sandbox-net.js";
 
 export interface AgentPoolOptions {
   command: string;
@@ -61,12 +63,22 @@ export interface AgentPoolOptions {
    * the process runs; undefined = none for this one. Not asked again once an agent of this
    * pool said at initialize that it does not speak MCP over HTTP. Default: none.
    */
-  reserveEndpoint?: (where: { sandboxed: boolean; network: boolean }) => Promise<ProcessEndpoint | undefined>;
+  reserveEndpoint?: (where: {
+    sandboxed: boolean;
+    network: SandboxNetwork;
+    /** The process's link directory (bound into its sandbox), when it has one. */
+    linkDir?: string;
+  }) => Promise<ProcessEndpoint | undefined>;
 }
 
 /** A loopback port held for one agent process (the daemon's HTTP MCP endpoint, proxy/http-endpoint.ts). */
 export interface ProcessEndpoint {
   readonly port: number;
+  /**
+   * A unix socket serving the same endpoint, in the process's link directory: a sandbox with
+   * a network of its own reaches the port through it (`sandbox-exec --forward`).
+   */
+  readonly socket?: string;
   close(): Promise<void>;
 }
 
@@ -89,14 +101,14 @@ export interface McpSlotContext {
   endpoint?: ProcessEndpoint;
   /** The agent advertised `mcpCapabilities.http` at initialize. */
   agentHttp: boolean;
-  /** The process runs without network (`agent.network: off` in its sandbox): only the stdio proxy reaches it. */
+  /** The process runs without any network (`agent.network: off` in its sandbox): only the stdio proxy reaches it. */
   offline: boolean;
   /** The session's working directory. */
   cwd: string;
   /** The environment the agent process has (allow-list, agent.env, the sandbox's HOME): what its own children would inherit. */
   env: Record<string, string>;
   /** How a server runs in the same sandbox as the agent's channel (bubblewrap around it), or as is when unsandboxed. */
-  wrap(server: ServerCommand): { command: string; args: string[]; cwd: string };
+  wrap(server: ServerCommand): { command: string; args: string[]; cwd: string; network?: PrivateNetwork };
 }
 
 /** The pool options from config (durations are already milliseconds there). */

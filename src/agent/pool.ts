@@ -27,6 +27,7 @@ import { CrashBreaker, type CircuitChange, type CircuitState } from "./circuit.j
 import { AgentProcess, type ExitInfo } from "./process.js";
 import { AgentSession } from "./session.js";
 import { SandboxError, type ChannelIsolation } from "./sandbox-plan.js";
+import type { SandboxNetwork } from "./sandbox.js";
 import type { TurnLimits } from "./turn-control.js";
 import type { AcquireOptions, AgentPoolOptions, McpSlotContext, PoolStats, ProcessEndpoint, ServerCommand } from "./pool-options.js";
 
@@ -51,7 +52,7 @@ interface Target {
 interface Started {
   target?: Target;
   sandboxed: boolean;
-  network: boolean;
+  network: SandboxNetwork;
   env: Record<string, string>;
   endpoint?: ProcessEndpoint;
 }
@@ -282,12 +283,12 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
 
   /** What the session's MCP slot is chosen from (AcquireOptions.mcpEnv). */
   private slotContext(proc: AgentProcess, cwd: string): McpSlotContext {
-    const st = this.started_.get(proc) ?? { sandboxed: false, network: true, env: {} };
+    const st: Started = this.started_.get(proc) ?? { sandboxed: false, network: "host", env: {} };
     return {
       linkDir: this.linkDirs.get(proc),
       endpoint: st.endpoint,
       agentHttp: proc.capabilities.mcpCapabilities?.http === true,
-      offline: !st.network,
+      offline: st.network === "none",
       cwd,
       env: st.env,
       wrap: (server: ServerCommand) => {
@@ -304,7 +305,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
           chdir: at,
           what: "MCP server command",
         });
-        return { command: launch!.command, args: [...launch!.args, server.command, ...server.args], cwd: at };
+        return { command: launch!.command, args: [...launch!.args, server.command, ...server.args], cwd: at, network: launch!.network };
       },
     };
   }
@@ -428,8 +429,8 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     this.spawns++;
     let endpoint: ProcessEndpoint | undefined;
     try {
-      const where = key !== PLAIN ? this.o.sandbox!.effective(target?.isolation) : { sandboxed: false, network: true };
-      endpoint = await this.reserve(where);
+      const where = key !== PLAIN ? this.o.sandbox!.effective(target?.isolation) : { sandboxed: false, network: "host" as const };
+      endpoint = await this.reserve({ ...where, linkDir });
       const launch =
         target && key !== PLAIN
           ? this.o.sandbox!.launch({
@@ -439,6 +440,8 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
               isolation: target.isolation,
               env,
               command: this.o.command,
+              // In a network of its own the agent reaches its endpoint through this port only.
+              forward: endpoint?.socket ? [{ port: endpoint.port, socket: endpoint.socket }] : undefined,
             })
           : undefined;
       const proc = await AgentProcess.start({
@@ -450,7 +453,9 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
         logger: this.log,
         secretForms: secretForms(this.o.secret),
         authMethod: this.o.authMethod,
-        launcher: launch ? { command: launch.command, args: launch.args } : undefined,
+        launcher: launch
+          ? { command: launch.command, args: launch.args, network: launch.network, hostNetworkArgs: launch.hostNetworkArgs }
+          : undefined,
       });
       this.started++;
       this.procKeys.set(proc, key);
@@ -489,7 +494,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
   }
 
   /** The process's endpoint, unless none is wanted; a failure to reserve one leaves the stdio proxy. */
-  private async reserve(where: { sandboxed: boolean; network: boolean }): Promise<ProcessEndpoint | undefined> {
+  private async reserve(where: Parameters<NonNullable<AgentPoolOptions["reserveEndpoint"]>>[0]): Promise<ProcessEndpoint | undefined> {
     if (!this.o.reserveEndpoint || this.agentHttp === false) return undefined;
     try {
       return await this.o.reserveEndpoint(where);

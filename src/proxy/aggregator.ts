@@ -43,7 +43,7 @@ import type { HookFanout } from "../contract/hooks.js";
 import { BUZZ_TOOLS, callBuzzTool, isBuzzTool, type BuzzToolPort } from "./buzz-tools.js";
 import { buildCatalog, type Catalog } from "./catalog.js";
 import { errorResult } from "./call-errors.js";
-import { Downstream, type DownstreamSpawn } from "./downstream.js";
+import { Downstream, type DownstreamWrap } from "./downstream.js";
 import { routeRequestsDirectly } from "./fast-path.js";
 import { runHookFanout } from "./hooks.js";
 import type { ProxyManifest } from "./manifest.js";
@@ -53,6 +53,14 @@ import { AgentPassThrough, type RawRoute } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+const STOP_HOOK = "_Stop";
+/** The `_Stop` listed for `stop: wait` gates none of which is up to list its own. */
+const STOP_HOOK_TOOL: Tool = {
+  name: STOP_HOOK,
+  description: "Ask this session's stop gates whether the turn may end; an empty answer means it may.",
+  inputSchema: { type: "object", properties: {} },
+};
 
 /**
  * A JSON-RPC error whose message reaches the agent as written (McpError would prefix
@@ -73,8 +81,8 @@ export interface AggregatorOptions {
   logger: Logger;
   /** Where the built-in buzz tools go (the link, or the daemon's handlers); without it there are none. */
   buzz?: BuzzToolPort;
-  /** How each downstream server is started; default its command with a cleaned environment (./env.ts). */
-  spawn?: DownstreamSpawn;
+  /** Runs each downstream server some other way than as itself (in the agent's sandbox); default as itself (./downstream.ts). */
+  wrap?: DownstreamWrap;
 }
 
 type ListKind = "tools" | "resources" | "prompts";
@@ -100,7 +108,7 @@ export class Aggregator {
           logger,
           listTimeoutMs: manifest.list_timeout,
           events: { changed: (kind) => this.onChanged(kind) },
-          spawn: opts.spawn,
+          wrap: opts.wrap,
         }),
     );
   }
@@ -208,9 +216,21 @@ export class Aggregator {
   async runHook(name: string, only?: string[]): Promise<HookFanout> {
     this.start();
     await this.ready();
-    let targets = this.getCatalog().hooks.get(name) ?? [];
+    let targets = this.hookTargets(name);
     if (only) targets = targets.filter((d) => only.includes(d.name));
     return runHookFanout(name, targets, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger });
+  }
+
+  /**
+   * Who answers `hook`: the servers that list it and, for `_Stop`, every `stop: wait` server
+   * that is not up. A gate that never started has listed nothing; left out, it would be
+   * taken for a gate that has no objection (docs/architecture.md §4).
+   */
+  private hookTargets(hook: string): Downstream[] {
+    const listed = this.getCatalog().hooks.get(hook) ?? [];
+    if (hook !== STOP_HOOK) return listed;
+    const down = this.downstreams.filter((d) => d.cfg.stop === "wait" && d.state !== "ready" && !listed.includes(d));
+    return down.length ? this.downstreams.filter((d) => listed.includes(d) || down.includes(d)) : listed;
   }
 
   private installHandlers(s: Server): void {
@@ -219,6 +239,9 @@ export class Aggregator {
       this.listed.add(s);
       const cat = this.getCatalog();
       if (cat.collision) throw new ProxyRequestError(ErrorCode.InternalError, cat.collision.message);
+      // A declared `stop: wait` gate that could not list its `_Stop` still has one: an agent
+      // that calls hooks itself must be able to ask, and hear that the gate is down.
+      if (!cat.hooks.has(STOP_HOOK) && this.hookTargets(STOP_HOOK).length > 0) return { tools: [...cat.tools, STOP_HOOK_TOOL] };
       return { tools: cat.tools };
     });
     s.fallbackRequestHandler = (request: JSONRPCRequest, extra: Extra) => {
@@ -319,8 +342,9 @@ export class Aggregator {
       });
     }
     if (this.opts.buzz && isBuzzTool(name)) return callBuzzTool(this.opts.buzz, name, params.arguments);
-    if (isHookName(name) && cat.hooks.has(name)) {
-      return runHookFanout(name, cat.hooks.get(name)!, {
+    const hookTargets = isHookName(name) ? this.hookTargets(name) : [];
+    if (hookTargets.length > 0) {
+      return runHookFanout(name, hookTargets, {
         deadlineMs: this.opts.manifest.hook_deadline,
         logger: this.opts.logger,
         args: params.arguments,

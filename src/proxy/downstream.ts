@@ -50,11 +50,11 @@ const STABLE_AFTER_MS = 30_000;
  */
 const PassThroughResult = z.custom<CallToolResult>((v) => typeof v === "object" && v !== null && !Array.isArray(v));
 
-/** How a server's process is started: its command line, environment and working directory. */
-export type DownstreamSpawn = (server: ManifestServer) => ChildSpec;
-
-/** The proxy's own way: the server's command, with a cleaned environment (./env.ts), where it says. */
-const plainSpawn: DownstreamSpawn = (cfg) => ({ command: cfg.command, args: cfg.args, env: downstreamEnv(cfg.env), cwd: cfg.cwd });
+/**
+ * Runs a server some other way than as itself: given the proxy's own spawn (the server's
+ * command, a cleaned environment, its cwd) and the server's manifest entry, the spawn to use.
+ */
+export type DownstreamWrap = (spec: ChildSpec, server: ManifestServer) => ChildSpec;
 
 export interface DownstreamEvents {
   /** A list the proxy aggregates changed (after a list_changed or a restart). */
@@ -86,7 +86,13 @@ export class Downstream {
 
   constructor(
     readonly cfg: ManifestServer,
-    private readonly opts: { logger: Logger; listTimeoutMs: number; events: DownstreamEvents; spawn?: DownstreamSpawn },
+    private readonly opts: {
+      logger: Logger;
+      listTimeoutMs: number;
+      events: DownstreamEvents;
+      /** Runs the server some other way (doctor and the daemon's HTTP slot: inside the agent sandbox). */
+      wrap?: DownstreamWrap;
+    },
   ) {
     this.firstAttempt = new Promise((r) => (this.resolveFirst = r));
   }
@@ -115,9 +121,9 @@ export class Downstream {
     const gen = ++this.generation;
     this.state = "starting";
     const log = this.opts.logger;
-    let spec: ChildSpec;
+    let spec: ChildSpec = { command: this.cfg.command, args: this.cfg.args, env: downstreamEnv(this.cfg.env), cwd: this.cfg.cwd };
     try {
-      spec = (this.opts.spawn ?? plainSpawn)(this.cfg);
+      if (this.opts.wrap) spec = this.opts.wrap(spec, this.cfg);
     } catch (err) {
       // A launch that cannot be built (a sandbox that cannot run) fails like a start.
       this.startFailed((err as Error).message, "");

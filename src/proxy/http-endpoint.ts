@@ -21,6 +21,7 @@
  * there and the other sessions' endpoints never see it.
  */
 import { randomBytes, randomUUID, createHash, timingSafeEqual } from "node:crypto";
+import { chmodSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -75,8 +76,9 @@ export class HttpEndpoint {
   private closed = false;
 
   private constructor(
-    private readonly server: HttpServer,
+    private readonly servers: HttpServer[],
     readonly port: number,
+    readonly socket: string | undefined,
     private readonly log: Logger,
     private readonly limits: EndpointLimits,
   ) {
@@ -84,25 +86,47 @@ export class HttpEndpoint {
     this.throttle = new LogThrottle(log, { perWindow: 5, windowMs: 60_000 });
   }
 
-  /** Listens on 127.0.0.1 on a port of its own (picked by the kernel). */
-  static async open(opts: { logger: Logger; limits?: Partial<EndpointLimits> }): Promise<HttpEndpoint> {
+  /**
+   * Listens on 127.0.0.1 on a port of its own (picked by the kernel); with `socket`, on that
+   * unix socket too (mode 0600): a sandbox with a network of its own has its loopback port
+   * of the same number lead there, so the one URL works inside it and on the host.
+   */
+  static async open(opts: { logger: Logger; limits?: Partial<EndpointLimits>; socket?: string }): Promise<HttpEndpoint> {
     const limits = { ...ENDPOINT_LIMITS, ...opts.limits };
     let endpoint: HttpEndpoint | undefined;
-    const server = createServer((req, res) => {
-      if (!endpoint) return void res.writeHead(503).end();
-      endpoint.handle(req, res).catch((err: unknown) => endpoint!.failed(res, err));
-    });
-    server.maxConnections = limits.maxConnections;
-    server.on("connection", (s) => s.setNoDelay(true));
-    // A request's headers and body arrive at once on loopback; a tool call's answer may take hours (the SSE response).
-    server.headersTimeout = 10_000;
-    server.requestTimeout = 60_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", (err) => reject(new EndpointError(`cannot listen for the MCP endpoint on 127.0.0.1: ${err.message}`)));
-      server.listen(0, "127.0.0.1", () => resolve());
-    });
-    const port = (server.address() as AddressInfo).port;
-    endpoint = new HttpEndpoint(server, port, opts.logger, limits);
+    const make = () => {
+      const server = createServer((req, res) => {
+        if (!endpoint) return void res.writeHead(503).end();
+        endpoint.handle(req, res).catch((err: unknown) => endpoint!.failed(res, err));
+      });
+      server.maxConnections = limits.maxConnections;
+      server.on("connection", (s) => s.setNoDelay?.(true));
+      // A request's headers and body arrive at once on loopback; a tool call's answer may take hours (the SSE response).
+      server.headersTimeout = 10_000;
+      server.requestTimeout = 60_000;
+      return server;
+    };
+    const listen = (server: HttpServer, where: string, ...at: [number, string] | [string]) =>
+      new Promise<void>((resolve, reject) => {
+        server.once("error", (err) => reject(new EndpointError(`cannot listen for the MCP endpoint on ${where}: ${err.message}`)));
+        server.listen(...(at as [number, string]), () => resolve());
+      });
+    const tcp = make();
+    await listen(tcp, "127.0.0.1", 0, "127.0.0.1");
+    const servers = [tcp];
+    if (opts.socket) {
+      const unix = make();
+      rmSync(opts.socket, { force: true });
+      try {
+        await listen(unix, opts.socket, opts.socket);
+        chmodSync(opts.socket, 0o600);
+      } catch (err) {
+        tcp.close();
+        throw err;
+      }
+      servers.push(unix);
+    }
+    endpoint = new HttpEndpoint(servers, (tcp.address() as AddressInfo).port, opts.socket, opts.logger, limits);
     return endpoint;
   }
 
@@ -136,8 +160,14 @@ export class HttpEndpoint {
     if (this.closed) return Promise.resolve();
     this.closed = true;
     this.unbind();
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    return Promise.all(
+      this.servers.map((server) => {
+        server.closeAllConnections();
+        return new Promise<void>((resolve) => server.close(() => resolve()));
+      }),
+    ).then(() => {
+      if (this.socket) rmSync(this.socket, { force: true });
+    });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -6,6 +6,7 @@
  * agent process's endpoint bound to it with a token of its own. Hooks the daemon enforces
  * run on the aggregator directly: there is no link to cross.
  */
+import type { PrivateNetwork } from "../agent/sandbox-net.js";
 import type { Logger } from "../base/log.js";
 import type { HookFanout } from "../contract/hooks.js";
 import { directBuzzTools, type BuzzToolHandlers } from "../link/buzz-call.js";
@@ -23,7 +24,12 @@ export interface HttpSlotOptions {
   /** The agent process's environment: what a server started beside it inherits from (./env.ts). */
   env: Record<string, string>;
   /** Puts a server command into the agent's sandbox (identity when unsandboxed). */
-  wrap(server: { command: string; args: string[]; cwd?: string }): { command: string; args: string[]; cwd: string };
+  wrap(server: { command: string; args: string[]; cwd?: string }): {
+    command: string;
+    args: string[];
+    cwd: string;
+    network?: PrivateNetwork;
+  };
   logger: Logger;
 }
 
@@ -45,9 +51,9 @@ export function openHttpSlot(o: HttpSlotOptions): HttpSlot {
     manifest: o.manifest,
     logger: log,
     buzz: directBuzzTools(o.tools, (tool, error) => log.warn({ evt: "link.tool_failed", tool, error })),
-    spawn: (server) => {
+    wrap: (_spec, server) => {
       const run = o.wrap({ command: server.command, args: server.args, cwd: server.cwd });
-      return { command: run.command, args: run.args, cwd: run.cwd, env: downstreamEnv(server.env, o.env) };
+      return { ...run, env: downstreamEnv(server.env, o.env) };
     },
   });
   aggregator.start();
