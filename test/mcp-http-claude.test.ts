@@ -1,6 +1,6 @@
 /**
- * A real Claude agent over the daemon's HTTP MCP slot: claude-agent-acp (a devDependency;
- * it advertises `mcpCapabilities.http`) against the scripted fake Anthropic API on
+ * A real Claude agent over the daemon's HTTP MCP slot: @agentclientprotocol/claude-agent-acp
+ * (a devDependency; it advertises `mcpCapabilities.http`) against the scripted fake Anthropic API on
  * 127.0.0.1, in the bubblewrap sandbox, with `mcp.transport: http`. The model reads a file
  * of the channel's working directory through @modelcontextprotocol/server-filesystem — started
  * by the daemon, in the channel's sandbox — and replies with the built-in `send_message`;
@@ -22,7 +22,7 @@ const REPLY = "From the channel's notes:";
 const NOTE = "the release train leaves on thursday";
 
 function claudeAgentAcpBin(): string {
-  const dir = join(REPO, "node_modules", "@zed-industries", "claude-agent-acp");
+  const dir = join(REPO, "node_modules", "@agentclientprotocol", "claude-agent-acp");
   const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
   return join(dir, pkg.bin["claude-agent-acp"]!);
 }

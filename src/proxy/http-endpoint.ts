@@ -235,7 +235,7 @@ export class HttpEndpoint {
           b.transports.delete(old);
           void t.close().catch(() => {});
         }
-        this.log.info({ evt: "mcp.http_connected", session: b.key, mcp_sessions: b.transports.size });
+        this.log.info({ evt: "mcp.http_connected", session: b.key, port: this.port, mcp_sessions: b.transports.size });
       },
       onsessionclosed: (id) => void b.transports.delete(id),
     });
