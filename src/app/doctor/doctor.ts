@@ -8,7 +8,7 @@
  * the catalog's naming notes), never read back from its log lines.
  */
 import WebSocket from "ws";
-import { agentEnvironment, probeAgent } from "../../agent/index.js";
+import { agentEnvironment, poolOptionsFromConfig, probeAgent } from "../../agent/index.js";
 import { npub } from "../../config/keys.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { channelSelected, policyFor, type Config } from "../../config/schema.js";
@@ -21,7 +21,7 @@ import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../../proxy/naming.js";
 import { probeRelay, RelayAuthError, RelayClient } from "../../relay/index.js";
 import { ChannelDirectory, type ChannelInfo } from "../../buzz/index.js";
 import { initCrypto } from "../../nostr/verify.js";
-import { resolveAgentCommand } from "../../config/agent-command.js";
+import { agentDisplay, resolveAgentCommand } from "../../config/agent-command.js";
 import { refusalAdvice } from "../../relay/auth-advice.js";
 import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } from "../daemon/preflight.js";
 import { StateLock } from "../daemon/state-lock.js";
@@ -240,20 +240,22 @@ function channelsResult(cfg: Config, all: ChannelInfo[], pubkey: string): CheckR
 
 async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<CheckResult> {
   const cfg = loaded.config.agent;
-  const { command, args } = resolveAgentCommand(cfg);
-  const shown = [cfg.command, ...cfg.args].join(" ");
+  const po = poolOptionsFromConfig({ ...cfg, ...resolveAgentCommand(cfg) }, { secret: loaded.secretKey });
+  const shown = agentDisplay(cfg);
   const env = agentEnvironment({ configured: cfg.env, secret: loaded.secretKey }).env;
-  const missing = agentCommandProblem(command, env.PATH ?? process.env.PATH ?? "");
+  const missing = agentCommandProblem(po.command, env.PATH ?? process.env.PATH ?? "");
   if (missing) return { name: "agent", mark: "fail", summary: missing };
   const probe = await bounded(timeoutMs + 2000, `agent '${shown}'`, () =>
     probeAgent({
-      command,
-      args,
-      env: cfg.env,
-      mode: cfg.mode,
-      model: cfg.model,
-      effort: cfg.effort,
-      authMethod: cfg.auth_method,
+      command: po.command,
+      args: po.args,
+      env: po.env,
+      mode: po.mode,
+      model: po.model,
+      effort: po.effort,
+      authMethod: po.authMethod,
+      preset: po.preset,
+      provider: po.provider,
       initTimeoutMs: timeoutMs,
       secret: loaded.secretKey,
     }),
