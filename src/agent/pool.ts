@@ -54,7 +54,7 @@ export interface AgentSpawned {
   pid: number;
   spare: boolean;
   sandboxed: boolean;
-  /** Settles when the process has exited (the daemon forgets its recorded process group then). */
+  /** Settles when the process and all of its process group have exited (the daemon forgets the recorded group then). */
   exited: Promise<unknown>;
 }
 
@@ -412,7 +412,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
         this.linkDirs.set(proc, linkDir);
         void proc.exited.then(() => rmSync(linkDir, { recursive: true, force: true }));
       }
-      this.emit("spawn", { pid: proc.pid, spare: isSpare, sandboxed: launch !== undefined, exited: proc.exited });
+      this.emit("spawn", { pid: proc.pid, spare: isSpare, sandboxed: launch !== undefined, exited: proc.groupGone });
       return proc;
     } catch (caught) {
       if (linkDir) rmSync(linkDir, { recursive: true, force: true });
