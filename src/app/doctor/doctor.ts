@@ -28,6 +28,7 @@ import { StateLock } from "../daemon/state-lock.js";
 import { silentLogger } from "../../base/log.js";
 import { stateChecks } from "./doctor-state.js";
 import { sandboxCheck } from "./doctor-sandbox.js";
+import { presetChecks } from "./doctor-preset.js";
 import type { CheckResult, Mark } from "./doctor-result.js";
 
 export interface DoctorOptions {
@@ -47,14 +48,15 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
     summary: `${loaded.file} is valid; agent identity ${npub(loaded.pubkey)}`,
     details: loaded.warnings.map((w) => `warning: ${w}`),
   };
-  const [relay, mcp, agent, sandbox, fleet] = await Promise.all([
+  const [relay, mcp, agent, sandbox, fleet, preset] = await Promise.all([
     relayChecks(loaded, timeoutMs),
     mcpChecks(cfg, timeoutMs),
     agentCheck(loaded, timeoutMs),
     sandboxCheck(loaded, timeoutMs),
     stateChecks(loaded, timeoutMs),
+    presetChecks(loaded, timeoutMs),
   ]);
-  return [configCheck, stateCheck(cfg.state_dir), ...fleet, ...relay, agent, workDirCheck(cfg.agent.cwd), sandbox, ...mcp];
+  return [configCheck, stateCheck(cfg.state_dir), ...fleet, ...relay, agent, ...preset, workDirCheck(cfg.agent.cwd), sandbox, ...mcp];
 }
 
 // ---------------------------------------------------------------------------------------
