@@ -13,7 +13,8 @@ export interface PresetInstall {
   version?: string;
 }
 
-const VERSION_TIMEOUT_MS = 10_000;
+/** Some CLIs (Gemini's) start a second Node process to print their version: seconds on a busy machine. */
+const VERSION_TIMEOUT_MS = 30_000;
 
 export async function presetInstall(preset: Preset, command = preset.command, pathEnv = process.env.PATH ?? ""): Promise<PresetInstall> {
   const path = resolveCommand(command, pathEnv);
