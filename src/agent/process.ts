@@ -100,7 +100,10 @@ async function stopGroup(pgid: number, graceMs: number, log: Logger): Promise<vo
       // gone meanwhile
     }
   }
-  log.info({ evt: "agent.group_stopped", pgid, signal }, "stopped what the agent left running in its process group");
+  // Usually the session's MCP proxy, a moment from exiting by itself; one that needed SIGKILL is worth a look.
+  const line = { evt: "agent.group_stopped", pgid, signal };
+  if (signal === "SIGKILL") log.warn(line, "killed what the agent left running in its process group");
+  else log.debug(line, "stopped what the agent left running in its process group");
 }
 const DEFAULT_INIT_TIMEOUT = 30_000;
 
