@@ -177,6 +177,7 @@ export class Daemon {
             if (this.config.mcp.transport === "stdio" || network === "none" || (network === "private" && !linkDir)) return undefined;
             return HttpEndpoint.open({ logger: log, socket: network === "private" ? join(linkDir!, "mcp.sock") : undefined });
           },
+          stateDir: cfg.state_dir,
         },
       ),
     );
