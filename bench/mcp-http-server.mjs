@@ -28,3 +28,4 @@ for await (const line of createInterface({ input: process.stdin })) {
     say({ pss_kib: pss() });
   }
 }
+process.exit(0);

@@ -49,7 +49,7 @@ import { runHookFanout } from "./hooks.js";
 import type { ProxyManifest } from "./manifest.js";
 import { exposedName, isHookName } from "./naming.js";
 import { LineTransport } from "./line-transport.js";
-import { AgentPassThrough, type RawRoute } from "./pass-through.js";
+import { AgentPassThrough, type MessageSink, type RawRoute } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -120,8 +120,14 @@ export class Aggregator {
     for (const ds of this.downstreams) void ds.start();
   }
 
-  /** Serves one upstream connection on `transport`; the Server closes with it. */
-  async serve(transport: Transport): Promise<Server> {
+  /**
+   * Serves one upstream connection on `transport`; the Server closes with it. tools/call that
+   * the raw path can take never reaches the Server (./pass-through.ts): on a line transport its
+   * lines are intercepted; on any other the SDK's messages, and the answers go back through
+   * `sink` (default the transport's own `send`). The pass-through is returned for a transport
+   * that takes calls itself (the HTTP endpoint's fast path).
+   */
+  async serve(transport: Transport, sink?: MessageSink): Promise<AgentPassThrough> {
     this.start();
     const server = new Server(
       { name: "buzz-bridge", version: PROXY_VERSION },
@@ -133,19 +139,17 @@ export class Aggregator {
     server.onclose = () => this.upstreams.delete(server);
     await server.connect(transport);
     routeRequestsDirectly(server as never, transport);
-    this.passThrough(transport);
-    return server;
+    return this.passThrough(transport, sink);
   }
 
-  /** A tools/call the raw path can take never reaches the SDK's Server (./pass-through.ts), on either transport. */
-  private passThrough(transport: Transport): void {
+  private passThrough(transport: Transport, sink?: MessageSink): AgentPassThrough {
     if (transport instanceof LineTransport) {
       const pass = new AgentPassThrough(transport, this.rawRoute);
       transport.intercept = (message) => pass.take(message);
-      return;
+      return pass;
     }
     const pass = new AgentPassThrough(
-      {
+      sink ?? {
         sendMessage: (message, related) =>
           void transport
             .send(message as JSONRPCMessage, related === undefined ? undefined : { relatedRequestId: related })
@@ -154,10 +158,11 @@ export class Aggregator {
       this.rawRoute,
     );
     const sdk = transport.onmessage;
-    if (!sdk) return;
-    transport.onmessage = (message, extra) => {
-      if (!pass.take(message)) sdk.call(transport, message, extra);
-    };
+    if (sdk)
+      transport.onmessage = (message, extra) => {
+        if (!pass.take(message)) sdk.call(transport, message, extra);
+      };
+    return pass;
   }
 
   /** A downstream tool whose server is up takes the raw path (./pass-through.ts); anything else the SDK's. */

@@ -25,11 +25,12 @@ import { chmodSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../base/log.js";
 import { LogThrottle } from "../base/log-throttle.js";
 import { RateLimiter } from "../base/rate-limit.js";
 import type { Aggregator } from "./aggregator.js";
+import type { AgentPassThrough, MessageSink } from "./pass-through.js";
 
 export interface EndpointLimits {
   /** Largest POST body read (bytes); the stdio proxy's line limit is larger, but this memory is the daemon's. */
@@ -55,11 +56,19 @@ export const ENDPOINT_LIMITS: EndpointLimits = {
 /** The path of the MCP endpoint on its port. */
 const MCP_PATH = "/mcp";
 
+/** One MCP session (an initialize) on the endpoint: the SDK's transport, and the calls the fast path answers itself. */
+interface McpSession {
+  transport: StreamableHTTPServerTransport;
+  pass?: AgentPassThrough;
+  /** Fast-path calls waiting for their answer: the agent's request id → the HTTP response it arrived on. */
+  pending: Map<string | number, ServerResponse>;
+}
+
 interface Bound {
   key: string;
   digest: Buffer;
   aggregator: Aggregator;
-  transports: Map<string, StreamableHTTPServerTransport>;
+  transports: Map<string, McpSession>;
 }
 
 const digest = (token: string) => createHash("sha256").update(token).digest();
@@ -151,7 +160,7 @@ export class HttpEndpoint {
     const b = this.bound;
     this.bound = undefined;
     if (!b) return;
-    for (const t of b.transports.values()) void t.close().catch(() => {});
+    for (const t of b.transports.values()) void t.transport.close().catch(() => {});
     b.transports.clear();
   }
 
@@ -206,15 +215,45 @@ export class HttpEndpoint {
     const sid = req.headers["mcp-session-id"];
     let transport: StreamableHTTPServerTransport | undefined;
     if (typeof sid === "string") {
-      transport = b.transports.get(sid);
+      const session = b.transports.get(sid);
       // The agent starts over with a fresh initialize (the spec's answer to a 404).
-      if (!transport) return this.refuse(res, 404, "mcp session", "Session not found", b, { code: -32001 });
+      if (!session) return this.refuse(res, 404, "mcp session", "Session not found", b, { code: -32001 });
+      if (req.method === "POST" && this.fastCall(req, res, body, session, b)) return;
+      transport = session.transport;
     } else if (req.method === "POST" && isInitializeRequest(body)) {
       transport = await this.connect(b);
     } else {
       return this.refuse(res, 400, "mcp session", "Bad Request: no Mcp-Session-Id; send initialize first", b);
     }
     await transport.handleRequest(req, res, body);
+  }
+
+  /**
+   * The hot path, as the stdio proxy's: a tools/call the raw pass-through can take (a
+   * downstream tool whose server is up) is handed to it here, and its answer (and any
+   * progress) written on this request's own SSE stream, without the SDK transport's
+   * per-request conversion to web streams and schema checks. Anything else, and any request
+   * the SDK would refuse (its Accept or protocol version), takes the SDK's path. Cancelling
+   * (a notification) arrives through the SDK and reaches the same pass-through.
+   */
+  private fastCall(req: IncomingMessage, res: ServerResponse, body: unknown, session: McpSession, b: Bound): boolean {
+    const m = body as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: { name?: unknown } } | null;
+    if (!session.pass || m === null || typeof m !== "object" || Array.isArray(m) || m.jsonrpc !== "2.0" || m.method !== "tools/call")
+      return false;
+    const id = m.id;
+    if ((typeof id !== "string" && typeof id !== "number") || session.pending.has(id)) return false;
+    if (typeof m.params?.name !== "string" || !b.aggregator.rawRoute(m.params.name)) return false;
+    const accept = req.headers.accept ?? "";
+    if (!accept.includes("application/json") || !accept.includes("text/event-stream")) return false;
+    const version = req.headers["mcp-protocol-version"];
+    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) return false;
+    session.pending.set(id, res);
+    res.once("close", () => {
+      if (session.pending.get(id) === res) session.pending.delete(id);
+    });
+    if (session.pass.take(m as JSONRPCMessage)) return true;
+    session.pending.delete(id);
+    return false;
   }
 
   private authorized(req: IncomingMessage, b: Bound): boolean {
@@ -229,21 +268,46 @@ export class HttpEndpoint {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        b.transports.set(id, transport);
+        b.transports.set(id, session);
         for (const [old, t] of b.transports) {
           if (b.transports.size <= this.limits.maxMcpSessions) break;
           b.transports.delete(old);
-          void t.close().catch(() => {});
+          void t.transport.close().catch(() => {});
         }
         this.log.info({ evt: "mcp.http_connected", session: b.key, port: this.port, mcp_sessions: b.transports.size });
       },
       onsessionclosed: (id) => void b.transports.delete(id),
     });
+    const session: McpSession = { transport, pending: new Map() };
     transport.onclose = () => {
       const id = transport.sessionId;
-      if (id && b.transports.get(id) === transport) b.transports.delete(id);
+      if (id && b.transports.get(id) === session) b.transports.delete(id);
+      for (const res of session.pending.values()) res.destroy();
+      session.pending.clear();
     };
-    await b.aggregator.serve(transport);
+    // The pass-through's answers: on the fast path's own response, else through the SDK transport.
+    const sink: MessageSink = {
+      sendMessage: (message, related) => {
+        const answer = message.method === undefined;
+        const key = (answer ? message.id : related) as string | number | undefined;
+        const res = key === undefined ? undefined : session.pending.get(key);
+        if (!res) {
+          const options = related === undefined ? undefined : { relatedRequestId: related };
+          return void transport.send(message as JSONRPCMessage, options).catch(() => {});
+        }
+        if (!res.headersSent)
+          res.writeHead(200, {
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-cache, no-transform",
+            "mcp-session-id": transport.sessionId ?? "",
+          });
+        const frame = `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+        if (!answer) return void res.write(frame);
+        session.pending.delete(key!);
+        res.end(frame);
+      },
+    };
+    session.pass = await b.aggregator.serve(transport, sink);
     return transport;
   }
 
