@@ -92,9 +92,9 @@ test("claude-code-acp answers a mention by calling the proxy's send_message; the
   api.setMode("tool");
   const ev = await w.owner.post("@agent what is this room for?");
   firstMention = ev;
-  const [reply] = await w.waitReplies(ev, 1, 75_000);
-  assert.equal(reply!.content, REPLY);
-  assert.equal(threadRootOf(reply!), ev.id, "the reply is in the mention's thread");
+  const reply = await w.waitReply(ev, 75_000);
+  assert.equal(reply.content, REPLY);
+  assert.equal(threadRootOf(reply), ev.id, "the reply is in the mention's thread");
   await w.waitReaction(ev, "✅", 30_000);
   await d.waitLog((l) => l.evt === "turn.end" && l.status === "answered" && l.via === "tool", 30_000);
 
@@ -125,9 +125,9 @@ test("agent.model is applied through claude-code-acp's model selector: the model
 test("when the model only writes text, the bridge publishes it as the fallback reply", async () => {
   api.setMode("text");
   const ev = await w.owner.post("@agent give me a one-liner");
-  const [reply] = await w.waitReplies(ev, 1, 75_000);
-  assert.equal(reply!.content.trim(), FINAL);
-  assert.equal(threadRootOf(reply!), ev.id);
+  const reply = await w.waitReply(ev, 75_000);
+  assert.equal(reply.content.trim(), FINAL);
+  assert.equal(threadRootOf(reply), ev.id);
   await w.waitReaction(ev, "✅", 30_000);
   await d.waitLog((l) => l.evt === "turn.end" && l.via === "fallback", 30_000);
   const all = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
@@ -162,9 +162,9 @@ test("!cancel stops a real agent's stalled turn, and the thread's session answer
 
   api.setMode("tool");
   const next = await w.owner.post("@agent are you still there?", { replyTo: firstMention });
-  const [reply] = await w.waitReplies(next, 1, 60_000);
-  assert.equal(reply!.content, REPLY);
-  assert.equal(threadRootOf(reply!), firstMention.id);
+  const reply = await w.waitReply(next, 60_000);
+  assert.equal(reply.content, REPLY);
+  assert.equal(threadRootOf(reply), firstMention.id);
 });
 
 test("mid_turn steer with claude-code-acp (no native steering): a message in the thread while the model stalls cancels and re-prompts the same session; the model sees it framed as arriving mid-work; one reply", async () => {
@@ -180,8 +180,8 @@ test("mid_turn steer with claude-code-acp (no native steering): a message in the
   const steer = await w.owner.post("@agent also keep the old flags working", { replyTo: stalled });
   const line = await d.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(steer.id), 30_000);
   assert.equal(line.method, "cancel-merge", "claude-code-acp 0.16 does not advertise _session/steering");
-  const [reply] = await w.waitReplies(stalled, 1, 75_000);
-  assert.equal(reply!.content, REPLY);
+  const reply = await w.waitReply(stalled, 75_000);
+  assert.equal(reply.content, REPLY);
   await w.waitReaction(stalled, "✅", 30_000);
   await sleep(1500); // a second reply would be stored by now
   assert.equal(
@@ -214,8 +214,8 @@ test("after a restart, a thread's next mention resumes its Claude session (sessi
   const again = await w.startDaemon({}, { configFile: d.configFile });
   api.setMode("tool");
   const next = await w.owner.post("@agent picking up where we left off", { replyTo: firstMention });
-  const [reply] = await w.waitReplies(next, 1, 75_000);
-  assert.equal(reply!.content, REPLY);
+  const reply = await w.waitReply(next, 75_000);
+  assert.equal(reply.content, REPLY);
   const opened = await again.waitLog((l) => l.evt === "turn.session", 10_000);
   assert.equal(opened.resumed, true, "the thread's session was reopened, not started over");
   assert.equal(await again.stop("SIGTERM"), 0);
