@@ -2,6 +2,8 @@
 // silent bug costs users most and runs the fast, in-process tests that cover them against
 // each mutant. Not part of `npm test`. The TypeScript checker drops mutants that do not
 // compile (through TypeScript 5: scripts/mutate/typescript5.mjs).
+const typescript5 = new URL("./scripts/mutate/typescript5.mjs", import.meta.url).href;
+
 /** @type {import("@stryker-mutator/api/core").PartialStrykerOptions} */
 export default {
   mutate: [
@@ -20,28 +22,35 @@ export default {
     // The queue's once-only claims go here with the test that covers them once the
     // scheduler has its one backend interface (queue/).
   ],
+  // The sandbox's instrumented sources and these tests are compiled to JavaScript once
+  // (tsconfig.mutate.json), so each test file starts as plain node, not through tsx: per
+  // mutant, that start-up is most of the cost.
+  buildCommand: "npx tsc -p tsconfig.mutate.json",
   testRunner: "tap",
   tap: {
     testFiles: [
-      "test/gate-policy.test.ts",
-      "test/gate-denied.test.ts",
-      "test/gate-control.test.ts",
-      "test/daemon-wiring-units.test.ts",
-      "test/turn-units.test.ts",
-      "test/turn-intake-units.test.ts",
-      "test/turn-answers-units.test.ts",
-      "test/proxy-hooks-units.test.ts",
-      "test/nostr-events-units.test.ts",
+      ".stryker-build/test/gate-policy.test.js",
+      ".stryker-build/test/gate-denied.test.js",
+      ".stryker-build/test/gate-control.test.js",
+      ".stryker-build/test/daemon-wiring-units.test.js",
+      ".stryker-build/test/turn-units.test.js",
+      ".stryker-build/test/turn-intake-units.test.js",
+      ".stryker-build/test/turn-answers-units.test.js",
+      ".stryker-build/test/proxy-hooks-units.test.js",
+      ".stryker-build/test/nostr-events-units.test.js",
     ],
-    // Each test file runs on its own (TAP on stdout), with TypeScript through tsx.
-    nodeArgs: ["-r", "{{hookFile}}", "--import", "tsx", "{{testFile}}"],
+    // Each test file runs on its own; node:test writes TAP when its output is not a terminal.
+    nodeArgs: ["-r", "{{hookFile}}", "{{testFile}}"],
     forceBail: true,
   },
   checkers: ["typescript"],
+  // The checker runs in worker processes of its own: they get the preload too.
+  checkerNodeArgs: ["--import", typescript5],
   tsconfigFile: "tsconfig.json",
   typescriptChecker: { prioritizePerformanceOverAccuracy: true },
   coverageAnalysis: "perTest",
-  concurrency: 2,
+  // One checker (idle once its first compile is done) and two test runners on 2 cores.
+  concurrency: 3,
   timeoutMS: 10_000,
   reporters: ["clear-text", "progress", "html", "json"],
   htmlReporter: { fileName: "reports/mutation/index.html" },
