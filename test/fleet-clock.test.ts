@@ -13,7 +13,6 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import pg from "pg";
-import type { Event } from "nostr-tools";
 import { CLI, type DaemonProc } from "./fixtures/world.js";
 import { useFleet } from "./fixtures/fleet.js";
 import { needs } from "./fixtures/ci.js";
