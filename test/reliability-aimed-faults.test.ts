@@ -17,7 +17,6 @@ import assert from "node:assert/strict";
 import { World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { turnsSummary } from "./fixtures/reliability-helpers.js";
-import { sleep } from "./fixtures/wait.js";
 
 const worlds: World[] = [];
 after(async () => {
@@ -37,11 +36,9 @@ async function setup(scope: "thread" | "channel", fault: string) {
 /** Three mentions; in channel scope the 2nd and 3rd arrive while the 1st is answered (one batch). */
 async function threeMentions(w: World, scope: "thread" | "channel"): Promise<Asked[]> {
   const asked = [await ask(w.owner, "first #slow 400", { channel: w.channel })];
-  if (scope === "channel") await w.waitReaction(asked[0]!.event, "👀", 20_000);
-  for (const t of ["second", "third"]) {
-    await sleep(scope === "channel" ? 100 : 300); // paced: the later mentions arrive while the first is answered
-    asked.push(await ask(w.owner, t, { channel: w.channel }));
-  }
+  // The later mentions come once the first's turn has begun (👀), while it is answered.
+  await w.waitReaction(asked[0]!.event, "👀", 20_000);
+  for (const t of ["second", "third"]) asked.push(await ask(w.owner, t, { channel: w.channel }));
   return asked;
 }
 
