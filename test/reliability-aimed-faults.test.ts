@@ -33,8 +33,8 @@ async function setup(scope: "thread" | "channel", fault: string) {
   return { w, d };
 }
 
-/** Three mentions; in channel scope the 2nd and 3rd arrive while the 1st is answered (one batch). */
-async function threeMentions(w: World, scope: "thread" | "channel"): Promise<Asked[]> {
+/** Three mentions; the 2nd and 3rd arrive while the 1st is answered (in channel scope: one batch). */
+async function threeMentions(w: World): Promise<Asked[]> {
   const asked = [await ask(w.owner, "first #slow 400", { channel: w.channel })];
   // The later mentions come once the first's turn has begun (👀), while it is answered.
   await w.waitReaction(asked[0]!.event, "👀", 20_000);
@@ -47,7 +47,7 @@ for (const scope of ["thread", "channel"] as const) {
     timeout: 60_000,
   }, async () => {
     const { w, d } = await setup(scope, "kill-after-reply-ok:2");
-    const asked = await threeMentions(w, scope);
+    const asked = await threeMentions(w);
     await d.exited;
     assert.equal(d.proc.signalCode, "SIGKILL", "the fault point fired: the daemon died by SIGKILL");
     const again = await w.startDaemon({}, { configFile: d.configFile });
@@ -61,7 +61,7 @@ for (const scope of ["thread", "channel"] as const) {
     timeout: 60_000,
   }, async () => {
     const { w, d } = await setup(scope, "swallow-reply-ok:2");
-    const asked = await threeMentions(w, scope);
+    const asked = await threeMentions(w);
     // The relay stored the reply at once; the bridge learns it only when its OK wait ends.
     await d.waitLog((l) => l.evt === "relay.publish_retry" && l.status === "timeout", 30_000);
     // Every turn has ended: the turns that ended published one answer per mention between them
