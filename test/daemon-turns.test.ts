@@ -4,6 +4,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { threadRootOf } from "../src/nostr/events.js";
@@ -34,7 +35,8 @@ test("the owner's mention is answered in its thread through the proxy's send_mes
     reactions.some((r) => r.content === "👀"),
     "👀 when picked up",
   );
-  await d.waitLog((l) => l.evt === "turn.end" && l.status === "answered" && l.via === "tool");
+  const end = await d.waitLog((l) => l.evt === "turn.end" && (l.events as string[]).includes(ev.id));
+  assert.deepEqual([end.status, end.via], ["answered", "tool"]);
 });
 
 test("an allowlisted teammate (by npub) is answered; a stranger gets 🔒 and one info log line", async () => {
@@ -60,7 +62,8 @@ test("a turn that ends without a tool reply gets the final text as a fallback re
   const all = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
   assert.equal(all.length, 1, "never both a tool reply and a fallback");
   assert.match(reply.content, /Demo agent/);
-  await d.waitLog((l) => l.evt === "turn.end" && l.via === "fallback");
+  const end = await d.waitLog((l) => l.evt === "turn.end" && (l.events as string[]).includes(ev.id));
+  assert.equal(end.via, "fallback");
 });
 
 test("agent.auth_method: the agent was authenticated with the configured ACP method", async () => {
@@ -80,7 +83,16 @@ test("no log line carries the agent's nsec", () => {
   assert.ok(!d.raw().includes(w.agent.nsec));
 });
 
-test("a changed description and team instructions reach a running session after SIGHUP", async () => {
+test("a changed description and team instructions reach a running session after SIGHUP", async (t) => {
+  // The daemon and channel are shared: the test puts back the config and description it changed.
+  const original = readFileSync(d.configFile, "utf8");
+  t.after(async () => {
+    await w.relay.updateChannel(w.channel, { about: "Where the build team coordinates releases" });
+    writeFileSync(d.configFile, original);
+    const n = d.logs.length;
+    d.proc.kill("SIGHUP");
+    await d.waitLog((l) => l.evt === "config.reloaded" && d.logs.indexOf(l) >= n);
+  });
   const first = await w.owner.post("@agent first question");
   await w.waitReply(first);
   await w.relay.updateChannel(w.channel, { about: "Now the place for incident response" });
@@ -89,8 +101,9 @@ test("a changed description and team instructions reach a running session after 
     queue: { max_attempts: 2 },
     agent: { auth_method: "demo-token" },
   });
+  const n = d.logs.length;
   d.proc.kill("SIGHUP");
-  await d.waitLog((l) => l.evt === "config.reloaded");
+  await d.waitLog((l) => l.evt === "config.reloaded" && d.logs.indexOf(l) >= n);
   const again = await w.owner.post("@agent and now?", { replyTo: first });
   const reply = await w.waitReply(again);
   assert.match(reply.content, /Now the place for incident response/);

