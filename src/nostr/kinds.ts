@@ -25,6 +25,8 @@ export const KIND = {
   groupMetadata: 39000,
   groupAdmins: 39001,
   groupMembers: 39002,
+  /** NIP-AW agent work status: addressable, `d` = `h` = the channel, readable by its members. */
+  workStatus: 30181,
 } as const;
 
 /** Kinds only delivered to a REQ whose `#p` is exactly the authenticated key. */
