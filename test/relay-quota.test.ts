@@ -10,6 +10,13 @@ import { FrameBudget } from "../src/relay/frame-budget.js";
 import { startFrameProxy, type FrameProxy } from "./fixtures/frame-proxy.js";
 import { World } from "./fixtures/world.js";
 import { sleep } from "./fixtures/wait.js";
+import { nip11Document, type DevRelay } from "../src/devrelay/index.js";
+
+/** The relay's real NIP-11 document with another frame quota stated in it. */
+function lyingAbout(relay: DevRelay, rates: { frames: number; window_seconds: number }): Record<string, unknown> {
+  const doc = nip11Document(relay.relayPubkey, relay.limits);
+  return { ...doc, limitation: { ...(doc.limitation as object), rate_limits: { ...rates, per: "pubkey" } } };
+}
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -48,6 +55,8 @@ test("a burst of 20 owner mentions in 20 channels costs no refused frame and eac
 
 test("a relay stricter than its stated quota still gets every reply, once", async () => {
   const { w, proxy, channels } = await burstWorld({ relayLimits: { frameQuota: { frames: 12, windowMs: 5000 } } });
+  // The relay's NIP-11 claims Buzz's 50 per 5 s while it admits 12: its OK false answers are the truth.
+  w.relay.setNip11({ document: lyingAbout(w.relay, { frames: 50, window_seconds: 5 }) });
   const d = await w.startDaemon({ relay: { url: proxy.url } });
   const mentions = await Promise.all(channels.slice(0, 8).map((ch, i) => w.owner.post(`@agent strict ${i}`, { channel: ch })));
   await everyMentionAnsweredOnce(w, mentions);

@@ -15,6 +15,8 @@ export interface RelayPort {
   sign(t: EventTemplate): Event;
   publish(ev: Event): Promise<{ status: string; reason?: string }>;
   query(filters: Filter[]): Promise<Event[]>;
+  /** The relay's content limit (its NIP-11): longer messages go out as parts. Default Buzz's 256 KB. */
+  contentLimit?(): number;
 }
 
 class BuzzToolError extends Error {
@@ -90,7 +92,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     async sendMessage(a) {
       const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
       const thread = replyTo ? replyRefFor(await inChannel(replyTo, "reply_to event")) : undefined;
-      return publish(messageParts(channel, a.content, { thread, mentions: a.mentions }), "message");
+      return publish(messageParts(channel, a.content, { thread, mentions: a.mentions }, relay.contentLimit?.()), "message");
     },
     async addReaction(a) {
       const target = await inChannel(a.event_id, "event");

@@ -284,6 +284,7 @@ export class TurnDispatcher {
           blocks,
           replyFallback: policy.reply_fallback,
           typing: cfg.relay.typing,
+          contentLimit: this.d.relay.contentLimit?.(),
           enforce: this.d.enforce,
           gates: {
             maxRejections: cfg.gates.max_rejections,

@@ -107,7 +107,12 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     pool: p.pool,
     link: p.link,
     scheduler,
-    relay: { sign: (t) => relay.sign(t), publish: (ev) => relay.publishConfirmed(ev), query: (f) => relay.query(f) },
+    relay: {
+      sign: (t) => relay.sign(t),
+      publish: (ev) => relay.publishConfirmed(ev),
+      query: (f) => relay.query(f),
+      contentLimit: () => relay.contentLimit(),
+    },
     out,
     channel: (id) => p.channels.get(id),
     displayName: async (pk) => (await p.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
