@@ -1,8 +1,8 @@
 /**
  * What a reload (SIGHUP) may change: the new file against the running config. Policy, team
  * instructions, channels and MCP lists apply to new turns; the identity, the relay and the
- * state directory need a restart (the reload is refused); agent settings, the owner and the
- * heartbeat keep their running values until a restart.
+ * state directory need a restart (the reload is refused); agent settings, the owner, the
+ * heartbeat and the relay frame quota keep their running values until a restart.
  */
 import type { Config } from "./schema.js";
 
@@ -27,6 +27,17 @@ export function planReload(running: RunningConfig, next: RunningConfig): ReloadP
   const deferred =
     JSON.stringify(next.config.agent) !== JSON.stringify(now.agent) ||
     next.config.identity.owner !== now.identity.owner ||
-    JSON.stringify(next.config.heartbeat) !== JSON.stringify(now.heartbeat);
-  return { ok: true, deferred, config: { ...next.config, agent: now.agent, identity: now.identity, heartbeat: now.heartbeat } };
+    JSON.stringify(next.config.heartbeat) !== JSON.stringify(now.heartbeat) ||
+    JSON.stringify(next.config.relay.frame_quota) !== JSON.stringify(now.relay.frame_quota);
+  return {
+    ok: true,
+    deferred,
+    config: {
+      ...next.config,
+      agent: now.agent,
+      identity: now.identity,
+      heartbeat: now.heartbeat,
+      relay: { ...next.config.relay, frame_quota: now.relay.frame_quota },
+    },
+  };
 }
