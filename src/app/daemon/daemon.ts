@@ -43,6 +43,7 @@ import { StateLock } from "./state-lock.js";
 import { renderStatusPage, type StatusSnapshot } from "../http/status-page.js";
 import { buildTurnPath } from "./turn-path.js";
 import { UsageToday } from "./usage-today.js";
+import { workStatusBoard } from "./work-status-wiring.js";
 
 export interface DaemonOptions {
   loaded: LoadedConfig;
@@ -139,6 +140,7 @@ export class Daemon {
       cursor: { get: () => this.store.minCursor() },
       publish: { timeoutMs: cfg.relay.publish_timeout },
       connection: { frameQuota: { frames: cfg.relay.frame_quota.frames, windowMs: cfg.relay.frame_quota.window } },
+      frameShare: cfg.relay.frame_quota.share,
     }));
     this.directory = new ChannelDirectory(relay, log).attach();
     this.follower = new ChannelFollower(relay, this.directory, configSelector(cfg));
@@ -183,6 +185,7 @@ export class Daemon {
       pump: () => this.pump(),
       stopping: () => this.stopping,
       shutdown: () => this.resolveShutdown("!shutdown"),
+      workStatus: workStatusBoard(relay, this.o.loaded, (status) => this.metrics.publishOutcome(status)),
       logger: log,
     });
     const scheduler = (this.scheduler = path.scheduler);
@@ -336,7 +339,7 @@ export class Daemon {
     if (plan.deferred)
       this.log.warn(
         { evt: "config.reload_partial" },
-        "agent settings, the owner and the heartbeat apply after a restart; the rest applies now",
+        "agent settings, the owner, the heartbeat and relay.frame_quota apply after a restart; the rest applies now",
       );
     this.config = plan.config;
     this.gateContext.config = this.config;
