@@ -18,6 +18,7 @@ import type { ReadyReport } from "../http/http.js";
 import { processParents, treeRss } from "../http/proc-memory.js";
 import type { StatusSnapshot } from "../http/status-page.js";
 import type { UsageToday } from "./usage-today.js";
+import { describeRelayInfo, workStatusAddress } from "./relay-info.js";
 
 /** Denials the status page lists. */
 const RECENT_DENIALS = 20;
@@ -86,7 +87,11 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
     generatedAt: Date.now(),
     startedAt: p.startedAt,
     pubkey: p.pubkey,
-    relay: { url: p.relayUrl, state: p.relay?.state ?? "not started" },
+    relay: {
+      url: p.relayUrl,
+      state: p.relay?.state ?? "not started",
+      ...(p.relay ? { info: describeRelayInfo(p.relay) } : {}),
+    },
     channels: p.directory
       .list()
       .filter((c) => !c.archived && channelSelected(cfg, c.id))
@@ -100,6 +105,7 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
           respondTo: policy.respond_to,
           onDenied: policy.on_denied,
           queued: queued.get(c.id) ?? 0,
+          ...(policy.work_status === "on" ? { workStatus: workStatusAddress(p.pubkey, c.id, p.relayUrl) } : {}),
         };
       }),
     turns: p.dispatcher.runningTurns(),

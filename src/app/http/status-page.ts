@@ -11,8 +11,23 @@ export interface StatusSnapshot {
   generatedAt: number;
   startedAt: number;
   pubkey: string;
-  relay: { url: string; state: string };
-  channels: Array<{ id: string; name: string; about: string; type: string; respondTo: string; onDenied: string; queued: number }>;
+  relay: {
+    url: string;
+    state: string;
+    /** What the relay's NIP-11 document says (or the defaults used), as last read. */
+    info?: { self?: string; nips: number[]; limits: string; problems: string[] };
+  };
+  channels: Array<{
+    id: string;
+    name: string;
+    about: string;
+    type: string;
+    respondTo: string;
+    onDenied: string;
+    queued: number;
+    /** The channel's NIP-AW work status address (`nostr:naddr1…`), when `work_status: on`. */
+    workStatus?: string;
+  }>;
   turns: Array<{
     turnId: number;
     channel: string;
@@ -82,7 +97,7 @@ export function renderStatusPage(s: StatusSnapshot): string {
     "Channels",
     ["channel", "type", "respond_to", "on_denied", "queued"],
     s.channels.map((c) => [
-      `<span class="name">${esc(`#${c.name}`)}</span> <span class="id">${esc(c.id)}</span>${c.about ? `<div class="about">${esc(c.about)}</div>` : ""}`,
+      `<span class="name">${esc(`#${c.name}`)}</span> <span class="id">${esc(c.id)}</span>${c.about ? `<div class="about">${esc(c.about)}</div>` : ""}${c.workStatus ? ` <a class="work-status" href="${esc(c.workStatus)}">work status</a>` : ""}`,
       esc(c.type),
       esc(c.respondTo),
       esc(c.onDenied),
@@ -172,6 +187,22 @@ export function renderStatusPage(s: StatusSnapshot): string {
     "usage",
   );
 
+  const info = s.relay.info;
+  const relayInfo = info
+    ? table(
+        "Relay (NIP-11)",
+        ["", ""],
+        [
+          ["key (self)", info.self ? `<span class="id">${esc(info.self)}</span>` : "none: workflow wakes are refused"],
+          ["NIPs", esc(info.nips.join(", ") || "not stated")],
+          ["limits", esc(info.limits)],
+          ...info.problems.map((p) => ["⚠️ problem", esc(p)]),
+        ],
+        "",
+        "relay-info",
+      )
+    : "";
+
   const fleet = s.fleet
     ? table(
         `Fleet: this daemon ${s.fleet.daemon} holds ${s.fleet.scopes.length} lease${s.fleet.scopes.length === 1 ? "" : "s"}; ${s.fleet.queued} mention${s.fleet.queued === 1 ? "" : "s"} waiting across the fleet`,
@@ -206,6 +237,7 @@ th { background: #f0f0f0; font-weight: 600; }
 <h1>buzz-bridge status</h1>
 <p class="meta">agent <span class="id">${esc(s.pubkey)}</span> · relay ${esc(s.relay.url)} is <strong id="relay-state">${esc(s.relay.state)}</strong> · up ${esc(ago(now, s.startedAt))} · generated ${esc(iso(now))}, reloads every ${STATUS_REFRESH_SECONDS}s</p>
 ${channels}
+${relayInfo}
 ${turns}
 ${waits}
 ${denials}
