@@ -26,8 +26,7 @@ export function nip11Document(relaySelf: string, limits: RelayLimits): Record<st
     created_at_lower_limit: limits.createdAtSkewSec,
     created_at_upper_limit: limits.createdAtSkewSec,
   };
-  if (limits.maxConnectionLifetimeMs !== null)
-    limitation.max_connection_lifetime_seconds = Math.max(1, Math.floor(limits.maxConnectionLifetimeMs / 1000));
+  if (limits.maxConnectionLifetimeMs !== null) limitation.max_connection_lifetime_seconds = limits.maxConnectionLifetimeMs / 1000;
   const rates: Record<string, unknown> = {};
   if (limits.frameQuota)
     Object.assign(rates, { frames: limits.frameQuota.frames, window_seconds: limits.frameQuota.windowMs / 1000, per: "pubkey" });

@@ -97,7 +97,16 @@ export function parseRelayInfo(doc: unknown): RelayInfo {
     problems.push(`${where}.${key} is ${JSON.stringify(v).slice(0, 40)}, not a positive integer; using ${fallback ?? "none"}`);
     return fallback;
   };
-  const lifetimeSec = positive("max_connection_lifetime_seconds", undefined);
+  // Seconds, and a fraction of one is taken as stated (a test relay's short lifetime).
+  let lifetimeSec: number | undefined;
+  const life = lim.max_connection_lifetime_seconds;
+  if (life !== undefined && life !== null) {
+    if (typeof life === "number" && Number.isFinite(life) && life > 0) lifetimeSec = life;
+    else
+      problems.push(
+        `limitation.max_connection_lifetime_seconds is ${JSON.stringify(life).slice(0, 40)}, not a positive number; taken as none`,
+      );
+  }
 
   let frameQuota: RelayRateLimit | undefined;
   const rates = lim.rate_limits;
@@ -133,7 +142,7 @@ export function parseRelayInfo(doc: unknown): RelayInfo {
       maxContentLength: positive("max_content_length", BUZZ_DEFAULT_LIMITS.maxContentLength)!,
       maxSubscriptions: positive("max_subscriptions", BUZZ_DEFAULT_LIMITS.maxSubscriptions)!,
       maxFilters: positive("max_filters", BUZZ_DEFAULT_LIMITS.maxFilters)!,
-      maxConnectionLifetimeMs: lifetimeSec === undefined ? undefined : lifetimeSec * 1000,
+      maxConnectionLifetimeMs: lifetimeSec === undefined ? undefined : Math.round(lifetimeSec * 1000),
       frameQuota,
     },
     problems,
