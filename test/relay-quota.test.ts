@@ -9,7 +9,7 @@ import type { Event } from "nostr-tools";
 import { FrameBudget } from "../src/relay/frame-budget.js";
 import { startFrameProxy, type FrameProxy } from "./fixtures/frame-proxy.js";
 import { World } from "./fixtures/world.js";
-import { sleep } from "./fixtures/wait.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 import { nip11Document, type DevRelay } from "../src/devrelay/index.js";
 
 /** The relay's real NIP-11 document with another frame quota stated in it. */
@@ -118,4 +118,35 @@ test("a rate-limited answer without a retry hint, and a refusal for a reason nob
     "the unknown refusal was logged with the relay's reason",
   );
   assert.equal(d.proc.exitCode, null, "no crash");
+});
+
+test("one budget for the identity: HTTP calls take frame slots, and a 429 from the HTTP bridge holds the sockets back too", async () => {
+  const { client, identity, relayWith } = await import("./fixtures/relay-helpers.js");
+  const me = identity();
+  // The client's own budget: 5 frames per 2 s, every HTTP call included.
+  const relay = await relayWith([me], { noLimits: true });
+  cleanup.push(() => relay.close());
+  const ch = await relay.createChannel({ name: "budget", members: [me.pk] });
+  const c = client(relay, me, { connection: { frameQuota: { frames: 5, windowMs: 2000 } }, readRelayInfo: false });
+  cleanup.push(async () => c.stop());
+  await c.start();
+  await waitFor(() => c.state === "subscribed", { what: "the membership subscription sent" });
+  const before = c.metrics.budget.sent;
+  await Promise.all(Array.from({ length: 8 }, () => c.query([{ kinds: [9], "#h": [ch] }])));
+  assert.equal(c.metrics.budget.sent - before, 8, "each HTTP call took a slot of the frame budget");
+  assert.ok(c.metrics.budget.waited > 0, "and some waited for the window to move");
+
+  // The relay's bucket (shared by sockets and HTTP) runs out on HTTP calls: its 429 holds the socket too.
+  const strict = await relayWith([me], { limits: { frameQuota: { frames: 4, windowMs: 3000 } } });
+  cleanup.push(() => strict.close());
+  const ch2 = await strict.createChannel({ name: "strict", members: [me.pk] });
+  const d = client(strict, me, { readRelayInfo: false });
+  cleanup.push(async () => d.stop());
+  await d.start();
+  assert.equal(await d.waitAuthenticated(10_000), true);
+  await Promise.all(Array.from({ length: 5 }, () => d.query([{ kinds: [9], "#h": [ch2] }])));
+  assert.ok(d.metrics.http.retries >= 1, "an HTTP call was refused with 429 and retried");
+  const { outcome } = await d.send({ kind: 9, created_at: Math.floor(Date.now() / 1000), content: "after the pause", tags: [["h", ch2]] });
+  assert.equal(outcome.status, "accepted");
+  assert.equal(outcome.rateLimited, undefined, "the EVENT waited out the pause the HTTP refusal started: the relay never refused it");
 });
