@@ -150,3 +150,22 @@ test("one budget for the identity: HTTP calls take frame slots, and a 429 from t
   assert.equal(outcome.status, "accepted");
   assert.equal(outcome.rateLimited, undefined, "the EVENT waited out the pause the HTTP refusal started: the relay never refused it");
 });
+
+test("a fleet divides the key's bucket: each daemon's budget is its share of the quota, the relay's stated one when stricter", async () => {
+  const { client, identity, relayWith } = await import("./fixtures/relay-helpers.js");
+  const { configSchema } = await import("../src/config/schema.js");
+  const me = identity();
+  const relay = await relayWith([me], { limits: { frameQuota: { frames: 30, windowMs: 5000 } } });
+  cleanup.push(() => relay.close());
+  const half = client(relay, me, { frameShare: 0.5 });
+  cleanup.push(async () => half.stop());
+  assert.deepEqual(half.frameQuota, { frames: 25, windowMs: 5000 }, "half of Buzz's 50 per 5 s before the relay has said anything");
+  await half.start();
+  await waitFor(() => half.info.source === "relay", { what: "the relay's document read" });
+  assert.deepEqual(half.frameQuota, { frames: 15, windowMs: 5000 }, "half of the relay's stated 30 per 5 s");
+  const parse = (share: unknown) =>
+    configSchema.safeParse({ identity: { secret_key: "x" }, relay: { url: "ws://h", frame_quota: { share } } });
+  assert.equal(parse(0.5).success, true);
+  assert.equal(parse(0).success, false, "a share of nothing is refused");
+  assert.equal(parse(1.5).success, false, "more than the whole bucket is refused");
+});
