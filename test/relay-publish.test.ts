@@ -1,7 +1,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { client, collector, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
-import { typing } from "../src/nostr/events.js";
+import { presence, typing } from "../src/nostr/events.js";
 
 const bridge = identity();
 const alice = identity();
@@ -84,6 +84,8 @@ test("a rate-limit reply delays further publishes and they then succeed; typing 
   const framesBefore = bot.metrics.eventFrames;
   const dropped = await bot.send(typing(ch));
   assert.equal(dropped.outcome.status, "dropped");
+  const away = await bot.send(presence("online"));
+  assert.equal(away.outcome.status, "dropped", "presence is telemetry too: dropped, not queued");
   assert.equal(bot.metrics.eventFrames, framesBefore, "nothing was sent");
 
   // A subscription change made while limited is held back, then goes through.

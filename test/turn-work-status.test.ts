@@ -7,7 +7,7 @@
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import type { EventTemplate } from "nostr-tools";
+import { nip19, type EventTemplate } from "nostr-tools";
 import { redactTitle } from "../src/turn/redact-title.js";
 import { WorkStatusBoard } from "../src/turn/work-status.js";
 import { World } from "./fixtures/world.js";
@@ -86,7 +86,15 @@ test("a channel's members see the agent working with its tool titles, and the st
   const w = await World.create();
   cleanup.push(() => w.close());
   const quiet = await w.addChannel({ name: "quiet" });
-  await w.startDaemon({ channels: [{ id: "*" }, { id: quiet, work_status: "off" }] });
+  const d = await w.startDaemon({ channels: [{ id: "*" }, { id: quiet, work_status: "off" }], http: { listen: "127.0.0.1:0" } });
+  // The status page links each channel's status (and shows the relay's NIP-11 key); not the quiet room's.
+  const page = await (await fetch(`${String((await d.waitLog((l) => l.evt === "daemon.started")).http)}/status`)).text();
+  const links = [...page.matchAll(/href="nostr:(naddr1[0-9a-z]+)"/g)].map((m) => nip19.decode(m[1]!).data as nip19.AddressPointer);
+  assert.deepEqual(
+    links.map((a) => [a.kind, a.pubkey, a.identifier]),
+    [[KIND.workStatus, w.agent.pk, w.channel]],
+  );
+  assert.ok(page.includes(w.relay.relayPubkey), "the relay's key (NIP-11 self) is on the page");
   const status = { kinds: [KIND.workStatus], authors: [w.agent.pk], "#d": [w.channel] };
   // A progress note through send_message, then 7 s of work: the 5 s snapshot shows the tool.
   const asked = await w.owner.post("@agent #progress #slow 7000 show your work");
