@@ -2,7 +2,8 @@
  * Living with the relay's connection lifetime (docs/protocol.md §1, "Connection lifetime"):
  * Buzz closes every socket `max_connection_lifetime_seconds` after it opened, and a client
  * must open a new one and authenticate again. The client replaces its socket *before* that
- * deadline, at a fifth of the lifetime ahead of it (at most 30 s):
+ * deadline, a fifth of the lifetime ahead of it (at least 1 s, or half a shorter lifetime;
+ * at most 30 s), so a successor has time to connect, authenticate and subscribe:
  *
  * - make-before-break, when the frame budget has room for a second socket's AUTH and REQs:
  *   a successor connects, authenticates and subscribes with `since` while the old socket
@@ -34,8 +35,15 @@ export interface LifetimeHost {
 
 /** Never later than this before the deadline, however long the lifetime. */
 const MAX_LEAD_MS = 30_000;
-/** Keep this much of the lifetime between a planned replacement and the relay's close. */
+/** Room a successor socket needs on a busy machine: at least this before the deadline… */
+const MIN_LEAD_MS = 1000;
+/** …and otherwise this much of the lifetime. */
 const LEAD_FRACTION = 0.2;
+
+/** How long before the relay's deadline a socket is replaced. */
+export function leadFor(lifetimeMs: number): number {
+  return Math.max(Math.min(MIN_LEAD_MS, lifetimeMs / 2), Math.min(MAX_LEAD_MS, lifetimeMs * LEAD_FRACTION));
+}
 
 export class LifetimePlanner {
   private lifetimeMs: number | undefined;
@@ -75,8 +83,7 @@ export class LifetimePlanner {
     const life = this.lifetimeMs;
     const conn = this.host.current();
     if (this.stopped || life === undefined || conn.openedAt === undefined || !conn.authenticated) return;
-    const lead = Math.max(100, Math.min(MAX_LEAD_MS, life * LEAD_FRACTION));
-    const due = conn.openedAt + life - lead;
+    const due = conn.openedAt + life - leadFor(life);
     this.timer = setTimeout(() => void this.replace(conn, conn.openedAt! + life), Math.max(0, due - Date.now()));
     this.timer.unref();
   }
