@@ -39,6 +39,17 @@ export function describeRelayInfo(r: RelayInfoSourceView): RelayInfoView {
   };
 }
 
+/** The status page's rows (label → value) for the relay's document. */
+export function relayInfoRows(r: RelayInfoSourceView): Array<[label: string, value: string]> {
+  const v = describeRelayInfo(r);
+  return [
+    ["key (NIP-11 self)", v.self ?? "none: workflow wakes are refused"],
+    ["NIPs", v.nips.join(", ") || "not stated"],
+    ["limits", v.limits],
+    ...v.problems.map((p): [string, string] => ["NIP-11 problem", p]),
+  ];
+}
+
 /** `nostr:naddr1…` of the agent's work status in a channel (kind 30181, `d` = the channel). */
 export function workStatusAddress(pubkey: string, channel: string, relayUrl: string): string {
   return `nostr:${nip19.naddrEncode({ kind: KIND.workStatus, pubkey, identifier: channel, relays: [relayUrl] })}`;
