@@ -25,6 +25,8 @@ export const KIND = {
   groupMetadata: 39000,
   groupAdmins: 39001,
   groupMembers: 39002,
+  /** NIP-78 application data (addressable): the daemon's instance beacon (buzz/instance.ts). */
+  appData: 30078,
   /** NIP-AW agent work status: addressable, `d` = `h` = the channel, readable by its members. */
   workStatus: 30181,
 } as const;
