@@ -1,7 +1,7 @@
 /**
  * A real Claude agent over the daemon's HTTP MCP slot: @agentclientprotocol/claude-agent-acp
- * (a devDependency; it advertises `mcpCapabilities.http`) against the scripted fake Anthropic API on
- * 127.0.0.1, in the bubblewrap sandbox, with `mcp.transport: http`. The model reads a file
+ * (a devDependency; it advertises `mcpCapabilities.http`) against the scripted model of
+ * test/fixtures/fake-llm.ts on 127.0.0.1, in the bubblewrap sandbox, with `mcp.transport: http`. The model reads a file
  * of the channel's working directory through @modelcontextprotocol/server-filesystem — started
  * by the daemon, in the channel's sandbox — and replies with the built-in `send_message`;
  * the bridge's own stop gate runs after the turn. No network, no API key.
@@ -11,21 +11,14 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { World, REPO } from "./fixtures/world.js";
-import { offlineClaudeEnv } from "./fixtures/claude-code.js";
+import { claudeAgentAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { gateServer, hookCalls } from "./fixtures/gates-helpers.js";
 import { threadRootOf } from "../src/nostr/events.js";
-// @ts-expect-error — plain ESM fixture without type declarations
-import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
+import { startFakeLlm, type FakeLlm } from "./fixtures/fake-llm.js";
 
 const FS_SERVER = join(REPO, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js");
 const REPLY = "From the channel's notes:";
 const NOTE = "the release train leaves on thursday";
-
-function claudeAgentAcpBin(): string {
-  const dir = join(REPO, "node_modules", "@agentclientprotocol", "claude-agent-acp");
-  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
-  return join(dir, pkg.bin["claude-agent-acp"]!);
-}
 
 /** Live processes of this world (their command line or environment names its directory) running `needle`, with their pid namespace. */
 function processes(world: World, needle: string): Array<{ pid: number; pidns: string }> {
@@ -46,7 +39,7 @@ function processes(world: World, needle: string): Array<{ pid: number; pidns: st
 }
 
 let w: World | undefined;
-let api: { url: string; requests: { body: { tools?: { name: string }[] } }[]; close(): Promise<void> } | undefined;
+let api: FakeLlm | undefined;
 after(async () => {
   await w?.close();
   await api?.close();
@@ -58,7 +51,7 @@ test("claude-agent-acp over HTTP: a daemon-started server in the sandbox, send_m
   mkdirSync(cwd, { recursive: true });
   writeFileSync(join(cwd, "notes.txt"), `${NOTE}\n`);
   const gateCount = join(w.dir, "gate-count.txt");
-  api = await startFakeAnthropic({
+  api = await startFakeLlm({
     replyText: REPLY,
     readFirst: { tool: "read_text_file", input: { path: join(cwd, "notes.txt") } },
   });
@@ -66,7 +59,7 @@ test("claude-agent-acp over HTTP: a daemon-started server in the sandbox, send_m
     agent: {
       command: claudeAgentAcpBin(),
       args: [],
-      env: { ...offlineClaudeEnv(api!.url), HOME: join(w.dir, "claude-home") },
+      env: { ...offlineClaudeEnv(api.url), HOME: join(w.dir, "claude-home") },
       mode: "default",
       permissions: "allow",
       idle_timeout: "60s",
@@ -91,7 +84,7 @@ test("claude-agent-acp over HTTP: a daemon-started server in the sandbox, send_m
   const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === `${w!.channel}/${ev.id}`, 60_000);
   assert.equal(end.status, "answered");
 
-  const offered = new Set(api!.requests.flatMap((r) => (r.body.tools ?? []).map((t) => t.name)));
+  const offered = new Set(api!.requests.flatMap((r) => r.tools));
   for (const name of ["mcp__buzz__files_read_text_file", "mcp__buzz__send_message"])
     assert.ok(
       offered.has(name),
