@@ -8,6 +8,9 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { request } from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -28,7 +31,7 @@ interface Session {
 const cap = captureLogger("debug");
 const sessions: Session[] = [];
 
-async function session(key: string, limits?: Partial<EndpointLimits>): Promise<Session> {
+async function session(key: string, limits?: Partial<EndpointLimits>, env: Record<string, string> = {}): Promise<Session> {
   const aggregator = new Aggregator({
     manifest: {
       servers: [
@@ -36,7 +39,7 @@ async function session(key: string, limits?: Partial<EndpointLimits>): Promise<S
           name: "dev",
           command: process.execPath,
           args: [GATE],
-          env: { GATE_TOOLS: "shell", GATE_NO_STOP: "1" },
+          env: { GATE_TOOLS: "shell", GATE_NO_STOP: "1", ...env },
           prefix: false,
           stop: "reprompt",
           on_error: "allow",
@@ -160,26 +163,76 @@ test("an oversized body is refused with 413 before it is parsed; the session kee
   assert.equal(textOf(await shell(small, "fits")), "shell: fits");
 });
 
-test("more requests at once than the endpoint serves: the rest are refused with 503, and served again once they finish", async () => {
-  const busy = await session("scope-busy", { maxInFlight: 3 });
-  const sleeps = [1, 2, 3].map(() =>
-    busy.client.request({ method: "tools/call", params: { name: "sleep", arguments: { ms: 3000 } } }, CallToolResultSchema, {
-      timeout: 20_000,
-    }),
-  );
-  // The three are in flight once the server has begun each (its counter would say so; the
-  // endpoint's own count is what matters): a fourth is refused until one ends.
-  const refused = await waitFor(
-    async () => {
-      const r = await post(busy.endpoint.url, busy.headers, "not json");
-      return r.status === 503 && r;
-    },
-    { what: "a fourth request while three are in flight to be refused" },
-  );
-  assert.equal(refused.headers.get("retry-after"), "1");
-  await Promise.all(sleeps);
-  assert.equal(textOf(await shell(busy, "after the sleeps")), "shell: after the sleeps");
-  assert.ok(refusals("busy").length >= 1);
+test("more requests at once than the endpoint serves: the rest are refused with 503, a notification still gets through, and all are served again once they finish", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcp-http-busy-"));
+  try {
+    const counter = join(dir, "calls.txt");
+    const busy = await session("scope-busy", { maxInFlight: 3 }, { GATE_COUNTER_FILE: counter });
+    const sleeps = [1, 2, 3].map(() =>
+      busy.client.request({ method: "tools/call", params: { name: "sleep", arguments: { ms: 3000 } } }, CallToolResultSchema, {
+        timeout: 20_000,
+      }),
+    );
+    await waitFor(
+      () =>
+        existsSync(counter) &&
+        readFileSync(counter, "utf8")
+          .split("\n")
+          .filter((l) => l.startsWith("sleep ")).length === 3,
+      {
+        what: "the three sleeps to reach the server",
+      },
+    );
+    const headers = { ...busy.headers, ...mcpSession(busy) };
+    const refused = await post(busy.endpoint.url, headers);
+    assert.equal(refused.status, 503, "a fourth request while three are in flight");
+    assert.equal(refused.headers.get("retry-after"), "1");
+    const notice = await post(busy.endpoint.url, headers, {
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: "none" },
+    });
+    assert.equal(notice.status, 202, "a notification (a cancellation) is taken while the requests are at their limit");
+    await Promise.all(sleeps);
+    assert.equal(textOf(await shell(busy, "after the sleeps")), "shell: after the sleeps");
+    assert.ok(refusals("busy").length >= 1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("cancelled calls free their place: more cancellations than the endpoint serves at once, and the session is still served", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcp-http-cancel-"));
+  try {
+    const counter = join(dir, "calls.txt");
+    const s = await session("scope-cancel", { maxInFlight: 2 }, { GATE_COUNTER_FILE: counter });
+    const calls = (what: string) =>
+      existsSync(counter)
+        ? readFileSync(counter, "utf8")
+            .split("\n")
+            .filter((l) => l.startsWith(`${what} `))
+        : [];
+    // An agent's client cancels with a notification and keeps its request's stream open (the
+    // SDK's does): each cancelled call must end its stream on the endpoint's side, or three
+    // of them would hold its two places for good.
+    for (let i = 1; i <= 3; i++) {
+      const ac = new AbortController();
+      const pending = s.client.request(
+        { method: "tools/call", params: { name: "sleep", arguments: { ms: 120_000 } } },
+        CallToolResultSchema,
+        {
+          signal: ac.signal,
+        },
+      );
+      await waitFor(() => calls("sleep").length === i, { what: `sleep ${i} to reach the server` });
+      ac.abort("the agent cancels");
+      await assert.rejects(pending);
+      await waitFor(() => calls("cancelled").length === i, { what: `sleep ${i}'s cancellation to reach the server` });
+    }
+    assert.equal(textOf(await shell(s, "after three cancellations")), "shell: after three cancellations");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("a flood from one agent is refused with 429 and its log lines are bounded; the other session is served throughout", async () => {

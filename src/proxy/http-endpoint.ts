@@ -14,11 +14,18 @@
  *   403 host        a Host header that is not this loopback address (DNS rebinding)
  *   401 token       no token, or another session's (a replay), or no session bound
  *   429 rate        more than ENDPOINT_LIMITS.rate requests in its window
- *   503 busy        more than ENDPOINT_LIMITS.maxInFlight POSTs at once
+ *   503 busy        more than ENDPOINT_LIMITS.maxInFlight requests at once (a POST that
+ *                   carries only notifications, a cancellation among them, has
+ *                   NOTICE_HEADROOM places of its own, so an agent at its limit can
+ *                   still cancel)
  *   413 too large   a body above ENDPOINT_LIMITS.maxBodyBytes
  *
  * Each endpoint has its own listener, limits and aggregator, so a flood on one is answered
  * there and the other sessions' endpoints never see it.
+ *
+ * A request the agent cancels (`notifications/cancelled`) gets no answer, as MCP has it, and
+ * its stream is ended here: the SDK's client keeps it open after cancelling, and a stream
+ * left open would hold its place among the requests at once for good.
  */
 import { randomBytes, randomUUID, createHash, timingSafeEqual } from "node:crypto";
 import { chmodSync, rmSync } from "node:fs";
@@ -35,7 +42,7 @@ import type { AgentPassThrough, MessageSink } from "./pass-through.js";
 export interface EndpointLimits {
   /** Largest POST body read (bytes); the stdio proxy's line limit is larger, but this memory is the daemon's. */
   maxBodyBytes: number;
-  /** POSTs being served at once. */
+  /** Requests being served at once. */
   maxInFlight: number;
   /** Requests admitted per window. */
   rate: { frames: number; windowMs: number };
@@ -56,12 +63,29 @@ export const ENDPOINT_LIMITS: EndpointLimits = {
 /** The path of the MCP endpoint on its port. */
 const MCP_PATH = "/mcp";
 
+/** POSTs beyond maxInFlight whose bodies may be read at once: notifications (a cancellation) while the requests are at their limit. */
+const NOTICE_HEADROOM = 8;
+
+const SSE_HEADERS = { "Content-Type": "text/event-stream", "Cache-Control": "no-cache, no-transform" };
+
+type JsonRpcId = string | number;
+const isId = (id: unknown): id is JsonRpcId => typeof id === "string" || typeof id === "number";
+const messagesOf = (body: unknown): Array<Record<string, unknown>> =>
+  (Array.isArray(body) ? body : [body]).filter((m): m is Record<string, unknown> => m !== null && typeof m === "object");
+/** The ids of the requests a POST body carries (a message with a method and an id). */
+const requestIds = (body: unknown): JsonRpcId[] =>
+  messagesOf(body)
+    .filter((m) => typeof m.method === "string" && isId(m.id))
+    .map((m) => m.id as JsonRpcId);
+
 /** One MCP session (an initialize) on the endpoint: the SDK's transport, and the calls the fast path answers itself. */
 interface McpSession {
   transport: StreamableHTTPServerTransport;
   pass?: AgentPassThrough;
   /** Fast-path calls waiting for their answer: the agent's request id → the HTTP response it arrived on. */
-  pending: Map<string | number, ServerResponse>;
+  pending: Map<JsonRpcId, ServerResponse>;
+  /** Every request's open response, either path: what a cancellation ends. */
+  streams: Map<JsonRpcId, ServerResponse>;
 }
 
 interface Bound {
@@ -80,6 +104,7 @@ class EndpointError extends Error {
 export class HttpEndpoint {
   private bound?: Bound;
   private inFlight = 0;
+  private requests = 0;
   private readonly rate: RateLimiter;
   private readonly throttle: LogThrottle;
   private closed = false;
@@ -196,11 +221,12 @@ export class HttpEndpoint {
       return this.refuse(res, 429, "rate", `more than ${this.limits.rate.frames} requests in ${this.limits.rate.windowMs} ms`, b);
     }
     let body: unknown;
+    const busy = () => {
+      res.setHeader("Retry-After", "1");
+      this.refuse(res, 503, "busy", `more than ${this.limits.maxInFlight} requests at once`, b);
+    };
     if (req.method === "POST") {
-      if (this.inFlight >= this.limits.maxInFlight) {
-        res.setHeader("Retry-After", "1");
-        return this.refuse(res, 503, "busy", `more than ${this.limits.maxInFlight} requests at once`, b);
-      }
+      if (this.inFlight >= this.limits.maxInFlight + NOTICE_HEADROOM) return busy();
       this.inFlight++;
       res.once("close", () => this.inFlight--);
       const text = await readBody(req, this.limits.maxBodyBytes);
@@ -211,21 +237,26 @@ export class HttpEndpoint {
       } catch {
         return this.refuse(res, 400, "unreadable", "Parse error: the body is not JSON", b, { code: -32700 });
       }
+      if (requestIds(body).length > 0) {
+        if (this.requests >= this.limits.maxInFlight) return busy();
+        this.requests++;
+        res.once("close", () => this.requests--);
+      }
     }
     const sid = req.headers["mcp-session-id"];
-    let transport: StreamableHTTPServerTransport | undefined;
-    if (typeof sid === "string") {
-      const session = b.transports.get(sid);
-      // The agent starts over with a fresh initialize (the spec's answer to a 404).
-      if (!session) return this.refuse(res, 404, "mcp session", "Session not found", b, { code: -32001 });
-      if (req.method === "POST" && this.fastCall(req, res, body, session, b)) return;
-      transport = session.transport;
-    } else if (req.method === "POST" && isInitializeRequest(body)) {
-      transport = await this.connect(b);
-    } else {
-      return this.refuse(res, 400, "mcp session", "Bad Request: no Mcp-Session-Id; send initialize first", b);
+    if (typeof sid !== "string") {
+      if (req.method !== "POST" || !isInitializeRequest(body))
+        return this.refuse(res, 400, "mcp session", "Bad Request: no Mcp-Session-Id; send initialize first", b);
+      return (await this.connect(b)).handleRequest(req, res, body);
     }
-    await transport.handleRequest(req, res, body);
+    const session = b.transports.get(sid);
+    // The agent starts over with a fresh initialize (the spec's answer to a 404).
+    if (!session) return this.refuse(res, 404, "mcp session", "Session not found", b, { code: -32001 });
+    if (req.method !== "POST") return session.transport.handleRequest(req, res, body);
+    this.track(session, body, res);
+    if (this.fastCall(req, res, body, session, b)) return;
+    await session.transport.handleRequest(req, res, body);
+    this.endCancelled(session, body);
   }
 
   /**
@@ -256,6 +287,34 @@ export class HttpEndpoint {
     return false;
   }
 
+  /** Notes the response each request of this POST is answered on, until it closes. */
+  private track(session: McpSession, body: unknown, res: ServerResponse): void {
+    for (const id of requestIds(body)) {
+      session.streams.set(id, res);
+      res.once("close", () => {
+        if (session.streams.get(id) === res) session.streams.delete(id);
+      });
+    }
+  }
+
+  /**
+   * Ends the stream of each request this POST cancels, once the cancellation has reached the
+   * aggregator (through the SDK's transport, which hands it to the pass-through or the
+   * SDK's own request handling): no answer will come on it.
+   */
+  private endCancelled(session: McpSession, body: unknown): void {
+    for (const m of messagesOf(body)) {
+      if (m.method !== "notifications/cancelled") continue;
+      const id = (m.params as { requestId?: unknown } | undefined)?.requestId;
+      const res = isId(id) ? session.streams.get(id) : undefined;
+      if (!res || res.writableEnded) continue;
+      session.streams.delete(id as JsonRpcId);
+      session.pending.delete(id as JsonRpcId);
+      if (!res.headersSent) res.writeHead(200, { ...SSE_HEADERS, "mcp-session-id": session.transport.sessionId ?? "" });
+      res.end();
+    }
+  }
+
   private authorized(req: IncomingMessage, b: Bound): boolean {
     const header = req.headers.authorization;
     if (typeof header !== "string" || !header.startsWith("Bearer ")) return false;
@@ -278,7 +337,7 @@ export class HttpEndpoint {
       },
       onsessionclosed: (id) => void b.transports.delete(id),
     });
-    const session: McpSession = { transport, pending: new Map() };
+    const session: McpSession = { transport, pending: new Map(), streams: new Map() };
     transport.onclose = () => {
       const id = transport.sessionId;
       if (id && b.transports.get(id) === session) b.transports.delete(id);
@@ -295,12 +354,7 @@ export class HttpEndpoint {
           const options = related === undefined ? undefined : { relatedRequestId: related };
           return void transport.send(message as JSONRPCMessage, options).catch(() => {});
         }
-        if (!res.headersSent)
-          res.writeHead(200, {
-            "Content-Type": "text/event-stream",
-            "Cache-Control": "no-cache, no-transform",
-            "mcp-session-id": transport.sessionId ?? "",
-          });
+        if (!res.headersSent) res.writeHead(200, { ...SSE_HEADERS, "mcp-session-id": transport.sessionId ?? "" });
         const frame = `event: message\ndata: ${JSON.stringify(message)}\n\n`;
         if (!answer) return void res.write(frame);
         session.pending.delete(key!);
