@@ -4,7 +4,7 @@
  *
  * - Standing context (first prompt blocks, or the session/new `systemPrompt`):
  *   a line `Channel: <name>` (an optional trailing `(<id>)` is dropped), a line
- *   `Description: <about>`, and a section starting `Team instructions:` (text on the
+ *   `Description: <about>` (a name or description in an inline code span is unwrapped), and a section starting `Team instructions:` (text on the
  *   same line or the following lines; its first non-empty line is quoted).
  * - The last event of the turn: the LAST line `Author: <who>` or `From: <who>` (leading
  *   `-`/`*` bullets allowed), and its content: the first fenced block (``` or ~~~, any
@@ -169,16 +169,21 @@ function batchOf(text: string): ParsedPrompt["batch"] {
   return out;
 }
 
+/** A value the prompt shows in an inline code span (names, channel names, descriptions), without the span. */
+function unspan(value: string | undefined): string | undefined {
+  return value?.replace(/^(`+) ?(.*?) ?\1(?=$| \()/, "$2");
+}
+
 /** Parses the prompt text (all text blocks joined) plus the session's system prompt, if any. */
 export function parsePrompt(promptText: string, systemPrompt = ""): ParsedPrompt {
   const standing = `${systemPrompt}\n${promptText}`;
   const channelLine = line(standing, "channel");
   const { author, asked } = askedOf(promptText);
   return {
-    channel: channelLine?.replace(/\s*\([^()]*\)\s*$/, ""),
-    description: line(standing, "description"),
+    channel: unspan(channelLine?.replace(/\s*\([^()]*\)\s*$/, "")),
+    description: unspan(line(standing, "description")),
     teamInstructions: teamInstructions(standing),
-    author,
+    author: unspan(author),
     asked,
     directives: parseDirectives(asked),
     batch: batchOf(promptText),

@@ -40,6 +40,8 @@ export interface DispatcherDeps {
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
   channel(id: string): ChannelInfo | undefined | Promise<ChannelInfo | undefined>;
   displayName(pubkey: string): Promise<string | undefined>;
+  /** Display names of several pubkeys in one look-up (a prompt's people). */
+  displayNames(pubkeys: string[]): Promise<ReadonlyMap<string, string | undefined>>;
   enforce: Enforce;
   /** Where a scope's agent session id is kept across restarts (the queue's store). */
   sessions?: SessionIdStore;
@@ -69,7 +71,7 @@ export class TurnDispatcher {
     this.builder = new TurnPromptBuilder({
       self: d.self,
       query: (f) => d.relay.query(f),
-      displayName: (pk) => d.displayName(pk),
+      displayNames: (pks) => d.displayNames(pks),
       logger: d.logger,
     });
     this.sessions = new ScopeSessions({
