@@ -91,7 +91,7 @@ describe("claude-code-acp through the agent runner", { skip: claude.skip }, () =
   });
 
   it("a turn ends with the agent calling the proxy's send_message; a text-only turn leaves final text", async () => {
-    const s = await pool.acquire("claude", { channelName: "general", mcpEnv: { ECHO_SEND_LOG: sendLog } });
+    const s = await pool.acquire("claude", { channel: { id: "general", name: "general" }, mcpEnv: { ECHO_SEND_LOG: sendLog } });
     assert.equal(s.proc.agentInfo?.name, "@zed-industries/claude-code-acp");
     const first = await s.prompt([{ type: "text", text: "Please reply in the thread." }]);
     assert.equal(first.stopReason, "end_turn");

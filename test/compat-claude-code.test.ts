@@ -18,6 +18,7 @@ import { World, type DaemonProc } from "./fixtures/world.js";
 import { claudeCodeAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { threadRootOf } from "../src/nostr/events.js";
+import { channelDirName } from "../src/agent/index.js";
 // @ts-expect-error — plain ESM fixture without type declarations
 import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
 import { sleep, waitFor } from "./fixtures/wait.js";
@@ -47,7 +48,7 @@ let firstMention: Event;
  * channel's own under the state directory instead of the configured one.
  */
 function processesWithHome(dir: string): number[] {
-  const homes = [`HOME=${dir}`, `HOME=${join(w.dir, "state", "homes", "build-room")}`];
+  const homes = [`HOME=${dir}`, `HOME=${join(w.dir, "state", "homes", channelDirName({ id: w.channel, name: "build-room" }))}`];
   const pids: number[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;

@@ -14,6 +14,7 @@ import { basename, join } from "node:path";
 import { World, REPO } from "./fixtures/world.js";
 import { claudeCodeAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { threadRootOf } from "../src/nostr/events.js";
+import { channelDirName } from "../src/agent/index.js";
 // @ts-expect-error — plain ESM fixture without type declarations
 import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
 
@@ -48,7 +49,7 @@ function processes(world: World, needle: string): Array<{ pid: number; pidns: st
 
 test("claude-code-acp in the bubblewrap sandbox answers a mention using server-filesystem on its cwd through the proxy", async () => {
   w = await World.create({ baseDir: "/var/tmp", channelName: "build-room" });
-  const cwd = join(w.dir, "work", "build-room");
+  const cwd = join(w.dir, "work", channelDirName({ id: w.channel, name: "build-room" }));
   mkdirSync(cwd, { recursive: true });
   writeFileSync(join(cwd, "notes.txt"), `${NOTE}\n`);
   api = (await startFakeAnthropic({

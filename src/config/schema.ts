@@ -118,7 +118,7 @@ const agent = z.strictObject({
     .string()
     .optional()
     .describe(
-      "agent working directory; {channel} = channel name slug; created if missing; relative to the config file's directory; default <state_dir>/work/{channel}",
+      "agent working directory; {channel} = the channel's name slug and a hash of its id (a directory per channel id); created if missing; relative to the config file's directory; default <state_dir>/work/{channel}",
     ),
   session_scope: z.enum(["thread", "channel"]).default("thread"),
   max_concurrent: z.number().int().min(1).max(64).default(4).describe("agent processes at once; default 4"),

@@ -128,7 +128,7 @@ export class ScopeSessions {
     try {
       const previousSessionId = this.d.ids?.get(key);
       const session = await this.d.pool.acquire(key, {
-        channelName: channel.name,
+        channel: { id: channel.id, name: channel.name },
         // The session's own socket, in its process's link directory (all a sandboxed agent sees of the state directory).
         mcpEnv: (dir) => (dir ? link.listen(dir) : link.env),
         isolation: isolationFor(cfg, channel.id),

@@ -8,7 +8,7 @@
  * start-waits.ts, readiness and /status in daemon-status.ts).
  */
 import { join } from "node:path";
-import { AgentPool, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
+import { AgentPool, migrateChannelDirsLogged, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
 import { stopRecordedLeftovers, trackAgentGroup } from "../../agent/leftovers.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
 import type { Logger } from "../../base/log.js";
@@ -229,8 +229,10 @@ export class Daemon {
       },
       `listening in ${found.length} channel${found.length === 1 ? "" : "s"}`,
     );
+    // Before any turn: directories named by a channel's name alone move to their per-id names.
+    migrateChannelDirsLogged({ cwdTemplate: cfg.agent.cwd!, stateDir: cfg.state_dir, channels: found }, log);
     // Sandboxed processes are bound to a channel: with one channel, the spare can be made now.
-    if (found.length === 1) this.pool.warmFor(found[0]!.name);
+    if (found.length === 1) this.pool.warmFor(found[0]!);
     if (found.length === 0)
       log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
     if (cfg.relay.presence) this.presence.start();

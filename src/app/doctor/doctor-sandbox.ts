@@ -69,7 +69,13 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
     const network = cfg.agent.network === "on";
     mkdirSync(cwd);
     mkdirSync(home);
-    const launch = sandbox.launch({ channelName: "doctor", cwd, home, env, isolation: mode === "off" ? { sandbox: "auto" } : {} })!;
+    const launch = sandbox.launch({
+      channel: { id: "doctor", name: "doctor" },
+      cwd,
+      home,
+      env,
+      isolation: mode === "off" ? { sandbox: "auto" } : {},
+    })!;
     const paths = bridgePaths(loaded);
     const arg = JSON.stringify({ paths, cwd, home, pid: process.pid });
     const out = await new Promise<ProbeOut>((resolve, reject) => {
