@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { parseDuration, DURATION_PATTERN } from "./duration.js";
 import { parsePubkey } from "./keys.js";
+import { formatSize, parseSize, SIZE_PATTERN } from "./size.js";
 
 /** Names of keys whose values are durations, so `check` can print them back as `15m`. */
 export const DURATION_KEYS = new Set<string>();
@@ -31,6 +32,23 @@ function optionalDuration(key: string) {
     .regex(new RegExp(DURATION_PATTERN), { message: `bad duration: write it as 90s, 15m or 2h` })
     .transform((s) => parseDuration(s)!)
     .optional();
+}
+
+/** Names of keys whose values are sizes, so `check` can print them back as `256KiB`. */
+export const SIZE_KEYS = new Set<string>();
+
+/** A size in bytes, written `256KiB`, `10MiB`, `500KB` or as a number of bytes; at least 1 byte, at most `max`. */
+function size(key: string, fallback: string, max: number) {
+  SIZE_KEYS.add(key);
+  return z
+    .union([
+      z.number().int(),
+      z.string().regex(new RegExp(SIZE_PATTERN), { message: "bad size: write it as 256KiB, 10MiB or a number of bytes" }),
+    ])
+    .default(fallback)
+    .transform((v) => (typeof v === "number" ? v : parseSize(v)!))
+    .refine((n) => n >= 1 && n <= max, { message: `must be between 1 byte and ${formatSize(max)}` })
+    .describe(`size (e.g. 256KiB, 10MiB, or bytes); default ${fallback}, at most ${formatSize(max)}`);
 }
 
 const pubkey = z
@@ -317,6 +335,27 @@ const state = z
   })
   .refine((s) => s.backend !== "sqlite" || s.url === undefined, { message: "url only applies with backend: postgres", path: ["url"] });
 
+/**
+ * What an agent may post through the bridge: one message's content (send_message, and the
+ * final-text fallback, which is cut to it) and send_message calls per turn. Both protect the
+ * daemon and the channel from an agent told to flood (docs/security.md).
+ */
+export const DEFAULT_REPLY_MAX_BYTES = "256KiB";
+const replies = z.strictObject({
+  max_bytes: size("max_bytes", DEFAULT_REPLY_MAX_BYTES, 16 * 1024 * 1024).describe(
+    "the most one send_message may post (its content as UTF-8; a longer one is refused with an error naming this limit) and what a final-text fallback reply is cut to; default 256KiB, at most 16MiB",
+  ),
+  max_per_turn: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(20)
+    .describe(
+      "send_message calls one turn may make (at least one per message the turn answers); the excess is refused with an error the agent sees; default 20",
+    ),
+});
+
 const log = z.strictObject({
   level: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
   format: z.enum(["json", "pretty"]).default("json"),
@@ -359,6 +398,7 @@ export const configSchema = z.strictObject({
   defaults: defaults.prefault({}),
   channels: z.array(channel).default([{ id: "*" }]),
   queue: queue.prefault({}),
+  replies: replies.prefault({}),
   state_dir: z
     .string()
     .optional()

@@ -25,6 +25,11 @@ export interface ProxyManifest {
   servers: ManifestServer[];
   hook_deadline: number;
   list_timeout: number;
+  /**
+   * `replies.max_bytes`: the proxy refuses a longer send_message itself, so its content never
+   * crosses the link (the daemon checks again). Absent: the daemon alone decides.
+   */
+  message_max_bytes?: number;
 }
 
 /** Server names: letters, digits and `-` (they become tool-name prefixes). */
@@ -46,6 +51,7 @@ export const manifestWire = z.object({
   ),
   hook_deadline: z.number().int().positive(),
   list_timeout: z.number().int().positive(),
+  message_max_bytes: z.number().int().positive().optional(),
 });
 
 /** Builds a manifest from the config's (already parsed) `mcp` section, keeping only `names`. */

@@ -54,6 +54,8 @@ interface Directives {
   slowMs?: number;
   /** Pad the reply to at least this many characters (numbered filler lines). */
   longChars?: number;
+  /** `#burst <n> [<chars>]`: send_message n times at once. */
+  burst?: { count: number; chars: number };
   tools: Array<{ name: string; args: Record<string, unknown> }>;
 }
 
@@ -119,6 +121,7 @@ function parseDirectives(text: string): Directives {
   const has = (word: string) => new RegExp(`(^|\\s)#${word}(?=\\s|$)`, "i").test(text);
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
   const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);
+  const burst = /(?:^|\s)#burst\s+(\d+)(?:\s+(\d+))?/i.exec(text);
   const usage = /(?:^|\s)#usage\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)/i.exec(text);
   const tools: Directives["tools"] = [];
   for (const m of text.matchAll(/(?:^|\s)#tool\s+([A-Za-z0-9_.-]+)[ \t]*(\{.*\})?/gim)) {
@@ -153,6 +156,7 @@ function parseDirectives(text: string): Directives {
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
     slowMs: slow ? Number(slow[1]) : undefined,
     longChars: long ? Number(long[1]) : undefined,
+    burst: burst ? { count: Number(burst[1]), chars: Number(burst[2] ?? 0) } : undefined,
     tools,
   };
 }

@@ -271,7 +271,8 @@ export class AggregatingProxy {
                   .catch(() => {}),
       });
     }
-    if (this.opts.link && isBuzzTool(name)) return callBuzzTool(this.opts.link, name, params.arguments);
+    if (this.opts.link && isBuzzTool(name))
+      return callBuzzTool(this.opts.link, name, params.arguments, this.opts.manifest.message_max_bytes);
     if (isHookName(name) && cat.hooks.has(name)) {
       return runHookFanout(name, cat.hooks.get(name)!, {
         deadlineMs: this.opts.manifest.hook_deadline,

@@ -243,7 +243,9 @@ export class TurnDispatcher {
       running.session = ss.session;
       model = ss.session.model;
       const inflight = new InflightPublishes();
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight };
+      // A batch may answer more messages at once than replies.max_per_turn: one each, at least.
+      const messages = { sent: 0, max: Math.max(cfg.replies.max_per_turn, batch.events.length) };
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, messages };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
@@ -285,6 +287,7 @@ export class TurnDispatcher {
           triggers: batch.events,
           blocks,
           replyFallback: policy.reply_fallback,
+          maxReplyBytes: cfg.replies.max_bytes,
           typing: cfg.relay.typing,
           enforce: this.d.enforce,
           gates: {

@@ -45,6 +45,8 @@ interface TurnBinding {
   /** What a send_message without reply_to answers. */
   anchor: string;
   inflight: InflightPublishes;
+  /** send_message calls the turn made, and how many it may make (`replies.max_per_turn`). */
+  messages: { sent: number; max: number };
 }
 
 export interface ScopeSession {
@@ -102,6 +104,8 @@ export class ScopeSessions {
       channel: channel.id,
       relay: this.d.relay,
       defaultReplyTo: () => ss?.current?.anchor,
+      maxBytes: cfg.replies.max_bytes,
+      maxUnbound: cfg.replies.max_per_turn,
       bindTurn: () => {
         const cur = ss?.current;
         if (!ss || !cur) return undefined;
@@ -114,6 +118,11 @@ export class ScopeSessions {
           published: (ev) => {
             if (ev.kind !== KIND.reaction) cur.published.add(ev.id);
           },
+          admitMessage: () => {
+            if (cur.messages.sent >= cur.messages.max) return { ok: false, max: cur.messages.max };
+            cur.messages.sent++;
+            return { ok: true };
+          },
           release: () => {
             if (released) return;
             released = true;
@@ -123,7 +132,7 @@ export class ScopeSessions {
         };
       },
     });
-    const manifest = manifestFromConfig(cfg.mcp, policy.mcp);
+    const manifest = { ...manifestFromConfig(cfg.mcp, policy.mcp), message_max_bytes: cfg.replies.max_bytes };
     const link = this.d.link.register({ sessionKey: key, manifest, tools });
     try {
       const previousSessionId = this.d.ids?.get(key);
