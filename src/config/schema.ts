@@ -25,15 +25,6 @@ function duration(key: string, fallback: string) {
     .describe(`duration (e.g. 90s, 15m, 2h); default ${fallback}`);
 }
 
-function optionalDuration(key: string) {
-  DURATION_KEYS.add(key);
-  return z
-    .string()
-    .regex(new RegExp(DURATION_PATTERN), { message: `bad duration: write it as 90s, 15m or 2h` })
-    .transform((s) => parseDuration(s)!)
-    .optional();
-}
-
 /** Names of keys whose values are sizes, so `check` can print them back as `256KiB`. */
 export const SIZE_KEYS = new Set<string>();
 
@@ -193,6 +184,13 @@ const channelAgent = z.strictObject({
   network: NetworkModeSchema.optional(),
 });
 
+/**
+ * A downstream tool call that outlives this is cancelled and answered with an error the agent
+ * can act on, below `agent.idle_timeout`'s default (15m) so the agent hears of it before its
+ * turn is given up for silence. A server whose tools run longer sets its own `timeout`.
+ */
+export const DEFAULT_MCP_TIMEOUT = "10m";
+
 const mcpServer = z.strictObject({
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
@@ -201,7 +199,9 @@ const mcpServer = z.strictObject({
   prefix: z.boolean().default(true).describe("false keeps tool names as they are (the dev shell stays `shell`)"),
   stop: z.enum(["reprompt", "wait"]).default("reprompt").describe("how the bridge treats this server's _Stop objections"),
   on_error: z.enum(["allow", "object"]).default("allow").describe("a hook that errors or times out counts as this"),
-  timeout: optionalDuration("timeout"),
+  timeout: duration("timeout", DEFAULT_MCP_TIMEOUT).describe(
+    `how long one tool call may take (progress notifications restart the clock); then it is cancelled and the agent gets an error naming this key; default ${DEFAULT_MCP_TIMEOUT}`,
+  ),
 });
 export type McpServerConfig = z.output<typeof mcpServer>;
 

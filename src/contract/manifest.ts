@@ -5,7 +5,11 @@
  * form (`--manifest`) is read in proxy/manifest.ts.
  */
 import { z } from "zod";
-import type { McpServerConfig } from "../config/schema.js";
+import { DEFAULT_MCP_TIMEOUT, type McpServerConfig } from "../config/schema.js";
+import { parseDuration } from "../config/duration.js";
+
+/** A tool call's timeout when the server sets none (config `mcp.servers.<name>.timeout`). */
+export const DEFAULT_CALL_TIMEOUT_MS = parseDuration(DEFAULT_MCP_TIMEOUT)!;
 
 export interface ManifestServer {
   name: string;
@@ -17,7 +21,7 @@ export interface ManifestServer {
   prefix: boolean;
   /** A hook that errors or times out counts as this verdict. */
   on_error: "allow" | "object";
-  /** Per-call timeout in ms; absent = none (shell commands may run long). */
+  /** Per-call timeout in ms (progress restarts it); absent = DEFAULT_CALL_TIMEOUT_MS. */
   timeout?: number;
 }
 

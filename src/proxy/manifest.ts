@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { parseDuration, DURATION_PATTERN } from "../config/duration.js";
-import type { McpServerConfig } from "../config/schema.js";
+import { DEFAULT_MCP_TIMEOUT, type McpServerConfig } from "../config/schema.js";
 import { manifestFromConfig, SERVER_NAME_PATTERN, type ProxyManifest } from "../contract/manifest.js";
 
 export { manifestFromConfig, type ManifestServer, type ProxyManifest } from "../contract/manifest.js";
@@ -34,7 +34,7 @@ const serverFile = z.strictObject({
   prefix: z.boolean().default(true),
   stop: z.enum(["reprompt", "wait"]).default("reprompt"),
   on_error: z.enum(["allow", "object"]).default("allow"),
-  timeout: duration.optional(),
+  timeout: duration.prefault(DEFAULT_MCP_TIMEOUT),
 });
 
 const manifestFile = z.strictObject({
