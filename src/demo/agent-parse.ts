@@ -54,6 +54,8 @@ interface Directives {
   slowMs?: number;
   /** Pad the reply to at least this many characters (numbered filler lines). */
   longChars?: number;
+  /** `#stderr <text>`: the rest of the line, written to stderr. */
+  stderr?: string;
   /** `#burst <n> [<chars>]`: send_message n times at once. */
   burst?: { count: number; chars: number };
   tools: Array<{ name: string; args: Record<string, unknown> }>;
@@ -122,6 +124,7 @@ function parseDirectives(text: string): Directives {
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
   const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);
   const burst = /(?:^|\s)#burst\s+(\d+)(?:\s+(\d+))?/i.exec(text);
+  const stderr = /(?:^|\s)#stderr (.+)$/im.exec(text);
   const usage = /(?:^|\s)#usage\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)/i.exec(text);
   const tools: Directives["tools"] = [];
   for (const m of text.matchAll(/(?:^|\s)#tool\s+([A-Za-z0-9_.-]+)[ \t]*(\{.*\})?/gim)) {
@@ -157,6 +160,7 @@ function parseDirectives(text: string): Directives {
     slowMs: slow ? Number(slow[1]) : undefined,
     longChars: long ? Number(long[1]) : undefined,
     burst: burst ? { count: Number(burst[1]), chars: Number(burst[2] ?? 0) } : undefined,
+    stderr: stderr?.[1],
     tools,
   };
 }

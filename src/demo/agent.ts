@@ -23,6 +23,7 @@
  *   #progress             post a progress note with send_message first (before #slow)
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #long <chars>         pad the reply with numbered filler lines to at least that length
+ *   #stderr <text>        write <text> (the rest of the line) to its stderr
  *   #burst <n> [<chars>]  call send_message n times at once (each `burst i/n`, padded to
  *                         <chars> characters), report how many were sent and the first
  *                         error, then reply as usual
@@ -368,6 +369,7 @@ export async function runDemoAgent(
     }
     for (const t of d.tools) reports.push(`tool ${t.name}: ${await callTool(t.name, t.args)}`);
     if (d.burst) reports.push(await burst(d.burst, callTool));
+    if (d.stderr !== undefined) process.stderr.write(`${d.stderr}\n`);
     if (d.stopHook) reports.push(`_Stop: ${JSON.stringify(await callTool("_Stop", {}))}`);
     if (turn.signal.aborted) return cancelled();
 
