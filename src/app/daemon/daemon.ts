@@ -107,7 +107,7 @@ export class Daemon {
     const { secretKey, pubkey } = this.o.loaded;
     const log = this.log;
     checkFaultEnv();
-    prepareStateDir(cfg.state_dir);
+    for (const w of prepareStateDir(cfg.state_dir)) log.warn({ evt: "state.permissions" }, w);
     // Before anything touches the directory's contents (queue, link socket): one daemon per state_dir.
     this.stateLock = StateLock.acquire(cfg.state_dir);
     preflightAgent(cfg.agent, secretKey);
