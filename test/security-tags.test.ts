@@ -85,7 +85,7 @@ test("malformed p and mention values: the mention is answered at the first attem
   assert.ok(!d.logs.some((l) => l.evt === "queue.turn_retry"), "no attempt failed");
 });
 
-test(`a mention with 5,000 p tags: answered once, at most ${MENTION_CAP} mentions read, no HTTP quota spent on retries`, async () => {
+test("a mention with 5,000 p tags: answered once, at most 50 mentions read, no HTTP quota spent on retries", async () => {
   const many = Array.from({ length: 5000 }, (_, i) => ["p", i.toString(16).padStart(64, "0")]);
   const m = marker();
   const ask = await w.owner.post(`@agent ${m} look at all of these`, { channel: ch.many, tags: many });
