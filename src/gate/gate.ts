@@ -85,7 +85,7 @@ export class Gate {
     if (!total && !overCap) return;
     this.opts.logger.info(
       { evt: "gate.tags_dropped", event: ev.id, channel, author: npub(ev.pubkey), dropped: total, faults, over_mention_cap: overCap },
-      "ignored tag values that are not what their tag holds",
+      "ignored tag values the bridge does not read: malformed, or mentions past the cap",
     );
   }
 }
