@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
+import { AgentSandbox, agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { bridgePaths, sandboxFor } from "../../agent/sandbox-config.js";
 import type { CheckResult } from "./doctor-result.js";
@@ -69,8 +69,11 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
     const network = cfg.agent.network === "on";
     mkdirSync(cwd);
     mkdirSync(home);
-    const launch = sandbox.launch({
-      channel: { id: "doctor", name: "doctor" },
+    // The sandbox's own files (its unreadable placeholder) go to the scratch directory: doctor
+    // creates nothing in state_dir, which may not exist yet or belong to the service user.
+    const scratchSandbox = new AgentSandbox({ ...sandbox.policy, stateDir: scratch }, undefined, () => probe);
+    const launch = scratchSandbox.launch({
+      channel: { id: "doctor-probe", name: "doctor-probe" },
       cwd,
       home,
       env,
