@@ -4,7 +4,7 @@ import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { AgentPool } from "../src/agent/index.js";
+import { channelDirName, type AgentPool } from "../src/agent/index.js";
 import { CLI, FIXTURES, STANDING, eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
 import { sleep } from "./fixtures/wait.js";
 
@@ -56,8 +56,10 @@ describe("agent turns with the demo agent", () => {
     assert.match(posts[0]!.content, /Asked: can you check the build\?/);
     assert.deepEqual(seen.slice(0, 2), ["tool_call", "tool_call_update"]);
     assert.match(r.finalText, /Replied in the thread \(published evt-1\)/);
-    // The cwd template got the channel's slug.
-    assert.ok(existsSync(join(tmp.dir, "work/release-room")));
+    // The cwd template got the channel's directory name: its slug, then a hash of its id.
+    const dirName = channelDirName({ id: "Release Room", name: "Release Room" });
+    assert.match(dirName, /^release-room-[0-9a-f]{16}$/);
+    assert.ok(existsSync(join(tmp.dir, "work", dirName)));
   });
 
   it("reuses the scope's session and sends the standing context only once", async () => {
