@@ -43,6 +43,8 @@ interface Directives {
   auth: boolean;
   firstBlock: boolean;
   progress: boolean;
+  /** Answer once before anything else (a send_message that is not a progress note). */
+  replyFirst: boolean;
   /** Report the session: id, prompts so far, its first prompt, model, effort, title. */
   session: boolean;
   /** End the turn with stop reason max_tokens (after replying). */
@@ -153,6 +155,7 @@ function parseDirectives(text: string): Directives {
     auth: has("auth"),
     firstBlock: has("first-block"),
     progress: has("progress"),
+    replyFirst: has("reply-first"),
     session: has("session"),
     maxTokens: has("max-tokens"),
     maxTurnRequests: has("max-turn-requests"),

@@ -20,7 +20,10 @@
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
  *   #compact              emit compaction_update (in_progress, then completed)
- *   #progress             post a progress note with send_message first (before #slow)
+ *   #progress             post a progress note first (send_message with progress: true,
+ *                         before #slow)
+ *   #reply-first          post an answer first (send_message without progress, before
+ *                         #slow), then carry on as asked
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #long <chars>         pad the reply with numbered filler lines to at least that length
  *   #stderr <text>        write <text> (the rest of the line) to its stderr
@@ -313,7 +316,8 @@ export async function runDemoAgent(
       }
     };
 
-    if (d.progress) await callTool("send_message", { content: "Working on it (a progress note)." });
+    if (d.progress) await callTool("send_message", { content: "Working on it (a progress note).", progress: true });
+    if (d.replyFirst) await callTool("send_message", { content: `A first answer, before the rest. ${summary(parsed)}` });
     if (d.slowMs !== undefined) {
       await sleep(d.slowMs, turn.signal);
       if (turn.signal.aborted) return cancelled();

@@ -59,7 +59,9 @@ export async function runHeartbeat(
     const ss = await d.sessions.open({ key }, channel, standing, log);
     running.session = ss.session;
     const inflight = new InflightPublishes();
-    ss.current = { turnId: running.info.turnId, published, anchor: "", inflight, messages: { sent: 0, max: cfg.replies.max_per_turn } };
+    const over = AbortSignal.any([signal, AbortSignal.timeout(cfg.agent.max_turn)]);
+    const messages = { sent: 0, max: cfg.replies.max_per_turn };
+    ss.current = { turnId: running.info.turnId, published, anchor: "", inflight, over, messages };
     try {
       const r = await ss.session.prompt(heartbeatBlocks(ss.prompt, standing, text));
       if (r.turnUsage) d.onUsage?.(channel.id, ss.session.model, r.turnUsage);
