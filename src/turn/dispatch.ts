@@ -120,10 +120,12 @@ export class TurnDispatcher {
 
   /** Starts the batch's turn; resolves when it has ended and the queue knows the outcome. */
   start(batch: Batch): Promise<void> {
-    const mid = this.inbox(batch);
+    // The messages that joined the turn mid-way and reached the agent: the turn answers them too.
+    const joined: string[] = [];
+    const mid = this.inbox(batch, joined);
     const threads = new Set(batch.events.map((e) => this.threadOf(e)));
     return this.running.run(batch.turnId, { scope: batch.scope.key, channel: batch.scope.channel }, { mid, threads }, (entry) =>
-      this.run(batch, entry, mid),
+      this.run(batch, entry, mid, joined),
     );
   }
 
@@ -188,7 +190,7 @@ export class TurnDispatcher {
   }
 
   /** The mid-turn inbox of a batch's turn; its session is the scope's, once the turn has opened it. */
-  private inbox(batch: Batch): MidTurnInbox {
+  private inbox(batch: Batch, joined: string[]): MidTurnInbox {
     const key = batch.scope.key;
     const live = () => this.sessions.get(key);
     const reacted = new Set<string>();
@@ -207,6 +209,7 @@ export class TurnDispatcher {
         for (const ev of events) {
           if (reacted.has(ev.id)) continue;
           reacted.add(ev.id);
+          joined.push(ev.id);
           this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
         }
         for (const ms of waited) this.d.onMidTurnDelivered?.(method, ms / 1000);
@@ -215,7 +218,7 @@ export class TurnDispatcher {
     });
   }
 
-  private async run(whole: Batch, running: RunningEntry, mid: MidTurnInbox): Promise<void> {
+  private async run(whole: Batch, running: RunningEntry, mid: MidTurnInbox, joined: string[]): Promise<void> {
     const started = Date.now();
     const signal = running.abort.signal;
     const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
@@ -228,12 +231,15 @@ export class TurnDispatcher {
         requesters: [...new Set(whole.events.map((e) => e.pubkey))].filter((pk) => pk !== this.d.self),
         ...extra,
       });
+    // The turn's messages by id, here and in its turn.end line: which mention a turn answers, in the log.
+    const events = () => [...whole.events.map((e) => e.id), ...joined];
+    log.info({ evt: "turn.start", events: events(), attempt: whole.attempt }, "turn started");
 
     const batch = await this.answers.unanswered(whole, log);
     if (batch.events.length === 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info(
-        { evt: "turn.already_answered", replies: batch.publishedReplyIds },
+        { evt: "turn.already_answered", replies: batch.publishedReplyIds, events: events() },
         "turn had already replied before the restart; not re-run",
       );
       await mid.close(true);
@@ -250,6 +256,7 @@ export class TurnDispatcher {
         { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] },
         log,
         false,
+        { events: events() },
       );
       return end("failed", { reason: `the bridge is no longer a member of channel ${batch.scope.channel}` });
     }
@@ -384,11 +391,17 @@ export class TurnDispatcher {
       );
       return;
     }
-    this.finish(batch, outcome, log, retry, { model, usage });
+    this.finish(batch, outcome, log, retry, { model, usage, events: events() });
     end(outcome.status, { reason: outcome.status === "failed" ? outcome.reason : undefined, model, usage });
   }
 
-  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {
+  private finish(
+    batch: Batch,
+    outcome: TurnOutcome,
+    log: Logger,
+    retry: boolean,
+    extra: { model?: string; usage?: TurnUsage; events?: string[] } = {},
+  ): void {
     log.info(
       {
         evt: "turn.end",
@@ -398,6 +411,7 @@ export class TurnDispatcher {
         via: outcome.status === "answered" ? outcome.via : undefined,
         model: extra.model,
         usage: extra.usage,
+        events: extra.events,
       },
       "turn ended",
     );
