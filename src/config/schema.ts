@@ -95,17 +95,28 @@ const relay = z.strictObject({
     .string()
     .optional()
     .describe("with url: embedded, the dev relay's seed file (channels, members); relative to the config file's directory"),
-  presence: z.boolean().default(true).describe("publish kind 20001 presence (online every 60s, offline on shutdown); default true"),
+  presence: z
+    .boolean()
+    .default(true)
+    .describe("publish kind 20001 presence (online every 60s, Buzz keeps it 180s; offline on shutdown); default true"),
   typing: z.boolean().default(true).describe("publish kind 20002 typing indicators while a turn runs; default true"),
   publish_timeout: duration("publish_timeout", "10s"),
   frame_quota: z
     .strictObject({
       frames: z.number().int().min(1).default(50).describe("frames per window; default 50"),
       window: duration("window", "5s"),
+      share: z
+        .number()
+        .gt(0)
+        .max(1)
+        .default(1)
+        .describe(
+          "this daemon's part of the key's quota, 0 < share ≤ 1; default 1. The daemons of a fleet (state.backend: postgres) share one bucket at the relay: give each 1/N, e.g. 0.5 for two",
+        ),
     })
     .prefault({})
     .describe(
-      "the bridge's own outgoing WebSocket frame budget, mirroring the relay's quota (Buzz: 50 frames per 5s); replies and notices wait for room, typing and presence are dropped when it is short",
+      "the bridge's own budget of frames to the relay, mirroring Buzz's quota of 50 per 5s per key, which counts every WebSocket frame and every HTTP bridge call of the identity; a stricter quota in the relay's NIP-11 wins. Replies and notices wait for room, typing and presence are dropped when it is short",
     ),
 });
 
@@ -273,6 +284,7 @@ const policyShape = {
   reply_fallback: ReplyFallback,
   history: z.number().int().min(0).max(100),
   mid_turn: MidTurn,
+  work_status: z.enum(["on", "off"]),
 };
 
 const defaults = z.strictObject({
@@ -286,6 +298,11 @@ const defaults = z.strictObject({
   reply_fallback: policyShape.reply_fallback.default("final_text"),
   history: policyShape.history.default(12).describe("thread messages fetched into each prompt; default 12"),
   mid_turn: policyShape.mid_turn.default("steer"),
+  work_status: policyShape.work_status
+    .default("on")
+    .describe(
+      "on (default): publish the agent's work status (NIP-AW kind 30181: status, model, redacted tool titles) for the channel's members while a turn runs; off: never",
+    ),
 });
 
 /** Buzz names a channel by a lowercase hyphenated UUID (its `h` tag), never by its display name. */
@@ -323,6 +340,7 @@ const channel = z.strictObject({
   reply_fallback: policyShape.reply_fallback.optional(),
   history: policyShape.history.optional(),
   mid_turn: policyShape.mid_turn.optional(),
+  work_status: policyShape.work_status.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 type ChannelEntry = z.output<typeof channel>;
@@ -415,6 +433,15 @@ const heartbeat = z.strictObject({
   channel: channelIdSchema(false).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
 });
 
+const workflows = z.strictObject({
+  wake: z
+    .boolean()
+    .default(false)
+    .describe(
+      "true: a workflow's message (a kind 9 signed by the relay's NIP-11 self key, buzz:workflow-owner = this agent's owner, buzz:workflow-mention = this agent) wakes the agent as if the owner had mentioned it; default false",
+    ),
+});
+
 const policy = z.strictObject({
   allowed_respond_to: z
     .array(RespondTo)
@@ -446,6 +473,7 @@ export const configSchema = z.strictObject({
   shutdown_grace: duration("shutdown_grace", "30s"),
   heartbeat: heartbeat.optional(),
   policy: policy.prefault({}),
+  workflows: workflows.prefault({}),
 });
 
 export interface CrossIssue {
@@ -596,6 +624,7 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     reply_fallback: pick("reply_fallback", d.reply_fallback),
     history: pick("history", d.history),
     mid_turn: pick("mid_turn", d.mid_turn),
+    work_status: pick("work_status", d.work_status),
     explicit,
   };
 }

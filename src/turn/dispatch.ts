@@ -26,6 +26,7 @@ import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
 import { linkHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
+import type { TurnStatus, WorkStatusBoard } from "./work-status.js";
 import { waitGatesOf } from "./stop-gates.js";
 import { manifestFromConfig } from "../contract/manifest.js";
 
@@ -59,6 +60,8 @@ export interface DispatcherDeps {
   onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
   /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+  /** The channels' public work status (NIP-AW), for channels with `work_status: on`. */
+  workStatus?: WorkStatusBoard;
   /** A `stop: wait` gate was not running when `_Stop` was due (once per gate and turn), for metrics. */
   onGateDown?(gate: string): void;
 }
@@ -270,11 +273,13 @@ export class TurnDispatcher {
     let usage: TurnUsage | undefined;
     let model: string | undefined;
     let rotateFor: string | undefined;
+    let status: TurnStatus | undefined;
     const turnOver = new AbortController();
     try {
       const ss = await this.sessions.open(batch.scope, channel, standing, log);
       running.session = ss.session;
       model = ss.session.model;
+      if (policy.work_status === "on") status = this.d.workStatus?.begin(channel.id, { turnId: String(batch.turnId), model });
       const inflight = new InflightPublishes();
       // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
       const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
@@ -293,6 +298,7 @@ export class TurnDispatcher {
       const owner = this.d.owner;
       const prompt = async (b: TextBlock[], s: AbortSignal | undefined) => {
         const r = await ss.session.prompt(b, {
+          onUpdate: status && ((u) => status!.update(u)),
           askOwner: owner
             ? (req, sig) =>
                 askOwnerByReaction(
@@ -324,6 +330,7 @@ export class TurnDispatcher {
           replyFallback: policy.reply_fallback,
           maxReplyBytes: cfg.replies.max_bytes,
           typing: cfg.relay.typing,
+          contentLimit: this.d.relay.contentLimit?.(),
           enforce: this.d.enforce,
           gates: {
             maxRejections: cfg.gates.max_rejections,
@@ -376,6 +383,7 @@ export class TurnDispatcher {
       // A session that failed to open or crashed is not reused.
       await this.sessions.rotate((k) => k === batch.scope.key);
     }
+    status?.end(outcome.status === "failed" ? "error" : "complete", outcome.status === "answered" ? undefined : outcome.status);
     // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
     // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
     await mid.close(!signal.aborted);

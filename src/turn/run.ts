@@ -28,6 +28,8 @@ export interface TurnSpec {
   /** `replies.max_bytes`: a final-text fallback longer than this is cut to it, saying so. */
   maxReplyBytes: number;
   typing: boolean;
+  /** The relay's content limit (its NIP-11); a longer fallback reply goes out in parts. */
+  contentLimit?: number;
   enforce: Enforce;
   gates: {
     maxRejections: number;
@@ -194,7 +196,7 @@ async function replyIfSilent(
     // Longer than the relay takes: ordered, marked parts in the same thread, each published
     // once the one before it is in. Longer than an agent may post: cut, and said so.
     const reply = cutReply(text, spec.maxReplyBytes);
-    for (const part of messageParts(spec.channel, reply, { thread: spec.thread, mentions: requesters(spec) })) {
+    for (const part of messageParts(spec.channel, reply, { thread: spec.thread, mentions: requesters(spec) }, spec.contentLimit)) {
       const ev = await ports.out.publish(part);
       if (!ev) throw new TurnFailed("the relay refused the fallback reply");
       ports.published.add(ev.id);
