@@ -346,7 +346,8 @@ export class Aggregator {
                   .catch(() => {}),
       });
     }
-    if (this.opts.buzz && isBuzzTool(name)) return callBuzzTool(this.opts.buzz, name, params.arguments);
+    if (this.opts.buzz && isBuzzTool(name))
+      return callBuzzTool(this.opts.buzz, name, params.arguments, this.opts.manifest.message_max_bytes);
     const hookTargets = isHookName(name) ? this.hookTargets(name) : [];
     if (hookTargets.length > 0) {
       return runHookFanout(name, hookTargets, {
