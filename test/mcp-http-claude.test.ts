@@ -14,6 +14,7 @@ import { World, REPO } from "./fixtures/world.js";
 import { claudeAgentAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { gateServer, hookCalls } from "./fixtures/gates-helpers.js";
 import { threadRootOf } from "../src/nostr/events.js";
+import { channelDirName } from "../src/agent/index.js";
 import { startFakeLlm, type FakeLlm } from "./fixtures/fake-llm.js";
 
 const FS_SERVER = join(REPO, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js");
@@ -47,7 +48,7 @@ after(async () => {
 
 test("claude-agent-acp over HTTP: a daemon-started server in the sandbox, send_message and the bridge's gate, no mcp-proxy", async () => {
   w = await World.create({ baseDir: "/var/tmp", channelName: "build-room" });
-  const cwd = join(w.dir, "work", "build-room");
+  const cwd = join(w.dir, "work", channelDirName({ id: w.channel, name: "build-room" }));
   mkdirSync(cwd, { recursive: true });
   writeFileSync(join(cwd, "notes.txt"), `${NOTE}\n`);
   const gateCount = join(w.dir, "gate-count.txt");
