@@ -19,6 +19,7 @@
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
  *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
  *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
+ *   12    bench/mcp-http.ts  the MCP slot over HTTP: tools/call vs the stdio proxy, the byte-copy and HTTP floors; PSS per session both ways
  *   S1,S2 bench/flood.ts     splitting 16 MiB vs 16 × 1 MiB; another channel's intake while a turn floods vs quiet
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
@@ -491,6 +492,69 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("1", "proxy overhead", proxy.error));
+  }
+
+  // 12 — the MCP slot over HTTP against the stdio proxy and the floors, same run.
+  const http = await part("mcp-http", async () => (await import("./mcp-http.js")).benchMcpHttp());
+  seconds["mcp-http"] = http.seconds;
+  if (http.ok) {
+    const h = http.value;
+    raw["mcp-http"] = h;
+    const med = (xs: number[]) => r3(pct(xs, 50));
+    const p99 = (xs: number[]) => r3(pct(xs, 99));
+    const stdio = med(h.proxy_ms);
+    rows.push({
+      figure: "12",
+      measure: "MCP slot over HTTP: tools/call echo through the daemon's endpoint (Streamable HTTP, the SDK's client)",
+      samples: h.http_ms.length,
+      median: med(h.http_ms),
+      p99: p99(h.http_ms),
+      unit: "ms",
+      baseline: `${fmt(stdio)} ms: the stdio proxy, mcp-proxy (p99 ${fmt(p99(h.proxy_ms))})`,
+      ratio: r3(med(h.http_ms) / stdio),
+      target: "≤ 1× the stdio proxy",
+      met: med(h.http_ms) <= stdio,
+    });
+    rows.push({
+      figure: "12",
+      measure: "floor: the same HTTP client against a server that answers at once",
+      samples: h.http_floor_ms.length,
+      median: med(h.http_floor_ms),
+      p99: p99(h.http_floor_ms),
+      unit: "ms",
+      baseline: `${fmt(med(h.http_ms))} ms: the daemon's endpoint`,
+      ratio: r3(med(h.http_floor_ms) / med(h.http_ms)),
+      target: "—",
+      met: null,
+    });
+    rows.push({
+      figure: "12",
+      measure: "stdio proxy: tools/call echo through mcp-proxy, this part's run",
+      samples: h.proxy_ms.length,
+      median: stdio,
+      p99: p99(h.proxy_ms),
+      unit: "ms",
+      baseline: `${fmt(med(h.copier_ms))} ms: a byte-copying process (direct ${fmt(med(h.direct_ms))} ms)`,
+      ratio: r3(stdio / med(h.copier_ms)),
+      target: "—",
+      met: null,
+    });
+    const perHttp = r3((h.http_pss_after_kib - h.http_pss_base_kib) / h.sessions / 1024);
+    const perStdio = r3(h.stdio_pss_kib.reduce((a, b) => a + b, 0) / h.stdio_pss_kib.length / 1024);
+    rows.push({
+      figure: "12",
+      measure: `per-session memory over HTTP: PSS the daemon grows by per session (${h.sessions} sessions, one MCP server each, after full GCs)`,
+      samples: h.sessions,
+      median: perHttp,
+      p99: null,
+      unit: "MiB",
+      baseline: `${fmt(perStdio)} MiB: one mcp-proxy process's PSS per session`,
+      ratio: r3(perHttp / perStdio),
+      target: "≤ 2 MiB",
+      met: perHttp <= 2,
+    });
+  } else {
+    rows.push(failed("12", "MCP slot over HTTP", http.error));
   }
 
   // 2 — merged hooks, gates answering in 5 ms, against one gate called directly.

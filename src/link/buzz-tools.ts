@@ -14,7 +14,7 @@ import { KIND } from "../nostr/kinds.js";
 import { channelOf, messageParts, PROGRESS_TAG, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import { contentTooLong, tooManyMessages } from "../contract/limits.js";
-import type { BuzzToolHandlers } from "./server.js";
+import type { BuzzToolHandlers } from "./buzz-call.js";
 import { tagValue, tagValues } from "../base/tags.js";
 import { Backoff, sleep } from "../base/backoff.js";
 import type { Logger } from "../base/log.js";
