@@ -20,7 +20,7 @@ export interface GateOptions {
    * shut the daemon down again. In a fleet the claim is the database's, so one daemon
    * executes each command.
    */
-  claimControl(eventId: string, createdAt: number): boolean | Promise<boolean>;
+  claimControl(eventId: string, createdAt: number): Promise<boolean>;
   /**
    * Advances the channel's cursor for events that were decided but not queued (denied,
    * dropped, control), so a reconnect's `since` does not replay them. Accepted events
@@ -34,22 +34,29 @@ export class Gate {
 
   /** Decides and performs the decision's side effects; returns the decision. */
   async handle(ev: Event): Promise<Decision> {
-    const decision = await this.decide(ev);
+    const first = this.decide(ev);
+    const decision = (await this.recheck(ev, first)) ?? first;
     await this.act(ev, decision);
     return decision;
   }
 
   /**
-   * The decision, synchronously whenever no look-up is needed: the daemon queues an
-   * accepted event in the same tick, so an edit or deletion delivered right after it
-   * already finds it handled. A refused author may be another agent of the same owner:
-   * then it asks (profile look-up, bounded in time, fails closed) and decides again.
+   * The decision, synchronously: the daemon queues an accepted event in the same tick, so
+   * an edit or deletion delivered right after it already finds it handled.
    */
-  decide(ev: Event): Decision | Promise<Decision> {
+  decide(ev: Event): Decision {
+    return decide(ev, this.opts.context);
+  }
+
+  /**
+   * A refused author may be another agent of the same owner: then the gate asks (profile
+   * look-up, bounded in time, fails closed) and decides again. Undefined when no look-up
+   * can change `decision`.
+   */
+  recheck(ev: Event, decision: Decision): Promise<Decision> | undefined {
     const ctx = this.opts.context;
-    const decision = decide(ev, ctx);
-    if (siblingMayChange(decision, ctx)) return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
-    return decision;
+    if (!siblingMayChange(decision, ctx)) return undefined;
+    return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
   }
 
   /** The decision's side effects (cursor, control command, denial answer); none for accept and amend. */

@@ -4,7 +4,7 @@
  * outcome to the queue. A heartbeat turn (`heartbeat-turn.ts`) is started here too. The
  * turns in flight are kept in `running.ts`, what each has answered in `answers.ts`.
  */
-import type { Event, EventTemplate } from "nostr-tools";
+import type { Event } from "nostr-tools";
 import type { AgentPool, TurnUsage } from "../agent/index.js";
 import { addUsage } from "../agent/usage.js";
 import type { Logger } from "../base/log.js";
@@ -33,7 +33,7 @@ export interface DispatcherDeps {
   owner: string | undefined;
   pool: AgentPool;
   link: LinkServer;
-  /** The queue's side of a turn's end (the single-daemon Scheduler, or a fleet's). */
+  /** The queue's side of a turn: its end, its replies, mid-turn messages handed back, an edit's target. */
   scheduler: Pick<Scheduler, "complete" | "fail" | "recordReply" | "leaveRunning" | "storedEvent">;
   relay: RelayPort;
   out: TurnPublisher;
@@ -45,8 +45,9 @@ export interface DispatcherDeps {
   sessions?: SessionIdStore;
   logger: Logger;
   /**
-   * Called with each reply's id after signing and before publishing (fleet mode): a daemon
-   * that takes the turn over after a crash then knows to ask the relay about it.
+   * Called with each reply's id after signing and before publishing: whoever runs the turn
+   * again after a crash (this daemon restarted, or another of the fleet) then knows to ask
+   * the relay about it. Fails when this daemon no longer holds the scope: not published.
    */
   recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
   /** Turn outcome hook for metrics. */
@@ -401,10 +402,5 @@ export class TurnDispatcher {
     };
     const info = { scope: heartbeatScope(channelId), channel: channelId };
     return this.running.run(--this.heartbeatSeq, info, {}, (entry) => runHeartbeat(deps, entry, channelId, text));
-  }
-
-  /** For tests and `!status`. */
-  publishTemplate(t: EventTemplate) {
-    return this.d.out.publish(t);
   }
 }

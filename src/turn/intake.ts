@@ -9,31 +9,19 @@ import type { Logger } from "../base/log.js";
 import { npub } from "../config/keys.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { Decision, Gate } from "../gate/index.js";
-import type { Scope } from "../queue/scope.js";
+import type { Scheduler } from "../queue/scheduler.js";
+import type { SqliteStore } from "../queue/sqlite-store.js";
 import type { Amendments } from "./amend.js";
 import type { TurnDispatcher } from "./dispatch.js";
 import { midTurnHow } from "./mid-turn.js";
 
 export interface IntakeOptions {
-  gate: Pick<Gate, "decide" | "act">;
-  /** The single scheduler accepts synchronously (in this tick); a fleet's accept is the database's. */
-  scheduler: {
-    accept(ev: Event, channel: string): boolean | Promise<boolean>;
-    scopeOf(ev: Event, channel: string): Scope;
-    runningTurn(scopeKey: string): number | undefined;
-    /**
-     * The single scheduler joins at once and returns true (the caller gives it to the agent);
-     * a fleet's writes the join to the database first, then calls `deliver` (false: the turn
-     * could no longer take it, so it waits again), and returns false.
-     */
-    joinRunning(turnId: number, eventId: string, deliver: () => boolean): boolean;
-  };
+  gate: Pick<Gate, "decide" | "recheck" | "act">;
+  scheduler: Pick<Scheduler, "accept" | "scopeOf" | "runningTurn" | "joinRunning">;
   dispatcher: Pick<TurnDispatcher, "canTake" | "take">;
   amendments: Pick<Amendments, "edit" | "delete">;
-  /** This daemon's own store: its resubscribe cursor and, in a fleet, the events its gate accepted. */
-  store: { noteSeen(channel: string, createdAt: number): void; claimOnce(key: string, ms: number): unknown };
-  /** Fleet mode: the accept is the shared database's. */
-  fleet: boolean;
+  /** This daemon's own state: its resubscribe cursor, and the events its gate accepted. */
+  local: Pick<SqliteStore, "noteSeen" | "markAccepted">;
   owner: () => string | undefined;
   /** Set once a shutdown began: events are not decided, so the cursor stays put and a restart replays them. */
   stopping: () => boolean;
@@ -58,7 +46,7 @@ export function decisionLabel(d: Decision): string {
 }
 
 export class Intake {
-  /** Fleet mode: accepts still being written to the shared database, by event id. */
+  /** Accepts still being written to the queue, by event id: an amendment of one waits for it. */
   private readonly accepting = new Map<string, Promise<boolean>>();
 
   constructor(private readonly o: IntakeOptions) {}
@@ -68,39 +56,15 @@ export class Intake {
     if (o.stopping()) return;
     o.onReceived?.(ev);
     try {
-      // Only a possible sibling's decision waits for a look-up; the decision's other effects
-      // (answers, control commands) may take time.
-      const pending = o.gate.decide(ev);
-      const decision = pending instanceof Promise ? await pending : pending;
+      // Decided in the tick the event arrives; only a possible sibling's decision waits for a
+      // look-up. The decision's other effects (answers, control commands) may take time.
+      const first = o.gate.decide(ev);
+      const recheck = o.gate.recheck(ev, first);
+      const decision = recheck ? await recheck : first;
       const acted = o.gate.act(ev, decision);
       o.onDecided?.(ev, decision);
-      const accepting = decision.action === "accept" ? o.scheduler.accept(ev, decision.channel.id) : false;
-      if (accepting instanceof Promise) {
-        // Noted as handled in this tick, so an edit or deletion right behind it is an
-        // amendment, which waits for this write before it reads the shared queue.
-        o.store.claimOnce(`accepted:${ev.id}`, Number.MAX_SAFE_INTEGER);
-        this.accepting.set(ev.id, accepting);
-        const settled = () => this.accepting.delete(ev.id);
-        void accepting.then(settled, settled);
-      }
-      const fresh = accepting instanceof Promise ? await accepting : accepting;
-      if (decision.action === "accept" && fresh) {
-        o.logger.info(
-          {
-            evt: "gate.accepted",
-            event: ev.id,
-            channel: decision.channel.id,
-            author: npub(ev.pubkey),
-            ...(decision.sibling ? { sibling: decision.sibling } : {}),
-          },
-          decision.sibling ? "mention accepted from a sibling agent" : "mention accepted",
-        );
-      }
-      // In a fleet the daemon running the scope's turn may not be the one that stored the
-      // message first: each daemon looks, and only the holder finds the turn running.
-      if (decision.action === "accept" && (fresh || o.fleet)) {
-        this.midTurn(ev, o.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
-      } else if (decision.action === "amend") {
+      if (decision.action === "accept") await this.accept(ev, decision);
+      else if (decision.action === "amend") {
         const amend = () =>
           decision.amend === "edit"
             ? o.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn)
@@ -114,14 +78,42 @@ export class Intake {
           ),
         );
         // Decided, not queued as an event of its own: the cursor moves past it.
-        o.store.noteSeen(decision.channel.id, ev.created_at);
+        o.local.noteSeen(decision.channel.id, ev.created_at);
       }
-      // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor moves here.
-      if (decision.action === "accept" && o.fleet) o.store.noteSeen(decision.channel.id, ev.created_at);
       await acted;
     } catch (err) {
       o.logger.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }
+  }
+
+  private async accept(ev: Event, decision: Extract<Decision, { action: "accept" }>): Promise<void> {
+    const o = this.o;
+    const channel = decision.channel.id;
+    // Noted as handled in this tick, so an edit or deletion right behind it is an amendment,
+    // which waits for this write before it reads the queue.
+    o.local.markAccepted(ev.id);
+    const accepting = o.scheduler.accept(ev, channel);
+    this.accepting.set(ev.id, accepting);
+    const settled = () => this.accepting.delete(ev.id);
+    void accepting.then(settled, settled);
+    const fresh = await accepting;
+    // Only once the queue has it: a crash before this replays the event from the relay.
+    o.local.noteSeen(channel, ev.created_at);
+    if (fresh)
+      o.logger.info(
+        {
+          evt: "gate.accepted",
+          event: ev.id,
+          channel,
+          author: npub(ev.pubkey),
+          ...(decision.sibling ? { sibling: decision.sibling } : {}),
+        },
+        decision.sibling ? "mention accepted from a sibling agent" : "mention accepted",
+      );
+    // Also for an event the queue had (a replay, or in a fleet another daemon stored it
+    // first): the daemon running the scope's turn may be this one, and only a waiting
+    // event joins, once.
+    this.midTurn(ev, o.scheduler.scopeOf(ev, channel).key, decision.policy.mid_turn);
   }
 
   /**
@@ -142,11 +134,10 @@ export class Intake {
       return;
     }
     const at = Date.now();
-    const deliver = () => {
+    this.o.scheduler.joinRunning(turnId, ev.id, () => {
       if (!dispatcher.canTake(turnId, ev)) return false;
       dispatcher.take(turnId, ev, how, at);
       return true;
-    };
-    if (this.o.scheduler.joinRunning(turnId, ev.id, deliver)) dispatcher.take(turnId, ev, how, at);
+    });
   }
 }

@@ -21,9 +21,7 @@ import type { DevRelay } from "../../devrelay/index.js";
 import type { GateContext } from "../../gate/index.js";
 import { Heartbeat } from "../../turn/heartbeat.js";
 import { LinkServer, linkRootPath } from "../../link/index.js";
-import { FleetScheduler } from "../../queue/fleet-scheduler.js";
-import { QueueStore, STORE_FILE, type Scheduler } from "../../queue/index.js";
-import type { PostgresStore } from "../../queue/pg-store.js";
+import { SqliteStore, STORE_FILE, type QueueBackend, type Scheduler } from "../../queue/index.js";
 import { keepPruned } from "../../queue/retention.js";
 import { checkFaultEnv } from "../../relay/faults.js";
 import { FreshChannels } from "../../buzz/fresh-channel.js";
@@ -34,7 +32,7 @@ import { Presence } from "../../buzz/presence.js";
 import type { TurnDispatcher } from "../../turn/dispatch.js";
 import type { Intake } from "../../turn/intake.js";
 import { relayPublisher } from "../../turn/publisher.js";
-import { fleetStatus, readiness, RecentDenials, statusSnapshot, type DaemonParts } from "./daemon-status.js";
+import { readiness, RecentDenials, statusSnapshot, type DaemonParts } from "./daemon-status.js";
 import { startHttp, type ReadyReport } from "../http/http.js";
 import { Metrics } from "../http/metrics.js";
 import { preflightAgent, prepareStateDir } from "./preflight.js";
@@ -60,11 +58,14 @@ export class Daemon {
   private readonly startedAt = Date.now();
   devRelay?: DevRelay;
   relay!: RelayClient;
-  /** This daemon's own SQLite under state_dir: cursors and agent session ids (in a fleet too, as they are per machine). */
-  store!: QueueStore;
-  /** With `state.backend: postgres`: the fleet's shared store (events, turns, leases). */
-  fleetStore?: PostgresStore;
-  scheduler!: Scheduler | FleetScheduler;
+  /**
+   * This daemon's own SQLite under state_dir: the queue of a single daemon, and what belongs
+   * to this machine in a fleet too (cursors, agent session ids, agent process groups).
+   */
+  store!: SqliteStore;
+  /** The queue: `store` itself, or with `state.backend: postgres` the fleet's shared database. */
+  backend?: QueueBackend;
+  scheduler!: Scheduler;
   dispatcher!: TurnDispatcher;
   directory!: ChannelDirectory;
   private follower!: ChannelFollower;
@@ -111,16 +112,16 @@ export class Daemon {
     // Before anything touches the directory's contents (queue, link socket): one daemon per state_dir.
     this.stateLock = StateLock.acquire(cfg.state_dir);
     preflightAgent(cfg.agent, secretKey);
-    this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
+    this.store = new SqliteStore(join(cfg.state_dir, STORE_FILE));
     // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
     const sandbox = sandboxFor(this.o.loaded, log);
     sandbox.check(cfg.channels.map((c) => c.agent ?? {}));
     if (cfg.state.backend === "postgres") {
       // Up before the database wait, so /readyz answers 503 (state: waiting) meanwhile.
       await this.startHttpOnce();
-      this.fleetStore = await openFleetStoreAtStart({ url: cfg.state.url!, pubkey, signal: this.startAbort.signal, logger: log });
+      this.backend = await openFleetStoreAtStart({ url: cfg.state.url!, pubkey, signal: this.startAbort.signal, logger: log });
     }
-    const fleet = this.fleetStore;
+    const backend = (this.backend ??= this.store);
 
     let url = cfg.relay.url;
     if (url === "embedded") {
@@ -172,8 +173,8 @@ export class Daemon {
       profiles: this.profiles,
       channels,
       out,
-      store: this.store,
-      fleet,
+      backend,
+      local: this.store,
       pool: this.pool,
       link: this.link,
       enforce,
@@ -197,17 +198,15 @@ export class Daemon {
       agentProcesses: () => this.pool.stats().processes,
       relayReconnects: () => relay.metrics.reconnects ?? 0,
       signatureChecks: () => verifyStats,
-      ...(scheduler instanceof FleetScheduler ? { fleet: () => fleetStatus(scheduler) } : {}),
+      ...(scheduler.shared ? { fleet: () => scheduler.fleetStatus()! } : {}),
     });
     await this.startHttpOnce();
 
     // Agents a SIGKILLed predecessor left running: stopped before new ones start.
     await stopRecordedLeftovers(this.store, log);
-    const recovered = scheduler.recover();
-    if (recovered.events || recovered.turns)
-      log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
+    await scheduler.start();
     this.pool.start();
-    this.stopPruning = keepPruned(this.store);
+    this.stopPruning = keepPruned([backend, this.store], log);
     this.presence = new Presence(relay, out.signal);
     await relay.start();
     const found = await discoverChannelsAtStart({
@@ -244,7 +243,7 @@ export class Daemon {
     const hb = this.config.heartbeat;
     if (!hb) return;
     const text = hb.prompt ?? DEFAULT_HEARTBEAT_PROMPT;
-    const fleet = this.fleetStore;
+    const backend = this.backend!;
     this.heartbeat = new Heartbeat({
       everyMs: hb.every,
       channel: hb.channel,
@@ -255,7 +254,7 @@ export class Daemon {
       logger: this.log,
       onTick: (outcome, reason) => this.metrics.heartbeat(outcome, reason),
       // A fleet fires one heartbeat per period, from whichever daemon ticks first in it.
-      claimTick: fleet && (() => fleet.claimPeriod(`heartbeat:${hb.channel}`, hb.every)),
+      claimTick: () => backend.claimPeriod(`heartbeat:${hb.channel}`, hb.every),
     });
     this.heartbeat.start();
   }
@@ -295,7 +294,7 @@ export class Daemon {
       relayUrl: this.devRelay?.url ?? this.config.relay.url,
       relay: this.relay,
       store: this.store,
-      fleetStore: this.fleetStore,
+      backend: this.backend,
       scheduler: this.scheduler,
       dispatcher: this.dispatcher,
       directory: this.directory,
@@ -353,7 +352,7 @@ export class Daemon {
 
   private async doStop(): Promise<void> {
     this.stopping = true;
-    if (this.scheduler instanceof FleetScheduler) this.scheduler.stopClaiming();
+    this.scheduler?.stopClaiming();
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     this.presence?.stop();
     this.stopPruning?.();
@@ -372,8 +371,8 @@ export class Daemon {
     this.relay?.stop();
     await this.http?.close().catch(() => undefined);
     await this.scheduler?.close();
-    await this.fleetStore?.close().catch(() => undefined);
-    this.store?.close();
+    if (this.backend !== this.store) await this.backend?.close().catch(() => undefined);
+    this.store?.closeNow();
     await this.devRelay?.close().catch(() => undefined);
     this.stateLock?.release();
     this.log.info({ evt: "daemon.stopped" }, "stopped");
