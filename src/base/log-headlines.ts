@@ -10,6 +10,7 @@ export const HEADLINES: Readonly<Record<string, string>> = {
   "gate.control_publish_failed": "could not publish an owner command's outcome",
   "gate.control_replayed": "owner command already handled before; not run again",
   "gate.denied_notify_failed": "could not tell the author the mention was denied",
+  "gate.denied_replayed": "a denied event the relay sent again; already reported",
   hook: "hook fan-out finished",
   "link.connected": "a session's proxy connected",
   "link.disconnected": "a session's proxy disconnected",

@@ -22,6 +22,12 @@ export interface GateOptions {
    */
   claimControl(eventId: string, createdAt: number): Promise<boolean>;
   /**
+   * True the first time this daemon denies the event, durably: the relay replays what it
+   * sent shortly before a restart (docs/protocol.md §5), and a denial already logged and
+   * answered is neither logged nor answered again. Absent: every denial is reported.
+   */
+  firstDenial?(eventId: string): boolean;
+  /**
    * Advances the channel's cursor for events that were decided but not queued (denied,
    * dropped, control), so a reconnect's `since` does not replay them. Accepted events
    * advance it when the queue stores them, never earlier: a crash in between must replay.
@@ -70,6 +76,11 @@ export class Gate {
         return;
       }
       await this.opts.control.execute(ev, decision.command, decision.channel.id);
+      return;
+    }
+    // A forged signature is not remembered: anyone can mint those by the thousand (they are rate-limited in the log instead).
+    if (decision.action === "deny" && decision.reason !== "bad-signature" && this.opts.firstDenial?.(ev.id) === false) {
+      this.opts.logger.debug({ evt: "gate.denied_replayed", event: ev.id, reason: decision.reason });
       return;
     }
     await this.opts.reporter.report(ev, decision);

@@ -486,6 +486,11 @@ export class SqliteStore implements QueueBackend {
     return this.stmt.hasClaim.get(`accepted:${eventId}`) !== undefined;
   }
 
+  /** True the first time this daemon denies the event: a relay replay after a restart is not reported twice. */
+  markDenied(eventId: string): boolean {
+    return this.stmt.claimFirst.run(`denied-event:${eventId}`, Date.now()).changes > 0;
+  }
+
   /**
    * The agent session a scope last used, so a restart can reopen it (ACP session/resume or
    * session/load) instead of starting the conversation over. Keyed by the agent command

@@ -50,6 +50,8 @@ export interface DispatcherDeps {
    * the relay about it. Fails when this daemon no longer holds the scope: not published.
    */
   recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
+  /** Of these mentions, those never given 👀 before, claimed now (durably, by the queue): 👀 once per mention. */
+  claimSeen?(eventIds: string[]): Promise<string[]>;
   /** Turn outcome hook for metrics. */
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
   /** A mid-turn message reached the agent, `seconds` after it was accepted. */
@@ -185,11 +187,13 @@ export class TurnDispatcher {
       delivered: (events, method, waited) => {
         const ss = live();
         if (ss?.current && events.length) ss.current.anchor = this.anchorOf(events).id;
-        for (const ev of events) {
-          if (reacted.has(ev.id)) continue;
-          reacted.add(ev.id);
-          this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
-        }
+        const fresh = events.filter((ev) => !reacted.has(ev.id));
+        for (const ev of fresh) reacted.add(ev.id);
+        const ids = fresh.map((ev) => ev.id);
+        const first = this.d.claimSeen ? this.d.claimSeen(ids).catch(() => ids) : Promise.resolve(ids);
+        void first.then((seen) => {
+          for (const ev of fresh) if (seen.includes(ev.id)) this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
+        });
         for (const ms of waited) this.d.onMidTurnDelivered?.(method, ms / 1000);
       },
       logger: log,
@@ -285,6 +289,7 @@ export class TurnDispatcher {
           blocks,
           replyFallback: policy.reply_fallback,
           typing: cfg.relay.typing,
+          firstSeen: this.d.claimSeen,
           enforce: this.d.enforce,
           gates: {
             maxRejections: cfg.gates.max_rejections,

@@ -112,6 +112,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       forget: (scope) => local.forgetSession(scope),
     },
     recordBeforePublish: recordReplyDurably((turnId, id) => scheduler.recordBeforePublish(turnId, id), log),
+    claimSeen: (ids) => backend.claimFirst(ids.map((id) => `seen:${id}`)).then((keys) => keys.map((k) => k.slice("seen:".length))),
     logger: log,
     onTurnEnd: (status, seconds) => p.metrics.turnEnded(status, seconds),
     onMidTurnDelivered: (method, seconds) => p.metrics.midTurnDelivered(method, seconds),
@@ -163,6 +164,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: log }),
     logger: log,
     claimControl: (id, at) => backend.claimControl(id, at),
+    firstDenial: (id) => local.markDenied(id),
     noteSeen: (ch, at) => local.noteSeen(ch, at),
   });
   const intake = new Intake({
