@@ -50,6 +50,8 @@ export interface DaemonParts {
   backend?: QueueBackend;
   scheduler?: Scheduler;
   dispatcher?: TurnDispatcher;
+  /** Set while intake is paused because the state store cannot be written. */
+  intakePaused?: string;
   directory?: ChannelDirectory;
   pool?: AgentPool;
   usage: UsageToday;
@@ -141,6 +143,8 @@ function stateCheck(p: DaemonParts): ReadyReport["checks"][number] {
   if (p.stopping) return { name: "state", ok: false, detail: "shutting down" };
   if (p.config.state.backend === "postgres" && !p.backend)
     return { name: "state", ok: false, detail: "waiting for the fleet's PostgreSQL database" };
+  if (p.intakePaused)
+    return { name: "state", ok: false, detail: `the state store cannot be written (${p.intakePaused}): not taking mentions until it can` };
   return {
     name: "state",
     ok: !!p.store,

@@ -9,7 +9,7 @@
  */
 import { join } from "node:path";
 import { AgentPool, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
-import { stopRecordedLeftovers, trackAgentGroup } from "../../agent/leftovers.js";
+import { stopRecordedLeftovers, trackAgentGroup, type AgentGroupRecord } from "../../agent/leftovers.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
 import type { Logger } from "../../base/log.js";
 import { agentGateEnv, resolveAgentCommand } from "../../config/agent-command.js";
@@ -158,7 +158,7 @@ export class Daemon {
     );
     this.pool.on("spawn", (p: AgentSpawned) => {
       this.metrics.agentSpawned();
-      trackAgentGroup(this.store, p.pid, p.exited);
+      trackAgentGroup(this.agentGroups(), p.pid, p.exited);
     });
     this.pool.on("crash", () => this.metrics.agentCrashed());
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
@@ -203,7 +203,7 @@ export class Daemon {
     await this.startHttpOnce();
 
     // Agents a SIGKILLed predecessor left running: stopped before new ones start.
-    await stopRecordedLeftovers(this.store, log);
+    await stopRecordedLeftovers(this.agentGroups(), log);
     await scheduler.start();
     this.pool.start();
     this.stopPruning = keepPruned([backend, this.store], log);
@@ -272,6 +272,27 @@ export class Daemon {
     });
   }
 
+  /**
+   * The record of the agent process groups this daemon started, in its own store. A write
+   * the store cannot take now (a full disk) is logged and skipped, never fatal: at worst a
+   * SIGKILL of this daemon leaves that agent running for the next start to miss.
+   */
+  private agentGroups(): AgentGroupRecord {
+    const store = this.store;
+    const attempt = (what: string, write: () => void) => {
+      try {
+        write();
+      } catch (err) {
+        this.log.warn({ evt: "queue.store_write_failed", what, err: err instanceof Error ? err.message : String(err) });
+      }
+    };
+    return {
+      recordAgentGroup: (pgid, identity) => attempt("agent process group", () => store.recordAgentGroup(pgid, identity)),
+      forgetAgentGroup: (pgid) => attempt("agent process group", () => store.forgetAgentGroup(pgid)),
+      agentGroups: () => store.agentGroups(),
+    };
+  }
+
   /** A stop signal during start(): the wait for the relay or the database ends and start() throws. */
   abortStart(): void {
     this.startAbort.abort();
@@ -297,6 +318,7 @@ export class Daemon {
       backend: this.backend,
       scheduler: this.scheduler,
       dispatcher: this.dispatcher,
+      intakePaused: this.intake?.pausedFor,
       directory: this.directory,
       pool: this.pool,
       usage: this.usageToday,
@@ -352,6 +374,7 @@ export class Daemon {
 
   private async doStop(): Promise<void> {
     this.stopping = true;
+    this.intake?.close();
     this.scheduler?.stopClaiming();
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     this.presence?.stop();
