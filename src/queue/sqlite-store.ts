@@ -19,7 +19,7 @@
  * FULL would fsync each accepted mention, which costs more than a burst can afford.
  */
 import Database from "better-sqlite3";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import type {
@@ -87,6 +87,14 @@ CREATE TABLE IF NOT EXISTS sessions (scope TEXT PRIMARY KEY, agent TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS agent_groups (pgid INTEGER PRIMARY KEY, identity TEXT NOT NULL, started_at INTEGER NOT NULL);
 `;
 
+/** What `doctor` finds in a state directory's queue file (SqliteStore.inspect). */
+export type QueueFileReport =
+  | { state: "absent"; file: string }
+  | { state: "intact"; file: string; waiting: number; open: number }
+  | { state: "newer"; file: string; version: number }
+  | { state: "damaged"; file: string; problem: string }
+  | { state: "unreadable"; file: string; error: string };
+
 export interface SqliteStoreOptions {
   /** The clock retries are due by (unix ms); tests pass their own. Default Date.now. */
   now?: () => number;
@@ -107,6 +115,39 @@ export class SqliteStore implements QueueBackend {
       throw new QueueStoreError(`cannot create state_dir ${stateDir}: ${(err as Error).message}`, { cause: err });
     }
     return new SqliteStore(join(stateDir, STORE_FILE), opts);
+  }
+
+  /**
+   * Reads `<stateDir>/queue.db` without creating or changing anything (`doctor`): its schema
+   * version, and SQLite's `PRAGMA quick_check` of every page, which a damaged file fails.
+   */
+  static inspect(stateDir: string): QueueFileReport {
+    const file = join(stateDir, STORE_FILE);
+    if (!existsSync(file)) return { state: "absent", file };
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(file, { readonly: true, fileMustExist: true });
+      const problems = (db.pragma("quick_check") as Array<{ quick_check: string }>).map((r) => r.quick_check);
+      if (problems.join() !== "ok") return { state: "damaged", file, problem: problems.slice(0, 3).join("; ") };
+      const version = Number(
+        (db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined)?.value ?? 0,
+      );
+      if (version > SCHEMA_VERSION) return { state: "newer", file, version };
+      const count = (sql: string) => (db!.prepare(sql).get() as { n: number }).n;
+      return {
+        state: "intact",
+        file,
+        waiting: count("SELECT count(*) AS n FROM events WHERE state = 'waiting'"),
+        open: count("SELECT count(*) AS n FROM turns WHERE state IN ('queued', 'running')"),
+      };
+    } catch (err) {
+      const code = String((err as { code?: unknown }).code ?? "");
+      const message = (err as Error).message;
+      if (code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB") return { state: "damaged", file, problem: message };
+      return { state: "unreadable", file, error: message };
+    } finally {
+      db?.close();
+    }
   }
 
   constructor(
@@ -539,12 +580,6 @@ export class SqliteStore implements QueueBackend {
       this.stmt.pruneControls.run(Math.floor(cutoff / 1000));
       this.stmt.pruneClaims.run(cutoff);
     })();
-  }
-
-  /** `PRAGMA quick_check`: "ok", or what SQLite found wrong with the file (doctor). */
-  quickCheck(): string {
-    const rows = this.db.pragma("quick_check") as Array<{ quick_check: string }>;
-    return rows.map((r) => r.quick_check).join("; ");
   }
 
   closeNow(): void {
