@@ -23,7 +23,7 @@ import { BUZZ_TOOL_ARGS as argSchemas, type BuzzToolArgs } from "../contract/buz
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
 import type { Logger } from "../base/log.js";
-import { BuzzCall, Hello, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook, type BuzzToolName } from "./protocol.js";
+import { BuzzCall, Hello, HookRan, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook, type BuzzToolName } from "./protocol.js";
 
 /** Implemented by the daemon per session, scoped to its channel (see createBuzzTools). */
 export interface BuzzToolHandlers {
@@ -106,7 +106,17 @@ export class LinkServer {
 
   private readonly path: string;
 
-  constructor(private readonly opts: { socketPath: string; logger: Logger }) {
+  constructor(
+    private readonly opts: {
+      socketPath: string;
+      logger: Logger;
+      /**
+       * A session's proxy ran a merged hook. `hook` is `_Stop`, `_PostCompact` or `other`, and
+       * `verdict` `allow` or `object`: what a proxy (the agent's to run) says is bounded here.
+       */
+      onHookRan?(hook: string, verdict: "allow" | "object", ms: number): void;
+    },
+  ) {
     this.path = linkSocketPath(opts.socketPath);
   }
 
@@ -249,6 +259,13 @@ export class LinkServer {
       log.info({ evt: "link.connected", session: found.key, proxy_pid: p.pid }); // `pid` is the daemon's own
       wakeAll(found);
       return { manifest: found.manifest };
+    });
+
+    conn.onNotification(HookRan, (p) => {
+      if (!entry || !this.isLive(entry) || (p?.verdict !== "allow" && p?.verdict !== "object")) return;
+      const hook = p.hook === "_Stop" || p.hook === "_PostCompact" ? p.hook : "other";
+      const ms = typeof p.ms === "number" && Number.isFinite(p.ms) && p.ms >= 0 ? p.ms : 0;
+      this.opts.onHookRan?.(hook, p.verdict, ms);
     });
 
     conn.onRequest(BuzzCall, async (p) => {

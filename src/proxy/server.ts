@@ -162,7 +162,14 @@ export class AggregatingProxy {
     await this.ready();
     let targets = this.getCatalog().hooks.get(name) ?? [];
     if (only) targets = targets.filter((d) => only.includes(d.name));
-    return runHookFanout(name, targets, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger });
+    return this.fanout(name, targets);
+  }
+
+  /** One merged hook run; the daemon hears of each (its /metrics). */
+  private async fanout(name: string, targets: Downstream[], args?: Record<string, unknown>): Promise<HookFanout> {
+    const r = await runHookFanout(name, targets, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger, args });
+    this.opts.link?.hookRan(r, name);
+    return r;
   }
 
   private installHandlers(): void {
@@ -273,11 +280,11 @@ export class AggregatingProxy {
     }
     if (this.opts.link && isBuzzTool(name)) return callBuzzTool(this.opts.link, name, params.arguments);
     if (isHookName(name) && cat.hooks.has(name)) {
-      return runHookFanout(name, cat.hooks.get(name)!, {
-        deadlineMs: this.opts.manifest.hook_deadline,
-        logger: this.opts.logger,
-        args: params.arguments,
-      }).then((r): CallToolResult => ({ content: [{ type: "text", text: r.text }] }));
+      return this.fanout(name, cat.hooks.get(name)!, params.arguments).then(
+        (r): CallToolResult => ({
+          content: [{ type: "text", text: r.text }],
+        }),
+      );
     }
     return Promise.resolve(
       errorResult(`unknown tool '${name}': this proxy has no such tool (it may belong to a server that failed to start; see tools/list)`),

@@ -147,7 +147,11 @@ export class Daemon {
     const channels = new FreshChannels(this.directory);
     const out = relayPublisher(relay, { onOutcome: (status) => this.metrics.publishOutcome(status), logger: log });
 
-    this.link = new LinkServer({ socketPath: join(cfg.state_dir, "link.sock"), logger: log });
+    this.link = new LinkServer({
+      socketPath: join(cfg.state_dir, "link.sock"),
+      logger: log,
+      onHookRan: (hook, verdict, ms) => this.metrics.hookFanout(hook, verdict, ms / 1000),
+    });
     await this.link.start();
     const enforce = resolveEnforce(cfg);
     this.pool = new AgentPool(
