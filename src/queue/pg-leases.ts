@@ -158,14 +158,6 @@ export class FleetLeases {
     return Number(r.rows[0]?.n ?? 0);
   }
 
-  /** Events waiting for a turn across the fleet, per channel. */
-  async queueDepthByChannel(): Promise<Map<string, number>> {
-    const r = await this.pool.query<{ channel: string; n: string }>(
-      `SELECT channel, count(*) AS n FROM ${S}.events WHERE state = 'waiting' GROUP BY channel`,
-    );
-    return new Map(r.rows.map((row) => [row.channel, Number(row.n)]));
-  }
-
   /**
    * This machine's clock minus the database's, in ms (positive: ours is ahead), measured
    * against the middle of the round trip.
