@@ -186,14 +186,14 @@ export class Scheduler {
   }
 
   /**
-   * Starts the loop: prunes finished rows, reports the open work found (`queue.recovered`),
-   * and runs the first pass, which resumes what was left running. Once.
+   * Starts the loop: reports the open work found (`queue.recovered`), runs the first pass,
+   * which resumes what was left running, and prunes finished rows meanwhile. Once.
    */
   async start(): Promise<{ events: number; turns: number }> {
     if (this.started) return { events: 0, turns: 0 };
     this.started = true;
     const b = this.o.backend;
-    await b.prune(STATE_RETENTION_MS).catch((err: unknown) => this.warnFailed("prune", err));
+    void b.prune(STATE_RETENTION_MS).catch((err: unknown) => this.warnFailed("prune", err));
     this.figures = await b.depth();
     this.figuresAt = Date.now();
     const open = { events: this.figures.queued, turns: this.figures.retrying + this.figures.running };
