@@ -224,6 +224,20 @@ for (const name of ["sqlite", "postgres"] as BackendName[]) {
       await q.close();
     });
 
+    t("a batch prepared but not yet taken whose work is cancelled is never handed out; its slot goes to the next mention", async (p) => {
+      const q = await p.open({ pull: true, maxConcurrent: 1 });
+      const ev = fromWire(mention(owner, "cancel me before I start"));
+      await q.scheduler.accept(ev, CHANNEL);
+      await q.idle(); // prepared, waiting for the daemon to take it
+      assert.equal((await q.scheduler.cancel({ channel: CHANNEL, thread: ev.id })).ended, 1);
+      assert.equal(q.scheduler.next(), null, "not handed out");
+      assert.equal((await q.backend.event(ev.id))?.state, "cancelled");
+      const later = fromWire(mention(owner, "the next one"));
+      await q.scheduler.accept(later, CHANNEL);
+      assert.deepEqual(ids((await q.next()).events), [later.id]);
+      await q.close();
+    });
+
     t("!cancel in a thread names that thread's scope only", async (p) => {
       const q = await p.open({ maxConcurrent: 1 });
       const busy = fromWire(mention(owner, "busy"));

@@ -111,7 +111,7 @@ export const DEFAULT_TURN_RETRY: TurnRetryPacing = { baseMs: 5_000, factor: 60, 
 
 /** The figures `depth()` reports; the backend is asked at most this often after a change. */
 const FIGURES_EVERY_MS = 200;
-/** A scope's stored events this daemon keeps at hand for `storedEvent` (an edit's target). */
+/** Accepted events (without their text) this daemon keeps at hand for `storedEvent` (an edit's target). */
 const EVENT_CACHE = 10_000;
 
 interface Running {
@@ -138,8 +138,8 @@ export class Scheduler {
   /** Writes for a turn (replies, its end), in order; the scope is looked at again after them. */
   private readonly writes = new Map<number, Promise<unknown>>();
   private readonly events = new BoundedMap<string, Event>(EVENT_CACHE);
-  /** Per scope this daemon has run: the rotation count its session was made under. */
-  private readonly rotationSeen = new Map<string, number>();
+  /** Per scope this daemon has run (the most recent ones): the rotation count its session was made under. */
+  private readonly rotationSeen = new BoundedMap<string, number>(EVENT_CACHE);
   private readonly refusals: RefusalCoalescer;
   private readonly retryDelay: Backoff;
   /** Paces the next pass after a failed one (the backend away, a full disk). */
@@ -208,7 +208,7 @@ export class Scheduler {
    * changes. `scope` overrides where it goes (an edit goes to the scope of the message it edits).
    */
   async accept(ev: Event, channel: string, scope: Scope = this.scopeOf(ev, channel)): Promise<boolean> {
-    this.events.set(ev.id, ev);
+    this.remember(ev);
     const r = await this.o.backend.accept(ev, channel, scope.key, { scope: this.o.scopeCap, total: this.o.totalCap });
     for (const x of r.refused) this.refusals.add(scope.key, scope.channel, x.reason, x);
     // Also for a duplicate: in a fleet the daemon holding the scope hears the event too and looks now.
@@ -216,18 +216,31 @@ export class Scheduler {
     return r.fresh;
   }
 
-  /** The next prepared batch, or null. */
+  /** The next prepared batch, or null. One ended meanwhile (`!cancel`, its message deleted) is dropped, its slot freed. */
   next(): Batch | null {
-    return this.ready.shift() ?? null;
+    for (let b = this.ready.shift(); b; b = this.ready.shift()) {
+      const r = this.byTurn.get(b.turnId)?.running;
+      if (r?.turnId === b.turnId && !r.cancelled) return b;
+      if (r?.turnId === b.turnId) {
+        this.finish(b.turnId);
+        this.kick();
+      }
+    }
+    return null;
   }
 
   /**
    * The accepted event with this id as the queue stored it (an edit's target, for its reply
-   * anchor): from the events this daemon accepted or ran; a batch's edit targets are loaded
-   * before the batch is handed out.
+   * anchor), without its content, which a reply's anchor does not need: from the events this
+   * daemon accepted or ran; a batch's edit targets are loaded before the batch is handed out.
    */
   storedEvent(id: string): Event | undefined {
     return this.events.get(id);
+  }
+
+  /** Kept for storedEvent without its text, so a burst of long mentions costs no memory for it. */
+  private remember(ev: Event): void {
+    this.events.set(ev.id, ev.content ? { ...ev, content: "" } : ev);
   }
 
   /**
@@ -706,13 +719,13 @@ export class Scheduler {
   private async assemble(h: Held, turnId: number, attempt: number, recovered: boolean, publishedReplyIds: string[]): Promise<Batch> {
     const stored = await this.o.backend.eventsOfTurn(turnId);
     const events = stored.map((e) => e.event);
-    for (const e of events) this.events.set(e.id, e);
+    for (const e of events) this.remember(e);
     // An edit is answered under the message it edits: that message is at hand too.
     for (const e of events) {
       const target = e.kind === KIND.edit ? tagValue(e, "e") : undefined;
       if (!target || this.events.has(target)) continue;
       const t = await this.o.backend.event(target);
-      if (t) this.events.set(t.id, t.event);
+      if (t) this.remember(t.event);
     }
     // Messages steered in after the last reply the relay has: they still need an answer.
     const unansweredJoins = stored.filter((e) => e.joined_after !== null && e.joined_after >= publishedReplyIds.length).map((e) => e.event);
