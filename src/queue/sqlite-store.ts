@@ -200,6 +200,7 @@ export class SqliteStore implements QueueBackend {
         "SELECT id, json, created_at FROM events WHERE state = 'waiting' AND scope = ? ORDER BY created_at, id LIMIT ?",
       ),
       getEvent: db.prepare<[string], EventRow>("SELECT * FROM events WHERE id = ?"),
+      hasEvent: db.prepare("SELECT 1 FROM events WHERE id = ?"),
       setEventState: db.prepare("UPDATE events SET state = ?, turn_id = ? WHERE id = ?"),
       eventsOfTurn: db.prepare<[number], EventRow>("SELECT * FROM events WHERE turn_id = ? ORDER BY created_at, id"),
       bumpCursor: db.prepare(
@@ -523,8 +524,9 @@ export class SqliteStore implements QueueBackend {
     this.stmt.claimFirst.run(`accepted:${eventId}`, Date.now());
   }
 
+  /** Noted by markAccepted, or (a single daemon's queue, also from before markAccepted existed) stored in the queue here. */
   isAccepted(eventId: string): boolean {
-    return this.stmt.hasClaim.get(`accepted:${eventId}`) !== undefined;
+    return this.stmt.hasClaim.get(`accepted:${eventId}`) !== undefined || this.stmt.hasEvent.get(eventId) !== undefined;
   }
 
   /** True the first time this daemon denies the event: a relay replay after a restart is not reported twice. */
