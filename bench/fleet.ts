@@ -106,8 +106,8 @@ async function takeover(server: PgServer): Promise<number> {
   }
 }
 
-/** The caps the daemon accepts with by default (queue.scope_cap, the total cap). */
-const CAPS = { scope: 500, total: 10_000 };
+/** The caps as the daemon passes them while the queue is far from full: the scope's (queue.scope_cap) only. */
+const CAPS = { scope: 500 };
 
 async function acceptCost(store: QueueBackend): Promise<number[]> {
   const out: number[] = [];

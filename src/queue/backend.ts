@@ -74,10 +74,14 @@ export interface TurnUpdate {
   retryInMs?: number;
 }
 
-/** Waiting events allowed per scope and in all; past them the oldest of a scope, or the newcomer, are refused. */
+/**
+ * Waiting events allowed per scope and in all; past them the oldest of a scope, or the
+ * newcomer, are refused. `total` undefined: the caller knows the queue is far from full,
+ * and the backend spares itself counting every waiting event.
+ */
 export interface QueueCaps {
   scope: number;
-  total: number;
+  total?: number;
 }
 
 export interface Accepted {

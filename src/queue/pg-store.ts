@@ -187,13 +187,15 @@ export class PostgresStore implements QueueBackend {
   async accept(ev: Event, channel: string, scope: string, caps: QueueCaps): Promise<Accepted> {
     // One statement (so one round trip, and atomic): the event once — refused when the queue
     // is full —, the cursor, the scope's lease row, and the scope's waiting count for its cap.
-    // The counts are of the snapshot before the insert.
+    // The counts are of the snapshot before the insert; all waiting events are counted only
+    // when the caller asks for the total cap.
     const r = await this.pool.query<{ n: string; state: EventState | null; in_scope: string }>(
       `WITH waiting AS (
-         SELECT count(*) AS total, count(*) FILTER (WHERE scope = $3) AS in_scope FROM ${S}.events WHERE state = 'waiting'),
+         SELECT CASE WHEN $7::bigint IS NULL THEN 0 ELSE (SELECT count(*) FROM ${S}.events WHERE state = 'waiting') END AS total,
+                (SELECT count(*) FROM ${S}.events WHERE state = 'waiting' AND scope = $3) AS in_scope),
        ins AS (
          INSERT INTO ${S}.events (id, channel, scope, created_at, accepted_at, state, json)
-         SELECT $1, $2, $3, $4, $5, CASE WHEN w.total >= $7 THEN 'refused' ELSE 'waiting' END, $6 FROM waiting w
+         SELECT $1, $2, $3, $4, $5, CASE WHEN $7::bigint IS NOT NULL AND w.total >= $7 THEN 'refused' ELSE 'waiting' END, $6 FROM waiting w
          ON CONFLICT (id) DO NOTHING RETURNING scope, channel, state),
        cur AS (
          INSERT INTO ${S}.cursors (channel, created_at) VALUES ($2, $4)
@@ -201,7 +203,7 @@ export class PostgresStore implements QueueBackend {
        sc AS (
          INSERT INTO ${S}.scopes (key, channel) SELECT scope, channel FROM ins ON CONFLICT (key) DO NOTHING)
        SELECT (SELECT count(*) FROM ins) AS n, (SELECT state FROM ins) AS state, (SELECT in_scope FROM waiting) AS in_scope`,
-      [ev.id, channel, scope, ev.created_at, Date.now(), JSON.stringify(ev), caps.total],
+      [ev.id, channel, scope, ev.created_at, Date.now(), JSON.stringify(ev), caps.total ?? null],
     );
     const row = r.rows[0]!;
     if (Number(row.n) === 0) return { fresh: false, refused: [] };

@@ -159,6 +159,8 @@ export class Scheduler {
   private lastRenewAt = 0;
   private lastRenewOk = Date.now();
   private figures: QueueDepth = NO_FIGURES;
+  /** Events this daemon stored since `figures` was read. */
+  private acceptedSince = 0;
 
   constructor(opts: SchedulerOptions) {
     this.o = {
@@ -194,8 +196,7 @@ export class Scheduler {
     this.started = true;
     const b = this.o.backend;
     void b.prune(STATE_RETENTION_MS).catch((err: unknown) => this.warnFailed("prune", err));
-    this.figures = await b.depth();
-    this.figuresAt = Date.now();
+    await this.currentDepth();
     const open = { events: this.figures.queued, turns: this.figures.retrying + this.figures.running };
     if (open.events || open.turns) this.o.logger.info({ evt: "queue.recovered", ...open }, "open work found at start; it runs (again)");
     this.kick();
@@ -209,7 +210,12 @@ export class Scheduler {
    */
   async accept(ev: Event, channel: string, scope: Scope = this.scopeOf(ev, channel)): Promise<boolean> {
     this.remember(ev);
-    const r = await this.o.backend.accept(ev, channel, scope.key, { scope: this.o.scopeCap, total: this.o.totalCap });
+    // The total is counted once the queue may be half full (by the last figures and what this
+    // daemon accepted since; a fleet's other daemons add theirs at the next figures).
+    const nearFull = this.figures.queued + this.acceptedSince >= this.o.totalCap / 2;
+    const caps = { scope: this.o.scopeCap, total: nearFull ? this.o.totalCap : undefined };
+    const r = await this.o.backend.accept(ev, channel, scope.key, caps);
+    if (r.fresh) this.acceptedSince++;
     for (const x of r.refused) this.refusals.add(scope.key, scope.channel, x.reason, x);
     // Also for a duplicate: in a fleet the daemon holding the scope hears the event too and looks now.
     this.kick();
@@ -409,8 +415,10 @@ export class Scheduler {
 
   /** The figures as the backend has them now (tests, and whoever needs them exact). */
   async currentDepth(): Promise<QueueDepth> {
+    const since = this.acceptedSince;
     this.figures = await this.o.backend.depth();
     this.figuresAt = Date.now();
+    this.acceptedSince -= since;
     return this.figures;
   }
 
@@ -608,8 +616,7 @@ export class Scheduler {
       // Turns cancelled here already wait for the agent side's end, not for this.
       const cancelled = await backend.notRunning([...this.byTurn].filter(([, h]) => !h.running?.cancelled).map(([id]) => id));
       this.drop(lost, cancelled, "taken over by another daemon");
-      this.figures = await backend.depth();
-      this.figuresAt = Date.now();
+      await this.currentDepth();
     } catch (err) {
       this.o.logger.warn({ evt: "queue.lease_renew_failed", err: errText(err) }, "could not renew scope leases");
       // Past the lease period another daemon may hold our scopes: stop acting on them.

@@ -298,7 +298,7 @@ export class SqliteStore implements QueueBackend {
       if (this.stmt.insertEvent.run(ev.id, channel, scope, ev.created_at, Date.now(), JSON.stringify(ev)).changes === 0)
         return { fresh: false, refused: [] };
       // The newcomer counts itself: the queue is full when it would make one more than the cap.
-      if (this.stmt.countWaiting.get()!.n > caps.total) {
+      if (caps.total !== undefined && this.stmt.countWaiting.get()!.n > caps.total) {
         this.stmt.setEventState.run("refused", null, ev.id);
         return { fresh: true, refused: [{ id: ev.id, author: ev.pubkey, created_at: ev.created_at, reason: "queue-full" }] };
       }
