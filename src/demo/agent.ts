@@ -20,7 +20,10 @@
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
  *   #compact              emit compaction_update (in_progress, then completed)
- *   #progress             post a progress note with send_message first (before #slow)
+ *   #progress             post a progress note first (send_message with progress: true,
+ *                         before #slow)
+ *   #reply-first          post an answer first (send_message without progress, before
+ *                         #slow), then carry on as asked
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #long <chars>         pad the reply with numbered filler lines to at least that length
  *   #crash                exit(1) in the middle of the turn
@@ -41,7 +44,7 @@
  * `send_message` per message, each in that message's thread (reply_to its event id).
  *
  * Mid-turn messages (for the steer/interrupt tests and the bench): every reply ends with
- * `Received: <ms since epoch>` for the prompt and one `Steered in at <ms>: <text>` line per
+ * `Received: <ISO time>` for the prompt and one `Steered in at <ISO time>: <text>` line per
  * message put into the running turn with `_session/steering`; when the prompt carries the
  * bridge's mid-turn framing its `Mid-turn:` line is reported as `Framing: <line>`, and each
  * `Correction` / `Added while you were working` / `Superseding message` label as `Labels: …`.
@@ -174,10 +177,13 @@ interface SteerResult {
   reason?: string;
 }
 
+/** A time a person reads and a script parses back (`Date.parse`): ISO 8601 with milliseconds. */
+const clock = (ms: number) => new Date(ms).toISOString();
+
 /** What the mid-turn tests read: when the prompt came, what was steered in, how it was framed. */
 function midTurnReport(text: string, receivedAt: number, steered: DemoSession["steered"]): string[] {
-  const lines = [`Received: ${receivedAt}`];
-  for (const st of steered) lines.push(`Steered in at ${st.at}: ${st.text}`);
+  const lines = [`Received: ${clock(receivedAt)}`];
+  for (const st of steered) lines.push(`Steered in at ${clock(st.at)}: ${st.text}`);
   const framing = /^Mid-turn:.*$/m.exec(text);
   if (framing) lines.push(`Framing: ${framing[0].slice(0, 200)}`);
   const labels = [...text.matchAll(/^(Correction|Added while you were working|Superseding message)\b[^\n]*/gm)].map((m) => m[1]);
@@ -294,7 +300,8 @@ export async function runDemoAgent(
       }
     };
 
-    if (d.progress) await callTool("send_message", { content: "Working on it (a progress note)." });
+    if (d.progress) await callTool("send_message", { content: "Working on it (a progress note).", progress: true });
+    if (d.replyFirst) await callTool("send_message", { content: `A first answer, before the rest. ${summary(parsed)}` });
     if (d.slowMs !== undefined) {
       await sleep(d.slowMs, turn.signal);
       if (turn.signal.aborted) return cancelled();

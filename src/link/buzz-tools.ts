@@ -2,13 +2,22 @@
  * The built-in buzz tools, daemon side: sign and publish through the daemon's relay
  * connection, strictly inside the session's channel. Anything that points outside it
  * (a reply_to, a reaction target, a thread) is refused with a message saying so.
+ *
+ * A relay outage is waited out, not reported: a read or a publish that fails because the
+ * relay cannot be reached is tried again (the same signed event, which the relay takes
+ * once) until it goes through or the turn that asked is over (`turnOver`). An agent told
+ * "fetch failed" three seconds into an outage would give up and post its error instead of
+ * its answer.
  */
 import type { Event, EventTemplate, Filter } from "nostr-tools";
 import { KIND } from "../nostr/kinds.js";
-import { channelOf, messageParts, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
+import { channelOf, messageParts, PROGRESS_TAG, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import type { BuzzToolHandlers } from "./server.js";
 import { tagValue, tagValues } from "../base/tags.js";
+import { Backoff, sleep } from "../base/backoff.js";
+import type { Logger } from "../base/log.js";
+import { isRelayOutage } from "../relay/errors.js";
 
 /** The little the buzz tools need of a relay client; the daemon plugs in the real one. */
 export interface RelayPort {
@@ -34,9 +43,20 @@ export interface BuzzToolsOptions {
   bindTurn?(): { publishing?(ev: Event): Promise<void>; published(ev: Event): void; release(): void } | undefined;
   /** Event a send_message without reply_to answers (the turn's mention); default none = top-level. */
   defaultReplyTo?(): string | undefined;
+  /**
+   * Aborted when the turn running now is over (ended, cancelled, past max_turn): how long
+   * a tool call may wait out a relay outage. Undefined (no turn): an outage fails the call.
+   */
+  turnOver?(): AbortSignal | undefined;
+  logger?: Logger;
 }
 
+/** Pauses between tries while the relay is away: 1 s growing to 5 s (the client reconnects on its own pacing). */
+const OUTAGE_RETRY = { baseMs: 1000, capMs: 5000 };
+
 const OK_STATUSES = new Set(["accepted", "duplicate"]);
+/** Publish outcomes that mean the relay was not there to answer. */
+const OUTAGE_STATUSES = new Set(["disconnected", "timeout"]);
 
 function summary(ev: Event) {
   const root = threadRootOf(ev);
@@ -50,7 +70,58 @@ function summary(ev: Event) {
 }
 
 export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
-  const { channel, relay } = opts;
+  const { channel } = opts;
+
+  /** Runs `op` until it stops failing for an outage (`outage`), or the turn is over. */
+  const throughOutage = async <T>(
+    what: string,
+    op: () => Promise<T>,
+    outage: (r: { ok: T } | { err: unknown }) => string | undefined,
+  ): Promise<T> => {
+    const over = opts.turnOver?.();
+    const backoff = new Backoff(OUTAGE_RETRY);
+    const started = Date.now();
+    let waiting = false;
+    for (;;) {
+      const r = await op().then(
+        (ok) => ({ ok }),
+        (err: unknown) => ({ err }),
+      );
+      const reason = outage(r);
+      if (!reason || !over || over.aborted) {
+        if (waiting)
+          opts.logger?.info(
+            { evt: "link.relay_back", tool: what, waited_ms: Date.now() - started, ok: !reason },
+            reason ? "gave up waiting for the relay: the turn is over" : "the relay answered again",
+          );
+        if ("err" in r)
+          throw reason && waiting ? new BuzzToolError(`${what}: the relay was unreachable until the turn ended (${reason})`) : r.err;
+        return r.ok;
+      }
+      if (!waiting)
+        opts.logger?.warn(
+          { evt: "link.relay_wait", tool: what, reason },
+          "the relay cannot be reached; the tool call waits for it (bounded by the turn)",
+        );
+      waiting = true;
+      await sleep(backoff.next(), over);
+    }
+  };
+
+  const relay: Pick<RelayPort, "query"> & { publish(ev: Event): Promise<{ status: string; reason?: string }> } = {
+    query: (filters) =>
+      throughOutage(
+        "read",
+        () => opts.relay.query(filters),
+        (r) => ("err" in r && isRelayOutage(r.err) ? (r.err as Error).message : undefined),
+      ),
+    publish: (ev) =>
+      throughOutage(
+        "publish",
+        () => opts.relay.publish(ev),
+        (r) => ("ok" in r && OUTAGE_STATUSES.has(r.ok.status) ? `${r.ok.status}${r.ok.reason ? `: ${r.ok.reason}` : ""}` : undefined),
+      ),
+  };
 
   /** Fetches an event and proves it belongs to this channel. */
   const inChannel = async (id: string, what: string): Promise<Event> => {
@@ -70,7 +141,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     const ids: string[] = [];
     try {
       for (const [i, template] of list.entries()) {
-        const ev = relay.sign(template);
+        const ev = opts.relay.sign(template);
         await turn?.publishing?.(ev);
         const out = await relay.publish(ev);
         const part = list.length > 1 ? ` (part ${i + 1} of ${list.length}; ${i} published before it)` : "";
@@ -90,7 +161,9 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     async sendMessage(a) {
       const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
       const thread = replyTo ? replyRefFor(await inChannel(replyTo, "reply_to event")) : undefined;
-      return publish(messageParts(channel, a.content, { thread, mentions: a.mentions }), "message");
+      // A progress note is marked on the wire: the turn and a later restart tell it from the answer by that mark.
+      const extraTags = a.progress ? [[...PROGRESS_TAG]] : undefined;
+      return publish(messageParts(channel, a.content, { thread, mentions: a.mentions, extraTags }), "message");
     },
     async addReaction(a) {
       const target = await inChannel(a.event_id, "event");

@@ -57,6 +57,17 @@ export function channelOf(ev: Pick<Event, "tags">): string | undefined {
   return tagValue(ev, "h");
 }
 
+/**
+ * The mark of a progress note: a message the agent (or the bridge, while a turn waits) posts
+ * while the turn goes on. It is not the answer to the mention (docs/protocol.md §4): a turn
+ * that stopped after one still owes its answer, and runs again.
+ */
+export const PROGRESS_TAG = ["buzz", "progress"] as const;
+
+export function isProgressNote(ev: Pick<Event, "tags">): boolean {
+  return ev.tags.some((t) => t[0] === PROGRESS_TAG[0] && t[1] === PROGRESS_TAG[1]);
+}
+
 export function message(
   channel: string,
   content: string,

@@ -5,6 +5,7 @@
  * notices listing who was skipped instead of thousands of posts.
  */
 import type { Logger } from "../base/log.js";
+import { npub } from "../config/keys.js";
 import { Coalescer } from "../relay/coalesce.js";
 
 /** A burst of refusals ends after this much quiet, or is announced this long after its first at the latest. */
@@ -36,7 +37,7 @@ export class RefusalCoalescer {
   ) {}
 
   add(scope: string, channel: string, reason: RefusalReason, ev: RefusedEvent): void {
-    this.logger.warn({ evt: "queue.refused", reason, scope, channel, event: ev.id, author: ev.author });
+    this.logger.warn({ evt: "queue.refused", reason, scope, channel, event: ev.id, author: npub(ev.author) });
     const key = `${reason}:${scope}`;
     let r = this.pending.get(key);
     if (!r) this.pending.set(key, (r = { scope, channel, reason, events: [] }));

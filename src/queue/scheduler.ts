@@ -578,7 +578,7 @@ export class Scheduler {
     const { backend, daemon } = this.o;
     const now = Date.now();
     // A pass runs pollMs after the last one ended: renewing a poll early keeps the gap within
-    // leaseMs / 3, the 10 s in which a turn cancelled by another daemon stops here (README).
+    // leaseMs / 3, the 10 s in which a turn cancelled by another daemon stops here (docs/fleet.md).
     if (this.shared && now - this.lastRenewAt >= backend.leaseMs / 3 - this.o.pollMs) await this.renew(now);
     if (this.draining) return;
     // byTurn holds the prepared batches too: each counts against max_concurrent from the start.

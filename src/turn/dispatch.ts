@@ -26,6 +26,8 @@ import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
 import { linkHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
+import { waitGatesOf } from "./stop-gates.js";
+import { manifestFromConfig } from "../contract/manifest.js";
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -52,12 +54,27 @@ export interface DispatcherDeps {
   recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
   /** Of these mentions, those never given 👀 before, claimed now (durably, by the queue): 👀 once per mention. */
   claimSeen?(eventIds: string[]): Promise<string[]>;
-  /** Turn outcome hook for metrics. */
-  onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
+  /** Turn outcome hook for metrics and the status page's recent turns. */
+  onTurnEnd?(outcome: TurnOutcome["status"], seconds: number, turn: TurnEnded): void;
   /** A mid-turn message reached the agent, `seconds` after it was accepted. */
   onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
   /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+  /** A `stop: wait` gate was not running when `_Stop` was due (once per gate and turn), for metrics. */
+  onGateDown?(gate: string): void;
+}
+
+/** An ended turn as the status page lists it: where, who asked, and what it cost. */
+export interface TurnEnded {
+  turnId: number;
+  channel: string;
+  /** The thread's root event id: where the answer is. */
+  thread: string;
+  /** The pubkeys whose messages the turn answered. */
+  requesters: string[];
+  reason?: string;
+  model?: string;
+  usage?: TurnUsage;
 }
 
 export class TurnDispatcher {
@@ -82,6 +99,7 @@ export class TurnDispatcher {
       relay: d.relay,
       ids: d.sessions,
       recordBeforePublish: d.recordBeforePublish,
+      logger: d.logger,
     });
     this.running = new RunningTurns(d.pool);
     const storedEvent = (id: string) => d.scheduler.storedEvent(id);
@@ -205,7 +223,14 @@ export class TurnDispatcher {
     const signal = running.abort.signal;
     const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
     const cfg = this.d.config();
-    const end = (outcome: TurnOutcome["status"]) => this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000);
+    const end = (outcome: TurnOutcome["status"], extra: Pick<TurnEnded, "reason" | "model" | "usage"> = {}) =>
+      this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000, {
+        turnId: whole.turnId,
+        channel: whole.scope.channel,
+        thread: threadRootOf(this.anchorOf(whole.events)),
+        requesters: [...new Set(whole.events.map((e) => e.pubkey))].filter((pk) => pk !== this.d.self),
+        ...extra,
+      });
 
     const batch = await this.answers.unanswered(whole, log);
     if (batch.events.length === 0) {
@@ -229,7 +254,7 @@ export class TurnDispatcher {
         log,
         false,
       );
-      return end("failed");
+      return end("failed", { reason: `the bridge is no longer a member of channel ${batch.scope.channel}` });
     }
     const policy = policyFor(cfg, channel.id);
     const standing = await this.standingFor(cfg, channel, policy.team_instructions);
@@ -241,12 +266,15 @@ export class TurnDispatcher {
     let usage: TurnUsage | undefined;
     let model: string | undefined;
     let rotateFor: string | undefined;
+    const turnOver = new AbortController();
     try {
       const ss = await this.sessions.open(batch.scope, channel, standing, log);
       running.session = ss.session;
       model = ss.session.model;
       const inflight = new InflightPublishes();
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight };
+      // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
+      const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
@@ -296,6 +324,7 @@ export class TurnDispatcher {
             waitPollMs: cfg.gates.wait_poll,
             waitMaxMs: cfg.gates.wait_max,
             stopModes: Object.fromEntries(Object.entries(cfg.mcp.servers).map(([n, s]) => [n, s.stop])),
+            waitGates: waitGatesOf(manifestFromConfig(cfg.mcp, policy.mcp).servers),
           },
         },
         {
@@ -314,6 +343,7 @@ export class TurnDispatcher {
           settled: () => inflight.settled(),
           signal,
           onGateWait: (gates) => (running.info.gateWait = gates ? { gates, since: Date.now() } : undefined),
+          onGateDown: (gate) => this.d.onGateDown?.(gate),
           pendingInjection: {
             take: () => {
               const t = ss.injection;
@@ -325,6 +355,7 @@ export class TurnDispatcher {
         },
       );
       ss.current = undefined;
+      turnOver.abort();
       for (const id of published) ss.prompt.markDelivered([id]);
       rotateFor = this.sessions.turnDone(ss, rotateFor, cfg.agent.max_turns_per_session);
     } catch (err) {
@@ -333,6 +364,7 @@ export class TurnDispatcher {
       const circuit = this.d.pool.circuitError();
       const reason = circuit?.message ?? (err instanceof Error ? err.message : String(err));
       log.warn({ evt: "turn.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start the turn");
+      turnOver.abort();
       outcome = { status: "failed", reason, published: [...published] };
       if (circuit) retry = false;
       // A session that failed to open or crashed is not reused.
@@ -354,7 +386,7 @@ export class TurnDispatcher {
       return;
     }
     this.finish(batch, outcome, log, retry, { model, usage });
-    end(outcome.status);
+    end(outcome.status, { reason: outcome.status === "failed" ? outcome.reason : undefined, model, usage });
   }
 
   private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {

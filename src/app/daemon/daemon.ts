@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { AgentPool, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
 import { stopRecordedLeftovers, trackAgentGroup, type AgentGroupRecord } from "../../agent/leftovers.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
+import type { AgentSandbox } from "../../agent/sandbox-plan.js";
 import type { Logger } from "../../base/log.js";
 import { agentGateEnv, resolveAgentCommand } from "../../config/agent-command.js";
 import { resolveEnforce } from "../../config/enforce.js";
@@ -22,23 +23,27 @@ import type { GateContext } from "../../gate/index.js";
 import { Heartbeat } from "../../turn/heartbeat.js";
 import { LinkServer, linkRootPath } from "../../link/index.js";
 import { SqliteStore, STORE_FILE, type QueueBackend, type Scheduler } from "../../queue/index.js";
+import type { PostgresStore } from "../../queue/pg-store.js";
 import { keepPruned } from "../../queue/retention.js";
 import { checkFaultEnv } from "../../relay/faults.js";
 import { FreshChannels } from "../../buzz/fresh-channel.js";
 import { RelayClient } from "../../relay/index.js";
-import { ChannelDirectory, ChannelFollower, configSelector, ProfileCache } from "../../buzz/index.js";
+import { ChannelDirectory, ChannelFollower, configSelector, ProfileCache, shortNpub } from "../../buzz/index.js";
 import { verifyStats } from "../../nostr/verify.js";
 import { Presence } from "../../buzz/presence.js";
 import type { TurnDispatcher } from "../../turn/dispatch.js";
 import type { Intake } from "../../turn/intake.js";
 import { relayPublisher } from "../../turn/publisher.js";
-import { readiness, RecentDenials, statusSnapshot, type DaemonParts } from "./daemon-status.js";
+import { readiness, RecentDenials, statusSnapshot, type DaemonParts, type LastReload } from "./daemon-status.js";
 import { startHttp, type ReadyReport } from "../http/http.js";
 import { Metrics } from "../http/metrics.js";
 import { preflightAgent, prepareStateDir } from "./preflight.js";
-import { discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js";
+import { claimInstanceAtStart, discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js";
+import { InstanceBeacon } from "../../buzz/instance.js";
+import { instanceId } from "./instance-id.js";
 import { StateLock } from "./state-lock.js";
-import { renderStatusPage, type StatusSnapshot } from "../http/status-page.js";
+import { renderStatusPage, statusJson, type StatusSnapshot } from "../http/status-page.js";
+import { RecentTurns } from "./recent-turns.js";
 import { buildTurnPath } from "./turn-path.js";
 import { UsageToday } from "./usage-today.js";
 
@@ -55,7 +60,10 @@ export class Daemon {
   /** Usage reported since midnight UTC, for `!status` and `/status`. */
   readonly usageToday = new UsageToday();
   private readonly denials = new RecentDenials();
+  private readonly recentTurns = new RecentTurns();
   private readonly startedAt = Date.now();
+  /** The last SIGHUP's outcome, for `/status`. */
+  private lastReload?: LastReload;
   devRelay?: DevRelay;
   relay!: RelayClient;
   /**
@@ -76,6 +84,10 @@ export class Daemon {
   private intake!: Intake;
   private http?: { url: string; close(): Promise<void> };
   private stateLock?: StateLock;
+  private beacon?: InstanceBeacon;
+  /** Another daemon of this identity started earlier: this one stops (buzz/instance.ts). */
+  private yielded = false;
+  private sandbox?: AgentSandbox;
   private presence?: Presence;
   private heartbeat?: Heartbeat;
   private stopPruning?: () => void;
@@ -114,14 +126,17 @@ export class Daemon {
     preflightAgent(cfg.agent, secretKey);
     this.store = new SqliteStore(join(cfg.state_dir, STORE_FILE));
     // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
-    const sandbox = sandboxFor(this.o.loaded, log);
+    const sandbox = (this.sandbox = sandboxFor(this.o.loaded, log));
     sandbox.check(cfg.channels.map((c) => c.agent ?? {}));
+    await sandbox.start();
+    // A fleet's queue is its database; a single daemon's is its own store.
+    let fleet: PostgresStore | undefined;
     if (cfg.state.backend === "postgres") {
       // Up before the database wait, so /readyz answers 503 (state: waiting) meanwhile.
       await this.startHttpOnce();
-      this.backend = await openFleetStoreAtStart({ url: cfg.state.url!, pubkey, signal: this.startAbort.signal, logger: log });
+      fleet = await openFleetStoreAtStart({ url: cfg.state.url!, pubkey, signal: this.startAbort.signal, logger: log });
     }
-    const backend = (this.backend ??= this.store);
+    const backend = (this.backend = fleet ?? this.store);
 
     let url = cfg.relay.url;
     if (url === "embedded") {
@@ -185,6 +200,7 @@ export class Daemon {
       metrics: this.metrics,
       usage: this.usageToday,
       denials: this.denials,
+      recentTurns: this.recentTurns,
       pump: () => this.pump(),
       stopping: () => this.stopping,
       shutdown: () => this.resolveShutdown("!shutdown"),
@@ -213,6 +229,21 @@ export class Daemon {
     this.stopPruning = keepPruned([backend, this.store], log);
     this.presence = new Presence(relay, out.signal);
     await relay.start();
+    // One daemon per identity: before it listens anywhere (docs/architecture.md §1).
+    const beacon = (this.beacon = new InstanceBeacon({
+      relay,
+      secretKey,
+      pubkey,
+      instance: instanceId(cfg.state_dir),
+      fleet: await fleet?.fleetId(),
+      logger: log,
+      onLost: () => {
+        this.yielded = true;
+        this.resolveShutdown("instance.conflict");
+      },
+    }));
+    await claimInstanceAtStart({ claim: () => beacon.claim(), signal: this.startAbort.signal, logger: log });
+    beacon.start();
     const found = await discoverChannelsAtStart({
       refresh: () => this.follower.refresh(),
       lastAuthError: () => relay.lastAuthError,
@@ -263,7 +294,7 @@ export class Daemon {
     this.heartbeat.start();
   }
 
-  /** /healthz, /readyz, /metrics and /status, once (in fleet mode already while the database is awaited). */
+  /** /healthz, /readyz, /metrics, /status and /status.json, once (in fleet mode already while the database is awaited). */
   private async startHttpOnce(): Promise<void> {
     const cfg = this.config;
     if (!cfg.http || this.http) return;
@@ -272,6 +303,7 @@ export class Daemon {
       metrics: this.metrics,
       readiness: () => this.readiness(),
       status: () => renderStatusPage(this.statusSnapshot()),
+      statusJson: () => statusJson(this.statusSnapshot()),
       logger: this.log,
     });
   }
@@ -313,6 +345,7 @@ export class Daemon {
   private parts(): DaemonParts {
     return {
       config: this.config,
+      configFile: this.o.configFile ?? this.o.loaded.file,
       pubkey: this.pubkey,
       startedAt: this.startedAt,
       stopping: this.stopping,
@@ -327,6 +360,13 @@ export class Daemon {
       pool: this.pool,
       usage: this.usageToday,
       denials: this.denials,
+      recent: this.recentTurns,
+      lastReload: this.lastReload,
+      nameOf: (pk) => {
+        // A profile's name, not the short npub a pubkey without one is shown as.
+        const p = this.profiles?.peek(pk);
+        return p && p.displayName !== shortNpub(pk) ? p.displayName : undefined;
+      },
     };
   }
 
@@ -339,7 +379,11 @@ export class Daemon {
     return readiness(this.parts());
   }
 
-  /** SIGHUP: policy, team instructions, channels and mcp lists apply to new turns (config/reload.ts). */
+  /**
+   * SIGHUP: policy, team instructions, channels and mcp lists apply to new turns; every other
+   * changed key is named as needing a restart (config/reload.ts). The outcome is kept for
+   * `/status`.
+   */
   async reload(): Promise<boolean> {
     const file = this.o.configFile ?? this.o.loaded.file;
     let next: LoadedConfig;
@@ -347,25 +391,29 @@ export class Daemon {
       next = loadConfig(file);
     } catch (err) {
       const detail = err instanceof ConfigError ? err.message : String(err);
-      this.log.error({ evt: "config.reload_refused", file, errors: detail.split("\n") }, "new config is invalid; keeping the old one");
+      const errors = detail.split("\n");
+      this.lastReload = { at: Date.now(), outcome: "refused", errors };
+      this.log.error({ evt: "config.reload_refused", file, errors }, "new config is invalid; keeping the old one");
       return false;
     }
     const plan = planReload({ pubkey: this.pubkey, config: this.config }, next);
     if (!plan.ok) {
+      this.lastReload = { at: Date.now(), outcome: "refused", needsRestart: plan.needsRestart };
       this.log.error(
         { evt: "config.reload_refused", file, needs_restart: plan.needsRestart },
-        `changing ${plan.needsRestart.join(", ")} needs a restart; keeping the old config`,
+        `needs a restart: ${plan.needsRestart.join(", ")}; keeping the old config`,
       );
       return false;
     }
-    if (plan.deferred)
+    if (plan.needsRestart.length)
       this.log.warn(
-        { evt: "config.reload_partial" },
-        "agent settings, the owner and the heartbeat apply after a restart; the rest applies now",
+        { evt: "config.reload_partial", file, needs_restart: plan.needsRestart },
+        `needs a restart: ${plan.needsRestart.join(", ")}; these keep their running values, the rest applies now`,
       );
     this.config = plan.config;
     this.gateContext.config = this.config;
     const channels = await this.follower.refresh(configSelector(this.config));
+    this.lastReload = { at: Date.now(), outcome: plan.needsRestart.length ? "partial" : "applied", needsRestart: plan.needsRestart };
     this.log.info({ evt: "config.reloaded", file, channels: channels.length }, "config reloaded");
     return true;
   }
@@ -393,7 +441,10 @@ export class Daemon {
     this.dispatcher?.closeSessions();
     await this.pool?.close().catch(() => undefined);
     await this.link?.stop().catch(() => undefined);
-    if (this.config.relay.presence) await this.presence?.offline();
+    this.sandbox?.close();
+    // "offline" is the identity's: not said by a daemon that never listened or gave way to another.
+    if (this.config.relay.presence && this.listening && !this.yielded) await this.presence?.offline();
+    await this.beacon?.stop();
     this.follower?.stop();
     this.relay?.stop();
     await this.http?.close().catch(() => undefined);

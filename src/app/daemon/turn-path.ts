@@ -27,6 +27,7 @@ import { decisionLabel, Intake } from "../../turn/intake.js";
 import type { TurnPublisher } from "../../turn/ports.js";
 import { refusalNotice } from "../../turn/refusal-notice.js";
 import type { RecentDenials } from "./daemon-status.js";
+import type { RecentTurns } from "./recent-turns.js";
 import type { Metrics } from "../http/metrics.js";
 import type { UsageToday } from "./usage-today.js";
 
@@ -50,6 +51,7 @@ export interface TurnPathParts {
   metrics: Metrics;
   usage: UsageToday;
   denials: RecentDenials;
+  recentTurns: RecentTurns;
   /** The queue has work a turn may start: the daemon starts what it allows. */
   pump: () => void;
   stopping: () => boolean;
@@ -114,8 +116,12 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     recordBeforePublish: recordReplyDurably((turnId, id) => scheduler.recordBeforePublish(turnId, id), log),
     claimSeen: (ids) => backend.claimFirst(ids.map((id) => `seen:${id}`)).then((keys) => keys.map((k) => k.slice("seen:".length))),
     logger: log,
-    onTurnEnd: (status, seconds) => p.metrics.turnEnded(status, seconds),
+    onTurnEnd: (status, seconds, turn) => {
+      p.metrics.turnEnded(status, seconds);
+      p.recentTurns.add(status, seconds, turn);
+    },
     onMidTurnDelivered: (method, seconds) => p.metrics.midTurnDelivered(method, seconds),
+    onGateDown: (gate) => p.metrics.gateDown(gate),
     onUsage: (channel, model, usage) => {
       p.metrics.turnUsage(channel, model, usage);
       p.usage.add(channel, model, usage);
