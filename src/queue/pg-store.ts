@@ -116,7 +116,8 @@ export class PostgresStore implements QueueBackend {
   }
 
   private async migrate(identity: string): Promise<void> {
-    const c = await this.pool.connect();
+    const c = await this.checkout();
+    let failed: unknown;
     try {
       await c.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
       try {
@@ -159,9 +160,30 @@ export class PostgresStore implements QueueBackend {
       } finally {
         await c.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => undefined);
       }
+    } catch (err) {
+      failed = err;
+      throw err;
     } finally {
-      c.release();
+      c.done(failed);
     }
+  }
+
+  /**
+   * A client of the pool for several statements. The server may end the connection while
+   * the client is between two of them (a restart, an outage): pg then reports it as an
+   * `error` event, which would end the process if nobody listened; the next statement fails
+   * with it instead. `done(err)` hands the client back, or discards it after a failure.
+   */
+  private async checkout(): Promise<pg.PoolClient & { done(failed?: unknown): void }> {
+    const c = await this.pool.connect();
+    const ignore = () => undefined;
+    c.on("error", ignore);
+    return Object.assign(c, {
+      done(failed?: unknown) {
+        c.off("error", ignore);
+        c.release(failed instanceof Error ? failed : failed === undefined ? undefined : new Error(String(failed)));
+      },
+    });
   }
 
   /**
@@ -181,17 +203,19 @@ export class PostgresStore implements QueueBackend {
   }
 
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
+    const c = await this.checkout();
+    let failed: unknown;
     try {
       await c.query("BEGIN");
       const out = await fn(c);
       await c.query("COMMIT");
       return out;
     } catch (err) {
+      failed = err;
       await c.query("ROLLBACK").catch(() => undefined);
       throw err;
     } finally {
-      c.release();
+      c.done(failed);
     }
   }
 
