@@ -104,8 +104,10 @@ t(
     const ev = fromWire(mention(owner, "during an outage"));
     await a.scheduler.accept(ev, CHANNEL);
     const batch = await a.next();
-    const down = pg.server!.restart(1500);
-    await sleep(200); // the server is going down or gone now
+    let gone!: () => void;
+    const stopped = new Promise<void>((r) => (gone = r));
+    const down = pg.server!.restart(1500, { onDown: gone });
+    await stopped; // the server is down: what follows happens during the outage
     a.scheduler.recordReply(batch.turnId, "c".repeat(64));
     assert.equal(a.scheduler.complete(batch.turnId), true);
     await down;

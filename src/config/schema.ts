@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { parseDuration, DURATION_PATTERN } from "./duration.js";
 import { parsePubkey } from "./keys.js";
+import { PRESET_NAMES, PRESETS, type PresetName } from "../presets/index.js";
 
 /** Names of keys whose values are durations, so `check` can print them back as `15m`. */
 export const DURATION_KEYS = new Set<string>();
@@ -85,17 +86,28 @@ const relay = z.strictObject({
     .string()
     .optional()
     .describe("with url: embedded, the dev relay's seed file (channels, members); relative to the config file's directory"),
-  presence: z.boolean().default(true).describe("publish kind 20001 presence (online every 60s, offline on shutdown); default true"),
+  presence: z
+    .boolean()
+    .default(true)
+    .describe("publish kind 20001 presence (online every 60s, Buzz keeps it 180s; offline on shutdown); default true"),
   typing: z.boolean().default(true).describe("publish kind 20002 typing indicators while a turn runs; default true"),
   publish_timeout: duration("publish_timeout", "10s"),
   frame_quota: z
     .strictObject({
       frames: z.number().int().min(1).default(50).describe("frames per window; default 50"),
       window: duration("window", "5s"),
+      share: z
+        .number()
+        .gt(0)
+        .max(1)
+        .default(1)
+        .describe(
+          "this daemon's part of the key's quota, 0 < share ≤ 1; default 1. The daemons of a fleet (state.backend: postgres) share one bucket at the relay: give each 1/N, e.g. 0.5 for two",
+        ),
     })
     .prefault({})
     .describe(
-      "the bridge's own outgoing WebSocket frame budget, mirroring the relay's quota (Buzz: 50 frames per 5s); replies and notices wait for room, typing and presence are dropped when it is short",
+      "the bridge's own budget of frames to the relay, mirroring Buzz's quota of 50 per 5s per key, which counts every WebSocket frame and every HTTP bridge call of the identity; a stricter quota in the relay's NIP-11 wins. Replies and notices wait for room, typing and presence are dropped when it is short",
     ),
 });
 
@@ -110,10 +122,32 @@ const sandboxBind = z.strictObject({
   mode: z.enum(["ro", "rw"]).default("ro").describe("ro (default) or rw"),
 });
 
+/** The agent command when neither agent.command nor agent.preset names one. */
+export const DEFAULT_AGENT_COMMAND = "claude-agent-acp";
+
+const provider = z
+  .strictObject({
+    base_url: z
+      .string()
+      .regex(/^https?:\/\/[^\s/]+/, { message: "expected an http:// or https:// URL" })
+      .describe(
+        "the endpoint's base URL as the agent's own setting takes it (e.g. http://127.0.0.1:4000 for LiteLLM, https://openrouter.ai/api/v1)",
+      ),
+    model: z.string().min(1).optional().describe("the model name at that endpoint"),
+  })
+  .describe("a gateway or self-hosted model endpoint, mapped onto the preset's own settings (docs/agents.md)");
+
 const agent = z.strictObject({
-  command: z.string().default("claude-agent-acp").describe("the ACP agent executable; default claude-agent-acp"),
-  args: z.array(z.string()).default([]),
-  env: stringMap.default({}).describe("added to the agent's cleaned environment; the bridge's secret key never is"),
+  preset: z
+    .enum(PRESET_NAMES)
+    .optional()
+    .describe(
+      "a known agent: its command, arguments, environment and settings files (docs/agents.md); agent.command/args/env override its parts",
+    ),
+  provider: provider.optional(),
+  command: z.string().min(1).optional().describe("the ACP agent executable; default the preset's command, else claude-agent-acp"),
+  args: z.array(z.string()).optional().describe("the agent's arguments; with a preset, they replace the preset's own (default [])"),
+  env: stringMap.default({}).describe("added to the agent's cleaned environment (over the preset's); the bridge's secret key never is"),
   cwd: z
     .string()
     .optional()
@@ -232,6 +266,7 @@ const policyShape = {
   reply_fallback: ReplyFallback,
   history: z.number().int().min(0).max(100),
   mid_turn: MidTurn,
+  work_status: z.enum(["on", "off"]),
 };
 
 const defaults = z.strictObject({
@@ -245,6 +280,11 @@ const defaults = z.strictObject({
   reply_fallback: policyShape.reply_fallback.default("final_text"),
   history: policyShape.history.default(12).describe("thread messages fetched into each prompt; default 12"),
   mid_turn: policyShape.mid_turn.default("steer"),
+  work_status: policyShape.work_status
+    .default("on")
+    .describe(
+      "on (default): publish the agent's work status (NIP-AW kind 30181: status, model, redacted tool titles) for the channel's members while a turn runs; off: never",
+    ),
 });
 
 /** Buzz names a channel by a lowercase hyphenated UUID (its `h` tag), never by its display name. */
@@ -282,6 +322,7 @@ const channel = z.strictObject({
   reply_fallback: policyShape.reply_fallback.optional(),
   history: policyShape.history.optional(),
   mid_turn: policyShape.mid_turn.optional(),
+  work_status: policyShape.work_status.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 type ChannelEntry = z.output<typeof channel>;
@@ -353,6 +394,15 @@ const heartbeat = z.strictObject({
   channel: channelIdSchema(false).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
 });
 
+const workflows = z.strictObject({
+  wake: z
+    .boolean()
+    .default(false)
+    .describe(
+      "true: a workflow's message (a kind 9 signed by the relay's NIP-11 self key, buzz:workflow-owner = this agent's owner, buzz:workflow-mention = this agent) wakes the agent as if the owner had mentioned it; default false",
+    ),
+});
+
 const policy = z.strictObject({
   allowed_respond_to: z
     .array(RespondTo)
@@ -383,6 +433,7 @@ export const configSchema = z.strictObject({
   shutdown_grace: duration("shutdown_grace", "30s"),
   heartbeat: heartbeat.optional(),
   policy: policy.prefault({}),
+  workflows: workflows.prefault({}),
 });
 
 export interface CrossIssue {
@@ -452,6 +503,7 @@ export function crossCheck(raw: unknown): CrossIssue[] {
       });
     }
   });
+  issues.push(...providerIssues(agentCfg));
   if ("auth_tag" in id && "auth_tag_file" in id)
     issues.push({ path: ["identity", "auth_tag_file"], message: "give at most one of auth_tag or auth_tag_file" });
   const hb = obj(cfg.heartbeat);
@@ -461,6 +513,43 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   if (relay.seed !== undefined && relay.url !== "embedded") {
     issues.push({ path: ["relay", "seed"], message: "relay.seed only applies with url: embedded" });
   }
+  return issues;
+}
+
+/** agent.provider is mapped onto a preset's own settings: it needs a preset that has one, and a model where the preset needs one. */
+function providerIssues(agentCfg: Record<string, unknown>): CrossIssue[] {
+  const prov = agentCfg.provider;
+  if (!prov || typeof prov !== "object") return [];
+  const name = agentCfg.preset;
+  if (typeof name !== "string" || !(PRESET_NAMES as readonly string[]).includes(name))
+    return [
+      {
+        path: ["agent", "provider"],
+        message: `agent.provider needs agent.preset (it becomes the preset's own endpoint setting; presets: ${PRESET_NAMES.join(", ")}), or set the agent's endpoint variable in agent.env`,
+      },
+    ];
+  const preset = PRESETS[name as PresetName];
+  if (!preset.wire) {
+    const able = PRESET_NAMES.filter((n) => PRESETS[n].wire).join(", ");
+    return [
+      {
+        path: ["agent", "provider"],
+        message: `the ${name} preset talks only to its vendor's service and has no endpoint setting; presets that take agent.provider: ${able}`,
+      },
+    ];
+  }
+  const issues: CrossIssue[] = [];
+  const model = (prov as Record<string, unknown>).model;
+  if (preset.providerNeedsModel && model === undefined)
+    issues.push({
+      path: ["agent", "provider", "model"],
+      message: `the ${name} preset needs agent.provider.model: the model's name at that endpoint`,
+    });
+  if (model !== undefined && agentCfg.model !== undefined)
+    issues.push({
+      path: ["agent", "model"],
+      message: "give the model once: agent.provider.model with a provider, agent.model without one",
+    });
   return issues;
 }
 
@@ -495,6 +584,7 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     reply_fallback: pick("reply_fallback", d.reply_fallback),
     history: pick("history", d.history),
     mid_turn: pick("mid_turn", d.mid_turn),
+    work_status: pick("work_status", d.work_status),
     explicit,
   };
 }

@@ -48,6 +48,8 @@
  * message put into the running turn with `_session/steering`; when the prompt carries the
  * bridge's mid-turn framing its `Mid-turn:` line is reported as `Framing: <line>`, and each
  * `Correction` / `Added while you were working` / `Superseding message` label as `Labels: …`.
+ * A prompt carrying the bridge's stop-gate objection gets one `Objection: [server] …` line
+ * per objecting gate, so a test sees every gate's text, not only the prompt's last line.
  *
  * Capabilities: `loadSession: false`; native steering (`_meta.steering.supported`, the
  * `_session/steering` method, honouring `idleBehavior: "promptRequired"`) only when
@@ -189,6 +191,12 @@ function midTurnReport(text: string, receivedAt: number, steered: DemoSession["s
   const labels = [...text.matchAll(/^(Correction|Added while you were working|Superseding message)\b[^\n]*/gm)].map((m) => m[1]);
   if (labels.length) lines.push(`Labels: ${labels.join(", ")}`);
   return lines;
+}
+
+/** The gates' objections in a stop-gate re-prompt (turn/stop-gates.ts's `[server] text` paragraphs). */
+function objectionReport(text: string): string[] {
+  if (!/^Stop gate objection:/m.test(text)) return [];
+  return [...text.matchAll(/^\[([^\]\n]+)\] ([^\n]*)/gm)].map((m) => `Objection: [${m[1]}] ${m[2]}`);
 }
 
 function summary(p: ParsedPrompt): string {
@@ -376,7 +384,7 @@ export async function runDemoAgent(
       });
     }
     if (d.silent) return endTurn(s, turn, { stopReason, ...(usage ? { usage } : {}) });
-    reports.push(...midTurnReport(text, receivedAt, s.steered));
+    reports.push(...midTurnReport(text, receivedAt, s.steered), ...objectionReport(text));
     let reply = [summary(parsed), ...reports].join("\n");
     if (d.longChars !== undefined) {
       const filler: string[] = [];

@@ -1,10 +1,11 @@
 /**
  * The gate's decision for one relay event, in docs/architecture.md §3's order: own event → not in a
  * configured channel → edit of an already-handled event → owner control command →
- * subscribed kinds → mention requirement → respond-to policy (where a verified sibling
- * passes like the owner; the caller looks that up only for refusals it could change). Pure
- * apart from the injected lookups; side effects (logs, reactions, control actions) happen
- * elsewhere.
+ * subscribed kinds → mention requirement → a workflow wake (with `workflows.wake: true`, a
+ * relay-signed workflow message for this agent speaks for its owner, nostr/workflow.ts) →
+ * respond-to policy (where a verified sibling passes like the owner; the caller looks that
+ * up only for refusals it could change). Pure apart from the injected lookups; side
+ * effects (logs, reactions, control actions) happen elsewhere.
  *
  * Signatures are verified only for events that would be acted on (control commands and
  * accepted events). The relay client already checks what it receives, but the bridge
@@ -18,6 +19,7 @@ import { channelOf, mentionsOf } from "../nostr/events.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
 import { tagValue } from "../base/tags.js";
+import { isWorkflowMessage, type WakeRefusal, type WakeVerdict } from "../nostr/workflow.js";
 
 const CONTROL_COMMANDS = ["!cancel", "!rotate", "!status", "!shutdown"] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
@@ -32,6 +34,7 @@ export type DropReason =
   | "kind-not-subscribed"
   | "no-mention"
   | "bad-signature"
+  | WakeRefusal
   | AuthorDenial;
 
 export interface GateContext {
@@ -51,10 +54,23 @@ export interface GateContext {
    * for owner-only, allowlist and DM refusals, and only when an owner is known.
    */
   sibling?(author: string, ev: Event): Promise<SiblingVerdict>;
+  /**
+   * Whether a workflow message may wake the agent (nostr/workflow.ts `verifyWake`, against
+   * the relay's NIP-11 `self` as read since the last reconnect); asked only with
+   * `workflows.wake: true`.
+   */
+  workflowWake?(ev: Event): Promise<WakeVerdict>;
 }
 
 export type Decision =
-  | { action: "accept"; channel: ChannelInfo; policy: ChannelPolicy; sibling?: SiblingVerdict }
+  | {
+      action: "accept";
+      channel: ChannelInfo;
+      policy: ChannelPolicy;
+      sibling?: SiblingVerdict;
+      /** A verified workflow wake: the owner it speaks for. */
+      workflowOwner?: string;
+    }
   /**
    * An edit (40003) or deletion (5) of an event the bridge accepted earlier. Who may amend
    * it and what that does depends on where that event is now (waiting, in a running turn,
@@ -109,6 +125,11 @@ function deletionTargets(ev: Event): string[] {
 /** Author refusals a sibling can overturn (never `nobody`: that channel answers no one). */
 const SIBLING_OVERRIDABLE: ReadonlySet<DropReason> = new Set(["not-owner", "not-allowlisted", "dm-not-owner"]);
 
+/** True when `ev` is a workflow message the gate must check against the relay's key before deciding. */
+export function isWakeCandidate(ev: Event, ctx: Pick<GateContext, "config" | "workflowWake">): boolean {
+  return ctx.config.workflows.wake && ctx.workflowWake !== undefined && isWorkflowMessage(ev);
+}
+
 /** True when `decide` refused the author in a way a verified sibling would pass. */
 export function siblingMayChange(d: Decision, ctx: Pick<GateContext, "owner" | "sibling">): boolean {
   return d.action === "deny" && SIBLING_OVERRIDABLE.has(d.reason) && ctx.owner !== undefined && ctx.sibling !== undefined;
@@ -117,9 +138,10 @@ export function siblingMayChange(d: Decision, ctx: Pick<GateContext, "owner" | "
 /**
  * The decision for `ev`. `sibling` is the author's sibling verdict when the caller looked
  * it up (the lookup is async and costs a round trip, so it is only done for refusals it
- * could change — see Gate.handle); without it no author counts as a sibling.
+ * could change — see Gate.handle); without it no author counts as a sibling. `wake` is a
+ * workflow message's verdict, looked up likewise (`isWakeCandidate`).
  */
-export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict): Decision {
+export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict, wake?: WakeVerdict): Decision {
   if (ev.pubkey === ctx.self) return drop("own-event", { level: "debug" });
 
   const channelId = channelOf(ev);
@@ -152,6 +174,14 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict): D
 
   if (!policy.kinds.includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
   if (policy.require_mention && !mentionsOf(ev).includes(ctx.self)) return drop("no-mention", { channel, policy });
+
+  if (wake) {
+    // The relay vouches for the workflow's owner: the owner's own rules apply, nobody else's.
+    if (!wake.ok) return deny(wake.reason, channel, policy);
+    const asOwner = authorAllowed(policy, channel.type, wake.owner, ctx.owner, false);
+    if (!asOwner.allowed) return deny(asOwner.reason, channel, policy);
+    return { action: "accept", channel, policy, workflowOwner: wake.owner };
+  }
 
   const verdict = authorAllowed(policy, channel.type, ev.pubkey, ctx.owner, sibling === "verified");
   if (!verdict.allowed) return deny(verdict.reason, channel, policy, sibling);

@@ -5,7 +5,8 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
-import { decide, siblingMayChange, type Decision, type GateContext } from "./decide.js";
+import { decide, isWakeCandidate, siblingMayChange, type Decision, type GateContext } from "./decide.js";
+import { npub } from "../config/keys.js";
 import type { DeniedReporter } from "./denied.js";
 import type { ControlExecutor } from "./control.js";
 
@@ -55,14 +56,26 @@ export class Gate {
   }
 
   /**
-   * A refused author may be another agent of the same owner: then the gate asks (profile
-   * look-up, bounded in time, fails closed) and decides again. Undefined when no look-up
-   * can change `decision`.
+   * The decision again after a look-up, when one can change `decision`: a refused author may
+   * be another agent of the same owner (profile look-up, bounded in time, fails closed), and
+   * a workflow message waits for the relay's key as read since the last reconnect.
+   * Undefined when no look-up can change it.
    */
   recheck(ev: Event, decision: Decision): Promise<Decision> | undefined {
     const ctx = this.opts.context;
+    if (isWakeCandidate(ev, ctx)) return ctx.workflowWake!(ev).then((wake) => this.wakeDecision(ev, decide(ev, ctx, undefined, wake)));
     if (!siblingMayChange(decision, ctx)) return undefined;
     return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
+  }
+
+  /** A verified workflow wake is logged (and counted as `workflow` by the caller); a refused one is a `gate.denied` line. */
+  private wakeDecision(ev: Event, d: Decision): Decision {
+    if (d.action === "accept" && d.workflowOwner)
+      this.opts.logger.info(
+        { evt: "gate.workflow_wake", event: ev.id, channel: d.channel.id, owner: npub(d.workflowOwner), relay_key: ev.pubkey },
+        "a workflow of the owner woke the agent (signed by the relay's NIP-11 self key)",
+      );
+    return d;
   }
 
   /** The decision's side effects (cursor, control command, denial answer); none for accept and amend. */

@@ -24,6 +24,8 @@ export interface RelayPort {
   sign(t: EventTemplate): Event;
   publish(ev: Event): Promise<{ status: string; reason?: string }>;
   query(filters: Filter[]): Promise<Event[]>;
+  /** The relay's content limit (its NIP-11): longer messages go out as parts. Default Buzz's 256 KB. */
+  contentLimit?(): number;
 }
 
 class BuzzToolError extends Error {
@@ -163,7 +165,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
       const thread = replyTo ? replyRefFor(await inChannel(replyTo, "reply_to event")) : undefined;
       // A progress note is marked on the wire: the turn and a later restart tell it from the answer by that mark.
       const extraTags = a.progress ? [[...PROGRESS_TAG]] : undefined;
-      return publish(messageParts(channel, a.content, { thread, mentions: a.mentions, extraTags }), "message");
+      return publish(messageParts(channel, a.content, { thread, mentions: a.mentions, extraTags }, opts.relay.contentLimit?.()), "message");
     },
     async addReaction(a) {
       const target = await inChannel(a.event_id, "event");

@@ -26,6 +26,7 @@ import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
 import { linkHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
+import type { TurnStatus, WorkStatusBoard } from "./work-status.js";
 import { waitGatesOf } from "./stop-gates.js";
 import { manifestFromConfig } from "../contract/manifest.js";
 
@@ -60,6 +61,8 @@ export interface DispatcherDeps {
   onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
   /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+  /** The channels' public work status (NIP-AW), for channels with `work_status: on`. */
+  workStatus?: WorkStatusBoard;
   /** A `stop: wait` gate was not running when `_Stop` was due (once per gate and turn), for metrics. */
   onGateDown?(gate: string): void;
 }
@@ -121,10 +124,12 @@ export class TurnDispatcher {
 
   /** Starts the batch's turn; resolves when it has ended and the queue knows the outcome. */
   start(batch: Batch): Promise<void> {
-    const mid = this.inbox(batch);
+    // The messages that joined the turn mid-way and reached the agent: the turn answers them too.
+    const joined: string[] = [];
+    const mid = this.inbox(batch, joined);
     const threads = new Set(batch.events.map((e) => this.threadOf(e)));
     return this.running.run(batch.turnId, { scope: batch.scope.key, channel: batch.scope.channel }, { mid, threads }, (entry) =>
-      this.run(batch, entry, mid),
+      this.run(batch, entry, mid, joined),
     );
   }
 
@@ -189,7 +194,7 @@ export class TurnDispatcher {
   }
 
   /** The mid-turn inbox of a batch's turn; its session is the scope's, once the turn has opened it. */
-  private inbox(batch: Batch): MidTurnInbox {
+  private inbox(batch: Batch, joined: string[]): MidTurnInbox {
     const key = batch.scope.key;
     const live = () => this.sessions.get(key);
     const reacted = new Set<string>();
@@ -206,7 +211,10 @@ export class TurnDispatcher {
         const ss = live();
         if (ss?.current && events.length) ss.current.anchor = this.anchorOf(events).id;
         const fresh = events.filter((ev) => !reacted.has(ev.id));
-        for (const ev of fresh) reacted.add(ev.id);
+        for (const ev of fresh) {
+          reacted.add(ev.id);
+          joined.push(ev.id);
+        }
         const ids = fresh.map((ev) => ev.id);
         const first = this.d.claimSeen ? this.d.claimSeen(ids).catch(() => ids) : Promise.resolve(ids);
         void first.then((seen) => {
@@ -218,7 +226,7 @@ export class TurnDispatcher {
     });
   }
 
-  private async run(whole: Batch, running: RunningEntry, mid: MidTurnInbox): Promise<void> {
+  private async run(whole: Batch, running: RunningEntry, mid: MidTurnInbox, joined: string[]): Promise<void> {
     const started = Date.now();
     const signal = running.abort.signal;
     const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
@@ -231,12 +239,15 @@ export class TurnDispatcher {
         requesters: [...new Set(whole.events.map((e) => e.pubkey))].filter((pk) => pk !== this.d.self),
         ...extra,
       });
+    // The turn's messages by id, here and in its turn.end line: which mention a turn answers, in the log.
+    const events = () => [...whole.events.map((e) => e.id), ...joined];
+    log.info({ evt: "turn.start", events: events(), attempt: whole.attempt }, "turn started");
 
     const batch = await this.answers.unanswered(whole, log);
     if (batch.events.length === 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info(
-        { evt: "turn.already_answered", replies: batch.publishedReplyIds },
+        { evt: "turn.already_answered", replies: batch.publishedReplyIds, events: events() },
         "turn had already replied before the restart; not re-run",
       );
       await mid.close(true);
@@ -253,6 +264,7 @@ export class TurnDispatcher {
         { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] },
         log,
         false,
+        { events: events() },
       );
       return end("failed", { reason: `the bridge is no longer a member of channel ${batch.scope.channel}` });
     }
@@ -266,11 +278,13 @@ export class TurnDispatcher {
     let usage: TurnUsage | undefined;
     let model: string | undefined;
     let rotateFor: string | undefined;
+    let status: TurnStatus | undefined;
     const turnOver = new AbortController();
     try {
       const ss = await this.sessions.open(batch.scope, channel, standing, log);
       running.session = ss.session;
       model = ss.session.model;
+      if (policy.work_status === "on") status = this.d.workStatus?.begin(channel.id, { turnId: String(batch.turnId), model });
       const inflight = new InflightPublishes();
       // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
       const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
@@ -287,6 +301,7 @@ export class TurnDispatcher {
       const owner = this.d.owner;
       const prompt = async (b: TextBlock[], s: AbortSignal | undefined) => {
         const r = await ss.session.prompt(b, {
+          onUpdate: status && ((u) => status!.update(u)),
           askOwner: owner
             ? (req, sig) =>
                 askOwnerByReaction(
@@ -318,6 +333,7 @@ export class TurnDispatcher {
           replyFallback: policy.reply_fallback,
           typing: cfg.relay.typing,
           firstSeen: this.d.claimSeen,
+          contentLimit: this.d.relay.contentLimit?.(),
           enforce: this.d.enforce,
           gates: {
             maxRejections: cfg.gates.max_rejections,
@@ -370,6 +386,7 @@ export class TurnDispatcher {
       // A session that failed to open or crashed is not reused.
       await this.sessions.rotate((k) => k === batch.scope.key);
     }
+    status?.end(outcome.status === "failed" ? "error" : "complete", outcome.status === "answered" ? undefined : outcome.status);
     // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
     // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
     await mid.close(!signal.aborted);
@@ -385,11 +402,17 @@ export class TurnDispatcher {
       );
       return;
     }
-    this.finish(batch, outcome, log, retry, { model, usage });
+    this.finish(batch, outcome, log, retry, { model, usage, events: events() });
     end(outcome.status, { reason: outcome.status === "failed" ? outcome.reason : undefined, model, usage });
   }
 
-  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {
+  private finish(
+    batch: Batch,
+    outcome: TurnOutcome,
+    log: Logger,
+    retry: boolean,
+    extra: { model?: string; usage?: TurnUsage; events?: string[] } = {},
+  ): void {
     log.info(
       {
         evt: "turn.end",
@@ -399,6 +422,7 @@ export class TurnDispatcher {
         via: outcome.status === "answered" ? outcome.via : undefined,
         model: extra.model,
         usage: extra.usage,
+        events: extra.events,
       },
       "turn ended",
     );

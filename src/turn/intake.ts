@@ -50,7 +50,7 @@ export function decisionLabel(d: Decision): string {
     case "amend":
       return d.amend;
     case "accept":
-      return d.sibling ? "sibling" : "accepted";
+      return d.workflowOwner ? "workflow" : d.sibling ? "sibling" : "accepted";
   }
 }
 

@@ -46,6 +46,7 @@ import { renderStatusPage, statusJson, type StatusSnapshot } from "../http/statu
 import { RecentTurns } from "./recent-turns.js";
 import { buildTurnPath } from "./turn-path.js";
 import { UsageToday } from "./usage-today.js";
+import { workStatusBoard } from "./work-status-wiring.js";
 
 export interface DaemonOptions {
   loaded: LoadedConfig;
@@ -155,6 +156,7 @@ export class Daemon {
       cursor: { get: () => this.store.minCursor() },
       publish: { timeoutMs: cfg.relay.publish_timeout },
       connection: { frameQuota: { frames: cfg.relay.frame_quota.frames, windowMs: cfg.relay.frame_quota.window } },
+      frameShare: cfg.relay.frame_quota.share,
     }));
     this.directory = new ChannelDirectory(relay, log).attach();
     this.follower = new ChannelFollower(relay, this.directory, configSelector(cfg));
@@ -172,7 +174,14 @@ export class Daemon {
     this.pool = new AgentPool(
       poolOptionsFromConfig(
         { ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) },
-        { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: log, sandbox, linkRoot: linkRootPath(cfg.state_dir) },
+        {
+          secret: secretKey,
+          hooksAgentEnforced: enforce === "agent",
+          logger: log,
+          sandbox,
+          linkRoot: linkRootPath(cfg.state_dir),
+          stateDir: cfg.state_dir,
+        },
       ),
     );
     this.pool.on("spawn", (p: AgentSpawned) => {
@@ -204,6 +213,7 @@ export class Daemon {
       pump: () => this.pump(),
       stopping: () => this.stopping,
       shutdown: () => this.resolveShutdown("!shutdown"),
+      workStatus: workStatusBoard(relay, this.o.loaded, (status) => this.metrics.publishOutcome(status)),
       logger: log,
     });
     const scheduler = (this.scheduler = path.scheduler);

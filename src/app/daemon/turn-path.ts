@@ -9,6 +9,7 @@ import { hostname } from "node:os";
 import type { AgentPool } from "../../agent/pool.js";
 import type { Logger } from "../../base/log.js";
 import type { Enforce } from "../../config/enforce.js";
+import { agentDisplay } from "../../config/agent-command.js";
 import type { Config } from "../../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type GateContext } from "../../gate/index.js";
 import type { LinkServer } from "../../link/index.js";
@@ -19,6 +20,7 @@ import type { FreshChannels } from "../../buzz/fresh-channel.js";
 import { KIND } from "../../nostr/kinds.js";
 import type { ProfileCache } from "../../buzz/profiles.js";
 import { verifySignature } from "../../nostr/verify.js";
+import { verifyWake } from "../../nostr/workflow.js";
 import { Amendments } from "../../turn/amend.js";
 import { controlActions } from "../../turn/control-actions.js";
 import { TurnDispatcher } from "../../turn/dispatch.js";
@@ -30,6 +32,7 @@ import type { RecentDenials } from "./daemon-status.js";
 import type { RecentTurns } from "./recent-turns.js";
 import type { Metrics } from "../http/metrics.js";
 import type { UsageToday } from "./usage-today.js";
+import type { WorkStatusBoard } from "../../turn/work-status.js";
 
 export interface TurnPathParts {
   /** The running config (a reload replaces it); `start` is the one the daemon started with. */
@@ -57,6 +60,8 @@ export interface TurnPathParts {
   stopping: () => boolean;
   /** `!shutdown`. */
   shutdown: () => void;
+  /** The channels' public work status (NIP-AW 30181). */
+  workStatus?: WorkStatusBoard;
   logger: Logger;
 }
 
@@ -70,7 +75,7 @@ export interface TurnPath {
 
 export function buildTurnPath(p: TurnPathParts): TurnPath {
   const { start: cfg, pubkey, relay, backend, local, out, logger: log } = p;
-  const agentKey = [cfg.agent.command, ...cfg.agent.args].join(" ");
+  const agentKey = agentDisplay(cfg.agent);
   // Built below; the scheduler's callbacks run only after it is.
   let dispatcher: TurnDispatcher;
 
@@ -103,7 +108,12 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     pool: p.pool,
     link: p.link,
     scheduler,
-    relay: { sign: (t) => relay.sign(t), publish: (ev) => relay.publishConfirmed(ev), query: (f) => relay.query(f) },
+    relay: {
+      sign: (t) => relay.sign(t),
+      publish: (ev) => relay.publishConfirmed(ev),
+      query: (f) => relay.query(f),
+      contentLimit: () => relay.contentLimit(),
+    },
     out,
     channel: (id) => p.channels.get(id),
     displayName: async (pk) => (await p.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
@@ -126,6 +136,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       p.metrics.turnUsage(channel, model, usage);
       p.usage.add(channel, model, usage);
     },
+    workStatus: p.workStatus,
   });
 
   const amendments = new Amendments({
@@ -147,6 +158,16 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     // What this daemon's gate accepted (in a fleet the queue may have it from another daemon).
     handled: (id) => local.isAccepted(id),
     verify: verifySignature,
+    // The relay's key as read since the last reconnect: a read under way is waited for.
+    workflowWake: async (ev) => {
+      await relay.relayInfo.settled();
+      return verifyWake(ev, {
+        relaySelf: relay.info.self,
+        previousSelves: relay.relayInfo.previousSelves,
+        agent: pubkey,
+        owner: gateContext.owner,
+      });
+    },
   };
   if (cfg.identity.owner) {
     const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => p.profiles.lookup(pk) });
