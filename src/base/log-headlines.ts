@@ -56,7 +56,7 @@ export const HEADLINES: Readonly<Record<string, string>> = {
   "queue.scope_lost": "this daemon lost a scope's lease to another daemon of the fleet",
   "queue.store_write_failed": "could not write to the state store",
   "queue.store_write_retry": "the state store cannot take a turn's write now; retrying",
-  "queue.turn_resumed": "took over a turn another daemon left running",
+  "queue.turn_resumed": "resumed a turn left running (by this daemon before a restart, or by another daemon of the fleet)",
   "queue.turn_failed": "turn failed for good; the thread gets a notice",
   "queue.turn_retry": "turn failed; retrying after a backoff",
 };
