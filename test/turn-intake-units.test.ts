@@ -92,7 +92,15 @@ describe("what is queued", () => {
     const { intake: i, calls, lines } = intake(accept());
     await i.handle(ev("e1"));
     // Noted as handled before the write (an edit right behind it is an amendment); the cursor moves once the queue has it.
-    assert.deepEqual(calls, ["received e1", "act e1 accept", "decided e1 accept", "handled e1", "accept e1 ch", "seen ch 100", "running? ch/e1"]);
+    assert.deepEqual(calls, [
+      "received e1",
+      "act e1 accept",
+      "decided e1 accept",
+      "handled e1",
+      "accept e1 ch",
+      "seen ch 100",
+      "running? ch/e1",
+    ]);
     const accepted = lines.filter((l) => l.evt === "gate.accepted");
     assert.equal(accepted.length, 1);
     assert.deepEqual([accepted[0]!.event, accepted[0]!.channel, accepted[0]!.msg], ["e1", "ch", "mention accepted"]);
