@@ -176,6 +176,7 @@ describe("the accept is the queue's", () => {
     const handled = i.handle(ev("f1"));
     await waitFor(() => calls.includes("handled f1"), { what: "the note" });
     assert.ok(!lines.some((l) => l.evt === "gate.accepted"), "not before the database said so");
+    assert.ok(!calls.includes("seen ch 100"), "the cursor stays before it until it is stored: a crash meanwhile replays it");
     done(true);
     await handled;
     assert.ok(lines.some((l) => l.evt === "gate.accepted" && l.event === "f1"));
