@@ -20,7 +20,9 @@
  *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
  *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
  *
- * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
+ * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts); BENCH_RESULTS=FILE writes
+ * the results there instead of bench/results.json. bench/compare.ts sets both to run the same
+ * parts against another checkout.
  */
 import { writeFileSync } from "node:fs";
 import { AUTHORS as BUSY_AUTHORS } from "./busy.js";
@@ -589,10 +591,12 @@ async function main(): Promise<void> {
     rows,
     raw,
   };
-  writeFileSync(fileURLToPath(new URL("./results.json", import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
+  // BENCH_RESULTS: elsewhere (bench/compare.ts), so a partial run leaves the full run's file alone.
+  const out = process.env.BENCH_RESULTS ?? fileURLToPath(new URL("./results.json", import.meta.url));
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
   console.log(markdownTable(rows));
   console.log(
-    `\n${rows.length} rows in ${total.toFixed(0)} s on ${cpus().length} CPUs (load ${load0.toFixed(1)} at start), node ${process.version}; written to bench/results.json`,
+    `\n${rows.length} rows in ${total.toFixed(0)} s on ${cpus().length} CPUs (load ${load0.toFixed(1)} at start), node ${process.version}; written to ${out}`,
   );
 }
 
