@@ -26,6 +26,10 @@
  *                         #slow), then carry on as asked
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #long <chars>         pad the reply with numbered filler lines to at least that length
+ *   #stderr <text>        write <text> (the rest of the line) to its stderr
+ *   #burst <n> [<chars>]  call send_message n times at once (each `burst i/n`, padded to
+ *                         <chars> characters), report how many were sent and the first
+ *                         error, then reply as usual
  *   #crash                exit(1) in the middle of the turn
  *   #crash-after-reply    exit(1) right after its first send_message (in a batch: after
  *                         answering the first message only)
@@ -209,6 +213,18 @@ function summary(p: ParsedPrompt): string {
   return `Demo agent here, no LLM. Here is what I was given:\n${lines.join("\n")}`;
 }
 
+/** `#burst`: n send_message calls at once; what came back, in one line. */
+async function burst(b: { count: number; chars: number }, call: (name: string, args: Record<string, unknown>) => Promise<string>) {
+  const results = await Promise.all(
+    Array.from({ length: b.count }, (_, i) => {
+      const head = `burst ${i + 1}/${b.count}`;
+      return call("send_message", { content: head.padEnd(Math.max(b.chars, head.length), ".") });
+    }),
+  );
+  const failed = results.filter((r) => !r.includes("event_id"));
+  return `burst: ${results.length - failed.length} sent, ${failed.length} refused${failed.length ? `; first: ${failed[0]!.slice(0, 300)}` : ""}`;
+}
+
 /** Exits as a crash would, the moment a directive asks for it. */
 function crashNow(): never {
   process.exit(1);
@@ -367,6 +383,8 @@ export async function runDemoAgent(
       reports.push(`permission: ${verdict} (${res.outcome.optionId})`);
     }
     for (const t of d.tools) reports.push(`tool ${t.name}: ${await callTool(t.name, t.args)}`);
+    if (d.burst) reports.push(await burst(d.burst, callTool));
+    if (d.stderr !== undefined) process.stderr.write(`${d.stderr}\n`);
     if (d.stopHook) reports.push(`_Stop: ${JSON.stringify(await callTool("_Stop", {}))}`);
     if (turn.signal.aborted) return cancelled();
 

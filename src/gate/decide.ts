@@ -15,7 +15,8 @@
 import type { Event } from "nostr-tools";
 import type { Config } from "../config/schema.js";
 import { KIND } from "../nostr/kinds.js";
-import { channelOf, mentionsOf } from "../nostr/events.js";
+import { channelOf } from "../nostr/events.js";
+import { eventRefs, isHex64, mentions } from "../nostr/refs.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
 import { tagValue } from "../base/tags.js";
@@ -113,13 +114,15 @@ function controlCommandOf(ev: Event, self: string): ControlCommand | undefined {
   return tagsAgent ? text : undefined;
 }
 
+/** An edit names the message it replaces with its first `e` tag; only an event id counts. */
 function editTarget(ev: Event): string | undefined {
-  return tagValue(ev, "e");
+  const target = tagValue(ev, "e");
+  return isHex64(target) ? target.toLowerCase() : undefined;
 }
 
-/** NIP-09: a deletion names its targets with `e` tags (at most 50 looked at). */
+/** NIP-09: a deletion names its targets with `e` tags (well-formed ids, at most 50 looked at). */
 function deletionTargets(ev: Event): string[] {
-  return [...new Set(ev.tags.filter((t) => t[0] === "e" && typeof t[1] === "string").map((t) => t[1]!))].slice(0, 50);
+  return eventRefs(ev).slice(0, 50);
 }
 
 /** Author refusals a sibling can overturn (never `nobody`: that channel answers no one). */
@@ -173,7 +176,7 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict, wa
   }
 
   if (!policy.kinds.includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
-  if (policy.require_mention && !mentionsOf(ev).includes(ctx.self)) return drop("no-mention", { channel, policy });
+  if (policy.require_mention && !mentions(ev, ctx.self)) return drop("no-mention", { channel, policy });
 
   if (wake) {
     // The relay vouches for the workflow's owner: the owner's own rules apply, nobody else's.

@@ -301,7 +301,8 @@ export class AggregatingProxy {
                   .catch(() => {}),
       });
     }
-    if (this.opts.link && isBuzzTool(name)) return callBuzzTool(this.opts.link, name, params.arguments);
+    if (this.opts.link && isBuzzTool(name))
+      return callBuzzTool(this.opts.link, name, params.arguments, this.opts.manifest.message_max_bytes);
     const hookTargets = isHookName(name) ? this.hookTargets(name) : [];
     if (hookTargets.length > 0) {
       return this.fanout(name, hookTargets, params.arguments).then((r): CallToolResult => ({ content: [{ type: "text", text: r.text }] }));

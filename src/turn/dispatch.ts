@@ -43,6 +43,8 @@ export interface DispatcherDeps {
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
   channel(id: string): ChannelInfo | undefined | Promise<ChannelInfo | undefined>;
   displayName(pubkey: string): Promise<string | undefined>;
+  /** Display names of several pubkeys in one look-up (a prompt's people). */
+  displayNames(pubkeys: string[]): Promise<ReadonlyMap<string, string | undefined>>;
   enforce: Enforce;
   /** Where a scope's agent session id is kept across restarts (the queue's store). */
   sessions?: SessionIdStore;
@@ -92,7 +94,7 @@ export class TurnDispatcher {
     this.builder = new TurnPromptBuilder({
       self: d.self,
       query: (f) => d.relay.query(f),
-      displayName: (pk) => d.displayName(pk),
+      displayNames: (pks) => d.displayNames(pks),
       logger: d.logger,
     });
     this.sessions = new ScopeSessions({
@@ -288,7 +290,9 @@ export class TurnDispatcher {
       const inflight = new InflightPublishes();
       // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
       const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over };
+      // A batch may answer more messages at once than replies.max_per_turn: one each, at least.
+      const messages = { sent: 0, max: Math.max(cfg.replies.max_per_turn, batch.events.length) };
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over, messages };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
@@ -331,6 +335,7 @@ export class TurnDispatcher {
           triggers: batch.events,
           blocks,
           replyFallback: policy.reply_fallback,
+          maxReplyBytes: cfg.replies.max_bytes,
           typing: cfg.relay.typing,
           firstSeen: this.d.claimSeen,
           contentLimit: this.d.relay.contentLimit?.(),

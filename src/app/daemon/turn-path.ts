@@ -117,6 +117,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     out,
     channel: (id) => p.channels.get(id),
     displayName: async (pk) => (await p.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
+    displayNames: async (pks) => new Map([...(await p.profiles.resolve(pks)).values()].map((x) => [x.pubkey, x.displayName])),
     enforce: p.enforce,
     sessions: {
       get: (scope) => local.session(scope, agentKey),
