@@ -22,7 +22,13 @@ export class AggregatingProxy {
   readonly aggregator: Aggregator;
 
   constructor(opts: ProxyOptions) {
-    this.aggregator = new Aggregator({ manifest: opts.manifest, logger: opts.logger, buzz: opts.link });
+    const link = opts.link;
+    this.aggregator = new Aggregator({
+      manifest: opts.manifest,
+      logger: opts.logger,
+      buzz: link,
+      hookRan: link && ((r, hook) => link.hookRan(r, hook)),
+    });
     opts.link?.onRunHook((p) => this.aggregator.runHook(p.name, p.servers));
   }
 
