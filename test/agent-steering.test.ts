@@ -53,7 +53,10 @@ describe("native steering (_session/steering)", () => {
     // A later positive: a prompt sent after the steer's answer is answered, and its updates
     // come after any a turn started by the steer would have sent.
     await s.proc.agent.request("session/prompt", { sessionId: s.sessionId, prompt: ask("#final-only afterwards") });
-    assert.ok(said.some((t) => /Asked: #final-only afterwards/.test(t)), `the later prompt was answered: ${JSON.stringify(said)}`);
+    assert.ok(
+      said.some((t) => /Asked: #final-only afterwards/.test(t)),
+      `the later prompt was answered: ${JSON.stringify(said)}`,
+    );
     assert.deepEqual(
       said.filter((t) => /too late/.test(t)),
       [],
