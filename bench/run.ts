@@ -6,7 +6,7 @@
  * one broken measurement does not hide the others.
  *
  *   1     bench/proxy.ts     proxy overhead vs direct and a byte copier
- *   2     bench/hooks.ts     merged _Stop over 1/5/10 gates (5 ms each) vs one gate directly; one gate hung
+ *   2     bench/hooks.ts     merged _Stop over 5/10 gates (5 ms each) vs 1 gate, all through the proxy; 1 gate vs direct; one gate hung
  *   3, 4  bench/mention.ts   publish → gate decision vs nostr-tools; publish → session/prompt warm vs cold
  *   3, 5a bench/relay.ts     relay client handler latency vs nostr-tools; the client alone subscribing 500 channels
  *   5, 9  bench/quota.ts     at the daemon through a frame-counting proxy, relay with Buzz's limits:
@@ -44,6 +44,8 @@ export interface Row {
   met: boolean | null;
 }
 
+/** Figure 2's target: N gates answering in 5 ms cost at most this many times one gate, through the proxy. */
+const HOOKS_FANOUT_MAX = 3;
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
@@ -493,12 +495,15 @@ async function main(): Promise<void> {
     rows.push(failed("1", "proxy overhead", proxy.error));
   }
 
-  // 2 — merged hooks, gates answering in 5 ms, against one gate called directly.
+  // 2 — merged hooks, gates answering in 5 ms: N gates through the proxy against one gate
+  // through the proxy (a serial fan-out would cost about N×); one gate through the proxy
+  // against one gate called directly.
   const hooks = await part("hooks", async () => (await import("./hooks.js")).benchHooks());
   seconds.hooks = hooks.seconds;
   if (hooks.ok) {
     const h = hooks.value;
     const direct = pct(h.direct, 50);
+    const one = pct(h.proxied["1"]!, 50);
     raw.hooks = {
       gate_ms: h.gate_ms,
       deadline_ms: h.deadline_ms,
@@ -508,17 +513,18 @@ async function main(): Promise<void> {
     };
     for (const [n, xs] of Object.entries(h.proxied)) {
       const m = pct(xs, 50);
+      const single = n === "1";
       rows.push({
         figure: "2",
-        measure: `hook fan-out: merged _Stop over ${n} gate${n === "1" ? "" : "s"} answering in ${h.gate_ms} ms`,
+        measure: `hook fan-out: merged _Stop over ${n} gate${single ? "" : "s"} answering in ${h.gate_ms} ms`,
         samples: xs.length,
         median: r3(m),
         p99: r3(pct(xs, 99)),
         unit: "ms",
-        baseline: `${fmt(direct)} ms: one gate called directly`,
-        ratio: r3(m / direct),
-        target: "≤ slowest live gate + 50 ms",
-        met: m <= direct + 50,
+        baseline: single ? `${fmt(direct)} ms: one gate called directly` : `${fmt(one)} ms: one gate through the proxy`,
+        ratio: r3(m / (single ? direct : one)),
+        target: single ? "—" : `≤ ${HOOKS_FANOUT_MAX}× (a serial fan-out: about ${n}×)`,
+        met: single ? null : m / one <= HOOKS_FANOUT_MAX,
       });
     }
     const hm = pct(h.hung, 50);
