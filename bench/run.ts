@@ -14,6 +14,8 @@
  *                            20-mention burst; frames and HTTP calls per mention against the key's
  *                            one bucket; the burst's last reply vs its quota bound and vs no quota
  *   6, 7  bench/busy.ts      20,000 denied events: decisions/s, CPU, signature checks; RSS
+ *   7b    bench/burst.ts     10,000 mentions through the gate and the queue: heap growth vs the events' own heap
+ *   7h    bench/hostile.ts   a hostile relay's 5,000 malformed frames: daemon RSS growth vs the flood's size
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
  *   4s    bench/mention.ts   publish → session/prompt, warm spare, sandboxed vs not
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
@@ -46,6 +48,10 @@ export interface Row {
 
 /** Figure 2's target: N gates answering in 5 ms cost at most this many times one gate, through the proxy. */
 const HOOKS_FANOUT_MAX = 3;
+/** Figure 7b's target: the heap a 10,000-mention burst leaves behind, against the heap of its events. */
+const BURST_HEAP_MAX = 0.25;
+/** Figure 7h's target: the daemon's RSS growth from a hostile relay's flood, against the flood's size. */
+const HOSTILE_RSS_MAX = 1;
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
@@ -352,6 +358,52 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("6", "busy channel", busy.error), failed("7", "daemon RSS", busy.error));
+  }
+
+  // 7b — 10,000 mentions through the gate and the queue: heap growth against the events' own heap.
+  const burst = await part("burst", async () => (await import("./burst.js")).benchBurst());
+  seconds.burst = burst.seconds;
+  if (burst.ok) {
+    const b = burst.value;
+    raw.burst = b;
+    const ratio = b.heap_growth_mib / b.events_heap_mib;
+    rows.push({
+      figure: "7b",
+      measure: `gate and queue: V8 heap growth over a burst of ${b.mentions} mentions (${b.queued} queued, ${b.refused} refused), both after a full GC`,
+      samples: 1,
+      median: b.heap_growth_mib,
+      p99: null,
+      unit: "MiB",
+      baseline: `${fmt(b.events_heap_mib)} MiB: the same ${b.mentions} events kept parsed`,
+      ratio: r3(ratio),
+      target: `≤ ${BURST_HEAP_MAX}× (keeping every refused event: about 0.65×)`,
+      met: ratio <= BURST_HEAP_MAX,
+    });
+  } else {
+    rows.push(failed("7b", "burst memory", burst.error));
+  }
+
+  // 7h — the hostile relay's flood: the daemon's RSS growth against the flood's own size.
+  const hostile = await part("hostile", async () => (await import("./hostile.js")).benchHostile());
+  seconds.hostile = hostile.seconds;
+  if (hostile.ok) {
+    const h = hostile.value;
+    raw.hostile = h;
+    const ratio = h.rss_growth_mib / h.flood_mib;
+    rows.push({
+      figure: "7h",
+      measure: `daemon RSS growth after a hostile relay's ${h.frames} malformed frames and forged events, both after a full GC (${fmt(h.rss_before_mib)} → ${fmt(h.rss_after_mib)} MiB)`,
+      samples: 1,
+      median: h.rss_growth_mib,
+      p99: null,
+      unit: "MiB",
+      baseline: `${fmt(h.flood_mib)} MiB: the flood's frames`,
+      ratio: r3(ratio),
+      target: `≤ ${HOSTILE_RSS_MAX}× (keeping the frames: about 2.2×)`,
+      met: ratio <= HOSTILE_RSS_MAX,
+    });
+  } else {
+    rows.push(failed("7h", "hostile relay memory", hostile.error));
   }
 
   // 8.
