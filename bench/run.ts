@@ -20,7 +20,7 @@
  *   4s    bench/mention.ts   publish → session/prompt, warm spare, sandboxed vs not
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
  *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
- *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
+ *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, !cancel across daemons vs one, PostgreSQL vs SQLite accept
  *   S1,S2 bench/flood.ts     splitting 16 MiB vs 16 × 1 MiB; another channel's intake while a turn floods vs quiet
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
@@ -52,6 +52,8 @@ const HOOKS_FANOUT_MAX = 3;
 const BURST_HEAP_MAX = 0.25;
 /** Figure 7h's target: the daemon's RSS growth from a hostile relay's flood, against the flood's size. */
 const HOSTILE_RSS_MAX = 1;
+/** Figure 11's cancel target: a fleet's running turn stops within this of the owner's `!cancel` (docs/fleet.md). */
+const CANCEL_MAX_MS = 10_000;
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
@@ -659,6 +661,25 @@ async function main(): Promise<void> {
       ratio: r3(f.takeover_ms / f.lease_ms),
       target: "≤ lease + 2 s",
       met: f.takeover_ms <= f.lease_ms + 2000,
+    });
+    const cross = f.cancel_ms.fleet.filter((x) => x.cross).map((x) => x.ms);
+    const single = pct(
+      f.cancel_ms.single.map((x) => x.ms),
+      50,
+    );
+    const fleetCancels = f.cancel_ms.fleet.map((x) => x.ms);
+    const worst = Math.max(...fleetCancels);
+    rows.push({
+      figure: "11",
+      measure: `fleet: !cancel → the running turn ends cancelled, 2 daemons (${cross.length} of ${fleetCancels.length} executed by the other daemon), max`,
+      samples: fleetCancels.length,
+      median: r3(pct(fleetCancels, 50)),
+      p99: worst,
+      unit: "ms",
+      baseline: `${fmt(single)} ms: one daemon`,
+      ratio: r3(pct(fleetCancels, 50) / single),
+      target: `max ≤ ${CANCEL_MAX_MS / 1000} s (docs/fleet.md)`,
+      met: worst <= CANCEL_MAX_MS,
     });
     const pg = pct(f.accept_ms.postgres, 50);
     const sq = pct(f.accept_ms.sqlite, 50);
