@@ -9,6 +9,8 @@
  *     run; and how many turns each daemon ran;
  *   - lease takeover after a SIGKILL: from the kill of a daemon running a turn to a
  *     survivor taking its scope over; baseline: the lease period;
+ *   - `!cancel` → the thread's running turn ends cancelled, in a fleet of two (where the
+ *     daemon executing the command may not be the one running the turn) against one daemon;
  *   - the store's cost per accepted mention: PostgreSQL's accept (one statement over the
  *     loopback, the caps included) against SQLite's, through the same QueueBackend interface.
  *
@@ -41,15 +43,17 @@ export interface FleetBench {
   turns_per_daemon: Record<string, number[]>;
   takeover_ms: number;
   lease_ms: number;
+  /** `!cancel` → the running turn ends cancelled: one daemon, and a fleet of two. */
+  cancel_ms: { single: Array<{ ms: number; cross: boolean }>; fleet: Array<{ ms: number; cross: boolean }> };
   accept_ms: { sqlite: number[]; postgres: number[] };
 }
 
-async function fleetConfig(w: World, n: number, i: number): Promise<string> {
+async function fleetConfig(w: World, n: number, i: number, agent: Record<string, unknown> = {}): Promise<string> {
   return w.writeConfig(
     {
       state_dir: join(w.dir, `state-${n}-${i}`),
       state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" },
-      agent: { max_concurrent: MAX_CONCURRENT, session_scope: "thread" },
+      agent: { max_concurrent: MAX_CONCURRENT, session_scope: "thread", ...agent },
       log: { level: "info" },
     },
     `fleet-${n}-${i}.yaml`,
@@ -106,6 +110,48 @@ async function takeover(server: PgServer): Promise<number> {
   }
 }
 
+/**
+ * `!cancel` in a thread whose slow turn runs: from the command's publish to the turn's
+ * `turn.end` (cancelled) on the daemon running it. In a fleet of `n` daemons, which one
+ * executes the command is the fleet's race; each sample says whether it was the one running
+ * the turn (`cross: false`) or another, whose cancel reaches the turn through the database.
+ */
+export async function cancelStops(server: PgServer, n: number, samples: number): Promise<Array<{ ms: number; cross: boolean }>> {
+  const w = await World.create({ channelName: "room-0", noLimits: true });
+  try {
+    const url = await server.createDatabase();
+    const daemons: DaemonProc[] = [];
+    for (let i = 0; i < n; i++)
+      daemons.push(
+        await w.startDaemon(
+          {},
+          { configFile: await fleetConfig(w, 20 + n, i, { idle_timeout: "90s" }), env: { BUZZ_BRIDGE_DATABASE_URL: url } },
+        ),
+      );
+    const out: Array<{ ms: number; cross: boolean }> = [];
+    for (let s = 0; s < samples; s++) {
+      const root = await w.owner.post(`@agent cancel me ${s} #slow 60000`);
+      // The turn runs once its agent session is ready (turn.session); the prompt follows at once.
+      const inThread = (l: Record<string, unknown>) => String(l.scope ?? "").endsWith(root.id);
+      const holder = await Promise.any(daemons.map((d) => d.waitLog((l) => l.evt === "turn.session" && inThread(l), 30_000).then(() => d)));
+      const since = holder.logs.length;
+      const t0 = performance.now();
+      const cmd = await w.owner.post("!cancel", { replyTo: root });
+      const end = await holder.waitLog((l) => holder.logs.indexOf(l) >= since && l.evt === "turn.end" && inThread(l), 60_000);
+      const ms = Math.round(performance.now() - t0);
+      if (end.status !== "cancelled") throw new Error(`fleet bench: the cancelled turn ended ${String(end.status)}`);
+      const executor = await Promise.any(
+        daemons.map((d) => d.waitLog((l) => l.evt === "gate.control" && l.event === cmd.id, 30_000).then(() => d)),
+      );
+      out.push({ ms, cross: executor !== holder });
+    }
+    await Promise.all(daemons.map((d) => d.stop()));
+    return out;
+  } finally {
+    await w.close();
+  }
+}
+
 /** The caps as the daemon passes them while the queue is far from full: the scope's (queue.scope_cap) only. */
 const CAPS = { scope: 500 };
 
@@ -136,6 +182,7 @@ export async function benchFleet(): Promise<FleetBench> {
     }
     const scaling = Object.fromEntries(Object.entries(perMinute).map(([n, v]) => [n, Math.round((v / perMinute["1"]!) * 100) / 100]));
     const takeoverMs = await takeover(server);
+    const cancelMs = { single: await cancelStops(server, 1, 3), fleet: await cancelStops(server, 2, 6) };
     const sqlite = await acceptCost(SqliteStore.open(join(tmp.dir, "sqlite")));
     const postgres = await acceptCost(await PostgresStore.open({ url: await server.createDatabase(), identity: agent.pk }));
     return {
@@ -147,6 +194,7 @@ export async function benchFleet(): Promise<FleetBench> {
       turns_per_daemon: turnsPerDaemon,
       takeover_ms: takeoverMs,
       lease_ms: FLEET_LEASE_MS,
+      cancel_ms: cancelMs,
       accept_ms: { sqlite, postgres },
     };
   } finally {

@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readSteerAnswer, steerRequest, STEER_METHOD } from "../src/agent/steering.js";
 import { eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
-import { sleep } from "./fixtures/wait.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const { pool, acquire, ask } = poolFixture();
 
@@ -25,13 +25,16 @@ describe("native steering (_session/steering)", () => {
     const p = pool({ env: { DEMO_AGENT_STEERING: "1" } });
     const s = await acquire(p, "steerable");
     assert.equal(s.steerable, true, "advertised by _meta.steering.supported at initialize");
-    const turn = s.prompt(ask("#slow 1500 #final-only build it"));
-    await sleep(300); // the #slow prompt is under way: the steer lands mid-turn
+    // #progress: a tool call the agent reports before its #slow wait, so the turn is surely
+    // running on the agent's side when the steer goes out.
+    let updates = 0;
+    const turn = s.prompt(ask("#progress #slow 1500 #final-only build it"), { onUpdate: () => void updates++ });
+    await waitFor(() => updates > 0, { what: "the agent's first update of the #slow turn" });
     const answer = await s.steer([eventBlock("ivy", "use the staging branch")]);
     assert.deepEqual(answer, { kind: "injected" });
     const r = await turn;
     assert.equal(r.stopReason, "end_turn");
-    assert.match(r.finalText, /Asked: #slow 1500 #final-only build it/);
+    assert.match(r.finalText, /Asked: #progress #slow 1500 #final-only build it/);
     assert.match(r.finalText, /Steered in at \d{4}-\d\d-\d\dT[\d:.]+Z: use the staging branch/);
   });
 
@@ -39,12 +42,26 @@ describe("native steering (_session/steering)", () => {
     const p = pool({ env: { DEMO_AGENT_STEERING: "1" } });
     const s = await acquire(p, "late");
     await s.prompt(ask("#final-only quick one"));
-    let updates = 0;
-    s.proc.routes.set(s.sessionId, { onUpdate: () => void updates++, onPermission: async () => ({ outcome: { outcome: "cancelled" } }) });
+    const said: string[] = [];
+    const onUpdate = (n: { update: { sessionUpdate: string; content?: unknown } }) => {
+      const c = n.update.content as { type?: string; text?: string } | undefined;
+      said.push(n.update.sessionUpdate === "agent_message_chunk" && c?.type === "text" ? (c.text ?? "") : n.update.sessionUpdate);
+    };
+    s.proc.routes.set(s.sessionId, { onUpdate, onPermission: async () => ({ outcome: { outcome: "cancelled" } }) });
     const value = await s.proc.agent.request(STEER_METHOD, steerRequest(s.sessionId, ask("#final-only too late")));
     assert.deepEqual(readSteerAnswer({ ok: true, value }), { kind: "no-turn", reason: "noRunningTurn" });
-    await sleep(300); // a turn started by the late steer would have sent an update by now
-    assert.equal(updates, 0, "the agent did not start a turn nobody owns");
+    // A later positive: a prompt sent after the steer's answer is answered, and its updates
+    // come after any a turn started by the steer would have sent.
+    await s.proc.agent.request("session/prompt", { sessionId: s.sessionId, prompt: ask("#final-only afterwards") });
+    assert.ok(
+      said.some((t) => /Asked: #final-only afterwards/.test(t)),
+      `the later prompt was answered: ${JSON.stringify(said)}`,
+    );
+    assert.deepEqual(
+      said.filter((t) => /too late/.test(t)),
+      [],
+      "the agent did not start a turn nobody owns",
+    );
     assert.deepEqual(
       await s.steer(ask("x")),
       { kind: "no-turn", reason: "no turn is running on this session" },

@@ -25,7 +25,8 @@ import { MENTION_CAP } from "../src/contract/limits.js";
 import { MAX_CONTENT_BYTES } from "../src/nostr/split.js";
 
 const CH = "6f1c2a4e-0000-4000-8000-000000000001";
-const id = (c: string) => c.repeat(64);
+// A distinct 64-hex id per letter: tag values that are not ids (non-hex) are ignored by the parser.
+const id = (c: string) => c.charCodeAt(0).toString(16).padStart(2, "0").repeat(32);
 const ev = (tags: string[][], eid = id("a")): Pick<Event, "id" | "tags"> => ({ id: eid, tags });
 const nowSec = () => Math.floor(Date.now() / 1000);
 

@@ -14,7 +14,7 @@ import type { AgentTurnResult, HookFanout, TextBlock } from "../src/turn/ports.j
 import { KIND } from "../src/nostr/kinds.js";
 import { threadRootOf } from "../src/nostr/events.js";
 import { silentLogger } from "../src/base/log.js";
-import { sleep, waitFor } from "./fixtures/wait.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const sk = generateSecretKey();
 const CHANNEL = "4b1d0c3e-0000-4000-8000-000000000001";
@@ -199,18 +199,28 @@ describe("runTurn: what the channel gets", () => {
     );
   });
 
-  test("typing indicators in the thread while the turn runs, none after it ended", async () => {
+  test("typing indicators in the thread while the turn runs, none after it ended", async (ctx) => {
+    // The 3 s typing repeat runs on node:test's mocked setInterval: time is moved by hand,
+    // so the test shows the repeat while the turn runs and none after it, with no waiting.
+    ctx.mock.timers.enable({ apis: ["setInterval"] });
     const ev = mention("@agent hi");
     const p = publisher();
+    const typings = () => p.signals.filter((s) => s.kind === KIND.typing).length;
+    const during: number[] = [];
     await runTurn(
       spec([ev], { typing: true }),
-      ports(async () => ({ stopReason: "end_turn", finalText: "x" }), p.out),
+      ports(async () => {
+        during.push(typings());
+        ctx.mock.timers.tick(3_000);
+        during.push(typings());
+        return { stopReason: "end_turn", finalText: "x" };
+      }, p.out),
     );
+    assert.deepEqual(during, [1, 2], "one indicator at once, the next 3 s later while the turn runs");
     const typing = p.signals.filter((s) => s.kind === KIND.typing);
-    assert.equal(typing.length, 1, "one indicator at once (the next would come after 3 s)");
-    assert.equal(typing[0]!.tags.find((t) => t[0] === "h")?.[1], CHANNEL);
+    assert.ok(typing.every((t) => t.tags.find((x) => x[0] === "h")?.[1] === CHANNEL));
     const before = p.signals.length;
-    await sleep(3200); // past the 3 s typing repeat
+    ctx.mock.timers.tick(3_000 * 5);
     assert.equal(p.signals.length, before, "the typing timer stopped with the turn");
   });
 });
