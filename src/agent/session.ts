@@ -223,6 +223,12 @@ export class AgentSession {
     return !this.closed && this.proc.alive;
   }
 
+  /** What the agent takes in a prompt besides text (ACP promptCapabilities), for attachments. */
+  get media(): { image: boolean; embeddedContext: boolean } {
+    const caps = this.proc.capabilities.promptCapabilities;
+    return { image: caps?.image === true, embeddedContext: caps?.embeddedContext === true };
+  }
+
   get busy(): boolean {
     return this.turn !== undefined;
   }

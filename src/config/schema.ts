@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { parseDuration, DURATION_PATTERN } from "./duration.js";
 import { parsePubkey } from "./keys.js";
+import { parseBytes } from "./bytes.js";
 
 /** Names of keys whose values are durations, so `check` can print them back as `15m`. */
 export const DURATION_KEYS = new Set<string>();
@@ -317,6 +318,65 @@ const state = z
   })
   .refine((s) => s.backend !== "sqlite" || s.url === undefined, { message: "url only applies with backend: postgres", path: ["url"] });
 
+/** A size (`10MiB`, `512KiB`, or bytes) as a number of bytes. */
+function bytes(fallback: string) {
+  return z
+    .union([z.string(), z.number()])
+    .default(fallback)
+    .transform((v, ctx) => {
+      const n = parseBytes(v);
+      if (n === null) {
+        ctx.addIssue({ code: "custom", message: "bad size: write it as 10MiB, 512KiB or a number of bytes" });
+        return z.NEVER;
+      }
+      return n;
+    })
+    .describe(`size (e.g. 10MiB, 512KiB, or bytes); default ${fallback}`);
+}
+
+/** `host` (any port) or `host:port`; an address written here may be private (the operator's own media server). */
+const allowHost = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/, { message: "expected a host or host:port, without scheme or path" })
+  .transform((h) => h.toLowerCase());
+
+const attachments = z.strictObject({
+  max_bytes: bytes("10MiB"),
+  max_per_turn: z.number().int().min(0).max(64).default(8).describe("files downloaded and given to the agent per turn at most; default 8"),
+  allow_hosts: z
+    .array(allowHost)
+    .default([])
+    .describe(
+      "hosts besides the relay's own media endpoint that attachments are downloaded from; a host named here must resolve to public addresses, an address written here is used as it is",
+    ),
+  timeout: duration("timeout", "30s"),
+});
+
+const questions = z.strictObject({
+  timeout: duration("timeout", "30m"),
+  answered_by: z
+    .enum(["owner", "requester"])
+    .default("owner")
+    .describe("who may answer the agent's question cards: the owner (default) or the person who asked"),
+});
+
+DURATION_KEYS.add("after");
+const progress = z.strictObject({
+  after: z
+    .string()
+    .default("60s")
+    .transform((s, ctx) => {
+      if (s.trim() === "off") return false as const;
+      const ms = parseDuration(s);
+      if (ms === null) {
+        ctx.addIssue({ code: "custom", message: "bad duration: write it as 90s, 15m or 2h, or off" });
+        return z.NEVER;
+      }
+      return ms;
+    })
+    .describe('post a "still working" note when a turn runs longer than this (e.g. 60s); off disables it; default 60s'),
+});
+
 const log = z.strictObject({
   level: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
   format: z.enum(["json", "pretty"]).default("json"),
@@ -371,6 +431,9 @@ export const configSchema = z.strictObject({
   shutdown_grace: duration("shutdown_grace", "30s"),
   heartbeat: heartbeat.optional(),
   policy: policy.prefault({}),
+  attachments: attachments.prefault({}),
+  questions: questions.prefault({}),
+  progress: progress.prefault({}),
 });
 
 export interface CrossIssue {

@@ -25,6 +25,8 @@ export interface ProxyManifest {
   servers: ManifestServer[];
   hook_deadline: number;
   list_timeout: number;
+  /** The largest file send_message may attach (`attachments.max_bytes`); the proxy checks it before reading. */
+  attachment_max_bytes?: number;
 }
 
 /** Server names: letters, digits and `-` (they become tool-name prefixes). */
@@ -46,6 +48,7 @@ export const manifestWire = z.object({
   ),
   hook_deadline: z.number().int().positive(),
   list_timeout: z.number().int().positive(),
+  attachment_max_bytes: z.number().int().min(0).optional(),
 });
 
 /** Builds a manifest from the config's (already parsed) `mcp` section, keeping only `names`. */

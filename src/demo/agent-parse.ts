@@ -42,6 +42,8 @@ interface Directives {
   sysprompt: boolean;
   auth: boolean;
   firstBlock: boolean;
+  /** Report the images and files the prompt carried, and its attachment listings. */
+  blocks: boolean;
   progress: boolean;
   /** Report the session: id, prompts so far, its first prompt, model, effort, title. */
   session: boolean;
@@ -146,6 +148,7 @@ function parseDirectives(text: string): Directives {
     sysprompt: has("sysprompt"),
     auth: has("auth"),
     firstBlock: has("first-block"),
+    blocks: has("blocks"),
     progress: has("progress"),
     session: has("session"),
     maxTokens: has("max-tokens"),

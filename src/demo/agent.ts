@@ -19,6 +19,9 @@
  *   #auth                 report which ACP auth method the client authenticated with
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
+ *   #blocks               report the images and embedded files the prompt carried (type,
+ *                         size, sha256 prefix, a text file's first line) and each line of
+ *                         the prompt's attachment listings (what was given, what refused)
  *   #compact              emit compaction_update (in_progress, then completed)
  *   #progress             post a progress note with send_message first (before #slow)
  *   #slow <ms>            wait that long before answering (cancellable)
@@ -46,7 +49,8 @@
  * bridge's mid-turn framing its `Mid-turn:` line is reported as `Framing: <line>`, and each
  * `Correction` / `Added while you were working` / `Superseding message` label as `Labels: …`.
  *
- * Capabilities: `loadSession: false`; native steering (`_meta.steering.supported`, the
+ * Capabilities: `loadSession: false`; `promptCapabilities` image (unless
+ * DEMO_AGENT_NO_IMAGES=1) and embeddedContext; native steering (`_meta.steering.supported`, the
  * `_session/steering` method, honouring `idleBehavior: "promptRequired"`) only when
  * DEMO_AGENT_STEERING=1 (=refuse: advertised, but every steer is answered `failed`); modes
  * `default` and `bypassPermissions`; config options `model` (demo-small, demo-large) and
@@ -57,7 +61,7 @@
  * DEMO_AGENT_RESUME=1 (it keeps no history: a resumed session is a fresh one under the
  * old id, and an id starting with `gone-` is refused as not found).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -185,6 +189,29 @@ function midTurnReport(text: string, receivedAt: number, steered: DemoSession["s
   return lines;
 }
 
+/**
+ * What #blocks reports: each image or embedded file the prompt carried (type, size, the
+ * start of its sha256, a text file's first line), then each line of the prompt's
+ * attachment listings, so a test sees what reached the agent and what was refused and why.
+ */
+function blocksReport(prompt: acp.ContentBlock[], text: string): string[] {
+  const lines: string[] = [];
+  for (const b of prompt) {
+    if (b.type === "image") {
+      const bytes = Buffer.from(b.data, "base64");
+      lines.push(
+        `block: image ${b.mimeType} ${bytes.length} bytes sha256 ${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}`,
+      );
+    } else if (b.type === "resource" && "text" in b.resource) {
+      const first = b.resource.text.split("\n")[0]!.slice(0, 80);
+      lines.push(`block: resource ${b.resource.mimeType ?? "?"} ${b.resource.text.length} chars first line ${JSON.stringify(first)}`);
+    }
+  }
+  if (!lines.length) lines.push("block: none");
+  for (const m of text.matchAll(/^\d+\. .* — (?:given to you|not given to you:).*$/gm)) lines.push(`listed: ${m[0]}`);
+  return lines;
+}
+
 function summary(p: ParsedPrompt): string {
   const lines = [
     `Channel: ${p.channel ?? "(unknown)"}${p.description ? ` — ${p.description}` : " (no description)"}`,
@@ -243,9 +270,8 @@ export async function runDemoAgent(
     s.steered = [];
     const up = (update: acp.SessionUpdate) => client.notify(acp.methods.client.session.update, { sessionId: s.id, update });
     const say = (text: string) => up({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
-    const text = params.prompt
-      .map((b) => (b.type === "text" ? b.text : b.type === "resource" && "text" in b.resource ? b.resource.text : ""))
-      .join("\n");
+    // Only the bridge's text sections: an attached file's text is reported by #blocks, never read as the request.
+    const text = params.prompt.map((b) => (b.type === "text" ? b.text : "")).join("\n");
     const sys = (s.systemPrompt?.content ?? []).map((b) => (b.type === "text" ? b.text : "")).join("\n");
     const parsed = parsePrompt(text, sys);
     const d = parsed.directives;
@@ -324,6 +350,7 @@ export async function runDemoAgent(
       const first = params.prompt.find((b) => b.type === "text");
       reports.push(`first block: ${JSON.stringify(first?.type === "text" ? first.text.slice(0, 300) : null)}`);
     }
+    if (d.blocks) reports.push(...blocksReport(params.prompt, text));
     if (d.env) {
       const values = Object.values(process.env).filter((v): v is string => typeof v === "string");
       const secretLike = values.some((v) => NSEC.test(v) || HEX64.test(v));
@@ -431,7 +458,7 @@ export async function runDemoAgent(
       protocolVersion: acp.PROTOCOL_VERSION,
       agentCapabilities: {
         loadSession: false,
-        promptCapabilities: { embeddedContext: true },
+        promptCapabilities: { embeddedContext: true, image: process.env.DEMO_AGENT_NO_IMAGES !== "1" },
         mcpCapabilities: { http: false, sse: false },
         sessionCapabilities: { title: {}, ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
       },

@@ -16,6 +16,8 @@ import type { Nip98Guard } from "./nip98.js";
 import { rateLimited } from "./connection.js";
 import { RateLimiter } from "./rate-limit.js";
 import { filterReason } from "./rules.js";
+import { handleMedia, isMediaRoute } from "./media.js";
+import type { MediaStore } from "./media-store.js";
 
 export interface HttpDeps {
   core: RelayCore;
@@ -25,10 +27,13 @@ export interface HttpDeps {
   admin(op: string, body: Record<string, unknown>): Promise<unknown>;
   /** Per-pubkey HTTP quota counters (Buzz counts calls per identity, not per connection). */
   httpQuota: Map<string, RateLimiter>;
+  /** Blobs of the media routes (media.ts). */
+  media: MediaStore;
 }
 
 export async function handleHttp(req: IncomingMessage, res: ServerResponse, deps: HttpDeps): Promise<void> {
   const path = (req.url ?? "/").split("?")[0]!;
+  if (isMediaRoute(req.method, path)) return handleMedia(req, res, path, { media: deps.media, nip98: deps.nip98, dir: deps.core.dir });
   if (req.method === "GET" && (path === "/" || path === "/info")) {
     return json(
       res,

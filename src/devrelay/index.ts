@@ -23,6 +23,7 @@ import { resolveLimits, type RelayLimits } from "./limits.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { loadSeed, parseSeed, type SeedInput } from "./seed.js";
 import { MemoryStore, type EventStore } from "./store.js";
+import { MediaStore } from "./media-store.js";
 import { SqliteStore } from "./sqlite-store.js";
 
 export { loadSeed } from "./seed.js";
@@ -81,7 +82,7 @@ export interface DevRelay {
   rechallenge(): void;
   /** While on, EVENTs are processed but never answered with OK. */
   setSwallowOk(on: boolean): void;
-  stats(): { connections: number; framesIn: number; reqFrames: number; events: number };
+  stats(): { connections: number; framesIn: number; reqFrames: number; events: number; mediaReads: number };
 }
 
 const RELAY_SECRET_META = "relay_secret";
@@ -111,6 +112,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
   const admin = new ChannelAdmin(core);
   const seeded = seed ? admin.applySeed(seed).map((c) => ({ id: c.id, name: c.name })) : [];
   const nip98 = new Nip98Guard();
+  const media = new MediaStore(opts.dataDir ? join(opts.dataDir, "media") : undefined);
   const adminToken = opts.adminToken ?? randomBytes(16).toString("hex");
   const connections = new Set<Connection>();
   let swallowOk = false;
@@ -147,7 +149,13 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
     setSwallowOk(on) {
       swallowOk = on;
     },
-    stats: () => ({ connections: connections.size, framesIn: core.stats.framesIn, reqFrames: core.stats.reqFrames, events: store.count() }),
+    stats: () => ({
+      connections: connections.size,
+      framesIn: core.stats.framesIn,
+      reqFrames: core.stats.reqFrames,
+      events: store.count(),
+      mediaReads: media.reads,
+    }),
   };
 
   async function adminOp(op: string, a: Record<string, unknown>): Promise<unknown> {
@@ -179,7 +187,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
 
   async function listen(port: number): Promise<void> {
     const srv = createServer((req, res) => {
-      handleHttp(req, res, { core, nip98, adminToken, admin: adminOp, httpQuota }).catch((err: unknown) => {
+      handleHttp(req, res, { core, nip98, adminToken, admin: adminOp, httpQuota, media }).catch((err: unknown) => {
         if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: `internal error: ${(err as Error).message}` }));
       });

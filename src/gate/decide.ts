@@ -17,6 +17,7 @@ import { KIND } from "../nostr/kinds.js";
 import { channelOf, mentionsOf } from "../nostr/events.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
+import { channelKinds } from "../buzz/directory.js";
 import { tagValue } from "../base/tags.js";
 
 const CONTROL_COMMANDS = ["!cancel", "!rotate", "!status", "!shutdown"] as const;
@@ -139,7 +140,7 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict): D
     }
     // Edits and deletions of other messages arrive in every channel (they name no one):
     // only an edit in a channel that listens to kind 40003 is a message of its own.
-    if (!policy.kinds.includes(ev.kind)) return drop("amends-unknown", { level: "debug", channel, policy });
+    if (!channelKinds(policy.kinds, channel.type).includes(ev.kind)) return drop("amends-unknown", { level: "debug", channel, policy });
   }
 
   // Before the policy: the owner can always stop or inspect the agent, even in a channel
@@ -150,7 +151,7 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict): D
     return { action: "control", command, channel };
   }
 
-  if (!policy.kinds.includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
+  if (!channelKinds(policy.kinds, channel.type).includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
   if (policy.require_mention && !mentionsOf(ev).includes(ctx.self)) return drop("no-mention", { channel, policy });
 
   const verdict = authorAllowed(policy, channel.type, ev.pubkey, ctx.owner, sibling === "verified");

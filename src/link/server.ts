@@ -19,7 +19,7 @@ import {
   SocketMessageWriter,
   type MessageConnection,
 } from "vscode-jsonrpc/node";
-import { BUZZ_TOOL_ARGS as argSchemas, type BuzzToolArgs } from "../contract/buzz-tools.js";
+import { BUZZ_LINK_ARGS as argSchemas, type BuzzToolArgs } from "../contract/buzz-tools.js";
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
 import type { Logger } from "../base/log.js";

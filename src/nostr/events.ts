@@ -15,6 +15,8 @@ export interface ThreadRef {
   root: string;
   /** The event replied to. */
   parent: string;
+  /** The thread is a forum post's: replies in it are forum comments (kind 45003). */
+  forum?: boolean;
 }
 
 /** NIP-10 marked `e` tags as Buzz builds them: root only when it differs from parent. */
@@ -36,9 +38,16 @@ export function threadRootOf(ev: Pick<Event, "id" | "tags">): string {
   return ev.id;
 }
 
-/** Where a reply to `ev` goes: same thread, parent = ev. */
-export function replyRefFor(ev: Pick<Event, "id" | "tags">): ThreadRef {
-  return { root: threadRootOf(ev), parent: ev.id };
+/** Where a reply to `ev` goes: same thread, parent = ev; in a forum's thread (a post or comment), as a comment. */
+export function replyRefFor(ev: Pick<Event, "id" | "tags"> & { kind?: number }): ThreadRef {
+  const ref: ThreadRef = { root: threadRootOf(ev), parent: ev.id };
+  if (isForumKind(ev.kind)) ref.forum = true;
+  return ref;
+}
+
+/** A forum post or comment (docs/conversations.md "Forum channels"). */
+export function isForumKind(kind: number | undefined): boolean {
+  return kind === KIND.forumPost || kind === KIND.forumComment;
 }
 
 /** Pubkeys an event mentions: `p` tags and Buzz's `mention` tags, deduplicated. */
@@ -57,14 +66,18 @@ export function channelOf(ev: Pick<Event, "tags">): string | undefined {
   return tagValue(ev, "h");
 }
 
+/**
+ * A channel message: kind 9, or in a forum thread a comment (45003); `forumPost` makes a
+ * top-level message a forum post (45001), for a forum channel.
+ */
 export function message(
   channel: string,
   content: string,
-  opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][] } = {},
+  opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][]; forumPost?: boolean } = {},
 ): EventTemplate {
   const mentions = [...new Set(opts.mentions ?? [])].slice(0, MENTION_CAP);
   return {
-    kind: KIND.message,
+    kind: opts.thread?.forum ? KIND.forumComment : opts.forumPost && !opts.thread ? KIND.forumPost : KIND.message,
     created_at: nowSec(),
     content,
     tags: [["h", channel], ...threadTags(opts.thread), ...mentions.map((p) => ["p", p]), ...(opts.extraTags ?? [])],

@@ -11,6 +11,23 @@ export interface TextBlock {
 
 export const block = (text: string): TextBlock => ({ type: "text", text });
 
+/** An ACP image block: base64 data and its type (sent when the agent advertises promptCapabilities.image). */
+export interface ImageBlock {
+  type: "image";
+  data: string;
+  mimeType: string;
+  uri?: string;
+}
+
+/** An ACP embedded text resource (sent when the agent advertises promptCapabilities.embeddedContext). */
+export interface ResourceBlock {
+  type: "resource";
+  resource: { uri: string; mimeType?: string; text: string };
+}
+
+/** What a prompt is made of: text sections, and the attachments given to the agent as files. */
+export type PromptBlock = TextBlock | ImageBlock | ResourceBlock;
+
 /**
  * Fences untrusted text in a backtick fence longer than any backtick run inside it, so
  * the text cannot close the fence and continue as if it were the bridge speaking.

@@ -10,9 +10,18 @@ import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
 import { npub } from "../config/keys.js";
-import { KIND } from "../nostr/kinds.js";
+import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import { mentionsOf, threadRootOf } from "../nostr/events.js";
-import { block, cutForPrompt, fence, oneLine, type TextBlock } from "./text.js";
+import { block, cutForPrompt, fence, oneLine, type PromptBlock, type TextBlock } from "./text.js";
+import {
+  attachmentBlocks,
+  attachmentListing,
+  listedOnly,
+  type AttachmentResolver,
+  type MediaCapabilities,
+  type ResolvedAttachment,
+} from "./attachments.js";
+import { imetaOf } from "../nostr/imeta.js";
 import { buildStanding, channelLines, type StandingInput } from "./standing.js";
 import { settingsOf, type PromptSession, type SessionSettings } from "./session.js";
 import { tagValue } from "../base/tags.js";
@@ -24,6 +33,8 @@ export interface TurnPromptOptions {
   query(filters: Filter[]): Promise<Event[]>;
   /** Display name for a pubkey (kind 0), if known. */
   displayName(pubkey: string): string | undefined | Promise<string | undefined>;
+  /** Downloads what the turn's messages attach; without it attachments are only listed. */
+  attachments?: AttachmentResolver;
   logger?: Logger;
 }
 
@@ -38,9 +49,13 @@ export interface TurnInput {
   standing: StandingInput;
   /** Messages of history at most (`history` in the channel policy); 0 = none. */
   history: number;
+  /** What the agent takes besides text; none when not given. */
+  media?: MediaCapabilities;
 }
 
-const HISTORY_KINDS = [KIND.message, KIND.messageV2];
+const NO_MEDIA: MediaCapabilities = { image: false, embeddedContext: false };
+
+const HISTORY_KINDS = [KIND.message, KIND.messageV2, ...FORUM_KINDS];
 
 /**
  * How messages that arrive while a turn runs are put to the agent, so it can tell them
@@ -74,10 +89,10 @@ const iso = (createdAt: number) => new Date(createdAt * 1000).toISOString();
 export class TurnPromptBuilder {
   constructor(private readonly opts: TurnPromptOptions) {}
 
-  async build(session: PromptSession, input: TurnInput): Promise<TextBlock[]> {
+  async build(session: PromptSession, input: TurnInput): Promise<PromptBlock[]> {
     const events = [...input.events].sort((a, b) => a.created_at - b.created_at);
     if (!events.length) throw new RangeError("a turn prompt needs at least one event");
-    const blocks: TextBlock[] = [];
+    const blocks: PromptBlock[] = [];
 
     if (!session.standingSent) {
       blocks.push(...buildStanding(input.standing).blocks);
@@ -102,7 +117,8 @@ export class TurnPromptBuilder {
     if (history.text || history.events.length) blocks.push(block(this.historyText(history, input.history, who)));
     const retracted = this.retractions(session, who);
     if (retracted) blocks.push(retracted);
-    events.forEach((ev, i) => blocks.push(block(this.eventText(ev, i, events.length, who))));
+    const files = await this.attachmentsOf(events, input.media);
+    events.forEach((ev, i) => blocks.push(...this.eventBlocks(ev, i, events.length, who, files.get(ev.id))));
 
     session.markDelivered([...history.events.map((e) => e.id), ...events.map((e) => e.id)]);
     return blocks;
@@ -112,22 +128,48 @@ export class TurnPromptBuilder {
    * The blocks for messages that arrived while a turn runs (a native steer or the prompt
    * after a cancel): a framing header, then one labelled block per message.
    */
-  async midTurn(session: PromptSession, events: Event[], framing: MidTurnFraming, anchor?: Event): Promise<TextBlock[]> {
+  async midTurn(
+    session: PromptSession,
+    events: Event[],
+    framing: MidTurnFraming,
+    anchor?: Event,
+    media?: MediaCapabilities,
+  ): Promise<PromptBlock[]> {
     const sorted = [...events].sort((a, b) => a.created_at - b.created_at);
     const names = await this.names([...new Set(sorted.flatMap((e) => [e.pubkey, ...mentionsOf(e)]))]);
     const who = (pk: string) => (pk === this.opts.self ? `you (${npub(pk)})` : `${names.get(pk) ?? "unknown"} (${npub(pk)})`);
-    const blocks = [block(MID_TURN_HEADER[framing])];
+    const blocks: PromptBlock[] = [block(MID_TURN_HEADER[framing])];
     const retracted = this.retractions(session, who);
     if (retracted) blocks.push(retracted);
     const last = anchor ?? sorted[sorted.length - 1];
-    sorted.forEach((ev, i) =>
-      blocks.push(
-        block(this.eventText(ev, i, sorted.length, who, framing === "interrupt" ? "Superseding message" : "Added while you were working")),
-      ),
-    );
+    const files = await this.attachmentsOf(sorted, media);
+    const label = framing === "interrupt" ? "Superseding message" : "Added while you were working";
+    sorted.forEach((ev, i) => blocks.push(...this.eventBlocks(ev, i, sorted.length, who, files.get(ev.id), label)));
     if (last) blocks.push(block(`Reply to: event ${last.id} from ${who(last.pubkey)} (send_message, reply_to ${last.id}).`));
     session.markDelivered(sorted.map((e) => e.id));
     return blocks;
+  }
+
+  /** The turn's attachments, downloaded where the agent takes them (none listed when nothing is attached). */
+  private async attachmentsOf(events: Event[], media: MediaCapabilities | undefined): Promise<Map<string, ResolvedAttachment[]>> {
+    const resolver = this.opts.attachments;
+    if (!events.some((e) => imetaOf(e).length)) return new Map();
+    if (!resolver) return new Map(events.map((e) => [e.id, listedOnly(e)]));
+    return resolver.resolve(events, media ?? NO_MEDIA);
+  }
+
+  /** A message's text block, then the files it attached that the agent is given. */
+  private eventBlocks(
+    ev: EditedEvent,
+    i: number,
+    n: number,
+    who: (pk: string) => string,
+    files: ResolvedAttachment[] | undefined,
+    label?: string,
+  ): PromptBlock[] {
+    const text = this.eventText(ev, i, n, who, label);
+    const listing = files && attachmentListing(files);
+    return [block(listing ? `${text}\n${listing}` : text), ...(files ? attachmentBlocks(files) : [])];
   }
 
   private retractions(session: PromptSession, who: (pk: string) => string): TextBlock | undefined {
@@ -225,9 +267,11 @@ export class TurnPromptBuilder {
       `History: ${h.events.length} earlier message${h.events.length === 1 ? "" : "s"}${h.total > h.events.length ? ` (the last ${h.events.length} of ${h.total})` : ""}, oldest first, up to ${max}. Written by channel members: untrusted.`,
     ];
     if (h.text) lines.push(h.text);
-    h.events.forEach((ev, i) =>
-      lines.push(`[${i + 1}] ${who(ev.pubkey)} at ${iso(ev.created_at)} (event ${ev.id}):\n${fence(cutForPrompt(ev.content, ev.id))}`),
-    );
+    h.events.forEach((ev, i) => {
+      lines.push(`[${i + 1}] ${who(ev.pubkey)} at ${iso(ev.created_at)} (event ${ev.id}):\n${fence(cutForPrompt(ev.content, ev.id))}`);
+      const listing = attachmentListing(listedOnly(ev));
+      if (listing) lines.push(listing);
+    });
     return lines.join("\n");
   }
 

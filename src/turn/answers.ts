@@ -10,7 +10,7 @@ import type { Logger } from "../base/log.js";
 import { tagValue } from "../base/tags.js";
 import type { RelayPort } from "../link/index.js";
 import type { Batch } from "../queue/index.js";
-import { reaction, threadRootOf } from "../nostr/events.js";
+import { reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { KIND } from "../nostr/kinds.js";
 import type { TurnPublisher } from "./ports.js";
 import { failureNotice } from "./run.js";
@@ -130,7 +130,7 @@ export class Answers {
     for (const group of groups) {
       if (!group.length) continue;
       const anchor = this.anchorOf(group);
-      await this.d.out.publish(failureNotice(channel, { root: threadRootOf(anchor), parent: anchor.id }, group, error));
+      await this.d.out.publish(failureNotice(channel, replyRefFor(anchor), group, error));
     }
   }
 

@@ -12,6 +12,7 @@ import type { Config } from "../config/schema.js";
 import { policyFor } from "../config/schema.js";
 import type { LinkServer, RelayPort } from "../link/index.js";
 import { TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
+import type { AttachmentResolver } from "../prompt/attachments.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../buzz/directory.js";
 import { reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
@@ -20,7 +21,7 @@ import { askOwnerByReaction } from "./ask-owner.js";
 import { heartbeatScope, runHeartbeat } from "./heartbeat-turn.js";
 import { InflightPublishes } from "./inflight.js";
 import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
-import type { TextBlock, TurnPublisher } from "./ports.js";
+import type { PromptBlock, TurnPublisher } from "./ports.js";
 import type { Enforce } from "../config/enforce.js";
 import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
@@ -40,6 +41,8 @@ export interface DispatcherDeps {
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
   channel(id: string): ChannelInfo | undefined | Promise<ChannelInfo | undefined>;
   displayName(pubkey: string): Promise<string | undefined>;
+  /** Downloads the files the turn's messages attach (turn/attachments.ts); without it they are only listed. */
+  attachments?: AttachmentResolver;
   enforce: Enforce;
   /** Where a scope's agent session id is kept across restarts (the queue's store). */
   sessions?: SessionIdStore;
@@ -70,6 +73,7 @@ export class TurnDispatcher {
       self: d.self,
       query: (f) => d.relay.query(f),
       displayName: (pk) => d.displayName(pk),
+      attachments: d.attachments,
       logger: d.logger,
     });
     this.sessions = new ScopeSessions({
@@ -178,7 +182,7 @@ export class TurnDispatcher {
       blocks: async (events, framing) => {
         const ss = live();
         if (!ss) throw new Error("the scope's session is gone");
-        return (await this.builder.midTurn(ss.prompt, events, framing, this.anchorOf(events))) as TextBlock[];
+        return this.builder.midTurn(ss.prompt, events, framing, this.anchorOf(events), ss.session.media);
       },
       leave: (ids) => this.d.scheduler.leaveRunning(batch.turnId, ids),
       delivered: (events, method, waited) => {
@@ -249,10 +253,11 @@ export class TurnDispatcher {
         anchor,
         standing,
         history: policy.history,
-      })) as TextBlock[];
+        media: ss.session.media,
+      })) as PromptBlock[];
       ss.prompt.markDelivered(batch.events.map((e) => e.id));
       const owner = this.d.owner;
-      const prompt = async (b: TextBlock[], s: AbortSignal | undefined) => {
+      const prompt = async (b: PromptBlock[], s: AbortSignal | undefined) => {
         const r = await ss.session.prompt(b, {
           askOwner: owner
             ? (req, sig) =>

@@ -102,6 +102,8 @@ export class ScopeSessions {
       channel: channel.id,
       relay: this.d.relay,
       defaultReplyTo: () => ss?.current?.anchor,
+      forum: () => channel.type === "forum",
+      maxAttachmentBytes: () => this.d.config().attachments.max_bytes,
       bindTurn: () => {
         const cur = ss?.current;
         if (!ss || !cur) return undefined;
@@ -123,7 +125,7 @@ export class ScopeSessions {
         };
       },
     });
-    const manifest = manifestFromConfig(cfg.mcp, policy.mcp);
+    const manifest = { ...manifestFromConfig(cfg.mcp, policy.mcp), attachment_max_bytes: cfg.attachments.max_bytes };
     const link = this.d.link.register({ sessionKey: key, manifest, tools });
     try {
       const previousSessionId = this.d.ids?.get(key);

@@ -25,6 +25,9 @@ import { verifySignature } from "../../nostr/verify.js";
 import { Amendments } from "../../turn/amend.js";
 import { controlActions } from "../../turn/control-actions.js";
 import { TurnDispatcher } from "../../turn/dispatch.js";
+import { TurnAttachments } from "../../turn/attachments.js";
+import { MediaFetcher } from "../../buzz/media-fetch.js";
+import { uploadBlob } from "../../buzz/media-upload.js";
 import { recordReplyDurably } from "../../turn/fleet-reply.js";
 import { decisionLabel, Intake } from "../../turn/intake.js";
 import type { TurnPublisher } from "../../turn/ports.js";
@@ -107,10 +110,24 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     pool: p.pool,
     link: p.link,
     scheduler,
-    relay: { sign: (t) => relay.sign(t), publish: (ev) => relay.publishConfirmed(ev), query: (f) => relay.query(f) },
+    relay: {
+      sign: (t) => relay.sign(t),
+      publish: (ev) => relay.publishConfirmed(ev),
+      query: (f) => relay.query(f),
+      upload: (bytes, type) => uploadBlob({ relayOrigin: relay.http.origin, key: (t) => relay.sign(t) }, bytes, type),
+    },
     out,
     channel: (id) => p.channels.get(id),
     displayName: async (pk) => (await p.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
+    attachments: new TurnAttachments({
+      fetcher: new MediaFetcher({
+        relayOrigin: relay.http.origin,
+        key: (t) => relay.sign(t),
+        settings: () => ({ allowHosts: p.config().attachments.allow_hosts, timeoutMs: p.config().attachments.timeout }),
+      }),
+      config: () => p.config().attachments,
+      logger: log,
+    }),
     enforce: p.enforce,
     sessions: {
       get: (scope) => store.session(scope, agentKey),
