@@ -44,6 +44,8 @@ interface Directives {
   firstBlock: boolean;
   /** Report the images and files the prompt carried, and its attachment listings. */
   blocks: boolean;
+  /** Attach a file it writes to the reply. */
+  attachFile: boolean;
   progress: boolean;
   /** Report the session: id, prompts so far, its first prompt, model, effort, title. */
   session: boolean;
@@ -149,6 +151,7 @@ function parseDirectives(text: string): Directives {
     auth: has("auth"),
     firstBlock: has("first-block"),
     blocks: has("blocks"),
+    attachFile: has("attach-file"),
     progress: has("progress"),
     session: has("session"),
     maxTokens: has("max-tokens"),

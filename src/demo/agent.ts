@@ -19,6 +19,8 @@
  *   #auth                 report which ACP auth method the client authenticated with
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
+ *   #attach-file          write a small text file in the working directory and attach
+ *                         it to the reply (send_message `attachments`)
  *   #blocks               report the images and embedded files the prompt carried (type,
  *                         size, sha256 prefix, a text file's first line) and each line of
  *                         the prompt's attachment listings (what was given, what refused)
@@ -62,6 +64,7 @@
  * old id, and an id starting with `gone-` is refused as not found).
  */
 import { createHash, randomUUID } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -220,6 +223,13 @@ function summary(p: ParsedPrompt): string {
     `Asked: ${p.asked || "(nothing)"}`,
   ];
   return `Demo agent here, no LLM. Here is what I was given:\n${lines.join("\n")}`;
+}
+
+/** #attach-file: a small text file in the working directory, named by the prompt's number; returns its name. */
+function writeAttachment(n: number): string {
+  const name = `demo-attachment-${n}.txt`;
+  writeFileSync(name, `attached by the demo agent (prompt ${n})\n`);
+  return name;
 }
 
 /** Exits as a crash would, the moment a directive asks for it. */
@@ -419,7 +429,8 @@ export async function runDemoAgent(
       }
       await say(`Replied to ${results.length} messages in their threads.`);
     } else if (!d.finalOnly && (await findTool("send_message"))) {
-      const result = await callTool("send_message", { content: reply });
+      const attachments = d.attachFile ? [{ path: writeAttachment(s.prompts), alt: "a file the demo agent wrote" }] : undefined;
+      const result = await callTool("send_message", { content: reply, ...(attachments ? { attachments } : {}) });
       if (d.crashAfterReply) crashNow();
       await say(`Replied in the thread (${result.slice(0, 200)}).`);
     } else {

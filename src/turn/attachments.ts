@@ -87,7 +87,8 @@ export class TurnAttachments implements AttachmentResolver {
 
   /** The attachment's outcome: kept from before, or decided now (one download at most). */
   private settle(ev: Event, imeta: Imeta, cls: "image" | "text", cfg: AttachmentsConfig): Promise<Settled> {
-    const key = `${imeta.sha256 ?? "-"} ${imeta.url}`;
+    // The claims are part of the key: the same file announced with another size is judged again.
+    const key = `${imeta.sha256 ?? "-"} ${imeta.size ?? "-"} ${cls} ${imeta.url}`;
     const file = this.files.get(key);
     if (file) return Promise.resolve({ ok: true, ...file });
     const why = this.refused.get(key);
