@@ -46,6 +46,8 @@ interface Directives {
   blocks: boolean;
   /** Attach a file it writes to the reply. */
   attachFile: boolean;
+  /** Report the prompt's history header. */
+  history: boolean;
   progress: boolean;
   /** Report the session: id, prompts so far, its first prompt, model, effort, title. */
   session: boolean;
@@ -152,6 +154,7 @@ function parseDirectives(text: string): Directives {
     firstBlock: has("first-block"),
     blocks: has("blocks"),
     attachFile: has("attach-file"),
+    history: has("history"),
     progress: has("progress"),
     session: has("session"),
     maxTokens: has("max-tokens"),

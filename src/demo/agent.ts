@@ -19,6 +19,7 @@
  *   #auth                 report which ACP auth method the client authenticated with
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
+ *   #history              report the prompt's history header (how many earlier messages)
  *   #attach-file          write a small text file in the working directory and attach
  *                         it to the reply (send_message `attachments`)
  *   #blocks               report the images and embedded files the prompt carried (type,
@@ -361,6 +362,7 @@ export async function runDemoAgent(
       reports.push(`first block: ${JSON.stringify(first?.type === "text" ? first.text.slice(0, 300) : null)}`);
     }
     if (d.blocks) reports.push(...blocksReport(params.prompt, text));
+    if (d.history) reports.push(`history: ${/^History: .*$/m.exec(text)?.[0] ?? "none"}`);
     if (d.env) {
       const values = Object.values(process.env).filter((v): v is string => typeof v === "string");
       const secretLike = values.some((v) => NSEC.test(v) || HEX64.test(v));
