@@ -40,7 +40,11 @@ describe("native steering (_session/steering)", () => {
     const s = await acquire(p, "late");
     await s.prompt(ask("#final-only quick one"));
     let updates = 0;
-    s.proc.routes.set(s.sessionId, { onUpdate: () => void updates++, onPermission: async () => ({ outcome: { outcome: "cancelled" } }) });
+    s.proc.routes.set(s.sessionId, {
+      onUpdate: () => void updates++,
+      onPermission: async () => ({ outcome: { outcome: "cancelled" } }),
+      onElicitation: async () => ({ action: "cancel" }),
+    });
     const value = await s.proc.agent.request(STEER_METHOD, steerRequest(s.sessionId, ask("#final-only too late")));
     assert.deepEqual(readSteerAnswer({ ok: true, value }), { kind: "no-turn", reason: "noRunningTurn" });
     await sleep(300); // a turn started by the late steer would have sent an update by now

@@ -25,6 +25,7 @@ import { eachLine, watchJsonLines } from "./stdio.js";
 export interface SessionRoute {
   onUpdate(notification: acp.SessionNotification): void;
   onPermission(request: acp.RequestPermissionRequest, signal: AbortSignal): Promise<acp.RequestPermissionResponse>;
+  onElicitation(request: acp.CreateElicitationRequest, signal: AbortSignal): Promise<acp.CreateElicitationResponse>;
 }
 
 export interface AgentProcessOptions {
@@ -248,6 +249,8 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
             fs: { readTextFile: false, writeTextFile: false },
             terminal: false,
             session: { compaction: {} },
+            // Questions back to people as cards in the thread (turn/questions.ts); Claude enables AskUserQuestion on it.
+            elicitation: { form: {} },
           },
           clientInfo: { name: "buzz-bridge", version: "0.1.0" },
         })
@@ -348,6 +351,12 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
         const route = this.routes.get(params.sessionId);
         if (!route) return { outcome: { outcome: "cancelled" } };
         return route.onPermission(params, signal);
+      })
+      .onRequest(acp.methods.client.elicitation.create, ({ params, signal }) => {
+        const sessionId = "sessionId" in params ? params.sessionId : undefined;
+        const route = typeof sessionId === "string" ? this.routes.get(sessionId) : undefined;
+        if (!route) return { action: "cancel" };
+        return route.onElicitation(params, signal);
       })
       // We advertised no fs and no terminal; anything else is not ours to serve.
       .onRequest("*", ({ method }) => {

@@ -98,6 +98,7 @@ export class AgentSession {
       onUpdate: (n) => this.turn?.onUpdate(n),
       onPermission: (req, signal) =>
         this.turn ? this.turn.onPermission(req, signal) : Promise.resolve({ outcome: { outcome: "cancelled" } }),
+      onElicitation: (req, signal) => (this.turn ? this.turn.onElicitation(req, signal) : Promise.resolve({ action: "cancel" })),
     });
   }
 

@@ -48,6 +48,8 @@ interface Directives {
   attachFile: boolean;
   /** Report the prompt's history header. */
   history: boolean;
+  /** Ask a form question (elicitation) and report the answer. */
+  ask: boolean;
   progress: boolean;
   /** Report the session: id, prompts so far, its first prompt, model, effort, title. */
   session: boolean;
@@ -155,6 +157,7 @@ function parseDirectives(text: string): Directives {
     blocks: has("blocks"),
     attachFile: has("attach-file"),
     history: has("history"),
+    ask: has("ask"),
     progress: has("progress"),
     session: has("session"),
     maxTokens: has("max-tokens"),

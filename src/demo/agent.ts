@@ -19,6 +19,9 @@
  *   #auth                 report which ACP auth method the client authenticated with
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
+ *   #ask                  ask the client a form question (elicitation/create: a colour,
+ *                         Red/Green/Blue or your own) and report the answer: its action
+ *                         and content
  *   #history              report the prompt's history header (how many earlier messages)
  *   #attach-file          write a small text file in the working directory and attach
  *                         it to the reply (send_message `attachments`)
@@ -98,6 +101,8 @@ interface McpLink {
 
 /** The method the client passed to `authenticate`, if any (reported by #auth). */
 let authenticatedWith: string | undefined;
+/** What the client said it takes at initialize (#ask needs form elicitation). */
+let clientCaps: acp.ClientCapabilities | undefined;
 
 const MODES: acp.SessionMode[] = [
   { id: "default", name: "Default", description: "asks before acting" },
@@ -390,6 +395,32 @@ export async function runDemoAgent(
       await up({ sessionUpdate: "tool_call_update", toolCallId, status: verdict === "allowed" ? "completed" : "failed" });
       reports.push(`permission: ${verdict} (${res.outcome.optionId})`);
     }
+    if (d.ask) {
+      if (!clientCaps?.elicitation?.form) reports.push("question: the client takes no form questions");
+      else {
+        const res = await client.request(acp.methods.client.elicitation.create, {
+          sessionId: s.id,
+          mode: "form",
+          message: "Which colour should the button be?",
+          requestedSchema: {
+            type: "object",
+            properties: {
+              question_0: {
+                type: "string",
+                title: "Colour",
+                oneOf: [
+                  { const: "red", title: "Red" },
+                  { const: "green", title: "Green", description: "the brand colour" },
+                  { const: "blue", title: "Blue" },
+                ],
+              },
+              question_0_custom: { type: "string", title: "Other", description: "Your own colour" },
+            },
+          },
+        });
+        reports.push(`question: ${res.action}${"content" in res && res.content ? ` ${JSON.stringify(res.content)}` : ""}`);
+      }
+    }
     for (const t of d.tools) reports.push(`tool ${t.name}: ${await callTool(t.name, t.args)}`);
     if (d.stopHook) reports.push(`_Stop: ${JSON.stringify(await callTool("_Stop", {}))}`);
     if (turn.signal.aborted) return cancelled();
@@ -461,25 +492,29 @@ export async function runDemoAgent(
     return { outcome: "startedNewTurn" };
   };
 
+  const initializeAnswer = (): acp.InitializeResponse => ({
+    protocolVersion: acp.PROTOCOL_VERSION,
+    agentCapabilities: {
+      loadSession: false,
+      promptCapabilities: { embeddedContext: true, image: process.env.DEMO_AGENT_NO_IMAGES !== "1" },
+      mcpCapabilities: { http: false, sse: false },
+      sessionCapabilities: { title: {}, ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
+    },
+    agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
+    ...(offersSteering ? { _meta: { steering: { supported: true } } } : {}),
+    // One method, so an operator's agent.auth_method (codex-acp needs "api-key") is testable.
+    authMethods: [{ id: "demo-token", name: "Demo token", description: "accepted without checking anything" }],
+  });
   const stream = acp.ndJsonStream(
     Writable.toWeb(output as Writable) as WritableStream<Uint8Array>,
     Readable.toWeb(input as Readable) as ReadableStream<Uint8Array>,
   );
   const connection = acp
     .agent({ name: "buzz-bridge-demo-agent" })
-    .onRequest(acp.methods.agent.initialize, () => ({
-      protocolVersion: acp.PROTOCOL_VERSION,
-      agentCapabilities: {
-        loadSession: false,
-        promptCapabilities: { embeddedContext: true, image: process.env.DEMO_AGENT_NO_IMAGES !== "1" },
-        mcpCapabilities: { http: false, sse: false },
-        sessionCapabilities: { title: {}, ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
-      },
-      agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
-      ...(offersSteering ? { _meta: { steering: { supported: true } } } : {}),
-      // One method, so an operator's agent.auth_method (codex-acp needs "api-key") is testable.
-      authMethods: [{ id: "demo-token", name: "Demo token", description: "accepted without checking anything" }],
-    }))
+    .onRequest(acp.methods.agent.initialize, ({ params }) => {
+      clientCaps = params.clientCapabilities ?? undefined;
+      return initializeAnswer();
+    })
     .onRequest(acp.methods.agent.authenticate, ({ params }) => {
       if (params.methodId !== "demo-token")
         throw acp.RequestError.invalidParams({ methodId: params.methodId }, `unknown auth method ${params.methodId}`);

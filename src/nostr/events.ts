@@ -62,6 +62,18 @@ export function reactionTarget(ev: Pick<Event, "tags">): string | undefined {
   return ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
 }
 
+/**
+ * The `buzz` tag the bridge puts on messages of its own that answer nobody: a question to
+ * people (waiting for their answer) and a "still working" note. A restarted turn does not
+ * take them for its reply.
+ */
+export const NOT_AN_ANSWER = { question: ["buzz", "question"], progress: ["buzz", "progress"] } as const;
+
+/** False for the bridge's own messages that are not an answer (NOT_AN_ANSWER). */
+export function isAnswer(ev: Pick<Event, "tags">): boolean {
+  return !ev.tags.some((t) => t[0] === "buzz" && (t[1] === "question" || t[1] === "progress"));
+}
+
 export function channelOf(ev: Pick<Event, "tags">): string | undefined {
   return tagValue(ev, "h");
 }

@@ -17,7 +17,8 @@ import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../buzz/directory.js";
 import { reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { Answers, anchorOf } from "./answers.js";
-import { askOwnerByReaction } from "./ask-owner.js";
+import { turnAsking } from "./asking.js";
+import { QuestionDesk } from "./questions.js";
 import { heartbeatScope, runHeartbeat } from "./heartbeat-turn.js";
 import { InflightPublishes } from "./inflight.js";
 import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
@@ -44,6 +45,8 @@ export interface DispatcherDeps {
   /** Downloads the files the turn's messages attach (turn/attachments.ts); without it they are only listed. */
   attachments?: AttachmentResolver;
   enforce: Enforce;
+  /** Schnorr check, for answers to the agents' questions. */
+  verify(ev: Event): boolean;
   /** Where a scope's agent session id is kept across restarts (the queue's store). */
   sessions?: SessionIdStore;
   logger: Logger;
@@ -65,6 +68,8 @@ export class TurnDispatcher {
   private readonly running: RunningTurns;
   private readonly answers: Answers;
   private readonly builder: TurnPromptBuilder;
+  /** The agents' questions back to people, waiting for answers (intake hands it the answers it hears). */
+  readonly questions: QuestionDesk;
   /** Heartbeat turns take negative ids among the running turns, apart from the queue's turn ids. */
   private heartbeatSeq = 0;
 
@@ -85,6 +90,7 @@ export class TurnDispatcher {
       recordBeforePublish: d.recordBeforePublish,
     });
     this.running = new RunningTurns(d.pool);
+    this.questions = new QuestionDesk({ self: d.self, relay: d.relay, out: d.out, verify: d.verify, logger: d.logger });
     const storedEvent = (id: string) => d.scheduler.storedEvent(id);
     const recordReply = (turnId: number, id: string) => d.scheduler.recordReply(turnId, id);
     this.answers = new Answers({
@@ -256,26 +262,20 @@ export class TurnDispatcher {
         media: ss.session.media,
       })) as PromptBlock[];
       ss.prompt.markDelivered(batch.events.map((e) => e.id));
-      const owner = this.d.owner;
-      const prompt = async (b: PromptBlock[], s: AbortSignal | undefined) => {
-        const r = await ss.session.prompt(b, {
-          askOwner: owner
-            ? (req, sig) =>
-                askOwnerByReaction(
-                  req,
-                  {
-                    channel: channel.id,
-                    thread,
-                    owner,
-                    out: this.d.out,
-                    relay: this.d.relay,
-                    signal: s,
-                    timeoutMs: cfg.agent.permission_timeout,
-                  },
-                  sig,
-                )
-            : undefined,
-        });
+      const asking = turnAsking(this.questions, {
+        channel: channel.id,
+        thread,
+        owner: this.d.owner,
+        requester: anchor.pubkey,
+        answeredBy: cfg.questions.answered_by,
+        firstEvent: firstOf(batch.events).id,
+        questionTimeoutMs: cfg.questions.timeout,
+        permissionTimeoutMs: cfg.agent.permission_timeout,
+        shuttingDown: () => signal.aborted && signal.reason === "shutdown",
+        logger: log,
+      });
+      const prompt = async (b: PromptBlock[], _s: AbortSignal | undefined) => {
+        const r = await ss.session.prompt(b, asking);
         usage = addUsage(usage, r.turnUsage);
         rotateFor = spentBudget(r.stopReason) ?? rotateFor;
         return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut, updates: r.updates };
@@ -412,4 +412,9 @@ export class TurnDispatcher {
   publishTemplate(t: EventTemplate) {
     return this.d.out.publish(t);
   }
+}
+
+/** The oldest of a batch's events (ties by id): the same after a restart, whatever order the queue gives. */
+function firstOf(events: Event[]): Event {
+  return events.reduce((a, b) => (b.created_at < a.created_at || (b.created_at === a.created_at && b.id < a.id) ? b : a));
 }

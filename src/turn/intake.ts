@@ -7,6 +7,7 @@
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { npub } from "../config/keys.js";
+import { channelOf } from "../nostr/events.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { Decision, Gate } from "../gate/index.js";
 import type { Scope } from "../queue/scope.js";
@@ -30,6 +31,8 @@ export interface IntakeOptions {
   };
   dispatcher: Pick<TurnDispatcher, "canTake" | "take">;
   amendments: Pick<Amendments, "edit" | "delete">;
+  /** Answers to the agents' waiting questions (turn/questions.ts) are taken there, never queued as mentions. */
+  questions?: { offer(ev: Event): boolean };
   /** This daemon's own store: its resubscribe cursor and, in a fleet, the events its gate accepted. */
   store: { noteSeen(channel: string, createdAt: number): void; claimOnce(key: string, ms: number): unknown };
   /** Fleet mode: the accept is the shared database's. */
@@ -68,6 +71,11 @@ export class Intake {
     if (o.stopping()) return;
     o.onReceived?.(ev);
     try {
+      if (o.questions?.offer(ev)) {
+        const channel = channelOf(ev);
+        if (channel) o.store.noteSeen(channel, ev.created_at);
+        return;
+      }
       // Only a possible sibling's decision waits for a look-up; the decision's other effects
       // (answers, control commands) may take time.
       const pending = o.gate.decide(ev);

@@ -129,6 +129,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       logger: log,
     }),
     enforce: p.enforce,
+    verify: verifySignature,
     sessions: {
       get: (scope) => store.session(scope, agentKey),
       save: (scope, id) => store.saveSession(scope, agentKey, id),
@@ -196,6 +197,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     scheduler,
     dispatcher,
     amendments,
+    questions: dispatcher.questions,
     store,
     fleet: !!fleet,
     owner: () => p.config().identity.owner,
