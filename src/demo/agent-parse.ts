@@ -60,6 +60,8 @@ interface Directives {
   /** Report this usage for the turn: tokens in, tokens out, cost (USD, added to the session's running total). */
   usage?: { inputTokens: number; outputTokens: number; cost: number };
   slowMs?: number;
+  /** Spend this long in two reported tool calls before answering. */
+  busyMs?: number;
   /** Pad the reply to at least this many characters (numbered filler lines). */
   longChars?: number;
   tools: Array<{ name: string; args: Record<string, unknown> }>;
@@ -126,6 +128,7 @@ function askedOf(text: string): { author?: string; asked: string } {
 function parseDirectives(text: string): Directives {
   const has = (word: string) => new RegExp(`(^|\\s)#${word}(?=\\s|$)`, "i").test(text);
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
+  const busy = /(?:^|\s)#busy\s+(\d+)/i.exec(text);
   const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);
   const usage = /(?:^|\s)#usage\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)/i.exec(text);
   const tools: Directives["tools"] = [];
@@ -164,6 +167,7 @@ function parseDirectives(text: string): Directives {
     maxTurnRequests: has("max-turn-requests"),
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
     slowMs: slow ? Number(slow[1]) : undefined,
+    busyMs: busy ? Number(busy[1]) : undefined,
     longChars: long ? Number(long[1]) : undefined,
     tools,
   };

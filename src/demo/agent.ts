@@ -31,6 +31,8 @@
  *   #compact              emit compaction_update (in_progress, then completed)
  *   #progress             post a progress note with send_message first (before #slow)
  *   #slow <ms>            wait that long before answering (cancellable)
+ *   #busy <ms>            spend that long in two tool calls (updates only: "Running npm
+ *                         test with API_KEY=…", then "Reading build.log"), then answer
  *   #long <chars>         pad the reply with numbered filler lines to at least that length
  *   #crash                exit(1) in the middle of the turn
  *   #crash-after-reply    exit(1) right after its first send_message (in a batch: after
@@ -337,6 +339,16 @@ export async function runDemoAgent(
     };
 
     if (d.progress) await callTool("send_message", { content: "Working on it (a progress note)." });
+    if (d.busyMs !== undefined) {
+      // Two tool calls the bridge's "still working" note names (the first carries a secret it must redact).
+      const steps = ["Running npm test with API_KEY=sk-demo-0123456789abcdefghij", "Reading build.log"];
+      for (const [i, title] of steps.entries()) {
+        await up({ sessionUpdate: "tool_call", toolCallId: `busy-${i}`, title, kind: "execute", status: "in_progress" });
+        await sleep(d.busyMs / steps.length, turn.signal);
+        await up({ sessionUpdate: "tool_call_update", toolCallId: `busy-${i}`, status: "completed" });
+        if (turn.signal.aborted) return cancelled();
+      }
+    }
     if (d.slowMs !== undefined) {
       await sleep(d.slowMs, turn.signal);
       if (turn.signal.aborted) return cancelled();

@@ -19,6 +19,7 @@ import { reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { Answers, anchorOf } from "./answers.js";
 import { turnAsking } from "./asking.js";
 import { QuestionDesk } from "./questions.js";
+import { ProgressNote } from "./progress.js";
 import { heartbeatScope, runHeartbeat } from "./heartbeat-turn.js";
 import { InflightPublishes } from "./inflight.js";
 import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
@@ -47,6 +48,8 @@ export interface DispatcherDeps {
   enforce: Enforce;
   /** Schnorr check, for answers to the agents' questions. */
   verify(ev: Event): boolean;
+  /** What a tool title may show the channel ("still working" notes); default: nothing of it. */
+  redactTitle?(title: string): string;
   /** Where a scope's agent session id is kept across restarts (the queue's store). */
   sessions?: SessionIdStore;
   logger: Logger;
@@ -246,6 +249,7 @@ export class TurnDispatcher {
     let usage: TurnUsage | undefined;
     let model: string | undefined;
     let rotateFor: string | undefined;
+    let note: ProgressNote | undefined;
     try {
       const ss = await this.sessions.open(batch.scope, channel, standing, log);
       running.session = ss.session;
@@ -274,8 +278,18 @@ export class TurnDispatcher {
         shuttingDown: () => signal.aborted && signal.reason === "shutdown",
         logger: log,
       });
+      note = new ProgressNote({
+        afterMs: cfg.progress.after,
+        channel: channel.id,
+        thread,
+        out: this.d.out,
+        redact: this.d.redactTitle ?? (() => "a tool"),
+        logger: log,
+      });
+      note.start();
+      const progress = note;
       const prompt = async (b: PromptBlock[], _s: AbortSignal | undefined) => {
-        const r = await ss.session.prompt(b, asking);
+        const r = await ss.session.prompt(b, { ...asking, onUpdate: (u) => progress.observe(u) });
         usage = addUsage(usage, r.turnUsage);
         rotateFor = spentBudget(r.stopReason) ?? rotateFor;
         return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut, updates: r.updates };
@@ -337,6 +351,7 @@ export class TurnDispatcher {
       // A session that failed to open or crashed is not reused.
       await this.sessions.rotate((k) => k === batch.scope.key);
     }
+    await note?.finish();
     // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
     // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
     await mid.close(!signal.aborted);

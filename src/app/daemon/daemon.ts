@@ -42,6 +42,7 @@ import { discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js
 import { StateLock } from "./state-lock.js";
 import { renderStatusPage, type StatusSnapshot } from "../http/status-page.js";
 import { buildTurnPath } from "./turn-path.js";
+import { titleRedaction } from "./title-redaction.js";
 import { UsageToday } from "./usage-today.js";
 
 export interface DaemonOptions {
@@ -166,6 +167,7 @@ export class Daemon {
     const path = buildTurnPath({
       config: () => this.config,
       start: cfg,
+      titleRedaction: titleRedaction(cfg.state_dir, secretKey, cfg.state.url),
       pubkey,
       relay,
       directory: this.directory,

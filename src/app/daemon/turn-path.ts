@@ -26,6 +26,7 @@ import { Amendments } from "../../turn/amend.js";
 import { controlActions } from "../../turn/control-actions.js";
 import { TurnDispatcher } from "../../turn/dispatch.js";
 import { TurnAttachments } from "../../turn/attachments.js";
+import { redactTitle, type RedactOptions } from "../../turn/redact-title.js";
 import { MediaFetcher } from "../../buzz/media-fetch.js";
 import { uploadBlob } from "../../buzz/media-upload.js";
 import { recordReplyDurably } from "../../turn/fleet-reply.js";
@@ -40,6 +41,8 @@ export interface TurnPathParts {
   /** The running config (a reload replaces it); `start` is the one the daemon started with. */
   config: () => Config;
   start: Config;
+  /** What tool titles shown in the channel must not carry ("still working" notes). */
+  titleRedaction: RedactOptions;
   pubkey: string;
   relay: RelayClient;
   directory: ChannelDirectory;
@@ -130,6 +133,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     }),
     enforce: p.enforce,
     verify: verifySignature,
+    redactTitle: (t) => redactTitle(t, p.titleRedaction),
     sessions: {
       get: (scope) => store.session(scope, agentKey),
       save: (scope, id) => store.saveSession(scope, agentKey, id),
