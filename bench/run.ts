@@ -18,6 +18,7 @@
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
  *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
  *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
+ *   12    bench/attachments.ts  an attached image's download through the bridge vs a plain HTTP GET
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
  */
@@ -561,6 +562,30 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("11", "fleet mode", fleet.error));
+  }
+
+  // 12 — an attached image's download, against a plain GET of the same bytes.
+  const att = await part("attachments", async () => (await import("./attachments.js")).benchAttachments());
+  seconds.attachments = att.seconds;
+  if (att.ok) {
+    const a = att.value;
+    const ours = pct(a.fetcher, 50);
+    const plain = pct(a.plain, 50);
+    raw.attachments = { fetcher: a.fetcher.map(r3), plain: a.plain.map(r3), bytes: a.bytes };
+    rows.push({
+      figure: "12",
+      measure: `attachment: a ${Math.round(a.bytes / 1024)} KiB image from the relay's media store through the bridge's downloader (auth signed, host policy, size cap, sha256 check)`,
+      samples: a.fetcher.length,
+      median: r3(ours),
+      p99: r3(pct(a.fetcher, 99)),
+      unit: "ms",
+      baseline: `${fmt(Number(r3(plain)))} ms: plain HTTP GET of the same bytes`,
+      ratio: r3(ours / plain),
+      target: "≤ 1.5×",
+      met: ours / plain <= 1.5,
+    });
+  } else {
+    rows.push(failed("12", "attachment download", att.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));
