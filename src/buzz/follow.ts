@@ -20,7 +20,8 @@ export function configSelector(cfg: Config): ChannelSelector {
   const select: ChannelSelector = (ch) => {
     if (!channelSelected(cfg, ch.id)) return undefined;
     const p = policyFor(cfg, ch.id);
-    return { kinds: channelKinds(p.kinds, ch.type), requireMention: p.require_mention };
+    // Participation needs the replies that do not mention the agent: the gate picks them out.
+    return { kinds: channelKinds(p.kinds, ch.type), requireMention: p.require_mention && p.participation === "off" };
   };
   select.named = cfg.channels.map((c) => c.id).filter((id) => id !== "*");
   return select;

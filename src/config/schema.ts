@@ -60,6 +60,12 @@ export type ReplyFallbackMode = z.output<typeof ReplyFallback>;
  */
 const MidTurn = z.enum(["steer", "queue", "interrupt", "owner-interrupt"]);
 export type MidTurnMode = z.output<typeof MidTurn>;
+/**
+ * Whether people continue a conversation with the agent without mentioning it again: a
+ * reply in a thread it is in (`thread`), also a top-level message in a channel it is active
+ * in (`channel`), or only mentions (`off`). See docs/conversations.md.
+ */
+const Participation = z.enum(["thread", "channel", "off"]);
 
 const identity = z.strictObject({
   secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
@@ -221,6 +227,7 @@ const policyShape = {
   reply_fallback: ReplyFallback,
   history: z.number().int().min(0).max(100),
   mid_turn: MidTurn,
+  participation: Participation,
 };
 
 const defaults = z.strictObject({
@@ -234,6 +241,11 @@ const defaults = z.strictObject({
   reply_fallback: policyShape.reply_fallback.default("final_text"),
   history: policyShape.history.default(12).describe("thread messages fetched into each prompt; default 12"),
   mid_turn: policyShape.mid_turn.default("steer"),
+  participation: policyShape.participation
+    .default("thread")
+    .describe(
+      "thread (default): replies in a thread the agent is in wake it without a mention; channel: also top-level messages where it is active; off: mentions only",
+    ),
 });
 
 /** Buzz names a channel by a lowercase hyphenated UUID (its `h` tag), never by its display name. */
@@ -271,6 +283,7 @@ const channel = z.strictObject({
   reply_fallback: policyShape.reply_fallback.optional(),
   history: policyShape.history.optional(),
   mid_turn: policyShape.mid_turn.optional(),
+  participation: policyShape.participation.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 type ChannelEntry = z.output<typeof channel>;
@@ -546,6 +559,7 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     reply_fallback: pick("reply_fallback", d.reply_fallback),
     history: pick("history", d.history),
     mid_turn: pick("mid_turn", d.mid_turn),
+    participation: pick("participation", d.participation),
     explicit,
   };
 }

@@ -18,6 +18,7 @@ import { channelOf, mentionsOf } from "../nostr/events.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
 import { channelKinds } from "../buzz/directory.js";
+import { continuationOf, type ActiveConversations, type Continuation } from "./participation.js";
 import { tagValue } from "../base/tags.js";
 
 const CONTROL_COMMANDS = ["!cancel", "!rotate", "!status", "!shutdown"] as const;
@@ -33,7 +34,13 @@ export type DropReason =
   | "kind-not-subscribed"
   | "no-mention"
   | "bad-signature"
-  | AuthorDenial;
+  | AuthorDenial
+  /**
+   * A message that continued a conversation by participation (no mention) but is not acted
+   * on: an agent wrote it, its author could not be looked up, or the respond-to policy
+   * refuses its author. Logged only: it was not addressed to the agent.
+   */
+  | `participation-${"agent" | "unknown-author" | AuthorDenial}`;
 
 export interface GateContext {
   /** The agent's own pubkey (hex). */
@@ -52,10 +59,29 @@ export interface GateContext {
    * for owner-only, allowlist and DM refusals, and only when an owner is known.
    */
   sibling?(author: string, ev: Event): Promise<SiblingVerdict>;
+  /** Thread participation (participation.ts): the conversations the agent is in, and who is an agent. */
+  participation?: {
+    active: Pick<ActiveConversations, "isThreadActive" | "isChannelActive">;
+    /** True for an agent (a NIP-OA `auth` tag in its profile), undefined when that could not be found out. */
+    isAgent(author: string): Promise<boolean | undefined>;
+  };
+}
+
+/** A participation candidate's author, once looked up (see Gate.decide). */
+export interface ParticipantVerdict {
+  via: Continuation;
+  author: "human" | "agent" | "unknown";
 }
 
 export type Decision =
-  | { action: "accept"; channel: ChannelInfo; policy: ChannelPolicy; sibling?: SiblingVerdict }
+  | {
+      action: "accept";
+      channel: ChannelInfo;
+      policy: ChannelPolicy;
+      sibling?: SiblingVerdict;
+      /** Accepted without a mention: it continues a conversation the agent is in (docs/conversations.md). */
+      continued?: Continuation;
+    }
   /**
    * An edit (40003) or deletion (5) of an event the bridge accepted earlier. Who may amend
    * it and what that does depends on where that event is now (waiting, in a running turn,
@@ -77,6 +103,11 @@ export type Decision =
       policy?: ChannelPolicy;
       /** Set when a sibling look-up was part of the decision: why the author is not one. */
       sibling?: SiblingVerdict;
+      /**
+       * A reply in a conversation the agent is in, with no mention: it may continue it once
+       * its author is known to be a person (Gate.decide looks that up and decides again).
+       */
+      candidate?: Continuation;
     };
 
 export type Refusal = Extract<Decision, { action: "drop" | "deny" }>;
@@ -120,7 +151,7 @@ export function siblingMayChange(d: Decision, ctx: Pick<GateContext, "owner" | "
  * it up (the lookup is async and costs a round trip, so it is only done for refusals it
  * could change — see Gate.handle); without it no author counts as a sibling.
  */
-export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict): Decision {
+export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict, participant?: ParticipantVerdict): Decision {
   if (ev.pubkey === ctx.self) return drop("own-event", { level: "debug" });
 
   const channelId = channelOf(ev);
@@ -152,10 +183,24 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict): D
   }
 
   if (!channelKinds(policy.kinds, channel.type).includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
-  if (policy.require_mention && !mentionsOf(ev).includes(ctx.self)) return drop("no-mention", { channel, policy });
+  let continued: Continuation | undefined;
+  if (policy.require_mention && !mentionsOf(ev).includes(ctx.self)) {
+    const p = ctx.participation;
+    const via = participant?.via ?? (p && continuationOf(ev, ctx.self, policy.participation, channelId, p.active));
+    // Chatter the relay delivers for participation's sake is everything said in the channel: debug.
+    const level = policy.participation === "off" ? "info" : "debug";
+    if (!via) return drop("no-mention", { level, channel, policy });
+    if (!participant) return { ...drop("no-mention", { level, channel, policy }), candidate: via } as Decision;
+    if (participant.author !== "human")
+      return drop(participant.author === "agent" ? "participation-agent" : "participation-unknown-author", { channel, policy });
+    continued = via;
+  }
 
-  const verdict = authorAllowed(policy, channel.type, ev.pubkey, ctx.owner, sibling === "verified");
-  if (!verdict.allowed) return deny(verdict.reason, channel, policy, sibling);
+  // A sibling is an agent: it is trusted when it asks, never when it merely continues.
+  const verdict = authorAllowed(policy, channel.type, ev.pubkey, ctx.owner, sibling === "verified" && !continued);
+  // Not addressed to the agent: never answered with 🔒 or a reply, only logged.
+  if (!verdict.allowed)
+    return continued ? drop(`participation-${verdict.reason}`, { channel, policy }) : deny(verdict.reason, channel, policy, sibling);
   if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
-  return { action: "accept", channel, policy, ...(verdict.by === "sibling" ? { sibling } : {}) };
+  return { action: "accept", channel, policy, ...(verdict.by === "sibling" ? { sibling } : {}), ...(continued ? { continued } : {}) };
 }

@@ -48,6 +48,14 @@ export class Gate {
   decide(ev: Event): Decision | Promise<Decision> {
     const ctx = this.opts.context;
     const decision = decide(ev, ctx);
+    // A reply that may continue a conversation: only a person's does (participation.ts).
+    if (decision.action === "drop" && decision.candidate && ctx.participation) {
+      const via = decision.candidate;
+      return ctx.participation
+        .isAgent(ev.pubkey)
+        .catch(() => undefined)
+        .then((agent) => decide(ev, ctx, undefined, { via, author: agent === undefined ? "unknown" : agent ? "agent" : "human" }));
+    }
     if (siblingMayChange(decision, ctx)) return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
     return decision;
   }

@@ -7,7 +7,9 @@
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { npub } from "../config/keys.js";
-import { channelOf } from "../nostr/events.js";
+import { channelOf, threadRootOf } from "../nostr/events.js";
+import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
+import type { ActiveConversations } from "../gate/participation.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { Decision, Gate } from "../gate/index.js";
 import type { Scope } from "../queue/scope.js";
@@ -33,6 +35,10 @@ export interface IntakeOptions {
   amendments: Pick<Amendments, "edit" | "delete">;
   /** Answers to the agents' waiting questions (turn/questions.ts) are taken there, never queued as mentions. */
   questions?: { offer(ev: Event): boolean };
+  /** The conversations the agent is in (gate/participation.ts): marked by its mentions and its own messages. */
+  active?: Pick<ActiveConversations, "mark">;
+  /** The agent's own pubkey. */
+  self?: string;
   /** This daemon's own store: its resubscribe cursor and, in a fleet, the events its gate accepted. */
   store: { noteSeen(channel: string, createdAt: number): void; claimOnce(key: string, ms: number): unknown };
   /** Fleet mode: the accept is the shared database's. */
@@ -56,7 +62,7 @@ export function decisionLabel(d: Decision): string {
     case "amend":
       return d.amend;
     case "accept":
-      return d.sibling ? "sibling" : "accepted";
+      return d.continued ? "continued" : d.sibling ? "sibling" : "accepted";
   }
 }
 
@@ -80,6 +86,7 @@ export class Intake {
       // (answers, control commands) may take time.
       const pending = o.gate.decide(ev);
       const decision = pending instanceof Promise ? await pending : pending;
+      this.noteActivity(ev, decision);
       const acted = o.gate.act(ev, decision);
       o.onDecided?.(ev, decision);
       const accepting = decision.action === "accept" ? o.scheduler.accept(ev, decision.channel.id) : false;
@@ -92,7 +99,14 @@ export class Intake {
         void accepting.then(settled, settled);
       }
       const fresh = accepting instanceof Promise ? await accepting : accepting;
-      if (decision.action === "accept" && fresh) {
+      if (decision.action === "accept" && fresh && decision.continued) {
+        o.logger.info(
+          { evt: "gate.continued", reason: decision.continued, event: ev.id, channel: decision.channel.id, author: npub(ev.pubkey) },
+          decision.continued === "thread"
+            ? "a reply in a thread the agent is in: taken as addressed to it"
+            : "a message in a channel the agent is active in: taken as addressed to it",
+        );
+      } else if (decision.action === "accept" && fresh) {
         o.logger.info(
           {
             evt: "gate.accepted",
@@ -130,6 +144,19 @@ export class Intake {
     } catch (err) {
       o.logger.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
     }
+  }
+
+  /**
+   * Participation's record of the conversations the agent is in: a message it acts on (a
+   * mention, or one that continues a conversation), and a message of its own (its replies,
+   * from this daemon or another of the fleet), mark the thread and its channel active.
+   */
+  private noteActivity(ev: Event, decision: Decision): void {
+    const active = this.o.active;
+    if (!active) return;
+    if (ev.kind !== KIND.message && !FORUM_KINDS.includes(ev.kind)) return;
+    if (decision.action !== "accept" && ev.pubkey !== this.o.self) return;
+    active.mark(threadRootOf(ev), channelOf(ev));
   }
 
   /**

@@ -11,6 +11,7 @@ import type { Logger } from "../../base/log.js";
 import type { Enforce } from "../../config/enforce.js";
 import type { Config } from "../../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type GateContext } from "../../gate/index.js";
+import { ActiveConversations, agentCheck } from "../../gate/participation.js";
 import type { LinkServer } from "../../link/index.js";
 import { FleetScheduler } from "../../queue/fleet-scheduler.js";
 import { Scheduler, type FinalFailure, type QueueRefusal, type QueueStore } from "../../queue/index.js";
@@ -71,6 +72,8 @@ export interface TurnPath {
   /** The gate's view of the config, replaced on reload. */
   gateContext: GateContext;
   intake: Intake;
+  /** The conversations the agent is in (participation), rebuilt from the relay at start. */
+  active: ActiveConversations;
 }
 
 export function buildTurnPath(p: TurnPathParts): TurnPath {
@@ -171,6 +174,8 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     handled: (id) => store.has(id) || (!!fleet && store.hasClaim(`accepted:${id}`)),
     verify: verifySignature,
   };
+  const active = new ActiveConversations({ logger: log });
+  gateContext.participation = { active, isAgent: agentCheck((pk) => p.profiles.lookup(pk)) };
   if (cfg.identity.owner) {
     const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => p.profiles.lookup(pk) });
     gateContext.sibling = (author, ev) => siblings.check(author, ev);
@@ -202,6 +207,8 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     dispatcher,
     amendments,
     questions: dispatcher.questions,
+    active,
+    self: pubkey,
     store,
     fleet: !!fleet,
     owner: () => p.config().identity.owner,
@@ -213,5 +220,5 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     },
     logger: log,
   });
-  return { scheduler, dispatcher, gateContext, intake };
+  return { scheduler, dispatcher, gateContext, intake, active };
 }
