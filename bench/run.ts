@@ -13,6 +13,7 @@
  *                            REQ frames to subscribe 500 channels; frames refused at start and in a
  *                            20-mention burst; the burst's last reply vs its quota bound
  *   6, 7  bench/busy.ts      20,000 denied events: decisions/s, CPU, signature checks; RSS
+ *   6p    bench/busy.ts      the same under thread participation: replies without a mention in the agent's thread
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
  *   4s    bench/mention.ts   publish → session/prompt, warm spare, sandboxed vs not
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
@@ -337,6 +338,40 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("6", "busy channel", busy.error), failed("7", "daemon RSS", busy.error));
+  }
+
+  // 6p — the same burst under thread participation (no #p filter): replies in the agent's thread.
+  const part6p = await part("busy-participation", async () => (await import("./busy.js")).benchBusy("participation"));
+  seconds["busy-participation"] = part6p.seconds;
+  if (part6p.ok) {
+    const b = part6p.value;
+    raw.busy_participation = b;
+    rows.push({
+      figure: "6p",
+      measure: `busy channel, participation on (no #p): gate decisions/s, ${b.events} replies without a mention in the agent's thread from authors the policy refuses`,
+      samples: b.events,
+      median: b.gate_decisions_per_s,
+      p99: null,
+      unit: "/s",
+      baseline: `${fmt(Number(b.relay_delivered_per_s))}/s: relay pace at a nostr-tools subscriber`,
+      ratio: b.decisions_vs_relay_pace,
+      target: "keeps pace (≥ 0.95×)",
+      met: b.decisions_vs_relay_pace >= 0.95,
+    });
+    rows.push({
+      figure: "6p",
+      measure: "busy channel, participation on: signature checks by the daemon",
+      samples: b.events,
+      median: b.daemon_signature_checks,
+      p99: null,
+      unit: "checks",
+      baseline: `${fmt(Number(b.subscriber_signature_checks))}: nostr-tools verifies every event`,
+      ratio: r3(b.daemon_signature_checks / b.subscriber_signature_checks),
+      target: "only events the bridge acts on: none (refused continuations are never answered)",
+      met: b.daemon_signature_checks === 0,
+    });
+  } else {
+    rows.push(failed("6p", "busy channel, participation on", part6p.error));
   }
 
   // 8.

@@ -61,7 +61,7 @@ export interface GateContext {
   sibling?(author: string, ev: Event): Promise<SiblingVerdict>;
   /** Thread participation (participation.ts): the conversations the agent is in, and who is an agent. */
   participation?: {
-    active: Pick<ActiveConversations, "isThreadActive" | "isChannelActive">;
+    active: Pick<ActiveConversations, "isThreadActive" | "isChannelActive" | "rebuilding">;
     /** True for an agent (a NIP-OA `auth` tag in its profile), undefined when that could not be found out. */
     isAgent(author: string): Promise<boolean | undefined>;
   };

@@ -48,6 +48,14 @@ export class Gate {
   decide(ev: Event): Decision | Promise<Decision> {
     const ctx = this.opts.context;
     const decision = decide(ev, ctx);
+    // At start the conversations the agent was in are still being read from the relay: a
+    // message that does not mention it waits for that before it is judged.
+    const rebuilding = ctx.participation?.active.rebuilding;
+    if (rebuilding && decision.action === "drop" && decision.reason === "no-mention" && decision.policy?.participation !== "off")
+      return rebuilding.then(
+        () => this.decide(ev),
+        () => this.decide(ev),
+      );
     // A reply that may continue a conversation: only a person's does (participation.ts).
     if (decision.action === "drop" && decision.candidate && ctx.participation) {
       const via = decision.candidate;

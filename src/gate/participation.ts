@@ -46,6 +46,8 @@ export class ActiveConversations {
   private readonly threads = new BoundedMap<string, number>(MAX_ACTIVE);
   private readonly channels = new BoundedMap<string, number>(MAX_ACTIVE);
   private readonly now: () => number;
+  /** Set while the set is being rebuilt at start: a reply that may continue a conversation waits for it. */
+  rebuilding: Promise<number> | undefined;
 
   constructor(private readonly o: ActiveConversationsOptions = {}) {
     this.now = o.now ?? Date.now;
@@ -75,7 +77,15 @@ export class ActiveConversations {
    * At start: the store's entries, then the relay's record of the last 24 h — messages that
    * mention the agent and messages it wrote — so a set that was never stored is rebuilt.
    */
-  async rebuild(self: string, query: (filters: Filter[]) => Promise<Event[]>): Promise<number> {
+  rebuild(self: string, query: (filters: Filter[]) => Promise<Event[]>): Promise<number> {
+    const done = this.load(self, query).finally(() => {
+      if (this.rebuilding === done) this.rebuilding = undefined;
+    });
+    this.rebuilding = done;
+    return done;
+  }
+
+  private async load(self: string, query: (filters: Filter[]) => Promise<Event[]>): Promise<number> {
     const since = this.now() - ACTIVE_TTL_MS;
     const entries = await this.o.store?.activeSince(since).catch((err: unknown) => {
       this.o.logger?.warn({ evt: "gate.active_load_failed", err: String(err) }, "could not read the active threads from the state store");

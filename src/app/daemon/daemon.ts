@@ -212,9 +212,10 @@ export class Daemon {
     this.stopPruning = keepPruned(this.store);
     this.presence = new Presence(relay, out.signal);
     await relay.start();
-    // Before the subscription delivers anything: a reply in a conversation the agent was in before the restart continues it.
-    const active = await path.active.rebuild(pubkey, (f) => relay.query(f));
-    log.info({ evt: "gate.active_rebuilt", threads: active }, "conversations the agent is in, rebuilt");
+    // Read while the subscription starts; a reply that might continue a conversation waits for it (Gate.decide).
+    void path.active
+      .rebuild(pubkey, (f) => relay.query(f))
+      .then((threads) => log.info({ evt: "gate.active_rebuilt", threads }, "conversations the agent is in, rebuilt"));
     const found = await discoverChannelsAtStart({
       refresh: () => this.follower.refresh(),
       lastAuthError: () => relay.lastAuthError,
