@@ -74,6 +74,8 @@ interface Waiter {
   asked: Asked[];
   inbox: Event[];
   wake: () => void;
+  /** Answers from someone not allowed to answer, logged once each. */
+  ignored: Set<string>;
 }
 
 const YES = new Set(["👍", "+", "✅"]);
@@ -82,7 +84,6 @@ const NO = new Set(["👎", "-", "❌"]);
 export class QuestionDesk {
   /** Waiting questions by the ids answers refer to (cards and plain messages). */
   private readonly waiting = new Map<string, Waiter>();
-  private readonly ignored = new Set<string>();
 
   constructor(private readonly d: QuestionDeskDeps) {}
 
@@ -105,7 +106,7 @@ export class QuestionDesk {
   /** Asks `questions` in the thread and waits; one answer per question, cancel for those that got none. */
   async ask(questions: CardQuestion[], ctx: AskContext): Promise<CardAnswer[]> {
     const asked = await this.post(questions, ctx);
-    const waiter: Waiter = { asked, inbox: [], wake: () => undefined };
+    const waiter: Waiter = { asked, inbox: [], wake: () => undefined, ignored: new Set() };
     const ids = asked.flatMap((a) => [a.card.id, ...(a.text ? [a.text.id] : [])]);
     for (const id of ids) this.waiting.set(id, waiter);
     const started = Date.now();
@@ -205,8 +206,8 @@ export class QuestionDesk {
       const target = open.find((a) => !a.answer && answers(ev, a));
       if (!target) continue;
       if (ev.pubkey !== ctx.answerer || !this.d.verify(ev)) {
-        if (!this.ignored.has(ev.id)) {
-          this.ignored.add(ev.id);
+        if (!w.ignored.has(ev.id)) {
+          w.ignored.add(ev.id);
           this.d.logger.info({
             evt: "question.answer_ignored",
             card: target.card.id,
