@@ -3,9 +3,9 @@
  * The same scripted turn every time (`#slow 3000`, the demo agent), the message sent
  * 300 ms into it, three ways, each on its own channel:
  *  - steer, native: the demo agent advertises `_session/steering` (DEMO_AGENT_STEERING=1)
- *    and reports when the steer reached it (`Steered in at <ms>`);
+ *    and reports when the steer reached it (`Steered in at <ISO time>`);
  *  - steer, cancel-and-merge: the agent does not; the turn is cancelled and re-prompted
- *    (`Received: <ms>` of the merged prompt);
+ *    (`Received: <ISO time>` of the merged prompt);
  *  - queue (the baseline): the message waits for the turn to end and starts the next one.
  * Times come from the agent's reply (same machine, same clock). Real daemons
  * (`buzz-bridge run` subprocesses), real dev relay, real demo agent.
@@ -74,9 +74,9 @@ export async function benchMidTurn(): Promise<MidTurnResult> {
         ),
       },
     );
-    const steeredAt = (text: string) => Number(/Steered in at (\d+): @agent also this/.exec(text)?.[1] ?? NaN) || undefined;
-    const receivedFor = (text: string) =>
-      /Asked: @agent also this/.test(text) ? Number(/Received: (\d+)/.exec(text)?.[1] ?? NaN) || undefined : undefined;
+    const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN) || undefined;
+    const steeredAt = (text: string) => ms(/Steered in at (\S+): @agent also this/.exec(text)?.[1]);
+    const receivedFor = (text: string) => (/Asked: @agent also this/.test(text) ? ms(/Received: (\S+)/.exec(text)?.[1]) : undefined);
     const out: MidTurnResult = { native: [], merge: [], queue: [], turn_ms: TURN_MS, send_after_ms: SEND_AFTER_MS };
     for (let i = 0; i < SAMPLES; i++) {
       out.native.push(await sample(w, steering, native, steeredAt));

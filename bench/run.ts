@@ -645,7 +645,7 @@ async function main(): Promise<void> {
 
 const fmt = (x: number | null) => (x === null ? "—" : Math.abs(x) >= 100 ? String(Math.round(x)) : String(Math.round(x * 100) / 100));
 
-/** The one table: Markdown, so the README can quote it as printed. */
+/** The one table: Markdown, so bench/README.md can quote it as printed. */
 export function markdownTable(rows: Row[]): string {
   const head = "| # | figure | samples | median | p99 | baseline (same run) | ratio | target | met |";
   const sep = "|---|---|---:|---:|---:|---|---:|---|:---:|";

@@ -4,11 +4,11 @@
  * argv to that subcommand's module, loaded lazily so `mcp-proxy` and `demo-agent`
  * (started once per agent session) do not pay for the daemon's imports, and `run` loads
  * only what the daemon runs (the development relay, demo, doctor and the MCP proxy stay
- * unloaded; see README, Performance, figure 7).
+ * unloaded; see bench/README.md, figure 7).
  *
  * Exit codes: 0 ok, 1 usage or config error, 2 runtime failure.
  */
-import { readFileSync } from "node:fs";
+import { PACKAGE_VERSION } from "./base/version.js";
 import { PROXY_SUBCOMMAND } from "./contract/proxy-entry.js";
 import { applyDaemonV8Settings } from "./app/http/v8-memory.js";
 
@@ -38,8 +38,7 @@ const commands: Record<string, Command> = {
 };
 
 export function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
-  return pkg.version;
+  return PACKAGE_VERSION;
 }
 
 function usage(): string {

@@ -32,7 +32,7 @@ describe("native steering (_session/steering)", () => {
     const r = await turn;
     assert.equal(r.stopReason, "end_turn");
     assert.match(r.finalText, /Asked: #slow 1500 #final-only build it/);
-    assert.match(r.finalText, /Steered in at \d+: use the staging branch/);
+    assert.match(r.finalText, /Steered in at \d{4}-\d\d-\d\dT[\d:.]+Z: use the staging branch/);
   });
 
   it("a steer that races the end of the turn is answered promptRequired (no turn running) and starts no turn", async () => {

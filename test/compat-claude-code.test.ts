@@ -7,7 +7,7 @@
  * proxy's `send_message` (Claude sees it as `mcp__buzz__send_message`); when the model
  * only writes text, the bridge publishes that text as the fallback reply; `!cancel`
  * stops a stalled turn and the thread goes on; shutdown leaves no Claude process behind.
- * The agent is configured the way the README's "Agents" section tells users to.
+ * The agent is configured the way docs/agents.md tells users to.
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync, spawnSync } from "node:child_process";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
+import { parseDocument } from "yaml";
 import { Writable } from "node:stream";
 import { loadConfig, loadConfigText, ConfigError } from "../src/config/load.js";
 import { policyFor, jsonSchema } from "../src/config/schema.js";
@@ -36,6 +37,15 @@ test("the shipped example and demo configs load (the example only with the key i
     assert.match(loaded.pubkey, /^[0-9a-f]{64}$/);
   }
   assert.equal(loadConfig("config/example.yaml", { BUZZ_PRIVATE_KEY: nsec }).pubkey, hex);
+});
+
+test("the shipped example permits every respond_to mode, as the docs say the default does: its policy lock is commented out", () => {
+  const doc = parseDocument(readFileSync("config/example.yaml", "utf8"));
+  for (const mode of ["owner-only", "allowlist", "anyone", "nobody"]) {
+    doc.setIn(["defaults", "respond_to"], mode);
+    const { config } = loadConfigText(doc.toString(), "example.yaml", { BUZZ_PRIVATE_KEY: nsec });
+    assert.equal(config.defaults.respond_to, mode);
+  }
 });
 
 test("no shipped config falls back to a published key: an unset BUZZ_PRIVATE_KEY is an error naming it", () => {
@@ -163,6 +173,18 @@ test("check exits 0 without showing the secret, 1 with positions on a typo", () 
   assert.doesNotMatch(ok.stdout, /nsec1/);
   const dir = mkdtempSync(join(tmpdir(), "bb-cfg-"));
   try {
+    // Keys a person reads are npubs, as they wrote them; hex is for the wire.
+    const teammate = nip19.npubEncode(getPublicKey(generateSecretKey()));
+    const keys = join(dir, "keys.yaml");
+    writeFileSync(
+      keys,
+      minimal(`defaults:\n  allow: [${getPublicKey(generateSecretKey())}]\nchannels:\n  - id: "*"\n    allow: [${teammate}]\n`),
+    );
+    const shown = spawnSync(process.execPath, [CLI, "check", "-c", keys], { encoding: "utf8" });
+    assert.equal(shown.status, 0, shown.stderr);
+    assert.match(shown.stdout, new RegExp(`^  owner: ${nip19.npubEncode(owner)}$`, "m"));
+    assert.match(shown.stdout, new RegExp(`^ {6}- ${teammate}$`, "m"));
+    assert.doesNotMatch(shown.stdout.split("\n").slice(2).join("\n"), /\b[0-9a-f]{64}\b/, "no hex key in the settings");
     const bad = join(dir, "bad.yaml");
     writeFileSync(bad, minimal("relayy: {}\n"));
     const r = spawnSync(process.execPath, [CLI, "check", "-c", bad], { encoding: "utf8" });

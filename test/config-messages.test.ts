@@ -54,6 +54,22 @@ test("a line indented one space too deep is reported on that line, with the colu
   ]);
 });
 
+test("a key written without its colon is one error on that line, however the parser stumbles after it", () => {
+  const fix = "missing ':' after 'respond_to': write it as respond_to: owner-only";
+  // Followed by sibling keys (the parser's errors land on every later line), alone in its
+  // mapping (the parser reads the mapping as one string), and inside a list item.
+  assert.deepEqual(problems(`${head}defaults:\n  respond_to owner-only    # a comment\n  on_denied: react\n  history: 12\n`), [
+    `t.yaml:6:3: ${fix}`,
+  ]);
+  assert.deepEqual(problems(`${head}defaults:\n  respond_to owner-only\n`), [`t.yaml:6:3: ${fix}`]);
+  assert.deepEqual(problems(`${head}channels:\n  - id: "*"\n    respond_to owner-only\n`), [`t.yaml:7:5: ${fix}`]);
+  // A text block may hold such lines: it is no key, and nothing is said about it.
+  const { config } = loadConfigText(`${head}agent:\n  persona: |\n    Keep answers short\n`, "t.yaml", {});
+  assert.equal(config.agent.persona, "Keep answers short\n");
+  const plain = loadConfigText(`${head}agent:\n  persona:\n    Keep answers short\n`, "t.yaml", {});
+  assert.equal(plain.config.agent.persona, "Keep answers short", "a plain text value on its own line is text too");
+});
+
 test("a missing config file names -c and BUZZ_BRIDGE_CONFIG, for run, check and doctor", () => {
   const dir = mkdtempSync(join(tmpdir(), "bb-noconf-"));
   try {

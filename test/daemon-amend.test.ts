@@ -46,7 +46,8 @@ test("an edit of a queued mention replaces its text before its turn; someone els
   const job = await busy(2_500);
   const queued = await w.teammate.post("@agent deploy to production");
   const foreign = await w.stranger.edit(queued, "@agent deploy to the stranger's server");
-  await d.waitLog((l) => l.evt === "gate.edit_refused" && l.event === foreign.id && l.reason === "not-author");
+  const refused = await d.waitLog((l) => l.evt === "gate.edit_refused" && l.event === foreign.id && l.reason === "not-author");
+  assert.equal(refused.author, w.stranger.npub, "the author as an npub, as in every gate line");
   const edit = await w.teammate.edit(queued, "@agent deploy to staging");
   await d.waitLog((l) => l.evt === "queue.edited" && l.event === edit.id);
   const [reply] = await settledReplies(queued, 1);
@@ -80,7 +81,8 @@ test("a deletion of a queued mention drops it: no turn, no reply; the next menti
 test("a deletion (here NIP-29's 9005) of a running turn's only mention stops the turn: no reply; someone else's deletion is refused", async () => {
   const job = await busy(20_000);
   const foreign = await w.teammate.delete(job);
-  await d.waitLog((l) => l.evt === "gate.delete_refused" && l.event === foreign.id && l.reason === "not-author");
+  const refused = await d.waitLog((l) => l.evt === "gate.delete_refused" && l.event === foreign.id && l.reason === "not-author");
+  assert.equal(refused.author, w.teammate.npub);
   const del = await w.owner.groupDelete(job);
   await d.waitLog((l) => l.evt === "turn.deleted" && l.event === del.id);
   await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled");

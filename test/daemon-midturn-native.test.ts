@@ -36,7 +36,7 @@ test("steer with an agent that advertises _session/steering: the message goes in
     "exactly one reply in the thread",
   );
   assert.match(reply!.content, /Asked: @agent #slow 3000 refactor the build/, "the original request was finished, not restarted");
-  assert.match(reply!.content, /Steered in at \d+: @agent also use the staging branch/);
+  assert.match(reply!.content, /Steered in at \d{4}-\d\d-\d\dT[\d:.]+Z: @agent also use the staging branch/);
   assert.ok(!d.logs.slice(from).some((l) => l.evt === "agent.turn_cancel"), "no session/cancel was sent");
   await w.waitReaction(second, "👀");
 });

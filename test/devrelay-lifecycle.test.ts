@@ -144,6 +144,69 @@ describe("dev relay lifecycle", () => {
     }
   });
 
+  it("a seed names members with a kind 0 profile signed by their own key, and a channel without an id keeps one UUID across starts", async () => {
+    const seedDir = mkdtempSync(join(dir, "named-"));
+    const bob = generateSecretKey();
+    writeFileSync(join(seedDir, "bob.nsec"), `${nip19.nsecEncode(bob)}\n`, { mode: 0o600 });
+    const file = join(seedDir, "seed.yaml");
+    writeFileSync(
+      file,
+      [
+        "members:",
+        `  - { nsec: ${nip19.nsecEncode(alice)}, name: alice }`,
+        "  - { key_file: bob.nsec, name: bob }",
+        "channels:",
+        "  - name: general",
+        "    members: [alice, bob]",
+      ].join("\n"),
+    );
+    const ids: string[] = [];
+    for (let start = 0; start < 2; start++) {
+      const relay = await startDevRelay({ seed: file });
+      try {
+        ids.push(relay.seeded[0]!.id);
+        const c = await RawClient.authed(relay.url, alice);
+        const { events } = await c.req("profiles", { kinds: [0], authors: [A, getPublicKey(bob)] });
+        assert.deepEqual(
+          events.map((e) => [e.pubkey, JSON.parse(e.content).name]).sort(),
+          [
+            [A, "alice"],
+            [getPublicKey(bob), "bob"],
+          ].sort(),
+          "each profile signed by its member (the relay verified it like any event)",
+        );
+        const { events: members } = await c.req("m", { kinds: [39002], "#d": [ids[start]!] });
+        assert.deepEqual(
+          members[0]!.tags
+            .filter((t) => t[0] === "p")
+            .map((t) => t[1])
+            .sort(),
+          [A, getPublicKey(bob)].sort(),
+        );
+        await c.close();
+      } finally {
+        await relay.close();
+      }
+    }
+    assert.match(ids[0]!, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    assert.equal(ids[1], ids[0], "the same UUID without --data: a config naming it keeps working after a restart");
+  });
+
+  it("a seed member's name needs its secret key, and a channel member that is neither a key nor a named member is refused", () => {
+    const file = join(dir, "bad-names.yaml");
+    writeFileSync(file, `members:\n  - { pubkey: ${A}, name: alice }\nchannels:\n  - name: g\n    members: [carol]\n`);
+    assert.throws(
+      () => loadSeed(file),
+      (err: unknown) => {
+        assert.ok(err instanceof SeedError);
+        assert.match(err.message, /members\.0: a name needs the member's secret key/);
+        return true;
+      },
+    );
+    writeFileSync(file, `members:\n  - { pubkey: ${A} }\nchannels:\n  - name: g\n    members: [carol]\n`);
+    assert.throws(() => loadSeed(file), /channels\.0\.members\.0: expected npub1… or 64 hex characters, nor the name of a member/);
+  });
+
   it("reports a bad seed with the file and what is wrong, never echoing a secret", () => {
     const file = join(dir, "bad.yaml");
     const nsec = nip19.nsecEncode(generateSecretKey());

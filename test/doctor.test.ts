@@ -94,11 +94,11 @@ describe("doctor", { concurrency: 2 }, () => {
     // bubblewrap is installed where the suite runs (.ci/run installs it): the sandbox runs once.
     expectLine(r, "sandbox", /^✓ .*bubblewrap .*: agents run sandboxed; network on/);
     // The test world binds its own directory in (test/fixtures/world.ts), so what lies in it is
-    // covered rather than absent: an unreadable placeholder, an empty directory (the work
-    // area does not exist yet: doctor starts no session).
+    // covered rather than absent: an unreadable placeholder, an empty directory; the state
+    // directory and the work area do not exist yet (doctor creates neither, starts no session).
     assert.match(
       r.out,
-      /cannot reach: config file \S+ok\.yaml \(unreadable\), state directory \S+ \(empty\), channels' working directories \S+ \(hidden\)/,
+      /cannot reach: config file \S+ok\.yaml \(unreadable\), state directory \S+ \((?:empty|hidden)\), channels' working directories \S+ \(hidden\)/,
     );
     assert.match(r.out, /processes: sees \d+ \(its own pid namespace\), not the daemon's/);
     assert.match(r.out, /all checks passed/);

@@ -1,5 +1,5 @@
 /**
- * Owner commands in a fleet (README "More than one machine", docs/architecture.md §3): two
+ * Owner commands in a fleet (docs/fleet.md, docs/architecture.md §3): two
  * daemons of one identity on one PostgreSQL database and the dev relay, both hearing every
  * command. Judged from the relay: one command outcome (kind 40099) for the fleet; `!cancel`
  * stops a thread's running turn on whichever daemon runs it within 10 s, and nothing is
@@ -47,7 +47,7 @@ async function oneOutcome(cmd: Event): Promise<{ payload: Record<string, unknown
   return { payload: JSON.parse(all[0]!.content) as Record<string, unknown>, at };
 }
 
-/** The thread's turn ends as cancelled on `holder` within 10 s of `since` (README "More than one machine"). */
+/** The thread's turn ends as cancelled on `holder` within 10 s of `since` (docs/fleet.md). */
 function stopsWithin10s(holder: DaemonProc, root: Event, since: number): Promise<unknown> {
   const left = Math.max(0, 10_000 - (Date.now() - since));
   return holder.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && inThread(root)(l), left);

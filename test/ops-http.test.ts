@@ -143,22 +143,28 @@ test("/status is HTML with a policy that forbids scripts and remote assets, rend
     metrics: new Metrics({ defaultMetrics: false }),
     readiness: () => ({ checks: [] }),
     status: () => `<p>render ${++n}</p>`,
+    statusJson: () => ({ render: ++n }),
   });
   try {
+    const json = await fetch(`${h.url}/status.json`);
+    assert.equal(json.status, 200);
+    assert.match(json.headers.get("content-type") ?? "", /^application\/json/);
+    assert.deepEqual(await json.json(), { render: 1 });
     let res = await fetch(`${h.url}/status`);
     assert.equal(res.status, 200);
     assert.match(res.headers.get("content-type") ?? "", /^text\/html/);
     assert.match(res.headers.get("content-security-policy") ?? "", /default-src 'none'/);
-    assert.equal(await res.text(), "<p>render 1</p>");
+    assert.equal(await res.text(), "<p>render 2</p>");
     res = await fetch(`${h.url}/status`);
-    assert.equal(await res.text(), "<p>render 2</p>", "fresh on every request");
+    assert.equal(await res.text(), "<p>render 3</p>", "fresh on every request");
   } finally {
     await h.close();
   }
   const without = await start();
   const res = await fetch(`${without.url}/status`);
   assert.equal(res.status, 404);
-  assert.ok(!((await res.json()) as { paths: string[] }).paths.includes("/status"), "not listed when there is no page");
+  const paths = ((await res.json()) as { paths: string[] }).paths;
+  assert.ok(!paths.includes("/status") && !paths.includes("/status.json"), "not listed when there is no page");
 });
 
 test("a port in use is a clear HttpListenError", async () => {

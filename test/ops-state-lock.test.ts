@@ -55,7 +55,7 @@ test("a SIGKILLed daemon's lock does not block the next start, and doctor report
   assert.match(
     state,
     new RegExp(
-      `^✓ state\\s+${join(w.dir, "state")} is writable and in use by a running daemon \\(pid ${next.proc.pid}\\); a second \`run\` on it would exit 2$`,
+      `^✓ state\\s+${join(w.dir, "state")} is writable and in use by a running daemon \\(pid ${next.proc.pid}: \\S+ \\S+cli\\.js run -c \\S+killed\\.yaml\\); a second \`run\` on it would exit 2$`,
     ),
   );
   assert.equal(await next.stop(), 0);

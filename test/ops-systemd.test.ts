@@ -6,9 +6,9 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { loadConfigText } from "../src/config/load.js";
 import { parseDuration } from "../src/config/duration.js";
@@ -120,21 +120,47 @@ test("systemd-analyze security rates the unit's exposure low", { skip: skipNoSys
   assert.ok(Number(m[1]) <= 2.5, `exposure ${m[1]}`);
 });
 
-test("the unit's install steps create /opt/buzz-bridge before copying into it, and work on a fresh machine", () => {
+test("the unit's install steps work on a fresh machine: production dependencies only, and buzz-bridge on the service's PATH", () => {
   const steps = unitText
     .split("\n")
     .filter((l) => /^# {3}\S/.test(l))
     .map((l) => l.replace(/^#\s+/, "").replace(/\s+#.*$/, ""));
-  const copy = steps.findIndex((s) => /^cp -r .* \/opt\/buzz-bridge\/$/.test(s));
-  const mkdir = steps.findIndex((s) => /^install -d .*\/opt\/buzz-bridge$/.test(s));
-  assert.ok(copy >= 0 && mkdir >= 0 && mkdir < copy, steps.join("\n"));
-  // Replayed into an empty root (node_modules left out: it is large and copies the same way).
+  const at = (re: RegExp) => {
+    const i = steps.findIndex((s) => re.test(s));
+    assert.ok(i >= 0, `a step matching ${re} in:\n${steps.join("\n")}`);
+    return i;
+  };
+  const mkdir = at(/^install -d .*\/opt\/buzz-bridge$/);
+  const copy = at(/^cp -r .* \/opt\/buzz-bridge\/$/);
+  const deps = at(/npm ci --omit=dev/);
+  const chmod = at(/^chmod 0755 \/opt\/buzz-bridge\/dist\/cli\.js$/);
+  const link = at(/^ln -sf \/opt\/buzz-bridge\/dist\/cli\.js \/usr\/local\/bin\/buzz-bridge$/);
+  assert.ok(mkdir < copy && copy < deps && deps < chmod && chmod < link, steps.join("\n"));
+  assert.doesNotMatch(steps[copy]!, /node_modules/, "development dependencies are never copied into /opt");
+  assert.match(steps[copy]!, /package-lock\.json/, "npm ci installs from the lockfile");
+  // systemd's default PATH for services holds /usr/local/bin, where the link goes.
+  assert.equal(
+    service.get("Environment")?.some((e) => e.startsWith("PATH=")),
+    false,
+    "the unit keeps systemd's default PATH",
+  );
+
+  // Replayed into an empty root; npm ci --omit=dev (the network) is left out: the Dockerfile
+  // test runs a production-only tree, and --version needs no dependency.
   const root = join(tmp, "fresh");
-  for (const s of [steps[mkdir]!, steps[copy]!.replace(" node_modules", "")]) {
-    const r = spawnSync("sh", ["-c", s.replaceAll("/opt/", `${root}/opt/`)], { cwd: REPO, encoding: "utf8" });
+  const mapped = (s: string) => s.replaceAll("/opt/", `${root}/opt/`).replaceAll("/usr/local/bin/", `${root}/usr/local/bin/`);
+  mkdirSync(join(root, "usr", "local", "bin"), { recursive: true });
+  for (const s of [steps[mkdir]!, steps[copy]!, steps[chmod]!, steps[link]!]) {
+    const r = spawnSync("sh", ["-c", mapped(s)], { cwd: REPO, encoding: "utf8" });
     assert.equal(r.status, 0, `${s}\n${r.stderr}`);
   }
-  assert.ok(readFileSync(join(root, "opt", "buzz-bridge", "dist", "cli.js")).length > 0);
+  const systemdPath = `${join(root, "usr", "local", "bin")}:/usr/bin:/bin`;
+  const version = spawnSync("buzz-bridge", ["--version"], {
+    encoding: "utf8",
+    env: { PATH: `${systemdPath}:${dirname(process.execPath)}` },
+  });
+  assert.equal(version.status, 0, version.stderr);
+  assert.equal(version.stdout.trim(), (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string }).version);
 });
 
 test("secrets reach the service as systemd hands them over: the key by LoadCredential=, API keys by EnvironmentFile=", () => {

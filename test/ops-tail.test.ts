@@ -66,10 +66,50 @@ test("tail prints messages, the bridge's reactions and !status's outcome live, b
   await w.owner.post("@agent are you listening?", { mention: false });
   await tail.until(/#build-room {2}olivia: @agent are you listening\?$/m);
   await w.owner.post("!status");
-  await tail.until(/#build-room {2}· control\.status \(\w[\w-]*\) by olivia/);
+  // Said once, in words: not the figures and then the same figures again as a sentence.
+  const status = await tail.until(/#build-room {2}· control\.status \(ok\) by olivia — (.*)$/m);
+  assert.match(status[1]!, /^\d+ turns? in flight, \d+ events? queued; no usage reported today$/);
   tail.proc.kill("SIGINT");
   assert.equal(await tail.exited, 0);
   await daemon.stop();
+});
+
+test("tail follows the channels the agent is added to and removed from while it runs, and shows people without a profile by short npub", async () => {
+  const file = w.writeConfig({}, "tail-follow.yaml");
+  const tail = run([CLI, "tail", "-c", file]);
+  const started = () => {
+    assert.equal(tail.proc.exitCode, null, tail.err());
+    return tail.err().includes("following #build-room");
+  };
+  await waitFor(started, { timeoutMs: 60_000, intervalMs: 100, what: () => `tail started: ${tail.err()}` });
+  const later = await w.relay.createChannel({ name: "late-room", members: [w.owner.pk, w.teammate.pk] });
+  await w.relay.addMember(later, w.agent.pk);
+  await tail.until(/#late-room {2}· added to #late-room \([0-9a-f-]{36}\); following it$/m);
+  // The teammate has no kind 0 profile: a short npub, not hex.
+  await w.teammate.post("a message in the new room", { channel: later, mention: false });
+  const short = `${w.teammate.npub.slice(0, 10)}…${w.teammate.npub.slice(-4)}`;
+  await tail.until(new RegExp(`#late-room {2}${short}: a message in the new room$`, "m"));
+  await w.relay.removeMember(later, w.agent.pk);
+  await tail.until(/#late-room {2}· removed from #late-room \([0-9a-f-]{36}\); no longer following it$/m);
+  tail.proc.kill("SIGINT");
+  assert.equal(await tail.exited, 0);
+});
+
+test("tail --channel takes a channel's name, with or without #, as well as its UUID", async () => {
+  const file = w.writeConfig({}, "tail-names.yaml");
+  for (const arg of ["build-room", "#build-room", w.channel]) {
+    const tail = run([CLI, "tail", "-c", file, "--channel", arg]);
+    const following = () => {
+      assert.equal(tail.proc.exitCode, null, tail.err());
+      return tail.err().includes(`following #build-room (${w.channel})`);
+    };
+    await waitFor(following, { timeoutMs: 60_000, intervalMs: 100, what: () => `${arg}: ${tail.err()}` });
+    tail.proc.kill("SIGINT");
+    assert.equal(await tail.exited, 0);
+  }
+  const none = run([CLI, "tail", "-c", file, "--channel", "no-such-room"]);
+  assert.equal(await none.exited, 1);
+  assert.match(none.err(), /not a member of a channel named or with UUID 'no-such-room' \(its channels: #build-room \(/);
 });
 
 test("tail by an identity the relay does not admit says so and names the npub to add", async () => {

@@ -52,7 +52,7 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-/** config/example.yaml with only relay, identity and agent edited, as the README says. */
+/** config/example.yaml with only relay, identity and agent edited, as docs/operating.md says. */
 function editedExample(identity: Record<string, string>): string {
   const doc = parseDocument(readFileSync(join(REPO, "config", "example.yaml"), "utf8"));
   doc.setIn(["relay", "url"], w.relay.url);

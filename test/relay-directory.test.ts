@@ -4,6 +4,7 @@ import { ChannelDirectory, type ChannelInfo } from "../src/buzz/directory.js";
 import { ProfileCache } from "../src/buzz/profiles.js";
 import { client, collector, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
 import { waitFor } from "./fixtures/wait.js";
+import { captureLogger } from "./fixtures/queue-helpers.js";
 
 const bridge = identity();
 const alice = identity();
@@ -167,4 +168,27 @@ test('the follower listens where the config says: listed channels, or every chan
   await follower.refresh();
   assert.equal(bot.metrics.reqFrames, frames, "an unchanged selection sends no REQ (the join's replay floor is spent)");
   follower.stop();
+});
+
+test("a configured channel id the relay knows nothing of, on a relay that keeps channel state, is a warning saying what to check", async () => {
+  const relay = await relayWith([bridge, alice]);
+  cleanup.push(() => relay.close());
+  const general = await relay.createChannel({ name: "general", members: [bridge.pk, alice.pk] });
+  const bot = client(relay, bridge);
+  cleanup.push(() => bot.stop());
+  const { logger, lines } = captureLogger();
+  const dir = new ChannelDirectory(bot, logger);
+  await dir.discover();
+  const typo = "6f1c2a4e-0000-4000-8000-0000000000ff";
+  const adopted = await dir.adopt([typo]);
+  assert.deepEqual(
+    adopted.map((c) => c.id),
+    [typo],
+    "still listened in: a relay may keep no state for a channel",
+  );
+  const line = lines.find((l) => l.evt === "relay.channel_state_unknown");
+  assert.equal(line?.level, "warn", "a warning: this relay keeps channel state, so the id is likely wrong");
+  assert.equal(line?.channel, typo);
+  assert.match(String(line?.msg), /buzz-bridge doctor/);
+  assert.match(String(line?.msg), new RegExp(`#general \\(${general}\\)`), "naming the channels the identity has");
 });

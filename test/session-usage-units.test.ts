@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { offeredSettings, SessionUsage } from "../src/agent/index.js";
 import { sessionTitle } from "../src/turn/sessions.js";
 import { UsageToday } from "../src/app/daemon/usage-today.js";
-import { renderStatusPage, type StatusSnapshot } from "../src/app/http/status-page.js";
+import { renderStatusPage, statusJson, type StatusSnapshot } from "../src/app/http/status-page.js";
 
 test("offered settings come from config options (grouped values too), else from the older model selector", () => {
   const viaOptions = offeredSettings({
@@ -95,8 +95,12 @@ test("the status page escapes every value that came from a relay or an agent", (
   const snap: StatusSnapshot = {
     generatedAt: now,
     startedAt: now - 5000,
-    pubkey: evil,
-    relay: { url: evil, state: evil },
+    version: evil,
+    configFile: evil,
+    agent: { npub: evil, name: evil },
+    owner: { npub: evil, name: evil },
+    reload: { at: now, outcome: "refused", needsRestart: [evil], errors: [evil] },
+    relay: { url: evil, state: evil, auth: evil, info: [[evil, evil]] },
     channels: [{ id: evil, name: evil, about: evil, type: evil, respondTo: evil, onDenied: evil, queued: 1 }],
     turns: [
       {
@@ -109,7 +113,22 @@ test("the status page escapes every value that came from a relay or an agent", (
         gateWait: { gates: [evil], since: now },
       },
     ],
-    denials: [{ at: now, channel: evil, author: evil, reason: evil }],
+    recent: [
+      {
+        turnId: 2,
+        endedAt: now,
+        seconds: 3,
+        channel: evil,
+        thread: evil,
+        link: evil,
+        askedBy: [{ npub: evil, name: evil }],
+        status: "failed",
+        reason: evil,
+        model: evil,
+        usage: { inputTokens: 1, outputTokens: 2, cost: { amount: 1, currency: evil } },
+      },
+    ],
+    denials: [{ at: now, channel: evil, author: { npub: evil, name: evil }, reason: evil }],
     agents: [{ pid: 1, scope: evil, spare: false, busy: true, model: evil, turns: 1, rssBytes: 1 << 20 }],
     circuit: evil,
     usage: { day: evil, rows: [{ channel: evil, model: evil, turns: 1, inputTokens: 1, outputTokens: 1, cost: { [evil]: 1 } }] },
@@ -117,5 +136,9 @@ test("the status page escapes every value that came from a relay or an agent", (
   const html = renderStatusPage(snap);
   assert.doesNotMatch(html, /<script|<img/i, "no element from a value");
   assert.doesNotMatch(html, /"'&(?!amp;|lt;|gt;|quot;|#39;)/, "quotes and ampersands escaped");
-  assert.ok(html.split("&lt;script&gt;").length > 10, "the values are shown, as text");
+  assert.ok(html.split("&lt;script&gt;").length > 20, "the values are shown, as text");
+  // The JSON twin is JSON: whatever a value holds, it parses back to itself.
+  const json = JSON.parse(JSON.stringify(statusJson(snap))) as { agent: { name: string }; recent_turns: Array<{ reason: string }> };
+  assert.equal(json.agent.name, evil);
+  assert.equal(json.recent_turns[0]!.reason, evil);
 });

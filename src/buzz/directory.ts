@@ -150,6 +150,15 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
       out.push(info);
       if (this.stateless.has(info.id)) continue;
       this.stateless.add(info.id);
+      // A relay that keeps channel state for the identity's other channels: an id it does not know is most likely wrong.
+      const known = [...this.channels.values()].filter((c) => c.type !== "unknown").map((c) => `#${c.name} (${c.id})`);
+      if (known.length) {
+        this.log.warn(
+          { evt: "relay.channel_state_unknown", channel: info.id },
+          `the relay knows no channel ${info.id} (no name, no members) though it keeps state for this identity's other channels: check the UUID in the config — \`buzz-bridge doctor\` lists the identity's channels: ${known.join(", ")}; listening in it anyway`,
+        );
+        continue;
+      }
       this.log.info(
         { evt: "relay.channel_state_unknown", channel: info.id },
         "the relay has no NIP-29 state for this configured channel: listening without a description, membership not known",

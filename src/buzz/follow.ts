@@ -1,6 +1,6 @@
 /**
  * Keeps the client's ONE channel subscription equal to "channels we belong to that the config
- * selects" (config `channels`, `"*"` = all; README.md "Configuration reference"): full discovery at start and on
+ * selects" (config `channels`, `"*"` = all; docs/configuration.md): full discovery at start and on
  * reload, then 44100/44101 joins and leaves as they happen. Each change is one `setChannels`.
  */
 import type { Config } from "../config/schema.js";

@@ -1,7 +1,8 @@
 /**
  * A channel read live, one line per event, for a person at a terminal (`buzz-bridge tail`,
  * `demo --keep`): messages, reactions and the owner commands' kind 40099 outcomes, with
- * authors and channels by name. Reactions show what they react to, so 👀 → ✅ on a
+ * channels by name and people by their kind 0 profile's name (a short npub when they have
+ * none). Reactions show what they react to, so 👀 → ✅ on a
  * mention reads as the turn it is, and `!status` is seen to be answered.
  *
  * Reactions are matched by the channel's `h` tag: the bridge tags all of its own (👀, ✅,
@@ -10,7 +11,9 @@
 import type { Event } from "nostr-tools";
 import { KIND } from "../nostr/kinds.js";
 import { reactionTarget, threadRootOf } from "../nostr/events.js";
-import type { Profile } from "./profiles.js";
+import { shortNpub, type Profile } from "./profiles.js";
+import { ChannelFollower } from "./follow.js";
+import type { ChannelDirectory, ChannelInfo } from "./directory.js";
 import type { EventContext, RelayClient } from "../relay/client.js";
 import { tagValue, tagValues } from "../base/tags.js";
 import { BoundedMap } from "../base/bounded-map.js";
@@ -18,23 +21,31 @@ import { BoundedMap } from "../base/bounded-map.js";
 const TAIL_KINDS = [KIND.message, KIND.reaction, KIND.system];
 
 export interface TailOptions {
-  /** Channel id → name, for the lines' `#name`. */
+  /** Channel id → name, for the lines' `#name`; kept current while following a directory. */
   channels: Map<string, string>;
   /** Display names for pubkeys (the relay's kind 0 profiles). */
   names: (pubkeys: string[]) => Promise<Map<string, Profile>>;
   out: NodeJS.WritableStream;
 }
 
-/** A kind 40099 outcome in words: `control.status (ok) by alice — inFlight 0, queued 2`. */
+/**
+ * A kind 40099 outcome in words: `control.status (ok) by alice — 1 turn in flight, 2 events
+ * queued`. An outcome that carries its own sentence (`text`) is shown by it alone: its other
+ * fields are the same figures for scripts. Otherwise each plain field is listed.
+ */
 export function describeSystem(e: Pick<Event, "content">, name: (pk: string) => string): string {
   try {
-    const p = JSON.parse(e.content) as { type?: string; actor?: string; outcome?: string; [k: string]: unknown };
-    const extra = Object.entries(p)
-      .filter(
-        ([k, v]) =>
-          !["type", "actor", "outcome", "target"].includes(k) && (typeof v === "string" || typeof v === "number" || typeof v === "boolean"),
-      )
-      .map(([k, v]) => `${k} ${String(v)}`);
+    const p = JSON.parse(e.content) as { type?: string; actor?: string; outcome?: string; text?: unknown; [k: string]: unknown };
+    const extra =
+      typeof p.text === "string" && p.text.trim()
+        ? [p.text.trim()]
+        : Object.entries(p)
+            .filter(
+              ([k, v]) =>
+                !["type", "actor", "outcome", "target"].includes(k) &&
+                (typeof v === "string" || typeof v === "number" || typeof v === "boolean"),
+            )
+            .map(([k, v]) => `${k} ${String(v)}`);
     return `${p.type ?? "system"}${p.outcome ? ` (${p.outcome})` : ""}${p.actor ? ` by ${name(p.actor)}` : ""}${extra.length ? ` — ${extra.join(", ")}` : ""}`;
   } catch {
     return e.content;
@@ -68,7 +79,7 @@ class TailFormatter {
       }
     }
     const names = await this.o.names(pks);
-    const name = (pk: string) => names.get(pk)?.displayName ?? `${pk.slice(0, 8)}…`;
+    const name = (pk: string) => names.get(pk)?.displayName ?? shortNpub(pk);
     const head = `${time(ev.created_at)} ${room}`;
     if (ev.kind === KIND.message) {
       const root = threadRootOf(ev);
@@ -97,21 +108,26 @@ class TailFormatter {
  * per event until `stop` resolves. What the relay replays from before the subscription is
  * printed oldest first (relays replay newest first), or skipped with `skipReplay` (the demo
  * has printed its transcript already); live events follow in arrival order.
+ *
+ * With `follow`, the channel set follows the identity's memberships as they change: a
+ * channel it is added to (and `follow.select` admits) is followed from then on, one it is
+ * removed from is dropped, each said in a line of its own.
  */
 export async function followChannels(
   client: RelayClient,
-  o: TailOptions & { skipReplay?: boolean },
+  o: TailOptions & { skipReplay?: boolean; follow?: { directory: ChannelDirectory; select: (ch: ChannelInfo) => boolean } },
   stop: Promise<unknown>,
 ): Promise<void> {
   const fmt = new TailFormatter(o);
   let chain = Promise.resolve();
-  const print = (ev: Event) => {
+  const write = (line: string | (() => Promise<string>)) => {
     chain = chain
       .then(async () => {
-        o.out.write(`${await fmt.line(ev)}\n`);
+        o.out.write(`${typeof line === "string" ? line : await line()}\n`);
       })
       .catch(() => undefined);
   };
+  const print = (ev: Event) => write(() => fmt.line(ev));
   let replay: Event[] | undefined = [];
   const flush = () => {
     const held = replay ?? [];
@@ -124,12 +140,38 @@ export async function followChannels(
     print(ev);
   };
   client.on("event", onEvent);
-  client.setChannels([...o.channels.keys()].map((id) => ({ id, kinds: TAIL_KINDS, requireMention: false })));
+  const how = { kinds: TAIL_KINDS, requireMention: false };
+  let follower: ChannelFollower | undefined;
+  const f = o.follow;
+  const now = () => time(Math.floor(Date.now() / 1000));
+  const onJoined = (ch: ChannelInfo) => {
+    if (!f?.select(ch)) return;
+    o.channels.set(ch.id, ch.name);
+    write(`${now()} #${ch.name}  · added to #${ch.name} (${ch.id}); following it`);
+  };
+  const onLeft = (id: string) => {
+    const name = o.channels.get(id);
+    if (name === undefined) return;
+    o.channels.delete(id);
+    write(`${now()} #${name}  · removed from #${name} (${id}); no longer following it`);
+  };
+  if (f) {
+    // The follower subscribes first (its listeners were added first), then the line is written.
+    follower = new ChannelFollower(client, f.directory, (ch) => (f.select(ch) ? how : undefined));
+    f.directory.on("joined", onJoined);
+    f.directory.on("left", onLeft);
+    await follower.refresh();
+  } else {
+    client.setChannels([...o.channels.keys()].map((id) => ({ id, ...how })));
+  }
   void client.waitSubscribed(30_000).then(() => replay && flush());
   try {
     await stop;
   } finally {
     client.off("event", onEvent);
+    f?.directory.off("joined", onJoined);
+    f?.directory.off("left", onLeft);
+    follower?.stop();
     await chain;
   }
 }

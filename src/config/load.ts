@@ -12,7 +12,7 @@ import { configSchema, crossCheck, type Config } from "./schema.js";
 import { KeyError, parseSecretKey, pubkeyOf } from "./keys.js";
 import { hookDeadlineProblem } from "./enforce.js";
 import { resolvePaths } from "./paths.js";
-import { explainYamlErrors } from "./yaml-errors.js";
+import { explainYamlErrors, missingColons } from "./yaml-errors.js";
 import { resolveAttestation } from "./attestation.js";
 import { policyLockProblems } from "./policy-lock.js";
 
@@ -113,7 +113,7 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
   if (!result.success) {
     for (const issue of result.error.issues) locateIssue(doc, issue, at);
   }
-  if (problems.length || !result.success) throw new ConfigError(sortProblems(problems));
+  if (problems.length || !result.success) throw new ConfigError(sortProblems(withMissingColons(problems, text, file)));
 
   // Relative paths are relative to the config file's directory (./paths.ts), these too.
   const config: Config = resolvePaths(result.data, file, env);
@@ -139,7 +139,7 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
     try {
       secretKey = readSecretFile(keyFile);
     } catch (err) {
-      at(where, ["identity", "secret_key_file"], (err as Error).message);
+      at(where, ["identity", "secret_key_file"], `${(err as Error).message}${credentialsHint(err, env)}`);
     }
   }
 
@@ -204,6 +204,17 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
   if (problems.length) throw new ConfigError(sortProblems(problems));
 
   return { file, config, secretKey, pubkey: pubkeyOf(secretKey), warnings, authTag };
+}
+
+/**
+ * A key file this user may not read, outside a service: under the systemd unit the key
+ * reaches the service as a credential (LoadCredential=, `$CREDENTIALS_DIRECTORY`), which
+ * exists only inside the service, so a person running `doctor` or `check` by hand as the
+ * service user meets the root-owned original instead.
+ */
+function credentialsHint(err: unknown, env: NodeJS.ProcessEnv): string {
+  if (!/\bEACCES\b/.test((err as Error).message) || env.CREDENTIALS_DIRECTORY) return "";
+  return "; this user cannot read it. Under the systemd unit the key reaches the service through LoadCredential= as $CREDENTIALS_DIRECTORY/agent.nsec, which exists only inside the service: run this command as root, which reads the key where systemd does (docs/operating.md)";
 }
 
 /** Reads a key file, refusing one that group or others can read (it holds the agent's identity). */
@@ -304,6 +315,17 @@ function locateIssue(doc: Document, issue: z.core.$ZodIssue, at: (offset: number
   const message =
     missing && issue.code === "invalid_type" && issue.message.includes("undefined") ? "required key is missing" : issue.message;
   at(nodeAt(doc, path.slice(0, depth))?.range?.[0], path, message);
+}
+
+/**
+ * A key written without its colon alone in its mapping parses as that mapping's text
+ * ("expected object, received string" at the line): said as the missing colon instead.
+ */
+function withMissingColons(problems: ConfigProblem[], text: string, file: string): ConfigProblem[] {
+  const colonless = missingColons(text).filter((c) => problems.some((p) => p.line === c.line));
+  if (!colonless.length) return problems;
+  const lines = new Set(colonless.map((c) => c.line));
+  return [...problems.filter((p) => !lines.has(p.line)), ...colonless.map((c) => ({ file, path: "", ...c }))];
 }
 
 function formatPath(path: PathPart[]): string {

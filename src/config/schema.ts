@@ -1,5 +1,5 @@
 /**
- * The configuration schema (README.md "Configuration reference") as zod. Every key has a default except
+ * The configuration schema (docs/configuration.md) as zod. Every key has a default except
  * `identity` and `relay.url`; objects are strict so a typo is an error, not a silent
  * default. Durations become milliseconds and pubkeys lowercase hex here, once, so the
  * rest of the code never parses them again.

@@ -23,7 +23,25 @@ export function explainYamlErrors(
   errors: readonly YAMLError[],
   linePos: (offset: number) => { line: number; col: number },
 ): SyntaxProblem[] {
+  if (errors.length === 0) return [];
   const lines = text.split("\n");
+  // A key without its colon derails the parser from that line on: its errors land on the
+  // lines after it (siblings "line up with no key"), so the missing colon alone is reported,
+  // with whatever the parser found before it.
+  const firstError = Math.min(...errors.map((e) => linePos(e.pos[0]).line));
+  const colonless = missingColons(text).filter((p) => p.line <= firstError);
+  if (!colonless.length) return explainEach(lines, errors, linePos);
+  const from = colonless[0]!.line;
+  const before = errors.filter((e) => linePos(e.pos[0]).line < from);
+  return [...explainEach(lines, before, linePos), ...colonless];
+}
+
+/** Each parser error in words, on the line that is off. */
+function explainEach(
+  lines: string[],
+  errors: readonly YAMLError[],
+  linePos: (offset: number) => { line: number; col: number },
+): SyntaxProblem[] {
   const out: SyntaxProblem[] = [];
   const seen = new Set<string>();
   const push = (p: SyntaxProblem) => {
@@ -96,5 +114,47 @@ function enclosingColumns(lines: string[], line: number): { col: number; line: n
       limit = ind;
     }
   }
+  return out;
+}
+
+/**
+ * Lines that read `key value` where `key: value` was meant: a word, a space and a value, no
+ * mapping colon, where a mapping key belongs (the line opens a mapping's block under a
+ * `parent:` line, or a key of that mapping sits at the same column just above or below).
+ * Lines inside a text block (`|`, `>`) are text, never keys.
+ */
+export function missingColons(text: string): SyntaxProblem[] {
+  const lines = text.split("\n");
+  const out: SyntaxProblem[] = [];
+  const content: Array<{ line: number; indent: number; text: string }> = [];
+  let blockIndent = -1;
+  lines.forEach((raw, i) => {
+    if (!isContent(raw)) return;
+    const indent = indentOf(raw);
+    if (blockIndent >= 0 && indent > blockIndent) return;
+    blockIndent = -1;
+    const body = raw.replace(/\s+#.*$/, "").trimEnd();
+    if (/:\s*[|>][-+0-9]*$/.test(body)) blockIndent = indent;
+    content.push({ line: i + 1, indent, text: body });
+  });
+  /** The column (0-based) a line's key starts at, after a list item's dash; undefined for a line that is no `key:`. */
+  const keyColumn = (t: string) => {
+    const k = /^(\s*(?:-\s+)?)[^\s:#][^:#]*?:(?:\s|$)/.exec(t);
+    return k ? k[1]!.length : undefined;
+  };
+  content.forEach((c, i) => {
+    // A list item's own text (`- run now`) is a string, never a key.
+    const m = /^(\s*)([A-Za-z_][A-Za-z0-9_-]*)\s+(\S.*)$/.exec(c.text);
+    if (!m || /:(\s|$)/.test(c.text) || /^["'[{]/.test(m[3]!)) return;
+    const col = m[1]!.length;
+    const prev = content[i - 1];
+    const next = content[i + 1];
+    const opens = prev !== undefined && prev.indent < col && /:$/.test(prev.text);
+    const sibling = (n: typeof prev) => n !== undefined && keyColumn(n.text) === col;
+    if (!opens && !sibling(prev) && !sibling(next)) return;
+    const key = m[2]!;
+    const value = m[3]!.trim();
+    out.push({ line: c.line, col: col + 1, message: `missing ':' after '${key}': write it as ${key}: ${value}` });
+  });
   return out;
 }

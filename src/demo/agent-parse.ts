@@ -2,8 +2,8 @@
  * What the demo agent reads out of a prompt. The prompt builder (src/prompt/) owns the
  * format; this parser is deliberately tolerant and only relies on:
  *
- * - Standing context (first prompt blocks, or the session/new `systemPrompt`):
- *   a line `Channel: <name>` (an optional trailing `(<id>)` is dropped), a line
+ * - Standing context (first prompt blocks, or the session/new `systemPrompt`), read outside
+ *   fenced blocks only (members' text is fenced): a line `Channel: <name>` (an optional trailing `(<id>)` is dropped), a line
  *   `Description: <about>`, and a section starting `Team instructions:` (text on the
  *   same line or the following lines; its first non-empty line is quoted).
  * - The last event of the turn: the LAST line `Author: <who>` or `From: <who>` (leading
@@ -185,9 +185,27 @@ function batchOf(text: string): ParsedPrompt["batch"] {
   return out;
 }
 
+/**
+ * The text with every fenced block left out. Members' messages (the history, the events)
+ * are fenced by the bridge, so what is left is the bridge's own words: a teammate's or
+ * another agent's message quoting "Team instructions: …" is not this channel's.
+ */
+function unfenced(text: string): string {
+  const out: string[] = [];
+  let fence: string | undefined;
+  for (const l of text.split("\n")) {
+    const t = l.trim();
+    const open = /^(`{3,}|~{3,})/.exec(t)?.[1];
+    if (fence === undefined && open) fence = open;
+    else if (fence !== undefined && t.startsWith(fence[0]!.repeat(fence.length)) && /^(`+|~+)$/.test(t)) fence = undefined;
+    else if (fence === undefined) out.push(l);
+  }
+  return out.join("\n");
+}
+
 /** Parses the prompt text (all text blocks joined) plus the session's system prompt, if any. */
 export function parsePrompt(promptText: string, systemPrompt = ""): ParsedPrompt {
-  const standing = `${systemPrompt}\n${promptText}`;
+  const standing = unfenced(`${systemPrompt}\n${promptText}`);
   const channelLine = line(standing, "channel");
   const { author, asked } = askedOf(promptText);
   return {

@@ -52,7 +52,7 @@
  * `send_message` per message, each in that message's thread (reply_to its event id).
  *
  * Mid-turn messages (for the steer/interrupt tests and the bench): every reply ends with
- * `Received: <ms since epoch>` for the prompt and one `Steered in at <ms>: <text>` line per
+ * `Received: <ISO time>` for the prompt and one `Steered in at <ISO time>: <text>` line per
  * message put into the running turn with `_session/steering`; when the prompt carries the
  * bridge's mid-turn framing its `Mid-turn:` line is reported as `Framing: <line>`, and each
  * `Correction` / `Added while you were working` / `Superseding message` label as `Labels: …`.
@@ -189,10 +189,13 @@ interface SteerResult {
   reason?: string;
 }
 
+/** A time a person reads and a script parses back (`Date.parse`): ISO 8601 with milliseconds. */
+const clock = (ms: number) => new Date(ms).toISOString();
+
 /** What the mid-turn tests read: when the prompt came, what was steered in, how it was framed. */
 function midTurnReport(text: string, receivedAt: number, steered: DemoSession["steered"]): string[] {
-  const lines = [`Received: ${receivedAt}`];
-  for (const st of steered) lines.push(`Steered in at ${st.at}: ${st.text}`);
+  const lines = [`Received: ${clock(receivedAt)}`];
+  for (const st of steered) lines.push(`Steered in at ${clock(st.at)}: ${st.text}`);
   const framing = /^Mid-turn:.*$/m.exec(text);
   if (framing) lines.push(`Framing: ${framing[0].slice(0, 200)}`);
   const labels = [...text.matchAll(/^(Correction|Added while you were working|Superseding message)\b[^\n]*/gm)].map((m) => m[1]);

@@ -13,13 +13,20 @@ export interface TranscriptOptions {
   names: Map<string, string>;
   /** Width the text is wrapped to (without indentation). */
   width?: number;
+  /**
+   * Event ids in the order they were posted, where the caller knows it: events of one
+   * second (created_at has no finer grain) are listed in this order, not by id.
+   */
+  order?: string[];
 }
 
 const time = (ts: number) => new Date(ts * 1000).toISOString().slice(11, 19);
 
 export function formatTranscript(events: Event[], opts: TranscriptOptions): string {
   const name = (pk: string) => opts.names.get(pk) ?? `${pk.slice(0, 8)}…`;
-  const byTime = [...events].sort((a, b) => a.created_at - b.created_at || a.id.localeCompare(b.id));
+  const rank = new Map((opts.order ?? []).map((id, i) => [id, i]));
+  const posted = (e: Event) => rank.get(e.id) ?? Number.MAX_SAFE_INTEGER;
+  const byTime = [...events].sort((a, b) => a.created_at - b.created_at || posted(a) - posted(b) || a.id.localeCompare(b.id));
   const posts = byTime.filter((e) => e.kind === KIND.message || e.kind === KIND.system);
   const known = new Set(posts.map((e) => e.id));
   const reactions = new Map<string, Map<string, string[]>>();
@@ -47,7 +54,12 @@ export function formatTranscript(events: Event[], opts: TranscriptOptions): stri
     lines.push(head);
     if (e.kind !== KIND.system) for (const l of wrap(e.content, opts.width ?? 88)) lines.push(`${indent}    ${l}`);
     const rs = reactions.get(e.id);
-    if (rs) lines.push(`${indent}    ${[...rs].map(([emoji, who]) => `${emoji} ${who.join(", ")}`).join("   ")}`);
+    if (rs)
+      lines.push(
+        `${indent}    ${signalOrder([...rs])
+          .map(([emoji, who]) => `${emoji} ${who.join(", ")}`)
+          .join("   ")}`,
+      );
   };
   for (const root of roots) {
     render(root, "");
@@ -55,6 +67,16 @@ export function formatTranscript(events: Event[], opts: TranscriptOptions): stri
     lines.push("");
   }
   return lines.join("\n");
+}
+
+/** A turn's reactions in the order they happen (👀 picked up, ⏳ waiting, then the result), however close in time. */
+const SIGNALS = ["👀", "⏳", "✅", "⚠️"];
+function signalOrder<T>(entries: Array<[string, T]>): Array<[string, T]> {
+  const rank = (emoji: string) => (SIGNALS.includes(emoji) ? SIGNALS.indexOf(emoji) : -1);
+  return entries
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => (rank(a.e[0]) >= 0 && rank(b.e[0]) >= 0 ? rank(a.e[0]) - rank(b.e[0]) : a.i - b.i))
+    .map((x) => x.e);
 }
 
 function wrap(text: string, width: number): string[] {

@@ -10,7 +10,7 @@ import { memberTags, metadataTags, type Channel } from "./channels.js";
 import type { RelayCore } from "./core.js";
 import { signCopy } from "./crypto.js";
 import { DevRelayAdminError } from "./errors.js";
-import type { ChannelType, SeedFile } from "./seed.js";
+import { seedChannelId, type ChannelType, type SeedFile } from "./seed.js";
 import { CHANNEL_TYPES } from "../buzz/directory.js";
 import { nowSec } from "../base/time.js";
 import { tagValue } from "../base/tags.js";
@@ -97,12 +97,21 @@ export class ChannelAdmin {
   }
 
   /**
-   * Applies a seed: members, then channels. A channel already present (same id, or same
-   * name when the seed gives no id — a restart on the same `--data`) is kept and only
-   * gains missing members; initial messages are posted only into new channels.
+   * Applies a seed: members and their profiles, then channels. A channel already present
+   * (same id, or same name when the seed gives no id — a restart on the same `--data`) is
+   * kept and only gains missing members; initial messages are posted only into new channels.
    */
   applySeed(seed: SeedFile): Channel[] {
     for (const pk of seed.members) this.addRelayMember(pk);
+    const now = nowSec();
+    // Each start, so a renamed member's profile follows the seed (kind 0 is replaceable).
+    for (const p of seed.profiles)
+      this.core.accept({
+        event: signCopy(
+          { kind: KIND.profile, created_at: now, tags: [], content: JSON.stringify({ name: p.name, display_name: p.name }) },
+          p.secretKey,
+        ),
+      });
     const out: Channel[] = [];
     for (const c of seed.channels) {
       const existing = c.id ? this.core.dir.channels.get(c.id) : this.core.dir.byName(c.name);
@@ -111,8 +120,8 @@ export class ChannelAdmin {
         out.push(existing);
         continue;
       }
-      const id = this.createChannel({ id: c.id, name: c.name, about: c.about, type: c.type, members: c.members });
-      const now = nowSec();
+      // No id in the seed: one derived from the name, the same on every start.
+      const id = this.createChannel({ id: c.id ?? seedChannelId(c.name), name: c.name, about: c.about, type: c.type, members: c.members });
       for (const m of c.messages) {
         const sk = m.author_nsec ? parseSecretKey(m.author_nsec) : undefined;
         const tpl = { kind: KIND.message, created_at: now, tags: [["h", id]], content: m.content };

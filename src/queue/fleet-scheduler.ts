@@ -431,7 +431,7 @@ export class FleetScheduler {
     const { store, daemon, leaseMs } = this.o;
     const now = Date.now();
     // A pass runs pollMs after the last one ended: renewing a poll early keeps the gap within
-    // leaseMs / 3, the 10 s in which a turn cancelled by another daemon stops here (README).
+    // leaseMs / 3, the 10 s in which a turn cancelled by another daemon stops here (docs/fleet.md).
     if (now - this.lastRenewAt >= leaseMs / 3 - this.o.pollMs) await this.renew(now);
     if (this.draining) return;
     // Held scopes with nothing running and nothing prepared: find their next work (or let them go).

@@ -4,6 +4,7 @@
  * produces a few notices listing who was skipped instead of thousands of posts.
  */
 import type { Logger } from "../base/log.js";
+import { npub } from "../config/keys.js";
 
 export type RefusalReason = "scope-cap" | "queue-full";
 
@@ -30,7 +31,7 @@ export class RefusalCoalescer {
   ) {}
 
   add(scope: string, channel: string, reason: RefusalReason, ev: RefusedEvent): void {
-    this.logger.warn({ evt: "queue.refused", reason, scope, channel, event: ev.id, author: ev.author });
+    this.logger.warn({ evt: "queue.refused", reason, scope, channel, event: ev.id, author: npub(ev.author) });
     const key = `${reason}:${scope}`;
     let r = this.pending.get(key);
     if (!r) this.pending.set(key, (r = { scope, channel, reason, events: [] }));

@@ -2,7 +2,7 @@
  * Test-only fault injection at the one window where a crash or a lost answer can double a
  * reply: between the relay storing the bridge's message and the bridge recording that it
  * did. Off unless the environment variable BUZZ_BRIDGE_FAULT is set (never in production;
- * the README says so). The value is a comma-separated list of
+ * docs/development.md says so). The value is a comma-separated list of
  *
  *   kill-after-reply-ok:N   SIGKILL this process the moment the relay's OK for its Nth
  *                           kind 9 message arrives, before anyone hears of it

@@ -23,6 +23,7 @@ import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { nowSec } from "../base/time.js";
 import type { MidTurnMode } from "../config/schema.js";
+import { npub } from "../config/keys.js";
 import type { StateStore } from "../queue/state-store.js";
 import { parseScopeKey, type Scope } from "../queue/scope.js";
 import { KIND } from "../nostr/kinds.js";
@@ -74,7 +75,7 @@ export class Amendments {
       );
     if (target.event.pubkey !== ev.pubkey) {
       return void log.info(
-        { evt: "gate.edit_refused", event: ev.id, target: targetId, author: ev.pubkey, reason: "not-author" },
+        { evt: "gate.edit_refused", event: ev.id, target: targetId, author: npub(ev.pubkey), reason: "not-author" },
         "only a message's author may edit it; ignored",
       );
     }
@@ -110,7 +111,7 @@ export class Amendments {
     this.queuedEdits.set(targetId, ev.id);
     if (fresh)
       log.info(
-        { evt: "gate.accepted", event: ev.id, channel, author: ev.pubkey, edits: targetId },
+        { evt: "gate.accepted", event: ev.id, channel, author: npub(ev.pubkey), edits: targetId },
         "edit of a message in a running turn accepted",
       );
     this.d.midTurn(ev, target.scope, mode);
@@ -123,7 +124,7 @@ export class Amendments {
       if (!target) continue;
       if (target.event.pubkey !== ev.pubkey) {
         log.info(
-          { evt: "gate.delete_refused", event: ev.id, target: id, author: ev.pubkey, reason: "not-author" },
+          { evt: "gate.delete_refused", event: ev.id, target: id, author: npub(ev.pubkey), reason: "not-author" },
           "only a message's author may delete it; ignored",
         );
         continue;

@@ -58,12 +58,25 @@ export interface DispatcherDeps {
    * that takes the turn over after a crash then knows to ask the relay about it.
    */
   recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
-  /** Turn outcome hook for metrics. */
-  onTurnEnd?(outcome: TurnOutcome["status"], seconds: number): void;
+  /** Turn outcome hook for metrics and the status page's recent turns. */
+  onTurnEnd?(outcome: TurnOutcome["status"], seconds: number, turn: TurnEnded): void;
   /** A mid-turn message reached the agent, `seconds` after it was accepted. */
   onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
   /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+}
+
+/** An ended turn as the status page lists it: where, who asked, and what it cost. */
+export interface TurnEnded {
+  turnId: number;
+  channel: string;
+  /** The thread's root event id: where the answer is. */
+  thread: string;
+  /** The pubkeys whose messages the turn answered. */
+  requesters: string[];
+  reason?: string;
+  model?: string;
+  usage?: TurnUsage;
 }
 
 export class TurnDispatcher {
@@ -213,7 +226,14 @@ export class TurnDispatcher {
     const signal = running.abort.signal;
     const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
     const cfg = this.d.config();
-    const end = (outcome: TurnOutcome["status"]) => this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000);
+    const end = (outcome: TurnOutcome["status"], extra: Pick<TurnEnded, "reason" | "model" | "usage"> = {}) =>
+      this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000, {
+        turnId: whole.turnId,
+        channel: whole.scope.channel,
+        thread: threadRootOf(this.anchorOf(whole.events)),
+        requesters: [...new Set(whole.events.map((e) => e.pubkey))].filter((pk) => pk !== this.d.self),
+        ...extra,
+      });
 
     const batch = await this.answers.unanswered(whole, log);
     if (batch.events.length === 0) {
@@ -237,7 +257,7 @@ export class TurnDispatcher {
         log,
         false,
       );
-      return end("failed");
+      return end("failed", { reason: `the bridge is no longer a member of channel ${batch.scope.channel}` });
     }
     const policy = policyFor(cfg, channel.id);
     const standing = await this.standingFor(cfg, channel, policy.team_instructions);
@@ -368,7 +388,7 @@ export class TurnDispatcher {
       return;
     }
     this.finish(batch, outcome, log, retry, { model, usage });
-    end(outcome.status);
+    end(outcome.status, { reason: outcome.status === "failed" ? outcome.reason : undefined, model, usage });
   }
 
   private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {

@@ -38,11 +38,18 @@ export function main(argv: string[]): Promise<number> {
   });
 }
 
-/** The config as a person would write it: durations as 15m, secrets redacted. */
+/** Names of `env` entries that hold secrets. */
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASS|AUTH|CREDENTIAL/i;
 
+/** Keys whose values are pubkeys: shown as npub, as people write them (the schema keeps hex for the wire). */
+const PUBKEY_KEYS = new Set(["owner", "allow"]);
+
+const asNpub = (v: unknown) => (typeof v === "string" && /^[0-9a-f]{64}$/.test(v) ? npub(v) : v);
+
+/** The config as a person would write it: durations as 15m, pubkeys as npub, secrets redacted. */
 export function displayable(value: unknown, key = "", parent = ""): unknown {
   if (key === "secret_key") return "[redacted]";
+  if (PUBKEY_KEYS.has(key)) return Array.isArray(value) ? value.map(asNpub) : asNpub(value);
   if (parent === "state" && key === "url" && typeof value === "string") return redactDatabaseUrl(value);
   // env maps carry API keys and tokens: show that they are set, not what they are
   if (parent === "env" && typeof value === "string" && value !== "" && SECRET_NAME.test(key)) return "[redacted]";

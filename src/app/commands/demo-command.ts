@@ -39,7 +39,7 @@ Then prints the transcript. No network and no API key needed.
   --keep     stay up afterwards, print new messages, and show how to post yourself
   --verbose  print the daemon's JSON log lines too`;
 
-export const DEMO_CONFIG = fileURLToPath(new URL("../../config/demo.yaml", import.meta.url));
+export const DEMO_CONFIG = fileURLToPath(new URL("../../../config/demo.yaml", import.meta.url));
 
 interface Step {
   who: keyof typeof DEMO_USERS;
@@ -109,9 +109,11 @@ export async function runDemo(opts: { keep: boolean; verbose: boolean; out?: Nod
     }
     say(`Relay ${url}; channel #release-room (${DEMO_CHANNEL}); agent ${nip19.npubEncode(agentPk)}\n`);
 
+    const posted: string[] = [];
     for (const step of SCRIPT) {
       const client = people.get(step.who)!;
       const { event, outcome } = await client.send(message(DEMO_CHANNEL, `@agent ${step.text}`, { mentions: [agentPk] }));
+      posted.push(event.id);
       if (outcome.status !== "accepted") throw new Error(`could not post as ${step.who}: ${outcome.status} ${outcome.reason ?? ""}`);
       const seen = await waitFor(client, event, step.expect, agentPk, opts.timeoutMs ?? 30_000);
       say(`${seen ? "✓" : "✗"} ${DEMO_USERS[step.who].name}: ${step.expect === "reply" ? "answered in the thread" : "denied with 🔒"}`);
@@ -123,7 +125,7 @@ export async function runDemo(opts: { keep: boolean; verbose: boolean; out?: Nod
       { kinds: [KIND.reaction], authors: [agentPk], limit: 500 },
     ]);
     say(`\n── #release-room ${"─".repeat(60)}\n`);
-    say(formatTranscript(dedupe(events), { names }));
+    say(formatTranscript(dedupe(events), { names, order: posted }));
     const denied = logLines.filter((l) => l.evt === "gate.denied");
     say("── log lines for refused mentions ──");
     for (const l of denied) say(JSON.stringify({ evt: l.evt, reason: l.reason, author: l.author, channel: l.channel, event: l.event }));

@@ -54,7 +54,7 @@ options:
   --port N       TCP port (default 0: any free port; the URL is printed first)
   --host H       listen address (default 127.0.0.1)
   --data DIR     keep events, channels and the relay key in DIR (SQLite); default memory
-  --seed FILE    YAML with members, channels and limits (docs/dev-relay.md)
+  --seed FILE    YAML with members (and their names), channels and limits (docs/dev-relay.md)
   --admin-token T  token for POST /admin/<op> (default random, printed; the admin API is
                  in docs/dev-relay.md)
   -h, --help     this text

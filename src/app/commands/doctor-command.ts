@@ -5,10 +5,12 @@
  * whose errors are listed). The checks themselves are in ./doctor.ts.
  */
 import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
-import { ConfigError, loadConfig, resolveConfigPath } from "../../config/load.js";
+import { ConfigError, loadConfig, resolveConfigPath, type LoadedConfig } from "../../config/load.js";
+import { serviceFor, type StateDirSource } from "../doctor/doctor-service.js";
 import { parseDuration } from "../../config/duration.js";
+import { dirname, join, resolve } from "node:path";
 
-const HELP = `usage: buzz-bridge doctor [-c FILE] [--timeout 15s]
+const HELP = `usage: buzz-bridge doctor [-c FILE] [--timeout 15s] [--state-dir DIR]
 
 Live self-check: config valid, state_dir writable by this user (and whether a daemon
 holds its lock), relay reachable, NIP-42 auth accepted, channels found (name, UUID and
@@ -18,11 +20,18 @@ reach, each MCP server starts and lists its tools, proxy tool names valid.
 Prints ✓/✗ per check with the reason; exit 0 when all pass, 1 otherwise.
 With relay.url: embedded the development relay is started as the daemon would.
 --timeout bounds each check (default 15s).
+--state-dir DIR checks DIR as the state directory. Without it, a config that leaves
+state_dir to the service is checked with the StateDirectory= of the installed systemd unit
+that runs it (so doctor as root sees the service's state); doctor never creates it.
 Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml.`;
 
 export function main(argv: string[]): Promise<number> {
   return withUsage(async () => {
-    const args = parseCommandArgs(argv, { config: { type: "string", short: "c" }, timeout: { type: "string" } }, HELP);
+    const args = parseCommandArgs(
+      argv,
+      { config: { type: "string", short: "c" }, timeout: { type: "string" }, "state-dir": { type: "string" } },
+      HELP,
+    );
     if (!args) return 0;
     let timeoutMs: number | undefined;
     if (args.values.timeout !== undefined) {
@@ -31,9 +40,10 @@ export function main(argv: string[]): Promise<number> {
       timeoutMs = t;
     }
     const file = resolveConfigPath(args.values.config as string | undefined);
-    let loaded;
+    let loaded: LoadedConfig;
+    let stateFrom: StateDirSource | undefined;
     try {
-      loaded = loadConfig(file);
+      ({ loaded, from: stateFrom } = loadForDoctor(file, args.values["state-dir"] as string | undefined));
     } catch (err) {
       if (err instanceof ConfigError) {
         const n = err.problems.length;
@@ -49,8 +59,36 @@ export function main(argv: string[]): Promise<number> {
     }
     // Loaded only now: a bad config is reported without paying for the daemon's imports.
     const { formatResults, runDoctor } = await import("../doctor/doctor.js");
-    const results = await runDoctor(loaded, { timeoutMs });
+    const results = await runDoctor(loaded, { timeoutMs, stateFrom });
     process.stdout.write(formatResults(results));
     return results.some((r) => r.mark === "fail") ? 1 : 0;
   });
+}
+
+/**
+ * The config as the daemon would run it. A config that leaves `state_dir` to its service
+ * gets the directory the service gets: `--state-dir`, else `$STATE_DIRECTORY` (doctor run
+ * inside the service), else the `StateDirectory=` of the installed unit that runs this config.
+ */
+function loadForDoctor(file: string, flag: string | undefined): { loaded: LoadedConfig; from?: StateDirSource } {
+  if (flag !== undefined) {
+    const dir = resolve(flag);
+    const loaded = loadConfig(file, { ...process.env, STATE_DIRECTORY: dir });
+    if (loaded.config.state_dir !== dir) {
+      // The config names its own state_dir: --state-dir still wins, and the default work dirs move along.
+      const defaultCwd = join(loaded.config.state_dir, "work", "{channel}");
+      if (loaded.config.agent.cwd === defaultCwd) loaded.config.agent.cwd = join(dir, "work", "{channel}");
+      loaded.config.state_dir = dir;
+    }
+    return { loaded, from: { flag: dir } };
+  }
+  const loaded = loadConfig(file);
+  const besideConfig = join(dirname(resolve(file)), "buzz-bridge-state");
+  if (process.env.STATE_DIRECTORY || loaded.config.state_dir !== besideConfig) return { loaded };
+  const unit = serviceFor(file);
+  if (!unit) return { loaded };
+  return {
+    loaded: loadConfig(file, { ...process.env, STATE_DIRECTORY: unit.stateDir }),
+    from: { unit: unit.unit, stateDirectory: unit.stateDirectory },
+  };
 }

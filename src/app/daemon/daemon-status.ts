@@ -1,6 +1,7 @@
 /**
  * What the daemon reports about itself: `/readyz` (relay subscribed, agent circuit closed,
- * state store open), the `/status` page's snapshot, and the fleet figures for `/metrics`.
+ * state store open), the `/status` page's snapshot (and `/status.json`), and the fleet
+ * figures for `/metrics`.
  * Each is gathered from the parts that know it; a part not built yet (start-up, or fleet
  * mode waiting for its database) reads as "not started".
  */
@@ -16,30 +17,47 @@ import type { ChannelDirectory } from "../../buzz/directory.js";
 import type { TurnDispatcher } from "../../turn/dispatch.js";
 import type { ReadyReport } from "../http/http.js";
 import { processParents, treeRss } from "../http/proc-memory.js";
-import type { StatusSnapshot } from "../http/status-page.js";
+import type { PersonRef, StatusSnapshot } from "../http/status-page.js";
 import type { UsageToday } from "./usage-today.js";
+import type { RecentTurns } from "./recent-turns.js";
+import { neventEncode } from "nostr-tools/nip19";
+import { npub } from "../../config/keys.js";
+import { PACKAGE_VERSION } from "../../base/version.js";
 
 /** Denials the status page lists. */
 const RECENT_DENIALS = 20;
 
+/** One denial as the gate made it: the author as a pubkey (hex), turned into a person for the page. */
+interface Denial {
+  at: number;
+  channel?: string;
+  author: string;
+  reason: string;
+}
+
 /** The last denials, newest last. */
 export class RecentDenials {
-  private readonly list: StatusSnapshot["denials"] = [];
+  private readonly list: Denial[] = [];
 
-  add(d: StatusSnapshot["denials"][number]): void {
+  add(d: Denial): void {
     this.list.push(d);
     if (this.list.length > RECENT_DENIALS) this.list.shift();
   }
 
   /** Newest first, as the page shows them. */
-  newestFirst(): StatusSnapshot["denials"] {
+  newestFirst(): Denial[] {
     return [...this.list].reverse();
   }
 }
 
+/** The last SIGHUP's outcome, as `/status` shows it. */
+export type LastReload = NonNullable<StatusSnapshot["reload"]>;
+
 /** The daemon's parts as they stand; any may be missing before start() built it. */
 export interface DaemonParts {
   config: Config;
+  /** The config file the daemon reads (and re-reads on SIGHUP). */
+  configFile: string;
   pubkey: string;
   startedAt: number;
   stopping: boolean;
@@ -54,6 +72,10 @@ export interface DaemonParts {
   pool?: AgentPool;
   usage: UsageToday;
   denials: RecentDenials;
+  recent: RecentTurns;
+  lastReload?: LastReload;
+  /** A display name already known for a pubkey (cached profiles; never a relay round trip). */
+  nameOf?: (pubkey: string) => string | undefined;
 }
 
 /** Fleet mode: this daemon's leases and the fleet's queue depth (for /metrics and /status). */
@@ -62,18 +84,63 @@ export function fleetStatus(s: FleetScheduler): { daemon: string; leases: number
   return { daemon: s.daemonId, leases: scopes.length, scopes, queued: s.depth().queued };
 }
 
+// ---- who, what and when: the part of the page that answers "what happened" ----
+
+function person(p: DaemonParts, pubkey: string): PersonRef {
+  const name = p.nameOf?.(pubkey);
+  return name ? { npub: npub(pubkey), name } : { npub: npub(pubkey) };
+}
+
+/** NIP-42 as a person reads it. */
+function relayAuth(relay: RelayClient | undefined): string {
+  if (!relay) return "not yet";
+  if (relay.state === "authenticated" || relay.state === "subscribed") return "accepted";
+  return relay.lastAuthError ? `refused: ${relay.lastAuthError}` : "not yet";
+}
+
+/** What every snapshot has, whether the daemon is running yet or not. */
+function identityPart(
+  p: DaemonParts,
+): Pick<StatusSnapshot, "generatedAt" | "startedAt" | "version" | "configFile" | "agent" | "owner" | "reload"> {
+  const owner = p.config.identity.owner;
+  return {
+    generatedAt: Date.now(),
+    startedAt: p.startedAt,
+    version: PACKAGE_VERSION,
+    configFile: p.configFile,
+    agent: person(p, p.pubkey),
+    ...(owner ? { owner: person(p, owner) } : {}),
+    ...(p.lastReload ? { reload: p.lastReload } : {}),
+  };
+}
+
+function recentTurns(p: DaemonParts): StatusSnapshot["recent"] {
+  return p.recent.newestFirst().map((t) => ({
+    turnId: t.turnId,
+    endedAt: t.endedAt,
+    seconds: t.seconds,
+    channel: t.channel,
+    thread: t.thread,
+    link: `nostr:${neventEncode({ id: t.thread, relays: [p.relayUrl] })}`,
+    askedBy: t.requesters.map((pk) => person(p, pk)),
+    status: t.status,
+    ...(t.reason ? { reason: t.reason } : {}),
+    ...(t.model ? { model: t.model } : {}),
+    ...(t.usage ? { usage: t.usage } : {}),
+  }));
+}
+
 export function statusSnapshot(p: DaemonParts): StatusSnapshot {
   const cfg = p.config;
   if (!p.dispatcher || !p.scheduler || !p.directory || !p.pool) {
     // Fleet mode, still waiting for the database: the page says so instead of failing.
     const state = cfg.state.backend === "postgres" && !p.fleetStore ? "not started (waiting for the fleet's database)" : "not started";
     return {
-      generatedAt: Date.now(),
-      startedAt: p.startedAt,
-      pubkey: p.pubkey,
-      relay: { url: cfg.relay.url, state },
+      ...identityPart(p),
+      relay: { url: cfg.relay.url, state, auth: relayAuth(p.relay) },
       channels: [],
       turns: [],
+      recent: [],
       denials: [],
       agents: [],
       circuit: "closed",
@@ -83,10 +150,8 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
   const queued = p.scheduler.depthByChannel();
   const parents = processParents();
   return {
-    generatedAt: Date.now(),
-    startedAt: p.startedAt,
-    pubkey: p.pubkey,
-    relay: { url: p.relayUrl, state: p.relay?.state ?? "not started" },
+    ...identityPart(p),
+    relay: { url: p.relayUrl, state: p.relay?.state ?? "not started", auth: relayAuth(p.relay) },
     channels: p.directory
       .list()
       .filter((c) => !c.archived && channelSelected(cfg, c.id))
@@ -103,7 +168,8 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
         };
       }),
     turns: p.dispatcher.runningTurns(),
-    denials: p.denials.newestFirst(),
+    recent: recentTurns(p),
+    denials: p.denials.newestFirst().map((d) => ({ ...d, author: person(p, d.author) })),
     agents: p.pool.processes().map((a) => ({
       pid: a.pid,
       scope: a.scope,

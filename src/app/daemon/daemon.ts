@@ -28,19 +28,20 @@ import { keepPruned } from "../../queue/retention.js";
 import { checkFaultEnv } from "../../relay/faults.js";
 import { FreshChannels } from "../../buzz/fresh-channel.js";
 import { RelayClient } from "../../relay/index.js";
-import { ChannelDirectory, ChannelFollower, configSelector, ProfileCache } from "../../buzz/index.js";
+import { ChannelDirectory, ChannelFollower, configSelector, ProfileCache, shortNpub } from "../../buzz/index.js";
 import { verifyStats } from "../../nostr/verify.js";
 import { Presence } from "../../buzz/presence.js";
 import type { TurnDispatcher } from "../../turn/dispatch.js";
 import type { Intake } from "../../turn/intake.js";
 import { relayPublisher } from "../../turn/publisher.js";
-import { fleetStatus, readiness, RecentDenials, statusSnapshot, type DaemonParts } from "./daemon-status.js";
+import { fleetStatus, readiness, RecentDenials, statusSnapshot, type DaemonParts, type LastReload } from "./daemon-status.js";
 import { startHttp, type ReadyReport } from "../http/http.js";
 import { Metrics } from "../http/metrics.js";
 import { preflightAgent, prepareStateDir } from "./preflight.js";
 import { discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js";
 import { StateLock } from "./state-lock.js";
-import { renderStatusPage, type StatusSnapshot } from "../http/status-page.js";
+import { renderStatusPage, statusJson, type StatusSnapshot } from "../http/status-page.js";
+import { RecentTurns } from "./recent-turns.js";
 import { buildTurnPath } from "./turn-path.js";
 import { titleRedaction } from "./title-redaction.js";
 import { UsageToday } from "./usage-today.js";
@@ -58,7 +59,10 @@ export class Daemon {
   /** Usage reported since midnight UTC, for `!status` and `/status`. */
   readonly usageToday = new UsageToday();
   private readonly denials = new RecentDenials();
+  private readonly recentTurns = new RecentTurns();
   private readonly startedAt = Date.now();
+  /** The last SIGHUP's outcome, for `/status`. */
+  private lastReload?: LastReload;
   devRelay?: DevRelay;
   relay!: RelayClient;
   /** This daemon's own SQLite under state_dir: cursors and agent session ids (in a fleet too, as they are per machine). */
@@ -182,6 +186,7 @@ export class Daemon {
       metrics: this.metrics,
       usage: this.usageToday,
       denials: this.denials,
+      recentTurns: this.recentTurns,
       pump: () => this.pump(),
       stopping: () => this.stopping,
       shutdown: () => this.resolveShutdown("!shutdown"),
@@ -266,7 +271,7 @@ export class Daemon {
     this.heartbeat.start();
   }
 
-  /** /healthz, /readyz, /metrics and /status, once (in fleet mode already while the database is awaited). */
+  /** /healthz, /readyz, /metrics, /status and /status.json, once (in fleet mode already while the database is awaited). */
   private async startHttpOnce(): Promise<void> {
     const cfg = this.config;
     if (!cfg.http || this.http) return;
@@ -275,6 +280,7 @@ export class Daemon {
       metrics: this.metrics,
       readiness: () => this.readiness(),
       status: () => renderStatusPage(this.statusSnapshot()),
+      statusJson: () => statusJson(this.statusSnapshot()),
       logger: this.log,
     });
   }
@@ -295,6 +301,7 @@ export class Daemon {
   private parts(): DaemonParts {
     return {
       config: this.config,
+      configFile: this.o.configFile ?? this.o.loaded.file,
       pubkey: this.pubkey,
       startedAt: this.startedAt,
       stopping: this.stopping,
@@ -308,6 +315,13 @@ export class Daemon {
       pool: this.pool,
       usage: this.usageToday,
       denials: this.denials,
+      recent: this.recentTurns,
+      lastReload: this.lastReload,
+      nameOf: (pk) => {
+        // A profile's name, not the short npub a pubkey without one is shown as.
+        const p = this.profiles?.peek(pk);
+        return p && p.displayName !== shortNpub(pk) ? p.displayName : undefined;
+      },
     };
   }
 
@@ -320,7 +334,11 @@ export class Daemon {
     return readiness(this.parts());
   }
 
-  /** SIGHUP: policy, team instructions, channels and mcp lists apply to new turns (config/reload.ts). */
+  /**
+   * SIGHUP: policy, team instructions, channels and mcp lists apply to new turns; every other
+   * changed key is named as needing a restart (config/reload.ts). The outcome is kept for
+   * `/status`.
+   */
   async reload(): Promise<boolean> {
     const file = this.o.configFile ?? this.o.loaded.file;
     let next: LoadedConfig;
@@ -328,25 +346,29 @@ export class Daemon {
       next = loadConfig(file);
     } catch (err) {
       const detail = err instanceof ConfigError ? err.message : String(err);
-      this.log.error({ evt: "config.reload_refused", file, errors: detail.split("\n") }, "new config is invalid; keeping the old one");
+      const errors = detail.split("\n");
+      this.lastReload = { at: Date.now(), outcome: "refused", errors };
+      this.log.error({ evt: "config.reload_refused", file, errors }, "new config is invalid; keeping the old one");
       return false;
     }
     const plan = planReload({ pubkey: this.pubkey, config: this.config }, next);
     if (!plan.ok) {
+      this.lastReload = { at: Date.now(), outcome: "refused", needsRestart: plan.needsRestart };
       this.log.error(
         { evt: "config.reload_refused", file, needs_restart: plan.needsRestart },
-        `changing ${plan.needsRestart.join(", ")} needs a restart; keeping the old config`,
+        `needs a restart: ${plan.needsRestart.join(", ")}; keeping the old config`,
       );
       return false;
     }
-    if (plan.deferred)
+    if (plan.needsRestart.length)
       this.log.warn(
-        { evt: "config.reload_partial" },
-        "agent settings, the owner and the heartbeat apply after a restart; the rest applies now",
+        { evt: "config.reload_partial", file, needs_restart: plan.needsRestart },
+        `needs a restart: ${plan.needsRestart.join(", ")}; these keep their running values, the rest applies now`,
       );
     this.config = plan.config;
     this.gateContext.config = this.config;
     const channels = await this.follower.refresh(configSelector(this.config));
+    this.lastReload = { at: Date.now(), outcome: plan.needsRestart.length ? "partial" : "applied", needsRestart: plan.needsRestart };
     this.log.info({ evt: "config.reloaded", file, channels: channels.length }, "config reloaded");
     return true;
   }

@@ -35,6 +35,7 @@ import { decisionLabel, Intake } from "../../turn/intake.js";
 import type { TurnPublisher } from "../../turn/ports.js";
 import { refusalNotice } from "../../turn/refusal-notice.js";
 import type { RecentDenials } from "./daemon-status.js";
+import type { RecentTurns } from "./recent-turns.js";
 import type { Metrics } from "../http/metrics.js";
 import type { UsageToday } from "./usage-today.js";
 
@@ -58,6 +59,7 @@ export interface TurnPathParts {
   metrics: Metrics;
   usage: UsageToday;
   denials: RecentDenials;
+  recentTurns: RecentTurns;
   /** The queue has work a turn may start: the daemon starts what it allows. */
   pump: () => void;
   stopping: () => boolean;
@@ -144,7 +146,10 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     },
     recordBeforePublish: fleet && recordReplyDurably((turnId, id) => (scheduler as FleetScheduler).recordBeforePublish(turnId, id), log),
     logger: log,
-    onTurnEnd: (status, seconds) => p.metrics.turnEnded(status, seconds),
+    onTurnEnd: (status, seconds, turn) => {
+      p.metrics.turnEnded(status, seconds);
+      p.recentTurns.add(status, seconds, turn);
+    },
     onMidTurnDelivered: (method, seconds) => p.metrics.midTurnDelivered(method, seconds),
     onUsage: (channel, model, usage) => {
       p.metrics.turnUsage(channel, model, usage);

@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
+import { AgentSandbox, agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { bridgePaths, sandboxFor } from "../../agent/sandbox-config.js";
 import type { CheckResult } from "./doctor-result.js";
@@ -69,7 +69,10 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
     const network = cfg.agent.network === "on";
     mkdirSync(cwd);
     mkdirSync(home);
-    const launch = sandbox.launch({ channelName: "doctor", cwd, home, env, isolation: mode === "off" ? { sandbox: "auto" } : {} })!;
+    // The sandbox's own files (its unreadable placeholder) go to the scratch directory: doctor
+    // creates nothing in state_dir, which may not exist yet or belong to the service user.
+    const scratchSandbox = new AgentSandbox({ ...sandbox.policy, stateDir: scratch }, undefined, () => probe);
+    const launch = scratchSandbox.launch({ channelName: "doctor", cwd, home, env, isolation: mode === "off" ? { sandbox: "auto" } : {} })!;
     const paths = bridgePaths(loaded);
     const arg = JSON.stringify({ paths, cwd, home, pid: process.pid });
     const out = await new Promise<ProbeOut>((resolve, reject) => {

@@ -27,12 +27,16 @@ import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } f
 import { StateLock } from "../daemon/state-lock.js";
 import { silentLogger } from "../../base/log.js";
 import { stateChecks } from "./doctor-state.js";
+import { describeProcess, type StateDirSource } from "./doctor-service.js";
+import { existsSync } from "node:fs";
 import { sandboxCheck } from "./doctor-sandbox.js";
 import type { CheckResult, Mark } from "./doctor-result.js";
 
 export interface DoctorOptions {
   /** Bound per check; default 15 s. */
   timeoutMs?: number;
+  /** Where the state directory came from, when not from the config or `$STATE_DIRECTORY`. */
+  stateFrom?: StateDirSource;
 }
 
 const DEFAULT_CHECK_TIMEOUT_MS = 15_000;
@@ -54,26 +58,37 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
     sandboxCheck(loaded, timeoutMs),
     stateChecks(loaded, timeoutMs),
   ]);
-  return [configCheck, stateCheck(cfg.state_dir), ...fleet, ...relay, agent, workDirCheck(cfg.agent.cwd), sandbox, ...mcp];
+  return [configCheck, stateCheck(cfg.state_dir, opts.stateFrom), ...fleet, ...relay, agent, workDirCheck(cfg.agent.cwd), sandbox, ...mcp];
 }
 
 // ---------------------------------------------------------------------------------------
 // state_dir writable by this user, and whether a daemon holds it
 
-function stateCheck(dir: string): CheckResult {
+function stateCheck(dir: string, from?: StateDirSource): CheckResult {
+  const details = from
+    ? [
+        "flag" in from
+          ? "state_dir from --state-dir"
+          : `state_dir from ${from.unit} (StateDirectory=${from.stateDirectory}), the directory systemd gives the service`,
+      ]
+    : [];
   const problem = stateDirProblem(dir);
-  if (problem) return { name: "state", mark: "fail", summary: problem };
+  if (problem) return { name: "state", mark: "fail", summary: problem, details };
+  if (!existsSync(dir))
+    // Nothing is created here: doctor may run as another user than the daemon (root, say).
+    return { name: "state", mark: "ok", summary: `${dir} does not exist yet; \`run\` creates it (its parent is writable)`, details };
   const lock = StateLock.probe(dir);
   if (lock.state === "held") {
     // A running daemon is normal when doctor checks a live service; a second `run` is what would fail.
     return {
       name: "state",
       mark: "ok",
-      summary: `${dir} is writable and in use by a running daemon${lock.pid ? ` (pid ${lock.pid})` : ""}; a second \`run\` on it would exit 2`,
+      summary: `${dir} is writable and in use by a running daemon${lock.pid ? ` (${describeProcess(lock.pid)})` : ""}; a second \`run\` on it would exit 2`,
+      details,
     };
   }
-  if (lock.state === "unknown") return { name: "state", mark: "fail", summary: `cannot read the lock in ${dir}: ${lock.error}` };
-  return { name: "state", mark: "ok", summary: `${dir} is writable; no daemon is using it` };
+  if (lock.state === "unknown") return { name: "state", mark: "fail", summary: `cannot read the lock in ${dir}: ${lock.error}`, details };
+  return { name: "state", mark: "ok", summary: `${dir} is writable; no daemon is using it`, details };
 }
 
 function workDirCheck(template: string): CheckResult {

@@ -1,5 +1,5 @@
 /**
- * The operations HTTP endpoint (`http.listen`, README.md "Configuration reference"), on node:http:
+ * The operations HTTP endpoint (`http.listen`, docs/operating.md), on node:http:
  *
  * - `GET /healthz`: 200 `{"status":"ok"}` while the process's event loop answers (liveness;
  *   systemd watchdogs and Docker's HEALTHCHECK use it, so it depends on nothing else).
@@ -8,6 +8,7 @@
  * - `GET /metrics`: Prometheus text from {@link Metrics}.
  * - `GET /status`: the status page (./status-page.ts), when the daemon provides one;
  *   served with a Content-Security-Policy that allows no script and no remote asset.
+ * - `GET /status.json`: the same snapshot as JSON, for scripts.
  * - anything else: 404 (405 for a known path with a method other than GET/HEAD).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -35,6 +36,8 @@ export interface HttpOptions {
   readiness: () => ReadyReport | Promise<ReadyReport>;
   /** The status page's HTML, rendered on every request; `/status` is absent without it. */
   status?: () => string | Promise<string>;
+  /** The status page's data for `/status.json`, gathered on every request; absent without it. */
+  statusJson?: () => unknown;
   /** Optional; `http.listening` and request failures are logged here. */
   logger?: Logger;
 }
@@ -110,7 +113,7 @@ const ROUTES = ["/healthz", "/readyz", "/metrics"];
 
 async function handle(opts: HttpOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = new URL(req.url ?? "/", "http://localhost").pathname;
-  const routes = opts.status ? [...ROUTES, "/status"] : ROUTES;
+  const routes = [...ROUTES, ...(opts.status ? ["/status"] : []), ...(opts.statusJson ? ["/status.json"] : [])];
   if (!routes.includes(path)) {
     sendJson(res, 404, { error: "not found", paths: routes });
     return;
@@ -125,6 +128,8 @@ async function handle(opts: HttpOptions, req: IncomingMessage, res: ServerRespon
   } else if (path === "/readyz") {
     const { status, body } = await readyz(opts);
     sendJson(res, status, body);
+  } else if (path === "/status.json" && opts.statusJson) {
+    sendJson(res, 200, await opts.statusJson());
   } else if (path === "/status" && opts.status) {
     send(res, 200, "text/html; charset=utf-8", await opts.status(), {
       "content-security-policy": STATUS_CSP,

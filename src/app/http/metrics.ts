@@ -1,5 +1,5 @@
 /**
- * The daemon's Prometheus metrics (served on `/metrics`, README.md "Commands" `http.listen`).
+ * The daemon's Prometheus metrics (served on `/metrics` with `http.listen`, docs/operating.md).
  *
  * Every metric lives in this class's own `Registry`, not prom-client's global one, so
  * tests (and a demo running a daemon in-process) can hold several side by side. Callers

@@ -14,7 +14,7 @@
  *   until a much larger limit is reached, which on an idle daemon may be never.
  *
  * The price is more frequent collections under load; bench figure 6 reports the daemon's
- * CPU with them and README (Performance, figure 7) says where the idle RSS goes.
+ * CPU with them and bench/README.md (figure 7) says where the idle RSS goes.
  *
  * On the command line V8 raises a growth factor below 2 to 2 (flag implications run once,
  * when node starts); set at run time it is honoured by Node 20's V8, and a growth factor
