@@ -34,7 +34,9 @@ export interface IntakeOptions {
   dispatcher: Pick<TurnDispatcher, "canTake" | "take">;
   amendments: Pick<Amendments, "edit" | "delete">;
   /** Answers to the agents' waiting questions (turn/questions.ts) are taken there, never queued as mentions. */
-  questions?: { offer(ev: Event): boolean };
+  questions?: { offer(ev: Event, o: { fleet?: boolean; timeoutMs?: number }): boolean };
+  /** `questions.timeout`, for how long another daemon of a fleet may wait on a question. */
+  questionTimeout?: () => number;
   /** The conversations the agent is in (gate/participation.ts): marked by its mentions and its own messages. */
   active?: Pick<ActiveConversations, "mark">;
   /** The agent's own pubkey. */
@@ -77,7 +79,7 @@ export class Intake {
     if (o.stopping()) return;
     o.onReceived?.(ev);
     try {
-      if (o.questions?.offer(ev)) {
+      if (o.questions?.offer(ev, { fleet: o.fleet, timeoutMs: o.questionTimeout?.() })) {
         const channel = channelOf(ev);
         if (channel) o.store.noteSeen(channel, ev.created_at);
         return;

@@ -23,6 +23,7 @@ import { message, NOT_AN_ANSWER, reactionTarget, type ThreadRef } from "../nostr
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import { nowSec } from "../base/time.js";
 import { sleep } from "../base/backoff.js";
+import { BoundedMap } from "../base/bounded-map.js";
 import { textAnswer } from "./question-form.js";
 import type { TurnPublisher } from "./ports.js";
 
@@ -81,9 +82,14 @@ interface Waiter {
 const YES = new Set(["👍", "+", "✅"]);
 const NO = new Set(["👎", "-", "❌"]);
 
+/** Plain question messages of this identity remembered (another daemon of a fleet may be waiting on them). */
+const REMEMBERED_QUESTIONS = 1000;
+
 export class QuestionDesk {
   /** Waiting questions by the ids answers refer to (cards and plain messages). */
   private readonly waiting = new Map<string, Waiter>();
+  /** This identity's plain question messages seen on the relay, with until when an answer may come (unix ms). */
+  private readonly asked = new BoundedMap<string, number>(REMEMBERED_QUESTIONS);
 
   constructor(private readonly d: QuestionDeskDeps) {}
 
@@ -91,16 +97,28 @@ export class QuestionDesk {
    * An event the relay delivered that answers a waiting question (a 44301 on its card, a
    * reply to or reaction on its plain message): taken here, never queued as a mention.
    */
-  offer(ev: Event): boolean {
-    const refs = ev.tags.filter((t) => t[0] === "e" && t[1]).map((t) => t[1]!);
-    const w = refs.map((id) => this.waiting.get(id)).find(Boolean);
-    if (!w) return false;
+  offer(ev: Event, o: { fleet?: boolean; timeoutMs?: number } = {}): boolean {
     const answerShaped =
       ev.kind === KIND.questionAnswer || ev.kind === KIND.reaction || ev.kind === KIND.message || FORUM_KINDS.includes(ev.kind);
     if (!answerShaped) return false;
-    w.inbox.push(ev);
-    w.wake();
-    return true;
+    if (ev.pubkey === this.d.self) {
+      // A plain question of ours: in a fleet, the daemon whose turn asked it may be another.
+      if (o.fleet && ev.tags.some((t) => t[0] === NOT_AN_ANSWER.question[0] && t[1] === NOT_AN_ANSWER.question[1]))
+        this.asked.set(ev.id, ev.created_at * 1000 + (o.timeoutMs ?? 0));
+      return false;
+    }
+    const refs = ev.tags.filter((t) => t[0] === "e" && t[1]).map((t) => t[1]!);
+    const w = refs.map((id) => this.waiting.get(id)).find(Boolean);
+    if (w) {
+      w.inbox.push(ev);
+      w.wake();
+      return true;
+    }
+    // A reply to a question another daemon of the fleet waits on: that daemon reads it from
+    // the relay, so this one must not queue it as a new request.
+    const parent = replyParent(ev);
+    const until = parent === undefined ? undefined : this.asked.get(parent);
+    return o.fleet === true && until !== undefined && Date.now() <= until && ev.kind !== KIND.questionAnswer;
   }
 
   /** Asks `questions` in the thread and waits; one answer per question, cancel for those that got none. */
@@ -251,9 +269,12 @@ function answers(ev: Event, a: Asked): boolean {
   if (ev.kind === KIND.questionAnswer) return ev.tags.some((t) => t[0] === "e" && t[1] === a.card.id);
   if (!a.text) return false;
   if (ev.kind === KIND.reaction) return reactionTarget(ev) === a.text.id;
-  // A reply to the plain message: its parent (the `reply` marker, else the last `e`).
-  const parent = ev.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1] ?? ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
-  return parent === a.text.id;
+  return replyParent(ev) === a.text.id;
+}
+
+/** The message a reply answers: its `reply`-marked `e` tag, else its last `e`. */
+function replyParent(ev: Event): string | undefined {
+  return ev.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1] ?? ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
 }
 
 function readAnswer(ev: Event, a: Asked, reactions: boolean): CardAnswer | undefined {

@@ -212,6 +212,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     dispatcher,
     amendments,
     questions: dispatcher.questions,
+    questionTimeout: () => p.config().questions.timeout,
     active,
     self: pubkey,
     store,
