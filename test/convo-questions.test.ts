@@ -119,3 +119,18 @@ test("a question survives a daemon restart: the answer given meanwhile reaches t
   const cards = await w.query({ kinds: [KIND.questionCard], authors: [w.agent.pk], "#e": [ev.id] });
   assert.equal(cards.length, 1, "the turn's second run found its card instead of asking again");
 });
+
+test("questions.answered_by: requester: the person who asked answers, the owner's answer is ignored", async () => {
+  await d.stop();
+  d = await w.startDaemon({
+    questions: { timeout: "5m", answered_by: "requester" },
+    defaults: { respond_to: "allowlist", allow: [w.teammate.npub] },
+  });
+  const ev = await w.teammate.post("@agent #ask");
+  const { card, text } = await questionOf(ev);
+  assert.ok(card.tags.some((t) => t[0] === "p" && t[1] === w.teammate.pk), "the card is the asker's to answer");
+  await answerCard(w.owner, card, { action: "accept", answer: "Red" });
+  await d.waitLog((l) => l.evt === "question.answer_ignored" && l.card === card.id && l.author === w.owner.npub);
+  await w.teammate.post("2", { replyTo: text });
+  assert.equal(await answerReported(ev), 'question: accept {"question_0":"green"}');
+});
