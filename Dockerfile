@@ -32,6 +32,9 @@
 #   (compose: security_opt). Without them agents run unsandboxed, with one warning at start
 #   and in `doctor`; agent.sandbox: bubblewrap makes that a start-up error instead. The host
 #   kernel must allow unprivileged user namespaces (user.max_user_namespaces > 0).
+# - Sandboxed agents get a network of their own (slirp4netns, installed here), so they do not
+#   reach services on the container's loopback (the daemon's /status and /metrics); it needs
+#   the tun device: add `--device /dev/net/tun` (compose: devices).
 #
 # test/ops-dockerfile.test.ts runs this recipe's build and start steps outside a container,
 # and test/ops-unprivileged.test.ts starts the daemon as this image's user with its ENV.
@@ -66,9 +69,9 @@ RUN groupadd --system --gid 10001 buzz-bridge \
       --shell /usr/sbin/nologin buzz-bridge \
  && install -d -o buzz-bridge -g buzz-bridge -m 0750 /var/lib/buzz-bridge /srv/agents \
  && install -d -m 0755 /etc/buzz-bridge
-# bubblewrap: the agent sandbox (see above).
+# bubblewrap and slirp4netns: the agent sandbox and its network (see above).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bubblewrap \
+ && apt-get install -y --no-install-recommends bubblewrap slirp4netns \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # Application files stay root-owned: the service user can read but not rewrite them.

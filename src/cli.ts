@@ -29,6 +29,10 @@ const commands: Record<string, Command> = {
   "dev-relay": { summary: "the Buzz-compatible development relay", load: () => import("./app/commands/dev-relay-command.js") },
   [PROXY_SUBCOMMAND]: { summary: "the aggregating MCP proxy on stdio", load: () => import("./app/commands/mcp-proxy-command.js") },
   "demo-agent": { summary: "the scripted demo agent (ACP on stdio)", load: () => import("./app/commands/demo-agent-command.js") },
+  "sandbox-exec": {
+    summary: "an agent sandbox's first process: carries allowed host loopback ports in (started by the daemon)",
+    load: () => import("./app/commands/sandbox-exec-command.js"),
+  },
   post: {
     summary: "post a message to a channel as a given key (for trying the demo)",
     load: () => import("./app/commands/post-command.js"),

@@ -6,7 +6,10 @@
  * channel's working directory, and replies with what it got through the session's MCP
  * proxy. Under bubblewrap every attempt fails while the agent's own cwd and HOME work and
  * its reply arrives (so the proxy and the link work from inside); with `sandbox: off` the
- * same attempts succeed, so the test can fail.
+ * same attempts succeed, so the test can fail. On the network side (agent.network: on, its
+ * own namespace through slirp4netns): the daemon's HTTP port (/status, /metrics) and another
+ * service on the host's loopback are out of reach, while a loopback port the config names
+ * for the agent (`agent.env`) is carried in.
  *
  * The world lives under /var/tmp, not the temp dir: the sandbox's private /tmp would hide
  * it all by itself and the hiding of configured paths would go untested.
@@ -18,6 +21,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo, type Server } from "node:net";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, REPO, type DaemonProc } from "./fixtures/world.js";
@@ -35,6 +39,18 @@ interface Layout {
   keyFile: string;
   stateDir: string;
   otherChannel: string;
+  /** Services on the host's loopback: one the config names for the agent (allowed), one it does not. */
+  allowedPort: number;
+  otherPort: number;
+  close(): Promise<void>;
+}
+
+/** A service on 127.0.0.1 that greets each connection with one line. */
+async function greeter(line: string): Promise<Server> {
+  // A client that hangs up first resets the connection: not this test's concern.
+  const server = createServer((c) => c.on("error", () => undefined).end(`${line}\n`));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return server;
 }
 
 /** The systemd layout in small: key and config alone in etc/, state/, work/{channel}; two channels. */
@@ -52,12 +68,34 @@ async function layout(): Promise<Layout> {
   // agents read-only with agent.sandbox_binds.
   mkdirSync(join(w.dir, "work", "shared"));
   writeFileSync(join(w.dir, "work", "shared", "cache.txt"), "shared cache\n");
-  return { w, configFile: join(etc, "bridge.yaml"), keyFile, stateDir: join(w.dir, "state"), otherChannel };
+  const allowed = await greeter("hello from the allowed port");
+  const elsewhere = await greeter("hello from another loopback service");
+  const port = (s: Server) => (s.address() as AddressInfo).port;
+  return {
+    w,
+    configFile: join(etc, "bridge.yaml"),
+    keyFile,
+    stateDir: join(w.dir, "state"),
+    otherChannel,
+    allowedPort: port(allowed),
+    otherPort: port(elsewhere),
+    close: async () => {
+      allowed.close();
+      elsewhere.close();
+      await w.close();
+    },
+  };
 }
 
 function startDaemon(l: Layout, agent: Record<string, unknown>, o: { uid?: number; channels?: unknown[] } = {}): Promise<DaemonProc> {
   const cfg = l.w.config({
-    agent: { command: process.execPath, args: [ESCAPE_AGENT], ...agent },
+    agent: {
+      command: process.execPath,
+      args: [ESCAPE_AGENT],
+      ...agent,
+      env: { LOCAL_API: `http://127.0.0.1:${l.allowedPort}/v1`, ...(agent.env as Record<string, string> | undefined) },
+    },
+    http: { listen: "127.0.0.1:0" },
     ...(o.channels ? { channels: o.channels } : {}),
   });
   const identity = cfg.identity as Record<string, unknown>;
@@ -113,6 +151,9 @@ async function tryEscape(l: Layout, d: DaemonProc): Promise<Attempts> {
     otherCwd: join(l.w.dir, "work", "other-room"),
     otherFile: "plan.txt",
     shared: join(l.w.dir, "work", "shared", "cache.txt"),
+    daemonHttp: Number(new URL(String(d.logs.find((x) => x.evt === "daemon.started")!.http)).port),
+    loopback: l.otherPort,
+    allowed: l.allowedPort,
   };
   const ev: Event = await l.w.owner.post(`@agent #escape ${JSON.stringify(targets)}`);
   const [reply] = await l.w.waitReplies(ev, 1, 30_000);
@@ -125,13 +166,28 @@ async function tryEscape(l: Layout, d: DaemonProc): Promise<Attempts> {
 }
 
 const ESCAPES = ["key", "queue", "daemonCmdline", "daemonEnviron", "socket", "outside", "otherCwd"] as const;
+/** What only a network namespace of its own keeps out: the daemon's /status and /metrics, other loopback services. */
+const LOOPBACK_ESCAPES = ["daemonHttp", "loopback"] as const;
 
-function assertContained(l: Layout, { at: r }: Attempts): void {
+/**
+ * Contained; on the network side as the daemon says: a network of its own unless it warned
+ * that slirp4netns could not give one (`agent.sandbox` state host-network), and then the
+ * host's loopback is indeed in reach (the warning is true).
+ */
+function assertContained(l: Layout, { at: r }: Attempts, d: DaemonProc): void {
+  const hostNetwork = d.logs.some((x) => x.evt === "agent.sandbox" && x.state === "host-network");
   for (const name of [...ESCAPES, "unmount", "keyAfterUnmount"])
     assert.match(r[name]!, /^failed: /, `${name}: the sandbox let it through: ${r[name]}`);
+  for (const name of LOOPBACK_ESCAPES)
+    assert.match(
+      r[name]!,
+      hostNetwork ? /^ok: / : /^failed: /,
+      `${name}: ${hostNetwork ? "the daemon warned of the host's network, yet" : "the sandbox let it through:"} ${r[name]}`,
+    );
   assert.match(r.procList!, /^ok: [1-9] processes$/, "/proc lists only the sandbox's own few processes");
   assert.equal(r.sharedRead, "ok: shared cache", "an agent.sandbox_binds path is visible");
   assert.match(r.sharedWrite!, /^failed: EROFS/, "and read-only with mode ro");
+  assert.equal(r.allowed, "ok: hello from the allowed port", "a loopback port the config names for the agent is carried in");
   assert.equal(r.cwd, "ok: written", "the agent writes its own cwd");
   assert.equal(r.home, "ok: written", "the agent writes its own HOME");
   assert.equal(existsSync(join(l.w.dir, "escaped.txt")), false, "nothing was written outside the cwd");
@@ -158,14 +214,23 @@ test("a sandboxed agent cannot read the key, queue.db, the daemon's /proc, anoth
     );
     await d.waitLog((x) => x.evt === "agent.sandbox" && x.state === "bubblewrap");
     const r = await tryEscape(l, d);
-    assertContained(l, r);
-    assert.deepEqual(r.otherIfaces, ["lo"], "the channel with agent.network: off has no network but loopback");
-    assert.ok(
-      r.ifaces.some((i) => i !== "lo"),
-      `agent.network on (the default) keeps the host's interfaces: ${r.ifaces.join(", ")}`,
+    assertContained(l, r, d);
+    assert.equal(
+      d.logs.filter((x) => x.evt === "agent.sandbox" && x.state === "host-network").length,
+      0,
+      "slirp4netns gave every sandbox a network of its own (as root it can here)",
     );
+    assert.deepEqual(r.otherIfaces, ["lo"], "the channel with agent.network: off has no network but loopback");
+    assert.deepEqual(
+      [...r.ifaces].sort(),
+      ["lo", "tap0"],
+      "agent.network on (the default): a network of its own, connected outwards by slirp4netns",
+    );
+    const sandboxLine = d.logs.find((x) => x.evt === "agent.sandbox" && x.state === "bubblewrap")!;
+    assert.equal(sandboxLine.network, "private");
+    assert.deepEqual(sandboxLine.loopback_ports, [l.allowedPort]);
   } finally {
-    await l.w.close();
+    await l.close();
   }
 });
 
@@ -176,12 +241,13 @@ test("with agent.sandbox: off the same agent reads the key, queue.db, the daemon
     mkdirSync(join(l.w.dir, "home"));
     const d = await startDaemon(l, { sandbox: "off", env: { HOME: join(l.w.dir, "home") } });
     const { at: r } = await tryEscape(l, d);
-    for (const name of ESCAPES) assert.match(r[name]!, /^ok: /, `${name}: expected the unsandboxed agent to get through: ${r[name]}`);
+    for (const name of [...ESCAPES, ...LOOPBACK_ESCAPES])
+      assert.match(r[name]!, /^ok: /, `${name}: expected the unsandboxed agent to get through: ${r[name]}`);
     assert.match(r.key!, /ok: nsec1/, "the key file's text");
     assert.match(r.queue!, /ok: SQLite format/, "queue.db's header");
     assert.equal(existsSync(join(l.w.dir, "escaped.txt")), true);
   } finally {
-    await l.w.close();
+    await l.close();
   }
 });
 
@@ -203,9 +269,11 @@ test("the sandbox holds the same when the daemon runs as an unprivileged user (a
       { sandbox: "bubblewrap", sandbox_binds: [{ path: join(l.w.dir, "work", "shared"), mode: "ro" }] },
       { uid: NOBODY },
     );
-    assertContained(l, await tryEscape(l, d));
+    // As an unprivileged user, some kernels (gVisor) refuse slirp4netns the sandbox's network
+    // namespace: the daemon then says so, and the filesystem sandbox holds all the same.
+    assertContained(l, await tryEscape(l, d), d);
   } finally {
-    await l.w.close();
+    await l.close();
   }
 });
 
@@ -278,9 +346,10 @@ test("hiding: a named file alone in its directory hides the directory; one besid
     writeFileSync(join(root, "conf", "bridge.yaml"), "identity: secret\n");
     writeFileSync(join(root, "conf", "team-notes.txt"), "notes for everyone\n");
     writeFileSync(join(root, "keys", "agent.nsec"), "nsec1secret\n", { mode: 0o600 });
+    // network: off, so the launch is plain bubblewrap (a private network needs sandbox-net.ts to start it).
     const sandbox = new AgentSandbox({
       mode: "bubblewrap",
-      network: "on",
+      network: "off",
       binds: [],
       stateDir: join(root, "state"),
       hide: [join(root, "conf", "bridge.yaml"), join(root, "keys", "agent.nsec"), join(root, "state")],

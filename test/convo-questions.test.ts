@@ -128,7 +128,10 @@ test("questions.answered_by: requester: the person who asked answers, the owner'
   });
   const ev = await w.teammate.post("@agent #ask");
   const { card, text } = await questionOf(ev);
-  assert.ok(card.tags.some((t) => t[0] === "p" && t[1] === w.teammate.pk), "the card is the asker's to answer");
+  assert.ok(
+    card.tags.some((t) => t[0] === "p" && t[1] === w.teammate.pk),
+    "the card is the asker's to answer",
+  );
   await answerCard(w.owner, card, { action: "accept", answer: "Red" });
   await d.waitLog((l) => l.evt === "question.answer_ignored" && l.card === card.id && l.author === w.owner.npub);
   await w.teammate.post("2", { replyTo: text });

@@ -138,9 +138,9 @@ test("a restart in the middle of a steer: the steered message was recorded befor
 
 test("a restart mid-steer after the turn had already posted: the steered message is still answered, once; the earlier post stays", async () => {
   const from = d.logs.length;
-  const first = await w.owner.post("@agent #progress #slow 20000 migrate the database", { channel: ch.steer });
-  const [progress] = await w.waitReplies(first, 1, 30_000);
-  assert.match(progress!.content, /progress note/);
+  const first = await w.owner.post("@agent #reply-first #slow 20000 migrate the database", { channel: ch.steer });
+  const [early] = await w.waitReplies(first, 1, 30_000);
+  assert.match(early!.content, /A first answer/);
   const second = await midTurnMessage(w.teammate, first, "#slow 4000 also keep a backup");
   await d.waitLog((l) => d.logs.indexOf(l) >= from && l.evt === "turn.steered" && (l.events as string[]).includes(second.id));
   d.proc.kill("SIGKILL");

@@ -8,6 +8,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
@@ -139,6 +140,20 @@ describe("doctor", { concurrency: 2 }, () => {
     expectLine(r, "sandbox", /^✗ .*agent\.sandbox is bubblewrap but bubblewrap \(bwrap\) is not installed/);
     assert.match(r.out, /to fix: install bubblewrap \(Debian\/Ubuntu: apt-get install bubblewrap\)/);
     assert.match(r.out, /5 checks failed/);
+  });
+
+  test("an MCP server the agent sandbox hides (its command under the state directory): ✗ as the first turn would fail, not ✓", async () => {
+    // A wrapper script where the sandbox shows an empty directory: it starts outside, not inside.
+    const bin = join(w.dir, "state", "bin");
+    mkdirSync(bin, { recursive: true });
+    const script = join(bin, "gate.sh");
+    writeFileSync(script, `#!/bin/sh\nexec ${process.execPath} ${GATE_SERVER}\n`, { mode: 0o755 });
+    const r = await doctor({ mcp: { servers: { visible: gatesServer, hidden: { command: script } } } }, "hidden-server");
+    assert.equal(r.code, 1, r.out);
+    expectLine(r, "mcp visible", /^✓ .*started in the agent sandbox and listed \d+ tools/);
+    expectLine(r, "mcp hidden", /^✗ .*gate\.sh' failed in the agent sandbox \(as a turn would start it\)/);
+    // The tool names are still checked for the servers that did start.
+    expectLine(r, "tool names", /without hidden, which did not start/);
   });
 
   test("an identity that is not a relay member: ✗ auth with the relay's reason and whom to ask; agent.mode not offered: ✗", async () => {

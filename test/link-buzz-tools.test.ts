@@ -85,6 +85,7 @@ describe("buzz tools through the link", () => {
             args: gate().args,
             env: { GATE_STOP_TEXT: "CI is red" },
             prefix: true,
+            stop: "reprompt",
             on_error: "allow",
           },
           {
@@ -93,6 +94,7 @@ describe("buzz tools through the link", () => {
             args: gate().args,
             env: { GATE_STOP_TEXT: "waiting for approval" },
             prefix: true,
+            stop: "reprompt",
             on_error: "allow",
           },
         ],

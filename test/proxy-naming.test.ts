@@ -76,7 +76,7 @@ test("the catalog caps the union at 128 tools, keeping hooks and built-ins, and 
   const logger = silentLogger();
   const mk = (name: string, tools: string[], prefix = true) => {
     const d = new Downstream(
-      { name, command: "none", args: [], env: {}, prefix, on_error: "allow" },
+      { name, command: "none", args: [], env: {}, prefix, stop: "reprompt", on_error: "allow" },
       { logger, listTimeoutMs: 1000, events: { changed: () => {} } },
     );
     d.tools = tools.map((t) => ({ name: t, inputSchema: { type: "object" as const } }));
@@ -112,7 +112,7 @@ test("the catalog returns what the naming rules changed, in the order met: renam
   const logger = silentLogger();
   const mk = (name: string, tools: string[]) => {
     const d = new Downstream(
-      { name, command: "none", args: [], env: {}, prefix: true, on_error: "allow" },
+      { name, command: "none", args: [], env: {}, prefix: true, stop: "reprompt", on_error: "allow" },
       { logger, listTimeoutMs: 1000, events: { changed: () => {} } },
     );
     d.tools = tools.map((t) => ({ name: t, inputSchema: { type: "object" as const } }));

@@ -395,7 +395,9 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
         logger: this.log,
         secretForms: secretForms(this.o.secret),
         authMethod: this.o.authMethod,
-        launcher: launch ? { command: launch.command, args: launch.args } : undefined,
+        launcher: launch
+          ? { command: launch.command, args: launch.args, network: launch.network, hostNetworkArgs: launch.hostNetworkArgs }
+          : undefined,
       });
       this.started++;
       this.procKeys.set(proc, key);

@@ -20,6 +20,7 @@ import { LogThrottle, type LogThrottleOptions } from "../base/log-throttle.js";
 import { AgentStartError, describeCause } from "./errors.js";
 import { scrubSecret } from "./env.js";
 import { eachLine, watchJsonLines } from "./stdio.js";
+import { spawnWithPrivateNetwork, type PrivateNetwork } from "./sandbox-net.js";
 
 /** Receives what the agent sends for one session; implemented by AgentSession. */
 export interface SessionRoute {
@@ -52,8 +53,12 @@ export interface AgentProcessOptions {
   stderrLogLimit?: LogThrottleOptions;
   /** `agent.auth_method`: ACP `authenticate` with this method after `initialize` (codex-acp needs "api-key"). */
   authMethod?: string;
-  /** Runs the agent through this (the sandbox: `bwrap <args> -- command args`); errors still name the agent command. */
-  launcher?: { command: string; args: string[] };
+  /**
+   * Runs the agent through this (the sandbox: `bwrap <args> -- command args`); errors still
+   * name the agent command. With `network`, the sandbox gets its private network first
+   * (sandbox-net.ts).
+   */
+  launcher?: { command: string; args: string[]; network?: PrivateNetwork; hostNetworkArgs?: string[] };
 }
 
 export interface ExitInfo {
@@ -147,13 +152,32 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   /** Spawns the agent and completes `initialize`; rejects with AgentStartError. */
   static async start(opts: AgentProcessOptions): Promise<AgentProcess> {
     const argv = [opts.command, ...(opts.args ?? [])];
-    const child = spawn(opts.launcher?.command ?? opts.command, opts.launcher ? [...opts.launcher.args, ...argv] : argv.slice(1), {
-      cwd: opts.cwd,
-      env: opts.env,
-      stdio: ["pipe", "pipe", "pipe"],
-      // Own process group, so a kill reaches the agent's children (MCP proxy, shells) too.
-      detached: true,
-    });
+    const command = opts.launcher?.command ?? opts.command;
+    const args = opts.launcher ? [...opts.launcher.args, ...argv] : argv.slice(1);
+    // Own process group, so a kill reaches the agent's children (MCP proxy, shells) too.
+    const spawnOpts = { cwd: opts.cwd, env: opts.env, detached: true };
+    const plain = (a: string[]) => spawn(command, a, { ...spawnOpts, stdio: ["pipe", "pipe", "pipe"] });
+    const launcher = opts.launcher;
+    let child: ChildProcess;
+    if (launcher?.network) {
+      const launched = spawnWithPrivateNetwork(command, args, launcher.network, spawnOpts);
+      try {
+        await launched.ready;
+        child = launched.child;
+      } catch (err) {
+        // The whole group: bubblewrap's inner process waits on its --block-fd with a copy of
+        // the FIFO open for writing, so it never sees end-of-file, and --die-with-parent does
+        // not reach it on every kernel (gVisor) once the outer bubblewrap is gone.
+        killGroup(launched.child, "SIGKILL");
+        if (!launcher.hostNetworkArgs) throw new AgentStartError(argv.join(" "), (err as Error).message);
+        // The sandbox still holds; only its network is the host's, loopback included.
+        opts.logger?.warn(
+          { evt: "agent.sandbox", state: "host-network", reason: (err as Error).message },
+          `slirp4netns could not give the agent's sandbox a network of its own (${(err as Error).message}); it runs on the host's network`,
+        );
+        child = plain([...launcher.hostNetworkArgs, ...argv]);
+      }
+    } else child = plain(args);
     const proc = new AgentProcess(child, opts);
     try {
       await proc.handshake();
@@ -371,16 +395,8 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   /** Kills the whole process group (default SIGKILL); `expected` marks the exit as the bridge's doing, not a crash. */
   kill(signal: NodeJS.Signals = "SIGKILL", expected = true): void {
     if (expected) this.expectedExit = true;
-    if (!this.alive || this.child.pid === undefined) return;
-    try {
-      process.kill(-this.child.pid, signal);
-    } catch {
-      try {
-        this.child.kill(signal);
-      } catch {
-        // already gone
-      }
-    }
+    if (!this.alive) return;
+    killGroup(this.child, signal);
   }
 
   /**
@@ -410,5 +426,19 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
     const done = await Promise.race([this.exited.then(() => true as const), timeout]);
     clearTimeout(timer);
     return done;
+  }
+}
+
+/** Signals `child`'s process group (it was spawned detached, as its leader), else the child alone. */
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    try {
+      child.kill(signal);
+    } catch {
+      // already gone
+    }
   }
 }

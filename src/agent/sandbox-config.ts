@@ -10,15 +10,40 @@ import type { Logger } from "../base/log.js";
 import type { LoadedConfig } from "../config/load.js";
 import { CHANNEL_PLACEHOLDER, spareCwd } from "./cwd.js";
 import { AgentSandbox } from "./sandbox-plan.js";
+import { loopbackPortsIn } from "./loopback.js";
 
 export function sandboxFor(loaded: LoadedConfig, logger?: Logger): AgentSandbox {
   const cfg = loaded.config;
   const hide = bridgePaths(loaded).map((p) => p.path);
   const install = realpathSync(dirname(dirname(cliPath())));
   return new AgentSandbox(
-    { mode: cfg.agent.sandbox, network: cfg.agent.network, binds: cfg.agent.sandbox_binds, hide, stateDir: cfg.state_dir, install },
+    {
+      mode: cfg.agent.sandbox,
+      network: cfg.agent.network,
+      binds: cfg.agent.sandbox_binds,
+      hide,
+      stateDir: cfg.state_dir,
+      install,
+      loopbackPorts: configuredLoopbackPorts(loaded),
+    },
     logger,
   );
+}
+
+/**
+ * The host loopback ports the configuration points agents or their MCP servers at (in
+ * `agent.env`, `agent.args`, a server's `env` or `args`): the ones a sandboxed agent may
+ * still reach (loopback.ts). The daemon's own `http.listen` port is never among them.
+ */
+export function configuredLoopbackPorts(loaded: LoadedConfig): number[] {
+  const cfg = loaded.config;
+  const named = [
+    ...Object.values(cfg.agent.env),
+    ...cfg.agent.args,
+    ...Object.values(cfg.mcp.servers).flatMap((s) => [...Object.values(s.env), ...s.args]),
+  ];
+  const own = cfg.http ? Number(/:(\d{1,5})$/.exec(cfg.http.listen)?.[1] ?? 0) : 0;
+  return loopbackPortsIn(named, own ? [own] : []);
 }
 
 /** The paths the configuration names for the bridge itself, which a sandboxed agent must not see. */

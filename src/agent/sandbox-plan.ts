@@ -6,9 +6,15 @@
  *   auto        bubblewrap when it works here; else one warning and agents run unsandboxed
  *   bubblewrap  bubblewrap or nothing: start-up fails naming what to install or enable
  *   off         no sandbox
+ *
+ * With `agent.network: on` a sandbox gets a network of its own through slirp4netns
+ * (sandbox-net.ts: outbound only, the host's loopback out of reach but for the ports the
+ * configuration names, loopback.ts); where slirp4netns is missing or cannot connect a
+ * sandbox, the sandbox runs on the host's network with a warning.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { cliPath } from "../base/cli-path.js";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
 import { channelSlug } from "./cwd.js";
@@ -26,7 +32,10 @@ import {
   type NetworkMode,
   type SandboxBind,
   type SandboxMode,
+  type SandboxNetwork,
 } from "./sandbox.js";
+import { LoopbackRelay } from "./loopback.js";
+import { probeSlirp4netns, SLIRP_DNS, SLIRP4NETNS_ADVICE, type PrivateNetwork, type Slirp4netnsProbe } from "./sandbox-net.js";
 
 /** bubblewrap is required (`agent.sandbox: bubblewrap`) but cannot run here. */
 export class SandboxError extends Error {
@@ -56,6 +65,10 @@ export interface SandboxPolicy {
    * Paths hidden beneath it stay hidden (deeper mounts come later).
    */
   install?: string;
+  /** The slirp4netns executable; default `slirp4netns` on PATH. */
+  slirp4netns?: string;
+  /** Host loopback ports sandboxed processes may still reach (loopback.ts); never the daemon's own HTTP port. */
+  loopbackPorts?: number[];
 }
 
 /** How one process is launched: prefix the agent command with `command args`, lay `env` over its environment. */
@@ -64,22 +77,58 @@ export interface SandboxLaunch {
   args: string[];
   env: Record<string, string>;
   home: string;
+  /** Set when the sandbox gets a private network: spawn it with sandbox-net.ts's spawnWithPrivateNetwork. */
+  network?: PrivateNetwork;
+  /**
+   * With `network`: the same sandbox on the host's network, for when slirp4netns cannot
+   * connect this one (the spawn logs a warning and uses these args instead).
+   */
+  hostNetworkArgs?: string[];
 }
 
 export class AgentSandbox {
   private probed: BubblewrapProbe | undefined;
+  private slirpProbed: Slirp4netnsProbe | undefined;
   private warned = false;
+  private netWarned = false;
+  private relay?: LoopbackRelay;
+  private readonly sockets = new Map<number, string>();
 
   constructor(
     readonly policy: SandboxPolicy,
     private readonly log: Logger = silentLogger(),
     private readonly probeFn: () => BubblewrapProbe = () => probeBubblewrap(policy.bwrap),
+    private readonly slirpProbeFn: () => Slirp4netnsProbe = () => probeSlirp4netns(policy.slirp4netns),
   ) {}
 
   /** bubblewrap's probe, run once. */
   get probe(): BubblewrapProbe {
     this.probed ??= this.probeFn();
     return this.probed;
+  }
+
+  /** slirp4netns's probe, run once. */
+  get slirp(): Slirp4netnsProbe {
+    this.slirpProbed ??= this.slirpProbeFn();
+    return this.slirpProbed;
+  }
+
+  /**
+   * Starts the daemon's end of the loopback ports sandboxes may reach (loopback.ts); call once
+   * before the first launch. Without ports, nothing.
+   */
+  async start(): Promise<void> {
+    const ports = this.policy.loopbackPorts ?? [];
+    if (ports.length === 0 || this.relay) return;
+    // Per process: a doctor run beside the daemon must not take over the daemon's sockets.
+    this.relay = new LoopbackRelay(join(this.policy.stateDir, "sandbox", `loopback-${process.pid}`));
+    for (const port of ports) this.sockets.set(port, await this.relay.socketFor(port));
+  }
+
+  close(): void {
+    this.relay?.close();
+    this.relay = undefined;
+    this.sockets.clear();
   }
 
   /**
@@ -105,11 +154,29 @@ export class AgentSandbox {
       return false;
     }
     const on = this.policy.mode !== "off";
+    const wantsNet = this.policy.network === "on" || channels.some((c) => c.network === "on");
+    const network = this.policy.network === "off" ? "none" : this.slirp.ok ? "private" : "host";
     this.log.info(
-      { evt: "agent.sandbox", state: on ? "bubblewrap" : "off", version: probe.version, network: this.policy.network },
+      {
+        evt: "agent.sandbox",
+        state: on ? "bubblewrap" : "off",
+        version: probe.version,
+        network,
+        ...(network === "private" ? { loopback_ports: this.policy.loopbackPorts ?? [] } : {}),
+      },
       on ? "agents run in a bubblewrap sandbox" : "agents run without a sandbox except in channels that ask for one",
     );
+    if (wantsNet && !this.slirp.ok) this.warnHostNetwork(this.slirp.reason);
     return on;
+  }
+
+  private warnHostNetwork(reason: string): void {
+    if (this.netWarned) return;
+    this.netWarned = true;
+    this.log.warn(
+      { evt: "agent.sandbox", state: "host-network", reason, advice: SLIRP4NETNS_ADVICE },
+      `${reason}: sandboxed agents with agent.network: on share the host's network and can reach services on its loopback (the daemon's /status and /metrics among them)`,
+    );
   }
 
   private warnUnavailable(reason: string): void {
@@ -122,24 +189,29 @@ export class AgentSandbox {
   }
 
   /** The effective settings for a channel: its overrides only count when stricter. */
-  effective(ch: ChannelIsolation = {}): { sandboxed: boolean; network: boolean } {
+  effective(ch: ChannelIsolation = {}): { sandboxed: boolean; network: SandboxNetwork } {
     const mode = ch.sandbox && SANDBOX_STRICTNESS[ch.sandbox] > SANDBOX_STRICTNESS[this.policy.mode] ? ch.sandbox : this.policy.mode;
     const network =
       ch.network && NETWORK_STRICTNESS[ch.network] > NETWORK_STRICTNESS[this.policy.network] ? ch.network : this.policy.network;
-    if (mode === "off") return { sandboxed: false, network: true };
+    if (mode === "off") return { sandboxed: false, network: "host" };
     const probe = this.probe;
     if (!probe.ok) {
       if (mode === "bubblewrap") throw new SandboxError(`agent.sandbox is bubblewrap but ${probe.reason}: ${BUBBLEWRAP_ADVICE}`);
       this.warnUnavailable(probe.reason);
-      return { sandboxed: false, network: true };
+      return { sandboxed: false, network: "host" };
     }
-    return { sandboxed: true, network: network === "on" };
+    if (network === "off") return { sandboxed: true, network: "none" };
+    if (this.slirp.ok) return { sandboxed: true, network: "private" };
+    // A network of its own is a layer on top of the sandbox, not the sandbox: without
+    // slirp4netns the agent is still sandboxed, on the host's network (warned once).
+    this.warnHostNetwork(this.slirp.reason);
+    return { sandboxed: true, network: "host" };
   }
 
   /** Processes with the same key are interchangeable: the warm spare serves any acquire with its key. */
   key(channelName: string, cwd: string, ch: ChannelIsolation = {}): string {
     const e = this.effective(ch);
-    return e.sandboxed ? `bubblewrap:${e.network ? "net" : "nonet"}:${cwd}:${channelSlug(channelName)}` : "plain";
+    return e.sandboxed ? `bubblewrap:${e.network}:${cwd}:${channelSlug(channelName)}` : "plain";
   }
 
   /** The launch of one process for a channel; undefined when it runs unsandboxed. */
@@ -174,17 +246,42 @@ export class AgentSandbox {
         `the agent command ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`,
       );
     }
+    const privateNet = e.network === "private" && this.slirp.ok ? this.slirp : undefined;
+    const forwards = privateNet ? [...this.sockets] : [];
+    const spec = { cwd: o.cwd, home, linkDir: o.linkDir, hide, placeholder, binds };
     const args = bubblewrapArgs({
-      cwd: o.cwd,
-      home,
-      linkDir: o.linkDir,
-      hide,
-      placeholder,
-      binds,
+      ...spec,
       network: e.network,
+      resolvConf: privateNet ? this.resolvConf() : undefined,
+      loopbackDir: forwards.length ? this.relay?.dir : undefined,
     });
+    // The host loopback ports it may reach are carried in by the sandbox's first process (loopback.ts).
+    const init = forwards.length
+      ? [process.execPath, cliPath(), "sandbox-exec", ...forwards.flatMap(([port, sock]) => ["--forward", `${port}=${sock}`]), "--"]
+      : [];
     // A TMPDIR of the host would be read-only in here; the private /tmp is the agent's.
     const env: Record<string, string> = { HOME: home, ...(o.env.TMPDIR !== undefined ? { TMPDIR: "/tmp" } : {}) };
-    return { command: this.policy.bwrap ?? "bwrap", args, env, home };
+    return {
+      command: this.policy.bwrap ?? "bwrap",
+      args: [...args, ...init],
+      env,
+      home,
+      ...(privateNet
+        ? {
+            network: { slirp4netns: privateNet.path, seccomp: privateNet.seccomp },
+            hostNetworkArgs: bubblewrapArgs({ ...spec, network: "host" }),
+          }
+        : {}),
+    };
+  }
+
+  /** The resolv.conf a private network's sandbox sees: slirp4netns's DNS forwarder. */
+  private resolvConf(): string {
+    const file = join(this.policy.stateDir, "sandbox", "resolv.conf");
+    mkdirSync(join(this.policy.stateDir, "sandbox"), { recursive: true, mode: 0o700 });
+    writeFileSync(file, `# written by buzz-bridge for sandboxed agents: slirp4netns answers DNS here\nnameserver ${SLIRP_DNS}\n`, {
+      mode: 0o644,
+    });
+    return file;
   }
 }

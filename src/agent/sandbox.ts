@@ -12,7 +12,11 @@
  *     directory, the directory holding the channels' working directories — and the
  *     directories holding them when they hold nothing else. A hidden file beside other
  *     files is covered by an unreadable placeholder;
- *   - no network when `agent.network: off` (an empty network namespace).
+ *   - a network namespace of its own: with `agent.network: off` an empty one (loopback
+ *     only); with `on`, one that slirp4netns connects outwards with the host's loopback
+ *     out of reach (sandbox-net.ts), the resolver being slirp4netns's (a generated
+ *     /etc/resolv.conf); only where slirp4netns is missing (and `agent.sandbox: auto`)
+ *     the host's network, loopback included.
  *
  * Every bubblewrap argument is built here, in one place; the pool only prefixes the
  * agent command with them.
@@ -20,6 +24,7 @@
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join, sep } from "node:path";
+import { BLOCK_FD, INFO_FD } from "./sandbox-net.js";
 
 export type SandboxMode = "auto" | "bubblewrap" | "off";
 export type NetworkMode = "on" | "off";
@@ -86,8 +91,15 @@ export interface SandboxSpec {
   /** Unreadable file laid over hidden files that share a directory with others. */
   placeholder: string;
   binds: SandboxBind[];
-  network: boolean;
+  /** none: loopback only; private: a namespace slirp4netns connects outwards; host: the host's network. */
+  network: SandboxNetwork;
+  /** With `private`: the resolv.conf naming slirp4netns's DNS, laid over /etc/resolv.conf. */
+  resolvConf?: string;
+  /** With `private`: the directory of the daemon's loopback relay sockets (loopback.ts), read-only. */
+  loopbackDir?: string;
 }
+
+export type SandboxNetwork = "none" | "private" | "host";
 
 const depth = (p: string) => (p === sep ? 0 : p.split(sep).length - 1);
 const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith(sep) ? dir : dir + sep);
@@ -157,17 +169,24 @@ export function bubblewrapArgs(spec: SandboxSpec): string[] {
   bind(spec.home, true);
   bind(spec.cwd, true);
   if (spec.linkDir) bind(spec.linkDir, false);
+  if (spec.network === "private" && spec.loopbackDir) bind(spec.loopbackDir, false);
   // Parents before children; at one path, a bind (listed later) wins over a hide.
   const ordered = mounts
     .map((m, i) => ({ m, i }))
     .sort((a, b) => depth(a.m.at) - depth(b.m.at) || a.i - b.i)
     .map((x) => x.m);
+  const own = spec.network !== "host";
+  const resolv = spec.network === "private" && spec.resolvConf ? ["--ro-bind", spec.resolvConf, "/etc/resolv.conf"] : [];
+  // sandbox-net.ts reads the sandbox's pid on INFO_FD and lets it run by writing to BLOCK_FD.
+  const handshake = spec.network === "private" ? ["--info-fd", String(INFO_FD), "--block-fd", String(BLOCK_FD)] : [];
   return [
     ...NAMESPACE_ARGS,
-    ...(spec.network ? [] : ["--unshare-net"]),
+    ...(own ? ["--unshare-net"] : []),
     ...BASE_MOUNTS,
     ...ordered.flatMap((m) => m.args),
     ...ordered.filter((m) => m.readOnlyAfter).flatMap((m) => ["--remount-ro", m.at]),
+    ...resolv,
+    ...handshake,
     "--chdir",
     spec.cwd,
     "--",

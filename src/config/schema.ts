@@ -173,7 +173,9 @@ const agent = z.strictObject({
     .array(sandboxBind)
     .default([])
     .describe("extra host paths a sandboxed agent sees (a package cache, a git config, a toolchain under /opt)"),
-  network: NetworkModeSchema.default("on").describe("on (default); off: a sandboxed agent gets no network at all"),
+  network: NetworkModeSchema.default("on").describe(
+    "on (default): a sandboxed agent's own network, outbound only, the host's loopback out of reach but for the loopback ports this config names for agents and their servers; off: no network at all",
+  ),
 });
 
 /** A channel's agent overrides: only towards stricter (see crossCheck). */
@@ -189,10 +191,20 @@ const mcpServer = z.strictObject({
   cwd: z.string().optional().describe("the server's working directory, relative to the config file's directory; default the agent's cwd"),
   prefix: z.boolean().default(true).describe("false keeps tool names as they are (the dev shell stays `shell`)"),
   stop: z.enum(["reprompt", "wait"]).default("reprompt").describe("how the bridge treats this server's _Stop objections"),
-  on_error: z.enum(["allow", "object"]).default("allow").describe("a hook that errors or times out counts as this"),
+  on_error: z
+    .enum(["allow", "object"])
+    .optional()
+    .describe(
+      "a hook that errors or times out, or a stop: wait server that is not running when _Stop is due, counts as this; default object for a stop: wait server (a human approval fails closed), allow otherwise",
+    ),
   timeout: optionalDuration("timeout"),
 });
-export type McpServerConfig = z.output<typeof mcpServer>;
+/** A server's `on_error` when the config leaves it out: a `stop: wait` gate (a human approval) fails closed. */
+export function defaultOnError(stop: "reprompt" | "wait"): "allow" | "object" {
+  return stop === "wait" ? "object" : "allow";
+}
+const mcpServerResolved = mcpServer.transform((s) => ({ ...s, on_error: s.on_error ?? defaultOnError(s.stop) }));
+export type McpServerConfig = z.output<typeof mcpServerResolved>;
 
 const mcp = z.strictObject({
   servers: z
@@ -201,7 +213,7 @@ const mcp = z.strictObject({
         message:
           "server names use letters, digits and - only ('_' separates a server's name from its tools' names in the proxy, and '__' is the agent's own separator)",
       }),
-      mcpServer,
+      mcpServerResolved,
     )
     .default({}),
   hook_deadline: duration("hook_deadline", "2s"),

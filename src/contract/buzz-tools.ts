@@ -61,6 +61,10 @@ const sendMessageBase = {
   content: z.string().min(1, { message: "content is required" }).describe("message text (markdown)"),
   reply_to: hex64.optional().describe("event id to reply to (same channel)"),
   mentions: z.array(pubkeyArg).max(MENTION_CAP).optional().describe(`pubkeys (hex or npub) to mention, at most ${MENTION_CAP}`),
+  progress: z
+    .boolean()
+    .optional()
+    .describe("true: a progress note while you keep working (e.g. 'Looking into it…'); it is not your answer, which you still send"),
 };
 
 /** What the daemon accepts for each tool, and (as JSON Schema) what the agent is shown. */
@@ -112,7 +116,7 @@ export type BuzzToolArgs = { [K in BuzzToolName]: z.output<(typeof BUZZ_LINK_ARG
 
 const DESCRIPTIONS: Record<BuzzToolName, string> = {
   send_message:
-    "Post a message to this session's Buzz channel. By default it replies in the thread you were mentioned in; reply_to (an event id) picks another message of this channel to reply to. mentions: pubkeys to notify. attachments: files from your working directory to attach (screenshots, logs, patches).",
+    "Post a message to this session's Buzz channel. By default it replies in the thread you were mentioned in; reply_to (an event id) picks another message of this channel to reply to. mentions: pubkeys to notify. attachments: files from your working directory to attach (screenshots, logs, patches). A message without progress is your answer to the mention. To say how far you are while you keep working, set progress: true: such a note is not taken as your answer, so if your work is interrupted the mention is taken up again and you still owe the answer.",
   add_reaction: "React to a message of this channel with an emoji.",
   get_messages: "Recent messages of this channel, newest first.",
   get_thread: "A message of this channel and its thread replies.",

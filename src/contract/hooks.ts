@@ -11,6 +11,8 @@ export interface HookServerResult {
   verdict: Verdict;
   timed_out: boolean;
   error?: string;
+  /** A `stop: wait` server that was not running when the hook was due (it failed to start, crashed, is restarting). */
+  down?: boolean;
   /** This server's answer as given (trimmed), or the on_error objection text. */
   text: string;
 }

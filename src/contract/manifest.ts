@@ -15,7 +15,12 @@ export interface ManifestServer {
   cwd?: string;
   /** false keeps tool names unchanged (the dev shell stays `shell`). */
   prefix: boolean;
-  /** A hook that errors or times out counts as this verdict. */
+  /**
+   * `wait`: a gate a person counts on (a human approval). When `_Stop` is due and it is not
+   * running, the fan-out reports it as down with its `on_error` verdict instead of leaving it out.
+   */
+  stop: "reprompt" | "wait";
+  /** A hook that errors or times out, or a `stop: wait` server that is not running, counts as this verdict. */
   on_error: "allow" | "object";
   /** Per-call timeout in ms; absent = none (shell commands may run long). */
   timeout?: number;
@@ -42,6 +47,7 @@ export const manifestWire = z.object({
       env: z.record(z.string(), z.string()),
       cwd: z.string().optional(),
       prefix: z.boolean(),
+      stop: z.enum(["reprompt", "wait"]).default("reprompt"),
       on_error: z.enum(["allow", "object"]),
       timeout: z.number().int().positive().optional(),
     }),
@@ -67,6 +73,7 @@ export function manifestFromConfig(
         env: s.env,
         cwd: s.cwd,
         prefix: s.prefix,
+        stop: s.stop,
         on_error: s.on_error,
         timeout: s.timeout,
       })),

@@ -51,6 +51,8 @@ interface Directives {
   /** Ask a form question (elicitation) and report the answer. */
   ask: boolean;
   progress: boolean;
+  /** Answer once before anything else (a send_message that is not a progress note). */
+  replyFirst: boolean;
   /** Report the session: id, prompts so far, its first prompt, model, effort, title. */
   session: boolean;
   /** End the turn with stop reason max_tokens (after replying). */
@@ -162,6 +164,7 @@ function parseDirectives(text: string): Directives {
     history: has("history"),
     ask: has("ask"),
     progress: has("progress"),
+    replyFirst: has("reply-first"),
     session: has("session"),
     maxTokens: has("max-tokens"),
     maxTurnRequests: has("max-turn-requests"),

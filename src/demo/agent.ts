@@ -29,7 +29,10 @@
  *                         size, sha256 prefix, a text file's first line) and each line of
  *                         the prompt's attachment listings (what was given, what refused)
  *   #compact              emit compaction_update (in_progress, then completed)
- *   #progress             post a progress note with send_message first (before #slow)
+ *   #progress             post a progress note first (send_message with progress: true,
+ *                         before #slow)
+ *   #reply-first          post an answer first (send_message without progress, before
+ *                         #slow), then carry on as asked
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #busy <ms>            spend that long in two tool calls (updates only: "Running npm
  *                         test with API_KEY=…", then "Reading build.log"), then answer
@@ -341,7 +344,8 @@ export async function runDemoAgent(
       }
     };
 
-    if (d.progress) await callTool("send_message", { content: "Working on it (a progress note)." });
+    if (d.progress) await callTool("send_message", { content: "Working on it (a progress note).", progress: true });
+    if (d.replyFirst) await callTool("send_message", { content: `A first answer, before the rest. ${summary(parsed)}` });
     if (d.busyMs !== undefined) {
       // Two tool calls the bridge's "still working" note names (the first carries a secret it must redact).
       const steps = ["Running npm test with API_KEY=sk-demo-0123456789abcdefghij", "Reading build.log"];

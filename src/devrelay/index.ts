@@ -71,6 +71,10 @@ export interface DevRelay {
   dropAll(): void;
   /** Stops and starts listening again on the same port, keeping all state. */
   restart(): Promise<void>;
+  /** Stops listening (a relay outage: every connection cut, nothing answers), keeping all state until `resume`. */
+  suspend(): Promise<void>;
+  /** Listens again on the same port after `suspend`. */
+  resume(): Promise<void>;
   addMember(channelId: string, pubkey: string, role?: string): Promise<void>;
   removeMember(channelId: string, pubkey: string): Promise<void>;
   /** Lets `pubkey` authenticate without being in any channel. */
@@ -137,6 +141,10 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
     async restart() {
       await stopListening();
       await listen(relay.port);
+    },
+    suspend: () => stopListening(),
+    async resume() {
+      if (!server) await listen(relay.port);
     },
     addMember: async (ch, pk, role) => admin.addMember(ch, pk, role),
     removeMember: async (ch, pk) => admin.removeMember(ch, pk),

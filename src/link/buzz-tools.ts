@@ -2,15 +2,24 @@
  * The built-in buzz tools, daemon side: sign and publish through the daemon's relay
  * connection, strictly inside the session's channel. Anything that points outside it
  * (a reply_to, a reaction target, a thread) is refused with a message saying so.
+ *
+ * A relay outage is waited out, not reported: a read or a publish that fails because the
+ * relay cannot be reached is tried again (the same signed event, which the relay takes
+ * once) until it goes through or the turn that asked is over (`turnOver`). An agent told
+ * "fetch failed" three seconds into an outage would give up and post its error instead of
+ * its answer.
  */
 import type { Event, EventTemplate, Filter } from "nostr-tools";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
-import { channelOf, messageParts, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
+import { channelOf, messageParts, PROGRESS_TAG, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { imetaTag } from "../nostr/imeta.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import type { BuzzToolHandlers } from "./server.js";
 import type { BuzzToolArgs } from "../contract/buzz-tools.js";
 import { tagValue, tagValues } from "../base/tags.js";
+import { Backoff, sleep } from "../base/backoff.js";
+import type { Logger } from "../base/log.js";
+import { isRelayOutage } from "../relay/errors.js";
 
 /** The little the buzz tools need of a relay client; the daemon plugs in the real one. */
 export interface RelayPort {
@@ -45,9 +54,20 @@ export interface BuzzToolsOptions {
   forum?(): boolean;
   /** The largest file a reply may attach (`attachments.max_bytes`). */
   maxAttachmentBytes?(): number;
+  /**
+   * Aborted when the turn running now is over (ended, cancelled, past max_turn): how long
+   * a tool call may wait out a relay outage. Undefined (no turn): an outage fails the call.
+   */
+  turnOver?(): AbortSignal | undefined;
+  logger?: Logger;
 }
 
+/** Pauses between tries while the relay is away: 1 s growing to 5 s (the client reconnects on its own pacing). */
+const OUTAGE_RETRY = { baseMs: 1000, capMs: 5000 };
+
 const OK_STATUSES = new Set(["accepted", "duplicate"]);
+/** Publish outcomes that mean the relay was not there to answer. */
+const OUTAGE_STATUSES = new Set(["disconnected", "timeout"]);
 
 function summary(ev: Event) {
   const root = threadRootOf(ev);
@@ -61,7 +81,58 @@ function summary(ev: Event) {
 }
 
 export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
-  const { channel, relay } = opts;
+  const { channel } = opts;
+
+  /** Runs `op` until it stops failing for an outage (`outage`), or the turn is over. */
+  const throughOutage = async <T>(
+    what: string,
+    op: () => Promise<T>,
+    outage: (r: { ok: T } | { err: unknown }) => string | undefined,
+  ): Promise<T> => {
+    const over = opts.turnOver?.();
+    const backoff = new Backoff(OUTAGE_RETRY);
+    const started = Date.now();
+    let waiting = false;
+    for (;;) {
+      const r = await op().then(
+        (ok) => ({ ok }),
+        (err: unknown) => ({ err }),
+      );
+      const reason = outage(r);
+      if (!reason || !over || over.aborted) {
+        if (waiting)
+          opts.logger?.info(
+            { evt: "link.relay_back", tool: what, waited_ms: Date.now() - started, ok: !reason },
+            reason ? "gave up waiting for the relay: the turn is over" : "the relay answered again",
+          );
+        if ("err" in r)
+          throw reason && waiting ? new BuzzToolError(`${what}: the relay was unreachable until the turn ended (${reason})`) : r.err;
+        return r.ok;
+      }
+      if (!waiting)
+        opts.logger?.warn(
+          { evt: "link.relay_wait", tool: what, reason },
+          "the relay cannot be reached; the tool call waits for it (bounded by the turn)",
+        );
+      waiting = true;
+      await sleep(backoff.next(), over);
+    }
+  };
+
+  const relay: Pick<RelayPort, "query"> & { publish(ev: Event): Promise<{ status: string; reason?: string }> } = {
+    query: (filters) =>
+      throughOutage(
+        "read",
+        () => opts.relay.query(filters),
+        (r) => ("err" in r && isRelayOutage(r.err) ? (r.err as Error).message : undefined),
+      ),
+    publish: (ev) =>
+      throughOutage(
+        "publish",
+        () => opts.relay.publish(ev),
+        (r) => ("ok" in r && OUTAGE_STATUSES.has(r.ok.status) ? `${r.ok.status}${r.ok.reason ? `: ${r.ok.reason}` : ""}` : undefined),
+      ),
+  };
 
   /** Fetches an event and proves it belongs to this channel. */
   const inChannel = async (id: string, what: string): Promise<Event> => {
@@ -75,7 +146,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
   /** Uploads a reply's files before anything is published: a file the relay refuses fails the call, not half a reply. */
   const uploadFiles = async (files: NonNullable<BuzzToolArgs["send_message"]["files"]>) => {
     if (!files.length) return [];
-    const upload = relay.upload;
+    const upload = opts.relay.upload;
     if (!upload) throw new BuzzToolError("this bridge cannot attach files (no media endpoint)");
     const max = opts.maxAttachmentBytes?.() ?? Number.POSITIVE_INFINITY;
     const out = [];
@@ -83,7 +154,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
       const bytes = Buffer.from(f.data, "base64");
       if (bytes.length > max)
         throw new BuzzToolError(`attachment ${f.name} is ${bytes.length} bytes, more than the ${max} allowed (attachments.max_bytes)`);
-      const stored = await upload.call(relay, bytes, f.mime).catch((err: unknown) => {
+      const stored = await upload.call(opts.relay, bytes, f.mime).catch((err: unknown) => {
         throw new BuzzToolError(`attachment ${f.name} could not be uploaded: ${(err as Error).message}`);
       });
       out.push({ ...stored, mime: stored.type, name: f.name, alt: f.alt });
@@ -100,7 +171,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     const ids: string[] = [];
     try {
       for (const [i, template] of list.entries()) {
-        const ev = relay.sign(template);
+        const ev = opts.relay.sign(template);
         await turn?.publishing?.(ev);
         const out = await relay.publish(ev);
         const part = list.length > 1 ? ` (part ${i + 1} of ${list.length}; ${i} published before it)` : "";
@@ -123,7 +194,9 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
       const files = await uploadFiles(a.files ?? []);
       // NIP-92: the files' urls are in the text too, for clients that do not read imeta.
       const content = files.length ? `${a.content}\n\n${files.map((f) => f.url).join("\n")}` : a.content;
-      const parts = messageParts(channel, content, { thread, mentions: a.mentions, forumPost: opts.forum?.() });
+      // A progress note is marked on the wire: the turn and a later restart tell it from the answer by that mark.
+      const extraTags = a.progress ? [[...PROGRESS_TAG]] : undefined;
+      const parts = messageParts(channel, content, { thread, mentions: a.mentions, extraTags, forumPost: opts.forum?.() });
       parts[parts.length - 1]!.tags.push(...files.map((f) => imetaTag(f)));
       const sent = await publish(parts, "message");
       return files.length

@@ -62,20 +62,30 @@ export function reactionTarget(ev: Pick<Event, "tags">): string | undefined {
   return ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
 }
 
-/**
- * The `buzz` tag the bridge puts on messages of its own that answer nobody: a question to
- * people (waiting for their answer) and a "still working" note. A restarted turn does not
- * take them for its reply.
- */
-export const NOT_AN_ANSWER = { question: ["buzz", "question"], progress: ["buzz", "progress"] } as const;
-
-/** False for the bridge's own messages that are not an answer (NOT_AN_ANSWER). */
-export function isAnswer(ev: Pick<Event, "tags">): boolean {
-  return !ev.tags.some((t) => t[0] === "buzz" && (t[1] === "question" || t[1] === "progress"));
-}
-
 export function channelOf(ev: Pick<Event, "tags">): string | undefined {
   return tagValue(ev, "h");
+}
+
+/**
+ * The mark of a progress note: a message the agent (or the bridge, while a turn waits) posts
+ * while the turn goes on. It is not the answer to the mention (docs/protocol.md §4): a turn
+ * that stopped after one still owes its answer, and runs again.
+ */
+export const PROGRESS_TAG = ["buzz", "progress"] as const;
+
+export function isProgressNote(ev: Pick<Event, "tags">): boolean {
+  return ev.tags.some((t) => t[0] === PROGRESS_TAG[0] && t[1] === PROGRESS_TAG[1]);
+}
+
+/**
+ * The mark of the plain message of a question the agent asks people (docs/conversations.md):
+ * it waits for their answer; like a progress note, it is not the turn's answer.
+ */
+export const QUESTION_TAG = ["buzz", "question"] as const;
+
+/** False for the bridge's messages that answer nobody: progress notes and questions. */
+export function isAnswer(ev: Pick<Event, "tags">): boolean {
+  return !isProgressNote(ev) && !ev.tags.some((t) => t[0] === QUESTION_TAG[0] && t[1] === QUESTION_TAG[1]);
 }
 
 /**

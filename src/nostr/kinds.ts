@@ -34,6 +34,8 @@ export const KIND = {
   groupMetadata: 39000,
   groupAdmins: 39001,
   groupMembers: 39002,
+  /** NIP-78 application data (addressable): the daemon's instance beacon (buzz/instance.ts). */
+  appData: 30078,
 } as const;
 
 /** Kinds only delivered to a REQ whose `#p` is exactly the authenticated key. */

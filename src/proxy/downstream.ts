@@ -22,7 +22,7 @@ import {
 import { z } from "zod";
 import type { Logger } from "../base/log.js";
 import { downstreamEnv } from "./env.js";
-import { FastStdioClientTransport } from "./line-transport.js";
+import { FastStdioClientTransport, type ChildSpec } from "./line-transport.js";
 import type { ManifestServer } from "./manifest.js";
 import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
 import { RawCalls } from "./pass-through.js";
@@ -80,7 +80,13 @@ export class Downstream {
 
   constructor(
     readonly cfg: ManifestServer,
-    private readonly opts: { logger: Logger; listTimeoutMs: number; events: DownstreamEvents },
+    private readonly opts: {
+      logger: Logger;
+      listTimeoutMs: number;
+      events: DownstreamEvents;
+      /** Runs the server through a launcher (doctor: inside the agent sandbox a turn's proxy runs in). */
+      wrap?: (spec: ChildSpec) => ChildSpec;
+    },
   ) {
     this.firstAttempt = new Promise((r) => (this.resolveFirst = r));
   }
@@ -109,12 +115,8 @@ export class Downstream {
     const gen = ++this.generation;
     this.state = "starting";
     const log = this.opts.logger;
-    const transport = new FastStdioClientTransport({
-      command: this.cfg.command,
-      args: this.cfg.args,
-      env: downstreamEnv(this.cfg.env),
-      cwd: this.cfg.cwd,
-    });
+    const spec: ChildSpec = { command: this.cfg.command, args: this.cfg.args, env: downstreamEnv(this.cfg.env), cwd: this.cfg.cwd };
+    const transport = new FastStdioClientTransport(this.opts.wrap ? this.opts.wrap(spec) : spec);
     const client = new Client({ name: "buzz-bridge-proxy", version: PROXY_VERSION }, { capabilities: {} });
     // A server printing garbage on stdout would otherwise flood the log: first few, then every 100th.
     let errors = 0;

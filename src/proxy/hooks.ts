@@ -61,7 +61,10 @@ export function mergeHookTexts(parts: { name: string; text: string }[], maxBytes
 
 /**
  * Calls `hook` once on each target, all at once, and waits at most `deadlineMs`.
- * Never throws: every failure is a per-server result.
+ * Never throws: every failure is a per-server result. A target that is not running when
+ * the hook is due (or has not come up by the deadline) is `down` and counts as its
+ * `on_error`: the proxy adds a `stop: wait` gate that failed to start to the targets (see
+ * AggregatingProxy.hookTargets), so a human approval that is down never approves.
  */
 export async function runHookFanout(
   hook: string,
@@ -76,16 +79,19 @@ export async function runHookFanout(
 
   const one = async (ds: Downstream): Promise<HookServerResult> => {
     const t0 = Date.now();
-    const onError = (error: string, timedOut: boolean): HookServerResult => {
+    const onError = (error: string, timedOut: boolean, down = false): HookServerResult => {
       const verdict = ds.cfg.on_error;
       const text = verdict === "object" ? `${hook} could not be checked (${error}); this server is set to object on errors` : "";
-      return { name: ds.name, ms: Date.now() - t0, verdict, timed_out: timedOut, error, text };
+      return { name: ds.name, ms: Date.now() - t0, verdict, timed_out: timedOut, error, text, ...(down ? { down } : {}) };
     };
+    const notRunning = () => onError(`not running${ds.lastError ? `: ${ds.lastError.slice(0, 300)}` : ""}`, false, true);
+    if (ds.state === "down" || ds.state === "stopped") return notRunning();
     const abort = new AbortController();
-    const attempt = (async () => {
+    const attempt = (async (): Promise<CallToolResult> => {
       if (ds.state === "starting") await ds.whenReady();
-      const r = await ds.call(hook, opts.args ?? {}, { signal: abort.signal });
-      return r;
+      // Up now, but without this hook: a server that is not a gate has nothing to object to.
+      if (!ds.tools.some((t) => t.name === hook)) return { content: [] };
+      return ds.call(hook, opts.args ?? {}, { signal: abort.signal });
     })();
     const outcome = await Promise.race([
       attempt.then(
@@ -97,6 +103,8 @@ export async function runHookFanout(
     if (outcome === "timeout") {
       // The late answer is discarded; cancelling tells the slow server to stop working on it.
       abort.abort();
+      // Still starting (or restarting): not running when the hook was due, not a missed deadline.
+      if (ds.state !== "ready") return notRunning();
       ds.hookMisses++;
       if (ds.hookMisses >= HOOK_MISSES_BEFORE_RESTART) {
         ds.hookMisses = 0;
@@ -120,7 +128,14 @@ export async function runHookFanout(
     hook,
     ms: result.ms,
     verdict: result.verdict,
-    servers: servers.map(({ name, ms, verdict, timed_out, error }) => ({ name, ms, verdict, timed_out, ...(error ? { error } : {}) })),
+    servers: servers.map(({ name, ms, verdict, timed_out, error, down }) => ({
+      name,
+      ms,
+      verdict,
+      timed_out,
+      ...(error ? { error } : {}),
+      ...(down ? { down } : {}),
+    })),
   });
   return result;
 }

@@ -8,6 +8,7 @@
  * (quadratic for multi-megabyte results); both showed up as the proxy's main costs.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { spawnWithPrivateNetwork, type PrivateNetwork } from "../agent/sandbox-net.js";
 import type { Readable, Writable } from "node:stream";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -164,6 +165,8 @@ export interface ChildSpec {
   args: string[];
   env: Record<string, string>;
   cwd?: string;
+  /** An agent sandbox's private network to set up before the child runs (doctor starts servers that way). */
+  network?: PrivateNetwork;
 }
 
 /** Last bytes of a child's stderr, for the log line when it fails; nsec-shaped text is masked. */
@@ -198,18 +201,26 @@ export class FastStdioClientTransport extends LineTransport {
 
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
-      const child = spawn(this.spec.command, this.spec.args, {
-        env: this.spec.env,
-        cwd: this.spec.cwd,
-        stdio: ["pipe", "pipe", "pipe"],
-        windowsHide: true,
-      });
+      const opts = { env: this.spec.env, cwd: this.spec.cwd, windowsHide: true };
+      const net = this.spec.network;
+      const launched = net
+        ? spawnWithPrivateNetwork(this.spec.command, this.spec.args, net, opts)
+        : { child: spawn(this.spec.command, this.spec.args, { ...opts, stdio: ["pipe", "pipe", "pipe"] }), ready: Promise.resolve() };
+      const child = launched.child;
       this.child = child;
       let spawned = false;
       this.exited = new Promise((done) => child.once("close", () => done()));
       child.once("spawn", () => {
-        spawned = true;
-        resolve();
+        launched.ready.then(
+          () => {
+            spawned = true;
+            resolve();
+          },
+          (err: Error) => {
+            child.kill("SIGKILL");
+            reject(new TransportError(`cannot start '${this.spec.command}': ${err.message}`));
+          },
+        );
       });
       child.once("error", (err) => {
         if (!spawned) reject(new TransportError(`cannot start '${this.spec.command}': ${err.message}`));

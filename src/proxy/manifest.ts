@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { parseDuration, DURATION_PATTERN } from "../config/duration.js";
-import type { McpServerConfig } from "../config/schema.js";
+import { defaultOnError, type McpServerConfig } from "../config/schema.js";
 import { manifestFromConfig, SERVER_NAME_PATTERN, type ProxyManifest } from "../contract/manifest.js";
 
 export { manifestFromConfig, type ManifestServer, type ProxyManifest } from "../contract/manifest.js";
@@ -26,16 +26,18 @@ const duration = z
   .regex(new RegExp(DURATION_PATTERN), { message: "bad duration: write it as 90s, 15m or 2h" })
   .transform((s) => parseDuration(s)!);
 
-const serverFile = z.strictObject({
-  command: z.string().min(1),
-  args: z.array(z.string()).default([]),
-  env: z.record(z.string(), z.string()).default({}),
-  cwd: z.string().optional(),
-  prefix: z.boolean().default(true),
-  stop: z.enum(["reprompt", "wait"]).default("reprompt"),
-  on_error: z.enum(["allow", "object"]).default("allow"),
-  timeout: duration.optional(),
-});
+const serverFile = z
+  .strictObject({
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().optional(),
+    prefix: z.boolean().default(true),
+    stop: z.enum(["reprompt", "wait"]).default("reprompt"),
+    on_error: z.enum(["allow", "object"]).optional(),
+    timeout: duration.optional(),
+  })
+  .transform((s) => ({ ...s, on_error: s.on_error ?? defaultOnError(s.stop) }));
 
 const manifestFile = z.strictObject({
   servers: z.record(z.string().regex(SERVER_NAME_PATTERN, { message: "server names use letters, digits and -" }), serverFile).default({}),

@@ -48,6 +48,14 @@ import { PROXY_VERSION } from "./version.js";
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
+const STOP_HOOK = "_Stop";
+/** The `_Stop` listed for `stop: wait` gates none of which is up to list its own. */
+const STOP_HOOK_TOOL: Tool = {
+  name: STOP_HOOK,
+  description: "Ask this session's stop gates whether the turn may end; an empty answer means it may.",
+  inputSchema: { type: "object", properties: {} },
+};
+
 /**
  * A JSON-RPC error whose message reaches the agent as written (McpError would prefix
  * "MCP error -326xx:" once here and once more in the agent's client).
@@ -160,9 +168,21 @@ export class AggregatingProxy {
   /** The merged hook, for the agent's tools/call and for the daemon over the link. */
   async runHook(name: string, only?: string[]): Promise<HookFanout> {
     await this.ready();
-    let targets = this.getCatalog().hooks.get(name) ?? [];
+    let targets = this.hookTargets(name);
     if (only) targets = targets.filter((d) => only.includes(d.name));
     return runHookFanout(name, targets, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger });
+  }
+
+  /**
+   * Who answers `hook`: the servers that list it and, for `_Stop`, every `stop: wait` server
+   * that is not up. A gate that never started has listed nothing; left out, it would be
+   * taken for a gate that has no objection (docs/architecture.md §4).
+   */
+  private hookTargets(hook: string): Downstream[] {
+    const listed = this.getCatalog().hooks.get(hook) ?? [];
+    if (hook !== STOP_HOOK) return listed;
+    const down = this.downstreams.filter((d) => d.cfg.stop === "wait" && d.state !== "ready" && !listed.includes(d));
+    return down.length ? this.downstreams.filter((d) => listed.includes(d) || down.includes(d)) : listed;
   }
 
   private installHandlers(): void {
@@ -172,6 +192,9 @@ export class AggregatingProxy {
       this.listed = true;
       const cat = this.getCatalog();
       if (cat.collision) throw new ProxyRequestError(ErrorCode.InternalError, cat.collision.message);
+      // A declared `stop: wait` gate that could not list its `_Stop` still has one: an agent
+      // that calls hooks itself must be able to ask, and hear that the gate is down.
+      if (!cat.hooks.has(STOP_HOOK) && this.hookTargets(STOP_HOOK).length > 0) return { tools: [...cat.tools, STOP_HOOK_TOOL] };
       return { tools: cat.tools };
     });
     s.fallbackRequestHandler = (request: JSONRPCRequest, extra: Extra) => {
@@ -272,8 +295,9 @@ export class AggregatingProxy {
       });
     }
     if (this.opts.link && isBuzzTool(name)) return callBuzzTool(this.opts.link, name, params.arguments);
-    if (isHookName(name) && cat.hooks.has(name)) {
-      return runHookFanout(name, cat.hooks.get(name)!, {
+    const hookTargets = isHookName(name) ? this.hookTargets(name) : [];
+    if (hookTargets.length > 0) {
+      return runHookFanout(name, hookTargets, {
         deadlineMs: this.opts.manifest.hook_deadline,
         logger: this.opts.logger,
         args: params.arguments,

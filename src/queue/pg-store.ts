@@ -9,6 +9,7 @@
  * is refused with a message saying what to do. The URL's password never appears in a
  * message (`where` is the redacted URL).
  */
+import { randomUUID } from "node:crypto";
 import pg from "pg";
 import type { Event } from "nostr-tools";
 import { redactDatabaseUrl } from "../base/log.js";
@@ -141,6 +142,16 @@ export class PostgresStore implements StateStore {
     } finally {
       c.release();
     }
+  }
+
+  /**
+   * The fleet's id: made once, by whichever daemon asks first, and kept in the database, so
+   * every daemon on it reads the same one (their instance beacons recognise each other by it).
+   */
+  async fleetId(): Promise<string> {
+    await this.pool.query(`INSERT INTO ${S}.meta (key, value) VALUES ('fleet_id', $1) ON CONFLICT (key) DO NOTHING`, [randomUUID()]);
+    const r = await this.pool.query<{ value: string }>(`SELECT value FROM ${S}.meta WHERE key = 'fleet_id'`);
+    return r.rows[0]!.value;
   }
 
   /** The schema version the database is at (for doctor). */

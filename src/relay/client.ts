@@ -116,6 +116,8 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   /** Set once the relay showed it has no HTTP bridge. */
   private readsOverSocket = false;
   private readonly coalescer: Coalescer;
+  /** Subscriptions of other parts (`watch`), by subscription id. */
+  private readonly watchers = new Map<string, (ev: Event) => void>();
 
   constructor(private readonly opts: RelayClientOptions) {
     super();
@@ -197,6 +199,16 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.channels = next;
     this.channelsLive = false;
     this.conn.setSubscription(SUB_CHANNELS, () => this.channelFilters());
+  }
+
+  /**
+   * One more subscription, of a part above the client (the instance beacon): one REQ frame
+   * per connection, re-sent after each reconnect with `filters()` read anew. Its events
+   * reach `onEvent` shape-checked, signature-verified and de-duplicated.
+   */
+  watch(subId: string, filters: () => Filter[], onEvent: (ev: Event) => void): void {
+    this.watchers.set(subId, onEvent);
+    this.conn.setSubscription(subId, filters);
   }
 
   /** Resolves true once the relay has acknowledged (EOSE) the current channel set. */
@@ -325,6 +337,12 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   private onEvent(subId: string, ev: Event): void {
     if (subId === SUB_MEMBERSHIP) return this.onMembership(ev);
+    const watcher = this.watchers.get(subId);
+    if (watcher) {
+      if (!verifySignature(ev)) return this.badSignature(ev);
+      if (!this.dedupe.add(ev.id)) return;
+      return this.deliver(() => watcher(ev), ev);
+    }
     if (subId !== SUB_CHANNELS) return;
     if (!isRequested(ev, this.channels, this.pubkey)) {
       this.counters.unrequested++;

@@ -47,3 +47,13 @@ export class RelayUnreachableError extends Error {
     super(`could not connect to relay ${url} within ${waitedMs} ms; check relay.url and that the relay is running and reachable`);
   }
 }
+
+/**
+ * True when `err` says the relay could not be reached (no answer, a 5xx or 429, no
+ * connection), which can pass; false for a refusal that stays one (401, 403, 400).
+ */
+export function isRelayOutage(err: unknown): boolean {
+  if (err instanceof RelayHttpError) return err.status === 0 || err.status === 429 || err.status >= 500;
+  if (err instanceof RelayQueryError) return /not connected|connection lost/.test(err.message);
+  return err instanceof RelayUnreachableError;
+}

@@ -142,7 +142,8 @@ export class Answers {
   /**
    * Which of `events` the agent has answered, as the relay shows it: a reply answers its
    * parent and, within that thread, every earlier event (an agent answers a thread once,
-   * under its last message). Undefined when the relay cannot be asked.
+   * under its last message); a progress note answers nothing. Undefined when the relay
+   * cannot be asked.
    */
   private async onRelay(events: Event[], log: Logger): Promise<{ answered: Set<string>; replies: string[] } | undefined> {
     // An edit is answered under the message it edits (the reply anchor): a reply to that counts for it.
@@ -162,6 +163,7 @@ export class Answers {
     const answered = new Set<string>();
     const replies: string[] = [];
     for (const r of found) {
+      // A progress note or a question says the agent was at work, not that it answered (docs/protocol.md §4).
       if (r.pubkey !== this.d.self || !isAnswer(r)) continue;
       const parent = r.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1] ?? (threadRootOf(r) === r.id ? undefined : threadRootOf(r));
       const at = parent ? ids.lastIndexOf(parent) : -1;

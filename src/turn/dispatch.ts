@@ -29,6 +29,8 @@ import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
 import { linkHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
+import { waitGatesOf } from "./stop-gates.js";
+import { manifestFromConfig } from "../contract/manifest.js";
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -64,6 +66,8 @@ export interface DispatcherDeps {
   onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
   /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+  /** A `stop: wait` gate was not running when `_Stop` was due (once per gate and turn), for metrics. */
+  onGateDown?(gate: string): void;
 }
 
 /** An ended turn as the status page lists it: where, who asked, and what it cost. */
@@ -104,6 +108,7 @@ export class TurnDispatcher {
       relay: d.relay,
       ids: d.sessions,
       recordBeforePublish: d.recordBeforePublish,
+      logger: d.logger,
     });
     this.running = new RunningTurns(d.pool);
     this.questions = new QuestionDesk({ self: d.self, relay: d.relay, out: d.out, verify: d.verify, logger: d.logger });
@@ -270,12 +275,15 @@ export class TurnDispatcher {
     let model: string | undefined;
     let rotateFor: string | undefined;
     let note: ProgressNote | undefined;
+    const turnOver = new AbortController();
     try {
       const ss = await this.sessions.open(batch.scope, channel, standing, log);
       running.session = ss.session;
       model = ss.session.model;
       const inflight = new InflightPublishes();
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight };
+      // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
+      const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
@@ -329,6 +337,7 @@ export class TurnDispatcher {
             waitPollMs: cfg.gates.wait_poll,
             waitMaxMs: cfg.gates.wait_max,
             stopModes: Object.fromEntries(Object.entries(cfg.mcp.servers).map(([n, s]) => [n, s.stop])),
+            waitGates: waitGatesOf(manifestFromConfig(cfg.mcp, policy.mcp).servers),
           },
         },
         {
@@ -347,6 +356,7 @@ export class TurnDispatcher {
           settled: () => inflight.settled(),
           signal,
           onGateWait: (gates) => (running.info.gateWait = gates ? { gates, since: Date.now() } : undefined),
+          onGateDown: (gate) => this.d.onGateDown?.(gate),
           pendingInjection: {
             take: () => {
               const t = ss.injection;
@@ -358,6 +368,7 @@ export class TurnDispatcher {
         },
       );
       ss.current = undefined;
+      turnOver.abort();
       for (const id of published) ss.prompt.markDelivered([id]);
       rotateFor = this.sessions.turnDone(ss, rotateFor, cfg.agent.max_turns_per_session);
     } catch (err) {
@@ -366,6 +377,7 @@ export class TurnDispatcher {
       const circuit = this.d.pool.circuitError();
       const reason = circuit?.message ?? (err instanceof Error ? err.message : String(err));
       log.warn({ evt: "turn.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start the turn");
+      turnOver.abort();
       outcome = { status: "failed", reason, published: [...published] };
       if (circuit) retry = false;
       // A session that failed to open or crashed is not reused.

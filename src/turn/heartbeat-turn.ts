@@ -59,7 +59,8 @@ export async function runHeartbeat(
     const ss = await d.sessions.open({ key }, channel, standing, log);
     running.session = ss.session;
     const inflight = new InflightPublishes();
-    ss.current = { turnId: running.info.turnId, published, anchor: "", inflight };
+    const over = AbortSignal.any([signal, AbortSignal.timeout(cfg.agent.max_turn)]);
+    ss.current = { turnId: running.info.turnId, published, anchor: "", inflight, over };
     try {
       const r = await ss.session.prompt(heartbeatBlocks(ss.prompt, standing, text));
       if (r.turnUsage) d.onUsage?.(channel.id, ss.session.model, r.turnUsage);

@@ -12,7 +12,7 @@ import type * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { nowSec } from "../base/time.js";
-import { message, NOT_AN_ANSWER, type ThreadRef } from "../nostr/events.js";
+import { message, PROGRESS_TAG, type ThreadRef } from "../nostr/events.js";
 import { KIND } from "../nostr/kinds.js";
 import type { TurnPublisher } from "./ports.js";
 
@@ -92,7 +92,7 @@ export class ProgressNote {
     if (this.ended) return;
     const text = this.text();
     const ev = await this.o.out
-      .publish(message(this.o.channel, text, { thread: this.o.thread, extraTags: [[...NOT_AN_ANSWER.progress]] }))
+      .publish(message(this.o.channel, text, { thread: this.o.thread, extraTags: [[...PROGRESS_TAG]] }))
       .catch(() => null);
     if (!ev) return;
     this.note = ev;

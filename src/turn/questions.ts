@@ -19,7 +19,7 @@ import type { Logger } from "../base/log.js";
 import { npub } from "../config/keys.js";
 import type { RelayPort } from "../link/index.js";
 import { questionCard, readCard, readCardAnswer, type CardAnswer, type CardQuestion } from "../nostr/cards.js";
-import { message, NOT_AN_ANSWER, reactionTarget, type ThreadRef } from "../nostr/events.js";
+import { message, QUESTION_TAG, reactionTarget, type ThreadRef } from "../nostr/events.js";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import { nowSec } from "../base/time.js";
 import { sleep } from "../base/backoff.js";
@@ -103,7 +103,7 @@ export class QuestionDesk {
     if (!answerShaped) return false;
     if (ev.pubkey === this.d.self) {
       // A plain question of ours: in a fleet, the daemon whose turn asked it may be another.
-      if (o.fleet && ev.tags.some((t) => t[0] === NOT_AN_ANSWER.question[0] && t[1] === NOT_AN_ANSWER.question[1]))
+      if (o.fleet && ev.tags.some((t) => t[0] === QUESTION_TAG[0] && t[1] === QUESTION_TAG[1]))
         this.asked.set(ev.id, ev.created_at * 1000 + (o.timeoutMs ?? 0));
       return false;
     }
@@ -191,7 +191,7 @@ export class QuestionDesk {
         message(ctx.channel, plainQuestion(q, !!ctx.reactions), {
           thread: ctx.thread,
           mentions: [ctx.answerer],
-          extraTags: [["q", card.id], [...NOT_AN_ANSWER.question]],
+          extraTags: [["q", card.id], [...QUESTION_TAG]],
         }),
       );
       this.d.logger.info({

@@ -8,11 +8,11 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
-import { message, messageParts, type ThreadRef } from "../nostr/events.js";
+import { message, messageParts, PROGRESS_TAG, type ThreadRef } from "../nostr/events.js";
 import { MENTION_CAP } from "../contract/limits.js";
 import type { AgentTurnResult, PromptBlock, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
 import { TurnSignals } from "./signals.js";
-import { enforceStopGates, type StopMode } from "./stop-gates.js";
+import { enforceStopGates, type StopMode, type WaitGate } from "./stop-gates.js";
 
 import type { Enforce } from "../config/enforce.js";
 import type { ReplyFallbackMode } from "../config/schema.js";
@@ -26,7 +26,14 @@ export interface TurnSpec {
   replyFallback: ReplyFallbackMode;
   typing: boolean;
   enforce: Enforce;
-  gates: { maxRejections: number; waitPollMs: number; waitMaxMs: number; stopModes: Record<string, StopMode> };
+  gates: {
+    maxRejections: number;
+    waitPollMs: number;
+    waitMaxMs: number;
+    stopModes: Record<string, StopMode>;
+    /** The session's `stop: wait` servers: one that is not running when `_Stop` is due counts as its on_error. */
+    waitGates?: WaitGate[];
+  };
 }
 
 export interface TurnPorts {
@@ -44,6 +51,8 @@ export interface TurnPorts {
   onGateWait?(gates: string[] | undefined): void;
   /** Text to put at the start of the next prompt (a `_PostCompact` answer). */
   pendingInjection?: { take(): string | undefined; set(text: string): void };
+  /** A `stop: wait` gate was found not running (once per gate and turn), for metrics. */
+  onGateDown?(gate: string): void;
 }
 
 export type TurnOutcome =
@@ -77,6 +86,7 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
     if (result.stopReason === "refusal") throw new TurnFailed("the agent refused to answer");
 
     if (spec.enforce === "bridge" && ports.hooks) {
+      let downNoticed = false;
       const gate = await enforceStopGates(result, {
         agent: {
           prompt: async (b, s) => {
@@ -98,6 +108,21 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
         },
         onReprompt: () => signals.startTyping(),
         prefix: injected,
+        waitGates: spec.gates.waitGates,
+        onGateDown: (gates) => {
+          for (const g of gates) ports.onGateDown?.(g.name);
+          const closed = gates.filter((g) => g.verdict === "object");
+          if (closed.length === 0 || downNoticed) return;
+          // One notice per turn, marked as a progress note: the turn goes on (⏳), and the
+          // notice is not its answer.
+          downNoticed = true;
+          void progressNotice(
+            ports,
+            spec,
+            `This turn waits for the approval of gate ${names(closed.map((g) => g.name))}, which is not running (${closed[0]!.reason}). ` +
+              "Nothing is approved while it is down: the turn stays open until the gate is back and approves, or the owner ends it with !cancel.",
+          );
+        },
       });
       result = gate.result;
       ports.onGateWait?.(undefined);
@@ -177,6 +202,11 @@ async function replyIfSilent(
     return "notice";
   }
   return "silent";
+}
+
+/** A note in the thread while the turn goes on; not an answer (docs/protocol.md §4), so not in `published`. */
+async function progressNotice(ports: TurnPorts, spec: TurnSpec, text: string): Promise<void> {
+  await ports.out.publish(message(spec.channel, text, { thread: spec.thread, mentions: requesters(spec), extraTags: [[...PROGRESS_TAG]] }));
 }
 
 async function notice(ports: TurnPorts, spec: TurnSpec, text: string): Promise<void> {

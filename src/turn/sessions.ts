@@ -8,6 +8,7 @@
  * `agent.max_turns_per_session` turns, or when a prompt stopped for a spent context or
  * request budget; the scope's next turn opens a fresh one (docs/architecture.md §3).
  */
+import type { Event } from "nostr-tools";
 import type { AgentPool, AgentSession } from "../agent/index.js";
 import type { Logger } from "../base/log.js";
 import type { Config } from "../config/schema.js";
@@ -16,6 +17,7 @@ import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession,
 import { buildStanding, PromptSession, type StandingInput } from "../prompt/index.js";
 import type { ChannelInfo } from "../buzz/directory.js";
 import { KIND } from "../nostr/kinds.js";
+import { isProgressNote } from "../nostr/events.js";
 import type { InflightPublishes } from "./inflight.js";
 import type { MidTurnSession } from "./mid-turn.js";
 import type { TurnHooks } from "./ports.js";
@@ -45,6 +47,8 @@ interface TurnBinding {
   /** What a send_message without reply_to answers. */
   anchor: string;
   inflight: InflightPublishes;
+  /** Aborted once the turn is over (ended, cancelled, past max_turn): the link's tools stop waiting for the relay. */
+  over?: AbortSignal;
 }
 
 export interface ScopeSession {
@@ -75,6 +79,7 @@ export interface ScopeSessionsDeps {
   ids?: SessionIdStore;
   /** Called with each tool reply's id after signing and before publishing (fleet mode). */
   recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
+  logger?: Logger;
 }
 
 export class ScopeSessions {
@@ -104,6 +109,8 @@ export class ScopeSessions {
       defaultReplyTo: () => ss?.current?.anchor,
       forum: () => channel.type === "forum",
       maxAttachmentBytes: () => this.d.config().attachments.max_bytes,
+      turnOver: () => ss?.current?.over,
+      logger: this.d.logger?.child({ scope: key }),
       bindTurn: () => {
         const cur = ss?.current;
         if (!ss || !cur) return undefined;
@@ -111,10 +118,12 @@ export class ScopeSessions {
         const resumeIdle = ss.session.holdIdle();
         let released = false;
         const record = this.d.recordBeforePublish;
+        // Only answers count as the turn's replies: reactions and progress notes do not.
+        const answer = (ev: Event) => ev.kind !== KIND.reaction && !isProgressNote(ev);
         return {
-          publishing: record && ((ev) => (ev.kind !== KIND.reaction ? record(cur.turnId, ev.id) : Promise.resolve())),
+          publishing: record && ((ev) => (answer(ev) ? record(cur.turnId, ev.id) : Promise.resolve())),
           published: (ev) => {
-            if (ev.kind !== KIND.reaction) cur.published.add(ev.id);
+            if (answer(ev)) cur.published.add(ev.id);
           },
           release: () => {
             if (released) return;

@@ -9,6 +9,12 @@
  * - only `stop: wait` servers object → no model turn at all: the bridge re-asks just
  *   those servers every `wait_poll` until they allow or `wait_max` passes. A human
  *   approval can take an hour; the model's rejection budget would burn in seconds.
+ *
+ * A `stop: wait` gate that is not running when `_Stop` is due counts as its `on_error`
+ * (default `object`): one the proxy reports as down, and one missing from the fan-out
+ * altogether (the proxy never connected). With `object` it joins the wait like any
+ * objection — ⏳ stays, the owner's `!cancel` ends it — and `onGateDown` hears of it once
+ * per gate and turn (`gate.down` in the log, one notice in the thread).
  */
 import type { Logger } from "../base/log.js";
 import { sleep } from "../base/backoff.js";
@@ -37,6 +43,20 @@ export interface StopGateOptions {
   onReprompt?: () => void;
   /** Injected before the objection text (e.g. _PostCompact after a compaction). */
   prefix?: () => TextBlock[];
+  /** The session's `stop: wait` servers and what each counts as while it is not running. */
+  waitGates?: WaitGate[];
+  /** `stop: wait` gates found not running, each reported once per turn. */
+  onGateDown?: (gates: Array<{ name: string; reason: string; verdict: "allow" | "object" }>) => void;
+}
+
+export interface WaitGate {
+  name: string;
+  onError: "allow" | "object";
+}
+
+/** A session's `stop: wait` servers, from its manifest's servers. */
+export function waitGatesOf(servers: Array<{ name: string; stop: StopMode; on_error: "allow" | "object" }>): WaitGate[] {
+  return servers.filter((s) => s.stop === "wait").map((s) => ({ name: s.name, onError: s.on_error }));
 }
 
 export type StopGateOutcome =
@@ -57,20 +77,57 @@ function objectionBlock(fan: HookFanout, objecting: HookServerResult[]): TextBlo
   };
 }
 
+/**
+ * The fan-out with every `stop: wait` gate the proxy did not report added as down (the
+ * proxy is not connected, or the link failed): a gate nobody could ask approved nothing.
+ */
+function withAbsentGates(fan: HookFanout, gates: WaitGate[], only?: Set<string>): HookFanout {
+  const absent = gates.filter((g) => (!only || only.has(g.name)) && !fan.servers.some((s) => s.name === g.name));
+  if (absent.length === 0) return fan;
+  const error = "not running: the session's MCP proxy did not report it";
+  const added: HookServerResult[] = absent.map((g) => ({
+    name: g.name,
+    ms: 0,
+    verdict: g.onError,
+    timed_out: false,
+    error,
+    down: true,
+    text: g.onError === "object" ? `_Stop could not be checked (${error}); this server is set to object on errors` : "",
+  }));
+  const servers = [...fan.servers, ...added];
+  return { ...fan, servers, verdict: servers.some((s) => s.verdict === "object") ? "object" : fan.verdict };
+}
+
 export async function enforceStopGates(first: AgentTurnResult, o: StopGateOptions): Promise<StopGateOutcome> {
   let result = first;
   let rounds = 0;
   let round = 0;
+  const reportedDown = new Set<string>();
+  const reportDown = (fan: HookFanout) => {
+    const fresh = fan.servers.filter((s) => s.down && !reportedDown.has(s.name));
+    if (fresh.length === 0) return;
+    for (const s of fresh) {
+      reportedDown.add(s.name);
+      o.logger.warn(
+        { evt: "gate.down", gate: s.name, reason: s.error, verdict: s.verdict },
+        s.verdict === "object"
+          ? `stop gate '${s.name}' is not running; it counts as an objection (on_error: object) and the turn waits`
+          : `stop gate '${s.name}' is not running; it counts as no objection (on_error: allow)`,
+      );
+    }
+    o.onGateDown?.(fresh.map((s) => ({ name: s.name, reason: s.error ?? "not running", verdict: s.verdict })));
+  };
   for (;;) {
     if (o.signal.aborted) return { kind: "cancelled", result, rounds };
     if (result.stopReason !== "end_turn") return { kind: "allowed", result, rounds };
-    const fan = await o.hooks.runHook("_Stop");
+    const fan = withAbsentGates(await o.hooks.runHook("_Stop"), o.waitGates ?? []);
     round++;
-    // A `stop: wait` gate that timed out or failed has not approved anything: for a
-    // human approval, fail-open would end the turn unapproved. It joins the wait instead
-    // (reprompt gates keep the fail-open rule, which protects the model from a stuck gate).
-    const isWait = (name: string) => o.stopModes[name] === "wait";
-    const objecting = fan.servers.filter((s) => s.verdict === "object" || (isWait(s.name) && (s.timed_out || !!s.error)));
+    reportDown(fan);
+    // Each server counts as its verdict: its answer, or its on_error when it timed out,
+    // failed or is not running. A `stop: wait` gate defaults to on_error: object, so a
+    // human approval that is down or slow joins the wait instead of approving; reprompt
+    // gates default to allow, which protects the model from a stuck gate.
+    const objecting = fan.servers.filter((s) => s.verdict === "object");
     logRound(o, round, fan, 0, objecting.length ? "object" : "allow");
     if (objecting.length === 0) return { kind: "allowed", result, rounds };
 
@@ -101,13 +158,15 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
       if (remaining <= 0) return { kind: "wait-timeout", result, rounds, objectors: [...pending] };
       await sleep(Math.min(o.waitPollMs, remaining), o.signal);
       if (o.signal.aborted) return { kind: "cancelled", result, rounds };
-      const again = await o.hooks.runHook("_Stop", { servers: [...pending] });
+      const asked = await o.hooks.runHook("_Stop", { servers: [...pending] });
       round++;
-      unreachable = again.servers.some((s) => pending.has(s.name)) ? 0 : unreachable + 1;
+      unreachable = asked.servers.some((s) => pending.has(s.name)) ? 0 : unreachable + 1;
+      const again = withAbsentGates(asked, o.waitGates ?? [], pending);
       if (unreachable >= UNREACHABLE_POLLS) {
         logRound(o, round, again, Date.now() - started, "object");
         return { kind: "unreachable", result, rounds, objectors: [...pending] };
       }
+      reportDown(again);
       for (const s of again.servers) if (s.verdict === "allow" && !s.timed_out && !s.error) pending.delete(s.name);
       logRound(o, round, again, Date.now() - started, pending.size === 0 ? "allow" : "object");
       if (pending.size === 0) return { kind: "allowed", result, rounds };
@@ -123,7 +182,14 @@ function logRound(o: StopGateOptions, round: number, fan: HookFanout, waitedMs: 
       round,
       verdict,
       waited_ms: waitedMs,
-      servers: fan.servers.map((s) => ({ name: s.name, verdict: s.verdict, ms: s.ms, timed_out: s.timed_out, error: s.error })),
+      servers: fan.servers.map((s) => ({
+        name: s.name,
+        verdict: s.verdict,
+        ms: s.ms,
+        timed_out: s.timed_out,
+        error: s.error,
+        ...(s.down ? { down: true } : {}),
+      })),
     },
     "stop gate round",
   );

@@ -10,6 +10,7 @@ import { createLogger } from "../../base/log.js";
 import { Daemon } from "../daemon/daemon.js";
 import { StartAbortedError } from "../daemon/start-waits.js";
 import { StateLockedError } from "../daemon/state-lock.js";
+import { InstanceConflictError } from "../../buzz/instance.js";
 
 const HELP = `usage: buzz-bridge run [-c FILE]
 
@@ -17,7 +18,8 @@ Runs the daemon. Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.y
 Signals: SIGTERM/SIGINT stop gracefully (turns get shutdown_grace to finish; the rest
 run again after restart), SIGHUP reloads the config.
 Exit 1 on a config error; 2 when it cannot start: another daemon holds state_dir
-(log evt state.locked, naming its pid), the agent command is not found, or state_dir or
+(log evt state.locked, naming its pid), another daemon of the same identity runs elsewhere
+(log evt instance.conflict, naming its host and pid), the agent command is not found, or state_dir or
 agent.cwd is not writable by this user (the same words \`buzz-bridge doctor\` prints).`;
 
 export function main(argv: string[]): Promise<number> {
@@ -60,6 +62,11 @@ export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLog
         log.info({ evt: "daemon.shutdown", reason: stopSignal ?? "stop" }, "stopped during start-up");
         await daemon.stop();
         return 0;
+      }
+      if (err instanceof InstanceConflictError) {
+        // instance.conflict was logged with the other daemon's host and pid.
+        await daemon.stop().catch(() => undefined);
+        return 2;
       }
       if (err instanceof StateLockedError) {
         log.fatal({ evt: "state.locked", state_dir: err.stateDir, holder_pid: err.holderPid }, err.message);

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { AgentPool, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
 import { stopRecordedLeftovers, trackAgentGroup } from "../../agent/leftovers.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
+import type { AgentSandbox } from "../../agent/sandbox-plan.js";
 import type { Logger } from "../../base/log.js";
 import { agentGateEnv, resolveAgentCommand } from "../../config/agent-command.js";
 import { resolveEnforce } from "../../config/enforce.js";
@@ -38,7 +39,9 @@ import { fleetStatus, readiness, RecentDenials, statusSnapshot, type DaemonParts
 import { startHttp, type ReadyReport } from "../http/http.js";
 import { Metrics } from "../http/metrics.js";
 import { preflightAgent, prepareStateDir } from "./preflight.js";
-import { discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js";
+import { claimInstanceAtStart, discoverChannelsAtStart, openFleetStoreAtStart } from "./start-waits.js";
+import { InstanceBeacon } from "../../buzz/instance.js";
+import { instanceId } from "./instance-id.js";
 import { StateLock } from "./state-lock.js";
 import { renderStatusPage, statusJson, type StatusSnapshot } from "../http/status-page.js";
 import { RecentTurns } from "./recent-turns.js";
@@ -80,6 +83,10 @@ export class Daemon {
   private intake!: Intake;
   private http?: { url: string; close(): Promise<void> };
   private stateLock?: StateLock;
+  private beacon?: InstanceBeacon;
+  /** Another daemon of this identity started earlier: this one stops (buzz/instance.ts). */
+  private yielded = false;
+  private sandbox?: AgentSandbox;
   private presence?: Presence;
   private heartbeat?: Heartbeat;
   private stopPruning?: () => void;
@@ -118,8 +125,9 @@ export class Daemon {
     preflightAgent(cfg.agent, secretKey);
     this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
     // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
-    const sandbox = sandboxFor(this.o.loaded, log);
+    const sandbox = (this.sandbox = sandboxFor(this.o.loaded, log));
     sandbox.check(cfg.channels.map((c) => c.agent ?? {}));
+    await sandbox.start();
     if (cfg.state.backend === "postgres") {
       // Up before the database wait, so /readyz answers 503 (state: waiting) meanwhile.
       await this.startHttpOnce();
@@ -217,6 +225,21 @@ export class Daemon {
     this.stopPruning = keepPruned(this.store);
     this.presence = new Presence(relay, out.signal);
     await relay.start();
+    // One daemon per identity: before it listens anywhere (docs/architecture.md §1).
+    const beacon = (this.beacon = new InstanceBeacon({
+      relay,
+      secretKey,
+      pubkey,
+      instance: instanceId(cfg.state_dir),
+      fleet: await fleet?.fleetId(),
+      logger: log,
+      onLost: () => {
+        this.yielded = true;
+        this.resolveShutdown("instance.conflict");
+      },
+    }));
+    await claimInstanceAtStart({ claim: () => beacon.claim(), signal: this.startAbort.signal, logger: log });
+    beacon.start();
     // Read while the subscription starts; a reply that might continue a conversation waits for it (Gate.decide).
     void path.active
       .rebuild(pubkey, (f) => relay.query(f))
@@ -395,7 +418,10 @@ export class Daemon {
     this.dispatcher?.closeSessions();
     await this.pool?.close().catch(() => undefined);
     await this.link?.stop().catch(() => undefined);
-    if (this.config.relay.presence) await this.presence?.offline();
+    this.sandbox?.close();
+    // "offline" is the identity's: not said by a daemon that never listened or gave way to another.
+    if (this.config.relay.presence && this.listening && !this.yielded) await this.presence?.offline();
+    await this.beacon?.stop();
     this.follower?.stop();
     this.relay?.stop();
     await this.http?.close().catch(() => undefined);

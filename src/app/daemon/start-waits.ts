@@ -13,6 +13,7 @@ import { QueueStoreError, StateRefusedError } from "../../queue/errors.js";
 import { refusalAdvice } from "../../relay/auth-advice.js";
 import type { ChannelInfo } from "../../buzz/directory.js";
 import { RelayHttpError } from "../../relay/errors.js";
+import { InstanceConflictError } from "../../buzz/instance.js";
 
 /** start() gave up waiting because a stop was requested: not a failure. */
 export class StartAbortedError extends Error {
@@ -96,4 +97,20 @@ export async function openFleetStoreAtStart(o: {
   });
   o.logger.info({ evt: "state.opened", backend: "postgres", where: store.where }, "fleet state database ready");
   return store;
+}
+
+/**
+ * Announces this daemon on the relay (buzz/instance.ts), waiting for a relay that cannot be
+ * asked yet; another live instance of the identity ends the start (InstanceConflictError).
+ */
+export function claimInstanceAtStart(o: { claim: () => Promise<void>; signal: AbortSignal; logger: Logger }): Promise<void> {
+  return untilUp(o.claim, {
+    signal: o.signal,
+    fatal: (err) => err instanceof InstanceConflictError,
+    onRetry: (err, delay) =>
+      o.logger.warn(
+        { evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay },
+        "cannot ask the relay for other daemons of this identity yet (is the relay up?); retrying",
+      ),
+  });
 }

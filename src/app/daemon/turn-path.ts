@@ -151,6 +151,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       p.recentTurns.add(status, seconds, turn);
     },
     onMidTurnDelivered: (method, seconds) => p.metrics.midTurnDelivered(method, seconds),
+    onGateDown: (gate) => p.metrics.gateDown(gate),
     onUsage: (channel, model, usage) => {
       p.metrics.turnUsage(channel, model, usage);
       p.usage.add(channel, model, usage);

@@ -4,13 +4,16 @@
  * script reports what it can reach: the bridge's own paths (which must be hidden), its
  * cwd and HOME (which must be writable), the processes it sees, its network interfaces.
  */
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentSandbox, agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { bridgePaths, sandboxFor } from "../../agent/sandbox-config.js";
+import type { SandboxLaunch } from "../../agent/sandbox-plan.js";
+import { SLIRP4NETNS_ADVICE, spawnWithPrivateNetwork } from "../../agent/sandbox-net.js";
 import type { CheckResult } from "./doctor-result.js";
 
 /** Runs inside the sandbox: argv[1] is the JSON of what to try; prints what it found. */
@@ -22,7 +25,10 @@ const writes = (d) => { const f = d + "/.buzz-bridge-doctor"; try { fs.writeFile
 const pids = fs.readdirSync("/proc").filter((n) => /^\\d+$/.test(n));
 let daemon = false; try { daemon = fs.readFileSync("/proc/" + t.pid + "/cmdline", "utf8").includes("doctor"); } catch {}
 let ifaces = []; try { ifaces = fs.readFileSync("/proc/net/dev", "utf8").split("\\n").slice(2).map((l) => l.split(":")[0].trim()).filter(Boolean); } catch {}
-process.stdout.write(JSON.stringify({ paths: t.paths.map((p) => ({ ...p, reach: reach(p.path) })), cwd: writes(t.cwd), home: writes(t.home), root: writes("/usr"), processes: pids.length, daemon, ifaces }));
+const s = require("node:net").connect({ host: "127.0.0.1", port: t.loopbackPort });
+let told = false;
+const report = (loopback) => { if (told) return; told = true; s.destroy(); process.stdout.write(JSON.stringify({ paths: t.paths.map((p) => ({ ...p, reach: reach(p.path) })), cwd: writes(t.cwd), home: writes(t.home), root: writes("/usr"), processes: pids.length, daemon, ifaces, loopback })); };
+s.once("connect", () => report(true)); s.once("error", () => report(false)); s.setTimeout(3000, () => report(false));
 `;
 
 interface ProbeOut {
@@ -34,6 +40,46 @@ interface ProbeOut {
   processes: number;
   daemon: boolean;
   ifaces: string[];
+  /** A port the doctor listens on at the host's 127.0.0.1 was reachable from inside. */
+  loopback: boolean;
+}
+
+const NETWORK_WORDS = {
+  none: "no network but its own loopback",
+  private: "a network of its own (slirp4netns): outbound only",
+  host: "the host's network",
+} as const;
+
+/** Runs `argv` through the sandbox launch (its private network first, when it has one); resolves to stdout. */
+function runLaunched(launch: SandboxLaunch, argv: string[], env: Record<string, string>, timeoutMs: number): Promise<string> {
+  const opts = { env };
+  const { child, ready } = launch.network
+    ? spawnWithPrivateNetwork(launch.command, [...launch.args, ...argv], launch.network, opts)
+    : { child: spawn(launch.command, [...launch.args, ...argv], { ...opts, stdio: ["ignore", "pipe", "pipe"] }), ready: Promise.resolve() };
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    ready.catch((err: Error) => {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(err);
+    });
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(stdout);
+      else reject(new Error(`${(stderr || `exit ${code}`).trim().split("\n")[0]}`));
+    });
+  });
 }
 
 export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Promise<CheckResult> {
@@ -69,35 +115,33 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
     const network = cfg.agent.network === "on";
     mkdirSync(cwd);
     mkdirSync(home);
+    const isolation = mode === "off" ? { sandbox: "auto" as const } : {};
     // The sandbox's own files (its unreadable placeholder) go to the scratch directory: doctor
     // creates nothing in state_dir, which may not exist yet or belong to the service user.
     const scratchSandbox = new AgentSandbox({ ...sandbox.policy, stateDir: scratch }, undefined, () => probe);
-    const launch = scratchSandbox.launch({ channelName: "doctor", cwd, home, env, isolation: mode === "off" ? { sandbox: "auto" } : {} })!;
+    const launch = scratchSandbox.launch({ channelName: "doctor", cwd, home, env, isolation })!;
     const paths = bridgePaths(loaded);
-    const arg = JSON.stringify({ paths, cwd, home, pid: process.pid });
-    const out = await new Promise<ProbeOut>((resolve, reject) => {
-      execFile(
-        launch.command,
-        [...launch.args, process.execPath, "-e", PROBE_SCRIPT, arg],
-        { env: { ...env, ...launch.env }, timeout: timeoutMs, encoding: "utf8" },
-        (err, stdout, stderr) => {
-          if (err) reject(new Error(`${(stderr || err.message).trim().split("\n")[0]}`));
-          else {
-            try {
-              resolve(JSON.parse(stdout) as ProbeOut);
-            } catch {
-              reject(new Error(`unexpected output: ${stdout.slice(0, 200)}`));
-            }
-          }
-        },
-      );
-    });
+    // A service on the host's loopback, as the daemon's /status is: a sandbox of its own network must not reach it.
+    const listener = createServer((c) => c.destroy());
+    await new Promise<void>((r) => listener.listen(0, "127.0.0.1", () => r()));
+    const loopbackPort = (listener.address() as AddressInfo).port;
+    const arg = JSON.stringify({ paths, cwd, home, pid: process.pid, loopbackPort });
+    const stdout = await runLaunched(launch, [process.execPath, "-e", PROBE_SCRIPT, arg], { ...env, ...launch.env }, timeoutMs).finally(
+      () => listener.close(),
+    );
+    let out: ProbeOut;
+    try {
+      out = JSON.parse(stdout) as ProbeOut;
+    } catch {
+      throw new Error(`unexpected output: ${stdout.slice(0, 200)}`);
+    }
+    const net = scratchSandbox.effective(isolation).network;
     const exposed = out.paths.filter((p) => p.reach === "listable" || p.reach === "readable");
     const details = [
       `can reach: the channel's working directory (read-write), its own HOME under ${join(cfg.state_dir, "homes")} (read-write), its session's link socket, a private /tmp, the rest of the filesystem read-only${cfg.agent.sandbox_binds.length ? `, ${cfg.agent.sandbox_binds.map((b) => `${b.path} (${b.mode})`).join(", ")}` : ""}`,
       `cannot reach: ${out.paths.map((p) => `${p.label} ${p.path} (${p.reach})`).join(", ")}`,
       `processes: sees ${out.processes} (its own pid namespace)${out.daemon ? "; THE DAEMON IS VISIBLE" : ", not the daemon's"}`,
-      `network: ${out.ifaces.length ? out.ifaces.join(", ") : "no interfaces"}${network ? "" : " (agent.network: off)"}`,
+      `network: ${out.ifaces.length ? out.ifaces.join(", ") : "no interfaces"}${network ? "" : " (agent.network: off)"}; ${NETWORK_WORDS[net]}; the host's loopback ${out.loopback ? "IS REACHABLE" : "is out of reach"}`,
     ];
     const broken = [
       ...exposed.map((p) => `${p.label} ${p.path} is ${p.reach}`),
@@ -105,9 +149,19 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
       ...(!out.home ? ["its HOME is not writable"] : []),
       ...(out.root ? ["the host filesystem is writable"] : []),
       ...(out.daemon ? ["the daemon's process is visible"] : []),
+      ...(out.loopback && net !== "host" ? ["the host's loopback is reachable"] : []),
     ];
     if (broken.length) return { name, mark: "fail", summary: `the sandbox does not hold: ${broken.join("; ")}`, details };
     const scope = mode === "off" ? " in the channels that ask for it" : "";
+    if (net === "host") {
+      const why = sandbox.slirp.ok ? "" : `${sandbox.slirp.reason}; `;
+      return {
+        name,
+        mark: "ok",
+        summary: `warning: ${probe.version}: agents run sandboxed${scope}, but ${why}they share the host's network and reach its loopback (the daemon's /status and /metrics among it)`,
+        details: [...details, `to give them a network of their own: ${SLIRP4NETNS_ADVICE}`],
+      };
+    }
     return { name, mark: "ok", summary: `${probe.version}: agents run sandboxed${scope}; network ${network ? "on" : "off"}`, details };
   } catch (err) {
     return { name, mark: "fail", summary: `bubblewrap works but the agent's sandbox did not start: ${(err as Error).message}` };

@@ -8,7 +8,7 @@
  * the catalog's naming notes), never read back from its log lines.
  */
 import WebSocket from "ws";
-import { agentEnvironment, probeAgent } from "../../agent/index.js";
+import { AgentSandbox, agentEnvironment, probeAgent } from "../../agent/index.js";
 import { npub } from "../../config/keys.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { channelSelected, policyFor, type Config } from "../../config/schema.js";
@@ -26,6 +26,12 @@ import { refusalAdvice } from "../../relay/auth-advice.js";
 import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } from "../daemon/preflight.js";
 import { StateLock } from "../daemon/state-lock.js";
 import { silentLogger } from "../../base/log.js";
+import { cliPath } from "../../base/cli-path.js";
+import { sandboxFor } from "../../agent/sandbox-config.js";
+import type { ChildSpec } from "../../proxy/line-transport.js";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { stateChecks } from "./doctor-state.js";
 import { describeProcess, type StateDirSource } from "./doctor-service.js";
 import { existsSync } from "node:fs";
@@ -53,7 +59,7 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
   };
   const [relay, mcp, agent, sandbox, fleet] = await Promise.all([
     relayChecks(loaded, timeoutMs),
-    mcpChecks(cfg, timeoutMs),
+    mcpChecks(loaded, timeoutMs),
     agentCheck(loaded, timeoutMs),
     sandboxCheck(loaded, timeoutMs),
     stateChecks(loaded, timeoutMs),
@@ -291,14 +297,32 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
 // ---------------------------------------------------------------------------------------
 // MCP servers: each starts and lists its tools; the proxy's names for them are valid
 
-async function mcpChecks(cfg: Config, timeoutMs: number): Promise<CheckResult[]> {
+/**
+ * Starts every MCP server the way a turn will: inside the agent sandbox (for a scratch
+ * channel, with the default `agent.*` isolation), in the working directory the proxy would
+ * give it, with the sandbox's HOME and network; so a server whose command or files the
+ * sandbox hides fails here rather than at the first turn.
+ */
+async function mcpChecks(loaded: LoadedConfig, timeoutMs: number): Promise<CheckResult[]> {
+  const cfg = loaded.config;
   const manifest = manifestFromConfig(cfg.mcp);
   const logger = silentLogger();
   const listTimeoutMs = Math.min(manifest.list_timeout, timeoutMs);
-  const servers = manifest.servers.map((s) => new Downstream(s, { logger, listTimeoutMs, events: { changed: () => undefined } }));
+  let room: SandboxRoom | undefined;
+  let outside: string | undefined;
+  try {
+    room = manifest.servers.length ? await sandboxRoom(loaded) : undefined;
+  } catch (err) {
+    // The sandbox check says why it does not start; the servers' own faults are still worth finding.
+    outside = `started outside the agent sandbox, which does not start here (${message(err)})`;
+  }
+  const servers = manifest.servers.map(
+    (s) => new Downstream(s, { logger, listTimeoutMs, events: { changed: () => undefined }, wrap: room?.wrap }),
+  );
   try {
     await Promise.all(servers.map((ds) => bounded(timeoutMs + 1000, `MCP server '${ds.name}'`, () => ds.start())));
-    const results = servers.map(serverResult);
+    const results = servers.map((ds) => serverResult(ds, room !== undefined));
+    if (outside) for (const r of results) r.details = [...(r.details ?? []), outside];
     if (servers.length === 0)
       return [{ name: "tool names", mark: "ok", summary: "no MCP servers configured; only the built-in buzz tools are listed" }];
     const ready = servers.filter((ds) => ds.state === "ready");
@@ -309,17 +333,55 @@ async function mcpChecks(cfg: Config, timeoutMs: number): Promise<CheckResult[]>
     return [...results, names];
   } finally {
     await Promise.all(servers.map((ds) => ds.stop().catch(() => undefined)));
+    room?.close();
   }
 }
 
-function serverResult(ds: Downstream): CheckResult {
+interface SandboxRoom {
+  wrap: (spec: ChildSpec) => ChildSpec;
+  close(): void;
+}
+
+/** The sandbox a turn's proxy (and so its servers) runs in, for a scratch channel; undefined when agents run unsandboxed. */
+async function sandboxRoom(loaded: LoadedConfig): Promise<SandboxRoom | undefined> {
+  const configured = sandboxFor(loaded);
+  if (!configured.effective().sandboxed) return undefined;
+  const scratch = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-mcp-"));
+  // The sandbox's own files go to the scratch directory: doctor creates nothing in state_dir.
+  const sandbox = new AgentSandbox({ ...configured.policy, stateDir: scratch }, undefined, () => configured.probe);
+  const close = () => {
+    sandbox.close();
+    rmSync(scratch, { recursive: true, force: true });
+  };
+  try {
+    const cwd = join(scratch, "cwd");
+    const home = join(scratch, "home");
+    mkdirSync(cwd);
+    mkdirSync(home);
+    await sandbox.start();
+    const env = agentEnvironment({ configured: loaded.config.agent.env, secret: loaded.secretKey }).env;
+    const launch = sandbox.launch({ channelName: "doctor", cwd, home, env })!;
+    const wrap = (spec: ChildSpec): ChildSpec => ({
+      command: launch.command,
+      args: [...launch.args, process.execPath, cliPath(), "sandbox-exec", "--cwd", spec.cwd ?? cwd, "--", spec.command, ...spec.args],
+      env: { ...spec.env, ...launch.env },
+      network: launch.network,
+    });
+    return { wrap, close };
+  } catch (err) {
+    close();
+    throw err;
+  }
+}
+
+function serverResult(ds: Downstream, sandboxed: boolean): CheckResult {
   const name = `mcp ${ds.name}`;
   if (ds.state === "ready") {
     const tools = ds.tools.map((t) => t.name);
     return {
       name,
       mark: "ok",
-      summary: `started and listed ${tools.length} tool${tools.length === 1 ? "" : "s"}`,
+      summary: `started${sandboxed ? " in the agent sandbox" : ""} and listed ${tools.length} tool${tools.length === 1 ? "" : "s"}`,
       details: tools.length ? [tools.join(", ")] : [],
     };
   }
@@ -329,7 +391,7 @@ function serverResult(ds: Downstream): CheckResult {
   return {
     name,
     mark: "fail",
-    summary: `'${[ds.cfg.command, ...ds.cfg.args].join(" ")}' failed: ${error}`,
+    summary: `'${[ds.cfg.command, ...ds.cfg.args].join(" ")}' failed${sandboxed ? " in the agent sandbox (as a turn would start it)" : ""}: ${error}`,
     details: stderr.length ? ["stderr (last lines):", ...stderr.map((l) => `  ${l}`)] : ["(no stderr output)"],
   };
 }

@@ -22,6 +22,7 @@
  * | agent_crashes_total | counter | | agent processes that exited without being asked to |
  * | agent_circuit_open | gauge | agent | 1 while the respawn circuit breaker is open |
  * | proxy_hook_fanouts_total | counter | hook, verdict | merged `_Stop` / `_PostCompact` answers |
+ * | gate_down_total | counter | gate | a `stop: wait` gate found not running when `_Stop` was due (once per gate and turn) |
  * | proxy_hook_duration_seconds | histogram | hook | time to the merged hook answer (deadline ≈ 2 s) |
  * | relay_reconnects_total | counter | | WebSocket reconnect attempts |
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
@@ -109,6 +110,7 @@ export class Metrics {
   private readonly cost: Counter<"channel" | "model" | "currency">;
   private readonly rotations: Counter<"reason">;
   private readonly heartbeats: Counter<"outcome" | "reason">;
+  private readonly gatesDown: Counter<"gate">;
   private readonly checksSeen = { verified: 0, failed: 0 };
   private readonly relayStatesSeen = new Set<string>();
   private sources: MetricSources = {};
@@ -252,6 +254,12 @@ export class Metrics {
       labelNames: ["outcome", "reason"],
       registers,
     });
+    this.gatesDown = new Counter({
+      name: `${PREFIX}gate_down_total`,
+      help: "stop: wait gates found not running when _Stop was due, once per gate and turn.",
+      labelNames: ["gate"],
+      registers,
+    });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -313,6 +321,11 @@ export class Metrics {
   /** A mid-turn message reached the agent `seconds` after it was accepted. */
   midTurnDelivered(method: "native" | "cancel-merge", seconds: number): void {
     this.midTurnDelivery.observe({ method }, seconds);
+  }
+
+  /** A `stop: wait` gate (a configured server name) was not running when `_Stop` was due. */
+  gateDown(gate: string): void {
+    this.gatesDown.inc({ gate });
   }
 
   /** A heartbeat tick; `reason` is the skip reason ("" when fired). */

@@ -1,0 +1,236 @@
+/**
+ * One daemon per identity, across machines (docs/architecture.md §1): each daemon announces
+ * itself on the relay with a beacon, an addressable NIP-78 application-data event (kind
+ * 30078) signed by the identity, `d` = `buzz-bridge:instance:<instance id>`, re-published
+ * every 30 s while it runs and replaced by a "stopped" one when it stops. Its content
+ * (instance id, host, pid, start time, fleet) is NIP-44-encrypted to the identity itself:
+ * channel members, who may read it on the relay, learn nothing of the host.
+ *
+ * A beacon is live while its last refresh is less than 90 s old. At start a daemon asks the
+ * relay for live beacons of its identity and refuses to start when it finds one of another
+ * instance; it publishes its own and asks once more (two daemons starting together both
+ * see each other then). While running it watches the identity's beacons: when another
+ * instance appears, the one that started later stops answering, and both log
+ * `instance.conflict`. Daemons of one fleet (`state.backend: postgres`) carry the fleet's
+ * id and recognise each other. The instance id lives in the state directory, so a restart
+ * on the same directory is the same instance.
+ *
+ * Failover: after a graceful stop, another daemon may start at once; after a crash
+ * (SIGKILL, a lost machine) once the dead one's beacon is 90 s old (REFRESH_MS × 3), plus
+ * the clock difference between the two machines.
+ */
+import { hostname } from "node:os";
+import { type Event, type EventTemplate, nip44 } from "nostr-tools";
+import type { Logger } from "../base/log.js";
+import { nowSec } from "../base/time.js";
+import { tagValue } from "../base/tags.js";
+import { KIND } from "../nostr/kinds.js";
+import { verifySignature } from "../nostr/verify.js";
+import type { RelayClient } from "../relay/client.js";
+import { isSuccess } from "../relay/outcome.js";
+
+/** A beacon is re-published this often. */
+export const REFRESH_MS = 30_000;
+/** A beacon older than this is a dead instance's (three refreshes missed). */
+export const STALE_MS = 3 * REFRESH_MS;
+const D_PREFIX = "buzz-bridge:instance:";
+const SUB_INSTANCE = "instance";
+/** How long a stopping daemon waits to say "stopped" on the relay (a daemon on another state dir may start at once then). */
+const STOP_NOTE_MS = 5000;
+
+export interface InstanceInfo {
+  instance: string;
+  host: string;
+  pid: number;
+  /** Unix seconds. */
+  started_at: number;
+  /** The fleet's id (state.backend: postgres); daemons of one fleet are not in conflict. */
+  fleet?: string;
+  state: "running" | "stopped";
+}
+
+/** Another live instance of this identity was found at start. */
+export class InstanceConflictError extends Error {
+  override name = "InstanceConflictError";
+  constructor(readonly other: InstanceInfo & { seen_at: number }) {
+    super(
+      `another buzz-bridge daemon of this identity is running (instance ${other.instance}, host ${other.host}, pid ${other.pid}, ` +
+        `last seen ${nowSec() - other.seen_at} s ago): stop it first, or wait until its beacon is ${STALE_MS / 1000} s old after it died; ` +
+        "daemons sharing the work run as one fleet (state.backend: postgres)",
+    );
+  }
+}
+
+export interface InstanceBeaconOptions {
+  relay: Pick<RelayClient, "send" | "query" | "watch">;
+  secretKey: Uint8Array;
+  pubkey: string;
+  /** This daemon's instance id (kept in its state directory). */
+  instance: string;
+  fleet?: string;
+  logger: Logger;
+  /** Another instance that started earlier is running: this one must stop answering. */
+  onLost(other: InstanceInfo): void;
+}
+
+type Seen = InstanceInfo & { seen_at: number };
+
+/** The beacon of `info`, its content sealed with `key`, the identity's NIP-44 conversation key with itself. */
+export function beaconTemplate(info: InstanceInfo, key: Uint8Array): EventTemplate {
+  const created = nowSec();
+  return {
+    kind: KIND.appData,
+    created_at: created,
+    content: nip44.encrypt(JSON.stringify(info), key),
+    tags: [
+      ["d", `${D_PREFIX}${info.instance}`],
+      // NIP-40: a relay may drop it once no one would count it live any more.
+      ["expiration", String(created + STALE_MS / 1000)],
+    ],
+  };
+}
+
+export class InstanceBeacon {
+  readonly info: InstanceInfo;
+  private readonly key: Uint8Array;
+  private timer?: NodeJS.Timeout;
+  private published = false;
+  private lost = false;
+  /** Instances already reported, so each conflict is logged once. */
+  private readonly reported = new Set<string>();
+
+  constructor(private readonly o: InstanceBeaconOptions) {
+    this.info = { instance: o.instance, host: hostname(), pid: process.pid, started_at: nowSec(), fleet: o.fleet, state: "running" };
+    this.key = nip44.getConversationKey(o.secretKey, o.pubkey);
+  }
+
+  /**
+   * At start, before the daemon listens: refuses (InstanceConflictError, `instance.conflict`
+   * logged) when another instance is live; else announces this one and checks once more.
+   * A relay that cannot be asked throws (the caller retries); one that refuses the beacon is
+   * logged and the daemon runs unannounced.
+   */
+  async claim(): Promise<void> {
+    this.refuseIfOther(await this.live());
+    if (!(await this.announce())) return;
+    this.refuseIfOther(await this.live());
+  }
+
+  /** Keeps the beacon fresh and watches for other instances until `stop()`. */
+  start(): void {
+    this.o.relay.watch(
+      SUB_INSTANCE,
+      () => [{ kinds: [KIND.appData], authors: [this.o.pubkey], since: nowSec() - STALE_MS / 1000 }],
+      (ev) => this.onBeacon(ev),
+    );
+    // One refresh at a time: during a relay outage a publish waits for the connection.
+    let refreshing: Promise<unknown> | undefined;
+    this.timer = setInterval(() => {
+      refreshing ??= this.announce()
+        .catch(() => false)
+        .finally(() => (refreshing = undefined));
+    }, REFRESH_MS);
+    this.timer.unref();
+  }
+
+  /** Says "stopped" on the relay (bounded), so another daemon may start at once. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    if (!this.published) return;
+    await Promise.race([
+      this.o.relay.send(this.template("stopped")).catch(() => undefined),
+      new Promise((r) => setTimeout(r, STOP_NOTE_MS).unref()),
+    ]);
+  }
+
+  private refuseIfOther(others: Seen[]): void {
+    const other = others[0];
+    if (!other) return;
+    this.log(other, "refused-start", "another daemon of this identity is running: this one does not start");
+    throw new InstanceConflictError(other);
+  }
+
+  /** Live beacons of other instances of this identity (not of this daemon's fleet), oldest start first. */
+  private async live(): Promise<Seen[]> {
+    const events = await this.o.relay.query([
+      { kinds: [KIND.appData], authors: [this.o.pubkey], since: nowSec() - STALE_MS / 1000, limit: 100 },
+    ]);
+    return events
+      .map((ev) => this.read(ev))
+      .filter((s): s is Seen => s !== undefined && this.isOther(s))
+      .sort((a, b) => a.started_at - b.started_at || (a.instance < b.instance ? -1 : 1));
+  }
+
+  private isOther(s: Seen): boolean {
+    if (s.instance === this.info.instance || s.state !== "running") return false;
+    if (nowSec() - s.seen_at > STALE_MS / 1000) return false;
+    return !(this.info.fleet && s.fleet === this.info.fleet);
+  }
+
+  private onBeacon(ev: Event): void {
+    const s = this.read(ev);
+    if (!s || !this.isOther(s) || this.lost) return;
+    // The later start gives way; equal starts are decided by the instance id.
+    const mine = this.info;
+    const iLose = s.started_at < mine.started_at || (s.started_at === mine.started_at && s.instance < mine.instance);
+    if (iLose) {
+      this.lost = true;
+      this.log(s, "stopping", "another daemon of this identity started earlier: this one stops answering");
+      this.o.onLost(s);
+    } else if (!this.reported.has(s.instance)) {
+      this.reported.add(s.instance);
+      this.log(s, "continuing", "another daemon of this identity started later; it stops answering, this one goes on");
+    }
+  }
+
+  private log(other: Seen, action: "refused-start" | "stopping" | "continuing", msg: string): void {
+    const line = {
+      evt: "instance.conflict",
+      action,
+      instance: this.info.instance,
+      other: {
+        instance: other.instance,
+        host: other.host,
+        pid: other.pid,
+        started_at: other.started_at,
+        seen_at: other.seen_at,
+        ...(other.fleet ? { fleet: other.fleet } : {}),
+      },
+    };
+    if (action === "continuing") this.o.logger.warn(line, msg);
+    else this.o.logger.error(line, msg);
+  }
+
+  /** Publishes this instance's beacon; false (logged) when the relay refused it. */
+  private async announce(): Promise<boolean> {
+    if (this.lost) return false;
+    const { outcome } = await this.o.relay.send(this.template("running"));
+    if (isSuccess(outcome)) {
+      this.published = true;
+      return true;
+    }
+    this.o.logger.warn(
+      { evt: "instance.beacon_failed", status: outcome.status, reason: outcome.reason },
+      "could not announce this daemon on the relay: a second daemon of this identity would not be noticed",
+    );
+    return false;
+  }
+
+  private template(state: InstanceInfo["state"]): EventTemplate {
+    return beaconTemplate({ ...this.info, state }, this.key);
+  }
+
+  /** A beacon of this identity, decrypted; undefined for anything else (another app's 30078, a forgery). */
+  private read(ev: Event): Seen | undefined {
+    if (ev.pubkey !== this.o.pubkey || ev.kind !== KIND.appData || !tagValue(ev, "d")?.startsWith(D_PREFIX)) return undefined;
+    if (!verifySignature(ev)) return undefined;
+    try {
+      const info = JSON.parse(nip44.decrypt(ev.content, this.key)) as InstanceInfo;
+      if (typeof info.instance !== "string" || typeof info.started_at !== "number") return undefined;
+      return { ...info, seen_at: ev.created_at };
+    } catch {
+      return undefined;
+    }
+  }
+}
