@@ -69,6 +69,9 @@ export function turnAsking(desk: QuestionDesk, o: TurnAskingOptions): Pick<Promp
         fields.map((f) => f.question),
         { ...base, answerer, key: keyOf({ message: req.message, schema: form.requestedSchema }), timeoutMs: o.questionTimeoutMs, signal },
       );
+      // Shutting down: the agent is not told "cancel" (it might act on it and answer the
+      // mention); the turn runs again after the restart and finds the question's card.
+      if (o.shuttingDown()) return new Promise<never>(() => undefined);
       return formResponse(fields, answers);
     },
   };
