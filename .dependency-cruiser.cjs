@@ -13,6 +13,7 @@
  */
 const LAYERS = [
   ["base"], // logging, argv, backoff, small shared helpers: imports nothing of the project
+  ["presets"], // the agent presets: launch data per agent, no I/O but writing their settings files
   ["config"], // the config schema, loading, keys
   ["contract"], // what crosses the daemon↔proxy link
   ["nostr"], // the NIP and Buzz vocabulary: kinds, event builders and checks, signatures

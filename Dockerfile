@@ -39,9 +39,9 @@
 # test/ops-dockerfile.test.ts runs this recipe's build and start steps outside a container,
 # and test/ops-unprivileged.test.ts starts the daemon as this image's user with its ENV.
 
-# Node 22, the oldest LTS line still maintained (until 2027-04-30); package.json's engines
-# says >=20 because the test suite runs on Node 20.
-ARG NODE_VERSION=22
+# Node 24, the active LTS line (maintained until 2028-04-30), on which CI runs the suite;
+# package.json's engines says >=22.
+ARG NODE_VERSION=24
 
 # ---- build: dev dependencies and the toolchain for better-sqlite3's native module ----
 FROM node:${NODE_VERSION}-bookworm AS build

@@ -24,6 +24,7 @@ const commands: Record<string, Command> = {
   run: { summary: "run the daemon", load: () => import("./app/commands/run-command.js"), prepare: () => void applyDaemonV8Settings() },
   check: { summary: "validate the config and print the effective settings", load: () => import("./app/commands/check-command.js") },
   doctor: { summary: "live self-check of relay, channels, agent and MCP servers", load: () => import("./app/commands/doctor-command.js") },
+  agents: { summary: "the agent presets, which are installed, what each needs", load: () => import("./app/commands/agents-command.js") },
   keygen: { summary: "generate a new agent keypair", load: () => import("./app/commands/keygen-command.js") },
   demo: { summary: "scripted demo on the embedded relay (no network, no API key)", load: () => import("./app/commands/demo-command.js") },
   "dev-relay": { summary: "the Buzz-compatible development relay", load: () => import("./app/commands/dev-relay-command.js") },

@@ -1,9 +1,7 @@
 /**
  * Model and usage with a real Claude agent that reports them over ACP:
- * `@zed-industries/claude-agent-acp` (a devDependency; claude-code-acp 0.16 reports no
- * usage and offers its models only through the older model selector, which
- * compat-claude-code.test.ts covers) against the scripted fake Anthropic API on
- * 127.0.0.1. No network, no API key.
+ * `@agentclientprotocol/claude-agent-acp` (a devDependency) against the scripted fake
+ * Anthropic API on 127.0.0.1. No network, no API key.
  *
  * What a person sees: `agent.model` picks the model the API is asked for (through the
  * agent's `model` session config option); the tokens the API reported for each turn
@@ -12,31 +10,16 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { World, REPO, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/nostr/kinds.js";
-// @ts-expect-error — plain ESM fixture without type declarations
-import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
+import { startFakeLlm, type FakeLlm } from "./fixtures/fake-llm.js";
+import { claudeAgentAcpBin } from "./fixtures/claude-code.js";
 import { waitFor } from "./fixtures/wait.js";
 import { imeta, PNG, upload } from "./fixtures/media.js";
 
-interface FakeApi {
-  url: string;
-  requests: { body: { model?: string; tools?: { name: string }[] } }[];
-  turnRequests(): FakeApi["requests"];
-  close(): Promise<void>;
-}
-
 const TOKENS = { input_tokens: 1234, output_tokens: 56 };
-
-function claudeAgentAcpBin(): string {
-  const dir = join(REPO, "node_modules", "@zed-industries", "claude-agent-acp");
-  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
-  const rel = pkg.bin["claude-agent-acp"];
-  if (!rel) throw new Error(`${dir}/package.json has no "claude-agent-acp" bin (bins: ${Object.keys(pkg.bin).join(", ")})`);
-  return join(dir, rel);
-}
 
 /** The value of one Prometheus sample, matching every given label. */
 function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
@@ -49,11 +32,11 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 
 let w: World;
 let d: DaemonProc;
-let api: FakeApi;
+let api: FakeLlm;
 let base: string;
 
 before(async () => {
-  api = (await startFakeAnthropic({ mode: "text", finalText: "Short answer from the model.", usage: TOKENS })) as FakeApi;
+  api = await startFakeLlm({ mode: "text", finalText: "Short answer from the model.", usage: TOKENS });
   w = await World.create({ channelName: "build-room" });
   const home = join(w.dir, "claude-home");
   mkdirSync(home, { recursive: true });
@@ -92,7 +75,7 @@ test("agent.model is selected through claude-agent-acp's model config option; th
   const ends = () => d.logs.filter((l) => l.evt === "turn.end" && l.status === "answered");
   await waitFor(() => ends().length >= 2, { timeoutMs: 20_000, intervalMs: 100, what: "two answered turns logged" });
 
-  const models = [...new Set(api.turnRequests().map((r) => String(r.body.model)))];
+  const models = [...new Set(api.turnRequests().map((r) => r.model))];
   assert.equal(models.length, 1, `one model for every turn: ${models.join(", ")}`);
   assert.match(models[0]!, /haiku/, "the configured model, not Claude's default");
 

@@ -1,5 +1,5 @@
 /**
- * The real Claude Code agent in the agent sandbox: claude-code-acp (a devDependency)
+ * The real Claude Code agent in the agent sandbox: claude-agent-acp (a devDependency)
  * against the fake Anthropic API on 127.0.0.1, with `agent.sandbox: bubblewrap` and a real
  * MCP server, @modelcontextprotocol/server-filesystem on the channel's working directory,
  * behind the bridge's proxy. The model reads a file of the channel's cwd through the
@@ -12,10 +12,9 @@ import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { World, REPO } from "./fixtures/world.js";
-import { claudeCodeAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
+import { claudeAgentAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { threadRootOf } from "../src/nostr/events.js";
-// @ts-expect-error — plain ESM fixture without type declarations
-import { startFakeAnthropic } from "./fixtures/fake-anthropic.mjs";
+import { startFakeLlm } from "./fixtures/fake-llm.js";
 
 const FS_SERVER = join(REPO, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js");
 const REPLY = "From the channel's notes:";
@@ -46,18 +45,18 @@ function processes(world: World, needle: string): Array<{ pid: number; pidns: st
   return out;
 }
 
-test("claude-code-acp in the bubblewrap sandbox answers a mention using server-filesystem on its cwd through the proxy", async () => {
+test("claude-agent-acp in the bubblewrap sandbox answers a mention using server-filesystem on its cwd through the proxy", async () => {
   w = await World.create({ baseDir: "/var/tmp", channelName: "build-room" });
   const cwd = join(w.dir, "work", "build-room");
   mkdirSync(cwd, { recursive: true });
   writeFileSync(join(cwd, "notes.txt"), `${NOTE}\n`);
-  api = (await startFakeAnthropic({
+  api = await startFakeLlm({
     replyText: REPLY,
     readFirst: { tool: "read_text_file", input: { path: join(cwd, "notes.txt") } },
-  })) as { url: string; close(): Promise<void> };
+  });
   const d = await w.startDaemon({
     agent: {
-      command: claudeCodeAcpBin(),
+      command: claudeAgentAcpBin(),
       args: [],
       env: offlineClaudeEnv(api.url),
       mode: "default",
@@ -77,7 +76,7 @@ test("claude-code-acp in the bubblewrap sandbox answers a mention using server-f
 
   const ours = readlinkSync("/proc/self/ns/pid");
   for (const [what, needle] of [
-    ["the Claude agent", "claude-code-acp"],
+    ["the Claude agent", "claude-agent-acp"],
     ["the MCP proxy", "mcp-proxy"],
     ["server-filesystem", FS_SERVER],
   ] as const) {

@@ -33,8 +33,8 @@ const envOf = dockerEnv;
 
 test("the Dockerfile has the pieces the issue names", () => {
   assert.ok(buildStage && runStage, "two stages");
-  assert.equal(expandArgs(one(buildStage, "FROM")), "node:22-bookworm AS build");
-  assert.equal(expandArgs(one(runStage, "FROM")), "node:22-bookworm-slim AS run");
+  assert.equal(expandArgs(one(buildStage, "FROM")), "node:24-bookworm AS build");
+  assert.equal(expandArgs(one(runStage, "FROM")), "node:24-bookworm-slim AS run");
   assert.match(
     all(buildStage, "RUN")
       .map((r) => r.args)

@@ -19,6 +19,8 @@ export interface AgentEnvOptions {
   hooksAgentEnforced?: boolean;
   /** Defaults to `process.env`; tests pass their own. */
   parent?: NodeJS.ProcessEnv;
+  /** Further names taken from the parent: a preset's key variables (docs/agents.md). */
+  inherit?: readonly string[];
 }
 
 export interface AgentEnv {
@@ -54,7 +56,8 @@ export function agentEnvironment(opts: AgentEnvOptions = {}): AgentEnv {
   };
   for (const [name, value] of Object.entries(parent)) {
     if (value === undefined) continue;
-    if (AGENT_INHERITED_ENV.has(name) || AGENT_INHERITED_PREFIXES.some((p) => name.startsWith(p))) put(name, value);
+    if (AGENT_INHERITED_ENV.has(name) || AGENT_INHERITED_PREFIXES.some((p) => name.startsWith(p)) || opts.inherit?.includes(name))
+      put(name, value);
   }
   // buzz-agent's reply guard would nag about send_message posts; the bridge's fallback covers silence.
   env.BUZZ_AGENT_REQUIRE_REPLY = "0";

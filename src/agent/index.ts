@@ -11,3 +11,4 @@ export { probeAgent } from "./probe.js";
 export * from "./errors.js";
 export { SessionUsage, type TurnUsage } from "./usage.js";
 export { offeredSettings } from "./session-settings.js";
+export { presetInstall, type PresetInstall } from "./preset-install.js";

@@ -7,26 +7,58 @@
  *
  * "The same process" is the boot id plus the process start time from /proc (Linux): a
  * recorded id that was reused by an unrelated process after a reboot or wrap-around is
- * left alone. Where /proc is missing, nothing is recorded and nothing is stopped.
+ * left alone. The group's leader may be gone while what it started lives on (a launcher
+ * killed alone, its agent still running): a group id stays taken while any member lives, so
+ * members of the recorded group started no earlier than the leader, in this boot, are the
+ * agent's. Where /proc is missing, nothing is recorded and nothing is stopped.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import type { Logger } from "../base/log.js";
 import { sleep } from "../base/backoff.js";
+
+const bootId = (): string => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+
+/** A live process's state, process group and start time (clock ticks), from /proc; undefined when gone. */
+function processStat(pid: number): { state: string; pgrp: number; start: string } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the parenthesised command name, which may hold spaces: state is field 3,
+    // the process group field 5, starttime field 22.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const start = fields[19];
+    return start ? { state: fields[0]!, pgrp: Number(fields[2]), start } : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** `<boot id>:<start time in clock ticks>` of a live process, or undefined. */
 function processIdentity(pid: number): string | undefined {
   try {
-    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Field 22 (starttime), counted after the parenthesised command name, which may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const stat = processStat(pid);
     // A zombie has stopped already; only its parent can reap it.
-    if (fields[0] === "Z") return undefined;
-    const start = fields[19];
-    return start ? `${boot}:${start}` : undefined;
+    if (!stat || stat.state === "Z") return undefined;
+    return `${bootId()}:${stat.start}`;
   } catch {
     return undefined;
   }
+}
+
+/** True when the recorded group is the agent's: its leader is the recorded process, or, the leader gone, members it left. */
+function isRecordedGroup(r: { pgid: number; identity: string }): boolean {
+  if (processIdentity(r.pgid) === r.identity) return true;
+  const [boot, start] = r.identity.split(":");
+  try {
+    if (processStat(r.pgid) || boot !== bootId()) return false;
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      const stat = processStat(Number(name));
+      if (stat && stat.pgrp === r.pgid && stat.state !== "Z" && BigInt(stat.start) >= BigInt(start ?? "0")) return true;
+    }
+  } catch {
+    return false;
+  }
+  return false;
 }
 
 const alive = (pgid: number): boolean => {
@@ -43,7 +75,7 @@ const alive = (pgid: number): boolean => {
  * group, then SIGKILL after `graceMs`. Returns the groups it stopped.
  */
 async function stopLeftoverAgents(recorded: Array<{ pgid: number; identity: string }>, log: Logger, graceMs = 2000): Promise<number[]> {
-  const stale = recorded.filter((r) => processIdentity(r.pgid) === r.identity);
+  const stale = recorded.filter(isRecordedGroup);
   for (const r of stale) {
     try {
       process.kill(-r.pgid, "SIGTERM");

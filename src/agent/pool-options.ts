@@ -8,8 +8,10 @@ import type { CircuitOptions, CircuitState } from "./circuit.js";
 import type { PermissionPolicy } from "./permissions.js";
 import type { ProxyCommand } from "./session.js";
 import type { AgentSandbox, ChannelIsolation } from "./sandbox-plan.js";
+import { presetDir, presetFor } from "../presets/index.js";
+import type { PresetOptions } from "./preset-spawn.js";
 
-export interface AgentPoolOptions {
+export interface AgentPoolOptions extends PresetOptions {
   command: string;
   args: string[];
   /** `agent.env`, laid over the inherited allow-list. */
@@ -56,14 +58,24 @@ export interface AgentPoolOptions {
   sandbox?: AgentSandbox;
 }
 
-/** The pool options from config (durations are already milliseconds there). */
+/**
+ * The pool options from config (durations are already milliseconds there); `command` and
+ * `args` resolved (config/agent-command.ts), the preset's directory under `stateDir`.
+ */
 export function poolOptionsFromConfig(
-  agent: Config["agent"],
-  extra: Pick<AgentPoolOptions, "secret" | "hooksAgentEnforced" | "logger" | "proxy" | "initTimeoutMs" | "sandbox" | "linkRoot"> = {},
+  agent: Config["agent"] & { command: string; args: string[] },
+  extra: Pick<AgentPoolOptions, "secret" | "hooksAgentEnforced" | "logger" | "proxy" | "initTimeoutMs" | "sandbox" | "linkRoot"> & {
+    stateDir?: string;
+  } = {},
 ): AgentPoolOptions {
+  const { stateDir, ...rest } = extra;
+  const preset = presetFor(agent.preset);
   return {
     command: agent.command,
     args: agent.args,
+    preset,
+    provider: agent.provider,
+    presetDir: preset && stateDir ? presetDir(stateDir, preset.name) : undefined,
     env: agent.env,
     cwd: agent.cwd,
     maxConcurrent: agent.max_concurrent,
@@ -74,12 +86,12 @@ export function poolOptionsFromConfig(
     warmSpare: agent.warm_spare,
     permissions: agent.permissions,
     permissionTimeoutMs: agent.permission_timeout,
-    mode: agent.mode,
-    authMethod: agent.auth_method,
+    mode: agent.mode ?? preset?.mode,
+    authMethod: agent.auth_method ?? preset?.authMethod?.(agent.provider),
     model: agent.model,
     effort: agent.effort,
     initialMessage: agent.initial_message,
-    ...extra,
+    ...rest,
   };
 }
 

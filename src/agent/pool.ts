@@ -26,6 +26,7 @@ import { AgentCrashedError, AgentStartError, CircuitOpenError, PoolClosedError }
 import { CrashBreaker, type CircuitChange, type CircuitState } from "./circuit.js";
 import { AgentProcess, type ExitInfo } from "./process.js";
 import { AgentSession } from "./session.js";
+import { presetSpawn } from "./preset-spawn.js";
 import { SandboxError, type ChannelIsolation } from "./sandbox-plan.js";
 import type { TurnLimits } from "./turn-control.js";
 import type { AcquireOptions, AgentPoolOptions, PoolStats } from "./pool-options.js";
@@ -53,7 +54,7 @@ export interface AgentSpawned {
   pid: number;
   spare: boolean;
   sandboxed: boolean;
-  /** Settles when the process has exited (the daemon forgets its recorded process group then). */
+  /** Settles when the process and all of its process group have exited (the daemon forgets the recorded group then). */
   exited: Promise<unknown>;
 }
 
@@ -91,6 +92,8 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
   /** The channel the next spare is made for, when processes are bound to channels. */
   private spareTarget: Target | undefined;
   private readonly procKeys = new WeakMap<AgentProcess, string>();
+  /** agent.model / agent.effort as each process's sessions select them (a preset may have applied them at launch). */
+  private readonly sessionSettings = new WeakMap<AgentProcess, { model?: string; effort?: string }>();
   private readonly linkDirs = new WeakMap<AgentProcess, string>();
   private linkSeq = 0;
   private spareRetry: NodeJS.Timeout | undefined;
@@ -223,8 +226,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
           mcpEnv,
           standingContext: opts.standingContext,
           mode: this.o.mode,
-          model: this.o.model,
-          effort: this.o.effort,
+          ...(this.sessionSettings.get(proc) ?? { model: this.o.model, effort: this.o.effort }),
           initialMessage: this.o.initialMessage,
           title: opts.title,
           previousSessionId: opts.previousSessionId,
@@ -362,12 +364,15 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     await this.breaker.backoff();
     this.checkCircuit();
     if (this.closed) throw new PoolClosedError();
-    const { env, dropped } = agentEnvironment({
-      configured: this.o.env,
-      secret: this.o.secret,
-      hooksAgentEnforced: this.o.hooksAgentEnforced,
-      parent: this.o.parentEnv,
-    });
+    const environment = (presetEnv: Record<string, string> = {}) =>
+      agentEnvironment({
+        configured: { ...presetEnv, ...this.o.env },
+        secret: this.o.secret,
+        hooksAgentEnforced: this.o.hooksAgentEnforced,
+        parent: this.o.parentEnv,
+        inherit: this.o.preset?.keys,
+      });
+    let { env, dropped } = environment();
     if (dropped.length)
       this.log.warn({ evt: "agent.env_dropped", names: dropped }, "kept the bridge's secret key out of the agent environment");
     const key = this.keyOf(target);
@@ -386,9 +391,12 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
               command: this.o.command,
             })
           : undefined;
+      // The preset's files go into the sandbox HOME when there is one: the agent's config lives there.
+      const preset = presetSpawn(this.o, launch?.home);
+      if (this.o.preset) env = environment(preset.env).env;
       const proc = await AgentProcess.start({
         command: this.o.command,
-        args: this.o.args,
+        args: preset.args,
         cwd,
         env: { ...env, ...launch?.env },
         initTimeoutMs: this.o.initTimeoutMs,
@@ -401,11 +409,12 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
       });
       this.started++;
       this.procKeys.set(proc, key);
+      this.sessionSettings.set(proc, { model: preset.model, effort: preset.effort });
       if (linkDir) {
         this.linkDirs.set(proc, linkDir);
         void proc.exited.then(() => rmSync(linkDir, { recursive: true, force: true }));
       }
-      this.emit("spawn", { pid: proc.pid, spare: isSpare, sandboxed: launch !== undefined, exited: proc.exited });
+      this.emit("spawn", { pid: proc.pid, spare: isSpare, sandboxed: launch !== undefined, exited: proc.groupGone });
       return proc;
     } catch (caught) {
       if (linkDir) rmSync(linkDir, { recursive: true, force: true });

@@ -12,6 +12,7 @@ import { agentEnvironment, secretForms } from "./env.js";
 import { AgentModeError, AgentProtocolError, AgentSettingError } from "./errors.js";
 import { AgentProcess } from "./process.js";
 import { offeredSettings, type OfferedSettings } from "./session-settings.js";
+import { presetSpawn, type PresetOptions } from "./preset-spawn.js";
 
 export interface AgentProbe {
   agentInfo?: acp.Implementation;
@@ -24,24 +25,30 @@ export interface AgentProbe {
   initMs: number;
 }
 
-export async function probeAgent(o: {
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-  mode?: string;
-  model?: string;
-  effort?: string;
-  authMethod?: string;
-  initTimeoutMs?: number;
-  secret?: Uint8Array | string[];
-}): Promise<AgentProbe> {
+export async function probeAgent(
+  o: PresetOptions & {
+    command: string;
+    args: string[];
+    env: Record<string, string>;
+    mode?: string;
+    model?: string;
+    effort?: string;
+    authMethod?: string;
+    initTimeoutMs?: number;
+    secret?: Uint8Array | string[];
+    /** The environment the agent's inherited variables come from; default process.env. */
+    parentEnv?: NodeJS.ProcessEnv;
+  },
+): Promise<AgentProbe> {
   const cwd = mkdtempSync(join(tmpdir(), "buzz-bridge-probe-"));
+  // The preset's files go into a directory of the probe's own, removed with it.
+  const preset = presetSpawn({ ...o, presetDir: o.presetDir ?? join(cwd, ".preset") }, undefined);
   const started = Date.now();
   const proc = await AgentProcess.start({
     command: o.command,
-    args: o.args,
+    args: preset.args,
     cwd,
-    env: agentEnvironment({ configured: o.env, secret: o.secret }).env,
+    env: agentEnvironment({ configured: { ...preset.env, ...o.env }, secret: o.secret, parent: o.parentEnv, inherit: o.preset?.keys }).env,
     initTimeoutMs: o.initTimeoutMs,
     secretForms: secretForms(o.secret),
     authMethod: o.authMethod,
@@ -55,15 +62,16 @@ export async function probeAgent(o: {
       res = await proc.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
     } catch (err) {
       const failure = new AgentProtocolError(proc.displayCommand, "session/new", err);
-      if (o.mode || o.model || o.effort) throw failure;
+      if (o.mode || preset.model || preset.effort) throw failure;
       sessionError = failure.message;
     }
     if (res) offered = offeredSettings(res);
     const { modes, models, efforts } = offered;
     if (o.mode && !modes.includes(o.mode)) throw new AgentModeError(proc.displayCommand, o.mode, modes);
-    if (o.model && !models.includes(o.model)) throw new AgentSettingError(proc.displayCommand, "agent.model", o.model, models, "models");
-    if (o.effort && !efforts.includes(o.effort))
-      throw new AgentSettingError(proc.displayCommand, "agent.effort", o.effort, efforts, "effort levels");
+    if (preset.model && !models.includes(preset.model))
+      throw new AgentSettingError(proc.displayCommand, "agent.model", preset.model, models, "models");
+    if (preset.effort && !efforts.includes(preset.effort))
+      throw new AgentSettingError(proc.displayCommand, "agent.effort", preset.effort, efforts, "effort levels");
     return { agentInfo: proc.agentInfo, capabilities: proc.capabilities, modes, offered, sessionError, initMs };
   } finally {
     await proc.close(1000);

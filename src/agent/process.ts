@@ -21,6 +21,7 @@ import { AgentStartError, describeCause } from "./errors.js";
 import { scrubSecret } from "./env.js";
 import { eachLine, watchJsonLines } from "./stdio.js";
 import { spawnWithPrivateNetwork, type PrivateNetwork } from "./sandbox-net.js";
+import { sleep } from "../base/backoff.js";
 
 /** Receives what the agent sends for one session; implemented by AgentSession. */
 export interface SessionRoute {
@@ -69,6 +70,47 @@ export interface ExitInfo {
 }
 
 const ACP_PROTOCOL_VERSION = 1;
+/** How long what an exited agent left in its group gets after SIGTERM before SIGKILL. */
+const GROUP_GRACE_MS = 2000;
+
+const groupAlive = (pgid: number): boolean => {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Stops what is left of an exited agent's process group. A launcher that runs the real agent as
+ * its child and is stopped alone (codex-acp's npm launcher uses spawnSync) would otherwise
+ * leave that child running with nobody reading its output. The group id stays taken while any
+ * member lives, so the signal reaches only the agent's own processes.
+ */
+async function stopGroup(pgid: number, graceMs: number, log: Logger): Promise<void> {
+  if (!groupAlive(pgid)) return;
+  try {
+    process.kill(-pgid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (groupAlive(pgid) && Date.now() < deadline) await sleep(50);
+  let signal = "SIGTERM";
+  if (groupAlive(pgid)) {
+    signal = "SIGKILL";
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      // gone meanwhile
+    }
+  }
+  // Usually the session's MCP proxy, a moment from exiting by itself; one that needed SIGKILL is worth a look.
+  const line = { evt: "agent.group_stopped", pgid, signal };
+  if (signal === "SIGKILL") log.warn(line, "killed what the agent left running in its process group");
+  else log.debug(line, "stopped what the agent left running in its process group");
+}
 const DEFAULT_INIT_TIMEOUT = 30_000;
 
 /** What an AgentProcess emits, checked by tsc on emit/on/once/off. */
@@ -88,6 +130,11 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   steering = false;
   exitInfo: ExitInfo | undefined;
   readonly exited: Promise<ExitInfo>;
+  /**
+   * Settles once the agent's whole process group is gone: what it started and left behind
+   * (a launcher's child, a shell) is stopped when the agent itself exits.
+   */
+  readonly groupGone: Promise<void>;
   readonly displayCommand: string;
   private expectedExit = false;
   private initialized = false;
@@ -113,6 +160,7 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
         this.emit("exit", this.exitInfo);
       });
     });
+    this.groupGone = this.exited.then(() => (child.pid === undefined ? undefined : stopGroup(child.pid, GROUP_GRACE_MS, this.log)));
   }
 
   get pid(): number {
@@ -417,6 +465,7 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
         if (!(await this.exitsWithin(graceMs))) this.kill("SIGKILL");
       }
     }
+    await this.groupGone;
     return this.exited;
   }
 

@@ -32,14 +32,16 @@ export function sandboxFor(loaded: LoadedConfig, logger?: Logger): AgentSandbox 
 
 /**
  * The host loopback ports the configuration points agents or their MCP servers at (in
- * `agent.env`, `agent.args`, a server's `env` or `args`): the ones a sandboxed agent may
- * still reach (loopback.ts). The daemon's own `http.listen` port is never among them.
+ * `agent.env`, `agent.args`, `agent.provider.base_url` — a preset maps it into the agent's
+ * own settings —, a server's `env` or `args`): the ones a sandboxed agent may still reach
+ * (loopback.ts). The daemon's own `http.listen` port is never among them.
  */
 export function configuredLoopbackPorts(loaded: LoadedConfig): number[] {
   const cfg = loaded.config;
   const named = [
     ...Object.values(cfg.agent.env),
-    ...cfg.agent.args,
+    ...(cfg.agent.args ?? []),
+    ...(cfg.agent.provider ? [cfg.agent.provider.base_url] : []),
     ...Object.values(cfg.mcp.servers).flatMap((s) => [...Object.values(s.env), ...s.args]),
   ];
   const own = cfg.http ? Number(/:(\d{1,5})$/.exec(cfg.http.listen)?.[1] ?? 0) : 0;

@@ -3,13 +3,23 @@
  * environment the stop gates add to it when the agent enforces them itself.
  */
 import { cliPath } from "../base/cli-path.js";
+import { presetFor } from "../presets/index.js";
 import type { Enforce } from "./enforce.js";
-import type { Config } from "./schema.js";
+import { DEFAULT_AGENT_COMMAND, type Config } from "./schema.js";
 
-/** `agent.command: buzz-bridge` runs this very installation (the demo agent), wherever it lives. */
+export { agentDisplay } from "./agent-display.js";
+
+/**
+ * The command and base arguments: agent.command / agent.args, else the preset's, else
+ * claude-agent-acp. `agent.command: buzz-bridge` runs this very installation (the demo
+ * agent), wherever it lives. The preset's derived arguments follow at spawn (presets/apply.ts).
+ */
 export function resolveAgentCommand(cfg: Config["agent"]): { command: string; args: string[] } {
-  if (cfg.command !== "buzz-bridge") return { command: cfg.command, args: cfg.args };
-  return { command: process.execPath, args: [cliPath(), ...cfg.args] };
+  const preset = presetFor(cfg.preset);
+  const command = cfg.command ?? preset?.command ?? DEFAULT_AGENT_COMMAND;
+  const args = cfg.args ?? preset?.args ?? [];
+  if (command !== "buzz-bridge") return { command, args };
+  return { command: process.execPath, args: [cliPath(), ...args] };
 }
 
 /**

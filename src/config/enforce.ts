@@ -4,6 +4,7 @@
  * a merged `_Stop` allowed to take that long could be dropped (docs/protocol.md, hooks).
  */
 import { basename } from "node:path";
+import { agentDisplay } from "./agent-display.js";
 import type { Config } from "./schema.js";
 
 export type Enforce = "bridge" | "agent" | "off";
@@ -15,7 +16,7 @@ const AGENT_HOOK_TIMEOUT_MS = 2500;
 export function resolveEnforce(cfg: Pick<Config, "gates" | "agent">): Enforce {
   const e = cfg.gates.enforce;
   if (e !== "auto") return e;
-  return /buzz-agent/.test(basename(cfg.agent.command)) ? "agent" : "bridge";
+  return /buzz-agent/.test(basename(agentDisplay(cfg.agent).split(" ")[0]!)) ? "agent" : "bridge";
 }
 
 /** Why `mcp.hook_deadline` is unusable with this config, or undefined when it is fine. */

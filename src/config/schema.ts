@@ -11,6 +11,7 @@ import { z } from "zod";
 import { parseDuration, DURATION_PATTERN } from "./duration.js";
 import { parsePubkey } from "./keys.js";
 import { parseBytes } from "./bytes.js";
+import { PRESET_NAMES, PRESETS, type PresetName } from "../presets/index.js";
 
 /** Names of keys whose values are durations, so `check` can print them back as `15m`. */
 export const DURATION_KEYS = new Set<string>();
@@ -117,10 +118,32 @@ const sandboxBind = z.strictObject({
   mode: z.enum(["ro", "rw"]).default("ro").describe("ro (default) or rw"),
 });
 
+/** The agent command when neither agent.command nor agent.preset names one. */
+export const DEFAULT_AGENT_COMMAND = "claude-agent-acp";
+
+const provider = z
+  .strictObject({
+    base_url: z
+      .string()
+      .regex(/^https?:\/\/[^\s/]+/, { message: "expected an http:// or https:// URL" })
+      .describe(
+        "the endpoint's base URL as the agent's own setting takes it (e.g. http://127.0.0.1:4000 for LiteLLM, https://openrouter.ai/api/v1)",
+      ),
+    model: z.string().min(1).optional().describe("the model name at that endpoint"),
+  })
+  .describe("a gateway or self-hosted model endpoint, mapped onto the preset's own settings (docs/agents.md)");
+
 const agent = z.strictObject({
-  command: z.string().default("claude-agent-acp").describe("the ACP agent executable; default claude-agent-acp"),
-  args: z.array(z.string()).default([]),
-  env: stringMap.default({}).describe("added to the agent's cleaned environment; the bridge's secret key never is"),
+  preset: z
+    .enum(PRESET_NAMES)
+    .optional()
+    .describe(
+      "a known agent: its command, arguments, environment and settings files (docs/agents.md); agent.command/args/env override its parts",
+    ),
+  provider: provider.optional(),
+  command: z.string().min(1).optional().describe("the ACP agent executable; default the preset's command, else claude-agent-acp"),
+  args: z.array(z.string()).optional().describe("the agent's arguments; with a preset, they replace the preset's own (default [])"),
+  env: stringMap.default({}).describe("added to the agent's cleaned environment (over the preset's); the bridge's secret key never is"),
   cwd: z
     .string()
     .optional()
@@ -528,6 +551,7 @@ export function crossCheck(raw: unknown): CrossIssue[] {
       });
     }
   });
+  issues.push(...providerIssues(agentCfg));
   if ("auth_tag" in id && "auth_tag_file" in id)
     issues.push({ path: ["identity", "auth_tag_file"], message: "give at most one of auth_tag or auth_tag_file" });
   const hb = obj(cfg.heartbeat);
@@ -537,6 +561,43 @@ export function crossCheck(raw: unknown): CrossIssue[] {
   if (relay.seed !== undefined && relay.url !== "embedded") {
     issues.push({ path: ["relay", "seed"], message: "relay.seed only applies with url: embedded" });
   }
+  return issues;
+}
+
+/** agent.provider is mapped onto a preset's own settings: it needs a preset that has one, and a model where the preset needs one. */
+function providerIssues(agentCfg: Record<string, unknown>): CrossIssue[] {
+  const prov = agentCfg.provider;
+  if (!prov || typeof prov !== "object") return [];
+  const name = agentCfg.preset;
+  if (typeof name !== "string" || !(PRESET_NAMES as readonly string[]).includes(name))
+    return [
+      {
+        path: ["agent", "provider"],
+        message: `agent.provider needs agent.preset (it becomes the preset's own endpoint setting; presets: ${PRESET_NAMES.join(", ")}), or set the agent's endpoint variable in agent.env`,
+      },
+    ];
+  const preset = PRESETS[name as PresetName];
+  if (!preset.wire) {
+    const able = PRESET_NAMES.filter((n) => PRESETS[n].wire).join(", ");
+    return [
+      {
+        path: ["agent", "provider"],
+        message: `the ${name} preset talks only to its vendor's service and has no endpoint setting; presets that take agent.provider: ${able}`,
+      },
+    ];
+  }
+  const issues: CrossIssue[] = [];
+  const model = (prov as Record<string, unknown>).model;
+  if (preset.providerNeedsModel && model === undefined)
+    issues.push({
+      path: ["agent", "provider", "model"],
+      message: `the ${name} preset needs agent.provider.model: the model's name at that endpoint`,
+    });
+  if (model !== undefined && agentCfg.model !== undefined)
+    issues.push({
+      path: ["agent", "model"],
+      message: "give the model once: agent.provider.model with a provider, agent.model without one",
+    });
   return issues;
 }
 

@@ -14,7 +14,10 @@ const HELP = `usage: buzz-bridge doctor [-c FILE] [--timeout 15s] [--state-dir D
 
 Live self-check: config valid, state_dir writable by this user (and whether a daemon
 holds its lock), relay reachable, NIP-42 auth accepted, channels found (name, UUID and
-description), agent command starts and answers ACP initialize (and offers agent.mode),
+description), agent command starts and answers ACP initialize (and offers agent.mode);
+with agent.preset also: the agent installed (and its version), its key set, and the
+bridge's tools as the agent offers them to its model (run against a probe model on
+127.0.0.1; a tool search or a dropped MCP server is a ✗ with the fix, docs/agents.md),
 agent.cwd writable, the agent sandbox runs once and shows what an agent can and cannot
 reach, each MCP server starts and lists its tools, proxy tool names valid.
 Prints ✓/✗ per check with the reason; exit 0 when all pass, 1 otherwise.

@@ -165,7 +165,14 @@ export class Daemon {
     this.pool = new AgentPool(
       poolOptionsFromConfig(
         { ...cfg.agent, ...resolveAgentCommand(cfg.agent), env: agentGateEnv(cfg, enforce) },
-        { secret: secretKey, hooksAgentEnforced: enforce === "agent", logger: log, sandbox, linkRoot: linkRootPath(cfg.state_dir) },
+        {
+          secret: secretKey,
+          hooksAgentEnforced: enforce === "agent",
+          logger: log,
+          sandbox,
+          linkRoot: linkRootPath(cfg.state_dir),
+          stateDir: cfg.state_dir,
+        },
       ),
     );
     this.pool.on("spawn", (p: AgentSpawned) => {

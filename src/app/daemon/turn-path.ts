@@ -9,6 +9,7 @@ import { hostname } from "node:os";
 import type { AgentPool } from "../../agent/pool.js";
 import type { Logger } from "../../base/log.js";
 import type { Enforce } from "../../config/enforce.js";
+import { agentDisplay } from "../../config/agent-command.js";
 import type { Config } from "../../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type GateContext } from "../../gate/index.js";
 import { ActiveConversations, agentCheck } from "../../gate/participation.js";
@@ -80,7 +81,7 @@ export interface TurnPath {
 
 export function buildTurnPath(p: TurnPathParts): TurnPath {
   const { start: cfg, pubkey, relay, store, fleet, out, logger: log } = p;
-  const agentKey = [cfg.agent.command, ...cfg.agent.args].join(" ");
+  const agentKey = agentDisplay(cfg.agent);
   // Built below; the schedulers' callbacks run only after it is.
   let dispatcher: TurnDispatcher;
 

@@ -8,7 +8,7 @@
  * the catalog's naming notes), never read back from its log lines.
  */
 import WebSocket from "ws";
-import { AgentSandbox, agentEnvironment, probeAgent } from "../../agent/index.js";
+import { AgentSandbox, agentEnvironment, poolOptionsFromConfig, probeAgent } from "../../agent/index.js";
 import { npub } from "../../config/keys.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { channelSelected, policyFor, type Config } from "../../config/schema.js";
@@ -21,7 +21,7 @@ import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../../proxy/naming.js";
 import { probeRelay, RelayAuthError, RelayClient } from "../../relay/index.js";
 import { ChannelDirectory, type ChannelInfo } from "../../buzz/index.js";
 import { initCrypto } from "../../nostr/verify.js";
-import { resolveAgentCommand } from "../../config/agent-command.js";
+import { agentDisplay, resolveAgentCommand } from "../../config/agent-command.js";
 import { refusalAdvice } from "../../relay/auth-advice.js";
 import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } from "../daemon/preflight.js";
 import { StateLock } from "../daemon/state-lock.js";
@@ -36,6 +36,7 @@ import { stateChecks } from "./doctor-state.js";
 import { describeProcess, type StateDirSource } from "./doctor-service.js";
 import { existsSync } from "node:fs";
 import { sandboxCheck } from "./doctor-sandbox.js";
+import { presetChecks } from "./doctor-preset.js";
 import type { CheckResult, Mark } from "./doctor-result.js";
 
 export interface DoctorOptions {
@@ -57,14 +58,25 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
     summary: `${loaded.file} is valid; agent identity ${npub(loaded.pubkey)}`,
     details: loaded.warnings.map((w) => `warning: ${w}`),
   };
-  const [relay, mcp, agent, sandbox, fleet] = await Promise.all([
+  const [relay, mcp, agent, sandbox, fleet, preset] = await Promise.all([
     relayChecks(loaded, timeoutMs),
     mcpChecks(loaded, timeoutMs),
     agentCheck(loaded, timeoutMs),
     sandboxCheck(loaded, timeoutMs),
     stateChecks(loaded, timeoutMs),
+    presetChecks(loaded, timeoutMs),
   ]);
-  return [configCheck, stateCheck(cfg.state_dir, opts.stateFrom), ...fleet, ...relay, agent, workDirCheck(cfg.agent.cwd), sandbox, ...mcp];
+  return [
+    configCheck,
+    stateCheck(cfg.state_dir, opts.stateFrom),
+    ...fleet,
+    ...relay,
+    agent,
+    ...preset,
+    workDirCheck(cfg.agent.cwd),
+    sandbox,
+    ...mcp,
+  ];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -261,20 +273,22 @@ function channelsResult(cfg: Config, all: ChannelInfo[], pubkey: string): CheckR
 
 async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<CheckResult> {
   const cfg = loaded.config.agent;
-  const { command, args } = resolveAgentCommand(cfg);
-  const shown = [cfg.command, ...cfg.args].join(" ");
+  const po = poolOptionsFromConfig({ ...cfg, ...resolveAgentCommand(cfg) }, { secret: loaded.secretKey });
+  const shown = agentDisplay(cfg);
   const env = agentEnvironment({ configured: cfg.env, secret: loaded.secretKey }).env;
-  const missing = agentCommandProblem(command, env.PATH ?? process.env.PATH ?? "");
+  const missing = agentCommandProblem(po.command, env.PATH ?? process.env.PATH ?? "");
   if (missing) return { name: "agent", mark: "fail", summary: missing };
   const probe = await bounded(timeoutMs + 2000, `agent '${shown}'`, () =>
     probeAgent({
-      command,
-      args,
-      env: cfg.env,
-      mode: cfg.mode,
-      model: cfg.model,
-      effort: cfg.effort,
-      authMethod: cfg.auth_method,
+      command: po.command,
+      args: po.args,
+      env: po.env,
+      mode: po.mode,
+      model: po.model,
+      effort: po.effort,
+      authMethod: po.authMethod,
+      preset: po.preset,
+      provider: po.provider,
       initTimeoutMs: timeoutMs,
       secret: loaded.secretKey,
     }),
