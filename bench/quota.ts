@@ -1,11 +1,15 @@
 /**
  * Living within Buzz's quota, measured at the daemon (its real `Daemon` class, in this
  * process) through a frame-counting proxy to the dev relay with Buzz's limits on
- * (docs/protocol.md, "Limits": about 50 WebSocket frames per 5 s per connection):
+ * (docs/protocol.md §7: about 50 frames per 5 s per key, counting every WebSocket frame of
+ * every connection and every HTTP bridge call of the identity):
  *  - 5: REQ frames and time for the daemon to subscribe 500 channels at start (the channels
  *    were just created, so their member-added notifications replay meanwhile);
  *  - frames the relay refused during that start, and during a burst of 20 owner mentions in
  *    20 channels (target 0);
+ *  - what one mention costs the key's quota during the burst, as the relay counts it (all
+ *    connections and HTTP calls of the daemon's key): WebSocket frames and HTTP calls per
+ *    mention, and the mentions a minute that Buzz's 600 frames a minute would then allow;
  *  - the burst's last reply, as a ratio to the time the quota allows for its 20 replies alone
  *    (20 frames at 50 per 5 s = 2 s), and to the same burst in the same run on a relay
  *    without quotas and a daemon without a budget (where the agent turns alone set the pace).
@@ -40,6 +44,10 @@ interface Run {
   burstRefused: number;
   burstFrames: number;
   lastReplyMs: number;
+  /** What the daemon's key drew from the relay's one bucket during the burst (settled). */
+  keyWsFrames: number;
+  keyHttpCalls: number;
+  keyRefused: number;
 }
 
 /** One daemon start with 500 channels, then the burst; `limited` false = no relay quota and no budget. */
@@ -89,6 +97,7 @@ async function run(limited: boolean): Promise<Run> {
     await ownerClient.start();
     if (!(await ownerClient.waitAuthenticated(10_000))) throw new Error("quota bench: owner did not authenticate");
     proxy.reset();
+    const usage0 = relay.keyUsage(bridge);
     const b0 = Date.now();
     const posted = await Promise.all(
       channels.slice(0, BURST).map((ch, i) => ownerClient.send(message(ch, `@agent quota burst ${i}`, { mentions: [bridge] }))),
@@ -103,8 +112,19 @@ async function run(limited: boolean): Promise<Run> {
     });
     const replies = replyFrames();
     const lastReplyMs = Math.max(...replies.map((f) => f.at)) - b0;
-    await sleep(3000); // reactions and typing that follow the replies
-    return { subscribedMs, startReqs, startRefused, burstRefused: proxy.refused.length, burstFrames: proxy.sent.length, lastReplyMs };
+    await sleep(3000); // reactions, typing and work status that follow the replies
+    const usage1 = relay.keyUsage(bridge);
+    return {
+      subscribedMs,
+      startReqs,
+      startRefused,
+      burstRefused: proxy.refused.length,
+      burstFrames: proxy.sent.length,
+      lastReplyMs,
+      keyWsFrames: usage1.wsFrames - usage0.wsFrames,
+      keyHttpCalls: usage1.httpCalls - usage0.httpCalls,
+      keyRefused: usage1.refused - usage0.refused,
+    };
   } finally {
     ownerClient.stop();
     await daemon?.stop().catch(() => undefined);
@@ -133,6 +153,12 @@ export async function benchQuota(): Promise<Record<string, number>> {
     unlimited_burst_last_reply_ms: free.lastReplyMs,
     unlimited_burst_frames_sent: free.burstFrames,
     burst_last_reply_vs_unlimited: r3(buzz.lastReplyMs / free.lastReplyMs),
+    burst_key_ws_frames_per_mention: r3(buzz.keyWsFrames / BURST),
+    burst_key_http_calls_per_mention: r3(buzz.keyHttpCalls / BURST),
+    burst_key_cost_per_mention: r3((buzz.keyWsFrames + buzz.keyHttpCalls) / BURST),
+    burst_key_refused: buzz.keyRefused,
+    quota_frames_per_minute: (QUOTA.frames * 60_000) / QUOTA.windowMs,
+    quota_mentions_per_minute: r3(((QUOTA.frames * 60_000) / QUOTA.windowMs / (buzz.keyWsFrames + buzz.keyHttpCalls)) * BURST),
   };
 }
 

@@ -11,7 +11,8 @@
  *   3, 5a bench/relay.ts     relay client handler latency vs nostr-tools; the client alone subscribing 500 channels
  *   5, 9  bench/quota.ts     at the daemon through a frame-counting proxy, relay with Buzz's limits:
  *                            REQ frames to subscribe 500 channels; frames refused at start and in a
- *                            20-mention burst; the burst's last reply vs its quota bound
+ *                            20-mention burst; frames and HTTP calls per mention against the key's
+ *                            one bucket; the burst's last reply vs its quota bound and vs no quota
  *   6, 7  bench/busy.ts      20,000 denied events: decisions/s, CPU, signature checks; RSS
  *   6p    bench/busy.ts      the same under thread participation: replies without a mention in the agent's thread
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
@@ -225,6 +226,18 @@ async function main(): Promise<void> {
       ratio: null,
       target: "0",
       met: q.burst_refused_frames === 0,
+    });
+    rows.push({
+      figure: "9",
+      measure: `Buzz-quota relay: one mention's cost to the key's one bucket, all connections and HTTP calls (${q.burst_key_ws_frames_per_mention} WebSocket frames + ${q.burst_key_http_calls_per_mention} HTTP calls; ${q.burst_key_refused} refused)`,
+      samples: q.burst_mentions!,
+      median: q.burst_key_cost_per_mention!,
+      p99: null,
+      unit: "frames+calls",
+      baseline: `${fmt(Number(q.quota_frames_per_minute))} a minute (Buzz's quota per key): ${fmt(Number(q.quota_mentions_per_minute))} mentions a minute at this cost`,
+      ratio: r3(q.burst_key_cost_per_mention! / q.quota_frames_per_minute!),
+      target: "0 refused",
+      met: q.burst_key_refused === 0,
     });
     rows.push({
       figure: "9",

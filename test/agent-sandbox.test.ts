@@ -118,9 +118,9 @@ function chownTree(dir: string, uid: number): void {
 /** The other channel gets a session first, so another session's link socket exists; its path and the other agent's interfaces. */
 async function otherSession(l: Layout): Promise<{ socket: string; ifaces: string[] }> {
   const ev = await l.w.owner.post("@agent hello from the other room", { channel: l.otherChannel });
-  const [reply] = await l.w.waitReplies(ev, 1, 30_000);
+  const reply = await l.w.waitReply(ev, 30_000);
   assert.doesNotMatch(
-    reply!.content,
+    reply.content,
     /^\(no proxy\)/,
     "the other channel's agent replied through its proxy and link (also without a network)",
   );
@@ -129,7 +129,7 @@ async function otherSession(l: Layout): Promise<{ socket: string; ifaces: string
     .map((d) => join(root, d, "link.sock"))
     .filter((p) => existsSync(p));
   assert.equal(socks.length, 1, `one session, one link socket (found ${socks.join(", ") || "none"})`);
-  return { socket: socks[0]!, ifaces: (JSON.parse(reply!.content) as { ifaces: string[] }).ifaces };
+  return { socket: socks[0]!, ifaces: (JSON.parse(reply.content) as { ifaces: string[] }).ifaces };
 }
 
 interface Attempts {
@@ -156,12 +156,12 @@ async function tryEscape(l: Layout, d: DaemonProc): Promise<Attempts> {
     allowed: l.allowedPort,
   };
   const ev: Event = await l.w.owner.post(`@agent #escape ${JSON.stringify(targets)}`);
-  const [reply] = await l.w.waitReplies(ev, 1, 30_000);
-  console.log(`escape attempts: ${reply!.content}`);
-  assert.doesNotMatch(reply!.content, /^\(no proxy\)/, "the agent replied through its MCP proxy and the session's link");
+  const reply = await l.w.waitReply(ev, 30_000);
+  console.log(`escape attempts: ${reply.content}`);
+  assert.doesNotMatch(reply.content, /^\(no proxy\)/, "the agent replied through its MCP proxy and the session's link");
   const all = await l.w.query({ kinds: [KIND.message], authors: [l.w.agent.pk], "#e": [ev.id] });
   assert.equal(all.length, 1, "one reply");
-  const { ifaces, ...at } = JSON.parse(reply!.content) as Record<string, string> & { ifaces: string[] };
+  const { ifaces, ...at } = JSON.parse(reply.content) as Record<string, string> & { ifaces: string[] };
   return { at: at as Record<string, string>, ifaces, otherIfaces };
 }
 
@@ -299,7 +299,7 @@ test("agent.sandbox: auto where bubblewrap is missing: one warning, and mentions
     const d = await w.startDaemon({ agent: { sandbox: "auto" } }, { env: { PATH: "/nonexistent" } });
     for (const text of ["@agent first", "@agent second"]) {
       const ev = await w.owner.post(text);
-      await w.waitReplies(ev, 1, 30_000);
+      await w.waitReply(ev, 30_000);
     }
     const warnings = d.logs.filter((x) => x.evt === "agent.sandbox");
     assert.equal(warnings.length, 1, `one agent.sandbox line: ${JSON.stringify(warnings)}`);

@@ -55,8 +55,8 @@ describe("model, effort, title, initial message, rotation and usage", () => {
 
   test("a brand-new session gets the model, effort and title, and the initial message as its first prompt; only the mention is answered", async () => {
     const ev = await w.owner.post("@agent #session");
-    const [reply] = await w.waitReplies(ev);
-    const s = sessionReport(reply!);
+    const reply = await w.waitReply(ev);
+    const s = sessionReport(reply);
     assert.equal(s.model, "demo-large", "agent.model selected through the agent's model config option");
     assert.equal(s.effort, "high", "agent.effort selected through the agent's thought_level config option");
     assert.equal(s.title, `#build-room · thread ${ev.id.slice(0, 8)}`, "the session is titled after its channel and thread");
@@ -69,9 +69,9 @@ describe("model, effort, title, initial message, rotation and usage", () => {
 
   test("after max_turns_per_session turns the thread's next mention runs in a new session, which gets the initial message again", async () => {
     const root = await w.owner.post("@agent #session (turn 1)");
-    const first = sessionReport((await w.waitReplies(root))[0]!);
+    const first = sessionReport(await w.waitReply(root));
     const second = await w.owner.post("@agent #session (turn 2)", { replyTo: root });
-    const s2 = sessionReport((await w.waitReplies(second))[0]!);
+    const s2 = sessionReport(await w.waitReply(second));
     assert.equal(s2.id, first.id, "the second turn reuses the session");
     assert.equal(s2.prompts, 3, "no second initial message in a running session");
     const rotated = await d.waitLog(
@@ -80,7 +80,7 @@ describe("model, effort, title, initial message, rotation and usage", () => {
     );
     assert.equal(rotated.turns, 3, "the session had run the initial message and two mentions");
     const third = await w.owner.post("@agent #session (turn 3)", { replyTo: root });
-    const s3 = sessionReport((await w.waitReplies(third))[0]!);
+    const s3 = sessionReport(await w.waitReply(third));
     assert.notEqual(s3.id, first.id, "a new session after two turns");
     assert.equal(s3.prompts, 2, "the new session starts with the initial message");
     assert.equal(s3.model, "demo-large", "the model is applied to the new session too");
@@ -89,19 +89,19 @@ describe("model, effort, title, initial message, rotation and usage", () => {
   for (const reason of ["max_tokens", "max_turn_requests"]) {
     test(`a turn that ends with ${reason} rotates the session at once`, async () => {
       const root = await w.owner.post(`@agent #${reason.replace(/_/g, "-")} #session`);
-      const first = sessionReport((await w.waitReplies(root))[0]!);
+      const first = sessionReport(await w.waitReply(root));
       await d.waitLog((l) => l.evt === "agent.rotate" && l.reason === reason && String(l.scope).endsWith(root.id), 20_000);
       const next = await w.owner.post(`@agent #session (after ${reason})`, { replyTo: root });
-      const s = sessionReport((await w.waitReplies(next))[0]!);
+      const s = sessionReport(await w.waitReply(next));
       assert.notEqual(s.id, first.id, `the mention after ${reason} runs in a fresh session`);
     });
   }
 
   test("usage the agent reports is counted per channel and model: Prometheus, the turn's log line, the status page and !status", async () => {
     const root = await w.owner.post("@agent #usage 1200 340 0.25");
-    await w.waitReplies(root);
+    await w.waitReply(root);
     const next = await w.owner.post("@agent #usage 800 60 0.5", { replyTo: root });
-    await w.waitReplies(next);
+    await w.waitReply(next);
     const ends = await d.waitLog(
       (l) => l.evt === "turn.end" && (l.usage as { inputTokens?: number } | undefined)?.inputTokens === 800,
       20_000,
@@ -153,8 +153,8 @@ describe("a value the agent does not offer", () => {
     test(`agent.${c.key}: the turn fails with a notice naming what the agent offers`, async () => {
       const d = await w.startDaemon({ agent: c.agent, queue: { max_attempts: 1 } });
       const ev = await w.owner.post(`@agent hello (${c.key})`);
-      const [notice] = await w.waitReplies(ev, 1, 30_000);
-      assert.match(notice!.content, c.notice);
+      const notice = await w.waitReply(ev, 30_000);
+      assert.match(notice.content, c.notice);
       assert.equal(await d.stop(), 0);
     });
   }

@@ -69,9 +69,9 @@ after(async () => {
 
 test("agent.model is selected through claude-agent-acp's model config option; the API's token usage is counted per turn, channel and model", async () => {
   const first = await w.owner.post("@agent first question");
-  await w.waitReplies(first, 1, 90_000);
+  await w.waitReply(first, 90_000);
   const second = await w.owner.post("@agent second question", { replyTo: first });
-  await w.waitReplies(second, 1, 90_000);
+  await w.waitReply(second, 90_000);
   const ends = () => d.logs.filter((l) => l.evt === "turn.end" && l.status === "answered");
   await waitFor(() => ends().length >= 2, { timeoutMs: 20_000, intervalMs: 100, what: "two answered turns logged" });
 

@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { sleep } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -30,17 +29,8 @@ async function busy(ms: number): Promise<Event> {
   return ev;
 }
 
-async function settledReplies(root: Event, n: number): Promise<Event[]> {
-  if (n > 0) await w.waitReplies(root, n, 30_000);
-  await sleep(1500); // a late extra message would be stored by now
-  const all = await threadReplies(root);
-  assert.equal(
-    all.length,
-    n,
-    `expected ${n} agent message(s) in the thread: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`,
-  );
-  return all;
-}
+/** Exactly `n` agent messages in the thread of `root`, counted once every turn has ended (World.waitThread). */
+const settledReplies = (root: Event, n: number): Promise<Event[]> => w.waitThread(root, n, { timeoutMs: 30_000 });
 
 test("an edit of a queued mention replaces its text before its turn; someone else's edit of it is refused and logged", async () => {
   const job = await busy(2_500);
@@ -85,7 +75,7 @@ test("a deletion (here NIP-29's 9005) of a running turn's only mention stops the
   assert.equal(refused.author, w.teammate.npub);
   const del = await w.owner.groupDelete(job);
   await d.waitLog((l) => l.evt === "turn.deleted" && l.event === del.id);
-  await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled");
+  await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && (l.events as string[]).includes(job.id));
   const next = await w.owner.post("@agent next please");
   await settledReplies(next, 1);
   assert.equal((await threadReplies(job)).length, 0, "the stopped turn did not reply");

@@ -42,7 +42,7 @@ test("!cancel from the owner ends a running turn, with a 40099 outcome in the th
     "the command itself is not answered as a mention",
   );
   const next = await w.owner.post("@agent still there?", { replyTo: hang });
-  await w.waitReplies(next);
+  await w.waitReply(next);
 });
 
 test("!cancel from a stranger is ordinary (denied) chat, not a command", async () => {
@@ -53,8 +53,8 @@ test("!cancel from a stranger is ordinary (denied) chat, not a command", async (
 
 test("an agent silent past idle_timeout is cancelled and the thread gets a notice", async () => {
   const ev = await w.owner.post("@agent #ignore-cancel");
-  const [notice] = await w.waitReplies(ev, 1, 30_000);
-  assert.match(notice!.content, /idle timeout/);
+  const notice = await w.waitReply(ev, 30_000);
+  assert.match(notice.content, /idle timeout/);
   await w.waitReaction(ev, "⚠️");
 });
 
@@ -87,13 +87,13 @@ test("ask-owner: the permission question is posted in the thread (a card and a p
 
 test("!rotate ends the thread's session; the next mention starts a fresh one", async () => {
   const first = await w.owner.post("@agent hello");
-  await w.waitReplies(first);
+  await w.waitReply(first);
   const sessions = () => d.logs.filter((l) => l.evt === "turn.session").length;
   const before = sessions();
   const cmd = await w.owner.post("!rotate", { replyTo: first });
   await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [first.id] }, (e) => e.some((x) => /rotate/.test(x.content)));
   void cmd;
   const again = await w.owner.post("@agent hello again", { replyTo: first });
-  await w.waitReplies(again);
+  await w.waitReply(again);
   assert.equal(sessions(), before + 1, "a new agent session was opened for the thread");
 });

@@ -42,7 +42,7 @@ test("agents left running by a SIGKILLed daemon are stopped by the next start, a
     log: { level: "info" },
   });
   const ev = await w.owner.post("@agent hello");
-  await w.waitReplies(ev);
+  await w.waitReply(ev);
   pids = [...new Set(d1.logs.filter((l) => l.evt === "agent.initialized").map((l) => Number(l.agent_pid)))];
   assert.ok(pids.length >= 1, "an agent served the mention");
 
@@ -62,6 +62,6 @@ test("agents left running by a SIGKILLed daemon are stopped by the next start, a
 
   // The new daemon still answers.
   const again = await w.owner.post("@agent still there?");
-  await w.waitReplies(again);
+  await w.waitReply(again);
   await d2.stop();
 });

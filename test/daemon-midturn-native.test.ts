@@ -6,8 +6,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { World, type DaemonProc } from "./fixtures/world.js";
-import { KIND } from "../src/nostr/kinds.js";
-import { sleep } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -28,13 +26,9 @@ test("steer with an agent that advertises _session/steering: the message goes in
   const second = await w.teammate.post("@agent also use the staging branch", { replyTo: first });
   const line = await d.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(second.id));
   assert.equal(line.method, "native");
-  const [reply] = await w.waitReplies(first, 1, 30_000);
-  await sleep(1500); // a second reply would be stored by now
-  assert.equal(
-    (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [first.id] })).length,
-    1,
-    "exactly one reply in the thread",
-  );
+  // Both messages' turn ended; then exactly one agent message in the thread, under the steered one.
+  const [reply] = await w.waitThread(first, 1, { mentions: [first, second], timeoutMs: 30_000 });
+  assert.equal(reply!.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1], second.id, "the reply answers the latest message");
   assert.match(reply!.content, /Asked: @agent #slow 3000 refactor the build/, "the original request was finished, not restarted");
   assert.match(reply!.content, /Steered in at \d{4}-\d\d-\d\dT[\d:.]+Z: @agent also use the staging branch/);
   assert.ok(!d.logs.slice(from).some((l) => l.evt === "agent.turn_cancel"), "no session/cancel was sent");
@@ -52,14 +46,8 @@ test("an agent that advertises steering but refuses the steer: logged, then canc
     assert.equal(refused.answer, "refused");
     const line = await d2.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(second.id));
     assert.equal(line.method, "cancel-merge");
-    const [reply] = await w2.waitReplies(first, 1, 30_000);
+    const [reply] = await w2.waitThread(first, 1, { mentions: [first, second], timeoutMs: 30_000 });
     assert.match(reply!.content, /Asked: @agent also use the staging branch/);
-    await sleep(1500); // a second reply would be stored by now
-    assert.equal(
-      (await w2.query({ kinds: [KIND.message], authors: [w2.agent.pk], "#e": [first.id] })).length,
-      1,
-      "exactly one reply in the thread",
-    );
   } finally {
     await w2.close();
   }

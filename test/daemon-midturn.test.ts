@@ -11,7 +11,6 @@ import type { Event } from "nostr-tools";
 import { World, type DaemonProc, type Person } from "./fixtures/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { storedTurns } from "./fixtures/reliability-helpers.js";
-import { sleep } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -36,9 +35,6 @@ before(async () => {
 });
 after(() => w.close());
 
-/** The agent's messages in the thread of `root`. */
-const threadReplies = (root: Event) => w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [root.id] });
-
 /** Starts a long turn in `channel` and resolves once the agent has been prompted with it. */
 async function longTurn(channel: string, ms: number): Promise<Event> {
   const from = d.logs.length;
@@ -51,18 +47,8 @@ async function midTurnMessage(who: Person, first: Event, text: string): Promise<
   return who.post(`@agent ${text}`, { replyTo: first, channel: first.tags.find((t) => t[0] === "h")![1] });
 }
 
-/** Waits for `n` replies in the thread, then a little longer to be sure no more come. */
-async function exactlyReplies(first: Event, n: number): Promise<Event[]> {
-  await w.waitReplies(first, n, 30_000);
-  await sleep(1500); // a late extra reply would be stored by now
-  const all = await threadReplies(first);
-  assert.equal(
-    all.length,
-    n,
-    `expected exactly ${n} agent message(s) in the thread, got: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`,
-  );
-  return all;
-}
+/** Exactly `n` agent messages in the thread of `first`, counted once every turn has ended (World.waitThread). */
+const exactlyReplies = (first: Event, n: number): Promise<Event[]> => w.waitThread(first, n, { timeoutMs: 30_000 });
 
 test("steer (agent without native steering): the running turn is cancelled and re-prompted with the new message framed as arriving mid-work; one reply covers both", async () => {
   const first = await longTurn(ch.steer, 20_000);
@@ -139,7 +125,8 @@ test("a restart in the middle of a steer: the steered message was recorded befor
 test("a restart mid-steer after the turn had already posted: the steered message is still answered, once; the earlier post stays", async () => {
   const from = d.logs.length;
   const first = await w.owner.post("@agent #reply-first #slow 20000 migrate the database", { channel: ch.steer });
-  const [early] = await w.waitReplies(first, 1, 30_000);
+  // The first answer is posted while the turn runs: seen once it is there, not once the turn ends.
+  const [early] = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [first.id] }, (e) => e.length > 0, 30_000);
   assert.match(early!.content, /A first answer/);
   const second = await midTurnMessage(w.teammate, first, "#slow 4000 also keep a backup");
   await d.waitLog((l) => d.logs.indexOf(l) >= from && l.evt === "turn.steered" && (l.events as string[]).includes(second.id));

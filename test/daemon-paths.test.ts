@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { threadRootOf } from "../src/nostr/events.js";
+import { reactionTarget, threadRootOf } from "../src/nostr/events.js";
 import { RelayClient } from "../src/relay/index.js";
 import { createLogger } from "../src/base/log.js";
-import { sleep } from "./fixtures/wait.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 let w: World;
 let d: DaemonProc;
@@ -34,35 +34,43 @@ before(async () => {
 });
 after(() => w.close());
 
-/** The agent's kind 9 messages replying in `ev`'s thread, now. */
-const answersTo = async (ev: Event) =>
-  (await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] })).filter((e) => threadRootOf(e) === threadRootOf(ev));
-
 test("unicode, emoji, combining marks and right-to-left text come back intact in the answer", async () => {
   const text = "مرحبا بالعالم ‏שלום עולם‎ 👋🏽👨‍👩‍👧 z̴͝a̵l̶g̷o 𝕏𝔶𝔷 家族 \u202eRTL-override\u202c end";
   const ev = await w.owner.post(`@agent ${text}`);
-  const [reply] = await w.waitReplies(ev, 1, 30_000);
-  assert.ok(reply!.content.includes(text), `the answer quotes the mention byte for byte:\n${reply!.content}`);
-  assert.equal((await answersTo(ev)).length, 1);
+  const reply = await w.waitReply(ev, 30_000);
+  assert.ok(reply.content.includes(text), `the answer quotes the mention byte for byte:\n${reply.content}`);
 });
 
 test("typing indicators in the mention's thread while the agent works, none once it has answered", { timeout: 40_000 }, async () => {
   const watcher = new RelayClient({ url: w.relay.url, secretKey: w.teammate.sk, logger: createLogger({ level: "silent" }) });
-  const seen: Array<{ at: number; ev: Event }> = [];
+  // The agent's typing indicators and reactions, in the order the relay delivered them.
+  const seen: Event[] = [];
   watcher.on("event", (ev: Event) => {
-    if (ev.kind === KIND.typing && ev.pubkey === w.agent.pk) seen.push({ at: Date.now(), ev });
+    if ((ev.kind === KIND.typing || ev.kind === KIND.reaction) && ev.pubkey === w.agent.pk) seen.push(ev);
   });
   await watcher.start();
-  watcher.setChannels([{ id: ch.main!, kinds: [KIND.typing], requireMention: false }]);
+  watcher.setChannels([{ id: ch.main!, kinds: [KIND.typing, KIND.reaction], requireMention: false }]);
   assert.ok(await watcher.waitSubscribed(10_000));
   try {
     const ev = await w.owner.post("@agent take your time #slow 3500");
-    await w.waitReplies(ev, 1, 30_000);
-    const answeredAt = Date.now();
-    assert.ok(seen.length >= 1, "at least one typing indicator while the agent worked");
-    for (const { ev: t } of seen) assert.equal(threadRootOf(t), ev.id, "typing is shown in the mention's thread");
-    await sleep(4000); // longer than the 3 s typing repeat: an indicator after the answer would show
-    assert.deepEqual(seen.filter((s) => s.at > answeredAt + 500).length, 0, "no typing after the answer (the indicator repeats every 3 s)");
+    await w.waitReply(ev, 30_000);
+    // The subscription also brings stored reactions of earlier tests: the turn's own ✅ is the one on `ev`.
+    const ended = (e: Event) => e.kind === KIND.reaction && e.content === "✅" && reactionTarget(e) === ev.id;
+    await waitFor(() => seen.some(ended), { what: "the ✅ that ends the turn, on the watcher" });
+    const typing = seen.filter((e) => e.kind === KIND.typing && threadRootOf(e) === ev.id);
+    assert.ok(typing.length >= 1, "at least one typing indicator while the agent worked");
+    assert.deepEqual(
+      seen.filter((e) => e.kind === KIND.typing && threadRootOf(e) !== ev.id),
+      [],
+      "typing is shown in the mention's thread, and only while it is answered",
+    );
+    await sleep(4000); // longer than the 3 s typing repeat: to show no indicator comes after the turn's end
+    const done = seen.findIndex(ended);
+    assert.deepEqual(
+      seen.slice(done + 1).filter((e) => e.kind === KIND.typing),
+      [],
+      "no typing after the turn's ✅ (the indicator repeats every 3 s while the agent works)",
+    );
   } finally {
     watcher.stop();
   }
@@ -70,22 +78,21 @@ test("typing indicators in the mention's thread while the agent works, none once
 
 test("max_turn: a turn past its time limit is stopped and the thread gets exactly one failure notice", { timeout: 40_000 }, async () => {
   const ev = await w.owner.post("@agent think forever #hang");
-  const notices = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.length >= 1, 30_000);
-  assert.match(notices[0]!.content, /past its time limit \(max_turn\)/);
-  assert.ok(notices[0]!.tags.some((t) => t[0] === "buzz" && t[1] === "agent-failure"));
-  await sleep(1500); // a retry answering later would be stored by now
-  assert.equal((await answersTo(ev)).length, 1, "one notice, no retry answering later");
+  // Once the turn ended for good (no retry left to answer later): exactly one message, the notice.
+  const notice = await w.waitReply(ev, 30_000);
+  assert.match(notice.content, /past its time limit \(max_turn\)/);
+  assert.ok(notice.tags.some((t) => t[0] === "buzz" && t[1] === "agent-failure"));
 });
 
 test("idle_close: an agent idle past idle_close is stopped; the thread's next mention is answered by a fresh one", {
   timeout: 40_000,
 }, async () => {
   const first = await w.owner.post("@agent first");
-  await w.waitReplies(first, 1, 30_000);
+  await w.waitReply(first, 30_000);
   const closed = await d.waitLog((l) => l.evt === "agent.idle_close" && String(l.scope).endsWith(first.id), 15_000);
   const next = await w.owner.post("@agent and again", { replyTo: first });
-  const replies = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [next.id] }, (e) => e.length >= 1, 30_000);
-  assert.match(replies[0]!.content, /and again/);
+  const reply = await w.waitReply(next, 30_000);
+  assert.match(reply.content, /and again/);
   const session = d.logs.filter((l) => l.evt === "turn.session" && String(l.scope).endsWith(first.id));
   assert.equal(session.length, 2, "a second session was opened for the thread");
   assert.notEqual(session[1]!.agent_pid, closed.agent_pid, "by another process");
@@ -95,13 +102,13 @@ test("a DM from the owner is answered in its thread; a teammate's DM is refused 
   timeout: 40_000,
 }, async () => {
   const ev = await w.owner.post("@agent in private please", { channel: ch.dmOwner });
-  const [reply] = await w.waitReplies(ev, 1, 30_000);
-  assert.match(reply!.content, /in private please/);
-  assert.equal(reply!.tags.find((t) => t[0] === "h")?.[1], ch.dmOwner, "answered in the DM");
+  const reply = await w.waitReply(ev, 30_000);
+  assert.match(reply.content, /in private please/);
+  assert.equal(reply.tags.find((t) => t[0] === "h")?.[1], ch.dmOwner, "answered in the DM");
   const denied = await w.teammate.post("@agent can you help me?", { channel: ch.dmTeammate });
   await d.waitLog((l) => l.evt === "gate.denied" && l.event === denied.id);
   assert.equal(d.logs.find((l) => l.evt === "gate.denied" && l.event === denied.id)!.reason, "dm-not-owner");
-  await sleep(1000); // a reaction or a reply would be stored by now
+  await w.laterAnswer({ channel: ch.dmOwner, decided: [denied] });
   assert.deepEqual(await w.query({ authors: [w.agent.pk], "#e": [denied.id] }), [], "no reaction and no reply in a DM");
 });
 
@@ -112,12 +119,9 @@ test("a 256 KB mention reaches the agent and is answered with exactly one messag
   const ev = await w.owner.post(`@agent [big] ${body}`, { channel: ch.big });
   assert.ok(Buffer.byteLength(ev.content) > 255 * 1024);
   const mark = d.logs.length;
-  await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.length >= 1, 45_000);
-  await sleep(2000); // a second agent message would be stored by now
-  const all = await answersTo(ev);
-  assert.equal(all.length, 1, `exactly one agent message: ${all.map((e) => JSON.stringify(e.content.slice(0, 120))).join(" | ")}`);
-  assert.ok(all[0]!.content.includes("[big] lorem ipsum"), "the answer quotes the mention (the agent got it)");
-  assert.ok(Buffer.byteLength(all[0]!.content) <= 256 * 1024, "within the relay's content limit");
+  const reply = await w.waitReply(ev, 45_000);
+  assert.ok(reply.content.includes("[big] lorem ipsum"), "the answer quotes the mention (the agent got it)");
+  assert.ok(Buffer.byteLength(reply.content) <= 256 * 1024, "within the relay's content limit");
   assert.deepEqual(
     d.logs.slice(mark).filter((l) => l.evt === "relay.publish_failed"),
     [],
@@ -135,8 +139,9 @@ test("removed from a channel mid-turn: nothing more is posted there, each refuse
   await w.relay.removeMember(ch.leaving!, w.agent.pk);
   const removedAt = Math.floor(Date.now() / 1000);
   await d.waitLog((l) => l.evt === "relay.channel_left" && l.channel === ch.leaving, 20_000);
-  await d.waitLog((l) => l.evt === "turn.end" && String(l.scope).startsWith(ch.leaving!), 30_000);
-  await sleep(2000); // a late publish into the channel would be stored by now
+  await d.waitLog((l) => l.evt === "turn.end" && (l.events as string[]).includes(ev.id), 30_000);
+  // A later mention answered and every turn ended for good (a retry, a failure notice): nothing more can come.
+  await w.laterAnswer();
   const after = (await w.query({ authors: [w.agent.pk], "#h": [ch.leaving] })).filter((e) => e.created_at > removedAt);
   assert.deepEqual(
     after.map((e) => `${e.kind}:${e.content.slice(0, 40)}`),
@@ -152,8 +157,6 @@ test("removed from a channel mid-turn: nothing more is posted there, each refuse
     failedPublishes.length <= 6,
     `a handful of refused publishes, no retry storm: ${JSON.stringify(failedPublishes.map((l) => [l.kind, l.status, l.reason]))}`,
   );
-  const other = await w.owner.post("@agent still with us?");
-  await w.waitReplies(other, 1, 30_000);
 });
 
 // Last: it stops the daemon.

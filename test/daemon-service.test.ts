@@ -7,9 +7,10 @@
  *
  * The relay "goes away" through a TCP forwarder between daemon and dev relay that the test
  * closes and reopens on the same port, so the relay itself (and the people's connections)
- * keep running. Tests run in order and share one World; daemon starts are the slow part,
- * so one daemon serves the health/metrics/!status/reload/presence tests and one restarted
- * daemon both SIGTERM tests.
+ * keep running. The tests share one World and one daemon for health, metrics, !status and
+ * reload (daemon starts are the slow part), but none relies on another having run: each
+ * sets the config it needs, counts metrics as differences, and the tests that stop a
+ * daemon start their own.
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -68,11 +69,6 @@ class Forwarder {
   }
 }
 
-before(async () => {
-  w = await World.create({ channelName: "ops-room" });
-});
-after(() => w.close());
-
 async function getJson(
   url: string,
 ): Promise<{ status: number; body: { status: string; checks: { name: string; ok: boolean; detail?: string }[] } }> {
@@ -120,19 +116,45 @@ function opsConfig(hupRespondTo: string): Record<string, unknown> {
     relay: { url: fwd.url },
     http: { listen: "127.0.0.1:0" },
     defaults: { respond_to: "owner-only", on_denied: "react" },
-    channels: [{ id: "*" }, { id: hupChannel, respond_to: hupRespondTo }],
+    // Its own channels only: the tests that start daemons of their own use channels of their own.
+    channels: [{ id: w.channel }, { id: hupChannel, respond_to: hupRespondTo }],
   };
 }
 
-test("presence online at start; /healthz and /readyz answer 200 once subscribed", async () => {
+/** Subscribes live to the agent's presence (an ephemeral kind, not stored): before the daemon starts. */
+async function presenceWatch(): Promise<RawClient> {
+  const c = await RawClient.authed(w.relay.url, w.owner.sk);
+  c.send(["REQ", "presence", { kinds: [KIND.presence], authors: [w.agent.pk] }]);
+  await c.next((f) => f[0] === "EOSE" && f[1] === "presence", 10_000);
+  return c;
+}
+
+/** Writes the ops daemon's config with the reload channel's policy and waits until the daemon has reloaded it. */
+async function reloadOps(hupRespondTo: string): Promise<void> {
+  writeFileSync(d.configFile, stringify(w.config(opsConfig(hupRespondTo))));
+  const n = d.logs.length;
+  d.proc.kill("SIGHUP");
+  await d.waitLog((l) => l.evt === "config.reloaded" && d.logs.indexOf(l) >= n);
+}
+
+// One root-level hook each way: Node 20 does not reliably run a second root-level `before`
+// after the first one's promise settles.
+before(async () => {
+  w = await World.create({ channelName: "ops-room" });
   fwd = new Forwarder(w.relay.port);
   await fwd.up();
   hupChannel = await w.addChannel({ name: "hup-room" });
-  // Ephemeral kinds are not stored: subscribe live before the daemon starts.
-  presence = await RawClient.authed(w.relay.url, w.owner.sk);
-  presence.send(["REQ", "presence", { kinds: [KIND.presence], authors: [w.agent.pk] }]);
-  await presence.next((f) => f[0] === "EOSE" && f[1] === "presence", 10_000);
+  presence = await presenceWatch();
   d = await w.startDaemon(opsConfig("owner-only"));
+});
+after(async () => {
+  await d?.stop();
+  await presence?.close();
+  await fwd?.down();
+  await w?.close();
+});
+
+test("presence online at start; /healthz and /readyz answer 200 once subscribed", async () => {
   const started = d.logs.find((l) => l.evt === "daemon.started")!;
   base = String(started.http);
   assert.match(base, /^http:\/\/127\.0\.0\.1:\d+$/, "daemon.started names the bound http URL (port 0 picks one)");
@@ -148,23 +170,32 @@ test("presence online at start; /healthz and /readyz answer 200 once subscribed"
 });
 
 test("/metrics counts a denied and an answered mention", async () => {
+  const metrics = async () => {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    return {
+      denied: sample(text, "buzz_bridge_gate_decisions_total", { decision: "deny", reason: "not-owner" }),
+      accepted: sample(text, "buzz_bridge_gate_decisions_total", { decision: "accept" }),
+      answered: sample(text, "buzz_bridge_turns_total", { outcome: "answered" }),
+      measured: sample(text, "buzz_bridge_turn_duration_seconds_count", { outcome: "answered" }),
+    };
+  };
+  const before = await metrics();
   const asked = await w.owner.post("@agent status of the release?");
   const denied = await w.stranger.post("@agent deploy please");
   await w.waitReaction(denied, "🔒");
+  await w.waitReply(asked);
   await w.waitReaction(asked, "✅");
-  await d.waitLog((l) => l.evt === "turn.end" && l.status === "answered");
-  const text = await (await fetch(`${base}/metrics`)).text();
-  assert.equal(
-    sample(text, "buzz_bridge_gate_decisions_total", { decision: "deny", reason: "not-owner" }),
-    1,
-    text
-      .split("\n")
-      .filter((l) => l.includes("gate_decisions"))
-      .join("\n"),
+  const now = await metrics();
+  assert.deepEqual(
+    {
+      denied: now.denied - before.denied,
+      accepted: now.accepted - before.accepted,
+      answered: now.answered - before.answered,
+      measured: now.measured - before.measured,
+    },
+    { denied: 1, accepted: 1, answered: 1, measured: 1 },
+    "one denial, one accepted mention, one answered turn measured",
   );
-  assert.equal(sample(text, "buzz_bridge_gate_decisions_total", { decision: "accept" }), 1);
-  assert.equal(sample(text, "buzz_bridge_turns_total", { outcome: "answered" }), 1);
-  assert.match(text, /buzz_bridge_turn_duration_seconds_count\{outcome="answered"\} 1/);
 });
 
 test("/readyz flips to 503 naming the relay when the relay goes away, and back to 200 when it returns", async () => {
@@ -196,27 +227,23 @@ test("!status from the owner publishes a 40099 in the thread with in-flight and 
 
   const notOwner = await w.teammate.post("!status", { channel: hupChannel, replyTo: slow });
   await d.waitLog((l) => l.evt === "gate.denied" && l.event === notOwner.id);
-  await w.waitReplies(slow);
+  await w.waitReply(slow);
   assert.deepEqual(await w.query({ kinds: [KIND.system], "#e": [notOwner.id] }), [], "no 40099 for a non-owner");
 });
 
 test("SIGHUP applies a channel's new respond_to to the next mention", async () => {
+  await reloadOps("owner-only");
   const before = await w.teammate.post("@agent can you look?", { channel: hupChannel });
-  // (No second 🔒: the teammate got one in this channel within the hour already.)
   const denied = await d.waitLog((l) => l.evt === "gate.denied" && l.event === before.id);
   assert.equal(denied.reason, "not-owner");
 
-  writeFileSync(d.configFile, stringify(w.config(opsConfig("anyone"))));
-  const n = d.logs.length;
-  d.proc.kill("SIGHUP");
-  await d.waitLog((l) => l.evt === "config.reloaded" && d.logs.indexOf(l) >= n);
-
+  await reloadOps("anyone");
   const after = await w.teammate.post("@agent can you look now?", { channel: hupChannel });
-  const [reply] = await w.waitReplies(after);
-  assert.ok(reply);
+  await w.waitReply(after);
 });
 
 test("SIGHUP with an invalid config is refused and logged; the old config stays in force", async () => {
+  await reloadOps("anyone");
   const good = readFileSync(d.configFile, "utf8");
   assert.match(good, /respond_to: anyone/);
   writeFileSync(d.configFile, good.replace("respond_to: anyone", "respond_to: everyone"));
@@ -225,30 +252,31 @@ test("SIGHUP with an invalid config is refused and logged; the old config stays 
   const refused = await d.waitLog((l) => l.evt === "config.reload_refused" && d.logs.indexOf(l) >= n);
   assert.match(JSON.stringify(refused.errors), /respond_to/, "the log names the bad key");
   const ev = await w.stranger.post("@agent still there?", { channel: hupChannel });
-  await w.waitReplies(ev);
+  await w.waitReply(ev);
   assert.equal(d.proc.exitCode, null, "still running");
 });
 
 test("presence offline at shutdown; SIGTERM exits 0", async (t) => {
+  const watch = await presenceWatch();
+  const channel = await w.addChannel({ name: "presence-room" });
+  const own = await w.startDaemon({ state_dir: join(w.dir, "state-presence"), channels: [{ id: channel }] });
   t.after(async () => {
-    await d?.stop();
-    await presence?.close();
-    await fwd?.down();
+    await own.stop();
+    await watch.close();
   });
-  assert.equal(await d.stop(), 0);
-  const offline = await presence.next((f) => f[0] === "EVENT" && f[1] === "presence" && (f[2] as Event).content === "offline", 15_000);
+  await watch.next((f) => f[0] === "EVENT" && f[1] === "presence" && (f[2] as Event).content === "online", 15_000);
+  assert.equal(await own.stop(), 0);
+  const offline = await watch.next((f) => f[0] === "EVENT" && f[1] === "presence" && (f[2] as Event).content === "offline", 15_000);
   assert.equal((offline[2] as Event).pubkey, w.agent.pk);
 });
 
 // ---------------------------------------------------------------------------------------
 // SIGTERM during a turn
 
-let restarted: DaemonProc | undefined;
-let termChannel: string;
-
 test("SIGTERM mid-turn with a 1s grace: exit 0, the turn re-runs after restart and is answered exactly once", async () => {
-  termChannel = await w.addChannel({ name: "term-room" });
-  const configFile = w.writeConfig({ shutdown_grace: "1s", relay: { presence: false } }, "term.yaml");
+  const termChannel = await w.addChannel({ name: "term-room" });
+  const term = { shutdown_grace: "1s", relay: { presence: false }, state_dir: join(w.dir, "state-term"), channels: [{ id: termChannel }] };
+  const configFile = w.writeConfig(term, "term.yaml");
   const first = await w.startDaemon({}, { configFile });
   try {
     const ev = await w.owner.post("@agent #slow 5000 summarise the incident", { channel: termChannel });
@@ -258,21 +286,26 @@ test("SIGTERM mid-turn with a 1s grace: exit 0, the turn re-runs after restart a
     assert.equal(requeued?.count, 1, "the running turn was cancelled and kept for after the restart");
     assert.deepEqual(await replies(ev), [], "no reply from the interrupted turn");
 
-    // Same state, a long grace this time (used by the next test).
-    writeFileSync(configFile, stringify(w.config({ shutdown_grace: "30s", relay: { presence: false } })));
-    restarted = await w.startDaemon({}, { configFile });
-    assert.ok(restarted.logs.some((l) => l.evt === "queue.recovered"));
-    await w.waitReaction(ev, "✅", 30_000);
-    const got = await replies(ev);
-    assert.equal(got.length, 1, `answered exactly once: ${got.map((e) => e.content.slice(0, 80)).join(" | ")}`);
+    const restarted = await w.startDaemon({}, { configFile });
+    try {
+      assert.ok(restarted.logs.some((l) => l.evt === "queue.recovered"));
+      await w.waitReply(ev, 30_000);
+      await w.waitReaction(ev, "✅", 30_000);
+    } finally {
+      await restarted.stop();
+    }
   } finally {
     await first.stop();
   }
 });
 
 test("SIGTERM mid-turn with a long grace: the turn completes before the daemon exits 0", async (t) => {
-  assert.ok(restarted, "needs the daemon of the previous test");
-  const dd = restarted;
+  const termChannel = await w.addChannel({ name: "grace-room" });
+  const configFile = w.writeConfig(
+    { shutdown_grace: "30s", relay: { presence: false }, state_dir: join(w.dir, "state-grace"), channels: [{ id: termChannel }] },
+    "grace.yaml",
+  );
+  const dd = await w.startDaemon({}, { configFile });
   t.after(() => dd.stop());
   const ev = await w.owner.post("@agent #slow 2000 draft the notes", { channel: termChannel });
   await w.waitReaction(ev, "👀");
@@ -303,7 +336,7 @@ describe("start-up", { concurrency: true }, () => {
     await late.up();
     await patient.waitLog((l) => l.evt === "daemon.started", 40_000);
     const ev = await w.owner.post("@agent are you up now?", { channel });
-    await w.waitReplies(ev);
+    await w.waitReply(ev);
     assert.equal(await patient.stop(), 0);
   });
 

@@ -36,7 +36,9 @@ test("a gate decision is counted under its reason, command, amendment, or accept
   );
 });
 
-test("channel metadata is re-read once it is older than the TTL; a failed or archived read keeps what the directory knew", async () => {
+test("channel metadata is re-read once it is older than the TTL; a failed or archived read keeps what the directory knew", async (t) => {
+  // The clock is the test's (mock Date): "within the TTL" must not depend on the machine's load.
+  t.mock.timers.enable({ apis: ["Date"], now: 1_000_000 });
   const known: ChannelInfo = { id: "ch", name: "old", about: "before", type: "stream", archived: false };
   let reads = 0;
   let next: ChannelInfo | Error = { ...known, about: "after" };
@@ -54,10 +56,10 @@ test("channel metadata is re-read once it is older than the TTL; a failed or arc
   assert.equal(reads, 1);
   assert.equal(await fresh.get("nope"), undefined);
   assert.equal(reads, 1, "an unknown channel is not read");
-  await new Promise((r) => setTimeout(r, 50));
+  t.mock.timers.tick(50);
   next = new Error("relay down");
   assert.equal((await fresh.get("ch"))?.about, "before");
-  await new Promise((r) => setTimeout(r, 50));
+  t.mock.timers.tick(50);
   next = { ...known, about: "archived", archived: true };
   assert.equal((await fresh.get("ch"))?.about, "before");
   assert.equal(reads, 3);

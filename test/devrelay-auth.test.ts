@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { generateSecretKey, getPublicKey } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
 import { RawClient, sign } from "./fixtures/raw-client.js";
-import { sleep } from "./fixtures/wait.js";
+import { waitFor } from "./fixtures/wait.js";
 
 describe("dev relay NIP-42", () => {
   let relay: DevRelay;
@@ -98,7 +98,8 @@ describe("dev relay NIP-42", () => {
     useWebSocketImplementation(WebSocket);
     const r = new Relay(relay.url);
     await r.connect();
-    await sleep(50); // the relay's AUTH challenge follows the connect; r.auth needs it
+    // The relay's AUTH challenge follows the connect; r.auth needs it (nostr-tools keeps it privately).
+    await waitFor(() => (r as unknown as { challenge?: string }).challenge, { what: "the relay's AUTH challenge" });
     const msg = await r.auth(async (t) => {
       t.tags = t.tags.map((x) => (x[0] === "relay" ? ["relay", x[1]!.replace(/\/$/, "")] : x));
       return finalizeEvent(t, alice);

@@ -113,14 +113,16 @@ describe("dev relay rate limit", () => {
     await relay.close();
   });
 
-  it("answers an over-quota REQ with CLOSED and drops an over-quota EVENT with a NOTICE, in Buzz's format", async () => {
+  it("answers an over-quota REQ with CLOSED and refuses an over-quota EVENT with OK false, in Buzz's format", async () => {
     for (let i = 0; i < 3; i++) assert.equal((await c.req(`s${i}`, { kinds: [1] })).closed, undefined);
     const r = await c.req("over", { kinds: [1] });
     assert.match(r.closed ?? "", /^rate-limited: quota exceeded; retry in \d+s$/);
+    const stored = relay.stats().events;
     const ev = sign({ kind: 1, content: "x" }, alice);
     c.send(["EVENT", ev]);
-    const notice = await c.next((f) => f[0] === "NOTICE" || (f[0] === "OK" && f[1] === ev.id));
-    assert.equal(notice[0], "NOTICE", "no OK: the frame was dropped");
-    assert.match(String(notice[1]), /^rate-limited: quota exceeded; retry in \d+s$/);
+    const answer = await c.next((f) => f[0] === "NOTICE" || (f[0] === "OK" && f[1] === ev.id));
+    assert.deepEqual(answer.slice(0, 3), ["OK", ev.id, false], "the EVENT is refused by its own OK, not a NOTICE");
+    assert.match(String(answer[3]), /^rate-limited: quota exceeded; retry in \d+s$/);
+    assert.equal(relay.stats().events, stored, "the refused event was not stored");
   });
 });

@@ -13,11 +13,10 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import pg from "pg";
-import type { Event } from "nostr-tools";
 import { CLI, type DaemonProc } from "./fixtures/world.js";
 import { useFleet } from "./fixtures/fleet.js";
 import { needs } from "./fixtures/ci.js";
-import { assertExactlyOnce, repliesByThread, waitAllAnswered } from "./fixtures/reliability-helpers.js";
+import { ask, askInThread, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { sleep } from "./fixtures/wait.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
 
@@ -45,14 +44,15 @@ test(`a daemon whose clock is ${AHEAD_S} s ahead takes no live lease: every ment
   const [a] = (await fleet.start([configs[0]!], env)) as [DaemonProc];
   const [b] = (await fleet.start([configs[1]!], ahead)) as [DaemonProc];
 
-  const mentions: Event[] = [];
+  const asked: Asked[] = [];
   for (let i = 0; i < MENTIONS; i++) {
-    mentions.push(await w.owner.post(`@agent clock m${i} #slow 1500`, { channel: channels[i % CHANNELS] }));
+    const channel = channels[i % CHANNELS]!;
+    const text = `clock m${i} #slow 1500`;
+    // Every fourth inside an existing thread (a reply to the agent's reply).
+    asked.push(i % 4 === 3 ? await askInThread(w, w.owner, text, { channel, asked }) : await ask(w.owner, text, { channel }));
     await sleep(100); // paced, so that turns of both daemons overlap
   }
-  await waitAllAnswered(w, channels, mentions, 60_000);
-  await sleep(2000); // a late duplicate would show up by now
-  const { notices } = assertExactlyOnce(await repliesByThread(w, channels), mentions);
+  const { notices } = await assertAnsweredOnce(w, asked, { timeoutMs: 60_000 });
   assert.equal(notices, 0);
 
   const logs = [a, b].flatMap((d) => d.logs);
@@ -72,6 +72,7 @@ test(`a daemon whose clock is ${AHEAD_S} s ahead takes no live lease: every ment
     await c.query<{ trigger_ids: string[]; attempts: number; state: string }>(`SELECT trigger_ids, attempts, state FROM ${PG_SCHEMA}.turns`)
   ).rows;
   await c.end();
+  const mentions = asked.map((a) => a.event);
   assert.deepEqual(
     mentions.map((m) => turns.filter((t) => t.trigger_ids.includes(m.id)).map((t) => [t.state, t.attempts])),
     mentions.map(() => [["done", 1]]),

@@ -2,8 +2,9 @@
  * Owner commands in a fleet (docs/fleet.md, docs/architecture.md §3): two
  * daemons of one identity on one PostgreSQL database and the dev relay, both hearing every
  * command. Judged from the relay: one command outcome (kind 40099) for the fleet; `!cancel`
- * stops a thread's running turn on whichever daemon runs it within 10 s, and nothing is
- * answered for it; after `!rotate` the thread's next mention runs in a fresh agent session,
+ * stops a thread's running turn on whichever daemon runs it (its turn ends cancelled, long
+ * before the slow turn would end on its own; how soon is bench/fleet.ts's figure), and
+ * nothing is answered for it; after `!rotate` the thread's next mention runs in a fresh agent session,
  * as the demo agent's `#session` report shows. Which daemon executes a command is the
  * fleet's race; the logs say which, and the assertions hold either way.
  */
@@ -12,7 +13,7 @@ import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import type { DaemonProc, World } from "./fixtures/world.js";
 import { useFleet } from "./fixtures/fleet.js";
-import { sleep } from "./fixtures/wait.js";
+import { waitFor } from "./fixtures/wait.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 let w: World;
@@ -34,23 +35,30 @@ type Log = Record<string, unknown>;
 const inThread = (root: Event) => (l: Log) => String(l.scope ?? "").endsWith(root.id);
 const outcomesOf = (cmd: Event) => w.query({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] });
 
+/** A daemon's decision on an owner command: it ran it (`gate.control`) or found another had (`gate.control_replayed`). */
+const decidedOn = (d: DaemonProc, cmd: Event) =>
+  d.logs.some((l) => (l.evt === "gate.control" || l.evt === "gate.control_replayed") && l.event === cmd.id);
+
 /**
- * Exactly one outcome of the command from the fleet: waits for the first, then long enough
- * for a second. `at`: when the first was seen (the command's work is done by then).
+ * Exactly one outcome of the command from the fleet: once every daemon has decided on it
+ * (so none can still publish one of its own) and the executor's outcome is stored.
  */
-async function oneOutcome(cmd: Event): Promise<{ payload: Record<string, unknown>; at: number }> {
+async function oneOutcome(cmd: Event): Promise<{ payload: Record<string, unknown> }> {
+  await waitFor(() => daemons.every((d) => decidedOn(d, cmd)), { timeoutMs: 20_000, what: "every daemon's decision on the command" });
   await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
-  const at = Date.now();
-  await sleep(1500); // an outcome from the other daemon would be stored by now
   const all = await outcomesOf(cmd);
   assert.equal(all.length, 1, `one outcome for the fleet, got: ${all.map((e) => e.content).join(" | ")}`);
-  return { payload: JSON.parse(all[0]!.content) as Record<string, unknown>, at };
+  return { payload: JSON.parse(all[0]!.content) as Record<string, unknown> };
 }
 
-/** The thread's turn ends as cancelled on `holder` within 10 s of `since` (docs/fleet.md). */
-function stopsWithin10s(holder: DaemonProc, root: Event, since: number): Promise<unknown> {
-  const left = Math.max(0, 10_000 - (Date.now() - since));
-  return holder.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && inThread(root)(l), left);
+/**
+ * The thread's turn on `holder` ends, and ends cancelled: a `#slow 40000` turn the command
+ * did not reach would end answered instead, so the log line is the evidence, not a clock.
+ */
+async function stopsCancelled(holder: DaemonProc, root: Event): Promise<Record<string, unknown>> {
+  const end = await holder.waitLog((l) => l.evt === "turn.end" && inThread(root)(l), 60_000);
+  assert.equal(end.status, "cancelled", `the thread's turn ended ${String(end.status)}, not cancelled`);
+  return end;
 }
 
 const agentMessagesIn = async (root: Event) =>
@@ -77,9 +85,9 @@ async function runningOn(root: Event): Promise<DaemonProc> {
 
 /** The demo agent's `#session` report in the reply to `mention`: its session id and how many prompts it has had. */
 async function sessionOf(mention: Event): Promise<{ id: string; prompts: number }> {
-  const replies = await w.waitReplies(mention, 1, 30_000);
-  const m = /session: (\S+); prompts: (\d+)/.exec(replies.map((r) => r.content).join("\n"));
-  assert.ok(m, `a #session report in: ${replies.map((r) => r.content).join(" | ")}`);
+  const reply = await w.waitReply(mention, 30_000);
+  const m = /session: (\S+); prompts: (\d+)/.exec(reply.content);
+  assert.ok(m, `a #session report in: ${reply.content}`);
   return { id: m[1]!, prompts: Number(m[2]) };
 }
 
@@ -88,13 +96,13 @@ test("!cancel in a thread whose slow turn runs on one daemon of two: one outcome
   const root = await w.owner.post("@agent #slow 40000 a long job");
   const holder = await runningOn(root);
   const cmd = await w.owner.post("!cancel", { replyTo: root });
-  const { payload, at } = await oneOutcome(cmd);
+  const { payload } = await oneOutcome(cmd);
   assert.match(String(payload.type), /cancel/);
   assert.equal(payload.actor, w.owner.pk);
   assert.equal(payload.target, w.agent.pk);
   ctx.diagnostic(executor(cmd) === holder ? "executed by the daemon running the turn" : "executed by the other daemon");
-  await stopsWithin10s(holder, root, at);
-  await sleep(2000); // a reply or failure notice from the stopped turn would show up by now
+  await stopsCancelled(holder, root);
+  await w.laterAnswer(); // a later mention answered and every turn ended: the thread is final
   assert.deepEqual(await agentMessagesIn(root), [], "no reply and no failure notice for the cancelled turn");
   assert.equal(daemons.flatMap((d) => d.logs.filter((l) => l.evt === "turn.end" && inThread(root)(l))).length, 1, "the turn ended once");
 });
@@ -129,7 +137,7 @@ test("!rotate in a thread: one outcome, and the thread's next mention runs in a 
   );
 });
 
-test("a top-level !cancel while both daemons run turns in the channel: one outcome, and each daemon stops its turns within 10 s", async (ctx) => {
+test("a top-level !cancel while both daemons run turns in the channel: one outcome, and each daemon stops its turns", async (ctx) => {
   if (fleet.skip) return ctx.skip(fleet.skip);
   // Four slow threads, two turn slots per daemon: each daemon runs two of them, so the
   // command is executed by one daemon and must reach the other's turns through the database.
@@ -138,15 +146,14 @@ test("a top-level !cancel while both daemons run turns in the channel: one outco
   const holders = await Promise.all(roots.map(runningOn));
   assert.equal(new Set(holders).size, 2, "both daemons run turns");
   const cmd = await w.owner.post("!cancel");
-  const { payload, at } = await oneOutcome(cmd);
+  const { payload } = await oneOutcome(cmd);
   assert.match(String(payload.type), /cancel/);
   const by = executor(cmd);
-  const ends = await Promise.all(roots.map((root, i) => stopsWithin10s(holders[i]!, root, at)));
-  ctx.diagnostic(`stopped after ${ends.map((l) => Number((l as { time: number }).time) - at).join(", ")} ms`);
+  await Promise.all(roots.map((root, i) => stopsCancelled(holders[i]!, root)));
   assert.ok(
     holders.some((h) => h !== by),
     "a turn of the daemon that did not execute the command was stopped",
   );
-  await sleep(2000); // a reply or failure notice from a stopped turn would show up by now
+  await w.laterAnswer(); // a later mention answered and every turn ended: the threads are final
   assert.deepEqual(await Promise.all(roots.map(agentMessagesIn)), [[], [], [], []], "no reply and no failure notice in any thread");
 });

@@ -1,9 +1,10 @@
 /**
  * Fleet mode: three daemons of one identity share one PostgreSQL database and the dev
- * relay. 60 mentions over 6 channels in thread scope; mid-stream one daemon is SIGKILLed
- * while it runs turns, another is stopped and started again. Judged from the relay as a
- * person would: every mention has exactly one agent reply in its own thread, nothing
- * else; the killed daemon's scopes were taken over by the survivors; a stranger's
+ * relay. 60 mentions over 6 channels in thread scope, every fourth inside an existing
+ * thread (a reply to the agent's reply); mid-stream one daemon is SIGKILLed while it runs
+ * turns, another is stopped and started again. Judged from the relay as a person would
+ * (the channel oracle): every mention has exactly one agent reply, to it, in its thread
+ * and channel, quoting it — nothing else; the killed daemon's scopes were taken over by the survivors; a stranger's
  * denied mentions got one 🔒 each and an owner command one outcome, not one per daemon.
  */
 import { test } from "node:test";
@@ -11,9 +12,10 @@ import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import type { DaemonProc } from "./fixtures/world.js";
 import { useFleet } from "./fixtures/fleet.js";
-import { assertExactlyOnce, leakedSecrets, waitAllAnswered } from "./fixtures/reliability-helpers.js";
+import { leakedSecrets } from "./fixtures/reliability-helpers.js";
+import { ask, askInThread, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { sleep } from "./fixtures/wait.js";
+import { sleep, waitFor } from "./fixtures/wait.js";
 
 const CHANNELS = 6;
 const MENTIONS = 60;
@@ -29,10 +31,12 @@ test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channel
   const configs = fleet.configs(3, () => ({ agent: { max_concurrent: 3, session_scope: "thread" }, log: { level: "info" } }));
   const [a, b, c] = (await fleet.start(configs, env)) as [DaemonProc, DaemonProc, DaemonProc];
 
-  const mentions: Event[] = [];
+  const asked: Asked[] = [];
   const denied: Event[] = [];
   const post = async (i: number) => {
-    mentions.push(await w.owner.post(`@agent ping m${i} #slow 1200`, { channel: channels[i % CHANNELS] }));
+    const channel = channels[i % CHANNELS]!;
+    const text = `ping m${i} #slow 1200`;
+    asked.push(i % 4 === 3 ? await askInThread(w, w.owner, text, { channel, asked }) : await ask(w.owner, text, { channel }));
     await sleep(60); // paced: a burst is another test
   };
   for (let i = 0; i < 20; i++) await post(i);
@@ -49,10 +53,7 @@ test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channel
   const c2 = await w.startDaemon({}, { configFile: configs[2]!, env });
   for (let i = 40; i < MENTIONS; i++) await post(i);
 
-  await waitAllAnswered(w, channels, mentions, 120_000);
-  await sleep(2000); // a late duplicate would show up by now
-  const by = await import("./fixtures/reliability-helpers.js").then((h) => h.repliesByThread(w, channels));
-  const { notices } = assertExactlyOnce(by, [...mentions]);
+  const { notices } = await assertAnsweredOnce(w, asked, { timeoutMs: 120_000 });
   assert.equal(notices, 0, "a daemon's death is not an agent failure");
 
   const bId = `/${b.proc.pid}/`;
@@ -68,8 +69,11 @@ test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channel
 
   // An owner command is executed by one daemon of the fleet: one outcome, not three.
   const cmd = await w.owner.post("!status", { channel: channels[0] });
+  // Every running daemon decided on it (ran it, or found it claimed): none can still answer it.
+  const decided = (d: DaemonProc) =>
+    d.logs.some((l) => (l.evt === "gate.control" || l.evt === "gate.control_replayed") && l.event === cmd.id);
+  await waitFor(() => [a, c2].every(decided), { timeoutMs: 20_000, what: "both running daemons' decision on the command" });
   await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
-  await sleep(1500); // an outcome from a second daemon would be stored by now
   const outcomes = await w.query({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] });
   assert.equal(outcomes.length, 1, "one !status outcome for the fleet");
   assert.match(outcomes[0]!.content, /"type":"control.status"/);

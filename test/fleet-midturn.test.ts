@@ -13,7 +13,6 @@ import pg from "pg";
 import type { Event } from "nostr-tools";
 import type { World, DaemonProc } from "./fixtures/world.js";
 import { useFleet } from "./fixtures/fleet.js";
-import { sleep } from "./fixtures/wait.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
 import { KIND } from "../src/nostr/kinds.js";
 
@@ -40,18 +39,8 @@ const fleet = useFleet({
 
 const threadReplies = (root: Event) => w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [root.id] });
 
-/** Waits for `n` agent messages in the thread, then a little longer to be sure no more come. */
-async function exactlyReplies(root: Event, n: number): Promise<Event[]> {
-  await w.waitReplies(root, n, 40_000);
-  await sleep(2000); // a second reply, from either daemon, would show up by now
-  const all = await threadReplies(root);
-  assert.equal(
-    all.length,
-    n,
-    `expected exactly ${n} agent message(s) in the thread, got: ${all.map((e) => JSON.stringify(e.content.slice(0, 80))).join(" | ")}`,
-  );
-  return all;
-}
+/** Exactly `n` agent messages in the thread, counted once every turn on both daemons has ended (World.waitThread). */
+const exactlyReplies = (root: Event, n: number): Promise<Event[]> => w.waitThread(root, n, { timeoutMs: 40_000 });
 
 /** The first daemon to log a line matching `pred`; a timeout shows every daemon's last lines. */
 function firstToLog(pred: (l: Record<string, unknown>) => boolean, timeoutMs = 20_000): Promise<DaemonProc> {
@@ -141,7 +130,7 @@ test("a deletion of a running turn's only mention stops the turn on the daemon r
   const del = await w.owner.delete(root);
   await holder.waitLog((l) => l.evt === "turn.deleted" && l.event === del.id);
   await holder.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && String(l.scope ?? "").endsWith(root.id));
-  await sleep(2000); // a reply from the stopped turn would show up by now
+  await w.laterAnswer({ channel: queueRoom }); // a later mention answered and every turn ended: the thread is final
   assert.equal((await threadReplies(root)).length, 0, "neither the stopped turn nor the deleted mention was answered");
   assert.equal(
     daemons.flatMap((d) => d.logs.filter((l) => l.evt === "queue.deleted" && l.event === dropped.id)).length,

@@ -138,8 +138,8 @@ describe("siblings through the daemon (owner-only channel)", () => {
 
   test("a sibling (profile auth tag signed by the same owner) is answered in its thread, and the log says a sibling rule decided", async () => {
     const ev = await sibling.post("@agent can you help me with the release notes?", { channel: room });
-    const [reply] = await w.waitReplies(ev);
-    assert.match(reply!.content, /release notes/);
+    const reply = await w.waitReply(ev);
+    assert.match(reply.content, /release notes/);
     const line = await d.waitLog((l) => l.evt === "gate.accepted" && l.event === ev.id);
     assert.equal(line.sibling, "verified");
   });
@@ -169,7 +169,7 @@ describe("siblings through the daemon (owner-only channel)", () => {
 
   test("in a DM a sibling is answered and another owner's agent is not", async () => {
     const ev = await sibling.post("@agent a private question", { channel: dm });
-    await w.waitReplies(ev);
+    await w.waitReply(ev);
     const other = await foreign.post("@agent a private question", { channel: dm });
     const line = await d.waitLog((l) => l.evt === "gate.denied" && l.event === other.id);
     assert.equal(line.reason, "dm-not-owner");
@@ -178,7 +178,7 @@ describe("siblings through the daemon (owner-only channel)", () => {
 
   test("under allowlist a sibling is answered without being listed", async () => {
     const ev = await sibling.post("@agent listed or not?", { channel: allowRoom });
-    await w.waitReplies(ev);
+    await w.waitReply(ev);
     const other = await foreign.post("@agent listed or not?", { channel: allowRoom });
     const line = await d.waitLog((l) => l.evt === "gate.denied" && l.event === other.id);
     assert.equal(line.reason, "not-allowlisted");
@@ -187,7 +187,7 @@ describe("siblings through the daemon (owner-only channel)", () => {
   test("control commands stay the owner's: a sibling's !status is not executed", async () => {
     const ev = await sibling.post("!status", { channel: room });
     await d.waitLog((l) => l.evt === "gate.accepted" && l.event === ev.id);
-    await w.waitReplies(ev);
+    await w.waitReply(ev);
     assert.deepEqual(await w.query({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [ev.id] }), [], "no 40099 control outcome");
   });
 });
@@ -235,7 +235,7 @@ describe("identity.auth_tag (the agent's own attestation)", () => {
     assert.match(r.stdout, new RegExp(`owner: ${w.owner.pk}`));
     const d = await w.startDaemon({}, { configFile: file });
     const ev = await w.owner.post("@agent who owns you?");
-    await w.waitReplies(ev);
+    await w.waitReply(ev);
     await d.stop();
   });
 });

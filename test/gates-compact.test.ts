@@ -23,21 +23,21 @@ after(() => w.close());
 
 test("after a compaction the merged _PostCompact text opens the next prompt of the session, once", async () => {
   const ev = await w.owner.post("@agent #compact summarise the plan");
-  const [reply] = await w.waitReplies(ev);
-  assert.match(reply!.content, /compaction: done/);
+  const reply = await w.waitReply(ev);
+  assert.match(reply.content, /compaction: done/);
   const line = await d.waitLog((l) => l.evt === "turn.post_compact");
   assert.equal(line.verdict, "object", "the gate had something to re-inject");
   await w.waitReaction(ev, "✅");
 
   const next = await w.owner.post("@agent #first-block what now?", { replyTo: ev });
-  const [answer] = await w.waitReplies(next);
-  const first = /first block: (".*")/.exec(answer!.content);
-  assert.ok(first, `the demo agent reported its first block: ${answer!.content}`);
+  const answer = await w.waitReply(next);
+  const first = /first block: (".*")/.exec(answer.content);
+  assert.ok(first, `the demo agent reported its first block: ${answer.content}`);
   const text = JSON.parse(first[1]!) as string;
   assert.match(text, /^Context restored after compaction \(merged _PostCompact\):\n\n\[memo\] Remember: the release branch is frozen\./);
   await w.waitReaction(next, "✅");
 
   const third = await w.owner.post("@agent #first-block and after that?", { replyTo: ev });
-  const [again] = await w.waitReplies(third);
-  assert.doesNotMatch(again!.content, /Context restored after compaction/, "injected once, not on every prompt");
+  const again = await w.waitReply(third);
+  assert.doesNotMatch(again.content, /Context restored after compaction/, "injected once, not on every prompt");
 });

@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { approvalGate, hookCalls, lines, prompts, rounds } from "./fixtures/gates-helpers.js";
-import { sleep } from "./fixtures/wait.js";
+import { waitFor } from "./fixtures/wait.js";
+import type { Event } from "nostr-tools";
 
 let w: World;
 let d: DaemonProc;
@@ -29,29 +30,42 @@ before(async () => {
 });
 after(() => w.close());
 
-/** The approval requests the gate has posted, newest last. */
-async function requests(n: number) {
-  const evs = await w.waitEvents({ kinds: [KIND.message], authors: [approverPk] }, (e) => e.length >= n);
-  return evs.sort((a, b) => a.created_at - b.created_at);
+/** The ids of the approval requests posted so far (each gate process posts one: a turn's own). */
+async function requestIds(): Promise<Set<string>> {
+  return new Set((await w.query({ kinds: [KIND.message], authors: [approverPk] })).map((e) => e.id));
 }
+
+/** The one approval request posted since `known` was read: the waiting turn's. */
+async function newRequest(known: Set<string>): Promise<Event> {
+  const fresh = (evs: Event[]) => evs.filter((e) => !known.has(e.id));
+  const evs = await w.waitEvents({ kinds: [KIND.message], authors: [approverPk] }, (e) => fresh(e).length > 0, 30_000);
+  assert.equal(fresh(evs).length, 1, "one approval request for the turn");
+  return fresh(evs)[0]!;
+}
+
+/** The agent's messages in `ev`'s thread as they are now (the answer is posted before the turn waits). */
+const posted = (ev: Event) => w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.length > 0);
 
 test("wait mode: the bridge waits for a 👍 by a listed approver without prompting the agent again, then completes", async () => {
   const mark = d.logs.length;
+  const known = await requestIds();
   const ev = await w.owner.post("@agent ship the release");
-  const [reply] = await w.waitReplies(ev);
+  const [reply] = await posted(ev);
   assert.match(reply!.content, /ship the release/, "the demo agent answered");
   await w.waitReaction(ev, "⏳");
-  const [request] = await requests(1);
-  assert.match(request!.content, /React with 👍 to approve/);
-  const turn = (await d.waitLog((l) => l.evt === "gate.round" && l.verdict === "object")).turn;
+  const request = await newRequest(known);
+  assert.match(request.content, /React with 👍 to approve/);
+  const turn = (await d.waitLog((l) => l.evt === "gate.round" && l.verdict === "object" && d.logs.indexOf(l) >= mark)).turn;
 
   // Someone who is not an approver reacts: it does not count. A follow-up in the thread
   // waits too: the waiting turn still holds its scope.
-  await w.stranger.react(request!, "👍");
+  await w.stranger.react(request, "👍");
   const followUp = await w.owner.post("@agent and tag it v2", { replyTo: ev });
-  await sleep(3000); // what must NOT happen while the turn waits (a prompt, an approval) has had time to
+  // The later positive: two more rounds of the gate once the follow-up was accepted (the
+  // second began after the stranger's 👍 and the follow-up were both in place).
+  const accepted = d.logs.indexOf(await d.waitLog((l) => l.evt === "gate.accepted" && l.event === followUp.id));
+  await waitFor(() => rounds(d, accepted, turn).length >= 2, { timeoutMs: 20_000, what: "two gate rounds after the follow-up" });
   const waitRounds = rounds(d, mark, turn);
-  assert.ok(waitRounds.length >= 2, `the gate was re-asked while waiting (${waitRounds.length} rounds)`);
   assert.ok(
     waitRounds.every((r) => r.verdict === "object"),
     "nobody approved yet",
@@ -61,8 +75,9 @@ test("wait mode: the bridge waits for a 👍 by a listed approver without prompt
   assert.ok(!before.some((r) => r.content === "✅"), "not done while waiting");
 
   const roundsBeforeApproval = rounds(d, mark, turn).length;
-  await w.teammate.react(request!, "👍");
+  await w.teammate.react(request, "👍");
   await w.waitReaction(ev, "✅");
+  await w.waitReply(ev); // the turn ended: still exactly one answer
   // ⏳ is taken back once the wait is over, so ✅ stands alone on the message.
   await w.waitEvents({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] }, (rs) => !rs.some((r) => r.content === "⏳"));
   const end = await d.waitLog((l) => l.evt === "turn.end" && String(l.turn) === String(turn));
@@ -102,8 +117,8 @@ test("wait mode: the bridge waits for a 👍 by a listed approver without prompt
 
   // The follow-up held back by the wait is answered next, in the same session: the
   // approval sticks (the gate already allowed), so it ends without waiting again.
-  const [answer] = await w.waitReplies(followUp);
-  assert.match(answer!.content, /tag it v2/);
+  const answer = await w.waitReply(followUp);
+  assert.match(answer.content, /tag it v2/);
   await w.waitReaction(followUp, "✅");
 });
 
@@ -122,13 +137,20 @@ test("!cancel by the owner during a wait ends the turn cleanly; the next mention
   assert.equal(prompts(d, mark), 1);
 
   // The bridge is not stuck: a new mention (a new thread, a new approval) is answered and waits again.
+  const known = await requestIds();
   const next = await w.owner.post("@agent are you still there?");
-  const [reply] = await w.waitReplies(next);
+  const [reply] = await posted(next);
   assert.match(reply!.content, /are you still there/);
   await w.waitReaction(next, "⏳");
-  const [, , request] = await requests(3);
-  await w.teammate.react(request!, "👍");
+  await w.teammate.react(await newRequest(known), "👍");
   await w.waitReaction(next, "✅");
+  await w.waitReply(next);
+  // Nothing after !cancel: with the later mention answered and its turn over, the cancelled thread is final.
+  assert.deepEqual(
+    await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }).then((e) => e.length),
+    1,
+    "only the answer the agent posted before the wait",
+  );
 });
 
 test("the agent dies during a wait: its gate can no longer answer, so the wait ends with a notice instead of lasting wait_max", async () => {
@@ -146,6 +168,8 @@ test("the agent dies during a wait: its gate can no longer answer, so the wait e
   const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === scope);
   assert.notEqual(end.status, "cancelled");
 
+  const known = await requestIds();
   const next = await w.owner.post("@agent back again?");
-  await w.waitReplies(next, 1, 40_000);
+  await w.teammate.react(await newRequest(known), "👍");
+  await w.waitReply(next, 40_000);
 });

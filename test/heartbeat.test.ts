@@ -71,8 +71,8 @@ test("a tick is skipped while a mention's turn runs, and heartbeats resume once 
   const ev = await w.owner.post("@agent #slow 6000 a long job");
   await d.waitLog((l) => l.evt === "gate.accepted" && l.event === ev.id);
   const accepted = index((l) => l.evt === "gate.accepted" && l.event === ev.id);
-  const [reply] = await w.waitReplies(ev, 1, 30_000);
-  assert.match(reply!.content, /a long job/);
+  const reply = await w.waitReply(ev, 30_000);
+  assert.match(reply.content, /a long job/);
   await d.waitLog((l) => l.evt === "turn.end" && l.heartbeat !== true && d.logs.indexOf(l) > accepted);
   const turnEnd = index((l) => l.evt === "turn.end" && l.heartbeat !== true, accepted);
   // A heartbeat may have been running when the mention came; none may start during its turn.
@@ -97,8 +97,8 @@ test("queued mentions go first: while a mention waits for its turn, ticks are sk
   const accepted = index((l) => l.evt === "gate.accepted" && l.event === first.id);
   const queuedSkip = await d.waitLog((l) => l.evt === "heartbeat.skipped" && l.reason === "queued" && d.logs.indexOf(l) > accepted, 20_000);
   assert.ok(queuedSkip);
-  await w.waitReplies(first, 1, 30_000);
-  await w.waitReplies(second, 1, 30_000);
+  await w.waitReply(first, 30_000);
+  await w.waitReply(second, 30_000);
   const mentionEnds = () =>
     d.logs.map((l, i) => (i > accepted && l.evt === "turn.end" && l.heartbeat !== true ? i : -1)).filter((i) => i >= 0);
   await d.waitLog(() => mentionEnds().length >= 2);

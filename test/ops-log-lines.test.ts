@@ -92,7 +92,7 @@ after(() => w.close());
 test("a daemon's lines: msg on every line, one pid, npub authors, no warning on a clean shutdown", async () => {
   const d = await w.startDaemon({ defaults: { respond_to: "owner-only", on_denied: "silent" }, relay: { presence: false } });
   const ev = await w.owner.post("@agent hello");
-  await w.waitReplies(ev);
+  await w.waitReply(ev);
   const denied = await w.stranger.post("@agent let me in");
   await d.waitLog((l) => l.evt === "gate.denied" && l.event === denied.id);
   assert.equal(await d.stop(), 0);

@@ -31,7 +31,7 @@ test("SIGTERM mid-turn: no ⚠️, the cancel logged with reason shutdown; after
   );
 
   const second = await w.startDaemon({}, { configFile: file });
-  await w.waitReplies(ev, 1, 60_000);
+  await w.waitReply(ev, 60_000);
   await w.waitReaction(ev, "✅");
   const after = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
   assert.deepEqual([...new Set(after.map((r) => r.content))].sort(), ["✅", "👀"].sort());

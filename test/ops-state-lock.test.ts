@@ -33,7 +33,7 @@ test("a second daemon on the same state_dir exits 2 naming the first one's pid; 
 
   assert.ok(existsSync(join(w.dir, "state", "link.sock")), "the first daemon's link socket is still there");
   const ev = await w.owner.post("@agent are you still there?");
-  const [reply] = await w.waitReplies(ev);
+  const reply = await w.waitReply(ev);
   assert.ok(reply, "answered through send_message");
   assert.ok(!first.logs.some((l) => l.evt === "proxy.link_failed"), "no session lost its link");
   assert.equal(await first.stop(), 0);
@@ -47,7 +47,7 @@ test("a SIGKILLed daemon's lock does not block the next start, and doctor report
   const next = await w.startDaemon({}, { configFile });
   assert.ok(!next.logs.some((l) => l.evt === "state.locked"));
   const ev = await w.owner.post("@agent back after a crash?");
-  await w.waitReplies(ev);
+  await w.waitReply(ev);
 
   const r = spawnSync(process.execPath, [CLI, "doctor", "-c", configFile, "--timeout", "30s"], { encoding: "utf8", timeout: 90_000 });
   const state = r.stdout.split("\n").find((l) => /^[✓✗] state\s/.test(l));

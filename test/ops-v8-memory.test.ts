@@ -31,7 +31,7 @@ test("after start-up and a turn the daemon's young generation has not grown past
   try {
     // Start-up (modules, channel discovery, the warm agent) is done; a mention exercises the turn path too.
     const asked = await w.owner.post("@agent what is this room for?");
-    await w.waitReplies(asked);
+    await w.waitReply(asked);
     // Two 1 MiB semi-spaces at most (V8 may shrink them further when idle); V8's default grows them to 32 MiB here.
     const bytes = await newSpaceBytes(`http://127.0.0.1:${port}/metrics`);
     assert.ok(bytes <= 2 * 1048576, `young generation ${bytes} bytes, expected at most 2 MiB`);

@@ -178,8 +178,10 @@ t("the database lost during a turn: the reply's record and the turn's end wait f
   const ev = fromWire(mention(owner, "during an outage"));
   await a.s.accept(ev, CHANNEL);
   const batch = await a.next();
-  const down = pg.server!.restart(1500);
-  await sleep(200); // the server is going down or gone now
+  let gone!: () => void;
+  const stopped = new Promise<void>((r) => (gone = r));
+  const down = pg.server!.restart(1500, { onDown: gone });
+  await stopped; // the server is down: what follows happens during the outage
   a.s.recordReply(batch.turnId, "c".repeat(64));
   assert.equal(a.s.complete(batch.turnId), true);
   await down;

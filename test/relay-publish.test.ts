@@ -1,7 +1,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { client, collector, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
-import { typing } from "../src/nostr/events.js";
+import { presence, typing } from "../src/nostr/events.js";
 
 const bridge = identity();
 const alice = identity();
@@ -41,11 +41,12 @@ test("publish outcomes: accepted, duplicate, refused with the relay's reason, ti
 });
 
 test("a rate-limit reply delays further publishes and they then succeed; typing is dropped meanwhile", async () => {
-  // 4 frames per 1.5 s: the two REQs at start plus a burst of publishes overrun it.
+  // 4 frames per 1.5 s: the two REQs at start plus a burst of publishes overrun it. The bot does
+  // not read the relay's NIP-11, so its budget knows nothing of that quota and the relay refuses.
   const relay = await relayWith([bridge, alice], { limits: { frameQuota: { frames: 4, windowMs: 1500 } } });
   cleanup.push(() => relay.close());
   const ch = await relay.createChannel({ name: "busy", members: [bridge.pk, alice.pk] });
-  const bot = client(relay, bridge);
+  const bot = client(relay, bridge, { readRelayInfo: false });
   const watcher = client(relay, alice);
   cleanup.push(
     () => bot.stop(),
@@ -66,8 +67,12 @@ test("a rate-limit reply delays further publishes and they then succeed; typing 
   );
   assert.ok(bot.metrics.rateLimited >= 1, "the relay did rate-limit us");
   assert.ok(
-    results.some((r) => (r.outcome.attempts ?? 1) > 1),
-    "a limited publish was retried after the pause",
+    results.some((r) => (r.outcome.rateLimited ?? 0) > 0),
+    "a publish refused with OK false rate-limited: was re-sent after the pause",
+  );
+  assert.ok(
+    results.every((r) => r.outcome.attempts === 1),
+    "a rate-limited refusal does not use up an attempt",
   );
   assert.equal(await got.until(6), true, "all six arrived");
 
@@ -79,6 +84,8 @@ test("a rate-limit reply delays further publishes and they then succeed; typing 
   const framesBefore = bot.metrics.eventFrames;
   const dropped = await bot.send(typing(ch));
   assert.equal(dropped.outcome.status, "dropped");
+  const away = await bot.send(presence("online"));
+  assert.equal(away.outcome.status, "dropped", "presence is telemetry too: dropped, not queued");
   assert.equal(bot.metrics.eventFrames, framesBefore, "nothing was sent");
 
   // A subscription change made while limited is held back, then goes through.

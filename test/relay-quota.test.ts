@@ -9,7 +9,14 @@ import type { Event } from "nostr-tools";
 import { FrameBudget } from "../src/relay/frame-budget.js";
 import { startFrameProxy, type FrameProxy } from "./fixtures/frame-proxy.js";
 import { World } from "./fixtures/world.js";
-import { sleep } from "./fixtures/wait.js";
+import { waitFor } from "./fixtures/wait.js";
+import { nip11Document, type DevRelay } from "../src/devrelay/index.js";
+
+/** The relay's real NIP-11 document with another frame quota stated in it. */
+function lyingAbout(relay: DevRelay, rates: { frames: number; window_seconds: number }): Record<string, unknown> {
+  const doc = nip11Document(relay.relayPubkey, relay.limits);
+  return { ...doc, limitation: { ...(doc.limitation as object), rate_limits: { ...rates, per: "pubkey" } } };
+}
 
 const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
@@ -28,11 +35,9 @@ async function burstWorld(relayLimits?: Parameters<typeof World.create>[0]): Pro
   return { w, proxy, channels };
 }
 
+/** Each mention's turn ended, and then it has exactly one reply in its own thread (World.waitReply). */
 async function everyMentionAnsweredOnce(w: World, mentions: Event[]): Promise<void> {
-  for (const ev of mentions) {
-    const replies = await w.waitReplies(ev, 1, 60_000);
-    assert.equal(replies.length, 1, `mention ${ev.content} has exactly one reply in its thread`);
-  }
+  for (const ev of mentions) await w.waitReply(ev, 60_000);
 }
 
 test("a burst of 20 owner mentions in 20 channels costs no refused frame and each is answered once", async () => {
@@ -40,7 +45,8 @@ test("a burst of 20 owner mentions in 20 channels costs no refused frame and eac
   await w.startDaemon({ relay: { url: proxy.url }, agent: { max_concurrent: 4 } });
   const mentions = await Promise.all(channels.map((ch, i) => w.owner.post(`@agent burst ${i}`, { channel: ch })));
   await everyMentionAnsweredOnce(w, mentions);
-  await sleep(1500); // reactions and typing still on their way
+  // ✅ is each turn's last frame (typing stops before it): once all are stored, nothing is on its way.
+  for (const ev of mentions) await w.waitReaction(ev, "✅", 60_000);
   assert.deepEqual(proxy.refused, [], "the relay refused none of the daemon's frames");
   const sentIds = proxy.sent.filter((f) => f.type === "EVENT" && f.kind === 9).map((f) => f.id);
   assert.equal(new Set(sentIds).size, 20, "20 replies went out");
@@ -48,6 +54,8 @@ test("a burst of 20 owner mentions in 20 channels costs no refused frame and eac
 
 test("a relay stricter than its stated quota still gets every reply, once", async () => {
   const { w, proxy, channels } = await burstWorld({ relayLimits: { frameQuota: { frames: 12, windowMs: 5000 } } });
+  // The relay's NIP-11 claims Buzz's 50 per 5 s while it admits 12: its OK false answers are the truth.
+  w.relay.setNip11({ document: lyingAbout(w.relay, { frames: 50, window_seconds: 5 }) });
   const d = await w.startDaemon({ relay: { url: proxy.url } });
   const mentions = await Promise.all(channels.slice(0, 8).map((ch, i) => w.owner.post(`@agent strict ${i}`, { channel: ch })));
   await everyMentionAnsweredOnce(w, mentions);
@@ -93,14 +101,11 @@ test("a rate-limited answer without a retry hint, and a refusal for a reason nob
   );
   const d = await w.startDaemon({ relay: { url: proxy.url } });
   const first = await w.owner.post("@agent first one");
-  const firstReplies = await w.waitReplies(first, 1, 60_000);
+  // Each: its turn ended (every retry of the refused reply is over), then exactly one reply.
+  await w.waitReply(first, 60_000);
   const other = await w.owner.post("@agent second one", { channel: second });
-  const otherReplies = await w.waitReplies(other, 1, 60_000);
-  await sleep(1500); // a third refusal or a second reply would show up by now
+  await w.waitReply(other, 60_000);
   assert.equal(refused.length, 2, "both refusals happened");
-  assert.equal((await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [first.id] })).length, 1, "the first mention has one reply");
-  assert.equal((await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [other.id] })).length, 1, "the second mention has one reply");
-  assert.ok(firstReplies.length && otherReplies.length);
   const limited = d.logs.find((l) => l.evt === "relay.rate_limited");
   assert.ok(limited, "the hint-less rate limit was logged");
   assert.ok((limited.pause_ms as number) >= 1000, "and backed off");
@@ -109,4 +114,54 @@ test("a rate-limited answer without a retry hint, and a refusal for a reason nob
     "the unknown refusal was logged with the relay's reason",
   );
   assert.equal(d.proc.exitCode, null, "no crash");
+});
+
+test("one budget for the identity: HTTP calls take frame slots, and a 429 from the HTTP bridge holds the sockets back too", async () => {
+  const { client, identity, relayWith } = await import("./fixtures/relay-helpers.js");
+  const me = identity();
+  // The client's own budget: 5 frames per 2 s, every HTTP call included.
+  const relay = await relayWith([me], { noLimits: true });
+  cleanup.push(() => relay.close());
+  const ch = await relay.createChannel({ name: "budget", members: [me.pk] });
+  const c = client(relay, me, { connection: { frameQuota: { frames: 5, windowMs: 2000 } }, readRelayInfo: false });
+  cleanup.push(async () => c.stop());
+  await c.start();
+  await waitFor(() => c.state === "subscribed", { what: "the membership subscription sent" });
+  const before = c.metrics.budget.sent;
+  await Promise.all(Array.from({ length: 8 }, () => c.query([{ kinds: [9], "#h": [ch] }])));
+  assert.equal(c.metrics.budget.sent - before, 8, "each HTTP call took a slot of the frame budget");
+  assert.ok(c.metrics.budget.waited > 0, "and some waited for the window to move");
+
+  // The relay's bucket (shared by sockets and HTTP) runs out on HTTP calls: its 429 holds the socket too.
+  const strict = await relayWith([me], { limits: { frameQuota: { frames: 4, windowMs: 3000 } } });
+  cleanup.push(() => strict.close());
+  const ch2 = await strict.createChannel({ name: "strict", members: [me.pk] });
+  const d = client(strict, me, { readRelayInfo: false });
+  cleanup.push(async () => d.stop());
+  await d.start();
+  assert.equal(await d.waitAuthenticated(10_000), true);
+  await Promise.all(Array.from({ length: 5 }, () => d.query([{ kinds: [9], "#h": [ch2] }])));
+  assert.ok(d.metrics.http.retries >= 1, "an HTTP call was refused with 429 and retried");
+  const { outcome } = await d.send({ kind: 9, created_at: Math.floor(Date.now() / 1000), content: "after the pause", tags: [["h", ch2]] });
+  assert.equal(outcome.status, "accepted");
+  assert.equal(outcome.rateLimited, undefined, "the EVENT waited out the pause the HTTP refusal started: the relay never refused it");
+});
+
+test("a fleet divides the key's bucket: each daemon's budget is its share of the quota, the relay's stated one when stricter", async () => {
+  const { client, identity, relayWith } = await import("./fixtures/relay-helpers.js");
+  const { configSchema } = await import("../src/config/schema.js");
+  const me = identity();
+  const relay = await relayWith([me], { limits: { frameQuota: { frames: 30, windowMs: 5000 } } });
+  cleanup.push(() => relay.close());
+  const half = client(relay, me, { frameShare: 0.5 });
+  cleanup.push(async () => half.stop());
+  assert.deepEqual(half.frameQuota, { frames: 25, windowMs: 5000 }, "half of Buzz's 50 per 5 s before the relay has said anything");
+  await half.start();
+  await waitFor(() => half.info.source === "relay", { what: "the relay's document read" });
+  assert.deepEqual(half.frameQuota, { frames: 15, windowMs: 5000 }, "half of the relay's stated 30 per 5 s");
+  const parse = (share: unknown) =>
+    configSchema.safeParse({ identity: { secret_key: "x" }, relay: { url: "ws://h", frame_quota: { share } } });
+  assert.equal(parse(0.5).success, true);
+  assert.equal(parse(0).success, false, "a share of nothing is refused");
+  assert.equal(parse(1.5).success, false, "more than the whole bucket is refused");
 });

@@ -4,6 +4,7 @@ import { createHash } from "node:crypto";
 import { generateSecretKey, getPublicKey, finalizeEvent, type Event } from "nostr-tools";
 import { Backoff, retryAfterMs, reasonPrefix } from "../src/base/backoff.js";
 import { TwoGenerationDedupe } from "../src/relay/dedupe.js";
+import { Coalescer } from "../src/relay/coalesce.js";
 import { channelFilters, isRequested, membershipFilter } from "../src/nostr/filters.js";
 import { authTemplate, httpOrigin, relayTagUrl } from "../src/relay/auth.js";
 import { channelInfoOf } from "../src/buzz/directory.js";
@@ -181,4 +182,57 @@ test("profile display name falls back from display_name to name to short npub", 
   assert.equal(profileOf(self, p('{"name":"ada"}')).displayName, "ada");
   assert.match(profileOf(self, p("not json")).displayName, /^npub1/);
   assert.match(profileOf(self, undefined).displayName, /^npub1.*…/);
+});
+
+test("the coalescer: a burst goes out once it is quiet, a steady trickle at the latest every maxMs (mock timers: exact)", (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const flushes: number[] = [];
+  let now = 0;
+  const c = new Coalescer(() => flushes.push(now), { quietMs: 300, maxMs: 1000 });
+  const advance = (ms: number) => {
+    for (let i = 0; i < ms; i++) {
+      now++;
+      t.mock.timers.tick(1);
+    }
+  };
+  const since = (from: number) => flushes.filter((at) => at >= from).map((at) => at - from);
+  // 20 changes 10 ms apart, then quiet: one frame, 300 ms after the last.
+  let from = now;
+  for (let i = 0; i < 20; i++) {
+    c.touch();
+    advance(10);
+  }
+  assert.ok(c.pending);
+  advance(400);
+  assert.deepEqual(since(from), [190 + 300], "once the burst was quiet for 300 ms");
+  assert.ok(!c.pending);
+  // 100 changes 8 ms apart (about 0.8 s), never quiet for 300 ms: one frame, at the deadline 1 s after the first.
+  from = now;
+  for (let i = 0; i < 100; i++) {
+    c.touch();
+    advance(8);
+  }
+  advance(400);
+  assert.deepEqual(since(from), [1000], "one flush for the whole burst");
+  // A change every 200 ms for 2.5 s: never quiet, so the deadline sends one at most every 1000 ms.
+  from = now;
+  for (let i = 0; i < 13; i++) {
+    c.touch();
+    advance(200);
+  }
+  advance(400);
+  assert.deepEqual(since(from), [1000, 2000, 2700]);
+  // Nothing pending: no flush, and flush() without a change does nothing.
+  const count = flushes.length;
+  advance(3000);
+  c.flush();
+  assert.equal(flushes.length, count);
+  // A pending change can be sent at once, or dropped.
+  c.touch();
+  c.flush();
+  assert.equal(flushes.length, count + 1);
+  c.touch();
+  c.cancel();
+  advance(3000);
+  assert.equal(flushes.length, count + 1);
 });

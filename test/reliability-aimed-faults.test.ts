@@ -17,7 +17,6 @@ import assert from "node:assert/strict";
 import { World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { turnsSummary } from "./fixtures/reliability-helpers.js";
-import { sleep } from "./fixtures/wait.js";
 
 const worlds: World[] = [];
 after(async () => {
@@ -34,14 +33,12 @@ async function setup(scope: "thread" | "channel", fault: string) {
   return { w, d };
 }
 
-/** Three mentions; in channel scope the 2nd and 3rd arrive while the 1st is answered (one batch). */
-async function threeMentions(w: World, scope: "thread" | "channel"): Promise<Asked[]> {
+/** Three mentions; the 2nd and 3rd arrive while the 1st is answered (in channel scope: one batch). */
+async function threeMentions(w: World): Promise<Asked[]> {
   const asked = [await ask(w.owner, "first #slow 400", { channel: w.channel })];
-  if (scope === "channel") await w.waitReaction(asked[0]!.event, "👀", 20_000);
-  for (const t of ["second", "third"]) {
-    await sleep(scope === "channel" ? 100 : 300); // paced: the later mentions arrive while the first is answered
-    asked.push(await ask(w.owner, t, { channel: w.channel }));
-  }
+  // The later mentions come once the first's turn has begun (👀), while it is answered.
+  await w.waitReaction(asked[0]!.event, "👀", 20_000);
+  for (const t of ["second", "third"]) asked.push(await ask(w.owner, t, { channel: w.channel }));
   return asked;
 }
 
@@ -50,7 +47,7 @@ for (const scope of ["thread", "channel"] as const) {
     timeout: 60_000,
   }, async () => {
     const { w, d } = await setup(scope, "kill-after-reply-ok:2");
-    const asked = await threeMentions(w, scope);
+    const asked = await threeMentions(w);
     await d.exited;
     assert.equal(d.proc.signalCode, "SIGKILL", "the fault point fired: the daemon died by SIGKILL");
     const again = await w.startDaemon({}, { configFile: d.configFile });
@@ -64,7 +61,7 @@ for (const scope of ["thread", "channel"] as const) {
     timeout: 60_000,
   }, async () => {
     const { w, d } = await setup(scope, "swallow-reply-ok:2");
-    const asked = await threeMentions(w, scope);
+    const asked = await threeMentions(w);
     // The relay stored the reply at once; the bridge learns it only when its OK wait ends.
     await d.waitLog((l) => l.evt === "relay.publish_retry" && l.status === "timeout", 30_000);
     // Every turn has ended: the turns that ended published one answer per mention between them

@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO, World } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
+import { ask, askInThread, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
 import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
 import { sleep } from "./fixtures/wait.js";
@@ -51,12 +51,15 @@ for (const scope of ["thread", "channel"] as const) {
     for (let i = 0; i < MENTIONS; i++) {
       const who = i % 2 ? w.teammate : w.owner;
       if (i === crashAt) asked.push(await ask(who, `ping m${i} #crash`, { channel: crashRoom, fails: true }));
-      else
-        asked.push(
-          await ask(who, `ping m${i}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}`, {
-            channel: busy[i % busy.length]!,
-          }),
-        );
+      else {
+        const text = `ping m${i}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}\n#tool gate_sleep {"ms":1}`;
+        const channel = busy[i % busy.length]!;
+        // In thread scope every third mention continues an existing thread (a reply to the
+        // agent's reply): its answer belongs under it, not under the thread's root. (Channel
+        // scope batches such mentions from several threads into one turn; that case is open.)
+        const inThread = scope === "thread" && i % 3 === 2;
+        asked.push(inThread ? await askInThread(w, who, text, { channel, asked }) : await ask(who, text, { channel }));
+      }
       await sleep(rng.int(60, 160)); // paced posting
     }
 

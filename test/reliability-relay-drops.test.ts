@@ -65,7 +65,7 @@ for (const scope of ["thread", "channel"] as const) {
     }
     assert.equal(drops, DROPS);
 
-    const v = await assertAnsweredOnce(w, asked, { timeoutMs: 80_000, settleMs: 3000, diagnose: () => turnsSummary(w) });
+    const v = await assertAnsweredOnce(w, asked, { timeoutMs: 80_000, diagnose: () => turnsSummary(w) });
     assert.equal(v.notices, 0, "no failure notices: dropped connections are not agent failures");
     assert.ok(d.logs.filter((l) => l.evt === "relay.disconnected").length >= DROPS, "the daemon really lost its connection at every drop");
     assert.deepEqual(leakedSecrets(d.raw(), [w.agent, w.owner, w.teammate, w.stranger]), [], "no secret in the daemon's output");

@@ -1,6 +1,6 @@
 // The event emitters in src/ declare what they emit, so tsc rejects a misspelt event name or a
-// listener of the wrong shape. The `@ts-expect-error` lines below are the test: `npm run
-// typecheck` fails if any of them compiles (an emitter lost its event map). The runtime cases
+// listener of the wrong shape. The `@ts-expect-error` lines below are the test: `npm test`
+// (its `tsc -p tsconfig.test.json` step) fails if any of them compiles (an emitter lost its event map). The runtime cases
 // check that the declared payloads are the ones actually emitted.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -9,7 +9,7 @@ import { CrashBreaker, type CircuitChange } from "../src/agent/circuit.js";
 import type { AgentPool, AgentProcess } from "../src/agent/index.js";
 import { RelayConnection, type ConnectionState } from "../src/relay/index.js";
 
-/** Never called: compiled only, by `npm run typecheck`. */
+/** Never called: compiled only, by `npm test`'s type check of the tests. */
 function typeChecks(conn: RelayConnection, pool: AgentPool, proc: AgentProcess, breaker: CrashBreaker): void {
   // Listeners are inferred from the event map and may use the payload's fields.
   conn.on("event", (subId, ev) => void [subId.length, ev.kind]);

@@ -1,12 +1,14 @@
 /**
  * Presence (`relay.presence`): "online" at start and every minute after, "offline" once at
- * shutdown when the connection is up, waited for at most a second.
+ * shutdown when the connection is up, waited for at most a second. Presence is telemetry:
+ * it is the first thing dropped when the frame budget is short or the relay asks the
+ * identity to hold back (docs/protocol.md §7).
  */
 import type { EventTemplate } from "nostr-tools";
 import type { RelayClient } from "../relay/client.js";
 import { presence } from "../nostr/events.js";
 
-/** Presence is kept alive in Buzz's cache for 90 s; re-announce well inside that. */
+/** Buzz keeps presence for 180 s (three missed 60 s heartbeats); one every 60 s keeps it alive. */
 const PRESENCE_INTERVAL_MS = 60_000;
 
 export class Presence {

@@ -93,17 +93,28 @@ const relay = z.strictObject({
     .string()
     .optional()
     .describe("with url: embedded, the dev relay's seed file (channels, members); relative to the config file's directory"),
-  presence: z.boolean().default(true).describe("publish kind 20001 presence (online every 60s, offline on shutdown); default true"),
+  presence: z
+    .boolean()
+    .default(true)
+    .describe("publish kind 20001 presence (online every 60s, Buzz keeps it 180s; offline on shutdown); default true"),
   typing: z.boolean().default(true).describe("publish kind 20002 typing indicators while a turn runs; default true"),
   publish_timeout: duration("publish_timeout", "10s"),
   frame_quota: z
     .strictObject({
       frames: z.number().int().min(1).default(50).describe("frames per window; default 50"),
       window: duration("window", "5s"),
+      share: z
+        .number()
+        .gt(0)
+        .max(1)
+        .default(1)
+        .describe(
+          "this daemon's part of the key's quota, 0 < share ≤ 1; default 1. The daemons of a fleet (state.backend: postgres) share one bucket at the relay: give each 1/N, e.g. 0.5 for two",
+        ),
     })
     .prefault({})
     .describe(
-      "the bridge's own outgoing WebSocket frame budget, mirroring the relay's quota (Buzz: 50 frames per 5s); replies and notices wait for room, typing and presence are dropped when it is short",
+      "the bridge's own budget of frames to the relay, mirroring Buzz's quota of 50 per 5s per key, which counts every WebSocket frame and every HTTP bridge call of the identity; a stricter quota in the relay's NIP-11 wins. Replies and notices wait for room, typing and presence are dropped when it is short",
     ),
 });
 
@@ -263,6 +274,7 @@ const policyShape = {
   history: z.number().int().min(0).max(100),
   mid_turn: MidTurn,
   participation: Participation,
+  work_status: z.enum(["on", "off"]),
 };
 
 const defaults = z.strictObject({
@@ -280,6 +292,11 @@ const defaults = z.strictObject({
     .default("thread")
     .describe(
       "thread (default): replies in a thread the agent is in wake it without a mention; channel: also top-level messages where it is active; off: mentions only",
+    ),
+  work_status: policyShape.work_status
+    .default("on")
+    .describe(
+      "on (default): publish the agent's work status (NIP-AW kind 30181: status, model, redacted tool titles) for the channel's members while a turn runs; off: never",
     ),
 });
 
@@ -319,6 +336,7 @@ const channel = z.strictObject({
   history: policyShape.history.optional(),
   mid_turn: policyShape.mid_turn.optional(),
   participation: policyShape.participation.optional(),
+  work_status: policyShape.work_status.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 type ChannelEntry = z.output<typeof channel>;
@@ -449,6 +467,15 @@ const heartbeat = z.strictObject({
   channel: channelIdSchema(false).describe("the channel (UUID) whose context the heartbeat session has and where what it posts lands"),
 });
 
+const workflows = z.strictObject({
+  wake: z
+    .boolean()
+    .default(false)
+    .describe(
+      "true: a workflow's message (a kind 9 signed by the relay's NIP-11 self key, buzz:workflow-owner = this agent's owner, buzz:workflow-mention = this agent) wakes the agent as if the owner had mentioned it; default false",
+    ),
+});
+
 const policy = z.strictObject({
   allowed_respond_to: z
     .array(RespondTo)
@@ -482,6 +509,7 @@ export const configSchema = z.strictObject({
   attachments: attachments.prefault({}),
   questions: questions.prefault({}),
   progress: progress.prefault({}),
+  workflows: workflows.prefault({}),
 });
 
 export interface CrossIssue {
@@ -633,6 +661,7 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     history: pick("history", d.history),
     mid_turn: pick("mid_turn", d.mid_turn),
     participation: pick("participation", d.participation),
+    work_status: pick("work_status", d.work_status),
     explicit,
   };
 }

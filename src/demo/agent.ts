@@ -59,6 +59,8 @@
  * message put into the running turn with `_session/steering`; when the prompt carries the
  * bridge's mid-turn framing its `Mid-turn:` line is reported as `Framing: <line>`, and each
  * `Correction` / `Added while you were working` / `Superseding message` label as `Labels: …`.
+ * A prompt carrying the bridge's stop-gate objection gets one `Objection: [server] …` line
+ * per objecting gate, so a test sees every gate's text, not only the prompt's last line.
  *
  * Capabilities: `loadSession: false`; `promptCapabilities` image (unless
  * DEMO_AGENT_NO_IMAGES=1) and embeddedContext; native steering (`_meta.steering.supported`, the
@@ -227,6 +229,12 @@ function blocksReport(prompt: acp.ContentBlock[], text: string): string[] {
   if (!lines.length) lines.push("block: none");
   for (const m of text.matchAll(/^\d+\. .* — (?:given to you|not given to you:).*$/gm)) lines.push(`listed: ${m[0]}`);
   return lines;
+}
+
+/** The gates' objections in a stop-gate re-prompt (turn/stop-gates.ts's `[server] text` paragraphs). */
+function objectionReport(text: string): string[] {
+  if (!/^Stop gate objection:/m.test(text)) return [];
+  return [...text.matchAll(/^\[([^\]\n]+)\] ([^\n]*)/gm)].map((m) => `Objection: [${m[1]}] ${m[2]}`);
 }
 
 function summary(p: ParsedPrompt): string {
@@ -458,7 +466,7 @@ export async function runDemoAgent(
       });
     }
     if (d.silent) return endTurn(s, turn, { stopReason, ...(usage ? { usage } : {}) });
-    reports.push(...midTurnReport(text, receivedAt, s.steered));
+    reports.push(...midTurnReport(text, receivedAt, s.steered), ...objectionReport(text));
     let reply = [summary(parsed), ...reports].join("\n");
     if (d.longChars !== undefined) {
       const filler: string[] = [];

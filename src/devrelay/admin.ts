@@ -12,6 +12,8 @@ import { signCopy } from "./crypto.js";
 import { DevRelayAdminError } from "./errors.js";
 import { seedChannelId, type ChannelType, type SeedFile } from "./seed.js";
 import { CHANNEL_TYPES } from "../buzz/directory.js";
+import { workflowMessage } from "../nostr/workflow.js";
+import type { Event } from "nostr-tools";
 import { nowSec } from "../base/time.js";
 import { tagValue } from "../base/tags.js";
 
@@ -94,6 +96,31 @@ export class ChannelAdmin {
     if (!ch.members.delete(pubkey)) return;
     this.notify(KIND.memberRemoved, ch, pubkey);
     this.publishMembers(ch);
+  }
+
+  /**
+   * A workflow's message waking `agent` on behalf of `owner` (Buzz's workflow output: a
+   * relay-signed kind 9, docs/protocol.md §4). `signAs: "previous"` signs it with the key the
+   * relay had before its last rotation, as a stale or leaked key would.
+   */
+  workflowWake(w: { channel: string; owner: string; agent: string; content?: string; signAs?: "current" | "previous" }): Event {
+    const ch = this.channel(w.channel);
+    const owner = key(w.owner);
+    const agent = key(w.agent);
+    // Buzz runs a workflow only while its owner may still post in the destination channel.
+    if (!ch.members.has(owner)) throw new DevRelayAdminError(`the workflow owner ${owner} is not a member of channel ${ch.id}`);
+    if (w.signAs !== undefined && w.signAs !== "current" && w.signAs !== "previous")
+      throw new DevRelayAdminError(`sign_as must be current or previous, not '${String(w.signAs)}'`);
+    if (w.signAs === "previous" && !this.core.hasPreviousKey) throw new DevRelayAdminError("the relay has not rotated its key yet");
+    return this.core.publishAsRelay(workflowMessage(ch.id, owner, agent, w.content ?? "Workflow: please pick this up."), ch.id, w.signAs);
+  }
+
+  /** After a key rotation: every channel's state again, signed with the new key (so a restart on `--data` finds it). */
+  republishState(): void {
+    for (const ch of this.core.dir.channels.values()) {
+      this.publishMetadata(ch);
+      this.publishMembers(ch);
+    }
   }
 
   /**

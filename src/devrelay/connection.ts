@@ -2,7 +2,9 @@
  * One WebSocket client: NIP-01 messages (EVENT, REQ, CLOSE, COUNT) behind NIP-42 as Buzz
  * enforces it (docs/protocol.md §1): challenge on connect, a fixed time to answer, the
  * exact `relay` tag `ws://<Host header>`, relay members only, failure sticky for the
- * connection; before that REQ gets `CLOSED auth-required:` and EVENT `OK false`.
+ * connection; before that REQ gets `CLOSED auth-required:` and EVENT `OK false`. Frames
+ * draw from the key's shared quota once authenticated (docs/protocol.md §7), and the
+ * socket is closed when its lifetime, if the relay sets one, is up.
  */
 import { randomBytes } from "node:crypto";
 import type { Event } from "nostr-tools";
@@ -31,7 +33,9 @@ export class Connection implements Subscriber {
   private challengeUsed = false;
   private authFailed = false;
   private readonly authTimer: NodeJS.Timeout;
-  private readonly limiter: RateLimiter | undefined;
+  private readonly lifetimeTimer: NodeJS.Timeout | undefined;
+  /** Frames before authentication, when no key is known yet, count against the connection. */
+  private readonly preAuthLimiter: RateLimiter | undefined;
 
   constructor(
     private readonly ws: WebSocket,
@@ -40,7 +44,7 @@ export class Connection implements Subscriber {
     private readonly core: RelayCore,
     private readonly opts: ConnectionOptions,
   ) {
-    this.limiter = core.limits.frameQuota ? new RateLimiter(core.limits.frameQuota) : undefined;
+    this.preAuthLimiter = core.limits.frameQuota ? new RateLimiter(core.limits.frameQuota) : undefined;
     ws.on("message", (data) => this.onFrame(data));
     ws.on("error", () => ws.terminate());
     this.authTimer = setTimeout(() => {
@@ -49,6 +53,12 @@ export class Connection implements Subscriber {
       ws.close(1008, "auth timeout");
     }, opts.authTimeoutMs);
     this.authTimer.unref();
+    const lifetime = core.limits.maxConnectionLifetimeMs;
+    if (lifetime !== null) {
+      // NIP-FI: no in-band renewal; the client reconnects and authenticates anew.
+      this.lifetimeTimer = setTimeout(() => ws.close(1000, "max connection lifetime reached"), lifetime);
+      this.lifetimeTimer.unref();
+    }
     this.rechallenge();
   }
 
@@ -70,6 +80,7 @@ export class Connection implements Subscriber {
 
   onClose(): void {
     clearTimeout(this.authTimer);
+    clearTimeout(this.lifetimeTimer);
     this.subs.clear();
   }
 
@@ -113,12 +124,13 @@ export class Connection implements Subscriber {
       return;
     }
     if (type === "REQ") this.core.stats.reqFrames++;
-    const retry = this.limiter?.take();
-    if (type === "EVENT") return this.onEvent(msg[1], retry);
     if (type === "CLOSE") {
+      // Buzz's quota counts EVENT, REQ and COUNT; a CLOSE only frees a slot.
       if (typeof msg[1] === "string") this.subs.delete(msg[1]);
       return;
     }
+    const retry = this.pubkey === undefined ? this.preAuthLimiter?.take() : this.core.buckets.take(this.pubkey, "ws");
+    if (type === "EVENT") return this.onEvent(msg[1], retry);
     const subId = msg[1];
     if (typeof subId !== "string" || subId.length === 0 || subId.length > LIMITS.maxSubIdLength) {
       this.send(["NOTICE", `invalid: ${type} needs a subscription id of 1..${LIMITS.maxSubIdLength} characters`]);
@@ -152,8 +164,8 @@ export class Connection implements Subscriber {
     const answer = (ok: boolean, message: string) => {
       if (!this.opts.swallowOk()) this.send(["OK", id, ok, message]);
     };
-    // Buzz answers an over-quota EVENT (any frame but REQ) with a NOTICE and drops it: no OK.
-    if (retry !== undefined) return this.send(["NOTICE", rateLimited(retry)]);
+    // Buzz refuses an over-quota EVENT with OK false naming the wait; nothing is stored.
+    if (retry !== undefined) return answer(false, rateLimited(retry));
     if (this.pubkey === undefined) return answer(false, "auth-required: authenticate with NIP-42 first");
     const r = this.core.ingest(raw, this.pubkey, "ws");
     answer(r.accepted, r.message);

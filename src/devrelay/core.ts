@@ -11,6 +11,7 @@ import { isEphemeral } from "../nostr/kinds.js";
 import type { Directory } from "./channels.js";
 import { signCopy, verifyReason } from "./crypto.js";
 import { BUZZ_LIMITS, type RelayLimits } from "./limits.js";
+import { KeyBuckets } from "./rate-limit.js";
 import { authorizeWrite, canRead, filterAdmits, limitReason, shapeReason, WS_ONLY_KINDS } from "./rules.js";
 import type { EventStore, StoredRecord } from "./store.js";
 import { nowSec } from "../base/time.js";
@@ -41,14 +42,36 @@ export interface CoreStats {
 export class RelayCore {
   readonly subscribers = new Set<Subscriber>();
   readonly stats: CoreStats = { framesIn: 0, reqFrames: 0 };
+  /** Buzz's shared per-pubkey frame quota: every connection and every HTTP call of a key draw from one window. */
+  readonly buckets: KeyBuckets;
+  private relaySecret: Uint8Array;
+  /** The key the relay signed with before its last rotation (for stale-key tests), if it rotated. */
+  private previousSecret: Uint8Array | undefined;
+  /** The relay's own key (NIP-11 `self`), which signs channel state, membership notices and workflow output. */
+  relayPubkey: string;
 
   constructor(
     readonly store: EventStore,
     readonly dir: Directory,
-    private readonly relaySecret: Uint8Array,
-    readonly relayPubkey: string,
+    relaySecret: Uint8Array,
+    relayPubkey: string,
     readonly limits: RelayLimits = BUZZ_LIMITS,
-  ) {}
+  ) {
+    this.relaySecret = relaySecret;
+    this.relayPubkey = relayPubkey;
+    this.buckets = new KeyBuckets(limits.frameQuota);
+  }
+
+  get hasPreviousKey(): boolean {
+    return this.previousSecret !== undefined;
+  }
+
+  /** Takes a new signing key; the old one is kept only to sign stale-key test events (`signAs: "previous"`). */
+  rotateKey(secret: Uint8Array, pubkey: string): void {
+    this.previousSecret = this.relaySecret;
+    this.relaySecret = secret;
+    this.relayPubkey = pubkey;
+  }
 
   /** One client event, from WS `EVENT` or `POST /events`, written as `author` (the authenticated key). */
   ingest(raw: unknown, author: string, via: "ws" | "http"): IngestResult {
@@ -90,9 +113,14 @@ export class RelayCore {
     return { accepted: true, message: "", eventId };
   }
 
-  /** Signs `t` with the relay key and accepts it (NIP-29 state, membership notices). */
-  publishAsRelay(t: EventTemplate, channel?: string): Event {
-    const ev = signCopy(t, this.relaySecret);
+  /**
+   * Signs `t` with the relay key and accepts it (NIP-29 state, membership notices, workflow
+   * output). `previous`: with the key before the last rotation, as a stale key would.
+   */
+  publishAsRelay(t: EventTemplate, channel?: string, key: "current" | "previous" = "current"): Event {
+    const secret = key === "previous" ? this.previousSecret : this.relaySecret;
+    if (!secret) throw new Error("the relay has not rotated its key: there is no previous key");
+    const ev = signCopy(t, secret);
     this.accept({ event: ev, channel });
     return ev;
   }

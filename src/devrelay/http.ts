@@ -1,11 +1,9 @@
 /**
  * The HTTP side of the relay's one port: Buzz's NIP-98 bridge (`POST /query`, `/events`,
- * `/count`), a NIP-11 document and health on `GET /`, and the admin API for the
- * subprocess form (`POST /admin/<op>`, `Authorization: Bearer <admin token>`; the token
- * is printed by `buzz-bridge dev-relay`). Admin ops and bodies:
- *   create-channel {id?, name, about?, type?, members?} → {id}
- *   add-member {channel, pubkey, role?}   remove-member {channel, pubkey}
- *   add-relay-member {pubkey}   drop-all   rechallenge   swallow-ok {on}   stats → stats()
+ * `/count`), the NIP-11 document (nip11.ts) and health on `GET /`, and the admin API for
+ * the subprocess form (`POST /admin/<op>`, `Authorization: Bearer <admin token>`; the token
+ * is printed by `buzz-bridge dev-relay`; the ops are in docs/dev-relay.md). A bridge call
+ * draws from the caller's shared frame quota as well as from the HTTP quota.
  */
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -18,6 +16,7 @@ import { RateLimiter } from "./rate-limit.js";
 import { filterReason } from "./rules.js";
 import { handleMedia, isMediaRoute } from "./media.js";
 import type { MediaStore } from "./media-store.js";
+import { nip11Document } from "./nip11.js";
 
 export interface HttpDeps {
   core: RelayCore;
@@ -29,31 +28,29 @@ export interface HttpDeps {
   httpQuota: Map<string, RateLimiter>;
   /** Blobs of the media routes (media.ts). */
   media: MediaStore;
+  /** A NIP-11 answer set by a test in place of the real one (a relay with none, a broken or lying one). */
+  nip11Override(): Nip11Override | undefined;
+}
+
+/** What `GET /` answers instead of the real document: a status, raw text, or another document. */
+export interface Nip11Override {
+  status?: number;
+  raw?: string;
+  document?: unknown;
 }
 
 export async function handleHttp(req: IncomingMessage, res: ServerResponse, deps: HttpDeps): Promise<void> {
   const path = (req.url ?? "/").split("?")[0]!;
   if (isMediaRoute(req.method, path)) return handleMedia(req, res, path, { media: deps.media, nip98: deps.nip98, dir: deps.core.dir });
   if (req.method === "GET" && (path === "/" || path === "/info")) {
-    return json(
-      res,
-      200,
-      {
-        name: "buzz-bridge dev-relay",
-        description: "Buzz-compatible development relay (not a production relay)",
-        pubkey: deps.core.relayPubkey,
-        supported_nips: [1, 11, 29, 42, 45, 98],
-        software: "buzz-bridge",
-        limitation: {
-          max_message_length: deps.core.limits.frameBytes,
-          max_content_length: deps.core.limits.contentBytes,
-          max_subscriptions: deps.core.limits.maxSubscriptions,
-          auth_required: true,
-          restricted_writes: true,
-        },
-      },
-      "application/nostr+json",
-    );
+    // NIP-11 asks for `Accept: application/nostr+json`; a plain GET gets the same document.
+    const o = deps.nip11Override();
+    if (o?.raw !== undefined || (o?.status !== undefined && o.document === undefined)) {
+      res.writeHead(o.status ?? 200, { "content-type": "application/nostr+json" });
+      return void res.end(o.raw ?? "");
+    }
+    const doc = o?.document !== undefined ? o.document : nip11Document(deps.core.relayPubkey, deps.core.limits);
+    return json(res, o?.status ?? 200, doc, "application/nostr+json");
   }
   if (req.method === "GET" && path === "/health") return json(res, 200, { ok: true });
   if (req.method !== "POST") return json(res, 404, { error: `no route ${req.method} ${path}` });
@@ -77,6 +74,8 @@ export async function handleHttp(req: IncomingMessage, res: ServerResponse, deps
     const retry = limiter.take();
     if (retry !== undefined) return json(res, 429, { error: rateLimited(retry) });
   }
+  const shared = deps.core.buckets.take(auth.pubkey, "http");
+  if (shared !== undefined) return json(res, 429, { error: rateLimited(shared) });
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString("utf8"));
@@ -142,6 +141,8 @@ function readBody(req: IncomingMessage, MAX_BODY: number): Promise<Buffer> {
 
 function json(res: ServerResponse, status: number, value: unknown, type = "application/json"): void {
   const text = JSON.stringify(value);
-  res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(text) });
+  // NIP-11: the document is readable from any origin.
+  const cors = type === "application/nostr+json" ? { "access-control-allow-origin": "*" } : {};
+  res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(text), ...cors });
   res.end(text);
 }

@@ -9,6 +9,7 @@ import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey } from "nostr-tools/pure";
+import type { Event } from "nostr-tools";
 import { bytesToHex, hexToBytes } from "nostr-tools/utils";
 import { WebSocketServer } from "ws";
 import { ChannelAdmin, type NewChannel } from "./admin.js";
@@ -17,10 +18,10 @@ import { Connection } from "./connection.js";
 import { RelayCore } from "./core.js";
 import { initCrypto } from "./crypto.js";
 import { DevRelayAdminError } from "./errors.js";
-import { handleHttp } from "./http.js";
+import { handleHttp, type Nip11Override } from "./http.js";
 import { Nip98Guard } from "./nip98.js";
 import { resolveLimits, type RelayLimits } from "./limits.js";
-import type { RateLimiter } from "./rate-limit.js";
+import type { KeyUsage, RateLimiter } from "./rate-limit.js";
 import { loadSeed, parseSeed, type SeedInput } from "./seed.js";
 import { MemoryStore, type EventStore } from "./store.js";
 import { MediaStore } from "./media-store.js";
@@ -29,6 +30,9 @@ import { SqliteStore } from "./sqlite-store.js";
 export { loadSeed } from "./seed.js";
 export { SeedError, DevRelayAdminError } from "./errors.js";
 export type { RelayLimits } from "./limits.js";
+export type { KeyUsage } from "./rate-limit.js";
+export type { Nip11Override } from "./http.js";
+export { nip11Document } from "./nip11.js";
 
 export interface DevRelayOptions {
   /** TCP port; default 0 = any free port (read `url` afterwards). */
@@ -57,8 +61,8 @@ export interface DevRelay {
   url: string;
   /** `http://127.0.0.1:PORT` for the NIP-98 bridge. */
   httpUrl: string;
-  /** The relay's own key, which signs 39000/39002/44100/44101. */
-  relayPubkey: string;
+  /** The relay's own key (NIP-11 `self`), which signs 39000/39002/44100/44101 and workflow output; changes on `rotateKey`. */
+  readonly relayPubkey: string;
   /** Bearer token of the admin HTTP API. */
   adminToken: string;
   port: number;
@@ -86,7 +90,21 @@ export interface DevRelay {
   rechallenge(): void;
   /** While on, EVENTs are processed but never answered with OK. */
   setSwallowOk(on: boolean): void;
+  /**
+   * A workflow's message waking `agent` for `owner` (relay-signed kind 9 with Buzz's workflow
+   * tags); `signAs: "previous"` signs it with the key from before the last rotation.
+   */
+  workflowWake(w: { channel: string; owner: string; agent: string; content?: string; signAs?: "current" | "previous" }): Promise<Event>;
+  /**
+   * Test facility: answers `GET /` with this (an HTTP status, raw text, or another document)
+   * instead of the relay's real NIP-11 document; undefined restores the real one.
+   */
+  setNip11(o: Nip11Override | undefined): void;
+  /** A new relay key (a new NIP-11 `self`): channel state is signed again and every connection is cut, as a restart would. */
+  rotateKey(): Promise<string>;
   stats(): { connections: number; framesIn: number; reqFrames: number; events: number; mediaReads: number };
+  /** What `pubkey` drew from its shared frame quota: WebSocket frames and HTTP calls admitted, and refusals. */
+  keyUsage(pubkey: string): KeyUsage;
 }
 
 const RELAY_SECRET_META = "relay_secret";
@@ -120,13 +138,16 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
   const adminToken = opts.adminToken ?? randomBytes(16).toString("hex");
   const connections = new Set<Connection>();
   let swallowOk = false;
+  let nip11: Nip11Override | undefined;
   const connOpts = { authTimeoutMs: opts.authTimeoutMs ?? 5000, swallowOk: () => swallowOk };
   const httpQuota = new Map<string, RateLimiter>();
 
   const relay: DevRelay = {
     url: "",
     httpUrl: "",
-    relayPubkey: core.relayPubkey,
+    get relayPubkey() {
+      return core.relayPubkey;
+    },
     adminToken,
     port: 0,
     seeded,
@@ -157,6 +178,18 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
     setSwallowOk(on) {
       swallowOk = on;
     },
+    workflowWake: async (w) => admin.workflowWake(w),
+    setNip11(o) {
+      nip11 = o;
+    },
+    async rotateKey() {
+      const next = generateSecretKey();
+      store.setMeta(RELAY_SECRET_META, bytesToHex(next));
+      core.rotateKey(next, getPublicKey(next));
+      admin.republishState();
+      relay.dropAll();
+      return core.relayPubkey;
+    },
     stats: () => ({
       connections: connections.size,
       framesIn: core.stats.framesIn,
@@ -164,6 +197,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
       events: store.count(),
       mediaReads: media.reads,
     }),
+    keyUsage: (pk) => ({ ...(core.buckets.usage.get(pk) ?? { wsFrames: 0, httpCalls: 0, refused: 0 }) }),
   };
 
   async function adminOp(op: string, a: Record<string, unknown>): Promise<unknown> {
@@ -185,6 +219,23 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
         return relay.setSwallowOk(a.on === true);
       case "stats":
         return relay.stats();
+      case "workflow-wake": {
+        const signAs = s("sign_as");
+        const ev = admin.workflowWake({
+          channel: s("channel") ?? "",
+          owner: s("owner") ?? "",
+          agent: s("agent") ?? "",
+          content: s("content"),
+          signAs: signAs as "current" | "previous" | undefined,
+        });
+        return { id: ev.id, pubkey: ev.pubkey };
+      }
+      case "set-nip11":
+        return relay.setNip11(Object.keys(a).length ? (a as Nip11Override) : undefined);
+      case "rotate-key":
+        return { self: await relay.rotateKey() };
+      case "key-usage":
+        return relay.keyUsage(s("pubkey") ?? "");
       default:
         throw new DevRelayAdminError(`unknown admin op '${op}'`);
     }
@@ -195,10 +246,12 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
 
   async function listen(port: number): Promise<void> {
     const srv = createServer((req, res) => {
-      handleHttp(req, res, { core, nip98, adminToken, admin: adminOp, httpQuota, media }).catch((err: unknown) => {
-        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: `internal error: ${(err as Error).message}` }));
-      });
+      handleHttp(req, res, { core, nip98, adminToken, admin: adminOp, httpQuota, media, nip11Override: () => nip11 }).catch(
+        (err: unknown) => {
+          if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: `internal error: ${(err as Error).message}` }));
+        },
+      );
     });
     const ws = new WebSocketServer({ server: srv, maxPayload: WS_MAX_PAYLOAD });
     ws.on("connection", (sock, req) => {

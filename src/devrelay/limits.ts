@@ -1,17 +1,22 @@
 /**
  * Buzz's limits, which the dev relay enforces by default with Buzz's reply texts
  * (docs/protocol.md, "Limits"; docs/dev-relay.md, "Limits"), so tests meet what a real relay
- * does to a client: a WebSocket frame quota per connection, an HTTP bridge quota per pubkey,
- * frame and content sizes, the created_at window, subscriptions per connection and stored
- * events per filter. Each is settable from the command line and the seed; `noLimits` turns
- * the two quotas off for benchmarks and tests that measure something else.
+ * does to a client: one frame quota per pubkey shared by every connection and every HTTP
+ * bridge call of that key, an HTTP bridge quota per pubkey, frame and content sizes, the
+ * created_at window, subscriptions per connection, stored events per filter, and (off by
+ * default) a maximum connection lifetime. Each is settable from the command line and the
+ * seed; `noLimits` turns the two quotas off for benchmarks and tests that measure something
+ * else.
  */
 import { z } from "zod";
 import { parseDuration } from "../config/duration.js";
 import type { RateLimit } from "./rate-limit.js";
 
 export interface RelayLimits {
-  /** WebSocket frames admitted per connection per window; null = no quota. */
+  /**
+   * Frames admitted per pubkey per window, counted over every connection of the key
+   * (`EVENT`, `REQ`, `COUNT`) and every HTTP bridge call it makes; null = no quota.
+   */
   frameQuota: RateLimit | null;
   /** HTTP bridge calls (`/query`, `/events`, `/count`) per pubkey per window; null = no quota. */
   httpQuota: RateLimit | null;
@@ -24,6 +29,8 @@ export interface RelayLimits {
   maxSubscriptions: number;
   /** Stored events returned per filter before EOSE. */
   maxStoredPerFilter: number;
+  /** Each socket is closed this long after it opened (NIP-FI session lifetime); null = never. */
+  maxConnectionLifetimeMs: number | null;
 }
 
 /** Buzz's defaults: 10 frames/s checked over 5 s; 300 HTTP calls a minute (a person's quota). */
@@ -35,6 +42,7 @@ export const BUZZ_LIMITS: RelayLimits = Object.freeze({
   createdAtSkewSec: 900,
   maxSubscriptions: 1024,
   maxStoredPerFilter: 2000,
+  maxConnectionLifetimeMs: null,
 });
 
 /** What callers may set: any subset; `noLimits` switches both quotas off (it wins over a quota given). */
@@ -91,6 +99,7 @@ export const seedLimitsSchema = z
     created_at_skew: z.string().optional(),
     max_subscriptions: positive.optional(),
     max_stored_per_filter: positive.optional(),
+    max_connection_lifetime: z.string().optional(),
   })
   .transform((l, ctx): Partial<RelayLimits> => {
     let skew: number | undefined;
@@ -104,6 +113,16 @@ export const seedLimitsSchema = z
         });
       else skew = Math.round(ms / 1000);
     }
+    let lifetime: number | null | undefined;
+    if (l.max_connection_lifetime !== undefined) {
+      lifetime = parseLifetime(l.max_connection_lifetime);
+      if (lifetime === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["max_connection_lifetime"],
+          message: `must be a duration of at least 1s such as 30s or 15m, or off; got '${l.max_connection_lifetime}'`,
+        });
+    }
     return {
       frameQuota: l.frame_quota,
       httpQuota: l.http_quota,
@@ -112,11 +131,21 @@ export const seedLimitsSchema = z
       createdAtSkewSec: skew,
       maxSubscriptions: l.max_subscriptions,
       maxStoredPerFilter: l.max_stored_per_filter,
+      maxConnectionLifetimeMs: lifetime,
     };
   });
+
+/** `30s` → 30000, `off` → null; undefined for anything else (shorter than 1 s included: the relay must let a client authenticate). */
+export function parseLifetime(text: string): number | null | undefined {
+  if (text.trim() === "off") return null;
+  const ms = parseDuration(text);
+  return ms !== null && ms >= 1000 ? ms : undefined;
+}
 
 /** One line for the start banner and logs: what this relay enforces. */
 export function describeLimits(l: RelayLimits): string {
   const q = (r: RateLimit | null, unit: string) => (r ? `${r.frames} ${unit}/${r.windowMs / 1000}s` : "off");
-  return `frame quota ${q(l.frameQuota, "frames")}, http quota ${q(l.httpQuota, "calls")}, frame ≤ ${l.frameBytes} B, content ≤ ${l.contentBytes} B, created_at ±${l.createdAtSkewSec}s, ≤ ${l.maxSubscriptions} subscriptions, ≤ ${l.maxStoredPerFilter} stored events per filter`;
+  const life =
+    l.maxConnectionLifetimeMs === null ? "connections live until closed" : `connections closed after ${l.maxConnectionLifetimeMs / 1000}s`;
+  return `frame quota ${q(l.frameQuota, "frames")} per pubkey (WebSocket and HTTP), http quota ${q(l.httpQuota, "calls")}, frame ≤ ${l.frameBytes} B, content ≤ ${l.contentBytes} B, created_at ±${l.createdAtSkewSec}s, ≤ ${l.maxSubscriptions} subscriptions, ≤ ${l.maxStoredPerFilter} stored events per filter, ${life}`;
 }

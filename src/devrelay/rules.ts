@@ -33,6 +33,7 @@ const CHANNEL_KINDS: ReadonlySet<number> = new Set([
   45002,
   45003,
   KIND.typing,
+  KIND.workStatus,
 ]);
 
 /** Kinds only the relay signs; clients publishing them are refused. */
@@ -76,6 +77,11 @@ export function authorizeWrite(ev: Event, author: string, dir: Directory, store:
   if (ev.pubkey !== author) return { ok: false, reason: "restricted: event pubkey is not the authenticated key" };
   if (RELAY_ONLY_KINDS.has(ev.kind)) return { ok: false, reason: `restricted: kind ${ev.kind} is written by the relay only` };
   const h = tagValue(ev, "h");
+  if (ev.kind === KIND.workStatus && h !== undefined) {
+    // NIP-AW: one snapshot per agent and channel, so exactly one `d`, equal to `h`.
+    const ds = ev.tags.filter((t) => t[0] === "d");
+    if (ds.length !== 1 || ds[0]![1] !== h) return { ok: false, reason: "invalid: kind 30181 needs exactly one d tag equal to its h tag" };
+  }
   if (h !== undefined) return channelWrite(h, author, dir);
   if (CHANNEL_KINDS.has(ev.kind)) return { ok: false, reason: `invalid: kind ${ev.kind} needs an h tag naming a channel` };
   if (ev.kind === KIND.reaction) {

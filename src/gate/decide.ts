@@ -1,10 +1,11 @@
 /**
  * The gate's decision for one relay event, in docs/architecture.md §3's order: own event → not in a
  * configured channel → edit of an already-handled event → owner control command →
- * subscribed kinds → mention requirement → respond-to policy (where a verified sibling
- * passes like the owner; the caller looks that up only for refusals it could change). Pure
- * apart from the injected lookups; side effects (logs, reactions, control actions) happen
- * elsewhere.
+ * subscribed kinds → mention requirement → a workflow wake (with `workflows.wake: true`, a
+ * relay-signed workflow message for this agent speaks for its owner, nostr/workflow.ts) →
+ * respond-to policy (where a verified sibling passes like the owner; the caller looks that
+ * up only for refusals it could change). Pure apart from the injected lookups; side
+ * effects (logs, reactions, control actions) happen elsewhere.
  *
  * Signatures are verified only for events that would be acted on (control commands and
  * accepted events). The relay client already checks what it receives, but the bridge
@@ -20,6 +21,7 @@ import type { SiblingVerdict } from "./siblings.js";
 import { channelKinds } from "../buzz/directory.js";
 import { continuationOf, type ActiveConversations, type Continuation } from "./participation.js";
 import { tagValue } from "../base/tags.js";
+import { isWorkflowMessage, type WakeRefusal, type WakeVerdict } from "../nostr/workflow.js";
 
 const CONTROL_COMMANDS = ["!cancel", "!rotate", "!status", "!shutdown"] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
@@ -34,6 +36,7 @@ export type DropReason =
   | "kind-not-subscribed"
   | "no-mention"
   | "bad-signature"
+  | WakeRefusal
   | AuthorDenial
   /**
    * A message that continued a conversation by participation (no mention) but is not acted
@@ -65,6 +68,12 @@ export interface GateContext {
     /** True for an agent (a NIP-OA `auth` tag in its profile), undefined when that could not be found out. */
     isAgent(author: string): Promise<boolean | undefined>;
   };
+  /**
+   * Whether a workflow message may wake the agent (nostr/workflow.ts `verifyWake`, against
+   * the relay's NIP-11 `self` as read since the last reconnect); asked only with
+   * `workflows.wake: true`.
+   */
+  workflowWake?(ev: Event): Promise<WakeVerdict>;
 }
 
 /** A participation candidate's author, once looked up (see Gate.decide). */
@@ -81,6 +90,8 @@ export type Decision =
       sibling?: SiblingVerdict;
       /** Accepted without a mention: it continues a conversation the agent is in (docs/conversations.md). */
       continued?: Continuation;
+      /** A verified workflow wake: the owner it speaks for. */
+      workflowOwner?: string;
     }
   /**
    * An edit (40003) or deletion (5) of an event the bridge accepted earlier. Who may amend
@@ -141,6 +152,11 @@ function deletionTargets(ev: Event): string[] {
 /** Author refusals a sibling can overturn (never `nobody`: that channel answers no one). */
 const SIBLING_OVERRIDABLE: ReadonlySet<DropReason> = new Set(["not-owner", "not-allowlisted", "dm-not-owner"]);
 
+/** True when `ev` is a workflow message the gate must check against the relay's key before deciding. */
+export function isWakeCandidate(ev: Event, ctx: Pick<GateContext, "config" | "workflowWake">): boolean {
+  return ctx.config.workflows.wake && ctx.workflowWake !== undefined && isWorkflowMessage(ev);
+}
+
 /** True when `decide` refused the author in a way a verified sibling would pass. */
 export function siblingMayChange(d: Decision, ctx: Pick<GateContext, "owner" | "sibling">): boolean {
   return d.action === "deny" && SIBLING_OVERRIDABLE.has(d.reason) && ctx.owner !== undefined && ctx.sibling !== undefined;
@@ -149,9 +165,16 @@ export function siblingMayChange(d: Decision, ctx: Pick<GateContext, "owner" | "
 /**
  * The decision for `ev`. `sibling` is the author's sibling verdict when the caller looked
  * it up (the lookup is async and costs a round trip, so it is only done for refusals it
- * could change — see Gate.handle); without it no author counts as a sibling.
+ * could change — see Gate.handle); without it no author counts as a sibling. `wake` is a
+ * workflow message's verdict, looked up likewise (`isWakeCandidate`).
  */
-export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict, participant?: ParticipantVerdict): Decision {
+export function decide(
+  ev: Event,
+  ctx: GateContext,
+  sibling?: SiblingVerdict,
+  wake?: WakeVerdict,
+  participant?: ParticipantVerdict,
+): Decision {
   if (ev.pubkey === ctx.self) return drop("own-event", { level: "debug" });
 
   const channelId = channelOf(ev);
@@ -194,6 +217,14 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict, pa
     if (participant.author !== "human")
       return drop(participant.author === "agent" ? "participation-agent" : "participation-unknown-author", { channel, policy });
     continued = via;
+  }
+
+  if (wake) {
+    // The relay vouches for the workflow's owner: the owner's own rules apply, nobody else's.
+    if (!wake.ok) return deny(wake.reason, channel, policy);
+    const asOwner = authorAllowed(policy, channel.type, wake.owner, ctx.owner, false);
+    if (!asOwner.allowed) return deny(asOwner.reason, channel, policy);
+    return { action: "accept", channel, policy, workflowOwner: wake.owner };
   }
 
   // A sibling is an agent: it is trusted when it asks, never when it merely continues.

@@ -103,9 +103,10 @@ export class DeniedReporter {
   }
 
   private answerFor(ev: Event, decision: Refusal): { template: EventTemplate; key: string } | undefined {
-    // Only respond-to denials are answered: drops were not addressed to the agent, and a
-    // bad signature names an author who may not have written the event at all.
-    if (decision.action !== "deny" || decision.reason === "bad-signature") return undefined;
+    // Only respond-to denials are answered: drops were not addressed to the agent, a bad
+    // signature names an author who may not have written the event at all, and a refused
+    // workflow wake is never answered (its signer is the relay, or whoever forged it).
+    if (decision.action !== "deny" || decision.reason === "bad-signature" || decision.reason.startsWith("workflow-")) return undefined;
     const channel = decision.channel;
     const mode = decision.policy?.on_denied ?? "silent";
     if (!channel || mode === "silent") return undefined;

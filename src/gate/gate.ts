@@ -5,7 +5,8 @@
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
-import { decide, siblingMayChange, type Decision, type GateContext } from "./decide.js";
+import { decide, isWakeCandidate, siblingMayChange, type Decision, type GateContext } from "./decide.js";
+import { npub } from "../config/keys.js";
 import type { DeniedReporter } from "./denied.js";
 import type { ControlExecutor } from "./control.js";
 
@@ -43,10 +44,12 @@ export class Gate {
    * The decision, synchronously whenever no look-up is needed: the daemon queues an
    * accepted event in the same tick, so an edit or deletion delivered right after it
    * already finds it handled. A refused author may be another agent of the same owner:
-   * then it asks (profile look-up, bounded in time, fails closed) and decides again.
+   * then it asks (profile look-up, bounded in time, fails closed) and decides again. A
+   * workflow message waits for the relay's key as read since the last reconnect.
    */
   decide(ev: Event): Decision | Promise<Decision> {
     const ctx = this.opts.context;
+    if (isWakeCandidate(ev, ctx)) return ctx.workflowWake!(ev).then((wake) => this.wakeDecision(ev, decide(ev, ctx, undefined, wake)));
     const decision = decide(ev, ctx);
     // At start the conversations the agent was in are still being read from the relay: a
     // message that does not mention it waits for that before it is judged.
@@ -62,10 +65,22 @@ export class Gate {
       return ctx.participation
         .isAgent(ev.pubkey)
         .catch(() => undefined)
-        .then((agent) => decide(ev, ctx, undefined, { via, author: agent === undefined ? "unknown" : agent ? "agent" : "human" }));
+        .then((agent) =>
+          decide(ev, ctx, undefined, undefined, { via, author: agent === undefined ? "unknown" : agent ? "agent" : "human" }),
+        );
     }
     if (siblingMayChange(decision, ctx)) return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
     return decision;
+  }
+
+  /** A verified workflow wake is logged (and counted as `workflow` by the caller); a refused one is a `gate.denied` line. */
+  private wakeDecision(ev: Event, d: Decision): Decision {
+    if (d.action === "accept" && d.workflowOwner)
+      this.opts.logger.info(
+        { evt: "gate.workflow_wake", event: ev.id, channel: d.channel.id, owner: npub(d.workflowOwner), relay_key: ev.pubkey },
+        "a workflow of the owner woke the agent (signed by the relay's NIP-11 self key)",
+      );
+    return d;
   }
 
   /** The decision's side effects (cursor, control command, denial answer); none for accept and amend. */

@@ -28,6 +28,8 @@ export interface RelayPort {
   query(filters: Filter[]): Promise<Event[]>;
   /** Stores a file in the relay's media store (buzz/media-upload.ts); absent: replies carry no files. */
   upload?(bytes: Uint8Array, type: string): Promise<{ url: string; sha256: string; size: number; type: string }>;
+  /** The relay's content limit (its NIP-11): longer messages go out as parts. Default Buzz's 256 KB. */
+  contentLimit?(): number;
 }
 
 /** The channel's messages as the tools read them: chat, and a forum's posts and comments. */
@@ -196,7 +198,12 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
       const content = files.length ? `${a.content}\n\n${files.map((f) => f.url).join("\n")}` : a.content;
       // A progress note is marked on the wire: the turn and a later restart tell it from the answer by that mark.
       const extraTags = a.progress ? [[...PROGRESS_TAG]] : undefined;
-      const parts = messageParts(channel, content, { thread, mentions: a.mentions, extraTags, forumPost: opts.forum?.() });
+      const parts = messageParts(
+        channel,
+        content,
+        { thread, mentions: a.mentions, extraTags, forumPost: opts.forum?.() },
+        opts.relay.contentLimit?.(),
+      );
       parts[parts.length - 1]!.tags.push(...files.map((f) => imetaTag(f)));
       const sent = await publish(parts, "message");
       return files.length

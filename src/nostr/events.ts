@@ -108,10 +108,16 @@ export function message(
 
 /**
  * A message as the templates to publish in order: one, or marked parts `(i/n)` in the same
- * thread when the text is longer than the relay takes (split.ts). Never truncated.
+ * thread when the text is longer than the relay takes (split.ts): `maxBytes` is the relay's
+ * own limit as its NIP-11 states it (Buzz's 256 KB when unknown). Never truncated.
  */
-export function messageParts(channel: string, content: string, opts: Parameters<typeof message>[2] = {}): EventTemplate[] {
-  return splitContent(content).map((part) => message(channel, part, opts));
+export function messageParts(
+  channel: string,
+  content: string,
+  opts: Parameters<typeof message>[2] = {},
+  maxBytes?: number,
+): EventTemplate[] {
+  return splitContent(content, maxBytes).map((part) => message(channel, part, opts));
 }
 
 export function reaction(target: Pick<Event, "id" | "pubkey">, emoji: string, channel?: string): EventTemplate {

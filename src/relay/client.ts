@@ -4,6 +4,13 @@
  * from the last handled `created_at` − 5 s, de-duplication by id, publishing with typed
  * outcomes, and the NIP-98 HTTP bridge for reads.
  *
+ * The relay's NIP-11 document is read at start and after every (re)connect (nip11.ts): its
+ * limits shape the frame budget and the size replies are split at, its connection lifetime
+ * makes the client replace its socket before the relay's deadline (lifetime.ts), and its
+ * `self` is the only key whose workflow output may wake the agent. The identity's sockets
+ * and its HTTP bridge share one frame budget and one rate-limit gate, as Buzz counts them
+ * in one bucket per key (docs/protocol.md §7).
+ *
  * Events reach `on('event')` de-duplicated, shape- and id-checked and scoped to what we asked
  * for, but NOT signature-verified unless `verifySignatures` is on: the gate verifies only the
  * events it acts on (`verifySignature` from verify.ts). Membership notifications are acted on
@@ -15,7 +22,12 @@ import { getPublicKey } from "nostr-tools/pure";
 import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
-import { RelayConnection, type ConnectionOptions, type ConnectionState } from "./connection.js";
+import { newConnectionMetrics, RelayConnection, type ConnectionOptions, type ConnectionState } from "./connection.js";
+import { BUZZ_FRAME_QUOTA, FrameBudget, type FrameQuota } from "./frame-budget.js";
+import { RateGate } from "./rate-gate.js";
+import { RelayInfoSource } from "./nip11.js";
+import { LifetimePlanner } from "./lifetime.js";
+import { contentRoom, type RelayInfo } from "../nostr/nip11.js";
 import { TwoGenerationDedupe } from "./dedupe.js";
 import { Coalescer, type CoalesceOptions } from "./coalesce.js";
 import { channelOf } from "../nostr/events.js";
@@ -58,8 +70,15 @@ export interface RelayClientOptions {
   dedupeCapacity?: number;
   /** Verify every channel event before emitting. Default false: the gate verifies what it acts on. */
   verifySignatures?: boolean;
-  /** Timing of the connection (backoff, ping, auth waits); defaults suit production. */
-  connection?: Omit<ConnectionOptions, "url" | "secretKey" | "logger">;
+  /** Timing of the connection (backoff, ping, auth waits) and its frame quota; defaults suit production. */
+  connection?: Omit<ConnectionOptions, "url" | "secretKey" | "logger" | "budget" | "gate" | "metrics">;
+  /**
+   * This client's part of the key's frame quota (config `relay.frame_quota.share`): a fleet's
+   * daemons share one bucket at the relay, so each takes a fraction of it. Default 1.
+   */
+  frameShare?: number;
+  /** Read the relay's NIP-11 document at start and after reconnects. Default true. */
+  readRelayInfo?: boolean;
   /** HTTP bridge retry settings. */
   http?: Omit<RelayHttpOptions, "url" | "secretKey" | "logger">;
   /** Defaults for `publish`. */
@@ -99,7 +118,19 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   readonly pubkey: string;
   readonly http: RelayHttp;
   readonly counters = { emitted: 0, duplicates: 0, unrequested: 0, badSignatures: 0, membership: 0 };
-  private readonly conn: RelayConnection;
+  /** The relay's NIP-11 document, re-read after every (re)connect. */
+  readonly relayInfo: RelayInfoSource;
+  /** The socket in use; replaced before the relay's connection lifetime ends. */
+  private conn: RelayConnection;
+  private readonly budget: FrameBudget;
+  private readonly gate: RateGate;
+  private readonly connMetrics = newConnectionMetrics();
+  private readonly planner: LifetimePlanner;
+  /** The configured quota, before the relay's own statement and this client's share. */
+  private readonly configuredQuota: FrameQuota | null;
+  /** Every subscription, so a successor socket carries the same ones. */
+  private readonly subs = new Map<string, () => Filter[]>();
+  private readonly channelsEoseWaiters = new Set<() => void>();
   private readonly log: Logger;
   private readonly throttle: LogThrottle;
   private readonly dedupe: TwoGenerationDedupe;
@@ -126,17 +157,79 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.throttle = new LogThrottle(this.log, { summaryEvt: "relay.log_suppressed" });
     this.dedupe = new TwoGenerationDedupe(opts.dedupeCapacity);
     this.skew = opts.sinceSkewSec ?? 5;
-    this.conn = new RelayConnection({ ...opts.connection, url: opts.url, secretKey: opts.secretKey, logger: this.log });
-    this.http = new RelayHttp({ ...opts.http, url: opts.url, secretKey: opts.secretKey, logger: this.log });
+    const q = opts.connection?.frameQuota;
+    this.configuredQuota = q === undefined ? BUZZ_FRAME_QUOTA : q;
+    this.budget = new FrameBudget(shareOf(this.configuredQuota, opts.frameShare ?? 1));
+    this.gate = new RateGate(opts.connection?.defaultRateLimitMs);
+    this.relayInfo = new RelayInfoSource({ url: opts.url, logger: this.log });
+    this.relayInfo.onChange = (info) => this.adapt(info);
+    this.planner = new LifetimePlanner({
+      current: () => this.conn,
+      spawn: () => {
+        const next = this.makeConnection();
+        next.start();
+        return next;
+      },
+      adopt: (next) => {
+        this.conn = next;
+        this.emit("state", next.state);
+      },
+      framesToSubscribe: () => 1 + this.subs.size,
+      budgetFree: () => this.budget.free(),
+      logger: this.log,
+    });
+    this.conn = this.makeConnection();
+    this.http = new RelayHttp({
+      ...opts.http,
+      url: opts.url,
+      secretKey: opts.secretKey,
+      logger: this.log,
+      budget: this.budget,
+      gate: this.gate,
+    });
     this.coalescer = new Coalescer(() => this.applyChannels(), opts.coalesce ?? { quietMs: 300, maxMs: 1000 });
-    this.conn.on("state", (s: ConnectionState) => {
+    this.setSubscription(SUB_MEMBERSHIP, () => membershipFilter(this.pubkey, this.since()));
+  }
+
+  /** A socket sharing the client's budget, gate and counters, carrying every subscription. */
+  private makeConnection(): RelayConnection {
+    const conn = new RelayConnection({
+      ...this.opts.connection,
+      url: this.opts.url,
+      secretKey: this.opts.secretKey,
+      logger: this.log,
+      budget: this.budget,
+      gate: this.gate,
+      metrics: this.connMetrics,
+    });
+    conn.on("state", (s: ConnectionState) => {
+      // Each new socket: read the relay's document again (its key may have changed).
+      if (s === "connecting" && this.opts.readRelayInfo !== false) void this.relayInfo.refresh();
+      if (conn !== this.conn) return;
       if (s === "closed") this.channelsLive = false;
+      if (s === "authenticated") this.planner.authenticated(conn);
       this.emit("state", s);
     });
-    this.conn.on("auth-failed", (r: string) => this.emit("auth-failed", r));
-    this.conn.on("eose", (id: string) => id === SUB_CHANNELS && this.onChannelsEose());
-    this.conn.on("event", (subId: string, ev: Event) => this.onEvent(subId, ev));
-    this.conn.setSubscription(SUB_MEMBERSHIP, () => membershipFilter(this.pubkey, this.since()));
+    conn.on("auth-failed", (r: string) => conn === this.conn && this.emit("auth-failed", r));
+    conn.on("eose", (id: string) => id === SUB_CHANNELS && !conn.isRetiring && this.onChannelsEose());
+    conn.on("event", (subId: string, ev: Event) => this.onEvent(subId, ev));
+    for (const [id, filters] of this.subs) conn.setSubscription(id, filters);
+    return conn;
+  }
+
+  private setSubscription(id: string, filters: () => Filter[]): void {
+    this.subs.set(id, filters);
+    this.conn.setSubscription(id, filters);
+  }
+
+  /** The relay's document was read: its quota and lifetime apply from now on. */
+  private adapt(info: RelayInfo): void {
+    const stated = info.limits.frameQuota;
+    const mine = this.configuredQuota;
+    // The stricter of ours and the relay's, by rate; then this daemon's share of it.
+    const strict = !mine || !stated ? mine : stated.frames / stated.windowMs < mine.frames / mine.windowMs ? stated : mine;
+    this.budget.setQuota(shareOf(strict, this.opts.frameShare ?? 1));
+    this.planner.setLifetime(info.limits.maxConnectionLifetimeMs);
   }
 
   /** Loads the wasm verifier, then connects (and keeps reconnecting until `stop()`). */
@@ -148,7 +241,30 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   stop(): void {
     this.coalescer.cancel();
+    this.planner.stop();
     this.conn.stop();
+    this.gate.stop();
+    this.budget.stop();
+  }
+
+  /** The relay's NIP-11 document as last read (Buzz's defaults before that). */
+  get info(): RelayInfo {
+    return this.relayInfo.info;
+  }
+
+  /** The largest message content a publish may carry here: longer replies are split at this. */
+  contentLimit(): number {
+    return contentRoom(this.relayInfo.info.limits);
+  }
+
+  /** The frame budget in force (after the relay's statement and this daemon's share); null = none. */
+  get frameQuota(): FrameQuota | null {
+    return this.budget.current;
+  }
+
+  /** The relay's connection lifetime as last read, if it has one. */
+  get connectionLifetimeMs(): number | undefined {
+    return this.planner.lifetime;
   }
 
   get state(): ConnectionState {
@@ -161,7 +277,15 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   /** Counters for /metrics and tests. */
   get metrics() {
-    return { ...this.conn.metrics, ...this.counters, http: { ...this.http.metrics }, dedupeSize: this.dedupe.size };
+    return {
+      ...this.connMetrics,
+      ...this.counters,
+      rotations: { ...this.planner.metrics },
+      budget: { ...this.budget.metrics },
+      http: { ...this.http.metrics },
+      nip11: { ...this.relayInfo.metrics },
+      dedupeSize: this.dedupe.size,
+    };
   }
 
   /** Channels subscribed, or about to be (a coalesced change not yet on the wire). */
@@ -198,7 +322,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.channelsKey = key;
     this.channels = next;
     this.channelsLive = false;
-    this.conn.setSubscription(SUB_CHANNELS, () => this.channelFilters());
+    this.setSubscription(SUB_CHANNELS, () => this.channelFilters());
   }
 
   /**
@@ -217,16 +341,16 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     if (this.channelsLive) return Promise.resolve(true);
     return new Promise((resolve) => {
       const t = setTimeout(() => {
-        this.conn.off("eose", onEose);
+        this.channelsEoseWaiters.delete(onEose);
         resolve(false);
       }, timeoutMs);
-      const onEose = (id: string) => {
-        if (id !== SUB_CHANNELS || !this.channelsLive) return;
+      const onEose = () => {
+        if (!this.channelsLive) return;
         clearTimeout(t);
-        this.conn.off("eose", onEose);
+        this.channelsEoseWaiters.delete(onEose);
         resolve(true);
       };
-      this.conn.on("eose", onEose);
+      this.channelsEoseWaiters.add(onEose);
     });
   }
 
@@ -241,7 +365,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   /** Publishes a signed event over the WebSocket, retrying only what can succeed later. */
   publish(ev: Event, opts?: PublishOptions): Promise<PublishOutcome> {
-    return publishWithRetry(this.conn, ev, { ...this.opts.publish, ...opts }, this.log);
+    return publishWithRetry(() => this.conn, ev, { ...this.opts.publish, ...opts }, this.log);
   }
 
   /** Publishes; when the `OK` was lost, asks the relay whether it stored the event after all (confirm.ts). */
@@ -333,6 +457,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.floorsSent.clear();
     this.channelsKey = keyOf(this.channels);
     this.channelsLive = true;
+    for (const w of [...this.channelsEoseWaiters]) w();
   }
 
   private onEvent(subId: string, ev: Event): void {
@@ -409,6 +534,12 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     const at = Math.min(ev.created_at, nowSec());
     if (this.memCursor === undefined || at > this.memCursor) this.memCursor = at;
   }
+}
+
+/** A daemon's part of a quota: at least one frame per window. */
+function shareOf(q: FrameQuota | null, share: number): FrameQuota | null {
+  if (!q || share >= 1) return q;
+  return { frames: Math.max(1, Math.floor(q.frames * share)), windowMs: q.windowMs };
 }
 
 /** Identity of a channel set, to send a new REQ only when it really changed. */

@@ -1,9 +1,14 @@
 /**
- * One WebSocket to a Buzz relay (docs/protocol.md §5, docs/protocol.md §1 and §5): NIP-42 auth before any
- * REQ, re-challenges answered, `auth-required:` CLOSED answered by one re-auth, reconnect forever
- * with jittered backoff, ping/pong liveness, `rate-limited: … retry in Ns` honoured, and
- * publishes that await `OK`. Subscriptions are registered as filter *functions* so every
- * (re)send carries a fresh `since`.
+ * One WebSocket to a Buzz relay (docs/protocol.md §1 and §5): NIP-42 auth before any REQ,
+ * re-challenges answered, `auth-required:` CLOSED answered by one re-auth, reconnect forever
+ * with jittered backoff, ping/pong liveness, `rate-limited: … retry in Ns` honoured (from an
+ * `OK false`, a `CLOSED` or a `NOTICE`), and publishes that await `OK`. Subscriptions are
+ * registered as filter *functions* so every (re)send carries a fresh `since`. The frame
+ * budget and the rate-limit gate may be shared with the identity's other sockets and its
+ * HTTP bridge (Buzz counts them in one bucket). A socket the relay closes cleanly after a
+ * working session (its connection lifetime) is replaced at once, not after a backoff; a
+ * planned replacement is `recycle()` (at a quiet moment) or `retire()` (once its
+ * successor is subscribed: relay/lifetime.ts).
  */
 import { EventEmitter } from "node:events";
 import WebSocket from "ws";
@@ -27,6 +32,9 @@ import { refusalAdvice } from "./auth-advice.js";
 
 export type ConnectionState = "idle" | "connecting" | "authenticated" | "subscribed" | "closed" | "stopped";
 
+/** The reason a publish on a socket being replaced is handed back: the client sends it on the new one. */
+export const RETIRING = "connection being replaced";
+
 export interface ConnectionOptions {
   url: string;
   secretKey: Uint8Array;
@@ -45,8 +53,43 @@ export interface ConnectionOptions {
   authTimeoutMs?: number;
   /** Rate-limit pause when the relay gives no `retry in` hint. Default 5 s (buzz-acp). */
   defaultRateLimitMs?: number;
-  /** Our outgoing frame budget (config `relay.frame_quota`). Default Buzz's 50 per 5 s; null = none. */
+  /** Our outgoing frame budget (config `relay.frame_quota`). Default Buzz's 50 per 5 s; null = none. Ignored with `budget`. */
   frameQuota?: FrameQuota | null;
+  /** A budget shared with the identity's other sockets and its HTTP calls; the owner stops it. */
+  budget?: FrameBudget;
+  /** A rate-limit gate shared likewise. */
+  gate?: RateGate;
+  /** Counters shared across the sockets a client replaces one by one. */
+  metrics?: ConnectionMetrics;
+}
+
+export interface ConnectionMetrics {
+  reconnects: number;
+  reqFrames: number;
+  closeFrames: number;
+  eventFrames: number;
+  authOk: number;
+  authRefused: number;
+  invalidFrames: number;
+  rateLimited: number;
+  dead: number;
+  /** Sockets the relay closed cleanly after a working session (e.g. its connection lifetime). */
+  relayClosed: number;
+}
+
+export function newConnectionMetrics(): ConnectionMetrics {
+  return {
+    reconnects: 0,
+    reqFrames: 0,
+    closeFrames: 0,
+    eventFrames: 0,
+    authOk: 0,
+    authRefused: 0,
+    invalidFrames: 0,
+    rateLimited: 0,
+    dead: 0,
+    relayClosed: 0,
+  };
 }
 
 export interface SendOptions {
@@ -79,21 +122,19 @@ export interface ConnectionEvents {
   "auth-failed": [reason: string];
   /** The relay closed a subscription for a reason we do not retry. */
   "sub-closed": [subId: string, reason: string];
+  /** No publish waits for its `OK` and no read for its `EOSE` any more: a quiet moment. */
+  idle: [];
 }
+
+/** A socket the relay closes cleanly after this long authenticated is replaced at once (its lifetime ended). */
+const WORKING_SESSION_MS = 1000;
+let connectionSeq = 0;
 
 export class RelayConnection extends EventEmitter<ConnectionEvents> {
   readonly url: string;
-  readonly metrics = {
-    reconnects: 0,
-    reqFrames: 0,
-    closeFrames: 0,
-    eventFrames: 0,
-    authOk: 0,
-    authRefused: 0,
-    invalidFrames: 0,
-    rateLimited: 0,
-    dead: 0,
-  };
+  readonly metrics: ConnectionMetrics;
+  /** Names this connection's deferred REQs in a shared gate. */
+  private readonly tag = `c${++connectionSeq}:`;
   private readonly log: Logger;
   private readonly throttle: LogThrottle;
   private readonly backoff: Backoff;
@@ -115,7 +156,17 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
   /** Test-only (./faults.ts): OKs to drop as if lost on the wire. */
   private swallowOk = new Set<string>();
   private readonly gate: RateGate;
+  private readonly ownsGate: boolean;
   readonly budget: FrameBudget;
+  private readonly ownsBudget: boolean;
+  /** When the current socket authenticated (ms since epoch); undefined while not authenticated. */
+  authenticatedAt: number | undefined;
+  /** When the current socket opened. */
+  openedAt: number | undefined;
+  /** Set by `retire()`: no new publish or read starts here; the socket closes once quiet. */
+  private retiring = false;
+  /** Set by `recycle()`: the next close is planned and reconnects at once. */
+  private planned = false;
   private timers = new Set<NodeJS.Timeout>();
   private stopLiveness: (() => void) | undefined;
   /** Last refusal of our AUTH, for /readyz and doctor. */
@@ -130,8 +181,11 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     this.log = (opts.logger ?? silentLogger()).child({ relay: opts.url });
     this.throttle = new LogThrottle(this.log, { summaryEvt: "relay.log_suppressed" });
     this.backoff = new Backoff(opts.backoff);
-    this.gate = new RateGate((ids) => ids.forEach((id) => void this.sendReq(id)), opts.defaultRateLimitMs);
-    this.budget = new FrameBudget(opts.frameQuota === undefined ? BUZZ_FRAME_QUOTA : opts.frameQuota);
+    this.metrics = opts.metrics ?? newConnectionMetrics();
+    this.ownsGate = !opts.gate;
+    this.gate = opts.gate ?? new RateGate(opts.defaultRateLimitMs);
+    this.ownsBudget = !opts.budget;
+    this.budget = opts.budget ?? new FrameBudget(opts.frameQuota === undefined ? BUZZ_FRAME_QUOTA : opts.frameQuota);
   }
 
   get state(): ConnectionState {
@@ -152,12 +206,50 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     this.connect();
   }
 
+  /** A publish waits for its `OK` or a read for its `EOSE` on this socket. */
+  get busy(): boolean {
+    return this.eventsInFlight.size > 0 || this.reads.size > 0;
+  }
+
+  get isRetiring(): boolean {
+    return this.retiring;
+  }
+
+  /**
+   * Make-before-break's end: a successor socket is subscribed, so this one takes no new
+   * publish or read and closes as soon as what it carries is answered, or after `graceMs`.
+   */
+  retire(graceMs: number): void {
+    if (this.retiring || this.stopped) return;
+    this.retiring = true;
+    const done = () => {
+      clearTimeout(t);
+      this.off("idle", done);
+      this.stop();
+    };
+    const t = setTimeout(done, graceMs);
+    if (!this.busy) return done();
+    this.on("idle", done);
+  }
+
+  /**
+   * Break-before-make at a quiet moment: closes the socket now and connects again at once
+   * (re-authenticating and resubscribing with `since`). Used when no second socket can be
+   * opened within the budget before the relay's deadline.
+   */
+  recycle(): void {
+    if (this.stopped || !this.ws) return;
+    this.planned = true;
+    this.ws.close(1000, "reconnecting before the relay's connection lifetime ends");
+  }
+
   stop(): void {
     this.stopped = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    this.gate.stop();
-    this.budget.stop();
+    if (this.ownsGate) this.gate.stop();
+    else this.gate.drop(this.tag);
+    if (this.ownsBudget) this.budget.stop();
     this.teardown();
     this.ws?.terminate();
     this.ws = undefined;
@@ -204,6 +296,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
    * goes, or nothing answers within `timeoutMs`.
    */
   async query(filters: Filter[], timeoutMs = 15_000): Promise<Event[]> {
+    if (this.retiring) throw new RelayQueryError("connection lost during the read");
     if (!this.authed && !(await this.waitAuthenticated(timeoutMs))) throw new RelayQueryError("not connected to the relay");
     await this.budget.acquire("durable");
     const id = `read-${++this.readSeq}`;
@@ -214,6 +307,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
       const done = (closed?: string) => {
         clearTimeout(timer);
         if (!this.reads.delete(id)) return;
+        this.checkIdle();
         if (closed === undefined) {
           // The relay keeps a subscription open after EOSE until told otherwise.
           void this.budget.acquire("control").then(() => gen === this.gen && this.sendFrame(["CLOSE", id]) && this.metrics.closeFrames++);
@@ -234,6 +328,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
       if (opts.droppable) return { status: "dropped", reason: `rate-limited for another ${this.rateLimitedFor} ms` };
       await sleep(this.rateLimitedFor);
     }
+    if (this.retiring) return { status: "disconnected", reason: RETIRING };
     if (!this.authed || !this.ws) return { status: "disconnected", reason: "not connected to the relay" };
     const priority = opts.priority ?? priorityOfKind(ev.kind);
     if (!(await this.budget.acquire(priority))) {
@@ -266,9 +361,16 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     );
     if (this.sendFrame(["EVENT", ev])) this.metrics.eventFrames++;
     this.eventsInFlight.add(ev.id);
-    const o = await outcome.finally(() => this.eventsInFlight.delete(ev.id));
+    const o = await outcome.finally(() => {
+      this.eventsInFlight.delete(ev.id);
+      this.checkIdle();
+    });
     if (o.status === "refused") this.onRefusal(o.reason ?? "");
     return o;
+  }
+
+  private checkIdle(): void {
+    if (!this.busy) this.emit("idle");
   }
 
   private onRefusal(reason: string): void {
@@ -290,6 +392,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
   }
 
   private onOpen(): void {
+    this.openedAt = Date.now();
     this.log.info({ evt: "relay.connected" }, "connected, waiting for AUTH challenge");
     this.later(() => {
       if (!this.authed && !this.challenge && !this.authInFlight && this.ws) {
@@ -308,14 +411,27 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
 
   private onClose(code: number, reason: string): void {
     const wasAuthed = this.authed;
+    const worked = this.authenticatedAt !== undefined && Date.now() - this.authenticatedAt >= WORKING_SESSION_MS;
+    const planned = this.planned;
+    this.planned = false;
     this.teardown();
     this.ws = undefined;
     if (this.stopped) return;
-    const delay = this.backoff.next();
-    this.log.warn(
-      { evt: "relay.disconnected", code, reason, was_authenticated: wasAuthed, retry_ms: delay },
-      "relay connection closed; reconnecting",
-    );
+    // Its successor took over: whatever it still carried is re-sent there.
+    if (this.retiring) return this.stop();
+    // A clean close after a working session is the relay ending it on schedule (its
+    // connection lifetime): reconnect at once, with a little jitter, and keep the backoff
+    // for real failures.
+    const scheduled = planned || (worked && (code === 1000 || code === 1001));
+    const delay = planned ? 0 : scheduled ? 50 + Math.floor(Math.random() * 200) : this.backoff.next();
+    if (scheduled && !planned) this.metrics.relayClosed++;
+    const line = { evt: "relay.disconnected", code, reason, was_authenticated: wasAuthed, planned, retry_ms: delay };
+    if (scheduled)
+      this.log.info(
+        line,
+        planned ? "replacing the relay connection before its lifetime ends" : "the relay closed the connection; reconnecting",
+      );
+    else this.log.warn(line, "relay connection closed; reconnecting");
     this.setState("closed");
     this.later(() => {
       this.metrics.reconnects++;
@@ -330,6 +446,8 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     this.stopLiveness?.();
     this.stopLiveness = undefined;
     this.authed = false;
+    this.authenticatedAt = undefined;
+    this.openedAt = undefined;
     this.challenge = undefined;
     this.authInFlight = undefined;
     for (const s of this.subs.values()) Object.assign(s, { open: false, eosed: false, pending: 0, authRetried: false });
@@ -428,6 +546,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
 
   private onAuthenticated(): void {
     this.authed = true;
+    this.authenticatedAt = Date.now();
     this.lastAuthError = undefined;
     this.log.info({ evt: "relay.authenticated" }, "authenticated");
     this.later(() => this.backoff.reset(), this.opts.resetAfterMs ?? 60_000);
@@ -439,7 +558,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     if (this.authInFlight) await this.authInFlight;
     const sub = this.subs.get(id);
     if (!sub || !this.authed) return;
-    if (this.rateLimitedFor > 0) return this.gate.defer(id);
+    if (this.rateLimitedFor > 0) return this.deferReq(id);
     if (!(await this.budget.acquire("control"))) return;
     // Replaced while waiting: the replacement's own sendReq sends the newer filters.
     if (!this.authed || this.subs.get(id) !== sub) return;
@@ -496,7 +615,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     }
     if (p === "rate-limited") {
       this.rateLimit(reason);
-      return this.gate.defer(id);
+      return this.deferReq(id);
     }
     this.throttle.log(
       "error",
@@ -505,6 +624,10 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
       `relay closed subscription ${id}: ${reason}`,
     );
     this.emit("sub-closed", id, reason);
+  }
+
+  private deferReq(id: string): void {
+    this.gate.defer(this.tag + id, () => void this.sendReq(id));
   }
 
   /** Holds REQs and publishes back for the relay's `retry in Ns`. */

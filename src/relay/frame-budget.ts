@@ -1,8 +1,11 @@
 /**
  * The client's own copy of the relay's frame quota (config `relay.frame_quota`; Buzz admits
- * 10 frames/s checked over a 5 s window, about 50 per 5 s per connection, and drops what is
- * over with a `rate-limited:` answer: docs/protocol.md, "Limits"). Every outgoing frame takes a
- * slot; when the window is full, frames wait by priority instead of being refused:
+ * 10 frames/s checked over a 5 s window, about 50 per 5 s, per key: every connection and
+ * every HTTP bridge call of the identity draw from one bucket, and what is over is refused
+ * with a `rate-limited:` answer: docs/protocol.md §7). One budget is shared by the identity's
+ * sockets and its HTTP bridge, and a fleet's daemons each take their configured share of it.
+ * Every outgoing frame or call takes a slot; when the window is full, they wait by priority
+ * instead of being refused:
  *
  *   control  AUTH, REQ, CLOSE: the connection itself (never dropped, first in line)
  *   durable  replies, failure notices, control outcomes, everything else (never dropped)
@@ -39,7 +42,21 @@ export class FrameBudget {
   readonly metrics = { sent: 0, waited: 0, signalsDropped: 0 };
 
   /** `null` quota: no budget (every frame goes at once). */
-  constructor(private readonly quota: FrameQuota | null) {}
+  constructor(private quota: FrameQuota | null) {}
+
+  /** The window in force (null: none). */
+  get current(): FrameQuota | null {
+    return this.quota;
+  }
+
+  /** A new window (the relay said it admits less); frames already counted stay counted. */
+  setQuota(quota: FrameQuota | null): void {
+    this.quota = quota;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!quota) for (const w of this.waiters.splice(0)) w.resolve();
+    else this.schedule();
+  }
 
   /** Frames still free in the current window. */
   free(now = Date.now()): number {
@@ -119,9 +136,13 @@ export class FrameBudget {
   }
 }
 
-/** Which queue an outgoing event joins, by kind (docs/protocol.md: 7 reaction, 20001 presence, 20002 typing). */
+/**
+ * Which queue an outgoing event joins, by kind (docs/protocol.md §4): 7 reactions and 30181
+ * work status (a snapshot the next one replaces) queue behind replies; 20001 presence and
+ * 20002 typing are telemetry, the first to go.
+ */
 export function priorityOfKind(kind: number): FramePriority {
-  if (kind === 7) return "reaction";
+  if (kind === 7 || kind === 30181) return "reaction";
   if (kind === 20001 || kind === 20002) return "signal";
   return "durable";
 }

@@ -1,7 +1,10 @@
 /**
  * The relay's NIP-98 HTTP bridge (docs/protocol.md §2): `POST /query` (history, metadata,
  * profiles), `/count` and `/events`. 429 and 5xx are retried with backoff, honouring the relay's
- * `retry in Ns`; every attempt carries a freshly signed auth event.
+ * `retry in Ns`; every attempt carries a freshly signed auth event. Buzz counts every call in
+ * the same per-key bucket as the identity's WebSocket frames, so each attempt takes a slot of
+ * the shared frame budget and waits out a rate-limit pause the sockets were given (and a
+ * 429 `rate-limited:` holds the sockets back in turn).
  */
 import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
@@ -12,6 +15,8 @@ import { Backoff, retryAfterMs, sleep } from "../base/backoff.js";
 import { RelayHttpError } from "./errors.js";
 import { nip98Header } from "../nostr/nip98.js";
 import { eventShapeProblem } from "../nostr/validate.js";
+import type { FrameBudget } from "./frame-budget.js";
+import type { RateGate } from "./rate-gate.js";
 
 export interface RelayHttpOptions {
   /** The relay's WebSocket URL; the HTTP origin is derived from it (ws→http, wss→https). */
@@ -24,6 +29,10 @@ export interface RelayHttpOptions {
   retryBaseMs?: number;
   /** Per-request timeout. Default 15 s. */
   timeoutMs?: number;
+  /** The identity's shared frame budget; every call takes a slot. */
+  budget?: FrameBudget;
+  /** The identity's shared rate-limit gate. */
+  gate?: RateGate;
 }
 
 export interface EventsWriteResult {
@@ -69,6 +78,9 @@ export class RelayHttp {
     const backoff = new Backoff({ baseMs: this.opts.retryBaseMs ?? 500, capMs: 30_000 });
     let lastErr: RelayHttpError | undefined;
     for (let i = 1; i <= attempts; i++) {
+      const held = this.opts.gate?.remaining ?? 0;
+      if (held > 0) await sleep(held);
+      await this.opts.budget?.acquire("durable");
       this.metrics.requests++;
       let status = 0;
       let text = "";
@@ -88,8 +100,11 @@ export class RelayHttp {
       }
       lastErr = new RelayHttpError(url, status, errorMessage(text));
       const retryable = status === 0 || status === 429 || status >= 500;
+      const limited = status === 429 && /rate-limited/.test(text);
+      // The same bucket as the sockets: they wait too (the gate's pause is the wait below).
+      if (limited && this.opts.gate) this.opts.gate.hold(errorMessage(text));
       if (!retryable || i === attempts) break;
-      const wait = Math.min(30_000, retryAfterMs(text) ?? backoff.next());
+      const wait = limited && this.opts.gate ? this.opts.gate.remaining : Math.min(30_000, retryAfterMs(text) ?? backoff.next());
       this.metrics.retries++;
       this.log.info({ evt: "relay.http_retry", path, status, wait_ms: wait, attempt: i }, "relay HTTP call will be retried");
       await sleep(wait);

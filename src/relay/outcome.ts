@@ -16,8 +16,10 @@ export interface PublishOutcome {
   status: PublishStatus;
   /** The relay's reason text, or ours for timeout/disconnected/dropped. */
   reason?: string;
-  /** Attempts made (publish with retry). */
+  /** Attempts made (publish with retry), not counting those refused for the relay's rate limit. */
   attempts?: number;
+  /** Sends the relay refused with `rate-limited:` before this outcome (each re-sent after its pause). */
+  rateLimited?: number;
 }
 
 export function outcomeFromOk(ok: boolean, reason: string): PublishOutcome {

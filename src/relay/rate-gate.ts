@@ -1,22 +1,19 @@
 /**
- * The relay's `rate-limited: … retry in Ns` (docs/protocol.md §5 "Pacing", §6): while it holds,
- * REQs wait (the latest per subscription id) and are released together when it lifts.
+ * The relay's `rate-limited: … retry in Ns` (docs/protocol.md §5 "Pacing", §7), from an `OK
+ * false`, a `CLOSED`, a `NOTICE` or an HTTP 429: while it holds, REQs wait (the latest per
+ * subscription) and are released together when it lifts. Buzz keeps one quota per key over
+ * every connection and HTTP call, so one gate is shared by all of the identity's sockets and
+ * its HTTP bridge: a refusal on one holds them all back.
  */
 import { retryAfterMs } from "../base/backoff.js";
 
 export class RateGate {
   private until = 0;
-  private deferred = new Set<string>();
+  private deferred = new Map<string, () => void>();
   private timer: NodeJS.Timeout | undefined;
 
-  /**
-   * @param release called with the deferred subscription ids when the pause ends.
-   * @param defaultMs pause when the relay gives no hint. Default 5 s (buzz-acp).
-   */
-  constructor(
-    private readonly release: (ids: string[]) => void,
-    private readonly defaultMs = 5000,
-  ) {}
+  /** @param defaultMs pause when the relay gives no hint. Default 5 s (buzz-acp). */
+  constructor(private readonly defaultMs = 5000) {}
 
   /** Milliseconds left; 0 when not limited. */
   get remaining(): number {
@@ -29,16 +26,22 @@ export class RateGate {
     this.until = Math.max(this.until, Date.now() + ms);
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      const ids = [...this.deferred];
+      const due = [...this.deferred.values()];
       this.deferred.clear();
-      this.release(ids);
+      for (const fn of due) fn();
     }, this.remaining + 5);
     return Math.round(ms);
   }
 
-  /** Queues a subscription to be (re)sent when the pause ends. */
-  defer(id: string): void {
-    this.deferred.add(id);
+  /** Runs `release` when the pause ends; a later defer under the same key replaces it (one REQ per subscription). */
+  defer(key: string, release: () => void): void {
+    this.deferred.set(key, release);
+  }
+
+  /** Forgets what one connection deferred (it was stopped), or everything. */
+  drop(prefix?: string): void {
+    if (prefix === undefined) this.deferred.clear();
+    else for (const k of [...this.deferred.keys()]) if (k.startsWith(prefix)) this.deferred.delete(k);
   }
 
   stop(): void {

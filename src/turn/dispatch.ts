@@ -29,6 +29,7 @@ import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
 import { linkHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
+import type { TurnStatus, WorkStatusBoard } from "./work-status.js";
 import { waitGatesOf } from "./stop-gates.js";
 import { manifestFromConfig } from "../contract/manifest.js";
 
@@ -66,6 +67,8 @@ export interface DispatcherDeps {
   onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
   /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
   onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+  /** The channels' public work status (NIP-AW), for channels with `work_status: on`. */
+  workStatus?: WorkStatusBoard;
   /** A `stop: wait` gate was not running when `_Stop` was due (once per gate and turn), for metrics. */
   onGateDown?(gate: string): void;
 }
@@ -131,10 +134,12 @@ export class TurnDispatcher {
 
   /** Starts the batch's turn; resolves when it has ended and the queue knows the outcome. */
   start(batch: Batch): Promise<void> {
-    const mid = this.inbox(batch);
+    // The messages that joined the turn mid-way and reached the agent: the turn answers them too.
+    const joined: string[] = [];
+    const mid = this.inbox(batch, joined);
     const threads = new Set(batch.events.map((e) => this.threadOf(e)));
     return this.running.run(batch.turnId, { scope: batch.scope.key, channel: batch.scope.channel }, { mid, threads }, (entry) =>
-      this.run(batch, entry, mid),
+      this.run(batch, entry, mid, joined),
     );
   }
 
@@ -199,7 +204,7 @@ export class TurnDispatcher {
   }
 
   /** The mid-turn inbox of a batch's turn; its session is the scope's, once the turn has opened it. */
-  private inbox(batch: Batch): MidTurnInbox {
+  private inbox(batch: Batch, joined: string[]): MidTurnInbox {
     const key = batch.scope.key;
     const live = () => this.sessions.get(key);
     const reacted = new Set<string>();
@@ -218,6 +223,7 @@ export class TurnDispatcher {
         for (const ev of events) {
           if (reacted.has(ev.id)) continue;
           reacted.add(ev.id);
+          joined.push(ev.id);
           this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
         }
         for (const ms of waited) this.d.onMidTurnDelivered?.(method, ms / 1000);
@@ -226,7 +232,7 @@ export class TurnDispatcher {
     });
   }
 
-  private async run(whole: Batch, running: RunningEntry, mid: MidTurnInbox): Promise<void> {
+  private async run(whole: Batch, running: RunningEntry, mid: MidTurnInbox, joined: string[]): Promise<void> {
     const started = Date.now();
     const signal = running.abort.signal;
     const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
@@ -239,12 +245,15 @@ export class TurnDispatcher {
         requesters: [...new Set(whole.events.map((e) => e.pubkey))].filter((pk) => pk !== this.d.self),
         ...extra,
       });
+    // The turn's messages by id, here and in its turn.end line: which mention a turn answers, in the log.
+    const events = () => [...whole.events.map((e) => e.id), ...joined];
+    log.info({ evt: "turn.start", events: events(), attempt: whole.attempt }, "turn started");
 
     const batch = await this.answers.unanswered(whole, log);
     if (batch.events.length === 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info(
-        { evt: "turn.already_answered", replies: batch.publishedReplyIds },
+        { evt: "turn.already_answered", replies: batch.publishedReplyIds, events: events() },
         "turn had already replied before the restart; not re-run",
       );
       await mid.close(true);
@@ -261,6 +270,7 @@ export class TurnDispatcher {
         { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] },
         log,
         false,
+        { events: events() },
       );
       return end("failed", { reason: `the bridge is no longer a member of channel ${batch.scope.channel}` });
     }
@@ -275,11 +285,13 @@ export class TurnDispatcher {
     let model: string | undefined;
     let rotateFor: string | undefined;
     let note: ProgressNote | undefined;
+    let status: TurnStatus | undefined;
     const turnOver = new AbortController();
     try {
       const ss = await this.sessions.open(batch.scope, channel, standing, log);
       running.session = ss.session;
       model = ss.session.model;
+      if (policy.work_status === "on") status = this.d.workStatus?.begin(channel.id, { turnId: String(batch.turnId), model });
       const inflight = new InflightPublishes();
       // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
       const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
@@ -317,7 +329,13 @@ export class TurnDispatcher {
       note.start();
       const progress = note;
       const prompt = async (b: PromptBlock[], _s: AbortSignal | undefined) => {
-        const r = await ss.session.prompt(b, { ...asking, onUpdate: (u) => progress.observe(u) });
+        const r = await ss.session.prompt(b, {
+          ...asking,
+          onUpdate: (u) => {
+            progress.observe(u);
+            status?.update(u);
+          },
+        });
         usage = addUsage(usage, r.turnUsage);
         rotateFor = spentBudget(r.stopReason) ?? rotateFor;
         return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut, updates: r.updates };
@@ -331,6 +349,7 @@ export class TurnDispatcher {
           blocks,
           replyFallback: policy.reply_fallback,
           typing: cfg.relay.typing,
+          contentLimit: this.d.relay.contentLimit?.(),
           enforce: this.d.enforce,
           gates: {
             maxRejections: cfg.gates.max_rejections,
@@ -383,6 +402,7 @@ export class TurnDispatcher {
       // A session that failed to open or crashed is not reused.
       await this.sessions.rotate((k) => k === batch.scope.key);
     }
+    status?.end(outcome.status === "failed" ? "error" : "complete", outcome.status === "answered" ? undefined : outcome.status);
     await note?.finish();
     // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
     // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
@@ -399,11 +419,17 @@ export class TurnDispatcher {
       );
       return;
     }
-    this.finish(batch, outcome, log, retry, { model, usage });
+    this.finish(batch, outcome, log, retry, { model, usage, events: events() });
     end(outcome.status, { reason: outcome.status === "failed" ? outcome.reason : undefined, model, usage });
   }
 
-  private finish(batch: Batch, outcome: TurnOutcome, log: Logger, retry: boolean, extra: { model?: string; usage?: TurnUsage } = {}): void {
+  private finish(
+    batch: Batch,
+    outcome: TurnOutcome,
+    log: Logger,
+    retry: boolean,
+    extra: { model?: string; usage?: TurnUsage; events?: string[] } = {},
+  ): void {
     log.info(
       {
         evt: "turn.end",
@@ -413,6 +439,7 @@ export class TurnDispatcher {
         via: outcome.status === "answered" ? outcome.via : undefined,
         model: extra.model,
         usage: extra.usage,
+        events: extra.events,
       },
       "turn ended",
     );

@@ -64,7 +64,7 @@ export function decisionLabel(d: Decision): string {
     case "amend":
       return d.amend;
     case "accept":
-      return d.continued ? "continued" : d.sibling ? "sibling" : "accepted";
+      return d.workflowOwner ? "workflow" : d.continued ? "continued" : d.sibling ? "sibling" : "accepted";
   }
 }
 

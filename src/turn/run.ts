@@ -25,6 +25,8 @@ export interface TurnSpec {
   blocks: PromptBlock[];
   replyFallback: ReplyFallbackMode;
   typing: boolean;
+  /** The relay's content limit (its NIP-11); a longer fallback reply goes out in parts. */
+  contentLimit?: number;
   enforce: Enforce;
   gates: {
     maxRejections: number;
@@ -190,7 +192,7 @@ async function replyIfSilent(
   if (spec.replyFallback === "final_text" && text) {
     // Longer than the relay takes: ordered, marked parts in the same thread, each published
     // once the one before it is in.
-    for (const part of messageParts(spec.channel, text, { thread: spec.thread, mentions: requesters(spec) })) {
+    for (const part of messageParts(spec.channel, text, { thread: spec.thread, mentions: requesters(spec) }, spec.contentLimit)) {
       const ev = await ports.out.publish(part);
       if (!ev) throw new TurnFailed("the relay refused the fallback reply");
       ports.published.add(ev.id);

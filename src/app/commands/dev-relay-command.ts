@@ -8,7 +8,7 @@
 import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
 import { SeedError } from "../../devrelay/errors.js";
 import { startDevRelay } from "../../devrelay/index.js";
-import { describeLimits, parseQuota, type RelayLimits } from "../../devrelay/limits.js";
+import { describeLimits, parseLifetime, parseQuota, type RelayLimits } from "../../devrelay/limits.js";
 import { parseDuration } from "../../config/duration.js";
 
 /** The limit flags, each checked with a message naming the flag and the accepted form. */
@@ -42,10 +42,20 @@ function limitsFromArgs(v: Record<string, string | undefined>): Partial<RelayLim
     if (!ms) throw new UsageError(`--created-at-skew must be a duration such as 900s or 15m, got '${skew}'\n\n${HELP}`);
     out.createdAtSkewSec = Math.round(ms / 1000);
   }
+  const life = v["max-connection-lifetime"];
+  if (life !== undefined) {
+    const ms = parseLifetime(life);
+    if (ms === undefined)
+      throw new UsageError(
+        `--max-connection-lifetime must be a duration of at least 1s such as 30s or 15m, or off; got '${life}'\n\n${HELP}`,
+      );
+    out.maxConnectionLifetimeMs = ms;
+  }
   return out;
 }
 
-const HELP = `usage: buzz-bridge dev-relay [--port N] [--host H] [--data DIR] [--seed FILE] [--no-limits] [limit options]
+const HELP = `usage: buzz-bridge dev-relay [--port N] [--host H] [--data DIR] [--seed FILE] [--no-limits]
+                             [--max-connection-lifetime DURATION] [limit options]
 
 The Buzz-compatible development relay: NIP-01/NIP-42 WebSocket and the NIP-98 HTTP
 bridge (POST /query, /events, /count) on one port, channels as NIP-29 groups.
@@ -61,13 +71,17 @@ options:
 
 Buzz's limits are enforced by default, with Buzz's reply texts (docs/dev-relay.md):
   --no-limits                 no frame quota and no HTTP quota (benchmarks, experiments)
-  --frame-quota N/WINDOW|off  WebSocket frames per connection (default 50/5s)
+  --frame-quota N/WINDOW|off  frames per pubkey over all its connections and HTTP calls
+                              (default 50/5s; an EVENT over it is answered OK false rate-limited:)
   --http-quota N/WINDOW|off   HTTP bridge calls per pubkey (default 300/1m)
   --max-frame-bytes N         larger frames: NOTICE, then disconnect (default 524288)
   --max-content-bytes N       larger event content is refused (default 262144)
   --created-at-skew DURATION  created_at this far from relay time is refused (default 900s)
   --max-subscriptions N       per connection (default 1024)
   --max-stored-per-filter N   stored events sent per filter before EOSE (default 2000)
+  --max-connection-lifetime DURATION|off
+                              close each socket this long after it opened (default off);
+                              announced in NIP-11 as max_connection_lifetime_seconds
 The seed file's "limits:" section sets the same; the command line wins over it.
 
 stdout: the ws:// URL, then "admin-token <token>", then "channel <id> <name>" per channel.
@@ -91,6 +105,7 @@ export function main(argv: string[]): Promise<number> {
         "created-at-skew": { type: "string" },
         "max-subscriptions": { type: "string" },
         "max-stored-per-filter": { type: "string" },
+        "max-connection-lifetime": { type: "string" },
       },
       HELP,
     );

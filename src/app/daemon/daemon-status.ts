@@ -23,6 +23,7 @@ import type { RecentTurns } from "./recent-turns.js";
 import { neventEncode } from "nostr-tools/nip19";
 import { npub } from "../../config/keys.js";
 import { PACKAGE_VERSION } from "../../base/version.js";
+import { relayInfoRows, workStatusAddress } from "./relay-info.js";
 
 /** Denials the status page lists. */
 const RECENT_DENIALS = 20;
@@ -151,7 +152,12 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
   const parents = processParents();
   return {
     ...identityPart(p),
-    relay: { url: p.relayUrl, state: p.relay?.state ?? "not started", auth: relayAuth(p.relay) },
+    relay: {
+      url: p.relayUrl,
+      state: p.relay?.state ?? "not started",
+      auth: relayAuth(p.relay),
+      ...(p.relay ? { info: relayInfoRows(p.relay) } : {}),
+    },
     channels: p.directory
       .list()
       .filter((c) => !c.archived && channelSelected(cfg, c.id))
@@ -165,6 +171,7 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
           respondTo: policy.respond_to,
           onDenied: policy.on_denied,
           queued: queued.get(c.id) ?? 0,
+          ...(policy.work_status === "on" ? { workStatus: workStatusAddress(p.pubkey, c.id, p.relayUrl) } : {}),
         };
       }),
     turns: p.dispatcher.runningTurns(),

@@ -48,6 +48,7 @@ import { RecentTurns } from "./recent-turns.js";
 import { buildTurnPath } from "./turn-path.js";
 import { titleRedaction } from "./title-redaction.js";
 import { UsageToday } from "./usage-today.js";
+import { workStatusBoard } from "./work-status-wiring.js";
 
 export interface DaemonOptions {
   loaded: LoadedConfig;
@@ -152,6 +153,7 @@ export class Daemon {
       cursor: { get: () => this.store.minCursor() },
       publish: { timeoutMs: cfg.relay.publish_timeout },
       connection: { frameQuota: { frames: cfg.relay.frame_quota.frames, windowMs: cfg.relay.frame_quota.window } },
+      frameShare: cfg.relay.frame_quota.share,
     }));
     this.directory = new ChannelDirectory(relay, log).attach();
     this.follower = new ChannelFollower(relay, this.directory, configSelector(cfg));
@@ -183,10 +185,11 @@ export class Daemon {
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
     this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
+    const redaction = titleRedaction(cfg.state_dir, secretKey, cfg.state.url);
     const path = buildTurnPath({
       config: () => this.config,
       start: cfg,
-      titleRedaction: titleRedaction(cfg.state_dir, secretKey, cfg.state.url),
+      titleRedaction: redaction,
       pubkey,
       relay,
       directory: this.directory,
@@ -205,6 +208,7 @@ export class Daemon {
       pump: () => this.pump(),
       stopping: () => this.stopping,
       shutdown: () => this.resolveShutdown("!shutdown"),
+      workStatus: workStatusBoard(relay, redaction, (status) => this.metrics.publishOutcome(status)),
       logger: log,
     });
     const scheduler = (this.scheduler = path.scheduler);

@@ -24,6 +24,7 @@ import type { FreshChannels } from "../../buzz/fresh-channel.js";
 import { KIND } from "../../nostr/kinds.js";
 import type { ProfileCache } from "../../buzz/profiles.js";
 import { verifySignature } from "../../nostr/verify.js";
+import { verifyWake } from "../../nostr/workflow.js";
 import { Amendments } from "../../turn/amend.js";
 import { controlActions } from "../../turn/control-actions.js";
 import { TurnDispatcher } from "../../turn/dispatch.js";
@@ -39,6 +40,7 @@ import type { RecentDenials } from "./daemon-status.js";
 import type { RecentTurns } from "./recent-turns.js";
 import type { Metrics } from "../http/metrics.js";
 import type { UsageToday } from "./usage-today.js";
+import type { WorkStatusBoard } from "../../turn/work-status.js";
 
 export interface TurnPathParts {
   /** The running config (a reload replaces it); `start` is the one the daemon started with. */
@@ -66,6 +68,8 @@ export interface TurnPathParts {
   stopping: () => boolean;
   /** `!shutdown`. */
   shutdown: () => void;
+  /** The channels' public work status (NIP-AW 30181). */
+  workStatus?: WorkStatusBoard;
   logger: Logger;
 }
 
@@ -124,6 +128,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       publish: (ev) => relay.publishConfirmed(ev),
       query: (f) => relay.query(f),
       upload: (bytes, type) => uploadBlob({ relayOrigin: relay.http.origin, key: (t) => relay.sign(t) }, bytes, type),
+      contentLimit: () => relay.contentLimit(),
     },
     out,
     channel: (id) => p.channels.get(id),
@@ -157,6 +162,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       p.metrics.turnUsage(channel, model, usage);
       p.usage.add(channel, model, usage);
     },
+    workStatus: p.workStatus,
   });
 
   const amendments = new Amendments({
@@ -180,6 +186,16 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     // In a fleet the event may be stored by another daemon: each daemon notes what its gate accepted.
     handled: (id) => store.has(id) || (!!fleet && store.hasClaim(`accepted:${id}`)),
     verify: verifySignature,
+    // The relay's key as read since the last reconnect: a read under way is waited for.
+    workflowWake: async (ev) => {
+      await relay.relayInfo.settled();
+      return verifyWake(ev, {
+        relaySelf: relay.info.self,
+        previousSelves: relay.relayInfo.previousSelves,
+        agent: pubkey,
+        owner: gateContext.owner,
+      });
+    },
   };
   const active = new ActiveConversations({ logger: log });
   gateContext.participation = { active, isAgent: agentCheck((pk) => p.profiles.lookup(pk)) };

@@ -38,6 +38,7 @@ import { existsSync } from "node:fs";
 import { sandboxCheck } from "./doctor-sandbox.js";
 import { presetChecks } from "./doctor-preset.js";
 import type { CheckResult, Mark } from "./doctor-result.js";
+import { relayInfoCheck } from "./doctor-relay-info.js";
 
 export interface DoctorOptions {
   /** Bound per check; default 15 s. */
@@ -142,6 +143,7 @@ async function relayChecks(loaded: LoadedConfig, timeoutMs: number): Promise<Che
       return [...out, skipped("auth", "relay"), skipped("channels", "relay")];
     }
     out.push({ name: "relay", mark: "ok", summary: `${dev ? "embedded development relay at " : ""}${url} reachable (${reach.value} ms)` });
+    out.push(await relayInfoCheck(url, cfg, timeoutMs));
 
     const auth = await bounded(timeoutMs, `NIP-42 auth at ${url}`, () => probeRelay(url, loaded.secretKey, { timeoutMs }));
     if (!auth.ok) {

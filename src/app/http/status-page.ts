@@ -38,7 +38,17 @@ export interface StatusSnapshot {
   };
   /** The last SIGHUP's outcome; absent until the first. */
   reload?: { at: number; outcome: "applied" | "partial" | "refused"; needsRestart?: string[]; errors?: string[] };
-  channels: Array<{ id: string; name: string; about: string; type: string; respondTo: string; onDenied: string; queued: number }>;
+  channels: Array<{
+    id: string;
+    name: string;
+    about: string;
+    type: string;
+    respondTo: string;
+    onDenied: string;
+    queued: number;
+    /** The channel's NIP-AW work status address (`nostr:naddr1…`), when `work_status: on`. */
+    workStatus?: string;
+  }>;
   turns: Array<{
     turnId: number;
     channel: string;
@@ -177,7 +187,7 @@ export function renderStatusPage(s: StatusSnapshot): string {
     "Channels",
     ["channel", "type", "respond_to", "on_denied", "queued"],
     s.channels.map((c) => [
-      `<span class="name">${esc(`#${c.name}`)}</span> <span class="id">${esc(c.id)}</span>${c.about ? `<div class="about">${esc(c.about)}</div>` : ""}`,
+      `<span class="name">${esc(`#${c.name}`)}</span> <span class="id">${esc(c.id)}</span>${c.about ? `<div class="about">${esc(c.about)}</div>` : ""}${c.workStatus ? ` <a class="work-status" href="${esc(c.workStatus)}">work status</a>` : ""}`,
       esc(c.type),
       esc(c.respondTo),
       esc(c.onDenied),

@@ -1,0 +1,62 @@
+// `npm run mutate` (docs/testing.md "Mutation testing"): Stryker mutates the modules where a
+// silent bug costs users most and runs the fast, in-process tests that cover them against
+// each mutant. Not part of `npm test`. The TypeScript checker drops mutants that do not
+// compile (through TypeScript 5: scripts/mutate/typescript5.mjs).
+const typescript5 = new URL("./scripts/mutate/typescript5.mjs", import.meta.url).href;
+
+/** @type {import("@stryker-mutator/api/core").PartialStrykerOptions} */
+export default {
+  mutate: [
+    // The gate's decision and the policy it applies.
+    "src/gate/decide.ts",
+    "src/gate/policy.ts",
+    // relay → gate → queue: what is accepted, queued and joined to a running turn.
+    "src/turn/intake.ts",
+    // What a turn still has to answer, and the failure notice when it cannot.
+    "src/turn/answers.ts",
+    // Bridge-side stop gates and the proxy's hook fan-out and merge.
+    "src/turn/stop-gates.ts",
+    "src/proxy/hooks.ts",
+    // The reply's thread references (NIP-10 root and parent).
+    "src/nostr/events.ts",
+    // The queue's once-only claims go here with the test that covers them once the
+    // scheduler has its one backend interface (queue/).
+  ],
+  // The sandbox's instrumented sources and these tests are compiled to JavaScript once
+  // (tsconfig.mutate.json), so each test file starts as plain node, not through tsx: per
+  // mutant, that start-up is most of the cost.
+  buildCommand: "npx tsc -p tsconfig.mutate.json",
+  testRunner: "tap",
+  tap: {
+    testFiles: [
+      ".stryker-build/test/gate-policy.test.js",
+      ".stryker-build/test/gate-denied.test.js",
+      ".stryker-build/test/gate-control.test.js",
+      ".stryker-build/test/daemon-wiring-units.test.js",
+      ".stryker-build/test/turn-units.test.js",
+      ".stryker-build/test/turn-intake-units.test.js",
+      ".stryker-build/test/turn-answers-units.test.js",
+      ".stryker-build/test/proxy-hooks-units.test.js",
+      ".stryker-build/test/nostr-events-units.test.js",
+    ],
+    // Each test file runs on its own; node:test writes TAP when its output is not a terminal.
+    nodeArgs: ["-r", "{{hookFile}}", "{{testFile}}"],
+    forceBail: true,
+  },
+  checkers: ["typescript"],
+  // The checker runs in worker processes of its own: they get the preload too.
+  checkerNodeArgs: ["--import", typescript5],
+  tsconfigFile: "tsconfig.json",
+  typescriptChecker: { prioritizePerformanceOverAccuracy: true },
+  coverageAnalysis: "perTest",
+  // One checker (idle once its first compile is done) and two test runners on 2 cores.
+  concurrency: 3,
+  timeoutMS: 10_000,
+  reporters: ["clear-text", "progress", "html", "json"],
+  htmlReporter: { fileName: "reports/mutation/index.html" },
+  jsonReporter: { fileName: "reports/mutation/mutation.json" },
+  clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true, reportMutants: true },
+  thresholds: { high: 90, low: 85, break: null },
+  tempDirName: ".stryker-tmp",
+  cleanTempDir: "always",
+};
