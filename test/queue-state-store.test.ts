@@ -238,6 +238,25 @@ for (const b of backends) {
       await store.close();
     });
 
+    t("the conversations the agent is in: the latest activity wins, seen by the next daemon to open the store", async (open) => {
+      const s1 = await open();
+      await s1.markActive("thread:r1", 5_000);
+      await s1.markActive("thread:r1", 3_000); // an older time (a rebuild from the relay) never goes back
+      await s1.markActive("channel:c1", 4_000);
+      await s1.markActive("thread:old", 1_000);
+      assert.equal(await s1.claimOnce("thread:r2", 60_000), true, "a claim of that name is not a conversation");
+      // Another daemon of the fleet, or this one after a restart, while the first is still open.
+      const s2 = await open();
+      assert.deepEqual(await s2.activeSince(2_000), [
+        { key: "channel:c1", at: 4_000 },
+        { key: "thread:r1", at: 5_000 },
+      ]);
+      await s2.markActive("thread:r1", 9_000);
+      assert.deepEqual(await s1.activeSince(6_000), [{ key: "thread:r1", at: 9_000 }]);
+      await s2.close();
+      await s1.close();
+    });
+
     t("prune removes finished rows past their keep time, never open work", async (open) => {
       const store = await open();
       const done = fromWire(mention(owner, "done"));

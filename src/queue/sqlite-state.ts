@@ -100,6 +100,12 @@ export class SqliteStateStore implements StateStore {
   async claimOnce(key: string, windowMs: number): Promise<boolean> {
     return this.queue.claimOnce(key, windowMs);
   }
+  async markActive(key: string, at: number): Promise<void> {
+    this.queue.markActive(key, at);
+  }
+  async activeSince(sinceMs: number): Promise<{ key: string; at: number }[]> {
+    return this.queue.activeSince(sinceMs);
+  }
   async saveSession(scope: string, agent: string, sessionId: string): Promise<void> {
     this.queue.saveSession(scope, agent, sessionId);
   }

@@ -71,6 +71,16 @@ export interface StateStore {
    */
   claimOnce(key: string, windowMs: number): Promise<boolean>;
 
+  /**
+   * The conversations the agent is in (gate/participation.ts): `key` is `thread:<root>` or
+   * `channel:<id>`, `at` its last activity (unix ms); a later time replaces an earlier one,
+   * never the reverse. Kept so that a restart, or another daemon of the fleet, starts with
+   * the set; pruned with the claims.
+   */
+  markActive(key: string, at: number): Promise<void>;
+  /** The conversations active since `sinceMs` (unix ms). */
+  activeSince(sinceMs: number): Promise<{ key: string; at: number }[]>;
+
   saveSession(scope: string, agent: string, sessionId: string): Promise<void>;
   session(scope: string, agent: string): Promise<string | undefined>;
   forgetSession(scope: string): Promise<void>;

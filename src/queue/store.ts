@@ -176,6 +176,10 @@ export class QueueStore {
       ),
       pruneClaims: db.prepare("DELETE FROM claims WHERE at < ?"),
       hasClaim: db.prepare("SELECT 1 FROM claims WHERE key = ?"),
+      markActive: db.prepare(
+        "INSERT INTO claims (key, at) VALUES ('active:' || ?, ?) ON CONFLICT(key) DO UPDATE SET at = max(claims.at, excluded.at)",
+      ),
+      activeSince: db.prepare("SELECT substr(key, 8) AS key, at FROM claims WHERE substr(key, 1, 7) = 'active:' AND at >= ? ORDER BY at"),
       pruneEvents: db.prepare(`DELETE FROM events WHERE state NOT IN ('waiting', 'in_turn') AND accepted_at < ?`),
       saveSession: db.prepare("INSERT OR REPLACE INTO sessions (scope, agent, session_id, updated_at) VALUES (?, ?, ?, ?)"),
       getSession: db.prepare("SELECT session_id FROM sessions WHERE scope = ? AND agent = ?"),
@@ -343,6 +347,15 @@ export class QueueStore {
   /** Whether `key` was ever claimed (and not pruned yet). */
   hasClaim(key: string): boolean {
     return this.stmt.hasClaim.get(key) !== undefined;
+  }
+
+  /** A conversation the agent is in (state-store.ts `markActive`), kept among the claims as `active:<key>`. */
+  markActive(key: string, at: number): void {
+    this.stmt.markActive.run(key, at);
+  }
+
+  activeSince(sinceMs: number): { key: string; at: number }[] {
+    return this.stmt.activeSince.all(sinceMs) as { key: string; at: number }[];
   }
 
   /**

@@ -165,9 +165,10 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     workStatus: p.workStatus,
   });
 
+  // In a fleet the queued events live in the shared database.
+  const state = fleet ?? new SqliteStateStore(store);
   const amendments = new Amendments({
-    // In a fleet the queued events live in the shared database.
-    store: fleet ?? new SqliteStateStore(store),
+    store: state,
     scheduler,
     fleet: !!fleet,
     cancelTurns: (ids) => void dispatcher.cancelTurns(ids),
@@ -197,7 +198,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       });
     },
   };
-  const active = new ActiveConversations({ logger: log });
+  const active = new ActiveConversations({ store: state, logger: log });
   gateContext.participation = { active, isAgent: agentCheck((pk) => p.profiles.lookup(pk)) };
   if (cfg.identity.owner) {
     const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => p.profiles.lookup(pk) });
