@@ -77,17 +77,19 @@ describe("thread participation", () => {
   test("not continued: a thread the agent is not in, a reply to someone else only, an agent's reply, an author not found", async () => {
     const other = fromWire(mention(owner, "unrelated", { mention: false }));
     const bot = teammate;
-    for (const [name, ev, o, reason] of [
-      ["inactive thread", reply(owner, other, "hi"), {}, "no-mention"],
-      ["handed on", reply(owner, root, "over to you", [teammate]), {}, "no-mention"],
-      ["an agent", reply(bot, root, "I can do that"), { agents: [bot] }, "participation-agent"],
-      ["lookup failed", reply(owner, root, "ok"), { lookupFails: true }, "participation-unknown-author"],
+    // Chatter elsewhere is logged at debug; what the agent passes over in its own thread at info.
+    for (const [name, ev, o, reason, level] of [
+      ["inactive thread", reply(owner, other, "hi"), {}, "no-mention", "debug"],
+      ["handed on", reply(owner, root, "over to you", [teammate]), {}, "no-mention", "info"],
+      ["an agent", reply(bot, root, "I can do that"), { agents: [bot] }, "participation-agent", "info"],
+      ["lookup failed", reply(owner, root, "ok"), { lookupFails: true }, "participation-unknown-author", "info"],
     ] as const) {
       const s = setup(config, o);
       s.active.mark(root.id, CHANNEL);
       const d = await s.gate.decide(ev);
       assert.equal(d.action, "drop", name);
       assert.ok(d.action === "drop" && d.reason === reason, `${name}: ${JSON.stringify(d.action === "drop" && d.reason)}`);
+      assert.equal(d.action === "drop" && d.level, level, `${name}: log level`);
       assert.equal(s.verified.length, 0, `${name}: nothing verified`);
     }
   });

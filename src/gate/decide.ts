@@ -15,7 +15,7 @@
 import type { Event } from "nostr-tools";
 import type { Config } from "../config/schema.js";
 import { KIND } from "../nostr/kinds.js";
-import { channelOf, mentionsOf } from "../nostr/events.js";
+import { channelOf, mentionsOf, threadRootOf } from "../nostr/events.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
 import { channelKinds } from "../buzz/directory.js";
@@ -210,8 +210,11 @@ export function decide(
   if (policy.require_mention && !mentionsOf(ev).includes(ctx.self)) {
     const p = ctx.participation;
     const via = participant?.via ?? (p && continuationOf(ev, ctx.self, policy.participation, channelId, p.active));
-    // Chatter the relay delivers for participation's sake is everything said in the channel: debug.
-    const level = policy.participation === "off" ? "info" : "debug";
+    // Chatter the relay delivers for participation's sake is everything said in the channel:
+    // debug. A reply in a thread the agent is in that it passes over (handed to someone else)
+    // is news to whoever wonders why the agent kept quiet: info, as every mention's fate is.
+    const handedOn = !!p && threadRootOf(ev) !== ev.id && p.active.isThreadActive(threadRootOf(ev));
+    const level = policy.participation === "off" || handedOn ? "info" : "debug";
     if (!via) return drop("no-mention", { level, channel, policy });
     if (!participant) return { ...drop("no-mention", { level, channel, policy }), candidate: via } as Decision;
     if (participant.author !== "human")
