@@ -2,7 +2,8 @@
  * Thread participation end to end (daemon subprocess, demo agent, dev relay): once the agent
  * is in a thread, a person's reply that does not mention it is answered; a reply handed to
  * someone else, an agent's reply and a refused author's reply are not — each "not" judged
- * after a later reply in the same thread was answered. The set survives a restart.
+ * after a later reply in the same thread was answered. The set survives a restart; a flood
+ * of bare replies while the agent works joins the running turn.
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -85,4 +86,14 @@ test("a restart keeps the thread active", async () => {
   const ev = await bare(w.owner, "after the restart: still with me?");
   await w.waitReplies(ev);
   await d.waitLog((l) => l.evt === "gate.continued" && l.event === ev.id);
+});
+
+test("a flood of bare replies while the agent works in its thread joins the running turn: one answer", async () => {
+  const root = await w.owner.post("@agent #slow 6000 review the changelog");
+  await d.waitLog((l) => l.evt === "turn.start" && (l.events as string[]).includes(root.id));
+  const flood: Event[] = [];
+  for (let i = 1; i <= 5; i++) flood.push(await w.owner.post(`point ${i}`, { replyTo: root, mention: false }));
+  const inThread = await w.waitThread(root, 1, { mentions: [root, ...flood] });
+  assert.equal(inThread.length, 1, "one answer for the mention and the five replies");
+  for (const ev of flood) await w.waitReaction(ev, "👀");
 });
