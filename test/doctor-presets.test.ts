@@ -1,6 +1,7 @@
 /**
  * `doctor` with an agent preset, and `buzz-bridge agents`, as a person runs them: the real
- * agents (devDependencies, on PATH from node_modules/.bin) are started by doctor and pointed at
+ * agents (devDependencies on PATH from node_modules/.bin, and opencode from the test cache of
+ * ./fixtures/opencode-install.ts) are started by doctor and pointed at
  * its probe model, so what the check reports is what the agent offered its model.
  *
  * - claude as the preset sets it: ✓ install with the version, ✓ key, ✓ the bridge's tools as
@@ -14,6 +15,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { CLI, REPO, World } from "./fixtures/world.js";
+import { opencodeBinDir } from "./fixtures/opencode-install.js";
 
 let w: World;
 before(async () => {
@@ -21,7 +23,7 @@ before(async () => {
 });
 after(() => w.close());
 
-const PATH = `${join(REPO, "node_modules", ".bin")}:${process.env.PATH ?? ""}`;
+const PATH = `${opencodeBinDir()}:${join(REPO, "node_modules", ".bin")}:${process.env.PATH ?? ""}`;
 
 function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
@@ -93,6 +95,6 @@ test("buzz-bridge agents: every preset, the installed ones with path and version
       ["gemini", true],
       ["opencode", true],
     ],
-    "the four agents the suite runs are installed (devDependencies)",
+    "the four agents the suite runs are installed (devDependencies, opencode in the test cache)",
   );
 });
