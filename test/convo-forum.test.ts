@@ -1,6 +1,7 @@
 /**
  * Forum channels (Buzz channel type `forum`): a mention in a post or in a comment of its
- * thread is answered with a comment in that post's thread, with the thread as history.
+ * thread is answered with a comment in that post's thread, with the thread as history; once
+ * the agent is in a post's thread, a comment without a mention is answered there too.
  * End to end through the daemon subprocess, the demo agent and the dev relay.
  */
 import { test, before, after } from "node:test";
@@ -38,4 +39,14 @@ test("a mention in a comment is answered in the same post's thread, with the thr
   assert.equal(reply!.kind, KIND.forumComment);
   assert.equal(threadRootOf(reply!), post.id, "in the post's thread");
   assert.match(reply!.content, /history: History: 2 earlier messages/, "the post and the first comment as history");
+});
+
+test("thread participation in a forum: a comment without a mention, in a post the agent answered, gets one comment back", async () => {
+  const post = await w.owner.post("@agent is the migration plan sound?", { kind: KIND.forumPost });
+  await w.waitReplies(post);
+  const bare = await w.owner.post("what about the rollback?", { replyTo: post, mention: false });
+  const [reply] = await w.waitReplies(bare);
+  assert.equal(reply!.kind, KIND.forumComment);
+  assert.equal(threadRootOf(reply!), post.id, "in the post's thread");
+  assert.match(reply!.content, /what about the rollback\?/);
 });
