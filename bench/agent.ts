@@ -23,7 +23,7 @@ const round1 = (x: number) => Math.round(x * 10) / 10;
 
 async function once(pool: AgentPool, scope: string): Promise<{ readyMs: number; turnMs: number }> {
   const t0 = performance.now();
-  const s = await pool.acquire(scope, { channelName: "bench", mcpEnv: {} });
+  const s = await pool.acquire(scope, { channel: { id: "bench", name: "bench" }, mcpEnv: {} });
   const readyMs = performance.now() - t0;
   const r = await s.prompt([{ type: "text", text: "Author: bench\n```\nping #final-only\n```" }]);
   if (r.stopReason !== "end_turn") throw new Error(`bench turn ended with ${r.stopReason}`);

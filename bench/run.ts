@@ -21,6 +21,7 @@
  *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
  *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
  *   12    bench/attachments.ts  an attached image's download through the bridge vs a plain HTTP GET
+ *   S1,S2 bench/flood.ts     splitting 16 MiB vs 16 × 1 MiB; another channel's intake while a turn floods vs quiet
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
  */
@@ -419,6 +420,49 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("8", "dev relay throughput", dev.error));
+  }
+
+  // S1, S2 — an agent told to flood: splitting is linear; another channel's intake is not held up.
+  const flood = await part("flood", async () => (await import("./flood.js")).benchFlood());
+  seconds.flood = flood.seconds;
+  if (flood.ok) {
+    const f = flood.value;
+    raw.flood = {
+      split16: f.split16.map(r3),
+      split1x16: f.split1x16.map(r3),
+      intake_quiet: f.intakeQuiet.map(r3),
+      intake_flood: f.intakeFlood.map(r3),
+    };
+    const s16 = pct(f.split16, 50);
+    const s1 = pct(f.split1x16, 50);
+    rows.push({
+      figure: "S1",
+      measure: "split a 16 MiB message into relay-sized parts",
+      samples: f.split16.length,
+      median: r3(s16),
+      p99: r3(pct(f.split16, 99)),
+      unit: "ms",
+      baseline: `${fmt(r3(s1))} ms: sixteen 1 MiB messages`,
+      ratio: r3(s16 / s1),
+      target: "≤ 1.5× (linear in the size)",
+      met: s16 / s1 <= 1.5,
+    });
+    const fq = pct(f.intakeQuiet, 50);
+    const ff = pct(f.intakeFlood, 50);
+    rows.push({
+      figure: "S2",
+      measure: "another channel's mention: publish → gate.accepted while a turn posts 20 × 1 MiB",
+      samples: f.intakeFlood.length,
+      median: r3(ff),
+      p99: r3(pct(f.intakeFlood, 99)),
+      unit: "ms",
+      baseline: `${fmt(r3(fq))} ms: no other turn running`,
+      ratio: r3(ff / fq),
+      target: "≤ 3× quiet",
+      met: ff / fq <= 3,
+    });
+  } else {
+    rows.push(failed("S1", "split a 16 MiB message", flood.error), failed("S2", "intake while a turn floods", flood.error));
   }
 
   // 9 — the agent sandbox's start-up cost.

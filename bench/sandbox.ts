@@ -24,7 +24,7 @@ export interface SandboxBench {
 
 async function readyMs(pool: AgentPool, scope: string): Promise<number> {
   const t0 = performance.now();
-  await pool.acquire(scope, { channelName: "bench", mcpEnv: {} });
+  await pool.acquire(scope, { channel: { id: "bench", name: "bench" }, mcpEnv: {} });
   const ms = performance.now() - t0;
   await pool.rotate(scope);
   return ms;

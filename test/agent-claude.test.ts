@@ -34,7 +34,7 @@ describe("claude-agent-acp through the agent runner", () => {
   });
 
   it("a turn ends with the agent calling the proxy's send_message; a text-only turn leaves final text", async () => {
-    const s = await pool.acquire("claude", { channelName: "general", mcpEnv: { ECHO_SEND_LOG: sendLog } });
+    const s = await pool.acquire("claude", { channel: { id: "general", name: "general" }, mcpEnv: { ECHO_SEND_LOG: sendLog } });
     assert.equal(s.proc.agentInfo?.name, "@agentclientprotocol/claude-agent-acp");
     const first = await s.prompt([{ type: "text", text: "Please reply in the thread." }]);
     assert.equal(first.stopReason, "end_turn");

@@ -14,7 +14,7 @@ const { pool } = poolFixture();
 describe("timeouts", () => {
   it("a hanging agent hits idle_timeout and is cancelled", async () => {
     const p = pool({ idleTimeoutMs: 1_000 });
-    const s = await p.acquire("hang", { channelName: "general", mcpEnv: {} });
+    const s = await p.acquire("hang", { channel: { id: "general", name: "general" }, mcpEnv: {} });
     const r = await s.prompt([eventBlock("erin", "#hang")]);
     assert.equal(r.stopReason, "cancelled");
     assert.equal(r.timedOut, "idle");
@@ -23,7 +23,7 @@ describe("timeouts", () => {
 
   it("max_turn bounds a slow turn", async () => {
     const p = pool({ maxTurnMs: 1_000 });
-    const s = await p.acquire("slow", { channelName: "general", mcpEnv: {} });
+    const s = await p.acquire("slow", { channel: { id: "general", name: "general" }, mcpEnv: {} });
     const r = await s.prompt([eventBlock("erin", "#slow 20000")]);
     assert.equal(r.stopReason, "cancelled");
     assert.equal(r.timedOut, "max_turn");
@@ -31,13 +31,13 @@ describe("timeouts", () => {
 
   it("an agent ignoring session/cancel is killed after cancel_grace; the scope gets a new process", async () => {
     const p = pool({ idleTimeoutMs: 600, cancelGraceMs: 300 });
-    const s = await p.acquire("ignore", { channelName: "general", mcpEnv: {} });
+    const s = await p.acquire("ignore", { channel: { id: "general", name: "general" }, mcpEnv: {} });
     const crashes: unknown[] = [];
     p.on("crash", (c) => crashes.push(c));
     const r = await s.prompt([eventBlock("erin", "#ignore-cancel")]);
     assert.deepEqual([r.stopReason, r.timedOut, r.killed], ["cancelled", "idle", true]);
     assert.equal(s.alive, false);
-    const again = await p.acquire("ignore", { channelName: "general", mcpEnv: {} });
+    const again = await p.acquire("ignore", { channel: { id: "general", name: "general" }, mcpEnv: {} });
     assert.notEqual(again.proc.pid, s.proc.pid);
     assert.equal((await again.prompt([eventBlock("erin", "#final-only hi")])).stopReason, "end_turn");
     assert.equal(crashes.length, 0, "a kill by the bridge is not a crash");
@@ -49,7 +49,7 @@ describe("permissions", () => {
     pool({ permissions: policy, permissionTimeoutMs, idleTimeoutMs: 1_500 });
   const ask = (p: AgentPool, askOwner?: AskOwner) =>
     p
-      .acquire("perm", { channelName: "general", mcpEnv: {} })
+      .acquire("perm", { channel: { id: "general", name: "general" }, mcpEnv: {} })
       .then((s) => s.prompt([eventBlock("frank", "#permission #final-only")], { askOwner }));
 
   it("allow picks the allow_once option by kind", async () => {
@@ -100,7 +100,7 @@ describe("permissions", () => {
 describe("session set-up", () => {
   it("standing context goes in systemPrompt (append) when the agent advertises it", async () => {
     const p = pool({ env: { DEMO_AGENT_SYSTEM_PROMPT: "1" } });
-    const s = await p.acquire("sys", { channelName: "general", mcpEnv: {}, standingContext: STANDING });
+    const s = await p.acquire("sys", { channel: { id: "general", name: "general" }, mcpEnv: {}, standingContext: STANDING });
     assert.equal(s.standingContextVia, "system_prompt");
     assert.equal(s.standingContextPending, false);
     const blocks = [eventBlock("gina", "#sysprompt #final-only")];
@@ -112,7 +112,7 @@ describe("session set-up", () => {
 
   it("without the capability the agent gets no systemPrompt and the context travels in the first prompt", async () => {
     const p = pool();
-    const s = await p.acquire("nosys", { channelName: "general", mcpEnv: {}, standingContext: STANDING });
+    const s = await p.acquire("nosys", { channel: { id: "general", name: "general" }, mcpEnv: {}, standingContext: STANDING });
     const r = await s.prompt(s.withStandingContext([eventBlock("gina", "#sysprompt #final-only")]));
     assert.match(r.finalText, /systemPrompt: no/);
     assert.match(r.finalText, /Channel: release-room/);
@@ -121,14 +121,14 @@ describe("session set-up", () => {
   it("a previous session is resumed when the agent supports it; a refused resume falls back to a new session", async () => {
     const p = pool({ env: { DEMO_AGENT_RESUME: "1" } });
     const s = await p.acquire("resume", {
-      channelName: "general",
+      channel: { id: "general", name: "general" },
       mcpEnv: {},
       standingContext: STANDING,
       previousSessionId: "sess-before-restart",
     });
     assert.deepEqual([s.sessionId, s.resumed, s.standingContextVia], ["sess-before-restart", true, "none"]);
     const fresh = await p.acquire("resume-gone", {
-      channelName: "general",
+      channel: { id: "general", name: "general" },
       mcpEnv: {},
       standingContext: STANDING,
       previousSessionId: "gone-1",
@@ -140,10 +140,10 @@ describe("session set-up", () => {
 
   it("agent.mode is selected; a mode the agent lacks is a clear error", async () => {
     const ok = pool({ mode: "bypassPermissions" });
-    await ok.acquire("mode", { channelName: "general", mcpEnv: {} });
+    await ok.acquire("mode", { channel: { id: "general", name: "general" }, mcpEnv: {} });
     const bad = pool({ mode: "yolo" });
     await assert.rejects(
-      bad.acquire("mode", { channelName: "general", mcpEnv: {} }),
+      bad.acquire("mode", { channel: { id: "general", name: "general" }, mcpEnv: {} }),
       (e: unknown) => e instanceof AgentModeError && /'yolo' is not offered/.test(e.message),
     );
   });
@@ -166,7 +166,7 @@ describe("session set-up", () => {
       },
       hooksAgentEnforced: true,
     });
-    const s = await p.acquire("env", { channelName: "general", mcpEnv: {} });
+    const s = await p.acquire("env", { channel: { id: "general", name: "general" }, mcpEnv: {} });
     const r = await s.prompt([eventBlock("hank", "#env #final-only")]);
     const names = /env names: (.*)/.exec(r.finalText)![1]!.split(",");
     for (const n of ["BUZZ_PRIVATE_KEY", "NOSTR_PRIVATE_KEY", "XDG_SECRET", "LEAKY", "OTHER"]) assert.ok(!names.includes(n), `${n} leaked`);

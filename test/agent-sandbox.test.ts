@@ -27,7 +27,7 @@ import type { Event } from "nostr-tools";
 import { World, REPO, type DaemonProc } from "./fixtures/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { ConfigError, loadConfigText } from "../src/config/load.js";
-import { AgentPool, AgentSandbox } from "../src/agent/index.js";
+import { AgentPool, AgentSandbox, channelDirName } from "../src/agent/index.js";
 import { demoPoolOptions } from "./fixtures/agent-helpers.js";
 
 const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
@@ -61,7 +61,7 @@ async function layout(): Promise<Layout> {
   const keyFile = join(etc, "agent.nsec");
   writeFileSync(keyFile, `${w.agent.nsec}\n`, { mode: 0o600 });
   const otherChannel = await w.addChannel({ name: "other-room" });
-  const other = join(w.dir, "work", "other-room");
+  const other = join(w.dir, "work", channelDirName({ id: otherChannel, name: "other-room" }));
   mkdirSync(other, { recursive: true });
   writeFileSync(join(other, "plan.txt"), "the other team's plan\n");
   // A team's shared cache beside the channels' directories (hidden with them), given to
@@ -148,7 +148,7 @@ async function tryEscape(l: Layout, d: DaemonProc): Promise<Attempts> {
     configFile: l.configFile,
     socket,
     outside: join(l.w.dir, "escaped.txt"),
-    otherCwd: join(l.w.dir, "work", "other-room"),
+    otherCwd: join(l.w.dir, "work", channelDirName({ id: l.otherChannel, name: "other-room" })),
     otherFile: "plan.txt",
     shared: join(l.w.dir, "work", "shared", "cache.txt"),
     daemonHttp: Number(new URL(String(d.logs.find((x) => x.evt === "daemon.started")!.http)).port),
@@ -192,12 +192,12 @@ function assertContained(l: Layout, { at: r }: Attempts, d: DaemonProc): void {
   assert.equal(r.home, "ok: written", "the agent writes its own HOME");
   assert.equal(existsSync(join(l.w.dir, "escaped.txt")), false, "nothing was written outside the cwd");
   assert.equal(
-    existsSync(join(l.w.dir, "work", "build-room", "escape-agent.txt")),
+    existsSync(join(l.w.dir, "work", channelDirName({ id: l.w.channel, name: "build-room" }), "escape-agent.txt")),
     true,
     "the cwd written inside is the channel's real one",
   );
   assert.equal(
-    existsSync(join(l.stateDir, "homes", "build-room", "escape-agent.txt")),
+    existsSync(join(l.stateDir, "homes", channelDirName({ id: l.w.channel, name: "build-room" }), "escape-agent.txt")),
     true,
     "HOME is the channel's, under the state directory",
   );
@@ -354,7 +354,7 @@ test("hiding: a named file alone in its directory hides the directory; one besid
       stateDir: join(root, "state"),
       hide: [join(root, "conf", "bridge.yaml"), join(root, "keys", "agent.nsec"), join(root, "state")],
     });
-    const launch = sandbox.launch({ channelName: "x", cwd: join(root, "cwd"), env: {} })!;
+    const launch = sandbox.launch({ channel: { id: "x", name: "x" }, cwd: join(root, "cwd"), env: {} })!;
     const script = `cd ${root}; cat conf/bridge.yaml 2>&1 | sed 's/.*: //'; cat conf/team-notes.txt; echo "keys: $(ls -A keys | wc -l)"; echo "state: $(ls -A state | wc -l)"`;
     const r = spawnSync(launch.command, [...launch.args, "sh", "-c", script], {
       encoding: "utf8",
@@ -365,7 +365,7 @@ test("hiding: a named file alone in its directory hides the directory; one besid
       "Permission denied",
       "notes for everyone",
       "keys: 0",
-      `state: ${existsSync(join(root, "state", "homes", "x")) ? 1 : 0}`,
+      `state: ${existsSync(join(root, "state", "homes")) ? 1 : 0}`,
     ]);
 
     // An agent installed where the sandbox hides it would vanish at start: the error says where and what to do.
@@ -374,7 +374,7 @@ test("hiding: a named file alone in its directory hides the directory; one besid
     assert.throws(
       () =>
         sandbox.launch({
-          channelName: "x",
+          channel: { id: "x", name: "x" },
           cwd: join(root, "cwd"),
           env: { PATH: `/usr/bin:${join(root, "state", "bin")}` },
           command: "my-agent",
@@ -400,11 +400,11 @@ test("the warm spare is sandboxed for the channel that last opened a session: a 
     install: REPO,
   });
   const pool = new AgentPool(demoPoolOptions(root, { warmSpare: true, sandbox, linkRoot: join(state, "link") }));
-  const acquire = (scope: string, channelName: string) => pool.acquire(scope, { channelName, mcpEnv: {} });
+  const acquire = (scope: string, name: string) => pool.acquire(scope, { channel: { id: name, name }, mcpEnv: {} });
   try {
     pool.start();
     assert.equal(await pool.spareReady(), false, "no channel known yet: no spare (it would be bound to a channel)");
-    pool.warmFor("alpha");
+    pool.warmFor({ id: "alpha", name: "alpha" });
     assert.equal(await pool.spareReady(), true);
     const alphaSpare = pool.sparePid!;
     const a1 = await acquire("alpha/t1", "alpha");

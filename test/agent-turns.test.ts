@@ -4,7 +4,7 @@ import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { AgentPool } from "../src/agent/index.js";
+import { channelDirName, type AgentPool } from "../src/agent/index.js";
 import { CLI, FIXTURES, STANDING, eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
 import { sleep } from "./fixtures/wait.js";
 
@@ -26,7 +26,10 @@ describe("agent turns with the demo agent", () => {
   // One session serves the directive tests in turn, as a scope's session serves its mentions.
   const directivesLog = sendLog();
   const directives = () =>
-    shared.acquire("directives", { channelName: "general", mcpEnv: { ECHO_SEND_LOG: directivesLog, ECHO_SEND_STOP_TEXT: "CI is red" } });
+    shared.acquire("directives", {
+      channel: { id: "general", name: "general" },
+      mcpEnv: { ECHO_SEND_LOG: directivesLog, ECHO_SEND_STOP_TEXT: "CI is red" },
+    });
   before(() => {
     shared = pool();
   });
@@ -34,7 +37,7 @@ describe("agent turns with the demo agent", () => {
   it("replies through the send_message tool with a summary of the context it got", async () => {
     const log = sendLog();
     const s = await shared.acquire("reply-tool", {
-      channelName: "Release Room",
+      channel: { id: "Release Room", name: "Release Room" },
       mcpEnv: { ECHO_SEND_LOG: log },
       standingContext: STANDING,
     });
@@ -53,12 +56,18 @@ describe("agent turns with the demo agent", () => {
     assert.match(posts[0]!.content, /Asked: can you check the build\?/);
     assert.deepEqual(seen.slice(0, 2), ["tool_call", "tool_call_update"]);
     assert.match(r.finalText, /Replied in the thread \(published evt-1\)/);
-    // The cwd template got the channel's slug.
-    assert.ok(existsSync(join(tmp.dir, "work/release-room")));
+    // The cwd template got the channel's directory name: its slug, then a hash of its id.
+    const dirName = channelDirName({ id: "Release Room", name: "Release Room" });
+    assert.match(dirName, /^release-room-[0-9a-f]{16}$/);
+    assert.ok(existsSync(join(tmp.dir, "work", dirName)));
   });
 
   it("reuses the scope's session and sends the standing context only once", async () => {
-    const s = await shared.acquire("reply-tool", { channelName: "Release Room", mcpEnv: {}, standingContext: STANDING });
+    const s = await shared.acquire("reply-tool", {
+      channel: { id: "Release Room", name: "Release Room" },
+      mcpEnv: {},
+      standingContext: STANDING,
+    });
     assert.equal(s.standingContextPending, false);
     assert.equal(s.turns, 1);
   });
@@ -78,7 +87,7 @@ describe("agent turns with the demo agent", () => {
       ].join("\n"),
     );
     const p = pool({ proxy: { command: process.execPath, args: [CLI, "mcp-proxy", "--manifest", manifest] } });
-    const s = await p.acquire("via-proxy", { channelName: "general", mcpEnv: {}, standingContext: STANDING });
+    const s = await p.acquire("via-proxy", { channel: { id: "general", name: "general" }, mcpEnv: {}, standingContext: STANDING });
     const r = await s.prompt(s.withStandingContext([eventBlock("bob", "hello through the proxy")]));
     assert.equal(r.stopReason, "end_turn");
     assert.equal(sent(log).length, 1);

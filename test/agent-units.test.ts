@@ -161,7 +161,7 @@ describe("demo agent prompt parser", () => {
       other,
     );
     const mention = finalizeEvent({ kind: 9, created_at: at, tags: [["h", channel.id]], content: "@agent hello" }, generateSecretKey());
-    const builder = new TurnPromptBuilder({ self: "f".repeat(64), query: async () => [theirs], displayName: () => undefined });
+    const builder = new TurnPromptBuilder({ self: "f".repeat(64), query: async () => [theirs], displayNames: async () => new Map() });
     const standing = { channel };
     const blocks = await builder.build(new PromptSession(standing, false), {
       scope: { key: channel.id, channel: channel.id },

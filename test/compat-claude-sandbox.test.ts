@@ -14,6 +14,7 @@ import { basename, join } from "node:path";
 import { World, REPO } from "./fixtures/world.js";
 import { claudeAgentAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { threadRootOf } from "../src/nostr/events.js";
+import { channelDirName } from "../src/agent/index.js";
 import { startFakeLlm } from "./fixtures/fake-llm.js";
 
 const FS_SERVER = join(REPO, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js");
@@ -47,7 +48,7 @@ function processes(world: World, needle: string): Array<{ pid: number; pidns: st
 
 test("claude-agent-acp in the bubblewrap sandbox answers a mention using server-filesystem on its cwd through the proxy", async () => {
   w = await World.create({ baseDir: "/var/tmp", channelName: "build-room" });
-  const cwd = join(w.dir, "work", "build-room");
+  const cwd = join(w.dir, "work", channelDirName({ id: w.channel, name: "build-room" }));
   mkdirSync(cwd, { recursive: true });
   writeFileSync(join(cwd, "notes.txt"), `${NOTE}\n`);
   api = await startFakeLlm({

@@ -102,10 +102,11 @@ test("reprompt: a gate that objects twice then allows costs exactly two extra pr
   assert.ok(!replies.some((r) => /still objects/.test(r.content)), "no budget notice");
 
   // The proxy logs each fan-out on its stderr, which the agent passes on: the daemon's log
-  // carries them as `hook` events of the turn's scope, not as text inside `agent.stderr`.
-  const fanouts = (l: Record<string, unknown>) => l.evt === "hook" && l.source === "mcp-proxy" && l.scope === t.end.scope;
+  // carries them as its own `proxy.log` lines of the turn's scope, the fan-out under `proxy`.
+  const fanouts = (l: Record<string, unknown>) =>
+    l.evt === "proxy.log" && (l.proxy as { evt?: string } | undefined)?.evt === "hook" && l.scope === t.end.scope;
   await d.waitLog((l) => fanouts(l) && d.logs.filter(fanouts).length >= 3);
-  const lines = d.logs.filter(fanouts) as unknown as Line[];
+  const lines = d.logs.filter(fanouts).map((l) => l.proxy) as unknown as Line[];
   assert.deepEqual(verdicts(lines), ["object", "object", "allow"]);
   assert.ok(!d.logs.some((l) => l.evt === "agent.stderr" && String(l.line).includes('"evt":"hook"')), "no fan-out left as stderr text");
 });

@@ -1,7 +1,8 @@
 /**
- * The daemon lifts its proxy's log lines out of an agent's stderr (proxyLogLine): a line
- * the proxy's own logger wrote becomes its fields again; anything else stays text. And
- * input others control is logged through a LogThrottle: bounded, with the rest counted.
+ * The daemon logs its proxy's lines out of an agent's stderr (proxyLogLine) as its own
+ * `proxy.log` line with the proxy's event, fields and level under `proxy`, at most at warn;
+ * anything else stays text. And input others control is logged through a LogThrottle:
+ * bounded, with the rest counted.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -19,19 +20,37 @@ function linesOf(name: string | undefined, write: (log: ReturnType<typeof create
   return chunks.join("").trim().split("\n");
 }
 
-test("a line the proxy's logger wrote comes back as level, fields and message", () => {
+test("a line the proxy's logger wrote comes back under the daemon's proxy.log, its own fields under proxy", () => {
   const [line] = linesOf(PROXY_LOGGER_NAME, (log) =>
     log.warn({ evt: "hook", hook: "_Stop", servers: [{ name: "ci", verdict: "object" }] }, "merged"),
   );
   const got = proxyLogLine(line!);
   assert.ok(got);
   assert.equal(got.level, "warn");
-  assert.equal(got.msg, "merged");
-  assert.equal(got.fields.evt, "hook");
-  assert.deepEqual(got.fields.servers, [{ name: "ci", verdict: "object" }]);
-  assert.equal(got.fields.source, PROXY_LOGGER_NAME);
-  assert.equal(typeof got.fields.proxy_pid, "number");
-  assert.equal(got.fields.time, undefined, "the daemon stamps its own time");
+  assert.equal(got.msg, "mcp-proxy: merged");
+  assert.deepEqual(Object.keys(got.fields).sort(), ["evt", "proxy"], "nothing of theirs at the top");
+  assert.equal(got.fields.evt, "proxy.log");
+  const theirs = got.fields.proxy as Record<string, unknown>;
+  assert.equal(theirs.evt, "hook");
+  assert.equal(theirs.level, "warn");
+  assert.deepEqual(theirs.servers, [{ name: "ci", verdict: "object" }]);
+  assert.equal(typeof theirs.pid, "number");
+  assert.equal(theirs.time, undefined, "the daemon stamps its own time");
+});
+
+test("a line posing as the daemon's (fatal, gate.accepted, a line break in msg) stays theirs: proxy.log, at most warn, one line", () => {
+  const spoof = JSON.stringify({
+    level: "fatal",
+    name: PROXY_LOGGER_NAME,
+    evt: "gate.accepted",
+    event: "f".repeat(64),
+    msg: 'mention accepted\n{"level":"fatal","evt":"daemon.stopping"}\u001b[2K',
+  });
+  const got = proxyLogLine(spoof)!;
+  assert.equal(got.level, "warn");
+  assert.equal(got.fields.evt, "proxy.log");
+  assert.equal((got.fields.proxy as Record<string, unknown>).evt, "gate.accepted");
+  assert.doesNotMatch(got.msg, /\p{Cc}/u, "no control character: no line break, no terminal escape");
 });
 
 test("other lines stay agent stderr text", () => {

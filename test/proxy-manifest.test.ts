@@ -27,6 +27,7 @@ test("a manifest file reads like the config's mcp section, in config order", () 
     ["dev", "ci"],
   );
   assert.equal(m.servers[0]!.prefix, false);
+  assert.equal(m.servers[0]!.timeout, 600_000, "a server that sets no timeout gets the default, 10m");
   assert.equal(m.servers[1]!.timeout, 90_000);
   assert.equal(m.servers[1]!.on_error, "object");
   assert.equal(m.hook_deadline, 1500);
@@ -47,9 +48,9 @@ test("errors name the file and the key", () => {
 
 test("manifestFromConfig keeps only the channel's servers, in config order", () => {
   const servers = {
-    a: { command: "a", args: [], env: {}, prefix: true, stop: "reprompt" as const, on_error: "allow" as const },
-    b: { command: "b", args: [], env: {}, prefix: false, stop: "wait" as const, on_error: "object" as const },
-    c: { command: "c", args: [], env: {}, prefix: true, stop: "reprompt" as const, on_error: "allow" as const },
+    a: { command: "a", args: [], env: {}, prefix: true, stop: "reprompt" as const, on_error: "allow" as const, timeout: 600_000 },
+    b: { command: "b", args: [], env: {}, prefix: false, stop: "wait" as const, on_error: "object" as const, timeout: 600_000 },
+    c: { command: "c", args: [], env: {}, prefix: true, stop: "reprompt" as const, on_error: "allow" as const, timeout: 600_000 },
   };
   const m = manifestFromConfig({ servers, hook_deadline: 2000, list_timeout: 15000 }, ["c", "a"]);
   assert.deepEqual(

@@ -7,13 +7,14 @@
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { splitContent, MAX_CONTENT_BYTES } from "../src/nostr/split.js";
+import { escapedSize, splitContent, MAX_CONTENT_BYTES } from "../src/nostr/split.js";
 import { World } from "./fixtures/world.js";
 
 let w: World;
 before(async () => {
   w = await World.create();
-  await w.startDaemon();
+  // Above the relay's content limit, so one message (tool or fallback) has to be split.
+  await w.startDaemon({ replies: { max_bytes: "1MiB" } });
 });
 after(() => w.close());
 
@@ -65,4 +66,18 @@ test("splitContent keeps short text whole and never splits a character", () => {
   assert.ok(parts.length > 1);
   assert.equal(parts.map((p) => p.replace(marker, "")).join(""), "é😀".repeat(50));
   for (const p of parts) assert.ok(Buffer.byteLength(JSON.stringify(p)) - 2 <= 60);
+});
+
+test("splitContent measures as JSON.stringify does and puts the text back together exactly, whatever it holds", () => {
+  const alphabet = ["a", "\n", '"', "\\", "\u0001", "\t", "é", "€", "😀", "\ud800", "\udc00", "\u2028", " "];
+  let seed = 7;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+  for (let round = 0; round < 40; round++) {
+    const text = Array.from({ length: 200 + (next() % 2000) }, () => alphabet[next() % alphabet.length]).join("");
+    assert.equal(escapedSize(text), Buffer.byteLength(JSON.stringify(text)) - 2, "escaped size");
+    const max = 64 + (next() % 400);
+    const parts = splitContent(text, max);
+    assert.equal(parts.length > 1 ? parts.map((p) => p.replace(marker, "")).join("") : parts[0], text);
+    for (const p of parts) assert.ok(escapedSize(p) <= max, `a part of ${escapedSize(p)} escaped bytes, over ${max}`);
+  }
 });

@@ -49,6 +49,7 @@ function spec(triggers: Event[], over: Partial<TurnSpec> = {}): TurnSpec {
     triggers,
     blocks: [{ type: "text", text: "hello" }],
     replyFallback: "final_text",
+    maxReplyBytes: 256 * 1024,
     typing: false,
     enforce: "off",
     gates: { maxRejections: 2, waitPollMs: 10, waitMaxMs: 100, stopModes: {} },
@@ -86,6 +87,27 @@ describe("runTurn: what the channel gets", () => {
     );
     assert.equal(msgs[0]!.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1], ev.id);
     assert.deepEqual(o.published, [msgs[0]!.id]);
+  });
+
+  test("a final text longer than replies.max_bytes: the fallback posts its start, whole characters, and says it was cut", async () => {
+    const ev = mention("@agent write a lot");
+    const p = publisher();
+    const text = "é😀 and more ".repeat(5000);
+    await runTurn(
+      spec([ev], { maxReplyBytes: 4096 }),
+      ports(async () => ({ stopReason: "end_turn", finalText: text }), p.out),
+    );
+    const msgs = p.published.filter((e) => e.kind === KIND.message);
+    assert.equal(msgs.length, 1, "one message: the cut text fits the relay");
+    const posted = msgs[0]!.content;
+    assert.ok(Buffer.byteLength(posted) <= 4096, `${Buffer.byteLength(posted)} bytes`);
+    assert.match(
+      posted,
+      /\n\n\[… cut by the bridge: the agent's reply was \d+ bytes, more than one message may carry \(replies\.max_bytes, 4KiB\)\]$/,
+    );
+    const kept = posted.slice(0, posted.indexOf("\n\n[… cut"));
+    assert.ok(text.startsWith(kept) && kept.length > 1000, "the start of the text, no broken character");
+    assert.ok(!kept.includes("\uFFFD"));
   });
 
   test("a reply still on its way when the agent stops: the fallback waits for it and is not posted", async () => {

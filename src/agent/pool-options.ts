@@ -8,6 +8,7 @@ import type { CircuitOptions, CircuitState } from "./circuit.js";
 import type { PermissionPolicy } from "./permissions.js";
 import type { ProxyCommand } from "./session.js";
 import type { AgentSandbox, ChannelIsolation } from "./sandbox-plan.js";
+import type { ChannelRef } from "./cwd.js";
 import { presetDir, presetFor } from "../presets/index.js";
 import type { PresetOptions } from "./preset-spawn.js";
 
@@ -96,8 +97,8 @@ export function poolOptionsFromConfig(
 }
 
 export interface AcquireOptions {
-  /** Channel name; `{channel}` in the cwd template becomes its slug. */
-  channelName: string;
+  /** The channel; `{channel}` in the cwd template becomes its directory name (cwd.ts `channelDirName`). */
+  channel: ChannelRef;
   /** Overrides the cwd template (absolute path). */
   cwd?: string;
   /**

@@ -20,7 +20,7 @@ import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
-import { agentCwd, spareCwd } from "./cwd.js";
+import { agentCwd, spareCwd, type ChannelRef } from "./cwd.js";
 import { agentEnvironment, secretForms } from "./env.js";
 import { AgentCrashedError, AgentStartError, CircuitOpenError, PoolClosedError } from "./errors.js";
 import { CrashBreaker, type CircuitChange, type CircuitState } from "./circuit.js";
@@ -35,7 +35,7 @@ export { poolOptionsFromConfig, type AcquireOptions, type AgentPoolOptions, type
 
 /** Where a process runs: a channel (sandboxes are per channel), or no channel yet (an unsandboxed spare). */
 interface Target {
-  channelName: string;
+  channel: ChannelRef;
   cwd: string;
   isolation?: ChannelIsolation;
 }
@@ -146,10 +146,10 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
   }
 
   /** Makes the spare for this channel (when processes are bound to channels), e.g. the only channel at start. */
-  warmFor(channelName: string, cwd?: string): void {
+  warmFor(channel: ChannelRef, cwd?: string): void {
     if (this.closed || !this.o.sandbox) return;
     try {
-      this.retarget({ channelName, cwd: cwd ?? agentCwd(this.o.cwd, channelName) });
+      this.retarget({ channel, cwd: cwd ?? agentCwd(this.o.cwd, channel) });
     } catch (err) {
       this.log.warn({ evt: "agent.spare_failed", err: (err as Error).message }, "could not start the warm spare agent");
     }
@@ -215,8 +215,8 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     this.starting++;
     let proc: AgentProcess | undefined;
     try {
-      const cwd = this.workDir(() => opts.cwd ?? agentCwd(this.o.cwd, opts.channelName));
-      proc = await this.takeProcess({ channelName: opts.channelName, cwd, isolation: opts.isolation });
+      const cwd = this.workDir(() => opts.cwd ?? agentCwd(this.o.cwd, opts.channel));
+      proc = await this.takeProcess({ channel: opts.channel, cwd, isolation: opts.isolation });
       proc.tags.scope = scope;
       const mcpEnv = typeof opts.mcpEnv === "function" ? await opts.mcpEnv(this.linkDirs.get(proc)) : opts.mcpEnv;
       const session = await AgentSession.open(
@@ -311,7 +311,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
   private keyOf(target: Target | undefined): string {
     if (!target || !this.o.sandbox) return PLAIN;
     try {
-      return this.o.sandbox.key(target.channelName, target.cwd, target.isolation);
+      return this.o.sandbox.key(target.channel, target.cwd, target.isolation);
     } catch (err) {
       if (err instanceof SandboxError) throw new AgentStartError(this.display, err.message);
       throw err;
@@ -343,7 +343,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     if (spare?.alive && this.procKeys.get(spare) !== key) {
       this.spare = undefined;
       this.log.debug(
-        { evt: "agent.spare_moved", agent_pid: spare.pid, channel: target.channelName },
+        { evt: "agent.spare_moved", agent_pid: spare.pid, channel: target.channel.id },
         "the warm spare moves to another channel",
       );
       void spare.close(this.o.closeGraceMs);
@@ -383,7 +383,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
       const launch =
         target && key !== PLAIN
           ? this.o.sandbox!.launch({
-              channelName: target.channelName,
+              channel: target.channel,
               cwd,
               linkDir,
               isolation: target.isolation,

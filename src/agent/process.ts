@@ -15,7 +15,7 @@ import { EventEmitter } from "node:events";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Logger } from "../base/log.js";
-import { proxyLogLine, scrub, silentLogger } from "../base/log.js";
+import { PROXY_LINE_EVT, proxyLogLine, scrub, silentLogger } from "../base/log.js";
 import { LogThrottle, type LogThrottleOptions } from "../base/log-throttle.js";
 import { AgentStartError, describeCause } from "./errors.js";
 import { scrubSecret } from "./env.js";
@@ -371,8 +371,10 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
       if (!line.trim()) return;
       this.tail.push(line.slice(0, 2000));
       if (this.tail.length > max) this.tail.shift();
+      // The proxy's lines (or what claims to be one) are logged under the daemon's own
+      // `proxy.log`, one throttle key for all of them: the agent chooses their `evt`s.
       const proxy = cut ? undefined : proxyLogLine(line);
-      if (proxy) throttle.log(proxy.level, String(proxy.fields.evt), { ...proxy.fields, agent_pid: this.pid, ...this.tags }, proxy.msg);
+      if (proxy) throttle.log(proxy.level, PROXY_LINE_EVT, { ...proxy.fields, agent_pid: this.pid, ...this.tags }, proxy.msg);
       else
         throttle.log(
           level,

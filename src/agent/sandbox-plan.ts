@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { cliPath } from "../base/cli-path.js";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
-import { channelSlug } from "./cwd.js";
+import { channelDirName, type ChannelRef } from "./cwd.js";
 import {
   BUBBLEWRAP_ADVICE,
   bubblewrapArgs,
@@ -209,14 +209,14 @@ export class AgentSandbox {
   }
 
   /** Processes with the same key are interchangeable: the warm spare serves any acquire with its key. */
-  key(channelName: string, cwd: string, ch: ChannelIsolation = {}): string {
+  key(channel: ChannelRef, cwd: string, ch: ChannelIsolation = {}): string {
     const e = this.effective(ch);
-    return e.sandboxed ? `bubblewrap:${e.network}:${cwd}:${channelSlug(channelName)}` : "plain";
+    return e.sandboxed ? `bubblewrap:${e.network}:${cwd}:${channelDirName(channel)}` : "plain";
   }
 
   /** The launch of one process for a channel; undefined when it runs unsandboxed. */
   launch(o: {
-    channelName: string;
+    channel: ChannelRef;
     cwd: string;
     linkDir?: string;
     isolation?: ChannelIsolation;
@@ -227,7 +227,8 @@ export class AgentSandbox {
     const e = this.effective(o.isolation);
     if (!e.sandboxed) return undefined;
     // Made first: a state directory that does not exist yet could not be hidden.
-    const home = o.home ?? join(this.policy.stateDir, "homes", channelSlug(o.channelName));
+    // Per channel id, like the cwd: two channels whose names slug alike never share a HOME.
+    const home = o.home ?? join(this.policy.stateDir, "homes", channelDirName(o.channel));
     mkdirSync(home, { recursive: true, mode: 0o700 });
     const placeholder = ensurePlaceholder(join(this.policy.stateDir, "sandbox", "hidden"));
     const binds: SandboxBind[] = [

@@ -90,17 +90,25 @@ export function createLogger(opts: LogOptions = {}): Logger {
   return pino(options, (opts.destination as DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: true }));
 }
 
-/** The `name` of the proxy's logger; the daemon recognizes the proxy's lines by it. */
+/** The `name` of the proxy's logger: how a line on an agent's stderr says it is the proxy's. */
 export const PROXY_LOGGER_NAME = "mcp-proxy";
-const LEVELS: ReadonlySet<string> = new Set(["trace", "debug", "info", "warn", "error", "fatal"]);
+const LEVELS: readonly Level[] = ["trace", "debug", "info", "warn", "error", "fatal"];
+
+/** The highest level a relayed line takes in the daemon's log: error and fatal are the daemon's own. */
+const RELAYED_MAX_LEVEL: Level = "warn";
+
+/** The `evt` under which the daemon logs a line the session's proxy logged. */
+export const PROXY_LINE_EVT = "proxy.log";
 
 /**
- * A line our own mcp-proxy logged, come back through an agent's stderr (the agent starts
- * the proxy and passes its stderr on): its level, fields and message, so the daemon logs
- * it as an event of its own (`hook`, `proxy.*`) rather than as text inside
- * `agent.stderr`. Undefined for any other line.
+ * A line that says it is our own mcp-proxy's, come back through an agent's stderr (the agent
+ * starts the proxy and passes its stderr on), as the daemon's line about it: `evt` is always
+ * `proxy.log`, the proxy's own event, fields, level and pid sit under `proxy`, and the
+ * level is capped at warn. Anything on an agent's stderr — the proxy's lines, or the agent's
+ * imitation of them — is the agent's text: it never becomes a daemon event of its choosing
+ * (a `gate.accepted`, a `fatal`). Undefined for a line that is not shaped like the proxy's.
  */
-export function proxyLogLine(line: string): { level: Level; fields: Record<string, unknown>; msg?: string } | undefined {
+export function proxyLogLine(line: string): { level: Level; fields: Record<string, unknown>; msg: string } | undefined {
   if (!line.startsWith("{")) return undefined;
   let o: Record<string, unknown>;
   try {
@@ -108,14 +116,14 @@ export function proxyLogLine(line: string): { level: Level; fields: Record<strin
   } catch {
     return undefined;
   }
-  if (o === null || typeof o !== "object" || o.name !== PROXY_LOGGER_NAME || typeof o.evt !== "string" || !LEVELS.has(o.level as string))
-    return undefined;
-  const { level, time: _time, pid, name: _name, msg, ...fields } = o;
-  return {
-    level: level as Level,
-    fields: { ...fields, source: PROXY_LOGGER_NAME, proxy_pid: pid },
-    msg: typeof msg === "string" ? msg : undefined,
-  };
+  if (o === null || typeof o !== "object" || Array.isArray(o)) return undefined;
+  const level = o.level as Level;
+  if (o.name !== PROXY_LOGGER_NAME || typeof o.evt !== "string" || !LEVELS.includes(level)) return undefined;
+  const { time: _time, name: _name, msg, ...theirs } = o;
+  const capped = LEVELS.indexOf(level) > LEVELS.indexOf(RELAYED_MAX_LEVEL) ? RELAYED_MAX_LEVEL : level;
+  // Their words, on one line: a line break or terminal escape in `msg` must not draw a line of its own in pretty logs.
+  const said = (typeof msg === "string" ? msg : String(o.evt)).replace(/[\p{Cc}]+/gu, " ").slice(0, 300);
+  return { level: capped, fields: { evt: PROXY_LINE_EVT, proxy: theirs }, msg: `mcp-proxy: ${said}` };
 }
 
 /** A logger that writes nothing, for library code used outside the daemon. */

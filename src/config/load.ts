@@ -15,6 +15,7 @@ import { resolvePaths } from "./paths.js";
 import { explainYamlErrors, missingColons } from "./yaml-errors.js";
 import { resolveAttestation } from "./attestation.js";
 import { policyLockProblems } from "./policy-lock.js";
+import { checkTrust } from "./file-trust.js";
 
 export interface ConfigProblem {
   file: string;
@@ -86,7 +87,12 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
             : "";
     throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `cannot read config: ${code}${hint}` }]);
   }
-  return loadConfigText(text, file, env);
+  // Whoever can change the config can change the agent command: only this user or root may.
+  const trust = checkTrust(file, "config file");
+  if (trust.refused) throw new ConfigError([{ file, line: 1, col: 1, path: "", message: trust.refused }]);
+  const loaded = loadConfigText(text, file, env);
+  loaded.warnings.push(...trust.warnings.map((w) => `${file}: ${w}`));
+  return loaded;
 }
 
 export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
@@ -137,7 +143,9 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
     const keyFile = config.identity.secret_key_file;
     const where = nodeAt(doc, ["identity", "secret_key_file"])?.range?.[0];
     try {
-      secretKey = readSecretFile(keyFile);
+      const read = readSecretFile(keyFile);
+      secretKey = read.key;
+      for (const w of read.warnings) warn(["identity", "secret_key_file"], w);
     } catch (err) {
       at(where, ["identity", "secret_key_file"], `${(err as Error).message}${credentialsHint(err, env)}`);
     }
@@ -217,8 +225,11 @@ function credentialsHint(err: unknown, env: NodeJS.ProcessEnv): string {
   return "; this user cannot read it. Under the systemd unit the key reaches the service through LoadCredential= as $CREDENTIALS_DIRECTORY/agent.nsec, which exists only inside the service: run this command as root, which reads the key where systemd does (docs/operating.md)";
 }
 
-/** Reads a key file, refusing one that group or others can read (it holds the agent's identity). */
-function readSecretFile(path: string): Uint8Array {
+/**
+ * Reads a key file, refusing one that group or others can read (it holds the agent's
+ * identity), or that another user could change (file-trust.ts).
+ */
+function readSecretFile(path: string): { key: Uint8Array; warnings: string[] } {
   let mode: number;
   try {
     mode = statSync(path).mode & 0o777;
@@ -230,8 +241,10 @@ function readSecretFile(path: string): Uint8Array {
       `secret key file ${path} has mode ${mode.toString(8).padStart(4, "0")}; it must not be group/world readable (chmod 600 ${path})`,
     );
   }
+  const trust = checkTrust(path, "secret key file");
+  if (trust.refused) throw new KeyError(trust.refused);
   try {
-    return parseSecretKey(readFileSync(path, "utf8"));
+    return { key: parseSecretKey(readFileSync(path, "utf8")), warnings: trust.warnings };
   } catch (err) {
     throw new KeyError(`secret key file ${path}: ${(err as Error).message}`);
   }

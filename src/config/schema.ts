@@ -10,7 +10,7 @@
 import { z } from "zod";
 import { parseDuration, DURATION_PATTERN } from "./duration.js";
 import { parsePubkey } from "./keys.js";
-import { parseBytes } from "./bytes.js";
+import { formatSize, parseSize, SIZE_PATTERN } from "./size.js";
 import { PRESET_NAMES, PRESETS, type PresetName } from "../presets/index.js";
 
 /** Names of keys whose values are durations, so `check` can print them back as `15m`. */
@@ -26,13 +26,21 @@ function duration(key: string, fallback: string) {
     .describe(`duration (e.g. 90s, 15m, 2h); default ${fallback}`);
 }
 
-function optionalDuration(key: string) {
-  DURATION_KEYS.add(key);
+/** Names of keys whose values are sizes, so `check` can print them back as `256KiB`. */
+export const SIZE_KEYS = new Set<string>();
+
+/** A size in bytes, written `256KiB`, `10MiB`, `500KB` or as a number of bytes; at least 1 byte, at most `max`. */
+function size(key: string, fallback: string, max: number) {
+  SIZE_KEYS.add(key);
   return z
-    .string()
-    .regex(new RegExp(DURATION_PATTERN), { message: `bad duration: write it as 90s, 15m or 2h` })
-    .transform((s) => parseDuration(s)!)
-    .optional();
+    .union([
+      z.number().int(),
+      z.string().regex(new RegExp(SIZE_PATTERN), { message: "bad size: write it as 256KiB, 10MiB or a number of bytes" }),
+    ])
+    .default(fallback)
+    .transform((v) => (typeof v === "number" ? v : parseSize(v)!))
+    .refine((n) => n >= 1 && n <= max, { message: `must be between 1 byte and ${formatSize(max)}` })
+    .describe(`size (e.g. 256KiB, 10MiB, or bytes); default ${fallback}, at most ${formatSize(max)}`);
 }
 
 const pubkey = z
@@ -159,7 +167,7 @@ const agent = z.strictObject({
     .string()
     .optional()
     .describe(
-      "agent working directory; {channel} = channel name slug; created if missing; relative to the config file's directory; default <state_dir>/work/{channel}",
+      "agent working directory; {channel} = the channel's name slug and a hash of its id (a directory per channel id); created if missing; relative to the config file's directory; default <state_dir>/work/{channel}",
     ),
   session_scope: z.enum(["thread", "channel"]).default("thread"),
   max_concurrent: z.number().int().min(1).max(64).default(4).describe("agent processes at once; default 4"),
@@ -218,6 +226,13 @@ const channelAgent = z.strictObject({
   network: NetworkModeSchema.optional(),
 });
 
+/**
+ * A downstream tool call that outlives this is cancelled and answered with an error the agent
+ * can act on, below `agent.idle_timeout`'s default (15m) so the agent hears of it before its
+ * turn is given up for silence. A server whose tools run longer sets its own `timeout`.
+ */
+export const DEFAULT_MCP_TIMEOUT = "10m";
+
 const mcpServer = z.strictObject({
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
@@ -231,7 +246,9 @@ const mcpServer = z.strictObject({
     .describe(
       "a hook that errors or times out, or a stop: wait server that is not running when _Stop is due, counts as this; default object for a stop: wait server (a human approval fails closed), allow otherwise",
     ),
-  timeout: optionalDuration("timeout"),
+  timeout: duration("timeout", DEFAULT_MCP_TIMEOUT).describe(
+    `how long one tool call may take (progress notifications restart the clock); then it is cancelled and the agent gets an error naming this key; default ${DEFAULT_MCP_TIMEOUT}`,
+  ),
 });
 /** A server's `on_error` when the config leaves it out: a `stop: wait` gate (a human approval) fails closed. */
 export function defaultOnError(stop: "reprompt" | "wait"): "allow" | "object" {
@@ -384,22 +401,6 @@ const state = z
   })
   .refine((s) => s.backend !== "sqlite" || s.url === undefined, { message: "url only applies with backend: postgres", path: ["url"] });
 
-/** A size (`10MiB`, `512KiB`, or bytes) as a number of bytes. */
-function bytes(fallback: string) {
-  return z
-    .union([z.string(), z.number()])
-    .default(fallback)
-    .transform((v, ctx) => {
-      const n = parseBytes(v);
-      if (n === null) {
-        ctx.addIssue({ code: "custom", message: "bad size: write it as 10MiB, 512KiB or a number of bytes" });
-        return z.NEVER;
-      }
-      return n;
-    })
-    .describe(`size (e.g. 10MiB, 512KiB, or bytes); default ${fallback}`);
-}
-
 /** `host` (any port) or `host:port`; an address written here may be private (the operator's own media server). */
 const allowHost = z
   .string()
@@ -407,7 +408,9 @@ const allowHost = z
   .transform((h) => h.toLowerCase());
 
 const attachments = z.strictObject({
-  max_bytes: bytes("10MiB"),
+  max_bytes: size("max_bytes", "10MiB", 1024 ** 3).describe(
+    "attached images larger than this are not downloaded (text files: at most 256KiB), and the largest file the agent may attach to a reply; default 10MiB, at most 1GiB",
+  ),
   max_per_turn: z.number().int().min(0).max(64).default(8).describe("files downloaded and given to the agent per turn at most; default 8"),
   allow_hosts: z
     .array(allowHost)
@@ -441,6 +444,27 @@ const progress = z.strictObject({
       return ms;
     })
     .describe('post a "still working" note when a turn runs longer than this (e.g. 60s); off disables it; default 60s'),
+});
+
+/**
+ * What an agent may post through the bridge: one message's content (send_message, and the
+ * final-text fallback, which is cut to it) and send_message calls per turn. Both protect the
+ * daemon and the channel from an agent told to flood (docs/security.md).
+ */
+export const DEFAULT_REPLY_MAX_BYTES = "256KiB";
+const replies = z.strictObject({
+  max_bytes: size("max_bytes", DEFAULT_REPLY_MAX_BYTES, 16 * 1024 * 1024).describe(
+    "the most one send_message may post (its content as UTF-8; a longer one is refused with an error naming this limit) and what a final-text fallback reply is cut to; default 256KiB, at most 16MiB",
+  ),
+  max_per_turn: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(20)
+    .describe(
+      "send_message calls one turn may make (at least one per message the turn answers); the excess is refused with an error the agent sees; default 20",
+    ),
 });
 
 const log = z.strictObject({
@@ -494,6 +518,7 @@ export const configSchema = z.strictObject({
   defaults: defaults.prefault({}),
   channels: z.array(channel).default([{ id: "*" }]),
   queue: queue.prefault({}),
+  replies: replies.prefault({}),
   state_dir: z
     .string()
     .optional()

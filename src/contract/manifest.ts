@@ -5,7 +5,11 @@
  * form (`--manifest`) is read in proxy/manifest.ts.
  */
 import { z } from "zod";
-import type { McpServerConfig } from "../config/schema.js";
+import { DEFAULT_MCP_TIMEOUT, type McpServerConfig } from "../config/schema.js";
+import { parseDuration } from "../config/duration.js";
+
+/** A tool call's timeout when the server sets none (config `mcp.servers.<name>.timeout`). */
+export const DEFAULT_CALL_TIMEOUT_MS = parseDuration(DEFAULT_MCP_TIMEOUT)!;
 
 export interface ManifestServer {
   name: string;
@@ -22,7 +26,7 @@ export interface ManifestServer {
   stop: "reprompt" | "wait";
   /** A hook that errors or times out, or a `stop: wait` server that is not running, counts as this verdict. */
   on_error: "allow" | "object";
-  /** Per-call timeout in ms; absent = none (shell commands may run long). */
+  /** Per-call timeout in ms (progress restarts it); absent = DEFAULT_CALL_TIMEOUT_MS. */
   timeout?: number;
 }
 
@@ -32,6 +36,11 @@ export interface ProxyManifest {
   list_timeout: number;
   /** The largest file send_message may attach (`attachments.max_bytes`); the proxy checks it before reading. */
   attachment_max_bytes?: number;
+  /**
+   * `replies.max_bytes`: the proxy refuses a longer send_message itself, so its content never
+   * crosses the link (the daemon checks again). Absent: the daemon alone decides.
+   */
+  message_max_bytes?: number;
 }
 
 /** Server names: letters, digits and `-` (they become tool-name prefixes). */
@@ -55,6 +64,7 @@ export const manifestWire = z.object({
   hook_deadline: z.number().int().positive(),
   list_timeout: z.number().int().positive(),
   attachment_max_bytes: z.number().int().min(0).optional(),
+  message_max_bytes: z.number().int().positive().optional(),
 });
 
 /** Builds a manifest from the config's (already parsed) `mcp` section, keeping only `names`. */

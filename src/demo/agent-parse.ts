@@ -4,7 +4,7 @@
  *
  * - Standing context (first prompt blocks, or the session/new `systemPrompt`), read outside
  *   fenced blocks only (members' text is fenced): a line `Channel: <name>` (an optional trailing `(<id>)` is dropped), a line
- *   `Description: <about>`, and a section starting `Team instructions:` (text on the
+ *   `Description: <about>` (a name or description in an inline code span is unwrapped), and a section starting `Team instructions:` (text on the
  *   same line or the following lines; its first non-empty line is quoted).
  * - The last event of the turn: the LAST line `Author: <who>` or `From: <who>` (leading
  *   `-`/`*` bullets allowed), and its content: the first fenced block (``` or ~~~, any
@@ -66,6 +66,10 @@ interface Directives {
   busyMs?: number;
   /** Pad the reply to at least this many characters (numbered filler lines). */
   longChars?: number;
+  /** `#stderr <text>`: the rest of the line, written to stderr. */
+  stderr?: string;
+  /** `#burst <n> [<chars>]`: send_message n times at once. */
+  burst?: { count: number; chars: number };
   tools: Array<{ name: string; args: Record<string, unknown> }>;
 }
 
@@ -132,6 +136,8 @@ function parseDirectives(text: string): Directives {
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
   const busy = /(?:^|\s)#busy\s+(\d+)/i.exec(text);
   const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);
+  const burst = /(?:^|\s)#burst\s+(\d+)(?:\s+(\d+))?/i.exec(text);
+  const stderr = /(?:^|\s)#stderr (.+)$/im.exec(text);
   const usage = /(?:^|\s)#usage\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)/i.exec(text);
   const tools: Directives["tools"] = [];
   for (const m of text.matchAll(/(?:^|\s)#tool\s+([A-Za-z0-9_.-]+)[ \t]*(\{.*\})?/gim)) {
@@ -172,6 +178,8 @@ function parseDirectives(text: string): Directives {
     slowMs: slow ? Number(slow[1]) : undefined,
     busyMs: busy ? Number(busy[1]) : undefined,
     longChars: long ? Number(long[1]) : undefined,
+    burst: burst ? { count: Number(burst[1]), chars: Number(burst[2] ?? 0) } : undefined,
+    stderr: stderr?.[1],
     tools,
   };
 }
@@ -186,6 +194,11 @@ function batchOf(text: string): ParsedPrompt["batch"] {
     if (id) out.push({ id, asked: fencedAfter(part, 0) ?? "" });
   });
   return out;
+}
+
+/** A value the prompt shows in an inline code span (names, channel names, descriptions), without the span. */
+function unspan(value: string | undefined): string | undefined {
+  return value?.replace(/^(`+) ?(.*?) ?\1(?=$| \()/, "$2");
 }
 
 /**
@@ -212,10 +225,10 @@ export function parsePrompt(promptText: string, systemPrompt = ""): ParsedPrompt
   const channelLine = line(standing, "channel");
   const { author, asked } = askedOf(promptText);
   return {
-    channel: channelLine?.replace(/\s*\([^()]*\)\s*$/, ""),
-    description: line(standing, "description"),
+    channel: unspan(channelLine?.replace(/\s*\([^()]*\)\s*$/, "")),
+    description: unspan(line(standing, "description")),
     teamInstructions: teamInstructions(standing),
-    author,
+    author: unspan(author),
     asked,
     directives: parseDirectives(asked),
     batch: batchOf(promptText),

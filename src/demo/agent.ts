@@ -37,6 +37,10 @@
  *   #busy <ms>            spend that long in two tool calls (updates only: "Running npm
  *                         test with API_KEY=…", then "Reading build.log"), then answer
  *   #long <chars>         pad the reply with numbered filler lines to at least that length
+ *   #stderr <text>        write <text> (the rest of the line) to its stderr
+ *   #burst <n> [<chars>]  call send_message n times at once (each `burst i/n`, padded to
+ *                         <chars> characters), report how many were sent and the first
+ *                         error, then reply as usual
  *   #crash                exit(1) in the middle of the turn
  *   #crash-after-reply    exit(1) right after its first send_message (in a batch: after
  *                         answering the first message only)
@@ -254,6 +258,18 @@ function writeAttachment(n: number): string {
   return name;
 }
 
+/** `#burst`: n send_message calls at once; what came back, in one line. */
+async function burst(b: { count: number; chars: number }, call: (name: string, args: Record<string, unknown>) => Promise<string>) {
+  const results = await Promise.all(
+    Array.from({ length: b.count }, (_, i) => {
+      const head = `burst ${i + 1}/${b.count}`;
+      return call("send_message", { content: head.padEnd(Math.max(b.chars, head.length), ".") });
+    }),
+  );
+  const failed = results.filter((r) => !r.includes("event_id"));
+  return `burst: ${results.length - failed.length} sent, ${failed.length} refused${failed.length ? `; first: ${failed[0]!.slice(0, 300)}` : ""}`;
+}
+
 /** Exits as a crash would, the moment a directive asks for it. */
 function crashNow(): never {
   process.exit(1);
@@ -449,6 +465,8 @@ export async function runDemoAgent(
       }
     }
     for (const t of d.tools) reports.push(`tool ${t.name}: ${await callTool(t.name, t.args)}`);
+    if (d.burst) reports.push(await burst(d.burst, callTool));
+    if (d.stderr !== undefined) process.stderr.write(`${d.stderr}\n`);
     if (d.stopHook) reports.push(`_Stop: ${JSON.stringify(await callTool("_Stop", {}))}`);
     if (turn.signal.aborted) return cancelled();
 

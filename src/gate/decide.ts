@@ -15,7 +15,8 @@
 import type { Event } from "nostr-tools";
 import type { Config } from "../config/schema.js";
 import { KIND } from "../nostr/kinds.js";
-import { channelOf, mentionsOf, threadRootOf } from "../nostr/events.js";
+import { channelOf, threadRootOf } from "../nostr/events.js";
+import { eventRefs, isHex64, mentions } from "../nostr/refs.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
 import { channelKinds } from "../buzz/directory.js";
@@ -140,13 +141,15 @@ function controlCommandOf(ev: Event, self: string): ControlCommand | undefined {
   return tagsAgent ? text : undefined;
 }
 
+/** An edit names the message it replaces with its first `e` tag; only an event id counts. */
 function editTarget(ev: Event): string | undefined {
-  return tagValue(ev, "e");
+  const target = tagValue(ev, "e");
+  return isHex64(target) ? target.toLowerCase() : undefined;
 }
 
-/** NIP-09: a deletion names its targets with `e` tags (at most 50 looked at). */
+/** NIP-09: a deletion names its targets with `e` tags (well-formed ids, at most 50 looked at). */
 function deletionTargets(ev: Event): string[] {
-  return [...new Set(ev.tags.filter((t) => t[0] === "e" && typeof t[1] === "string").map((t) => t[1]!))].slice(0, 50);
+  return eventRefs(ev).slice(0, 50);
 }
 
 /** Author refusals a sibling can overturn (never `nobody`: that channel answers no one). */
@@ -207,7 +210,7 @@ export function decide(
 
   if (!channelKinds(policy.kinds, channel.type).includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
   let continued: Continuation | undefined;
-  if (policy.require_mention && !mentionsOf(ev).includes(ctx.self)) {
+  if (policy.require_mention && !mentions(ev, ctx.self)) {
     const p = ctx.participation;
     const via = participant?.via ?? (p && continuationOf(ev, ctx.self, policy.participation, channelId, p.active));
     // Chatter the relay delivers for participation's sake is everything said in the channel:

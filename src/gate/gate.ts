@@ -9,6 +9,7 @@ import { decide, isWakeCandidate, siblingMayChange, type Decision, type GateCont
 import { npub } from "../config/keys.js";
 import type { DeniedReporter } from "./denied.js";
 import type { ControlExecutor } from "./control.js";
+import { tagFaults } from "../nostr/refs.js";
 
 export interface GateOptions {
   context: GateContext;
@@ -83,8 +84,13 @@ export class Gate {
     return d;
   }
 
-  /** The decision's side effects (cursor, control command, denial answer); none for accept and amend. */
+  /**
+   * The decision's side effects (cursor, control command, denial answer); for an event the
+   * bridge acts on, one line naming the tag values its readers ignore.
+   */
   async act(ev: Event, decision: Decision): Promise<void> {
+    if (decision.action === "accept" || decision.action === "amend" || decision.action === "control")
+      this.noteTagFaults(ev, decision.channel.id);
     if (decision.action === "accept" || decision.action === "amend") return;
     const seenIn = cursorChannel(decision);
     if (seenIn) this.opts.noteSeen?.(seenIn, ev.created_at);
@@ -97,6 +103,20 @@ export class Gate {
       return;
     }
     await this.opts.reporter.report(ev, decision);
+  }
+
+  /**
+   * Tag values of an event the bridge acts on that are not what their tag holds (an `e`
+   * value that is no event id, a `p` value that is no pubkey, an unknown NIP-10 marker), and
+   * mentions beyond Buzz's cap: every reader ignores them (nostr/refs.ts); this says so once.
+   */
+  private noteTagFaults(ev: Event, channel: string): void {
+    const { faults, total, overCap } = tagFaults(ev);
+    if (!total && !overCap) return;
+    this.opts.logger.info(
+      { evt: "gate.tags_dropped", event: ev.id, channel, author: npub(ev.pubkey), dropped: total, faults, over_mention_cap: overCap },
+      "ignored tag values the bridge does not read: malformed, or mentions past the cap",
+    );
   }
 }
 

@@ -18,6 +18,7 @@ import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
 import { BoundedMap } from "../base/bounded-map.js";
 import { channelOf, mentionsOf, threadRootOf } from "../nostr/events.js";
+import { mentions } from "../nostr/refs.js";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 
 export type ParticipationMode = "thread" | "channel" | "off";
@@ -149,12 +150,12 @@ export function continuationOf(
   active: Pick<ActiveConversations, "isThreadActive" | "isChannelActive">,
 ): Continuation | undefined {
   if (mode === "off") return undefined;
-  const mentions = mentionsOf(ev);
+  const named = mentionsOf(ev);
   // Addressed to others only: the person handed the conversation on.
-  if (mentions.length && !mentions.includes(self)) return undefined;
+  if (named.length && !mentions(ev, self)) return undefined;
   const root = threadRootOf(ev);
   if (root !== ev.id) return active.isThreadActive(root) ? "thread" : undefined;
-  if (mode === "channel" && mentions.length === 0 && active.isChannelActive(channel)) return "channel";
+  if (mode === "channel" && named.length === 0 && active.isChannelActive(channel)) return "channel";
   return undefined;
 }
 

@@ -14,6 +14,7 @@ import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import { channelOf, messageParts, PROGRESS_TAG, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { imetaTag } from "../nostr/imeta.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
+import { contentTooLong, tooManyMessages } from "../contract/limits.js";
 import type { BuzzToolHandlers } from "./server.js";
 import type { BuzzToolArgs } from "../contract/buzz-tools.js";
 import { tagValue, tagValues } from "../base/tags.js";
@@ -47,9 +48,17 @@ export interface BuzzToolsOptions {
   onPublished?(ev: Event): void;
   /**
    * Called when a publishing tool call starts: the turn running then is told of the event
-   * once published, and when the call is over either way (`release`).
+   * once published, and when the call is over either way (`release`). `admitMessage` counts
+   * a send_message against the turn's allowance: false once it is spent.
    */
-  bindTurn?(): { publishing?(ev: Event): Promise<void>; published(ev: Event): void; release(): void } | undefined;
+  bindTurn?(): TurnBinding | undefined;
+  /** The most bytes one send_message's content may have (`replies.max_bytes`); default no limit. */
+  maxBytes?: number;
+  /**
+   * send_message calls allowed while no turn is bound (`replies.max_per_turn`): an agent
+   * posting between its turns is held to the same allowance, counted until a turn binds.
+   */
+  maxUnbound?: number;
   /** Event a send_message without reply_to answers (the turn's mention); default none = top-level. */
   defaultReplyTo?(): string | undefined;
   /** The channel is a forum: a top-level message is a post (45001). */
@@ -62,6 +71,14 @@ export interface BuzzToolsOptions {
    */
   turnOver?(): AbortSignal | undefined;
   logger?: Logger;
+}
+
+export interface TurnBinding {
+  publishing?(ev: Event): Promise<void>;
+  published(ev: Event): void;
+  release(): void;
+  /** Counts one send_message against the turn's allowance; false (and not counted) once it is spent. */
+  admitMessage?(): { ok: true } | { ok: false; max: number };
 }
 
 /** Pauses between tries while the relay is away: 1 s growing to 5 s (the client reconnects on its own pacing). */
@@ -84,6 +101,19 @@ function summary(ev: Event) {
 
 export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
   const { channel } = opts;
+  /** send_message calls since the last one a turn was bound to (see maxUnbound). */
+  let unbound = 0;
+
+  /** A call with no turn bound counts against maxUnbound; one with a turn starts that count over. */
+  const admitUnbound = (turn: TurnBinding | undefined): { ok: true } | { ok: false; max: number } => {
+    if (turn) {
+      unbound = 0;
+      return { ok: true };
+    }
+    if (opts.maxUnbound !== undefined && unbound >= opts.maxUnbound) return { ok: false, max: opts.maxUnbound };
+    unbound++;
+    return { ok: true };
+  };
 
   /** Runs `op` until it stops failing for an outage (`outage`), or the turn is over. */
   const throughOutage = async <T>(
@@ -164,12 +194,25 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     return out;
   };
 
-  /** Publishes the templates in order (a long message's parts); the first event's id answers. */
-  const publish = async (templates: EventTemplate | EventTemplate[], what: string): Promise<{ event_id: string; parts?: string[] }> => {
+  /**
+   * Publishes the templates in order (a long message's parts); the first event's id answers.
+   * `turn`: the binding the call already took (send_message binds before it checks its allowance).
+   */
+  const publish = async (
+    templates: EventTemplate | EventTemplate[] | (() => EventTemplate | EventTemplate[] | Promise<EventTemplate | EventTemplate[]>),
+    what: string,
+    turn: TurnBinding | undefined = opts.bindTurn?.(),
+  ): Promise<{ event_id: string; parts?: string[] }> => {
     // Bound before the wait: a publish that completes late (a reconnect) still counts for
     // the turn that asked for it, and that turn knows a publish is still on its way.
-    const turn = opts.bindTurn?.();
-    const list = Array.isArray(templates) ? templates : [templates];
+    let list: EventTemplate[];
+    try {
+      const made = typeof templates === "function" ? await templates() : templates;
+      list = Array.isArray(made) ? made : [made];
+    } catch (err) {
+      turn?.release();
+      throw err;
+    }
     const ids: string[] = [];
     try {
       for (const [i, template] of list.entries()) {
@@ -191,21 +234,38 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
 
   return {
     async sendMessage(a) {
-      const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
-      const thread = replyTo ? replyRefFor(await inChannel(replyTo, "reply_to event")) : undefined;
-      const files = await uploadFiles(a.files ?? []);
-      // NIP-92: the files' urls are in the text too, for clients that do not read imeta.
-      const content = files.length ? `${a.content}\n\n${files.map((f) => f.url).join("\n")}` : a.content;
-      // A progress note is marked on the wire: the turn and a later restart tell it from the answer by that mark.
-      const extraTags = a.progress ? [[...PROGRESS_TAG]] : undefined;
-      const parts = messageParts(
-        channel,
-        content,
-        { thread, mentions: a.mentions, extraTags, forumPost: opts.forum?.() },
-        opts.relay.contentLimit?.(),
+      // Checked before anything is fetched, signed or split: an oversized message or a flood
+      // costs the daemon nothing but this refusal.
+      const bytes = Buffer.byteLength(a.content, "utf8");
+      if (opts.maxBytes !== undefined && bytes > opts.maxBytes) throw new BuzzToolError(contentTooLong(bytes, opts.maxBytes));
+      const turn = opts.bindTurn?.();
+      const admitted = turn?.admitMessage?.() ?? admitUnbound(turn);
+      if (!admitted.ok) {
+        turn?.release();
+        throw new BuzzToolError(tooManyMessages(admitted.max));
+      }
+      let files: Awaited<ReturnType<typeof uploadFiles>> = [];
+      const sent = await publish(
+        async () => {
+          const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
+          const thread = replyTo ? replyRefFor(await inChannel(replyTo, "reply_to event")) : undefined;
+          files = await uploadFiles(a.files ?? []);
+          // NIP-92: the files' urls are in the text too, for clients that do not read imeta.
+          const content = files.length ? `${a.content}\n\n${files.map((f) => f.url).join("\n")}` : a.content;
+          // A progress note is marked on the wire: the turn and a later restart tell it from the answer by that mark.
+          const extraTags = a.progress ? [[...PROGRESS_TAG]] : undefined;
+          const parts = messageParts(
+            channel,
+            content,
+            { thread, mentions: a.mentions, extraTags, forumPost: opts.forum?.() },
+            opts.relay.contentLimit?.(),
+          );
+          parts[parts.length - 1]!.tags.push(...files.map((f) => imetaTag(f)));
+          return parts;
+        },
+        "message",
+        turn,
       );
-      parts[parts.length - 1]!.tags.push(...files.map((f) => imetaTag(f)));
-      const sent = await publish(parts, "message");
       return files.length
         ? { ...sent, attachments: files.map((f) => ({ name: f.name, url: f.url, sha256: f.sha256, size: f.size })) }
         : sent;

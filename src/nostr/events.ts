@@ -9,6 +9,7 @@ import { KIND } from "./kinds.js";
 import { MENTION_CAP } from "../contract/limits.js";
 import { nowSec } from "../base/time.js";
 import { tagValue } from "../base/tags.js";
+import { isHex64, markedRef, mentionRefs } from "./refs.js";
 
 export interface ThreadRef {
   /** Root of the thread; equal to parent for a direct reply to a top-level message. */
@@ -29,13 +30,18 @@ function threadTags(ref: ThreadRef | undefined): string[][] {
   ];
 }
 
-/** The thread an event belongs to, from its own markers: its root, or itself when top-level. */
+/**
+ * The thread an event belongs to, from its own markers: its root, or itself when top-level.
+ * Only well-formed ids count (refs.ts): a root marker carrying anything else is ignored, so
+ * it can never become a scope key, a prompt line or a tag of a reply.
+ */
 export function threadRootOf(ev: Pick<Event, "id" | "tags">): string {
-  const root = ev.tags.find((t) => t[0] === "e" && t[3] === "root");
-  if (root?.[1]) return root[1];
-  const reply = ev.tags.find((t) => t[0] === "e" && t[3] === "reply");
-  if (reply?.[1]) return reply[1];
-  return ev.id;
+  return markedRef(ev, "root") ?? markedRef(ev, "reply") ?? ev.id;
+}
+
+/** The event `ev` replies to (its `reply`-marked `e` tag), when well-formed. */
+export function parentOf(ev: Pick<Event, "tags">): string | undefined {
+  return markedRef(ev, "reply");
 }
 
 /** Where a reply to `ev` goes: same thread, parent = ev; in a forum's thread (a post or comment), as a comment. */
@@ -50,16 +56,18 @@ export function isForumKind(kind: number | undefined): boolean {
   return kind === KIND.forumPost || kind === KIND.forumComment;
 }
 
-/** Pubkeys an event mentions: `p` tags and Buzz's `mention` tags, deduplicated. */
+/**
+ * Pubkeys an event mentions: `p` tags and Buzz's `mention` tags, deduplicated, well-formed
+ * ones only and at most MENTION_CAP of them (refs.ts).
+ */
 export function mentionsOf(ev: Pick<Event, "tags">): string[] {
-  const out = new Set<string>();
-  for (const t of ev.tags) if ((t[0] === "p" || t[0] === "mention") && t[1]) out.add(t[1].toLowerCase());
-  return [...out];
+  return mentionRefs(ev);
 }
 
-/** NIP-25: the event a reaction is on is named by its last `e` tag. */
+/** NIP-25: the event a reaction is on is named by its last `e` tag (when that is an event id). */
 export function reactionTarget(ev: Pick<Event, "tags">): string | undefined {
-  return ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
+  const last = ev.tags.filter((t) => t[0] === "e").at(-1)?.[1];
+  return isHex64(last) ? last.toLowerCase() : undefined;
 }
 
 export function channelOf(ev: Pick<Event, "tags">): string | undefined {

@@ -6,8 +6,8 @@
  */
 import type { Event } from "nostr-tools";
 import { attachmentName, imetaOf, type Imeta } from "../nostr/imeta.js";
-import { formatBytes } from "../config/bytes.js";
-import { fence, oneLine, type ImageBlock, type ResourceBlock } from "./text.js";
+import { formatBytes } from "../config/size.js";
+import { fence, oneLine, p, type ImageBlock, type PromptText, type ResourceBlock } from "./text.js";
 
 /** What the bridge made of one attachment. */
 export type AttachmentOutcome =
@@ -41,7 +41,7 @@ export function listedOnly(ev: Event): ResolvedAttachment[] {
  * The listing of one message's attachments, fenced; `firstBlock` numbers the files given
  * below so the agent can match "image 2" with the second block after this message.
  */
-export function attachmentListing(list: ResolvedAttachment[]): string | undefined {
+export function attachmentListing(list: ResolvedAttachment[]): PromptText | undefined {
   if (!list.length) return undefined;
   let given = 0;
   const lines = list.map((a, i) => {
@@ -58,7 +58,7 @@ export function attachmentListing(list: ResolvedAttachment[]): string | undefine
     const alt = m.alt ? `; described as "${oneLine(m.alt, 200)}"` : "";
     return `${i + 1}. ${parts.join(", ")}; ${oneLine(m.url, 300)}${alt} — ${status}`;
   });
-  return `Attachments (${list.length}; names, descriptions, types and sizes as the poster gave them):\n${fence(lines.join("\n"))}`;
+  return p`Attachments (${list.length}; names, descriptions, types and sizes as the poster gave them):\n${fence(lines.join("\n"))}`;
 }
 
 /** The files to put after the message's text block, in listing order. */

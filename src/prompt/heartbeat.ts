@@ -6,7 +6,7 @@
  */
 import { buildStanding, channelLines, type StandingInput } from "./standing.js";
 import { settingsOf, type PromptSession } from "./session.js";
-import { block, type TextBlock } from "./text.js";
+import { block, joined, operatorText, p, timeText, type TextBlock } from "./text.js";
 
 export function heartbeatBlocks(session: PromptSession, standing: StandingInput, text: string, at = new Date()): TextBlock[] {
   const blocks: TextBlock[] = [];
@@ -17,13 +17,13 @@ export function heartbeatBlocks(session: PromptSession, standing: StandingInput,
   }
   blocks.push(
     block(
-      [
-        `Heartbeat (${at.toISOString()}): a timer prompt in your own heartbeat session, not a message from anyone.`,
+      joined([
+        p`Heartbeat (${timeText(at.getTime() / 1000)}): a timer prompt in your own heartbeat session, not a message from anyone.`,
         ...channelLines(standing.channel),
-        "Anything you post with send_message goes top-level into this channel; post nothing when there is nothing to say.",
-        "",
-        text.trim(),
-      ].join("\n"),
+        p`Anything you post with send_message goes top-level into this channel; post nothing when there is nothing to say.`,
+        p``,
+        operatorText(text.trim()),
+      ]),
     ),
   );
   return blocks;

@@ -8,6 +8,7 @@ import { basename, resolve } from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { typeForName } from "../base/mime.js";
 import { BUZZ_TOOL_NAMES, type BuzzToolName } from "../contract/buzz-tools.js";
+import { contentTooLong } from "../contract/limits.js";
 import type { LinkClient } from "../link/client.js";
 import { errorResult } from "./call-errors.js";
 
@@ -20,11 +21,20 @@ export function isBuzzTool(name: string): name is BuzzToolName {
   return NAMES.has(name);
 }
 
+/**
+ * One buzz tool call over the link. A send_message longer than the manifest's
+ * `message_max_bytes` is refused here, in the daemon's words, before it crosses the link.
+ */
 export async function callBuzzTool(
   link: LinkClient,
   name: BuzzToolName,
   args: Record<string, unknown> | undefined,
+  maxMessageBytes?: number,
 ): Promise<CallToolResult> {
+  if (name === "send_message" && maxMessageBytes !== undefined && typeof args?.content === "string") {
+    const bytes = Buffer.byteLength(args.content, "utf8");
+    if (bytes > maxMessageBytes) return errorResult(`${name} failed: ${contentTooLong(bytes, maxMessageBytes)}`);
+  }
   try {
     const sent = name === "send_message" ? await readAttachments(args ?? {}, link.manifest.attachment_max_bytes) : (args ?? {});
     const result = await link.callBuzzTool(name, sent);

@@ -30,7 +30,9 @@ export function exitedDuring(server: string, tool: string): CallToolResult {
   return errorResult(`MCP server '${server}' exited during '${tool}'; it is being restarted`);
 }
 
-/** The server's configured `timeout` passed. */
-export function timedOut(server: string, tool: string, ms: number | undefined): CallToolResult {
-  return errorResult(`'${tool}' on MCP server '${server}' timed out after ${ms} ms`);
+/** The server's `timeout` (configured, or the default) passed; the call was cancelled. */
+export function timedOut(server: string, tool: string, ms: number): CallToolResult {
+  return errorResult(
+    `'${tool}' on MCP server '${server}' timed out after ${ms} ms (its timeout, mcp.servers.${server}.timeout) and was cancelled; try again, or a smaller step`,
+  );
 }

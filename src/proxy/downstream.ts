@@ -24,6 +24,7 @@ import type { Logger } from "../base/log.js";
 import { downstreamEnv } from "./env.js";
 import { FastStdioClientTransport, type ChildSpec } from "./line-transport.js";
 import type { ManifestServer } from "./manifest.js";
+import { DEFAULT_CALL_TIMEOUT_MS } from "../contract/manifest.js";
 import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
 import { RawCalls } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
@@ -31,8 +32,6 @@ import { Backoff } from "../base/backoff.js";
 
 export type DownstreamState = "starting" | "ready" | "down" | "stopped";
 
-/** setTimeout's ceiling: "no timeout" for calls whose server has none configured. */
-const NO_TIMEOUT_MS = 2_147_483_647;
 /** Restart pacing after a server goes down: 500 ms doubling to 30 s, no jitter (one proxy, no herd). */
 const RESTART_BACKOFF = { baseMs: 500, capMs: 30_000, jitter: 0 };
 /**
@@ -95,6 +94,11 @@ export class Downstream {
     return this.cfg.name;
   }
 
+  /** How long one tool call may go without an answer or progress: the server's timeout, or the default. */
+  get callTimeoutMs(): number {
+    return this.cfg.timeout ?? DEFAULT_CALL_TIMEOUT_MS;
+  }
+
   /** Resolves once the first start attempt has finished, ready or failed. */
   settled(): Promise<void> {
     return this.firstAttempt;
@@ -124,7 +128,7 @@ export class Downstream {
       errors++;
       if (errors <= 5 || errors % 100 === 0) log.warn({ evt: "proxy.server_error", server: this.name, error: err.message, count: errors });
     };
-    const raw = new RawCalls(transport, this.name, this.cfg.timeout);
+    const raw = new RawCalls(transport, this.name, this.callTimeoutMs);
     transport.intercept = (message) => raw.take(message);
     client.onclose = () => {
       raw.closed();
@@ -280,13 +284,12 @@ export class Downstream {
       arguments: args ?? {},
     };
     if (options.meta) params._meta = options.meta;
-    const timeout = this.cfg.timeout;
     return client
       .request({ method: "tools/call", params }, PassThroughResult, {
         signal: options.signal,
         onprogress: options.onprogress,
-        timeout: timeout ?? NO_TIMEOUT_MS,
-        resetTimeoutOnProgress: timeout !== undefined,
+        timeout: this.callTimeoutMs,
+        resetTimeoutOnProgress: true,
       })
       .catch((err: unknown) => this.callFailed(err, tool, options.signal));
   }
@@ -294,7 +297,7 @@ export class Downstream {
   private callFailed(err: unknown, tool: string, signal: AbortSignal | undefined): CallToolResult {
     if (signal?.aborted) throw err;
     if (err instanceof McpError) {
-      if (err.code === ErrorCode.RequestTimeout) return timedOut(this.name, tool, this.cfg.timeout);
+      if (err.code === ErrorCode.RequestTimeout) return timedOut(this.name, tool, this.callTimeoutMs);
       if (err.code === ErrorCode.ConnectionClosed) return exitedDuring(this.name, tool);
       return refused(this.name, tool, err);
     }

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { parseDuration, DURATION_PATTERN } from "../config/duration.js";
-import { defaultOnError, type McpServerConfig } from "../config/schema.js";
+import { DEFAULT_MCP_TIMEOUT, defaultOnError, type McpServerConfig } from "../config/schema.js";
 import { manifestFromConfig, SERVER_NAME_PATTERN, type ProxyManifest } from "../contract/manifest.js";
 
 export { manifestFromConfig, type ManifestServer, type ProxyManifest } from "../contract/manifest.js";
@@ -35,7 +35,7 @@ const serverFile = z
     prefix: z.boolean().default(true),
     stop: z.enum(["reprompt", "wait"]).default("reprompt"),
     on_error: z.enum(["allow", "object"]).optional(),
-    timeout: duration.optional(),
+    timeout: duration.prefault(DEFAULT_MCP_TIMEOUT),
   })
   .transform((s) => ({ ...s, on_error: s.on_error ?? defaultOnError(s.stop) }));
 

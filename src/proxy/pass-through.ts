@@ -49,7 +49,7 @@ export class RawCalls {
   constructor(
     private readonly out: LineSink,
     private readonly server: string,
-    /** Per-call timeout in ms; undefined for none (long shells: the agent owns turn time). */
+    /** Per-call timeout in ms (the Downstream always gives one: the server's, or the default); undefined for none. */
     private readonly timeoutMs?: number,
   ) {}
 
@@ -139,12 +139,13 @@ export class RawCalls {
   }
 
   private arm(call: RawCall): void {
-    if (this.timeoutMs === undefined) return;
+    const ms = this.timeoutMs;
+    if (ms === undefined) return;
     clearTimeout(call.timer);
     call.timer = setTimeout(() => {
-      this.cancel(call.id, `timed out after ${this.timeoutMs} ms`);
-      call.handlers.done(timedOut(this.server, call.tool, this.timeoutMs));
-    }, this.timeoutMs);
+      this.cancel(call.id, `timed out after ${ms} ms`);
+      call.handlers.done(timedOut(this.server, call.tool, ms));
+    }, ms);
   }
 
   private forget(call: RawCall): void {

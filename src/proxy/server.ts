@@ -294,7 +294,8 @@ export class AggregatingProxy {
                   .catch(() => {}),
       });
     }
-    if (this.opts.link && isBuzzTool(name)) return callBuzzTool(this.opts.link, name, params.arguments);
+    if (this.opts.link && isBuzzTool(name))
+      return callBuzzTool(this.opts.link, name, params.arguments, this.opts.manifest.message_max_bytes);
     const hookTargets = isHookName(name) ? this.hookTargets(name) : [];
     if (hookTargets.length > 0) {
       return runHookFanout(name, hookTargets, {

@@ -12,6 +12,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { QueueStoreError } from "./errors.js";
+import { privateSqliteFile } from "../base/private-file.js";
 
 export const SCHEMA_VERSION = 1;
 export const STORE_FILE = "queue.db";
@@ -112,6 +113,8 @@ export class QueueStore {
   constructor(file: string) {
     this.file = file;
     try {
+      // The queue holds what members wrote: this user's alone (0600, its -wal and -shm too).
+      privateSqliteFile(file);
       this.db = new Database(file);
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("synchronous = NORMAL");

@@ -13,7 +13,7 @@
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { BoundedMap } from "../base/bounded-map.js";
-import { formatBytes } from "../config/bytes.js";
+import { formatBytes } from "../config/size.js";
 import type { MediaFetcher } from "../buzz/media-fetch.js";
 import { attachmentClass, imageTypeOf, textOf } from "../buzz/media-sniff.js";
 import { imetaOf, type Imeta } from "../nostr/imeta.js";

@@ -48,6 +48,8 @@ export interface DispatcherDeps {
   displayName(pubkey: string): Promise<string | undefined>;
   /** Downloads the files the turn's messages attach (turn/attachments.ts); without it they are only listed. */
   attachments?: AttachmentResolver;
+  /** Display names of several pubkeys in one look-up (a prompt's people). */
+  displayNames(pubkeys: string[]): Promise<ReadonlyMap<string, string | undefined>>;
   enforce: Enforce;
   /** Schnorr check, for answers to the agents' questions. */
   verify(ev: Event): boolean;
@@ -100,7 +102,7 @@ export class TurnDispatcher {
     this.builder = new TurnPromptBuilder({
       self: d.self,
       query: (f) => d.relay.query(f),
-      displayName: (pk) => d.displayName(pk),
+      displayNames: (pks) => d.displayNames(pks),
       attachments: d.attachments,
       logger: d.logger,
     });
@@ -295,7 +297,9 @@ export class TurnDispatcher {
       const inflight = new InflightPublishes();
       // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
       const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over };
+      // A batch may answer more messages at once than replies.max_per_turn: one each, at least.
+      const messages = { sent: 0, max: Math.max(cfg.replies.max_per_turn, batch.events.length) };
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over, messages };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
@@ -348,6 +352,7 @@ export class TurnDispatcher {
           triggers: batch.events,
           blocks,
           replyFallback: policy.reply_fallback,
+          maxReplyBytes: cfg.replies.max_bytes,
           typing: cfg.relay.typing,
           contentLimit: this.d.relay.contentLimit?.(),
           enforce: this.d.enforce,

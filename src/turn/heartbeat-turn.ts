@@ -60,7 +60,8 @@ export async function runHeartbeat(
     running.session = ss.session;
     const inflight = new InflightPublishes();
     const over = AbortSignal.any([signal, AbortSignal.timeout(cfg.agent.max_turn)]);
-    ss.current = { turnId: running.info.turnId, published, anchor: "", inflight, over };
+    const messages = { sent: 0, max: cfg.replies.max_per_turn };
+    ss.current = { turnId: running.info.turnId, published, anchor: "", inflight, over, messages };
     try {
       const r = await ss.session.prompt(heartbeatBlocks(ss.prompt, standing, text));
       if (r.turnUsage) d.onUsage?.(channel.id, ss.session.model, r.turnUsage);

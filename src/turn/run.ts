@@ -16,6 +16,7 @@ import { enforceStopGates, type StopMode, type WaitGate } from "./stop-gates.js"
 
 import type { Enforce } from "../config/enforce.js";
 import type { ReplyFallbackMode } from "../config/schema.js";
+import { formatSize } from "../config/size.js";
 
 export interface TurnSpec {
   turnId: string;
@@ -24,6 +25,8 @@ export interface TurnSpec {
   triggers: Event[];
   blocks: PromptBlock[];
   replyFallback: ReplyFallbackMode;
+  /** `replies.max_bytes`: a final-text fallback longer than this is cut to it, saying so. */
+  maxReplyBytes: number;
   typing: boolean;
   /** The relay's content limit (its NIP-11); a longer fallback reply goes out in parts. */
   contentLimit?: number;
@@ -191,8 +194,9 @@ async function replyIfSilent(
   const text = result.finalText.trim();
   if (spec.replyFallback === "final_text" && text) {
     // Longer than the relay takes: ordered, marked parts in the same thread, each published
-    // once the one before it is in.
-    for (const part of messageParts(spec.channel, text, { thread: spec.thread, mentions: requesters(spec) }, spec.contentLimit)) {
+    // once the one before it is in. Longer than an agent may post: cut, and said so.
+    const reply = cutReply(text, spec.maxReplyBytes);
+    for (const part of messageParts(spec.channel, reply, { thread: spec.thread, mentions: requesters(spec) }, spec.contentLimit)) {
       const ev = await ports.out.publish(part);
       if (!ev) throw new TurnFailed("the relay refused the fallback reply");
       ports.published.add(ev.id);
@@ -204,6 +208,16 @@ async function replyIfSilent(
     return "notice";
   }
   return "silent";
+}
+
+/** `text` within `max` UTF-8 bytes: as it is, or its start (whole characters) and a note saying what was cut. */
+export function cutReply(text: string, max: number): string {
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes <= max) return text;
+  const note = `\n\n[… cut by the bridge: the agent's reply was ${bytes} bytes, more than one message may carry (replies.max_bytes, ${formatSize(max)})]`;
+  const room = Math.max(0, max - Buffer.byteLength(note, "utf8"));
+  const { read } = new TextEncoder().encodeInto(text, new Uint8Array(room));
+  return text.slice(0, read) + note;
 }
 
 /** A note in the thread while the turn goes on; not an answer (docs/protocol.md §4), so not in `published`. */

@@ -47,6 +47,8 @@ interface TurnBinding {
   /** What a send_message without reply_to answers. */
   anchor: string;
   inflight: InflightPublishes;
+  /** send_message calls the turn made, and how many it may make (`replies.max_per_turn`). */
+  messages: { sent: number; max: number };
   /** Aborted once the turn is over (ended, cancelled, past max_turn): the link's tools stop waiting for the relay. */
   over?: AbortSignal;
 }
@@ -109,6 +111,8 @@ export class ScopeSessions {
       defaultReplyTo: () => ss?.current?.anchor,
       forum: () => channel.type === "forum",
       maxAttachmentBytes: () => this.d.config().attachments.max_bytes,
+      maxBytes: cfg.replies.max_bytes,
+      maxUnbound: cfg.replies.max_per_turn,
       turnOver: () => ss?.current?.over,
       logger: this.d.logger?.child({ scope: key }),
       bindTurn: () => {
@@ -125,6 +129,11 @@ export class ScopeSessions {
           published: (ev) => {
             if (answer(ev)) cur.published.add(ev.id);
           },
+          admitMessage: () => {
+            if (cur.messages.sent >= cur.messages.max) return { ok: false, max: cur.messages.max };
+            cur.messages.sent++;
+            return { ok: true };
+          },
           release: () => {
             if (released) return;
             released = true;
@@ -134,12 +143,16 @@ export class ScopeSessions {
         };
       },
     });
-    const manifest = { ...manifestFromConfig(cfg.mcp, policy.mcp), attachment_max_bytes: cfg.attachments.max_bytes };
+    const manifest = {
+      ...manifestFromConfig(cfg.mcp, policy.mcp),
+      attachment_max_bytes: cfg.attachments.max_bytes,
+      message_max_bytes: cfg.replies.max_bytes,
+    };
     const link = this.d.link.register({ sessionKey: key, manifest, tools });
     try {
       const previousSessionId = this.d.ids?.get(key);
       const session = await this.d.pool.acquire(key, {
-        channelName: channel.name,
+        channel: { id: channel.id, name: channel.name },
         // The session's own socket, in its process's link directory (all a sandboxed agent sees of the state directory).
         mcpEnv: (dir) => (dir ? link.listen(dir) : link.env),
         isolation: isolationFor(cfg, channel.id),

@@ -5,8 +5,9 @@
 import { stringify } from "yaml";
 import { parseCommandArgs, withUsage } from "../../base/args.js";
 import { ConfigError, loadConfig, resolveConfigPath } from "../../config/load.js";
-import { DURATION_KEYS } from "../../config/schema.js";
+import { DURATION_KEYS, SIZE_KEYS } from "../../config/schema.js";
 import { formatDuration } from "../../config/duration.js";
+import { formatSize } from "../../config/size.js";
 import { npub } from "../../config/keys.js";
 import { redactDatabaseUrl } from "../../base/log.js";
 
@@ -54,6 +55,7 @@ export function displayable(value: unknown, key = "", parent = ""): unknown {
   // env maps carry API keys and tokens: show that they are set, not what they are
   if (parent === "env" && typeof value === "string" && value !== "" && SECRET_NAME.test(key)) return "[redacted]";
   if (DURATION_KEYS.has(key) && typeof value === "number") return formatDuration(value);
+  if (SIZE_KEYS.has(key) && typeof value === "number") return formatSize(value);
   if (Array.isArray(value)) return value.map((v) => displayable(v));
   if (value && typeof value === "object") {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, displayable(v, k, key)]));

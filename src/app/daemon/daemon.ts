@@ -8,7 +8,7 @@
  * start-waits.ts, readiness and /status in daemon-status.ts).
  */
 import { join } from "node:path";
-import { AgentPool, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
+import { AgentPool, migrateChannelDirsLogged, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
 import { stopRecordedLeftovers, trackAgentGroup } from "../../agent/leftovers.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
 import type { AgentSandbox } from "../../agent/sandbox-plan.js";
@@ -120,7 +120,7 @@ export class Daemon {
     const { secretKey, pubkey } = this.o.loaded;
     const log = this.log;
     checkFaultEnv();
-    prepareStateDir(cfg.state_dir);
+    for (const w of prepareStateDir(cfg.state_dir)) log.warn({ evt: "state.permissions" }, w);
     // Before anything touches the directory's contents (queue, link socket): one daemon per state_dir.
     this.stateLock = StateLock.acquire(cfg.state_dir);
     preflightAgent(cfg.agent, secretKey);
@@ -274,8 +274,10 @@ export class Daemon {
       },
       `listening in ${found.length} channel${found.length === 1 ? "" : "s"}`,
     );
+    // Before any turn: directories named by a channel's name alone move to their per-id names.
+    migrateChannelDirsLogged({ cwdTemplate: cfg.agent.cwd!, stateDir: cfg.state_dir, channels: found }, log);
     // Sandboxed processes are bound to a channel: with one channel, the spare can be made now.
-    if (found.length === 1) this.pool.warmFor(found[0]!.name);
+    if (found.length === 1) this.pool.warmFor(found[0]!);
     if (found.length === 0)
       log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
     if (cfg.relay.presence) this.presence.start();

@@ -11,6 +11,7 @@ import { CHANNEL_PLACEHOLDER } from "../../agent/cwd.js";
 import { agentEnvironment } from "../../agent/env.js";
 import { resolveAgentCommand } from "../../config/agent-command.js";
 import type { Config } from "../../config/schema.js";
+import { checkTrust } from "../../config/file-trust.js";
 
 /** The state directory cannot be made or used (permissions, a file in the way). */
 class StateDirError extends Error {
@@ -22,8 +23,12 @@ class PreflightError extends Error {
   override name = "PreflightError";
 }
 
-/** `run`: makes `state_dir` (mode 0700) and refuses to go on when this user cannot use it. */
-export function prepareStateDir(dir: string): void {
+/**
+ * `run`: makes `state_dir` (mode 0700) and refuses to go on when this user cannot use it,
+ * or when another user could change it (file-trust.ts: owned by someone else, writable by
+ * group or others). Returns warnings to log (a group-writable directory above it).
+ */
+export function prepareStateDir(dir: string): string[] {
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (err) {
@@ -31,6 +36,9 @@ export function prepareStateDir(dir: string): void {
   }
   const problem = stateDirProblem(dir);
   if (problem) throw new StateDirError(problem);
+  const trust = checkTrust(dir, "state_dir");
+  if (trust.refused) throw new StateDirError(trust.refused);
+  return trust.warnings;
 }
 
 /** `run`: refuses to start with an agent that cannot run here, worded as `doctor` words it. */
@@ -87,11 +95,17 @@ function writableDirProblem(dir: string, what: string, fix: string): string | un
   }
 }
 
+/**
+ * Why `run` could not use `dir` as its state directory, or undefined. Who owns it is left to
+ * `run` (prepareStateDir): `doctor` may look as another user than the daemon's.
+ */
 export function stateDirProblem(dir: string): string | undefined {
-  return writableDirProblem(
-    dir,
-    "state_dir",
-    "set state_dir to a directory this user owns (the systemd unit's StateDirectory and the image's volume provide /var/lib/buzz-bridge)",
+  return (
+    writableDirProblem(
+      dir,
+      "state_dir",
+      "set state_dir to a directory this user owns (the systemd unit's StateDirectory and the image's volume provide /var/lib/buzz-bridge)",
+    ) ?? checkTrust(dir, "state_dir", { ownerMatters: false }).refused
   );
 }
 

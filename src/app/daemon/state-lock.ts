@@ -14,6 +14,7 @@
 import Database from "better-sqlite3";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { privateSqliteFile } from "../../base/private-file.js";
 
 const LOCK_FILE = "daemon.lock";
 const PID_FILE = "daemon.pid";
@@ -65,6 +66,7 @@ export class StateLock {
     const file = join(stateDir, LOCK_FILE);
     let db: Database.Database | undefined;
     try {
+      privateSqliteFile(file);
       db = new Database(file, { timeout: waitMs });
       db.pragma("locking_mode = EXCLUSIVE");
       db.pragma("journal_mode = MEMORY");

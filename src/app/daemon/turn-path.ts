@@ -142,6 +142,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       config: () => p.config().attachments,
       logger: log,
     }),
+    displayNames: async (pks) => new Map([...(await p.profiles.resolve(pks)).values()].map((x) => [x.pubkey, x.displayName])),
     enforce: p.enforce,
     verify: verifySignature,
     redactTitle: (t) => redactTitle(t, p.titleRedaction),

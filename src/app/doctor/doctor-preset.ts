@@ -95,7 +95,7 @@ async function toolsCheck(loaded: LoadedConfig, preset: Preset, timeoutMs: numbe
     );
     pool = new AgentPool({ ...po, cwd: join(dir, "work", "{channel}"), warmSpare: false, maxConcurrent: 1, logger: silentLogger() });
     const run = async () => {
-      const s = await pool!.acquire("doctor", { channelName: "doctor", mcpEnv: session.env });
+      const s = await pool!.acquire("doctor", { channel: { id: "doctor-probe", name: "doctor-probe" }, mcpEnv: session.env });
       await s.prompt([{ type: "text", text: "This is buzz-bridge doctor checking which tools you have. Reply with one word." }]);
     };
     const timeout = new Promise<never>((_, reject) => {

@@ -119,7 +119,7 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
     // The sandbox's own files (its unreadable placeholder) go to the scratch directory: doctor
     // creates nothing in state_dir, which may not exist yet or belong to the service user.
     const scratchSandbox = new AgentSandbox({ ...sandbox.policy, stateDir: scratch }, undefined, () => probe);
-    const launch = scratchSandbox.launch({ channelName: "doctor", cwd, home, env, isolation })!;
+    const launch = scratchSandbox.launch({ channel: { id: "doctor-probe", name: "doctor-probe" }, cwd, home, env, isolation })!;
     const paths = bridgePaths(loaded);
     // A service on the host's loopback, as the daemon's /status is: a sandbox of its own network must not reach it.
     const listener = createServer((c) => c.destroy());

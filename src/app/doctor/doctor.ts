@@ -376,7 +376,7 @@ async function sandboxRoom(loaded: LoadedConfig): Promise<SandboxRoom | undefine
     mkdirSync(home);
     await sandbox.start();
     const env = agentEnvironment({ configured: loaded.config.agent.env, secret: loaded.secretKey }).env;
-    const launch = sandbox.launch({ channelName: "doctor", cwd, home, env })!;
+    const launch = sandbox.launch({ channel: { id: "doctor-probe", name: "doctor-probe" }, cwd, home, env })!;
     const wrap = (spec: ChildSpec): ChildSpec => ({
       command: launch.command,
       args: [...launch.args, process.execPath, cliPath(), "sandbox-exec", "--cwd", spec.cwd ?? cwd, "--", spec.command, ...spec.args],
