@@ -20,7 +20,8 @@
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
  *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
  *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, PostgreSQL vs SQLite accept
- *   12    bench/attachments.ts  an attached image's download through the bridge vs a plain HTTP GET
+ *   12    bench/mcp-http.ts  the MCP slot over HTTP: tools/call vs the stdio proxy, the byte-copy and HTTP floors; PSS per session both ways
+ *   13    bench/attachments.ts  an attached image's download through the bridge vs a plain HTTP GET
  *   S1,S2 bench/flood.ts     splitting 16 MiB vs 16 × 1 MiB; another channel's intake while a turn floods vs quiet
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
@@ -529,6 +530,69 @@ async function main(): Promise<void> {
     rows.push(failed("1", "proxy overhead", proxy.error));
   }
 
+  // 12 — the MCP slot over HTTP against the stdio proxy and the floors, same run.
+  const http = await part("mcp-http", async () => (await import("./mcp-http.js")).benchMcpHttp());
+  seconds["mcp-http"] = http.seconds;
+  if (http.ok) {
+    const h = http.value;
+    raw["mcp-http"] = h;
+    const med = (xs: number[]) => r3(pct(xs, 50));
+    const p99 = (xs: number[]) => r3(pct(xs, 99));
+    const stdio = med(h.proxy_ms);
+    rows.push({
+      figure: "12",
+      measure: "MCP slot over HTTP: tools/call echo through the daemon's endpoint (Streamable HTTP, the SDK's client)",
+      samples: h.http_ms.length,
+      median: med(h.http_ms),
+      p99: p99(h.http_ms),
+      unit: "ms",
+      baseline: `${fmt(stdio)} ms: the stdio proxy, mcp-proxy (p99 ${fmt(p99(h.proxy_ms))})`,
+      ratio: r3(med(h.http_ms) / stdio),
+      target: "≤ 1× the stdio proxy",
+      met: med(h.http_ms) <= stdio,
+    });
+    rows.push({
+      figure: "12",
+      measure: "floor: the same HTTP client against a server that answers at once",
+      samples: h.http_floor_ms.length,
+      median: med(h.http_floor_ms),
+      p99: p99(h.http_floor_ms),
+      unit: "ms",
+      baseline: `${fmt(med(h.http_ms))} ms: the daemon's endpoint`,
+      ratio: r3(med(h.http_floor_ms) / med(h.http_ms)),
+      target: "—",
+      met: null,
+    });
+    rows.push({
+      figure: "12",
+      measure: "stdio proxy: tools/call echo through mcp-proxy, this part's run",
+      samples: h.proxy_ms.length,
+      median: stdio,
+      p99: p99(h.proxy_ms),
+      unit: "ms",
+      baseline: `${fmt(med(h.copier_ms))} ms: a byte-copying process (direct ${fmt(med(h.direct_ms))} ms)`,
+      ratio: r3(stdio / med(h.copier_ms)),
+      target: "—",
+      met: null,
+    });
+    const perHttp = r3((h.http_pss_after_kib - h.http_pss_base_kib) / h.sessions / 1024);
+    const perStdio = r3(h.stdio_pss_kib.reduce((a, b) => a + b, 0) / h.stdio_pss_kib.length / 1024);
+    rows.push({
+      figure: "12",
+      measure: `per-session memory over HTTP: PSS the daemon grows by per session (${h.sessions} sessions, one MCP server each, after full GCs)`,
+      samples: h.sessions,
+      median: perHttp,
+      p99: null,
+      unit: "MiB",
+      baseline: `${fmt(perStdio)} MiB: one mcp-proxy process's PSS per session`,
+      ratio: r3(perHttp / perStdio),
+      target: "≤ 2 MiB",
+      met: perHttp <= 2,
+    });
+  } else {
+    rows.push(failed("12", "MCP slot over HTTP", http.error));
+  }
+
   // 2 — merged hooks, gates answering in 5 ms, against one gate called directly.
   const hooks = await part("hooks", async () => (await import("./hooks.js")).benchHooks());
   seconds.hooks = hooks.seconds;
@@ -665,7 +729,7 @@ async function main(): Promise<void> {
     const plain = pct(a.plain, 50);
     raw.attachments = { fetcher: a.fetcher.map(r3), plain: a.plain.map(r3), bytes: a.bytes };
     rows.push({
-      figure: "12",
+      figure: "13",
       measure: `attachment: a ${Math.round(a.bytes / 1024)} KiB image from the relay's media store through the bridge's downloader (auth signed, host policy, size cap, sha256 check)`,
       samples: a.fetcher.length,
       median: r3(ours),
@@ -677,7 +741,7 @@ async function main(): Promise<void> {
       met: ours / plain <= 1.5,
     });
   } else {
-    rows.push(failed("12", "attachment download", att.error));
+    rows.push(failed("13", "attachment download", att.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));

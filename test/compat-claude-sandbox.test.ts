@@ -65,7 +65,8 @@ test("claude-agent-acp in the bubblewrap sandbox answers a mention using server-
       idle_timeout: "40s",
       sandbox: "bubblewrap",
     },
-    mcp: { servers: { files: { command: process.execPath, args: [FS_SERVER, cwd] } } },
+    // The stdio proxy inside the sandbox (Claude speaks MCP over HTTP too: mcp-http-claude.test.ts covers that slot).
+    mcp: { transport: "stdio", servers: { files: { command: process.execPath, args: [FS_SERVER, cwd] } } },
   });
   await d.waitLog((l) => l.evt === "agent.sandbox" && l.state === "bubblewrap");
 

@@ -96,3 +96,18 @@ test("heartbeat.channel is a channel UUID too, with the same hint for a name", (
     "t.yaml:7:12: heartbeat.channel: 'general' looks like a channel name; channels are given by their UUID (e.g. 6f1c2a4e-0000-4000-8000-000000000001) — `buzz-bridge doctor` lists each channel's name and UUID",
   ]);
 });
+
+test("mcp.transport: http beside a sandbox without network is refused, naming the network key and what to use instead", () => {
+  const channel = "6f1c2a4e-0000-4000-8000-000000000001";
+  const lines = problems(
+    `${head}mcp:\n  transport: http\nagent:\n  network: on\nchannels:\n  - id: "*"\n  - id: ${channel}\n    agent: { network: off }\n`,
+  );
+  assert.equal(lines.length, 1, lines.join("\n"));
+  assert.match(
+    lines[0]!,
+    /^t\.yaml:\d+:\d+: mcp\.transport: mcp\.transport: http needs the agent to reach the daemon on loopback, but channels\[1\]\.agent\.network is off; use mcp\.transport: auto/,
+  );
+  assert.match(problems(`${head}mcp:\n  transport: http\nagent:\n  network: off\n`)[0]!, /but agent\.network is off/);
+  // auto keeps the stdio proxy for such sessions: accepted.
+  loadConfigText(`${head}mcp:\n  transport: auto\nagent:\n  network: off\n`, "t.yaml", {});
+});

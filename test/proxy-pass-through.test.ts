@@ -12,7 +12,11 @@ import { sleep } from "./fixtures/wait.js";
 
 function sink() {
   const lines: Record<string, any>[] = [];
-  return { lines, sendLine: (l: string) => (lines.push(JSON.parse(l)), true) };
+  return {
+    lines,
+    sendLine: (l: string) => (lines.push(JSON.parse(l)), true),
+    sendMessage: (m: Record<string, unknown>) => void lines.push(JSON.parse(JSON.stringify(m))),
+  };
 }
 const text = (r: CallToolResult) => (r.content[0] as { text: string }).text;
 

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { finalizeEvent, generateSecretKey, nip19, type Event, type EventTemplate } from "nostr-tools";
-import type { AcquireOptions, AgentPool, AgentSession } from "../src/agent/index.js";
+import type { AcquireOptions, AgentPool, AgentSession, McpSlotContext } from "../src/agent/index.js";
 import { silentLogger } from "../src/base/log.js";
 import { loadConfigText } from "../src/config/load.js";
 import { LinkClient } from "../src/link/client.js";
@@ -21,7 +21,7 @@ import type { ChannelInfo } from "../src/buzz/directory.js";
 import { InflightPublishes } from "../src/turn/inflight.js";
 import { sleep, waitFor } from "./fixtures/wait.js";
 import { emptyManifest, fixedBuzzTools } from "./fixtures/link.js";
-import { linkHooks, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "../src/turn/sessions.js";
+import { slotHooks, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "../src/turn/sessions.js";
 
 const CHANNEL: ChannelInfo = { id: "4b1d0c3e-0000-4000-8000-000000000001", name: "build-room", about: "", type: "stream", archived: false };
 const STANDING: StandingInput = { channel: { id: CHANNEL.id, name: CHANNEL.name }, persona: "", teamInstructions: "" };
@@ -52,6 +52,15 @@ function fakeSession(id: string, o: { resumed?: boolean } = {}) {
 }
 type FakeSession = ReturnType<typeof fakeSession>;
 
+/** An unsandboxed agent process that does not speak MCP over HTTP (no link directory: the shared socket). */
+const plainProcess: McpSlotContext = {
+  agentHttp: false,
+  offline: false,
+  cwd: "/",
+  env: {},
+  wrap: (server) => ({ command: server.command, args: server.args, cwd: server.cwd ?? "/" }),
+};
+
 /** The pool's part the registry uses: one session per scope, opened on acquire. */
 function fakePool(o: { fail?: boolean } = {}) {
   const live = new Map<string, FakeSession>();
@@ -60,7 +69,9 @@ function fakePool(o: { fail?: boolean } = {}) {
   let n = 0;
   const pool: Pick<AgentPool, "acquire" | "session" | "rotate"> = {
     acquire: async (scope, opts) => {
-      const env = typeof opts.mcpEnv === "function" ? await opts.mcpEnv(undefined) : opts.mcpEnv;
+      const slot = typeof opts.mcpEnv === "function" ? await opts.mcpEnv(plainProcess) : { transport: "stdio" as const, env: opts.mcpEnv };
+      assert.equal(slot.transport, "stdio", "an agent without MCP over HTTP gets the stdio proxy");
+      const env = slot.transport === "stdio" ? slot.env : {};
       acquired.push({ scope, opts, env });
       if (o.fail) throw new Error("agent would not start");
       const s = fakeSession(opts.previousSessionId ?? `session-${++n}`, { resumed: opts.previousSessionId !== undefined });
@@ -257,7 +268,7 @@ test("the session's hooks wait for a proxy that connects late, and let the turn 
     const tools = fixedBuzzTools();
     const late = link.register({ sessionKey: "late", manifest, tools });
     const since = Date.now();
-    const asked = linkHooks(late, silentLogger(), 20_000).runHook("_Stop");
+    const asked = slotHooks(late, silentLogger(), 20_000).runHook("_Stop");
     await sleep(50); // the proxy connects while the hook already waits for it
     const proxy = await connect(late.env);
     proxy.onRunHook(async (p) => ({ text: `[x] ${p.name}`, verdict: "object", ms: 1, servers: [] }));
@@ -268,7 +279,7 @@ test("the session's hooks wait for a proxy that connects late, and let the turn 
 
     const never = link.register({ sessionKey: "never", manifest, tools });
     assert.equal(await never.whenConnected(30), false);
-    assert.deepEqual(await linkHooks(never, silentLogger(), 30).runHook("_Stop"), { text: "", verdict: "allow", ms: 0, servers: [] });
+    assert.deepEqual(await slotHooks(never, silentLogger(), 30).runHook("_Stop"), { text: "", verdict: "allow", ms: 0, servers: [] });
     // Unregistering ends a wait at once.
     const waiting = never.whenConnected(60_000);
     never.unregister();

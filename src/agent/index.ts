@@ -1,5 +1,14 @@
 /** What the other folders use of the agent runner (docs/architecture.md §3, step 5). */
-export { AgentPool, poolOptionsFromConfig, type AgentPoolOptions, type AcquireOptions, type AgentSpawned } from "./pool.js";
+export {
+  AgentPool,
+  poolOptionsFromConfig,
+  type AgentPoolOptions,
+  type AcquireOptions,
+  type AgentSpawned,
+  type McpSlot,
+  type McpSlotContext,
+  type ProcessEndpoint,
+} from "./pool.js";
 export { AgentSession } from "./session.js";
 export { AgentProcess } from "./process.js";
 export type { AskOwner } from "./permissions.js";

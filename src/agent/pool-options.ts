@@ -6,8 +6,10 @@ import type { Config } from "../config/schema.js";
 import type { Logger } from "../base/log.js";
 import type { CircuitOptions, CircuitState } from "./circuit.js";
 import type { PermissionPolicy } from "./permissions.js";
-import type { ProxyCommand } from "./session.js";
+import type { McpSlot, ProxyCommand } from "./session.js";
 import type { AgentSandbox, ChannelIsolation } from "./sandbox-plan.js";
+import type { SandboxNetwork } from "./sandbox.js";
+import type { PrivateNetwork } from "./sandbox-net.js";
 import type { ChannelRef } from "./cwd.js";
 import { presetDir, presetFor } from "../presets/index.js";
 import type { PresetOptions } from "./preset-spawn.js";
@@ -57,6 +59,59 @@ export interface AgentPoolOptions extends PresetOptions {
   linkRoot?: string;
   /** Sandboxes processes per channel (see AgentSandbox); default none. */
   sandbox?: AgentSandbox;
+  /**
+   * Reserves a loopback endpoint for a process about to start whose session may take its
+   * MCP slot over HTTP (`mcp.transport`): reserved before the process exists, so its
+   * sandbox can be given exactly that port; released when the process exits. Given where
+   * the process runs; undefined = none for this one. Not asked again once an agent of this
+   * pool said at initialize that it does not speak MCP over HTTP. Default: none.
+   */
+  reserveEndpoint?: (where: {
+    sandboxed: boolean;
+    network: SandboxNetwork;
+    /** The process's link directory (bound into its sandbox), when it has one. */
+    linkDir?: string;
+  }) => Promise<ProcessEndpoint | undefined>;
+}
+
+/** A loopback port held for one agent process (the daemon's HTTP MCP endpoint, proxy/http-endpoint.ts). */
+export interface ProcessEndpoint {
+  readonly port: number;
+  /**
+   * A unix socket serving the same endpoint, in the process's link directory: a sandbox with
+   * a network of its own reaches the port through it (`sandbox-exec --forward`).
+   */
+  readonly socket?: string;
+  close(): Promise<void>;
+}
+
+/** A command line to run beside the agent: an MCP server the daemon starts for the session. */
+export interface ServerCommand {
+  command: string;
+  args: string[];
+  /** Its working directory; default the session's. */
+  cwd?: string;
+}
+
+/**
+ * What the pool knows of a session's process when the session's MCP slot is chosen
+ * (AcquireOptions.mcpEnv as a function).
+ */
+export interface McpSlotContext {
+  /** The process's link directory (see linkRoot). */
+  linkDir?: string;
+  /** The process's reserved endpoint (see reserveEndpoint). */
+  endpoint?: ProcessEndpoint;
+  /** The agent advertised `mcpCapabilities.http` at initialize. */
+  agentHttp: boolean;
+  /** The process runs without any network (`agent.network: off` in its sandbox): only the stdio proxy reaches it. */
+  offline: boolean;
+  /** The session's working directory. */
+  cwd: string;
+  /** The environment the agent process has (allow-list, agent.env, the sandbox's HOME): what its own children would inherit. */
+  env: Record<string, string>;
+  /** How a server runs in the same sandbox as the agent's channel (bubblewrap around it), or as is when unsandboxed. */
+  wrap(server: ServerCommand): { command: string; args: string[]; cwd: string; network?: PrivateNetwork };
 }
 
 /**
@@ -65,7 +120,10 @@ export interface AgentPoolOptions extends PresetOptions {
  */
 export function poolOptionsFromConfig(
   agent: Config["agent"] & { command: string; args: string[] },
-  extra: Pick<AgentPoolOptions, "secret" | "hooksAgentEnforced" | "logger" | "proxy" | "initTimeoutMs" | "sandbox" | "linkRoot"> & {
+  extra: Pick<
+    AgentPoolOptions,
+    "secret" | "hooksAgentEnforced" | "logger" | "proxy" | "initTimeoutMs" | "sandbox" | "linkRoot" | "reserveEndpoint"
+  > & {
     stateDir?: string;
   } = {},
 ): AgentPoolOptions {
@@ -102,10 +160,10 @@ export interface AcquireOptions {
   /** Overrides the cwd template (absolute path). */
   cwd?: string;
   /**
-   * The proxy's environment for this session (link address and token); as a function it is
-   * given the process's link directory (see AgentPoolOptions.linkRoot) once the process is known.
+   * The session's MCP slot: as a record, the stdio proxy's environment (link address and
+   * token); as a function, chosen once the process is known (see McpSlotContext).
    */
-  mcpEnv: Record<string, string> | ((linkDir: string | undefined) => Record<string, string> | Promise<Record<string, string>>);
+  mcpEnv: Record<string, string> | ((ctx: McpSlotContext) => McpSlot | Promise<McpSlot>);
   /** The channel's `agent.sandbox` / `agent.network` overrides. */
   isolation?: ChannelIsolation;
   standingContext?: string;

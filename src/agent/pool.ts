@@ -28,16 +28,34 @@ import { AgentProcess, type ExitInfo } from "./process.js";
 import { AgentSession } from "./session.js";
 import { presetSpawn } from "./preset-spawn.js";
 import { SandboxError, type ChannelIsolation } from "./sandbox-plan.js";
+import type { SandboxNetwork } from "./sandbox.js";
 import type { TurnLimits } from "./turn-control.js";
-import type { AcquireOptions, AgentPoolOptions, PoolStats } from "./pool-options.js";
+import type { AcquireOptions, AgentPoolOptions, McpSlotContext, PoolStats, ProcessEndpoint, ServerCommand } from "./pool-options.js";
 
-export { poolOptionsFromConfig, type AcquireOptions, type AgentPoolOptions, type PoolStats } from "./pool-options.js";
+export {
+  poolOptionsFromConfig,
+  type AcquireOptions,
+  type AgentPoolOptions,
+  type McpSlotContext,
+  type PoolStats,
+  type ProcessEndpoint,
+} from "./pool-options.js";
+export type { McpSlot } from "./session.js";
 
 /** Where a process runs: a channel (sandboxes are per channel), or no channel yet (an unsandboxed spare). */
 interface Target {
   channel: ChannelRef;
   cwd: string;
   isolation?: ChannelIsolation;
+}
+
+/** How a process was started: where, with what environment, and the endpoint held for it. */
+interface Started {
+  target?: Target;
+  sandboxed: boolean;
+  network: SandboxNetwork;
+  env: Record<string, string>;
+  endpoint?: ProcessEndpoint;
 }
 
 /** Processes with this key serve any channel: they are not sandboxed. */
@@ -95,6 +113,9 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
   /** agent.model / agent.effort as each process's sessions select them (a preset may have applied them at launch). */
   private readonly sessionSettings = new WeakMap<AgentProcess, { model?: string; effort?: string }>();
   private readonly linkDirs = new WeakMap<AgentProcess, string>();
+  private readonly started_ = new WeakMap<AgentProcess, Started>();
+  /** What the last agent to initialize said of MCP over HTTP; false stops reserving endpoints. */
+  private agentHttp: boolean | undefined;
   private linkSeq = 0;
   private spareRetry: NodeJS.Timeout | undefined;
   private closed = false;
@@ -218,12 +239,15 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
       const cwd = this.workDir(() => opts.cwd ?? agentCwd(this.o.cwd, opts.channel));
       proc = await this.takeProcess({ channel: opts.channel, cwd, isolation: opts.isolation });
       proc.tags.scope = scope;
-      const mcpEnv = typeof opts.mcpEnv === "function" ? await opts.mcpEnv(this.linkDirs.get(proc)) : opts.mcpEnv;
+      const mcp =
+        typeof opts.mcpEnv === "function"
+          ? await opts.mcpEnv(this.slotContext(proc, cwd))
+          : { transport: "stdio" as const, env: opts.mcpEnv };
       const session = await AgentSession.open(
         proc,
         {
           cwd,
-          mcpEnv,
+          mcp,
           standingContext: opts.standingContext,
           mode: this.o.mode,
           ...(this.sessionSettings.get(proc) ?? { model: this.o.model, effort: this.o.effort }),
@@ -257,6 +281,35 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
       this.starting--;
       this.wake();
     }
+  }
+
+  /** What the session's MCP slot is chosen from (AcquireOptions.mcpEnv). */
+  private slotContext(proc: AgentProcess, cwd: string): McpSlotContext {
+    const st: Started = this.started_.get(proc) ?? { sandboxed: false, network: "host", env: {} };
+    return {
+      linkDir: this.linkDirs.get(proc),
+      endpoint: st.endpoint,
+      agentHttp: proc.capabilities.mcpCapabilities?.http === true,
+      offline: st.network === "none",
+      cwd,
+      env: st.env,
+      wrap: (server: ServerCommand) => {
+        const at = server.cwd ?? cwd;
+        const target = st.target;
+        if (!st.sandboxed || !target) return { command: server.command, args: server.args, cwd: at };
+        const launch = this.o.sandbox!.launch({
+          channel: target.channel,
+          cwd: target.cwd,
+          isolation: target.isolation,
+          env: st.env,
+          home: st.env.HOME,
+          command: server.command,
+          chdir: at,
+          what: "MCP server command",
+        });
+        return { command: launch!.command, args: [...launch!.args, server.command, ...server.args], cwd: at, network: launch!.network };
+      },
+    };
   }
 
   /** The working directory, created; a failure names the directory and the agent. */
@@ -379,7 +432,10 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     const cwd = target?.cwd ?? this.workDir(() => spareCwd(this.o.cwd));
     const linkDir = this.makeLinkDir();
     this.spawns++;
+    let endpoint: ProcessEndpoint | undefined;
     try {
+      const where = key !== PLAIN ? this.o.sandbox!.effective(target?.isolation) : { sandboxed: false, network: "host" as const };
+      endpoint = await this.reserve({ ...where, linkDir });
       const launch =
         target && key !== PLAIN
           ? this.o.sandbox!.launch({
@@ -389,6 +445,8 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
               isolation: target.isolation,
               env,
               command: this.o.command,
+              // In a network of its own the agent reaches its endpoint through this port only.
+              forward: endpoint?.socket ? [{ port: endpoint.port, socket: endpoint.socket }] : undefined,
             })
           : undefined;
       // The preset's files go into the sandbox HOME when there is one: the agent's config lives there.
@@ -410,6 +468,20 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
       this.started++;
       this.procKeys.set(proc, key);
       this.sessionSettings.set(proc, { model: preset.model, effort: preset.effort });
+      this.agentHttp = proc.capabilities.mcpCapabilities?.http === true;
+      if (endpoint && !this.agentHttp) {
+        void endpoint.close();
+        endpoint = undefined;
+      }
+      const held = endpoint;
+      this.started_.set(proc, {
+        target,
+        sandboxed: launch !== undefined,
+        network: where.network,
+        env: { ...env, ...launch?.env },
+        endpoint: held,
+      });
+      if (held) void proc.exited.then(() => held.close());
       if (linkDir) {
         this.linkDirs.set(proc, linkDir);
         void proc.exited.then(() => rmSync(linkDir, { recursive: true, force: true }));
@@ -418,6 +490,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
       return proc;
     } catch (caught) {
       if (linkDir) rmSync(linkDir, { recursive: true, force: true });
+      void endpoint?.close();
       const err = caught instanceof SandboxError ? new AgentStartError(this.display, caught.message) : caught;
       if (err instanceof AgentStartError) {
         this.lastStartFailure = err.reason;
@@ -426,6 +499,20 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
         this.breaker.record();
       }
       throw err;
+    }
+  }
+
+  /** The process's endpoint, unless none is wanted; a failure to reserve one leaves the stdio proxy. */
+  private async reserve(where: Parameters<NonNullable<AgentPoolOptions["reserveEndpoint"]>>[0]): Promise<ProcessEndpoint | undefined> {
+    if (!this.o.reserveEndpoint || this.agentHttp === false) return undefined;
+    try {
+      return await this.o.reserveEndpoint(where);
+    } catch (err) {
+      this.log.warn(
+        { evt: "agent.endpoint_failed", err: (err as Error).message },
+        "could not reserve an MCP endpoint; the session uses the stdio proxy",
+      );
+      return undefined;
     }
   }
 

@@ -223,6 +223,12 @@ export class AgentSandbox {
     env: Record<string, string>;
     home?: string;
     command?: string;
+    /** Where the process starts, when not the channel's working directory (an MCP server's own `cwd`). */
+    chdir?: string;
+    /** What `command` is, for the error when the sandbox would hide it; default "the agent command". */
+    what?: string;
+    /** Loopback ports inside a network of its own that lead to these sockets (bound in already), beside the policy's. */
+    forward?: Array<{ port: number; socket: string }>;
   }): SandboxLaunch | undefined {
     const e = this.effective(o.isolation);
     if (!e.sandboxed) return undefined;
@@ -244,17 +250,17 @@ export class AgentSandbox {
     const hiddenAt = exe ? hiddenBy(exe, hide, binds) : undefined;
     if (hiddenAt) {
       throw new SandboxError(
-        `the agent command ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`,
+        `${o.what ?? "the agent command"} ${exe} is inside ${hiddenAt}, which the sandbox hides from agents: install it elsewhere (e.g. /usr/local or /opt), or add its directory to agent.sandbox_binds (mode: ro)`,
       );
     }
     const privateNet = e.network === "private" && this.slirp.ok ? this.slirp : undefined;
-    const forwards = privateNet ? [...this.sockets] : [];
-    const spec = { cwd: o.cwd, home, linkDir: o.linkDir, hide, placeholder, binds };
+    const forwards = privateNet ? [...this.sockets, ...(o.forward ?? []).map((f) => [f.port, f.socket] as [number, string])] : [];
+    const spec = { cwd: o.cwd, home, linkDir: o.linkDir, hide, placeholder, binds, chdir: o.chdir };
     const args = bubblewrapArgs({
       ...spec,
       network: e.network,
       resolvConf: privateNet ? this.resolvConf() : undefined,
-      loopbackDir: forwards.length ? this.relay?.dir : undefined,
+      loopbackDir: privateNet && this.sockets.size ? this.relay?.dir : undefined,
     });
     // The host loopback ports it may reach are carried in by the sandbox's first process (loopback.ts).
     const init = forwards.length

@@ -97,6 +97,8 @@ export interface SandboxSpec {
   resolvConf?: string;
   /** With `private`: the directory of the daemon's loopback relay sockets (loopback.ts), read-only. */
   loopbackDir?: string;
+  /** The process's starting directory; default `cwd`. */
+  chdir?: string;
 }
 
 export type SandboxNetwork = "none" | "private" | "host";
@@ -188,7 +190,7 @@ export function bubblewrapArgs(spec: SandboxSpec): string[] {
     ...resolv,
     ...handshake,
     "--chdir",
-    spec.cwd,
+    spec.chdir ?? spec.cwd,
     "--",
   ];
 }

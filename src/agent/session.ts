@@ -1,6 +1,7 @@
 /**
  * One ACP session on an agent process: `session/new` (or resume/load of a previous
- * session) with exactly one MCP server — the bridge's proxy, named `buzz` — the
+ * session) with exactly one MCP server named `buzz` — the bridge's stdio proxy, or the
+ * daemon's own endpoint over HTTP for an agent that speaks MCP over HTTP — the
  * standing context as an `append` system prompt when the agent supports it, the
  * configured session mode, and turns (see TurnControl).
  */
@@ -18,6 +19,14 @@ import { readSteerAnswer, steerRequest, STEER_METHOD, type SteerAnswer } from ".
 
 /** How long a `_session/steering` request may go unanswered before it counts as ambiguous. */
 const STEER_ANSWER_TIMEOUT_MS = 10_000;
+
+/**
+ * The session's one MCP slot as `session/new` gets it: the stdio proxy (`buzz-bridge mcp-proxy`)
+ * with this environment, or the daemon's own endpoint over Streamable HTTP.
+ */
+export type McpSlot =
+  | { transport: "stdio"; env: Record<string, string> }
+  | { transport: "http"; url: string; headers: Record<string, string> };
 
 export interface ProxyCommand {
   command: string;
@@ -40,8 +49,8 @@ function defaultProxyCommand(): ProxyCommand {
 export interface SessionOptions {
   /** Absolute working directory for the session (see agentCwd). */
   cwd: string;
-  /** Environment of the proxy process: the link address and token for this session. */
-  mcpEnv: Record<string, string>;
+  /** The session's one MCP slot: the stdio proxy (with the link address and token in its env) or the daemon's HTTP endpoint. */
+  mcp: McpSlot;
   /** Base prompt, persona, team instructions, channel: sent once per session. */
   standingContext?: string;
   /** `agent.mode`: selected with session/set_mode after session/new. */
@@ -63,6 +72,7 @@ export interface SessionOptions {
 /** How the standing context reached the agent. */
 export type StandingContextVia = "system_prompt" | "prompt" | "none";
 
+/** ACP's `{ name, value }` list, for an env or the HTTP headers. */
 const toEnvList = (env: Record<string, string>) => Object.entries(env).map(([name, value]) => ({ name, value }));
 
 export class AgentSession {
@@ -105,8 +115,11 @@ export class AgentSession {
   static async open(proc: AgentProcess, opts: SessionOptions, limits: TurnLimits): Promise<AgentSession> {
     const log = opts.logger ?? silentLogger();
     const proxy = opts.proxy ?? defaultProxyCommand();
+    const slot = opts.mcp;
     const mcpServers: acp.McpServer[] = [
-      { name: PROXY_SERVER_NAME, command: proxy.command, args: proxy.args, env: toEnvList(opts.mcpEnv) },
+      slot.transport === "http"
+        ? { type: "http", name: PROXY_SERVER_NAME, url: slot.url, headers: toEnvList(slot.headers) }
+        : { name: PROXY_SERVER_NAME, command: proxy.command, args: proxy.args, env: toEnvList(slot.env) },
     ];
     const standing = opts.standingContext?.trim() ?? "";
     const caps = proc.capabilities;
@@ -197,6 +210,7 @@ export class AgentSession {
         agent_pid: proc.pid,
         sessionId,
         resumed,
+        mcp: slot.transport,
         standing_context: via,
         mode: opts.mode,
         model,

@@ -269,6 +269,12 @@ const mcp = z.strictObject({
     .default({}),
   hook_deadline: duration("hook_deadline", "2s"),
   list_timeout: duration("list_timeout", "15s"),
+  transport: z
+    .enum(["auto", "stdio", "http"])
+    .default("auto")
+    .describe(
+      "how each agent session reaches its MCP slot: auto (default) serves it from the daemon over Streamable HTTP on loopback when the agent advertises mcpCapabilities.http and has network, else the stdio proxy; http requires the daemon's endpoint; stdio always the mcp-proxy process",
+    ),
 });
 
 const gates = z.strictObject({
@@ -604,6 +610,20 @@ export function crossCheck(raw: unknown): CrossIssue[] {
       });
     }
   });
+  // The HTTP slot is served on loopback: a sandbox without network cannot reach it.
+  if (obj(cfg.mcp).transport === "http") {
+    const offline = [
+      ...(globalNetwork === "off" ? [{ path: ["agent", "network"], where: "agent.network" }] : []),
+      ...channels.flatMap((ch, i) =>
+        obj(ch.agent).network === "off" ? [{ path: ["channels", i, "agent", "network"], where: `channels[${i}].agent.network` }] : [],
+      ),
+    ];
+    for (const o of offline)
+      issues.push({
+        path: ["mcp", "transport"],
+        message: `mcp.transport: http needs the agent to reach the daemon on loopback, but ${o.where} is off; use mcp.transport: auto (sessions without network keep the stdio proxy) or stdio`,
+      });
+  }
   issues.push(...providerIssues(agentCfg));
   if ("auth_tag" in id && "auth_tag_file" in id)
     issues.push({ path: ["identity", "auth_tag_file"], message: "give at most one of auth_tag or auth_tag_file" });

@@ -76,7 +76,9 @@
  * `sessionCapabilities.systemPrompt` only when DEMO_AGENT_SYSTEM_PROMPT=1, so both
  * standing-context paths are testable; `sessionCapabilities.resume` only when
  * DEMO_AGENT_RESUME=1 (it keeps no history: a resumed session is a fresh one under the
- * old id, and an id starting with `gone-` is refused as not found).
+ * old id, and an id starting with `gone-` is refused as not found); `mcpCapabilities.http`
+ * only when DEMO_AGENT_MCP_HTTP=1 (it then connects to an `http` entry with the MCP SDK's
+ * Streamable HTTP client, sending the entry's headers).
  */
 import { createHash, randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
@@ -151,28 +153,29 @@ async function connectMcp(servers: acp.McpServer[]): Promise<McpLink> {
   const link: McpLink = { clients: [] };
   if (servers.length === 0) return link;
   // Loaded on demand so `initialize` is answered before the MCP SDK is parsed.
-  const [{ Client }, { StdioClientTransport }] = await Promise.all([
+  const [{ Client }, { StdioClientTransport }, { StreamableHTTPClientTransport }] = await Promise.all([
     import("@modelcontextprotocol/sdk/client/index.js"),
     import("@modelcontextprotocol/sdk/client/stdio.js"),
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
   ]);
+  const pairs = (list: Array<{ name: string; value: string }>) => Object.fromEntries(list.map((e) => [e.name, e.value]));
   for (const s of servers) {
-    if ("type" in s && (s.type === "http" || s.type === "sse")) continue;
-    const stdio = s as acp.McpServerStdio;
+    if ("type" in s && s.type === "sse") continue;
     try {
       const client = new Client({ name: "buzz-bridge-demo-agent", version: "0.1.0" });
-      await client.connect(
-        new StdioClientTransport({
-          command: stdio.command,
-          args: stdio.args,
-          env: Object.fromEntries(stdio.env.map((e) => [e.name, e.value])),
-          stderr: "inherit",
-        }),
-      );
+      if ("type" in s && s.type === "http") {
+        await client.connect(new StreamableHTTPClientTransport(new URL(s.url), { requestInit: { headers: pairs(s.headers) } }));
+      } else {
+        const stdio = s as acp.McpServerStdio;
+        await client.connect(
+          new StdioClientTransport({ command: stdio.command, args: stdio.args, env: pairs(stdio.env), stderr: "inherit" }),
+        );
+      }
       const { tools } = await client.listTools();
       link.clients.push({ client, tools: tools.map((t) => t.name) });
     } catch (err) {
-      link.error = `${stdio.name}: ${(err as Error).message}`;
-      process.stderr.write(`demo-agent: MCP server ${stdio.name} failed: ${(err as Error).message}\n`);
+      link.error = `${s.name}: ${(err as Error).message}`;
+      process.stderr.write(`demo-agent: MCP server ${s.name} failed: ${(err as Error).message}\n`);
     }
   }
   return link;
@@ -285,6 +288,7 @@ export async function runDemoAgent(
   const offersResume = process.env.DEMO_AGENT_RESUME === "1";
   const offersSteering = process.env.DEMO_AGENT_STEERING === "1" || process.env.DEMO_AGENT_STEERING === "refuse";
   const refusesSteers = process.env.DEMO_AGENT_STEERING === "refuse";
+  const offersHttp = process.env.DEMO_AGENT_MCP_HTTP === "1";
   const openSession = (
     id: string,
     params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[]; _meta?: Record<string, unknown> | null },
@@ -542,7 +546,7 @@ export async function runDemoAgent(
     agentCapabilities: {
       loadSession: false,
       promptCapabilities: { embeddedContext: true, image: process.env.DEMO_AGENT_NO_IMAGES !== "1" },
-      mcpCapabilities: { http: false, sse: false },
+      mcpCapabilities: { http: offersHttp, sse: false },
       sessionCapabilities: { title: {}, ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
     },
     agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },

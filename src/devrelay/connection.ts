@@ -13,7 +13,7 @@ import WebSocket, { type RawData } from "ws";
 import { KIND } from "../nostr/kinds.js";
 import type { RelayCore, Subscriber } from "./core.js";
 import { verifyReason } from "./crypto.js";
-import { RateLimiter } from "./rate-limit.js";
+import { RateLimiter } from "../base/rate-limit.js";
 import { filterReason, LIMITS, shapeReason } from "./rules.js";
 import { tagValue } from "../base/tags.js";
 

@@ -12,7 +12,7 @@ import type { RelayCore } from "./core.js";
 import { DevRelayAdminError } from "./errors.js";
 import type { Nip98Guard } from "./nip98.js";
 import { rateLimited } from "./connection.js";
-import { RateLimiter } from "./rate-limit.js";
+import { RateLimiter } from "../base/rate-limit.js";
 import { filterReason } from "./rules.js";
 import { handleMedia, isMediaRoute } from "./media.js";
 import type { MediaStore } from "./media-store.js";

@@ -10,7 +10,7 @@
  */
 import { z } from "zod";
 import { parseDuration } from "../config/duration.js";
-import type { RateLimit } from "./rate-limit.js";
+import type { RateLimit } from "../base/rate-limit.js";
 
 export interface RelayLimits {
   /**

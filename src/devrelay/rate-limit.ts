@@ -1,30 +1,10 @@
 /**
- * Buzz's frame quota in the dev relay (docs/protocol.md §7): a sliding window of frames, and
- * one such window per pubkey shared by every connection and every HTTP bridge call of that
- * key, as Buzz's shared rate limiter keeps it. A connection that has not authenticated yet
- * has a window of its own.
+ * Buzz's frame quota in the dev relay (docs/protocol.md §7): one sliding window
+ * (../base/rate-limit.ts) per pubkey shared by every connection and every HTTP bridge call of
+ * that key, as Buzz's shared rate limiter keeps it. A connection that has not authenticated
+ * yet has a window of its own.
  */
-export interface RateLimit {
-  /** Frames admitted per window. */
-  frames: number;
-  windowMs: number;
-}
-
-export class RateLimiter {
-  private readonly stamps: number[] = [];
-
-  constructor(private readonly limit: RateLimit) {}
-
-  /** Counts one frame; undefined when admitted, else the seconds until one would be (≥ 1). */
-  take(now = Date.now()): number | undefined {
-    while (this.stamps.length > 0 && this.stamps[0]! <= now - this.limit.windowMs) this.stamps.shift();
-    if (this.stamps.length >= this.limit.frames) {
-      return Math.max(1, Math.ceil((this.stamps[0]! + this.limit.windowMs - now) / 1000));
-    }
-    this.stamps.push(now);
-    return undefined;
-  }
-}
+import { RateLimiter, type RateLimit } from "../base/rate-limit.js";
 
 /** What one key spent: frames and HTTP calls admitted, and refused, since the relay started. */
 export interface KeyUsage {

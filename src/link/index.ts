@@ -2,3 +2,4 @@
 export { LinkServer, linkRootPath, type LinkSession } from "./server.js";
 export { createBuzzTools, type RelayPort } from "./buzz-tools.js";
 export { manifestFromConfig } from "../contract/manifest.js";
+export { directBuzzTools, type BuzzToolHandlers } from "./buzz-call.js";

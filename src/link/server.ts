@@ -19,20 +19,14 @@ import {
   SocketMessageWriter,
   type MessageConnection,
 } from "vscode-jsonrpc/node";
-import { BUZZ_LINK_ARGS as argSchemas, type BuzzToolArgs } from "../contract/buzz-tools.js";
+import { BUZZ_LINK_ARGS } from "../contract/buzz-tools.js";
+import { checkBuzzCall, dispatchBuzzTool, type BuzzToolHandlers } from "./buzz-call.js";
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
 import type { Logger } from "../base/log.js";
-import { BuzzCall, Hello, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook, type BuzzToolName } from "./protocol.js";
+import { BuzzCall, Hello, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook } from "./protocol.js";
 
-/** Implemented by the daemon per session, scoped to its channel (see createBuzzTools). */
-export interface BuzzToolHandlers {
-  sendMessage(a: BuzzToolArgs["send_message"]): Promise<{ event_id: string }>;
-  addReaction(a: BuzzToolArgs["add_reaction"]): Promise<{ event_id: string }>;
-  getMessages(a: BuzzToolArgs["get_messages"]): Promise<unknown>;
-  getThread(a: BuzzToolArgs["get_thread"]): Promise<unknown>;
-  getChannel(): Promise<unknown>;
-}
+export type { BuzzToolHandlers } from "./buzz-call.js";
 
 export interface LinkSession {
   /** Add to the proxy's env (the `mcpServers` entry): the shared socket's path and the token. */
@@ -254,18 +248,12 @@ export class LinkServer {
     conn.onRequest(BuzzCall, async (p) => {
       if (!entry || !this.isLive(entry))
         return new ResponseError(LinkErrorCode.Unauthorized, "link refused: say hello with a valid token first");
-      const tool = p?.tool;
-      if (!tool || !(tool in argSchemas)) return new ResponseError(LinkErrorCode.ToolFailed, `unknown buzz tool '${String(tool)}'`);
-      const parsed = argSchemas[tool].safeParse(p.args ?? {});
-      if (!parsed.success)
-        return new ResponseError(
-          LinkErrorCode.ToolFailed,
-          `${tool}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ")}`,
-        );
+      const call = checkBuzzCall(p?.tool, p?.args, BUZZ_LINK_ARGS);
+      if ("error" in call) return new ResponseError(LinkErrorCode.ToolFailed, call.error);
       try {
-        return await dispatch(entry.tools, tool, parsed.data);
+        return await dispatchBuzzTool(entry.tools, call.tool, call.args);
       } catch (err) {
-        log.warn({ evt: "link.tool_failed", session: entry.key, tool, error: (err as Error).message });
+        log.warn({ evt: "link.tool_failed", session: entry.key, tool: call.tool, error: (err as Error).message });
         return new ResponseError(LinkErrorCode.ToolFailed, (err as Error).message);
       }
     });
@@ -287,19 +275,4 @@ export class LinkServer {
 
 function wakeAll(entry: Entry): void {
   for (const wake of [...entry.waiters]) wake();
-}
-
-function dispatch(tools: BuzzToolHandlers, tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> {
-  switch (tool) {
-    case "send_message":
-      return tools.sendMessage(args as BuzzToolArgs["send_message"]);
-    case "add_reaction":
-      return tools.addReaction(args as BuzzToolArgs["add_reaction"]);
-    case "get_messages":
-      return tools.getMessages(args as BuzzToolArgs["get_messages"]);
-    case "get_thread":
-      return tools.getThread(args as BuzzToolArgs["get_thread"]);
-    case "get_channel":
-      return tools.getChannel();
-  }
 }

@@ -1,7 +1,8 @@
 /**
- * The built-in buzz tools the proxy lists when it has a link. They do nothing here:
- * each call goes over the link to the daemon, which holds the key, signs, publishes
- * and scopes everything to the session's channel.
+ * The built-in buzz tools the aggregator lists when it has somewhere to send them. They do
+ * nothing here: each call goes to the daemon (over the link from the stdio proxy, directly
+ * from the daemon's HTTP endpoint), which holds the key, signs, publishes and scopes
+ * everything to the session's channel.
  */
 import { readFile, stat } from "node:fs/promises";
 import { basename, resolve } from "node:path";
@@ -9,8 +10,12 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { typeForName } from "../base/mime.js";
 import { BUZZ_TOOL_NAMES, type BuzzToolName } from "../contract/buzz-tools.js";
 import { contentTooLong } from "../contract/limits.js";
-import type { LinkClient } from "../link/client.js";
 import { errorResult } from "./call-errors.js";
+
+/** Where a built-in tool call goes: the link client, or the daemon's own handlers. Errors carry the message the agent reads. */
+export interface BuzzToolPort {
+  callBuzzTool(tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown>;
+}
 
 /** Listed as the contract generates them from the daemon's argument schemas. */
 export { BUZZ_TOOLS } from "../contract/buzz-tools.js";
@@ -26,7 +31,7 @@ export function isBuzzTool(name: string): name is BuzzToolName {
  * `message_max_bytes` is refused here, in the daemon's words, before it crosses the link.
  */
 export async function callBuzzTool(
-  link: LinkClient,
+  port: BuzzToolPort,
   name: BuzzToolName,
   args: Record<string, unknown> | undefined,
   maxMessageBytes?: number,
@@ -36,12 +41,21 @@ export async function callBuzzTool(
     if (bytes > maxMessageBytes) return errorResult(`${name} failed: ${contentTooLong(bytes, maxMessageBytes)}`);
   }
   try {
-    const sent = name === "send_message" ? await readAttachments(args ?? {}, link.manifest.attachment_max_bytes) : (args ?? {});
-    const result = await link.callBuzzTool(name, sent);
+    const result = await port.callBuzzTool(name, args ?? {});
     return { content: [{ type: "text", text: typeof result === "string" ? result : JSON.stringify(result) }] };
   } catch (err) {
     return errorResult(`${name} failed: ${(err as Error).message}`);
   }
+}
+
+/**
+ * The stdio proxy's way to the daemon: send_message's attached files are read here, where
+ * the agent's files are, and cross the link as bytes (`files`).
+ */
+export function fileReadingPort(port: BuzzToolPort, maxBytes: number | undefined): BuzzToolPort {
+  return {
+    callBuzzTool: async (tool, args) => port.callBuzzTool(tool, tool === "send_message" ? await readAttachments(args, maxBytes) : args),
+  };
 }
 
 /** Files per reply before the daemon's own limit is known (the config's default). */

@@ -49,6 +49,12 @@ const STABLE_AFTER_MS = 30_000;
  */
 const PassThroughResult = z.custom<CallToolResult>((v) => typeof v === "object" && v !== null && !Array.isArray(v));
 
+/**
+ * Runs a server some other way than as itself: given the proxy's own spawn (the server's
+ * command, a cleaned environment, its cwd) and the server's manifest entry, the spawn to use.
+ */
+export type DownstreamWrap = (spec: ChildSpec, server: ManifestServer) => ChildSpec;
+
 export interface DownstreamEvents {
   /** A list the proxy aggregates changed (after a list_changed or a restart). */
   changed(kind: "tools" | "resources" | "prompts"): void;
@@ -83,8 +89,8 @@ export class Downstream {
       logger: Logger;
       listTimeoutMs: number;
       events: DownstreamEvents;
-      /** Runs the server through a launcher (doctor: inside the agent sandbox a turn's proxy runs in). */
-      wrap?: (spec: ChildSpec) => ChildSpec;
+      /** Runs the server some other way (doctor and the daemon's HTTP slot: inside the agent sandbox). */
+      wrap?: DownstreamWrap;
     },
   ) {
     this.firstAttempt = new Promise((r) => (this.resolveFirst = r));
@@ -119,8 +125,15 @@ export class Downstream {
     const gen = ++this.generation;
     this.state = "starting";
     const log = this.opts.logger;
-    const spec: ChildSpec = { command: this.cfg.command, args: this.cfg.args, env: downstreamEnv(this.cfg.env), cwd: this.cfg.cwd };
-    const transport = new FastStdioClientTransport(this.opts.wrap ? this.opts.wrap(spec) : spec);
+    let spec: ChildSpec = { command: this.cfg.command, args: this.cfg.args, env: downstreamEnv(this.cfg.env), cwd: this.cfg.cwd };
+    try {
+      if (this.opts.wrap) spec = this.opts.wrap(spec, this.cfg);
+    } catch (err) {
+      // A launch that cannot be built (a sandbox that cannot run) fails like a start.
+      this.startFailed((err as Error).message, "");
+      return;
+    }
+    const transport = new FastStdioClientTransport(spec);
     const client = new Client({ name: "buzz-bridge-proxy", version: PROXY_VERSION }, { capabilities: {} });
     // A server printing garbage on stdout would otherwise flood the log: first few, then every 100th.
     let errors = 0;
@@ -148,15 +161,8 @@ export class Downstream {
       await this.listAll(client);
     } catch (err) {
       if (gen !== this.generation || (this.state as DownstreamState) === "stopped") return;
-      const error = err instanceof Error ? err.message : String(err);
-      const stderr = transport.stderr.toString().slice(-2000);
-      log.error({ evt: "proxy.server_failed", server: this.name, command: this.cfg.command, error, stderr });
-      this.lastError = error;
-      this.lastFailureStderr = stderr;
       void transport.close(true);
-      this.state = "down";
-      this.resolveFirst();
-      this.scheduleRestart();
+      this.startFailed(err instanceof Error ? err.message : String(err), transport.stderr.toString().slice(-2000));
       return;
     }
     if (gen !== this.generation || (this.state as DownstreamState) === "stopped") return;
@@ -174,6 +180,15 @@ export class Downstream {
     for (const w of this.readyWaiters.splice(0)) w();
     // Also after a first start that finished past list_timeout: its tools join the union late.
     for (const kind of ["tools", "resources", "prompts"] as const) this.opts.events.changed(kind);
+  }
+
+  private startFailed(error: string, stderr: string): void {
+    this.opts.logger.error({ evt: "proxy.server_failed", server: this.name, command: this.cfg.command, error, stderr });
+    this.lastError = error;
+    this.lastFailureStderr = stderr;
+    this.state = "down";
+    this.resolveFirst();
+    this.scheduleRestart();
   }
 
   private async listAll(client: Client): Promise<void> {
@@ -297,7 +312,9 @@ export class Downstream {
   private callFailed(err: unknown, tool: string, signal: AbortSignal | undefined): CallToolResult {
     if (signal?.aborted) throw err;
     if (err instanceof McpError) {
-      if (err.code === ErrorCode.RequestTimeout) return timedOut(this.name, tool, this.callTimeoutMs);
+      // Our own timer's error, not a server's error that happens to use the same code (-32001).
+      const ours = err.code === ErrorCode.RequestTimeout && (err.data as { timeout?: unknown } | undefined)?.timeout !== undefined;
+      if (ours) return timedOut(this.name, tool, this.callTimeoutMs);
       if (err.code === ErrorCode.ConnectionClosed) return exitedDuring(this.name, tool);
       return refused(this.name, tool, err);
     }

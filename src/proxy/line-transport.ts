@@ -109,6 +109,11 @@ export abstract class LineTransport implements Transport {
     return out && !this.closed && !out.destroyed ? out : undefined;
   }
 
+  /** One message as a line (the pass-through's MessageSink; a line needs no request to be related to). */
+  sendMessage(message: Record<string, unknown>): void {
+    this.sendLine(JSON.stringify(message));
+  }
+
   /** Writes one serialized message; false when the other end is gone. Node buffers past the pipe's capacity. */
   sendLine(line: string): boolean {
     const out = this.openOutput;

@@ -43,6 +43,8 @@ const manifestFile = z.strictObject({
   servers: z.record(z.string().regex(SERVER_NAME_PATTERN, { message: "server names use letters, digits and -" }), serverFile).default({}),
   hook_deadline: duration.prefault("2s"),
   list_timeout: duration.prefault("15s"),
+  // Accepted so the config's mcp section can be copied as is; a proxy on stdio is the stdio transport.
+  transport: z.enum(["auto", "stdio", "http"]).optional(),
 });
 
 /** Reads and validates a `--manifest` YAML file; errors name the file and the key. */
@@ -65,5 +67,6 @@ export function loadManifestFile(file: string): ProxyManifest {
     const lines = parsed.error.issues.map((i) => `${file}: ${i.path.join(".") || "(top)"}: ${i.message}`);
     throw new ManifestError(lines.join("\n"));
   }
-  return manifestFromConfig({ ...parsed.data, servers: parsed.data.servers as Record<string, McpServerConfig> });
+  const { transport: _stdio, ...mcp } = parsed.data;
+  return manifestFromConfig({ ...mcp, servers: mcp.servers as Record<string, McpServerConfig> });
 }

@@ -1,6 +1,6 @@
 /**
  * `tools/call` to a downstream tool, forwarded as JSON-RPC messages without the SDK's
- * request machinery on either side of the proxy. Profiled per proxied echo call, the
+ * request machinery on either side of the aggregator (stdio proxy or HTTP endpoint). Profiled per proxied echo call, the
  * SDK's Client.request + Server dispatch cost more CPU than the rest of the proxy put
  * together: an AbortController, a timer armed and cleared (even for "no timeout"), a
  * zod guard on every response, a promise chain on each side. A pass-through needs none
@@ -18,6 +18,15 @@ import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
 /** Writes one JSON-RPC message as a line; false when the connection is gone. */
 export interface LineSink {
   sendLine(line: string): boolean;
+}
+
+/**
+ * The agent's side of a connection, whatever carries it: sends one message. A notification
+ * names the request it belongs to (`relatedRequestId`), so a transport that answers each
+ * request on a stream of its own (Streamable HTTP) puts it on that request's stream.
+ */
+export interface MessageSink {
+  sendMessage(message: Record<string, unknown>, relatedRequestId?: string | number): void;
 }
 
 export interface RawCallHandlers {
@@ -162,7 +171,7 @@ export class AgentPassThrough {
   private readonly inFlight = new Map<string | number, { raw: RawCalls; id: string }>();
 
   constructor(
-    private readonly upstream: LineSink,
+    private readonly upstream: MessageSink,
     private readonly route: RawRoute,
   ) {}
 
@@ -189,14 +198,12 @@ export class AgentPassThrough {
     const id = target.raw.call(target.tool, params, {
       done: (result) => {
         if (this.inFlight.get(upId)?.id === id) this.inFlight.delete(upId);
-        this.upstream.sendLine(JSON.stringify({ jsonrpc: "2.0", id: upId, result }));
+        this.upstream.sendMessage({ jsonrpc: "2.0", id: upId, result });
       },
       progress:
         typeof token === "string" || typeof token === "number"
           ? (p) =>
-              this.upstream.sendLine(
-                JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } }),
-              )
+              this.upstream.sendMessage({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } }, upId)
           : undefined,
     });
     if (id === undefined) return false;

@@ -1,74 +1,16 @@
 /**
- * The aggregating proxy: one upstream MCP Server (the agent's slot) in front of the
- * session's downstream servers. `initialize` is answered at once; everything else
- * first waits for every downstream to have listed or failed (bounded by list_timeout).
- *
- * tools/call to a downstream server that is up never reaches the SDK: it is forwarded
- * as messages (pass-through.ts). The rest (hooks, buzz tools, calls while a server is
- * down or the first listing is still running) is served from the Server's fallback
- * handler: the SDK's registered tools/call handler re-validates the request and the
- * result with zod on every call, which a pass-through does not need.
+ * The stdio proxy (`buzz-bridge mcp-proxy`): the session's Aggregator (./aggregator.ts)
+ * served on one stdio connection, the agent's end.
+ * The daemon reaches this proxy over the link: built-in buzz tools go to it, and it asks
+ * for merged hook runs.
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  ErrorCode,
-  GetPromptRequestSchema,
-  GetPromptResultSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-  ReadResourceResultSchema,
-  type CallToolResult,
-  type JSONRPCRequest,
-  type Prompt,
-  type Resource,
-  type ResourceTemplate,
-  type ServerNotification,
-  type ServerRequest,
-  type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../base/log.js";
 import type { LinkClient } from "../link/client.js";
-import { BUZZ_TOOLS, callBuzzTool, isBuzzTool } from "./buzz-tools.js";
-import { buildCatalog, type Catalog } from "./catalog.js";
-import { errorResult } from "./call-errors.js";
-import { Downstream } from "./downstream.js";
-import { routeRequestsDirectly } from "./fast-path.js";
-import { LineTransport } from "./line-transport.js";
-import { AgentPassThrough, type RawRoute } from "./pass-through.js";
-import { runHookFanout } from "./hooks.js";
-import type { HookFanout } from "../contract/hooks.js";
+import { fileReadingPort } from "./buzz-tools.js";
+import { Aggregator } from "./aggregator.js";
+import type { Downstream } from "./downstream.js";
 import type { ProxyManifest } from "./manifest.js";
-import { exposedName, isHookName } from "./naming.js";
-import { PROXY_VERSION } from "./version.js";
-
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-
-const STOP_HOOK = "_Stop";
-/** The `_Stop` listed for `stop: wait` gates none of which is up to list its own. */
-const STOP_HOOK_TOOL: Tool = {
-  name: STOP_HOOK,
-  description: "Ask this session's stop gates whether the turn may end; an empty answer means it may.",
-  inputSchema: { type: "object", properties: {} },
-};
-
-/**
- * A JSON-RPC error whose message reaches the agent as written (McpError would prefix
- * "MCP error -326xx:" once here and once more in the agent's client).
- */
-class ProxyRequestError extends Error {
-  override name = "ProxyRequestError";
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 export interface ProxyOptions {
   manifest: ProxyManifest;
@@ -78,234 +20,27 @@ export interface ProxyOptions {
 }
 
 export class AggregatingProxy {
-  readonly server: Server;
-  readonly downstreams: Downstream[];
-  private catalog?: Catalog;
-  private readyPromise?: Promise<void>;
-  private listed = false;
-  /** ready() has resolved: calls skip waiting for it. */
-  private isReady = false;
-  private readonly builtins: Tool[];
+  readonly aggregator: Aggregator;
 
-  constructor(private readonly opts: ProxyOptions) {
-    const { manifest, logger } = opts;
-    this.builtins = opts.link ? BUZZ_TOOLS : [];
-    this.downstreams = manifest.servers.map(
-      (cfg) => new Downstream(cfg, { logger, listTimeoutMs: manifest.list_timeout, events: { changed: (kind) => this.onChanged(kind) } }),
-    );
-    this.server = new Server(
-      { name: "buzz-bridge", version: PROXY_VERSION },
-      { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } },
-    );
-    this.server.onerror = (err) => logger.warn({ evt: "proxy.upstream_error", error: err.message });
-    this.installHandlers();
-    opts.link?.onRunHook((p) => this.runHook(p.name, p.servers));
+  constructor(opts: ProxyOptions) {
+    this.aggregator = new Aggregator({
+      manifest: opts.manifest,
+      logger: opts.logger,
+      buzz: opts.link && fileReadingPort(opts.link, opts.manifest.attachment_max_bytes),
+    });
+    opts.link?.onRunHook((p) => this.aggregator.runHook(p.name, p.servers));
+  }
+
+  get downstreams(): Downstream[] {
+    return this.aggregator.downstreams;
   }
 
   /** Starts every downstream in parallel and serves upstream on `transport`. */
   async start(transport: Transport): Promise<void> {
-    for (const ds of this.downstreams) void ds.start();
-    await this.server.connect(transport);
-    routeRequestsDirectly(this.server as never, transport);
-    if (transport instanceof LineTransport) {
-      const passThrough = new AgentPassThrough(transport, (name) => this.rawRoute(name));
-      transport.intercept = (message) => passThrough.take(message);
-    }
+    await this.aggregator.serve(transport);
   }
 
-  /** A downstream tool whose server is up takes the raw path; anything else the SDK's. */
-  private rawRoute(name: string): ReturnType<RawRoute> {
-    if (!this.isReady) return undefined;
-    const route = this.getCatalog().routes.get(name);
-    const raw = route?.ds.rawCalls();
-    return raw && { raw, tool: route!.tool };
-  }
-
-  async stop(): Promise<void> {
-    await Promise.allSettled(this.downstreams.map((ds) => ds.stop()));
-    await this.server.close().catch(() => {});
-  }
-
-  /** Every downstream listed or failed, or list_timeout passed: whichever is first. */
-  ready(): Promise<void> {
-    this.readyPromise ??= new Promise<void>((done) => {
-      const resolve = () => {
-        this.isReady = true;
-        done();
-      };
-      const timer = setTimeout(() => {
-        const waiting = this.downstreams.filter((d) => d.state === "starting").map((d) => d.name);
-        this.opts.logger.error({ evt: "proxy.list_timeout", ms: this.opts.manifest.list_timeout, waiting });
-        resolve();
-      }, this.opts.manifest.list_timeout);
-      void Promise.all(this.downstreams.map((d) => d.settled())).then(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    return this.readyPromise;
-  }
-
-  private getCatalog(): Catalog {
-    this.catalog ??= buildCatalog(this.downstreams, this.builtins, this.opts.logger);
-    return this.catalog;
-  }
-
-  private onChanged(kind: "tools" | "resources" | "prompts"): void {
-    if (kind === "tools") this.catalog = undefined;
-    if (!this.listed) return;
-    // Some agents (buzz-agent) never re-list; the log says so when tools change.
-    this.opts.logger.warn({ evt: "proxy.list_changed", kind });
-    const send =
-      kind === "tools"
-        ? this.server.sendToolListChanged()
-        : kind === "resources"
-          ? this.server.sendResourceListChanged()
-          : this.server.sendPromptListChanged();
-    void send.catch(() => {});
-  }
-
-  /** The merged hook, for the agent's tools/call and for the daemon over the link. */
-  async runHook(name: string, only?: string[]): Promise<HookFanout> {
-    await this.ready();
-    let targets = this.hookTargets(name);
-    if (only) targets = targets.filter((d) => only.includes(d.name));
-    return runHookFanout(name, targets, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger });
-  }
-
-  /**
-   * Who answers `hook`: the servers that list it and, for `_Stop`, every `stop: wait` server
-   * that is not up. A gate that never started has listed nothing; left out, it would be
-   * taken for a gate that has no objection (docs/architecture.md §4).
-   */
-  private hookTargets(hook: string): Downstream[] {
-    const listed = this.getCatalog().hooks.get(hook) ?? [];
-    if (hook !== STOP_HOOK) return listed;
-    const down = this.downstreams.filter((d) => d.cfg.stop === "wait" && d.state !== "ready" && !listed.includes(d));
-    return down.length ? this.downstreams.filter((d) => listed.includes(d) || down.includes(d)) : listed;
-  }
-
-  private installHandlers(): void {
-    const s = this.server;
-    s.setRequestHandler(ListToolsRequestSchema, async () => {
-      await this.ready();
-      this.listed = true;
-      const cat = this.getCatalog();
-      if (cat.collision) throw new ProxyRequestError(ErrorCode.InternalError, cat.collision.message);
-      // A declared `stop: wait` gate that could not list its `_Stop` still has one: an agent
-      // that calls hooks itself must be able to ask, and hear that the gate is down.
-      if (!cat.hooks.has(STOP_HOOK) && this.hookTargets(STOP_HOOK).length > 0) return { tools: [...cat.tools, STOP_HOOK_TOOL] };
-      return { tools: cat.tools };
-    });
-    s.fallbackRequestHandler = (request: JSONRPCRequest, extra: Extra) => {
-      if (request.method !== "tools/call")
-        return Promise.reject(new ProxyRequestError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`));
-      if (this.isReady) return this.callTool(request, extra);
-      return this.ready().then(() => this.callTool(request, extra));
-    };
-    s.setRequestHandler(ListResourcesRequestSchema, async () => {
-      await this.ready();
-      return {
-        resources: this.union(
-          (d) => d.resources,
-          (d, r) => ({ ...r, name: this.label(d, r.name) }),
-        ),
-      };
-    });
-    s.setRequestHandler(ListResourceTemplatesRequestSchema, async () => {
-      await this.ready();
-      return {
-        resourceTemplates: this.union(
-          (d) => d.templates,
-          (d, r) => ({ ...r, name: this.label(d, r.name) }),
-        ),
-      };
-    });
-    s.setRequestHandler(ReadResourceRequestSchema, async (req, extra) => {
-      await this.ready();
-      const ds = this.resourceOwner(req.params.uri);
-      if (!ds) throw new ProxyRequestError(ErrorCode.InvalidParams, `no MCP server of this session offers resource ${req.params.uri}`);
-      return ds.request("resources/read", req.params, ReadResourceResultSchema, { signal: extra.signal });
-    });
-    s.setRequestHandler(ListPromptsRequestSchema, async () => {
-      await this.ready();
-      return {
-        prompts: this.union(
-          (d) => d.prompts,
-          (d, p) => ({ ...p, name: this.label(d, p.name) }),
-        ),
-      };
-    });
-    s.setRequestHandler(GetPromptRequestSchema, async (req, extra) => {
-      await this.ready();
-      for (const d of this.downstreams) {
-        const p = d.prompts.find((p: Prompt) => this.label(d, p.name) === req.params.name);
-        if (p) return d.request("prompts/get", { ...req.params, name: p.name }, GetPromptResultSchema, { signal: extra.signal });
-      }
-      throw new ProxyRequestError(ErrorCode.InvalidParams, `unknown prompt '${req.params.name}'`);
-    });
-  }
-
-  private label(d: Downstream, name: string): string {
-    return exposedName(d.name, name, d.cfg.prefix).name;
-  }
-
-  private union<T>(pick: (d: Downstream) => T[], map: (d: Downstream, item: T) => T): T[] {
-    return this.downstreams.flatMap((d) => pick(d).map((item) => map(d, item)));
-  }
-
-  private resourceOwner(uri: string): Downstream | undefined {
-    const exact = this.downstreams.find((d) => d.resources.some((r: Resource) => r.uri === uri));
-    if (exact) return exact;
-    let best: { d: Downstream; len: number } | undefined;
-    for (const d of this.downstreams) {
-      for (const t of d.templates as ResourceTemplate[]) {
-        const literal = t.uriTemplate.split("{")[0] ?? "";
-        if (literal && uri.startsWith(literal) && (!best || literal.length > best.len)) best = { d, len: literal.length };
-      }
-    }
-    return best?.d;
-  }
-
-  /** The per-call hot path: a route lookup and the downstream request, no extra async frames. */
-  private callTool(request: JSONRPCRequest, extra: Extra): Promise<CallToolResult> {
-    const params = (request.params ?? {}) as { name?: unknown; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> };
-    const name = params.name;
-    if (typeof name !== "string") return Promise.reject(new ProxyRequestError(ErrorCode.InvalidParams, "tools/call needs params.name"));
-    const cat = this.getCatalog();
-    const route = cat.routes.get(name);
-    if (route) {
-      const meta = params._meta;
-      const progressToken = meta?.progressToken;
-      let forwardMeta: Record<string, unknown> | undefined;
-      if (meta) {
-        const { progressToken: _drop, ...rest } = meta;
-        if (Object.keys(rest).length > 0) forwardMeta = rest;
-      }
-      return route.ds.call(route.tool, params.arguments, {
-        signal: extra.signal,
-        meta: forwardMeta,
-        onprogress:
-          progressToken === undefined
-            ? undefined
-            : (p) =>
-                void extra
-                  .sendNotification({ method: "notifications/progress", params: { ...p, progressToken: progressToken as string | number } })
-                  .catch(() => {}),
-      });
-    }
-    if (this.opts.link && isBuzzTool(name))
-      return callBuzzTool(this.opts.link, name, params.arguments, this.opts.manifest.message_max_bytes);
-    const hookTargets = isHookName(name) ? this.hookTargets(name) : [];
-    if (hookTargets.length > 0) {
-      return runHookFanout(name, hookTargets, {
-        deadlineMs: this.opts.manifest.hook_deadline,
-        logger: this.opts.logger,
-        args: params.arguments,
-      }).then((r): CallToolResult => ({ content: [{ type: "text", text: r.text }] }));
-    }
-    return Promise.resolve(
-      errorResult(`unknown tool '${name}': this proxy has no such tool (it may belong to a server that failed to start; see tools/list)`),
-    );
+  stop(): Promise<void> {
+    return this.aggregator.stop();
   }
 }

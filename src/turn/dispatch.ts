@@ -27,7 +27,7 @@ import type { PromptBlock, TurnPublisher } from "./ports.js";
 import type { Enforce } from "../config/enforce.js";
 import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
-import { linkHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
+import { slotHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
 import type { TurnStatus, WorkStatusBoard } from "./work-status.js";
 import { waitGatesOf } from "./stop-gates.js";
@@ -373,7 +373,7 @@ export class TurnDispatcher {
                 () => signal.aborted,
               ),
           },
-          hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? linkHooks(ss.link, log) : undefined,
+          hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? slotHooks(ss.slot, log) : undefined,
           out: this.answers.publisherFor(batch.turnId),
           logger: log,
           published,

@@ -9,11 +9,11 @@
  * request budget; the scope's next turn opens a fresh one (docs/architecture.md §3).
  */
 import type { Event } from "nostr-tools";
-import type { AgentPool, AgentSession } from "../agent/index.js";
+import type { AgentPool, AgentSession, McpSlot } from "../agent/index.js";
 import type { Logger } from "../base/log.js";
 import type { Config } from "../config/schema.js";
 import { isolationFor, policyFor } from "../config/schema.js";
-import { createBuzzTools, manifestFromConfig, type LinkServer, type LinkSession, type RelayPort } from "../link/index.js";
+import { createBuzzTools, manifestFromConfig, type LinkServer, type RelayPort } from "../link/index.js";
 import { buildStanding, PromptSession, type StandingInput } from "../prompt/index.js";
 import type { ChannelInfo } from "../buzz/directory.js";
 import { KIND } from "../nostr/kinds.js";
@@ -21,6 +21,7 @@ import { isProgressNote } from "../nostr/events.js";
 import type { InflightPublishes } from "./inflight.js";
 import type { MidTurnSession } from "./mid-turn.js";
 import type { TurnHooks } from "./ports.js";
+import { openSlot, type SlotSession } from "./mcp-slot.js";
 
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
 const PROXY_CONNECT_WAIT_MS = 3000;
@@ -55,7 +56,8 @@ interface TurnBinding {
 
 export interface ScopeSession {
   session: AgentSession;
-  link: LinkSession;
+  /** The session's MCP slot: its stdio proxy's link registration, or its HTTP endpoint binding. */
+  slot: SlotSession;
   /** Servers behind the session's proxy; with none there is nothing to gate. */
   hookServers: number;
   /** Turns (mentions' batches) this session has run, for agent.max_turns_per_session. */
@@ -99,7 +101,7 @@ export class ScopeSessions {
     const existing = this.scopes.get(key);
     if (existing?.session.alive && this.d.pool.session(key) === existing.session) return existing;
     if (existing) {
-      existing.link.unregister();
+      existing.slot.unregister();
       this.scopes.delete(key);
     }
     const cfg = this.d.config();
@@ -148,13 +150,19 @@ export class ScopeSessions {
       attachment_max_bytes: cfg.attachments.max_bytes,
       message_max_bytes: cfg.replies.max_bytes,
     };
-    const link = this.d.link.register({ sessionKey: key, manifest, tools });
+    let slot: SlotSession | undefined;
+    let transport: McpSlot["transport"] = "stdio";
     try {
       const previousSessionId = this.d.ids?.get(key);
       const session = await this.d.pool.acquire(key, {
         channel: { id: channel.id, name: channel.name },
-        // The session's own socket, in its process's link directory (all a sandboxed agent sees of the state directory).
-        mcpEnv: (dir) => (dir ? link.listen(dir) : link.env),
+        mcpEnv: async (ctx) => {
+          slot?.unregister();
+          const opened = await openSlot({ transport: cfg.mcp.transport, key, manifest, tools, link: this.d.link, logger: log }, ctx);
+          slot = opened.session;
+          transport = opened.slot.transport;
+          return opened.slot;
+        },
         isolation: isolationFor(cfg, channel.id),
         standingContext: buildStanding(standing).text,
         previousSessionId,
@@ -163,7 +171,8 @@ export class ScopeSessions {
       this.d.ids?.save(key, session.sessionId);
       // A resumed session already holds the standing context from its first prompt.
       const standingDelivered = session.standingContextVia === "system_prompt" || session.resumed;
-      ss = { session, link, hookServers: manifest.servers.length, turns: 0, prompt: new PromptSession(standing, standingDelivered) };
+      if (!slot) throw new Error(`session ${key}: the agent pool opened it without asking for its MCP slot`);
+      ss = { session, slot, hookServers: manifest.servers.length, turns: 0, prompt: new PromptSession(standing, standingDelivered) };
       this.scopes.set(key, ss);
       log.info(
         {
@@ -171,13 +180,14 @@ export class ScopeSessions {
           agent_pid: session.proc.pid,
           session: session.sessionId,
           resumed: session.resumed,
+          mcp: transport,
           standing_context: session.standingContextVia,
         },
         "agent session ready",
       );
       return ss;
     } catch (err) {
-      link.unregister();
+      slot?.unregister();
       throw err;
     }
   }
@@ -203,7 +213,7 @@ export class ScopeSessions {
     for (const [key, s] of [...this.scopes]) {
       if (!match(key)) continue;
       this.scopes.delete(key);
-      s.link.unregister();
+      s.slot.unregister();
       this.d.ids?.forget(key);
       await this.d.pool.rotate(key, reason);
       n++;
@@ -229,25 +239,26 @@ export class ScopeSessions {
 
   /** Shutdown: every link registration ends (the pool closes the agents). */
   closeAll(): void {
-    for (const s of this.scopes.values()) s.link.unregister();
+    for (const s of this.scopes.values()) s.slot.unregister();
     this.scopes.clear();
   }
 }
 
 /**
- * The session's hooks over the link. An agent may start its MCP servers lazily (or not
+ * The session's hooks, through its slot. An agent may start its stdio proxy lazily (or not
  * at all for a turn without tools), so the proxy gets a moment to connect; a proxy that
  * never connects, or a link that breaks, cannot hold a turn hostage: logged, no objection.
+ * Over HTTP the daemon holds the servers itself, so they are reachable at once.
  */
-export function linkHooks(link: LinkSession, log: Logger, connectWaitMs = PROXY_CONNECT_WAIT_MS): TurnHooks {
+export function slotHooks(slot: SlotSession, log: Logger, connectWaitMs = PROXY_CONNECT_WAIT_MS): TurnHooks {
   return {
     runHook: async (name, opts) => {
-      if (!(await link.whenConnected(connectWaitMs))) {
+      if (!(await slot.whenConnected(connectWaitMs))) {
         log.warn({ evt: "gate.unavailable", hook: name }, "the session's MCP proxy is not connected; stop gates could not run");
         return { text: "", verdict: "allow", ms: 0, servers: [] };
       }
       try {
-        return await link.runHook(name, opts);
+        return await slot.runHook(name, opts);
       } catch (err) {
         log.warn({ evt: "gate.unavailable", hook: name, err: String(err) }, "stop gates could not run");
         return { text: "", verdict: "allow", ms: 0, servers: [] };

@@ -22,6 +22,7 @@ import type { DevRelay } from "../../devrelay/index.js";
 import type { GateContext } from "../../gate/index.js";
 import { Heartbeat } from "../../turn/heartbeat.js";
 import { LinkServer, linkRootPath } from "../../link/index.js";
+import { HttpEndpoint } from "../../proxy/http-endpoint.js";
 import { FleetScheduler } from "../../queue/fleet-scheduler.js";
 import { QueueStore, STORE_FILE, type Scheduler } from "../../queue/index.js";
 import type { PostgresStore } from "../../queue/pg-store.js";
@@ -173,6 +174,12 @@ export class Daemon {
           logger: log,
           sandbox,
           linkRoot: linkRootPath(cfg.state_dir),
+          // Each process that may take its MCP slot over HTTP gets its own loopback port (mcp.transport, read live);
+          // in a network of its own, through a socket in its link directory.
+          reserveEndpoint: async ({ network, linkDir }) => {
+            if (this.config.mcp.transport === "stdio" || network === "none" || (network === "private" && !linkDir)) return undefined;
+            return HttpEndpoint.open({ logger: log, socket: network === "private" ? join(linkDir!, "mcp.sock") : undefined });
+          },
           stateDir: cfg.state_dir,
         },
       ),
