@@ -19,8 +19,8 @@ export default {
     "src/proxy/hooks.ts",
     // The reply's thread references (NIP-10 root and parent).
     "src/nostr/events.ts",
-    // The queue's once-only claims go here with the test that covers them once the
-    // scheduler has its one backend interface (queue/).
+    // Not the queue (queue/): its contract test, queue-state-store, runs every case on
+    // SQLite and on a PostgreSQL server of its own, more than a run per mutant can afford.
   ],
   // The sandbox's instrumented sources and these tests are compiled to JavaScript once
   // (tsconfig.mutate.json), so each test file starts as plain node, not through tsx: per

@@ -9,8 +9,8 @@
  *     run; and how many turns each daemon ran;
  *   - lease takeover after a SIGKILL: from the kill of a daemon running a turn to a
  *     survivor taking its scope over; baseline: the lease period;
- *   - the store's cost per accepted mention: PostgreSQL's accept (one transaction over
- *     the loopback) against SQLite's, through the same StateStore interface.
+ *   - the store's cost per accepted mention: PostgreSQL's accept (one statement over the
+ *     loopback, the caps included) against SQLite's, through the same QueueBackend interface.
  *
  * Run alone: `node --import tsx bench/fleet.ts` (build first: the daemons are dist/cli.js).
  */
@@ -20,9 +20,9 @@ import { World, type DaemonProc } from "../test/fixtures/world.js";
 import { startPostgres, type PgServer } from "../test/fixtures/postgres.js";
 import { waitAllAnswered } from "../test/fixtures/reliability-helpers.js";
 import { mention, fromWire, owner, agent, CHANNEL, tempDir } from "../test/fixtures/queue-helpers.js";
-import { SqliteStateStore } from "../src/queue/sqlite-state.js";
+import { SqliteStore } from "../src/queue/sqlite-store.js";
 import { PostgresStore } from "../src/queue/pg-store.js";
-import type { StateStore } from "../src/queue/state-store.js";
+import type { QueueBackend } from "../src/queue/backend.js";
 import { FLEET_LEASE_MS } from "../src/queue/pg-leases.js";
 
 const CHANNELS = 6;
@@ -106,12 +106,15 @@ async function takeover(server: PgServer): Promise<number> {
   }
 }
 
-async function acceptCost(store: StateStore): Promise<number[]> {
+/** The caps as the daemon passes them while the queue is far from full: the scope's (queue.scope_cap) only. */
+const CAPS = { scope: 500 };
+
+async function acceptCost(store: QueueBackend): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < STORE_ACCEPTS; i++) {
     const ev = fromWire(mention(owner, `m${i}`));
     const t0 = performance.now();
-    await store.accept(ev, CHANNEL, `${CHANNEL}/${ev.id}`);
+    await store.accept(ev, CHANNEL, `${CHANNEL}/${ev.id}`, CAPS);
     out.push(performance.now() - t0);
   }
   await store.close();
@@ -133,7 +136,7 @@ export async function benchFleet(): Promise<FleetBench> {
     }
     const scaling = Object.fromEntries(Object.entries(perMinute).map(([n, v]) => [n, Math.round((v / perMinute["1"]!) * 100) / 100]));
     const takeoverMs = await takeover(server);
-    const sqlite = await acceptCost(SqliteStateStore.open(join(tmp.dir, "sqlite")));
+    const sqlite = await acceptCost(SqliteStore.open(join(tmp.dir, "sqlite")));
     const postgres = await acceptCost(await PostgresStore.open({ url: await server.createDatabase(), identity: agent.pk }));
     return {
       mentions: MENTIONS,

@@ -24,7 +24,9 @@
  *   13    bench/attachments.ts  an attached image's download through the bridge vs a plain HTTP GET
  *   S1,S2 bench/flood.ts     splitting 16 MiB vs 16 × 1 MiB; another channel's intake while a turn floods vs quiet
  *
- * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts).
+ * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts); BENCH_RESULTS=FILE writes
+ * the results there instead of bench/results.json. bench/compare.ts sets both to run the same
+ * parts against another checkout.
  */
 import { writeFileSync } from "node:fs";
 import { AUTHORS as BUSY_AUTHORS } from "./busy.js";
@@ -757,10 +759,12 @@ async function main(): Promise<void> {
     rows,
     raw,
   };
-  writeFileSync(fileURLToPath(new URL("./results.json", import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
+  // BENCH_RESULTS: elsewhere (bench/compare.ts), so a partial run leaves the full run's file alone.
+  const out = process.env.BENCH_RESULTS ?? fileURLToPath(new URL("./results.json", import.meta.url));
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
   console.log(markdownTable(rows));
   console.log(
-    `\n${rows.length} rows in ${total.toFixed(0)} s on ${cpus().length} CPUs (load ${load0.toFixed(1)} at start), node ${process.version}; written to bench/results.json`,
+    `\n${rows.length} rows in ${total.toFixed(0)} s on ${cpus().length} CPUs (load ${load0.toFixed(1)} at start), node ${process.version}; written to ${out}`,
   );
 }
 

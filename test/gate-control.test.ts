@@ -9,7 +9,7 @@ import { Gate } from "../src/gate/gate.js";
 import { DeniedReporter } from "../src/gate/denied.js";
 import { ControlExecutor, type ControlTarget } from "../src/gate/control.js";
 import type { ChannelInfo } from "../src/gate/policy.js";
-import { QueueStore } from "../src/queue/store.js";
+import { SqliteStore } from "../src/queue/sqlite-store.js";
 import { KIND } from "../src/nostr/kinds.js";
 import {
   agent,
@@ -28,7 +28,7 @@ const tmp = tempDir("bb-gate-control-");
 after(() => tmp.cleanup());
 
 function setup(respondTo = "owner-only", counts = { cancel: 0, rotate: 0 }) {
-  const store = QueueStore.open(`${tmp.dir}/${Math.random().toString(36).slice(2)}`);
+  const store = SqliteStore.open(`${tmp.dir}/${Math.random().toString(36).slice(2)}`);
   const { logger, lines } = captureLogger();
   const published: EventTemplate[] = [];
   const publish = async (t: EventTemplate) => void published.push(t);
@@ -42,7 +42,7 @@ function setup(respondTo = "owner-only", counts = { cancel: 0, rotate: 0 }) {
       owner: owner.pk,
       config: makeConfig({ defaults: { respond_to: respondTo } }),
       channel: (id): ChannelInfo | undefined => (id === CHANNEL ? { id, name: "general", type: "stream" } : undefined),
-      handled: (id) => store.has(id),
+      handled: (id) => store.isAccepted(id),
       verify: (ev) => (verified.push(ev), verifyEvent(ev)),
     },
     reporter: new DeniedReporter({ logger, publish, verify: verifyEvent }),
@@ -51,9 +51,9 @@ function setup(respondTo = "owner-only", counts = { cancel: 0, rotate: 0 }) {
       logger,
       publish,
       actions: {
-        cancel: (t) => (calls.push("cancel"), targets.push(t), counts.cancel),
-        rotate: (t) => (calls.push("rotate"), targets.push(t), counts.rotate),
-        status: () => (calls.push("status"), { inFlight: 2, queued: 7 }),
+        cancel: async (t) => (calls.push("cancel"), targets.push(t), counts.cancel),
+        rotate: async (t) => (calls.push("rotate"), targets.push(t), counts.rotate),
+        status: async () => (calls.push("status"), { inFlight: 2, queued: 7 }),
         shutdown: () => void calls.push(`shutdown after ${published.length} publish`),
       },
     }),

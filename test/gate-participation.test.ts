@@ -51,9 +51,14 @@ function setup(config: Config, o: { agents?: readonly Person[]; lookupFails?: bo
     reporter,
     control: { execute: async () => undefined } as never,
     logger,
-    claimControl: () => true,
+    claimControl: async () => true,
   });
-  return { active, ctx, gate, verified, lines, published, advance: (ms: number) => (now += ms) };
+  // The decision as the daemon's intake reaches it: decided at once, then after any look-up.
+  const decideFully = async (ev: Event) => {
+    const first = gate.decide(ev);
+    return (await gate.recheck(ev, first)) ?? first;
+  };
+  return { active, ctx, gate, decideFully, verified, lines, published, advance: (ms: number) => (now += ms) };
 }
 
 /** A reply in `root`'s thread (NIP-10 reply marker), mentioning `to` (none: nobody). */
@@ -68,7 +73,7 @@ describe("thread participation", () => {
   test("a person's bare reply in an active thread continues it; signatures are checked only for it", async () => {
     const s = setup(config);
     s.active.mark(root.id, CHANNEL);
-    const d = await s.gate.decide(reply(teammate, root, "and also this"));
+    const d = await s.decideFully(reply(teammate, root, "and also this"));
     assert.equal(d.action, "accept");
     assert.ok(d.action === "accept" && d.continued === "thread");
     assert.equal(s.verified.length, 1);
@@ -86,7 +91,7 @@ describe("thread participation", () => {
     ] as const) {
       const s = setup(config, o);
       s.active.mark(root.id, CHANNEL);
-      const d = await s.gate.decide(ev);
+      const d = await s.decideFully(ev);
       assert.equal(d.action, "drop", name);
       assert.ok(d.action === "drop" && d.reason === reason, `${name}: ${JSON.stringify(d.action === "drop" && d.reason)}`);
       assert.equal(d.action === "drop" && d.level, level, `${name}: log level`);
@@ -96,7 +101,7 @@ describe("thread participation", () => {
 
   test("a reply that mentions the agent among others is a mention as always", async () => {
     const s = setup(config);
-    const d = await s.gate.decide(reply(owner, root, "both of you", [teammate, agent]));
+    const d = await s.decideFully(reply(owner, root, "both of you", [teammate, agent]));
     assert.ok(d.action === "accept" && d.continued === undefined);
   });
 
@@ -120,7 +125,7 @@ describe("thread participation", () => {
     ] as const) {
       const s = setup(makeConfig({ defaults: { respond_to: "anyone", participation: mode } }));
       s.active.mark(root.id, CHANNEL);
-      const d = await s.gate.decide(fromWire(mention(teammate, "anyone around?", { mention: false })));
+      const d = await s.decideFully(fromWire(mention(teammate, "anyone around?", { mention: false })));
       assert.equal(d.action, want, mode);
       if (d.action === "accept") assert.equal(d.continued, "channel");
     }

@@ -5,16 +5,14 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import * as W from "nostr-tools/wasm";
 import { initNostrWasm } from "nostr-wasm";
 import type { Event, EventTemplate } from "nostr-tools";
 import { decide, type GateContext, type Refusal as GateRefusal } from "../src/gate/decide.js";
 import { DeniedReporter } from "../src/gate/denied.js";
-import { QueueStore } from "../src/queue/store.js";
-import { Scheduler } from "../src/queue/scheduler.js";
-import type { Refusal } from "../src/queue/refusals.js";
 import { agent, owner, stranger, CHANNEL, mention, fromWire, makeConfig, captureLogger, tempDir } from "./fixtures/queue-helpers.js";
+import { place } from "./fixtures/queue-harness.js";
+import { waitFor } from "./fixtures/wait.js";
 
 const tmp = tempDir("bb-queue-burst-");
 after(() => tmp.cleanup());
@@ -45,16 +43,10 @@ test("10,000 mentions: bounded queue, strangers never dispatched, every refusal 
   };
   const published: EventTemplate[] = [];
   const reporter = new DeniedReporter({ logger, publish: async (t) => void published.push(t), verify: ctx.verify });
-  const store = QueueStore.open(join(tmp.dir, "burst"));
-  const refusals: Refusal[] = [];
-  const scheduler = new Scheduler({
-    store,
-    logger,
-    sessionScope: config.agent.session_scope,
-    maxConcurrent: config.agent.max_concurrent,
-    onRefused: (r) => refusals.push(r),
-  });
-  after(() => (scheduler.close(), store.close()));
+  // No agent slot: everything the burst leaves stays queued, as behind a busy agent.
+  const q = await (await place("sqlite", { dir: tmp.dir })).open({ sessionScope: "channel", maxConcurrent: 0 });
+  after(() => q.close());
+  const { scheduler, refusals, lines: queueLines } = q;
 
   const heapBefore = process.memoryUsage().heapUsed;
   let accepted = 0;
@@ -63,31 +55,31 @@ test("10,000 mentions: bounded queue, strangers never dispatched, every refusal 
       const d = decide(ev, ctx);
       if (d.action === "accept") {
         assert.equal(ev.pubkey, owner.pk, "only what the policy allows is accepted");
-        if (scheduler.accept(ev, d.channel.id)) accepted++;
+        if (await scheduler.accept(ev, d.channel.id)) accepted++;
       } else await reporter.report(ev, d as GateRefusal);
     }
   }
-  await new Promise((r) => setImmediate(r));
+  await scheduler.close(); // announces the refusals still coalescing
 
   assert.equal(accepted, BURST / 2);
   assert.equal(verified, BURST / 2 + 1, "only the accepted events and the one denial answered were signature-checked");
   assert.equal(published.length, 1, "the stranger got one 🔒, not thousands");
   assert.equal(lines.filter((l) => l.evt === "gate.denied").length, BURST / 2, "each denial logged");
 
-  const depth = scheduler.depth();
+  const depth = await scheduler.currentDepth();
   assert.equal(depth.queued, 500, "the scope holds at most its cap");
   const refusedIds = refusals.flatMap((r) => r.events.map((e) => e.id));
   assert.equal(refusedIds.length, BURST / 2 - 500);
   assert.equal(new Set(refusedIds).size, refusedIds.length);
-  assert.equal(lines.filter((l) => l.evt === "queue.refused").length, BURST / 2 - 500, "each refusal logged");
+  assert.equal(queueLines.filter((l) => l.evt === "queue.refused").length, BURST / 2 - 500, "each refusal logged");
   // The oldest were refused; the newest 500 wait (10 turns of 50).
   assert.deepEqual(
     refusedIds.slice(0, 3),
     ownerBurst.slice(0, 3).map((e) => e.id),
   );
-  const b = scheduler.next()!;
-  assert.equal(b.events[0]!.id, ownerBurst[BURST / 2 - 500]!.id);
-  assert.equal(b.events.length, 50);
+  const waiting = (await q.backend.scopeWork(CHANNEL, 50)).waiting;
+  assert.equal(waiting[0], ownerBurst[BURST / 2 - 500]!.id);
+  assert.equal(waiting.length, 50);
   // Every accepted event is accounted for: waiting/in a turn, or refused with a notice.
   assert.equal(refusedIds.length + depth.queued, accepted);
   const heapGrowthMb = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
@@ -95,22 +87,15 @@ test("10,000 mentions: bounded queue, strangers never dispatched, every refusal 
 });
 
 test("a burst of new threads is bounded by the total cap, refusals announced", async () => {
-  const { logger, lines } = captureLogger("info");
-  const store = QueueStore.open(join(tmp.dir, "threads"));
-  const refusals: Refusal[] = [];
-  const scheduler = new Scheduler({
-    store,
-    logger,
-    sessionScope: "thread",
-    maxConcurrent: 4,
-    totalCap: 1_000,
-    onRefused: (r) => refusals.push(r),
-  });
-  after(() => (scheduler.close(), store.close()));
-  for (const ev of ownerBurst.slice(0, 2_000)) scheduler.accept(ev, CHANNEL);
-  await new Promise((r) => setImmediate(r));
-  assert.equal(scheduler.depth().queued, 1_000);
-  assert.equal(scheduler.depth().scopes, 1_000);
+  const q = await (await place("sqlite", { dir: tmp.dir })).open({ maxConcurrent: 0, totalCap: 1_000 });
+  after(() => q.close());
+  const { scheduler, refusals, lines } = q;
+  for (const ev of ownerBurst.slice(0, 2_000)) await scheduler.accept(ev, CHANNEL);
+  await waitFor(() => refusals.length, { what: "the refusal notices" });
+  await scheduler.close();
+  const depth = await scheduler.currentDepth();
+  assert.equal(depth.queued, 1_000);
+  assert.equal(depth.scopes, 1_000);
   const refused = refusals.flatMap((r) => r.events);
   assert.equal(refused.length, 1_000);
   assert.ok(refusals.every((r) => r.reason === "queue-full"));

@@ -25,6 +25,11 @@ const t = (name: string, fn: (url: string) => Promise<void>) =>
   });
 
 const open = (url: string, identity = agent.pk) => PostgresStore.open({ url, identity });
+const CAPS = { scope: 500, total: 10_000 };
+/** The keys of a claim. */
+const claimed = async (c: Promise<{ scopes: Array<{ key: string; channel: string; from: string | null }> }>) => (await c).scopes;
+/** The ids of a scope's waiting events, oldest first. */
+const waiting = async (s: PostgresStore, scope: string) => (await s.scopeWork(scope, 50)).waiting;
 
 async function sql(url: string, text: string, params: unknown[] = []) {
   const c = new pg.Client({ connectionString: url });
@@ -89,12 +94,12 @@ describe("PostgreSQL store: one database, several daemons", () => {
     await Promise.all(
       stores.flatMap((s) =>
         events.map(async (ev) => {
-          if (await s.accept(ev, CHANNEL, `${CHANNEL}/${ev.id}`)) accepted++;
+          if ((await s.accept(ev, CHANNEL, `${CHANNEL}/${ev.id}`, CAPS)).fresh) accepted++;
         }),
       ),
     );
     assert.equal(accepted, events.length);
-    assert.equal((await stores[1]!.waitingEvents()).length, events.length);
+    assert.equal((await stores[1]!.depth()).queued, events.length);
     assert.equal(await stores[2]!.leases.queueDepth(), events.length);
     await Promise.all(stores.map((s) => s.close()));
   });
@@ -107,7 +112,7 @@ describe("PostgreSQL store: scope leases", () => {
     for (let i = 0; i < count; i++) {
       const ev = fromWire(mention(owner, `q${i}`, { created_at: 1000 + i }));
       const scope = `${CHANNEL}/${ev.id}`;
-      await a!.accept(ev, CHANNEL, scope);
+      await a!.accept(ev, CHANNEL, scope, CAPS);
       scopes.push(scope);
     }
     return { a: a!, b: b!, scopes };
@@ -115,15 +120,24 @@ describe("PostgreSQL store: scope leases", () => {
 
   t("two daemons claiming at once get disjoint scopes, oldest waiting first, none twice", async (url) => {
     const { a, b, scopes } = await withScopes(url, 6);
-    const [ca, cb] = await Promise.all([a.leases.claim("A", 3, 30_000), b.leases.claim("B", 3, 30_000)]);
-    const all = [...ca, ...cb].map((c) => c.key);
+    const [ca, cb] = await Promise.all([claimed(a.leases.claim("A", 3, [], 30_000)), claimed(b.leases.claim("B", 3, [], 30_000))]);
+    const all = [...ca!, ...cb!].map((c) => c.key);
     assert.equal(new Set(all).size, 6, "every scope claimed by exactly one daemon");
     assert.deepEqual(all.sort(), [...scopes].sort());
-    assert.ok([...ca, ...cb].every((c) => c.from === null && c.channel === CHANNEL));
-    assert.deepEqual(await a.leases.claim("A", 3, 30_000), [], "nothing left to claim");
+    assert.ok([...ca!, ...cb!].every((c) => c.from === null && c.channel === CHANNEL));
+    // Each daemon's own scopes run there (busy): nothing is left for either.
+    const busy = ca!.map((c) => c.key);
+    const busyB = cb!.map((c) => c.key);
+    assert.deepEqual(await claimed(b.leases.claim("B", 3, busyB, 30_000)), [], "nothing left for B");
+    assert.deepEqual(await claimed(a.leases.claim("A", 3, busy, 30_000)), [], "nor for A");
+    assert.deepEqual(
+      (await claimed(a.leases.claim("A", 3, busy.slice(1), 30_000))).map((c) => [c.key, c.from]),
+      [[busy[0], null]],
+      "a scope A holds that has work and is not busy is A's to run again",
+    );
     const lone = await withScopes(await db.server!.createDatabase(), 4);
     assert.deepEqual(
-      (await lone.a.leases.claim("A", 2, 30_000)).map((c) => c.key),
+      (await claimed(lone.a.leases.claim("A", 2, [], 30_000))).map((c) => c.key),
       lone.scopes.slice(0, 2),
       "oldest waiting first",
     );
@@ -134,14 +148,14 @@ describe("PostgreSQL store: scope leases", () => {
     const { a, b, scopes } = await withScopes(url, 1);
     const [scope] = scopes;
     assert.deepEqual(
-      (await a.leases.claim("A", 5, 300)).map((c) => c.key),
+      (await claimed(a.leases.claim("A", 5, [], 300))).map((c) => c.key),
       [scope],
     );
-    assert.deepEqual(await b.leases.claim("B", 5, 30_000), [], "a live lease is not taken");
+    assert.deepEqual(await claimed(b.leases.claim("B", 5, [], 30_000)), [], "a live lease is not taken");
     assert.deepEqual(await a.leases.renew("A", 300), [scope], "renewal while alive keeps it");
     await sleep(450); // past the 300 ms lease
     assert.equal(await a.leases.holds("A", scope!), false, "expired");
-    assert.deepEqual(await b.leases.claim("B", 5, 30_000), [{ key: scope, channel: CHANNEL, from: "A" }], "taken over from A");
+    assert.deepEqual(await claimed(b.leases.claim("B", 5, [], 30_000)), [{ key: scope, channel: CHANNEL, from: "A" }], "taken over from A");
     assert.deepEqual(await a.leases.renew("A", 30_000), [], "A learns it lost the scope");
     assert.equal(await b.leases.holds("B", scope!), true);
     assert.deepEqual(
@@ -154,17 +168,17 @@ describe("PostgreSQL store: scope leases", () => {
   t("a scope whose work is done is released and not claimed again until new work arrives", async (url) => {
     const { a, b, scopes } = await withScopes(url, 1);
     const [scope] = scopes;
-    await a.leases.claim("A", 1, 30_000);
-    const [ev] = await a.waitingEvents();
-    const turn = await a.startTurn(scope!, CHANNEL, [ev!.id]);
-    await a.updateTurn({ id: turn, state: "done", attempts: 1, next_attempt_at: 0, recovered: 0, error: null });
+    await claimed(a.leases.claim("A", 1, [], 30_000));
+    const [ev] = await waiting(a, scope!);
+    const turn = await a.startTurn(scope!, CHANNEL, [ev!]);
+    await a.updateTurn("running", { id: turn, state: "done", attempts: 1, recovered: false, error: null }, "A");
     assert.equal(await b.leases.release("B", scope!), false, "only the holder releases");
     assert.equal(await a.leases.release("A", scope!), true);
-    assert.deepEqual(await b.leases.claim("B", 5, 30_000), [], "no open work, nothing to claim");
-    const next = fromWire(mention(owner, "follow-up", { tags: [["e", ev!.id, "", "root"]] }));
-    await a.accept(next, CHANNEL, scope!);
+    assert.deepEqual(await claimed(b.leases.claim("B", 5, [], 30_000)), [], "no open work, nothing to claim");
+    const next = fromWire(mention(owner, "follow-up", { tags: [["e", ev!, "", "root"]] }));
+    await a.accept(next, CHANNEL, scope!, CAPS);
     assert.deepEqual(
-      (await b.leases.claim("B", 5, 30_000)).map((c) => c.key),
+      (await claimed(b.leases.claim("B", 5, [], 30_000))).map((c) => c.key),
       [scope],
     );
     await Promise.all([a.close(), b.close()]);
@@ -173,12 +187,12 @@ describe("PostgreSQL store: scope leases", () => {
   t("a turn left running by a dead holder keeps its scope claimable", async (url) => {
     const { a, b, scopes } = await withScopes(url, 1);
     const [scope] = scopes;
-    await a.leases.claim("A", 1, 200);
-    const [ev] = await a.waitingEvents();
-    await a.startTurn(scope!, CHANNEL, [ev!.id]); // A dies here: no waiting events, one running turn
+    await claimed(a.leases.claim("A", 1, [], 200));
+    const [ev] = await waiting(a, scope!);
+    await a.startTurn(scope!, CHANNEL, [ev!]); // A dies here: no waiting events, one running turn
     await sleep(350); // past the 200 ms lease
     assert.deepEqual(
-      (await b.leases.claim("B", 1, 30_000)).map((c) => [c.key, c.from]),
+      (await claimed(b.leases.claim("B", 1, [], 30_000))).map((c) => [c.key, c.from]),
       [[scope, "A"]],
     );
     await Promise.all([a.close(), b.close()]);
@@ -187,34 +201,34 @@ describe("PostgreSQL store: scope leases", () => {
   t("after a takeover the old holder can neither record a reply nor end the turn (fencing by the lease)", async (url) => {
     const { a, b, scopes } = await withScopes(url, 1);
     const [scope] = scopes;
-    await a.leases.claim("A", 1, 200);
-    const [ev] = await a.waitingEvents();
-    const turn = await a.startTurn(scope!, CHANNEL, [ev!.id]);
-    await a.recordReplyAsHolder(turn, "1".repeat(64), "A");
-    await a.recordReplyAsHolder(turn, "1".repeat(64), "A"); // idempotent
+    await claimed(a.leases.claim("A", 1, [], 200));
+    const [ev] = await waiting(a, scope!);
+    const turn = await a.startTurn(scope!, CHANNEL, [ev!]);
+    await a.recordReply(turn, "1".repeat(64), "A");
+    await a.recordReply(turn, "1".repeat(64), "A"); // idempotent
     await sleep(350); // past the 200 ms lease
     assert.deepEqual(
-      (await b.leases.claim("B", 1, 30_000)).map((c) => c.from),
+      (await claimed(b.leases.claim("B", 1, [], 30_000))).map((c) => c.from),
       ["A"],
     );
-    await assert.rejects(a.recordReplyAsHolder(turn, "2".repeat(64), "A"), LeaseLostError);
-    const done = { id: turn, state: "done" as const, attempts: 1, next_attempt_at: 0, recovered: 0, error: null };
-    assert.equal(await a.updateTurnFrom("running", done, "A"), false, "A's late end is refused");
+    await assert.rejects(a.recordReply(turn, "2".repeat(64), "A"), LeaseLostError);
+    const done = { id: turn, state: "done" as const, attempts: 1, recovered: false, error: null };
+    assert.equal(await a.updateTurn("running", done, "A"), false, "A's late end is refused");
     assert.equal((await b.turn(turn))?.state, "running");
     assert.deepEqual((await b.turn(turn))?.reply_ids, ["1".repeat(64)], "only what A recorded while it held the scope");
-    assert.equal(await b.updateTurnFrom("running", done, "B"), true);
-    assert.equal((await b.event(ev!.id))?.state, "done");
+    assert.equal(await b.updateTurn("running", done, "B"), true);
+    assert.equal((await b.event(ev!))?.state, "done");
     await Promise.all([a.close(), b.close()]);
   });
 
   t("a mid-turn join and its hand-back are fenced by the lease: only the scope's holder makes them", async (url) => {
     const { a, b, scopes } = await withScopes(url, 1);
     const [scope] = scopes;
-    await a.leases.claim("A", 1, 30_000);
-    const [ev] = await a.waitingEvents();
-    const turn = await a.startTurn(scope!, CHANNEL, [ev!.id]);
+    await claimed(a.leases.claim("A", 1, [], 30_000));
+    const [ev] = await waiting(a, scope!);
+    const turn = await a.startTurn(scope!, CHANNEL, [ev!]);
     const steer = fromWire(mention(teammate, "mid-turn"));
-    assert.equal(await b.accept(steer, CHANNEL, scope!), true, "stored by the daemon that heard it first");
+    assert.equal((await b.accept(steer, CHANNEL, scope!, CAPS)).fresh, true, "stored by the daemon that heard it first");
     assert.deepEqual(await b.joinTurn(turn, [steer.id], "B"), [], "B does not hold the scope");
     assert.deepEqual(await a.joinTurn(turn, [steer.id], "A"), [steer.id]);
     await b.leaveTurn(turn, [steer.id], "B");
@@ -228,8 +242,8 @@ describe("PostgreSQL store: scope leases", () => {
     const { a, b } = await withScopes(url, 3);
     await a.leases.heartbeat({ id: "A", host: "h1", pid: 11, maxConcurrent: 2 });
     await b.leases.heartbeat({ id: "B", host: "h2", pid: 22, maxConcurrent: 4 });
-    await a.leases.claim("A", 2, 30_000);
-    await b.leases.claim("B", 4, 30_000);
+    await claimed(a.leases.claim("A", 2, [], 30_000));
+    await claimed(b.leases.claim("B", 4, [], 30_000));
     const fleet = await a.leases.daemons(60_000);
     assert.deepEqual(
       fleet.map((d) => [d.id, d.host, d.pid, d.maxConcurrent, d.leases]),

@@ -1,18 +1,22 @@
 /**
- * The state store's contract, run against both backends: SQLite (a file under
- * state_dir) and PostgreSQL (a real server started by the test, in a fresh database per
- * test). Whatever the scheduler, dispatcher and gate rely on must hold in both.
+ * The queue's contract, through the path the daemon takes — the one Scheduler over the
+ * backend, the amendments and the gate's once-only claims — run against both backends:
+ * SQLite (a file under state_dir) and PostgreSQL (a real server started by the test, a fresh
+ * database per test). One turn per scope with arrivals batched, the caps with their notices,
+ * fairness, retries and the final failure notice, `!cancel`, mid-turn joins, deletions and
+ * edits, a restart resuming what was left, retention: whatever a user sees must hold in both.
  */
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { SqliteStateStore } from "../src/queue/sqlite-state.js";
-import { PostgresStore } from "../src/queue/pg-store.js";
-import type { StateStore } from "../src/queue/state-store.js";
-import { owner, teammate, agent, CHANNEL, mention, fromWire, tempDir } from "./fixtures/queue-helpers.js";
+import type { Event } from "nostr-tools";
+import { Amendments } from "../src/turn/amend.js";
+import { owner, teammate, CHANNEL, mention, fromWire, tempDir, captureLogger } from "./fixtures/queue-helpers.js";
 import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { place, type BackendName, type Place, type Queue } from "./fixtures/queue-harness.js";
+import { KIND } from "../src/nostr/kinds.js";
+import { waitFor } from "./fixtures/wait.js";
 
-const tmp = tempDir("bb-state-store-");
+const tmp = tempDir("bb-queue-contract-");
 let pgServer: PgServer | undefined;
 let pgSkip: string | undefined;
 before(async () => {
@@ -25,270 +29,458 @@ after(async () => {
   tmp.cleanup();
 });
 
-/** A place for one test's state, opened as often as the test likes (reopen = restart). */
-interface Backend {
-  name: string;
-  place(): Promise<() => Promise<StateStore>>;
-}
+const OTHER = "6f1c2a4e-0000-4000-8000-000000000002";
+const ids = (evs: Event[]) => evs.map((e) => e.id);
+const inThread = (root: string, text: string, at?: number) =>
+  fromWire(mention(teammate, text, { tags: [["e", root, "", "reply"]], created_at: at }));
 
-let n = 0;
-const backends: Backend[] = [
-  {
-    name: "sqlite",
-    async place() {
-      const dir = join(tmp.dir, `s${++n}`);
-      return async () => SqliteStateStore.open(dir);
-    },
-  },
-  {
-    name: "postgres",
-    async place() {
-      const url = await pgServer!.createDatabase();
-      return () => PostgresStore.open({ url, identity: agent.pk });
-    },
-  },
-];
-
-for (const b of backends) {
-  describe(`state store contract (${b.name})`, () => {
-    const t = (name: string, fn: (open: () => Promise<StateStore>) => Promise<void>) =>
-      test(name, async (ctx) => {
-        if (b.name === "postgres" && pgSkip) return ctx.skip(pgSkip);
-        await fn(await b.place());
+for (const name of ["sqlite", "postgres"] as BackendName[]) {
+  describe(`queue contract (${name})`, () => {
+    const t = (title: string, fn: (p: Place) => Promise<void>) =>
+      test(title, { timeout: 30_000 }, async (ctx) => {
+        if (name === "postgres" && pgSkip) return ctx.skip(pgSkip);
+        await fn(await place(name, { dir: tmp.dir, pg: pgServer }));
       });
 
-    t("an accepted event is stored once; a duplicate id is a no-op", async (open) => {
-      const store = await open();
+    t("an accepted event is stored once and runs in a turn of its own thread; a duplicate id changes nothing", async (p) => {
+      const q = await p.open();
       const ev = fromWire(mention(owner, "hello"));
-      assert.equal(await store.accept(ev, CHANNEL, CHANNEL), true);
-      assert.equal(await store.accept(ev, CHANNEL, CHANNEL), false);
-      assert.equal(await store.has(ev.id), true);
-      assert.deepEqual((await store.event(ev.id))?.event, ev);
-      assert.deepEqual(
-        (await store.waitingEvents()).map((e) => e.id),
-        [ev.id],
-      );
-      await store.close();
+      assert.equal(await q.scheduler.accept(ev, CHANNEL), true);
+      assert.equal(await q.scheduler.accept(ev, CHANNEL), false, "a relay replay");
+      const b = await q.next();
+      assert.deepEqual(ids(b.events), [ev.id]);
+      assert.deepEqual([b.scope.key, b.scope.root, b.attempt, b.recovered], [`${CHANNEL}/${ev.id}`, ev.id, 1, false]);
+      assert.deepEqual(b.events[0], ev);
+      assert.equal(q.scheduler.storedEvent(ev.id)?.id, ev.id);
+      await q.idle();
+      assert.deepEqual(q.batches, [], "one turn, not two");
+      assert.equal(q.scheduler.complete(b.turnId), true);
+      assert.equal(q.scheduler.complete(b.turnId), false, "ended once");
+      await q.idle();
+      assert.equal((await q.backend.event(ev.id))?.state, "done");
+      await q.close();
     });
 
-    t("cursors: last handled created_at per channel, and the minimum for one REQ's since", async (open) => {
-      const store = await open();
-      assert.equal(await store.minCursor(), undefined);
-      await store.accept(fromWire(mention(owner, "a", { created_at: 1000 })), CHANNEL, CHANNEL);
-      await store.noteSeen(CHANNEL, 900); // an older denied event does not move the cursor back
-      await store.noteSeen("other", 500);
-      assert.equal(await store.cursor(CHANNEL), 1000);
-      assert.equal(await store.cursor("other"), 500);
-      assert.equal(await store.minCursor(), 500);
-      await store.close();
+    t("one turn per scope: what arrives meanwhile is batched into the next turn, ordered by created_at", async (p) => {
+      const q = await p.open();
+      const top = fromWire(mention(owner, "start", { created_at: 100 }));
+      await q.scheduler.accept(top, CHANNEL);
+      const b1 = await q.next();
+      // Replies in the same thread while the turn runs; a relay replays newest first.
+      const r3 = inThread(top.id, "three", 103);
+      const r1 = inThread(top.id, "one", 101);
+      const r2 = inThread(top.id, "two", 102);
+      for (const r of [r3, r1, r2]) await q.scheduler.accept(r, CHANNEL);
+      await q.idle();
+      assert.deepEqual(q.batches, [], "the scope is busy");
+      const depth = await q.scheduler.currentDepth();
+      assert.deepEqual([depth.queued, depth.scopes, depth.retrying, depth.byChannel.get(CHANNEL)], [3, 1, 0, 3]);
+      assert.equal(q.scheduler.depth().inFlight, 1);
+      q.scheduler.complete(b1.turnId);
+      const b2 = await q.next();
+      assert.deepEqual(ids(b2.events), [r1.id, r2.id, r3.id]);
+      assert.notEqual(b2.turnId, b1.turnId);
+      await q.close();
     });
 
-    t("waiting events come back oldest first, with their scope and channel", async (open) => {
-      const store = await open();
-      const late = fromWire(mention(owner, "late", { created_at: 2000 }));
-      const early = fromWire(mention(teammate, "early", { created_at: 1000 }));
-      await store.accept(late, CHANNEL, `${CHANNEL}/${late.id}`);
-      await store.accept(early, CHANNEL, `${CHANNEL}/${early.id}`);
-      const waiting = await store.waitingEvents();
-      assert.deepEqual(
-        waiting.map((e) => [e.id, e.scope, e.channel, e.created_at, e.state]),
-        [
-          [early.id, `${CHANNEL}/${early.id}`, CHANNEL, 1000, "waiting"],
-          [late.id, `${CHANNEL}/${late.id}`, CHANNEL, 2000, "waiting"],
-        ],
-      );
-      await store.close();
+    t("a batch holds at most 50 events; the rest waits for the next turn", async (p) => {
+      const q = await p.open({ sessionScope: "channel", maxConcurrent: 1 });
+      const first = fromWire(mention(owner, "first", { created_at: 999 }));
+      await q.scheduler.accept(first, CHANNEL);
+      const b0 = await q.next();
+      for (let i = 0; i < 60; i++) await q.scheduler.accept(fromWire(mention(owner, `m${i}`, { created_at: 1000 + i })), CHANNEL);
+      q.scheduler.complete(b0.turnId);
+      const b = await q.next();
+      assert.equal(b.events.length, 50);
+      assert.equal(b.events[0]!.content, "m0");
+      q.scheduler.complete(b.turnId);
+      assert.equal((await q.next()).events.length, 10);
+      await q.close();
     });
 
-    t("turn records keep their published reply ids (once each) across reopen", async (open) => {
-      const store = await open();
-      const ev = fromWire(mention(owner, "a"));
-      await store.accept(ev, CHANNEL, CHANNEL);
-      const id = await store.startTurn(CHANNEL, CHANNEL, [ev.id]);
-      await store.recordReply(id, "f".repeat(64));
-      await store.recordReply(id, "f".repeat(64));
-      await store.recordReply(id, "e".repeat(64));
-      await store.close();
-      const again = await open();
-      const turn = (await again.turn(id))!;
-      assert.equal(turn.state, "running");
-      assert.deepEqual(turn.reply_ids, ["f".repeat(64), "e".repeat(64)]);
-      assert.deepEqual(turn.trigger_ids, [ev.id]);
-      const stored = await again.event(ev.id);
-      assert.equal(stored?.state, "in_turn");
-      assert.equal(stored?.turn_id, id);
+    t("max_concurrent bounds the turns in flight; a freed slot goes to the scope with the oldest waiting mention", async (p) => {
+      const q = await p.open({ maxConcurrent: 1 });
+      const busy = fromWire(mention(owner, "busy", { created_at: 50 }));
+      await q.scheduler.accept(busy, CHANNEL);
+      const running = await q.next();
+      const a = fromWire(mention(owner, "a", { created_at: 300 }));
+      const b = fromWire(mention(owner, "b", { created_at: 100 }));
+      const c = fromWire(mention(owner, "c", { created_at: 200, channel: OTHER }));
+      for (const e of [a, b, c]) await q.scheduler.accept(e, e === c ? OTHER : CHANNEL);
+      await q.idle();
+      assert.deepEqual(q.batches, [], "max_concurrent reached");
+      const order: string[] = [];
+      let turn = running.turnId;
+      for (let i = 0; i < 3; i++) {
+        q.scheduler.complete(turn);
+        const next = await q.next();
+        order.push(next.events[0]!.content);
+        turn = next.turnId;
+      }
+      assert.deepEqual(order, ["b", "c", "a"]);
+      await q.close();
+    });
+
+    t("the scope cap: past it the oldest waiting mentions are refused, each logged, with one coalesced notice", async (p) => {
+      const q = await p.open({ sessionScope: "channel", scopeCap: 5, maxConcurrent: 1 });
+      const first = fromWire(mention(owner, "running", { created_at: 400 }));
+      await q.scheduler.accept(first, CHANNEL);
+      const running = await q.next();
+      const evs = Array.from({ length: 8 }, (_, i) => fromWire(mention(owner, `m${i}`, { created_at: 500 + i })));
+      for (const e of evs) await q.scheduler.accept(e, CHANNEL);
+      await waitFor(() => q.refusals.length, { what: "the refusal notice" });
+      assert.equal(q.refusals.length, 1, "coalesced into one notice");
+      assert.equal(q.refusals[0]!.reason, "scope-cap");
       assert.deepEqual(
-        (await again.eventsOfTurn(id)).map((e) => e.id),
-        [ev.id],
+        q.refusals[0]!.events.map((e) => e.id),
+        ids(evs.slice(0, 3)),
       );
+      assert.equal(q.refusals[0]!.events[0]!.author, owner.pk);
+      assert.equal(q.lines.filter((l) => l.evt === "queue.refused").length, 3, "each refusal logged");
+      assert.equal((await q.backend.event(evs[0]!.id))?.state, "refused");
+      q.scheduler.complete(running.turnId);
+      assert.deepEqual(ids((await q.next()).events), ids(evs.slice(3)));
+      await q.close();
+    });
+
+    t("the total cap: past it a new mention is refused (queue-full) with a notice; those already waiting keep their turn", async (p) => {
+      const q = await p.open({ totalCap: 3, maxConcurrent: 1 });
+      const first = fromWire(mention(owner, "running", { created_at: 10 }));
+      await q.scheduler.accept(first, CHANNEL);
+      const running = await q.next();
+      const threads = [1, 2, 3, 4].map((i) => fromWire(mention(owner, `t${i}`, { created_at: 10 + i })));
+      for (const e of threads) assert.equal(await q.scheduler.accept(e, CHANNEL), true, "stored, refused or not");
+      await waitFor(() => q.refusals.length, { what: "the refusal notice" });
       assert.deepEqual(
-        (await again.openTurns()).map((x) => x.id),
-        [id],
+        q.refusals.map((r) => [r.reason, r.events.map((e) => e.id)]),
+        [["queue-full", [threads[3]!.id]]],
       );
-      assert.deepEqual(await again.waitingEvents(), []);
+      assert.equal((await q.backend.event(threads[3]!.id))?.state, "refused");
+      assert.equal((await q.scheduler.currentDepth()).queued, 3);
+      q.scheduler.complete(running.turnId);
+      assert.equal((await q.next()).events[0]!.content, "t1");
+      await q.close();
+    });
+
+    t("a failed turn is retried after its backoff with what it published known, then gives up with one failure notice", async (p) => {
+      const q = await p.open({ backoff: { baseMs: 150, factor: 2, maxMs: 300 } });
+      const ev = fromWire(mention(owner, "flaky"));
+      await q.scheduler.accept(ev, CHANNEL);
+      let b = await q.next();
+      q.scheduler.recordReply(b.turnId, "a".repeat(64));
+      assert.equal(q.scheduler.fail(b.turnId, "agent crashed"), "retry");
+      await q.idle();
+      assert.equal((await q.scheduler.currentDepth()).retrying, 1);
+      b = await q.next();
+      assert.deepEqual([b.attempt, b.publishedReplyIds], [2, ["a".repeat(64)]]);
+      assert.equal(q.scheduler.fail(b.turnId, "agent crashed again"), "retry");
+      b = await q.next();
+      assert.equal(b.attempt, 3);
+      assert.equal(q.scheduler.fail(b.turnId, "still broken"), "failed");
+      await q.idle();
+      assert.deepEqual(
+        q.lines.filter((l) => l.evt === "queue.turn_retry").map((l) => l.retry_in_ms),
+        [150, 300],
+        "paced by the backoff",
+      );
+      assert.equal(q.failures.length, 1);
+      assert.deepEqual(
+        [ids(q.failures[0]!.events), q.failures[0]!.error, q.failures[0]!.attempts, q.failures[0]!.publishedReplyIds],
+        [[ev.id], "still broken", 3, ["a".repeat(64)]],
+      );
+      assert.equal((await q.backend.event(ev.id))?.state, "failed");
+      assert.deepEqual(q.batches, []);
+      await q.close();
+    });
+
+    t("a failure a retry cannot fix ends at once, with the notice", async (p) => {
+      const q = await p.open();
+      await q.scheduler.accept(fromWire(mention(owner, "x")), CHANNEL);
+      const b = await q.next();
+      assert.equal(q.scheduler.fail(b.turnId, "refused", { retry: false }), "failed");
+      await q.idle();
+      assert.equal(q.failures.length, 1);
+      await q.close();
+    });
+
+    t("!cancel ends waiting and running work in the scope; the slot stays taken until the agent side reports the end", async (p) => {
+      const q = await p.open({ sessionScope: "channel", maxConcurrent: 1 });
+      const a = fromWire(mention(owner, "a", { created_at: 10 }));
+      const b = fromWire(mention(owner, "b", { created_at: 11 }));
+      await q.scheduler.accept(a, CHANNEL);
+      const running = await q.next();
+      await q.scheduler.accept(b, CHANNEL);
+      assert.deepEqual(await q.scheduler.cancel({ channel: CHANNEL }), { runningTurnIds: [running.turnId], ended: 2 });
+      assert.equal((await q.backend.event(a.id))?.state, "cancelled");
+      assert.equal((await q.backend.event(b.id))?.state, "cancelled");
+      assert.equal(q.scheduler.runningTurn(running.scope.key), undefined, "nothing joins a cancelled turn");
+      await q.scheduler.accept(fromWire(mention(owner, "c", { created_at: 12 })), CHANNEL);
+      await q.idle();
+      assert.deepEqual(q.batches, [], "the agent is still stopping the cancelled turn");
+      assert.equal(q.scheduler.fail(running.turnId, "cancelled"), "ignored");
+      assert.equal((await q.next()).events[0]!.content, "c");
+      assert.equal((await q.backend.turn(running.turnId))?.state, "cancelled", "the agent side's end does not undo the cancel");
+      assert.deepEqual(await q.scheduler.cancel({ channel: OTHER }), { runningTurnIds: [], ended: 0 });
+      await q.close();
+    });
+
+    t("a batch prepared but not yet taken whose work is cancelled is never handed out; its slot goes to the next mention", async (p) => {
+      const q = await p.open({ pull: true, maxConcurrent: 1 });
+      const ev = fromWire(mention(owner, "cancel me before I start"));
+      await q.scheduler.accept(ev, CHANNEL);
+      await q.idle(); // prepared, waiting for the daemon to take it
+      assert.equal((await q.scheduler.cancel({ channel: CHANNEL, thread: ev.id })).ended, 1);
+      assert.equal(q.scheduler.next(), null, "not handed out");
+      assert.equal((await q.backend.event(ev.id))?.state, "cancelled");
+      const later = fromWire(mention(owner, "the next one"));
+      await q.scheduler.accept(later, CHANNEL);
+      assert.deepEqual(ids((await q.next()).events), [later.id]);
+      await q.close();
+    });
+
+    t("!cancel in a thread names that thread's scope only", async (p) => {
+      const q = await p.open({ maxConcurrent: 1 });
+      const busy = fromWire(mention(owner, "busy"));
+      await q.scheduler.accept(busy, CHANNEL);
+      const running = await q.next();
+      const t1 = fromWire(mention(owner, "t1"));
+      const t2 = fromWire(mention(owner, "t2"));
+      await q.scheduler.accept(t1, CHANNEL);
+      await q.scheduler.accept(t2, CHANNEL);
+      assert.equal((await q.scheduler.cancel({ channel: CHANNEL, thread: t1.id })).ended, 1);
+      q.scheduler.complete(running.turnId);
+      assert.deepEqual(ids((await q.next()).events), [t2.id]);
+      await q.idle();
+      assert.deepEqual(q.batches, []);
+      await q.close();
+    });
+
+    t(
+      "a mid-turn message joins the running turn durably (a restart runs the turn again with it, once); handed back, it waits for a turn of its own",
+      async (p) => {
+        const q = await p.open();
+        const top = fromWire(mention(owner, "start", { created_at: 100 }));
+        await q.scheduler.accept(top, CHANNEL);
+        const turn = await q.next();
+        const steer = inThread(top.id, "also this", 101);
+        const later = inThread(top.id, "and this", 102);
+        await q.scheduler.accept(steer, CHANNEL);
+        await q.scheduler.accept(later, CHANNEL);
+        assert.equal(q.scheduler.runningTurn(turn.scope.key), turn.turnId);
+        q.scheduler.recordReply(turn.turnId, "f".repeat(64));
+        let delivered = 0;
+        q.scheduler.joinRunning(turn.turnId, steer.id, () => ++delivered > 0);
+        q.scheduler.joinRunning(turn.turnId, steer.id, () => ++delivered > 0); // heard again
+        await q.idle();
+        assert.equal(delivered, 1, "given to the agent once");
+        const joined = await q.backend.event(steer.id);
+        assert.deepEqual([joined?.state, joined?.turn_id, joined?.joined_after], ["in_turn", turn.turnId, 1], "after the one reply");
+        assert.deepEqual((await q.backend.turn(turn.turnId))?.trigger_ids, [top.id, steer.id]);
+
+        // The turn could not take it after all: it waits again, then runs with the other one.
+        q.scheduler.leaveRunning(turn.turnId, [steer.id]);
+        await q.idle();
+        const left = await q.backend.event(steer.id);
+        assert.deepEqual([left?.state, left?.turn_id, left?.joined_after], ["waiting", null, null]);
+        q.scheduler.complete(turn.turnId);
+        assert.deepEqual(ids((await q.next()).events), [steer.id, later.id]);
+        assert.equal((await q.backend.event(top.id))?.state, "done");
+        await q.close();
+      },
+    );
+
+    t(
+      "a restart resumes a turn left running once, with the replies the relay has and the steered message that still needs an answer",
+      async (p) => {
+        const relayHas = new Set(["a".repeat(64)]);
+        const q1 = await p.open({ relayHas });
+        const top = fromWire(mention(owner, "question", { created_at: 100 }));
+        await q1.scheduler.accept(top, CHANNEL);
+        const first = await q1.next();
+        await q1.scheduler.recordBeforePublish(first.turnId, "a".repeat(64)); // published: the relay has it
+        const steer = inThread(top.id, "and one more thing", 101);
+        await q1.scheduler.accept(steer, CHANNEL);
+        q1.scheduler.joinRunning(first.turnId, steer.id, () => true);
+        await q1.scheduler.recordBeforePublish(first.turnId, "b".repeat(64)); // recorded, never sent
+        await q1.idle();
+        await q1.die();
+
+        const q2 = await p.open({ relayHas });
+        const resumed = await q2.next();
+        assert.deepEqual(
+          [resumed.turnId, resumed.attempt, resumed.recovered, resumed.publishedReplyIds],
+          [first.turnId, 2, true, ["a".repeat(64)]],
+        );
+        assert.deepEqual(ids(resumed.events), [top.id, steer.id], "the steered message with its turn, not queued twice");
+        assert.deepEqual(ids(resumed.unansweredJoins), [steer.id], "joined after the last reply the relay has");
+        assert.ok(q2.lines.some((l) => l.evt === "queue.turn_resumed"));
+        assert.equal(q2.lines.filter((l) => l.evt === "queue.recovered").length, 1, "the open work is reported once");
+        assert.equal(q2.scheduler.complete(resumed.turnId), true);
+        await q2.idle();
+        assert.deepEqual(q2.batches, [], "nothing else to run");
+        assert.equal((await q2.backend.event(steer.id))?.state, "done");
+        await q2.close();
+      },
+    );
+
+    t("a turn left running by every attempt gives up with one failure notice instead of running again", async (p) => {
+      let q = await p.open({ maxAttempts: 2 });
+      const ev = fromWire(mention(owner, "crashes the daemon"));
+      await q.scheduler.accept(ev, CHANNEL);
+      await q.next();
+      await q.die();
+      q = await p.open({ maxAttempts: 2 });
+      assert.equal((await q.next()).attempt, 2);
+      await q.die();
+      q = await p.open({ maxAttempts: 2 });
+      // On PostgreSQL after the lease the crashed daemon left behind (900 ms here).
+      await waitFor(() => q.failures.length > 0, { what: "the failure notice" });
+      await q.idle();
+      assert.deepEqual(q.batches, []);
+      assert.equal(q.failures.length, 1, "one notice");
+      assert.deepEqual(ids(q.failures[0]!.events), [ev.id]);
+      assert.equal((await q.backend.event(ev.id))?.state, "failed");
+      await q.close();
+    });
+
+    t("its author deletes a waiting message: it gets no turn; a running turn is cancelled alone", async (p) => {
+      const q = await p.open();
+      const a = fromWire(mention(owner, "a", { created_at: 100 }));
+      await q.scheduler.accept(a, CHANNEL);
+      const turn = await q.next();
+      const b = inThread(a.id, "b", 101);
+      await q.scheduler.accept(b, CHANNEL);
+      assert.equal(await q.scheduler.dropWaiting(b.id), true);
+      assert.equal(await q.scheduler.dropWaiting(b.id), false, "once");
+      assert.equal((await q.backend.event(b.id))?.state, "deleted");
+      assert.equal(await q.scheduler.dropWaiting(a.id), false, "in a turn: not waiting");
+      assert.equal(await q.scheduler.cancelRunning(turn.turnId, "deleted"), true);
+      assert.equal(await q.scheduler.cancelRunning(turn.turnId, "again"), false, "once");
+      assert.equal((await q.backend.turn(turn.turnId))?.state, "cancelled");
+      assert.equal(q.scheduler.runningTurn(turn.scope.key), undefined, "nothing more joins a cancelled turn");
+      assert.equal(q.scheduler.complete(turn.turnId), true);
+      await q.idle();
+      assert.equal((await q.backend.turn(turn.turnId))?.state, "cancelled", "the agent reporting its end does not undo the cancel");
+      assert.deepEqual(q.batches, [], "nothing left to run");
+      await q.close();
+    });
+
+    t("an edit replaces a message's text until an agent has it: waiting or in a queued retry, not running or answered", async (p) => {
+      const q = await p.open({ backoff: { baseMs: 60_000, factor: 1, maxMs: 60_000 }, maxConcurrent: 1 });
+      const { logger, lines } = captureLogger();
+      const amend = new Amendments({
+        store: q.backend,
+        scheduler: q.scheduler,
+        cancelTurns: () => undefined,
+        retract: () => undefined,
+        midTurn: () => undefined,
+        ownReactions: async () => [],
+        out: { publish: async () => null, signal: () => undefined },
+        logger,
+      });
+      const busy = fromWire(mention(owner, "busy", { created_at: 100 }));
+      await q.scheduler.accept(busy, CHANNEL);
+      const running = await q.next();
+      const edit = (target: Event, text: string) => fromWire(mention(owner, text, { kind: KIND.edit, tags: [["e", target.id]] }));
+      await amend.edit(edit(busy, "too late"), busy.id, CHANNEL, "steer");
+      assert.equal((await q.backend.event(busy.id))?.event.content, "busy", "its turn runs: not rewritten");
+
+      const ev = fromWire(mention(owner, "deploy to production", { created_at: 101 }));
+      await q.scheduler.accept(ev, CHANNEL);
+      const e1 = edit(ev, "deploy to staging");
+      await amend.edit(e1, ev.id, CHANNEL, "steer");
+      const edited = (await q.backend.event(ev.id))!.event as Event & { edited?: string };
+      assert.deepEqual([edited.content, edited.edited, edited.id, edited.created_at], ["deploy to staging", e1.id, ev.id, ev.created_at]);
+      q.scheduler.complete(running.turnId);
+      const b = await q.next();
+      assert.deepEqual(
+        b.events.map((e) => e.content),
+        ["deploy to staging"],
+        "the turn sees the corrected text",
+      );
+      q.scheduler.fail(b.turnId, "agent crashed");
+      await q.idle();
+      await amend.edit(edit(ev, "deploy to qa"), ev.id, CHANNEL, "steer");
+      assert.equal((await q.backend.event(ev.id))?.event.content, "deploy to qa", "a retry not yet started takes the edit");
+      assert.equal(lines.filter((l) => l.evt === "queue.edited").length, 2);
+      await q.close();
+    });
+
+    t("once-only claims: a control command once; 🔒 once per window; 👀 once per mention", async (p) => {
+      const q = await p.open();
+      const b = q.backend;
+      const at = Math.floor(Date.now() / 1000);
+      assert.equal(await b.claimControl("c".repeat(64), at), true);
+      assert.equal(await b.claimControl("c".repeat(64), at), false);
+      assert.equal(await b.claimOnce("denied:a:b", 60_000), true);
+      assert.equal(await b.claimOnce("denied:a:b", 60_000), false);
+      assert.equal(await b.claimOnce("denied:a:c", 60_000), true, "another key is independent");
+      assert.equal(await b.claimOnce("denied:a:b", 0), true, "a window that has passed allows it again");
+      assert.deepEqual(await b.claimFirst(["seen:1", "seen:2"]), ["seen:1", "seen:2"]);
+      assert.deepEqual(await b.claimFirst(["seen:2", "seen:3", "seen:3"]), ["seen:3"]);
+      await q.close();
+      const again = await p.open();
+      assert.deepEqual(await again.backend.claimFirst(["seen:1", "seen:4"]), ["seen:4"], "durable across a restart");
+      assert.equal(await again.backend.claimControl("c".repeat(64), at), false);
       await again.close();
     });
 
-    t("a turn's final state carries over to its events; a queued retry keeps them in_turn", async (open) => {
-      const store = await open();
-      const a = fromWire(mention(owner, "a"));
-      const b2 = fromWire(mention(owner, "b"));
-      await store.accept(a, CHANNEL, CHANNEL);
-      await store.accept(b2, CHANNEL, CHANNEL);
-      const id = await store.startTurn(CHANNEL, CHANNEL, [a.id, b2.id]);
-      await store.updateTurn({ id, state: "queued", attempts: 1, next_attempt_at: 12345, recovered: 0, error: "agent crashed" });
-      const queued = (await store.turn(id))!;
-      assert.equal(queued.state, "queued");
-      assert.equal(queued.next_attempt_at, 12345);
-      assert.equal(queued.error, "agent crashed");
-      assert.equal((await store.event(a.id))?.state, "in_turn");
-      await store.updateTurn({ id, state: "failed", attempts: 3, next_attempt_at: 0, recovered: 1, error: "gave up" });
-      assert.equal((await store.event(a.id))?.state, "failed");
-      assert.equal((await store.event(b2.id))?.state, "failed");
-      assert.deepEqual(await store.openTurns(), []);
-      await store.close();
-    });
-
-    t("a turn starts with those of its events still waiting; an event ended meanwhile stays ended", async (open) => {
-      const store = await open();
-      const a = fromWire(mention(owner, "a"));
-      const gone = fromWire(mention(owner, "deleted before its turn"));
-      await store.accept(a, CHANNEL, CHANNEL);
-      await store.accept(gone, CHANNEL, CHANNEL);
-      assert.equal(await store.dropWaiting(gone.id), true);
-      assert.equal(await store.dropWaiting(gone.id), false, "dropped once");
-      const id = await store.startTurn(CHANNEL, CHANNEL, [a.id, gone.id]);
-      assert.deepEqual((await store.turn(id))?.trigger_ids, [a.id]);
-      assert.equal((await store.event(gone.id))?.state, "deleted");
-      assert.equal(await store.dropWaiting(a.id), false, "an event in a turn is not dropped");
-      await store.close();
-    });
-
-    t("a mid-turn message joins the running turn of its scope once, then can be handed back to wait", async (open) => {
-      const store = await open();
-      const first = fromWire(mention(owner, "first"));
-      const steer = fromWire(mention(teammate, "also this"));
-      const elsewhere = fromWire(mention(owner, "another thread"));
-      await store.accept(first, CHANNEL, `${CHANNEL}/t1`);
-      await store.accept(steer, CHANNEL, `${CHANNEL}/t1`);
-      await store.accept(elsewhere, CHANNEL, `${CHANNEL}/t2`);
-      const id = await store.startTurn(`${CHANNEL}/t1`, CHANNEL, [first.id]);
-      await store.recordReply(id, "f".repeat(64));
-      assert.deepEqual(await store.joinTurn(id, [steer.id, elsewhere.id]), [steer.id], "only a waiting event of the turn's scope joins");
-      assert.deepEqual(await store.joinTurn(id, [steer.id]), [], "once");
-      const joined = await store.event(steer.id);
-      assert.deepEqual([joined?.state, joined?.turn_id, joined?.joined_after], ["in_turn", id, 1], "with the replies recorded before it");
-      assert.deepEqual((await store.turn(id))?.trigger_ids, [first.id, steer.id]);
-      await store.leaveTurn(id, [steer.id]);
-      const left = await store.event(steer.id);
-      assert.deepEqual([left?.state, left?.turn_id, left?.joined_after], ["waiting", null, null]);
-      assert.deepEqual((await store.turn(id))?.trigger_ids, [first.id]);
-      await store.updateTurn({ id, state: "queued", attempts: 1, next_attempt_at: 0, recovered: 0, error: "retry" });
-      assert.deepEqual(await store.joinTurn(id, [steer.id]), [], "nothing joins a turn that is not running");
-      await store.close();
-    });
-
-    t("an edit replaces a message's text until an agent has it: waiting or in a queued retry, not running or ended", async (open) => {
-      const store = await open();
-      const ev = fromWire(mention(owner, "deploy to production"));
-      await store.accept(ev, CHANNEL, CHANNEL);
-      assert.equal(await store.replaceQueuedContent(ev.id, "deploy to staging", "e".repeat(64)), true);
-      const edited = (await store.event(ev.id))!.event as typeof ev & { edited?: string };
-      assert.deepEqual(
-        [edited.content, edited.edited, edited.id, edited.created_at],
-        ["deploy to staging", "e".repeat(64), ev.id, ev.created_at],
-      );
-      const id = await store.startTurn(CHANNEL, CHANNEL, [ev.id]);
-      assert.equal(await store.replaceQueuedContent(ev.id, "too late", "d".repeat(64)), false, "its turn runs");
-      await store.updateTurn({ id, state: "queued", attempts: 1, next_attempt_at: 0, recovered: 0, error: "retry" });
-      assert.equal(await store.replaceQueuedContent(ev.id, "deploy to qa", "c".repeat(64)), true, "a retry not yet started takes the edit");
-      await store.updateTurn({ id, state: "done", attempts: 2, next_attempt_at: 0, recovered: 0, error: null });
-      assert.equal(await store.replaceQueuedContent(ev.id, "after the answer", "b".repeat(64)), false);
-      assert.equal((await store.event(ev.id))?.event.content, "deploy to qa");
-      assert.equal(await store.replaceQueuedContent("0".repeat(64), "unknown", "a".repeat(64)), false);
-      await store.close();
-    });
-
-    t("events can be marked refused or cancelled in one call", async (open) => {
-      const store = await open();
-      const a = fromWire(mention(owner, "a"));
-      const c = fromWire(mention(owner, "c"));
-      await store.accept(a, CHANNEL, CHANNEL);
-      await store.accept(c, CHANNEL, CHANNEL);
-      await store.setEventStates([a.id, c.id], "cancelled");
-      assert.equal((await store.event(a.id))?.state, "cancelled");
-      assert.equal((await store.event(c.id))?.state, "cancelled");
-      assert.deepEqual(await store.waitingEvents(), []);
-      await store.close();
-    });
-
-    t("a control command is claimed once", async (open) => {
-      const store = await open();
-      assert.equal(await store.claimControl("c".repeat(64), 1000), true);
-      assert.equal(await store.claimControl("c".repeat(64), 1000), false);
-      await store.close();
-    });
-
-    t("claimOnce: once per window per key, again after the window", async (open) => {
-      const store = await open();
-      assert.equal(await store.claimOnce("denied:a:b", 60_000), true);
-      assert.equal(await store.claimOnce("denied:a:b", 60_000), false);
-      assert.equal(await store.claimOnce("denied:a:c", 60_000), true, "another key is independent");
-      assert.equal(await store.claimOnce("denied:a:b", 0), true, "a window that has passed allows it again");
-      await store.close();
-    });
-
-    t("the conversations the agent is in: the latest activity wins, seen by the next daemon to open the store", async (open) => {
-      const s1 = await open();
-      await s1.markActive("thread:r1", 5_000);
-      await s1.markActive("thread:r1", 3_000); // an older time (a rebuild from the relay) never goes back
-      await s1.markActive("channel:c1", 4_000);
-      await s1.markActive("thread:old", 1_000);
-      assert.equal(await s1.claimOnce("thread:r2", 60_000), true, "a claim of that name is not a conversation");
-      // Another daemon of the fleet, or this one after a restart, while the first is still open.
-      const s2 = await open();
-      assert.deepEqual(await s2.activeSince(2_000), [
-        { key: "channel:c1", at: 4_000 },
-        { key: "thread:r1", at: 5_000 },
+    t("the conversations the agent is in: the latest activity wins, kept across a restart", async (p) => {
+      const q = await p.open();
+      const b = q.backend;
+      // Recent times (unix ms): retention forgets claims older than a week.
+      const t0 = Date.now() - 600_000;
+      await b.markActive("thread:r1", t0 + 5_000);
+      await b.markActive("thread:r1", t0 + 3_000); // an older time (a rebuild from the relay) never goes back
+      await b.markActive("channel:c1", t0 + 4_000);
+      await b.markActive("thread:old", t0 + 1_000);
+      assert.equal(await b.claimOnce("thread:r2", 60_000), true, "a claim of that name is not a conversation");
+      await q.close();
+      // This daemon after a restart, or another daemon of the fleet.
+      const again = await p.open();
+      assert.deepEqual(await again.backend.activeSince(t0 + 2_000), [
+        { key: "channel:c1", at: t0 + 4_000 },
+        { key: "thread:r1", at: t0 + 5_000 },
       ]);
-      await s2.markActive("thread:r1", 9_000);
-      assert.deepEqual(await s1.activeSince(6_000), [{ key: "thread:r1", at: 9_000 }]);
-      await s2.close();
-      await s1.close();
+      await again.backend.markActive("thread:r1", t0 + 9_000);
+      assert.deepEqual(await again.backend.activeSince(t0 + 6_000), [{ key: "thread:r1", at: t0 + 9_000 }]);
+      await again.close();
     });
 
-    t("prune removes finished rows past their keep time, never open work", async (open) => {
-      const store = await open();
+    t("retention removes finished rows past their keep time, never open work", async (p) => {
+      const q = await p.open();
       const done = fromWire(mention(owner, "done"));
-      const pending = fromWire(mention(owner, "open"));
-      await store.accept(done, CHANNEL, CHANNEL);
-      await store.accept(pending, CHANNEL, CHANNEL);
-      const id = await store.startTurn(CHANNEL, CHANNEL, [done.id]);
-      await store.updateTurn({ id, state: "done", attempts: 1, next_attempt_at: 0, recovered: 0, error: null });
-      await store.prune(1000, Date.now() + 10_000);
-      assert.equal(await store.has(done.id), false);
-      assert.equal(await store.turn(id), undefined);
-      assert.equal((await store.event(pending.id))?.state, "waiting");
-      await store.close();
+      const pending = fromWire(mention(owner, "open", { tags: [["e", done.id, "", "reply"]] }));
+      await q.scheduler.accept(done, CHANNEL);
+      const b = await q.next();
+      await q.scheduler.accept(pending, CHANNEL);
+      q.scheduler.complete(b.turnId);
+      const next = await q.next();
+      await q.backend.prune(1000, Date.now() + 10_000);
+      assert.equal(await q.backend.event(done.id), undefined);
+      assert.equal(await q.backend.turn(b.turnId), undefined);
+      assert.equal((await q.backend.event(pending.id))?.state, "in_turn");
+      assert.equal((await q.backend.turn(next.turnId))?.state, "running");
+      await q.close();
     });
 
-    t("agent session ids per scope survive a reopen, are keyed by agent, and are forgotten by channel", async (open) => {
-      const s1 = await open();
-      await s1.saveSession(`${CHANNEL}/root-a`, "claude-agent-acp", "sess-a");
-      await s1.saveSession(`${CHANNEL}/root-b`, "claude-agent-acp", "sess-b");
-      await s1.saveSession("other-channel", "claude-agent-acp", "sess-c");
-      await s1.saveSession(`${CHANNEL}x/root`, "claude-agent-acp", "sess-d");
-      await s1.close();
-      const s2 = await open();
-      assert.equal(await s2.session(`${CHANNEL}/root-a`, "claude-agent-acp"), "sess-a");
-      assert.equal(await s2.session(`${CHANNEL}/root-a`, "goose acp"), undefined, "another agent's session id is not offered");
-      await s2.forgetSession(`${CHANNEL}/root-a`);
-      assert.equal(await s2.session(`${CHANNEL}/root-a`, "claude-agent-acp"), undefined);
-      await s2.forgetChannelSessions(CHANNEL);
-      assert.equal(await s2.session(`${CHANNEL}/root-b`, "claude-agent-acp"), undefined);
-      assert.equal(await s2.session("other-channel", "claude-agent-acp"), "sess-c", "other channels keep theirs");
-      assert.equal(await s2.session(`${CHANNEL}x/root`, "claude-agent-acp"), "sess-d", "a channel id with the same prefix keeps its own");
-      await s2.close();
+    t("!rotate: whoever runs the scope next ends its session first, once per rotate", async (p) => {
+      const q: Queue = await p.open();
+      const root = fromWire(mention(owner, "first"));
+      await q.scheduler.accept(root, CHANNEL);
+      const first = await q.next();
+      q.scheduler.complete(first.turnId);
+      await q.idle();
+      await q.scheduler.rotate(first.scope.key);
+      await q.scheduler.accept(inThread(root.id, "after the rotate"), CHANNEL);
+      const second = await q.next();
+      assert.equal(second.scope.key, first.scope.key);
+      assert.deepEqual(q.rotated, [first.scope.key], "rotated before the batch was handed out");
+      q.scheduler.complete(second.turnId);
+      await q.scheduler.accept(inThread(root.id, "and again"), CHANNEL);
+      await q.next();
+      assert.deepEqual(q.rotated, [first.scope.key], "once per rotate, not every turn");
+      await q.close();
     });
   });
 }

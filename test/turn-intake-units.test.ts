@@ -2,7 +2,7 @@
  * src/turn/intake.ts in process: relay → gate → queue for one event. Only an accepted
  * mention is queued (a denied one never is: it gets its 🔒 and nothing else), an accepted
  * one is logged once, a message for a running turn joins it or waits, and edits and
- * deletions reach the amendments — after a fleet's accept of their target is written. The
+ * deletions reach the amendments — after the queue's accept of their target is written. The
  * gate, queue, dispatcher and amendments are small in-process stand-ins that record calls.
  */
 import { describe, test } from "node:test";
@@ -28,13 +28,13 @@ const ev = (id: string, pubkey = "a".repeat(64)): Event => ({
 });
 
 function intake(
-  decision: Decision | ((e: Event) => Decision | Promise<Decision>),
+  decision: Decision | ((e: Event) => Decision),
   o: {
-    accept?: (e: Event) => boolean | Promise<boolean>;
+    accept?: (e: Event) => Promise<boolean>;
+    recheck?: (e: Event) => Promise<Decision> | undefined;
     running?: number;
     canTake?: boolean;
     join?: boolean;
-    fleet?: boolean;
     stopping?: boolean;
     act?: () => Promise<void>;
   } = {},
@@ -44,22 +44,23 @@ function intake(
   const opts: IntakeOptions = {
     gate: {
       decide: (e) => (typeof decision === "function" ? decision(e) : decision),
+      recheck: (e) => o.recheck?.(e),
       act: async (e, d) => {
         calls.push(`act ${e.id} ${d.action}`);
         await o.act?.();
       },
     },
     scheduler: {
-      accept: (e, ch) => (calls.push(`accept ${e.id} ${ch}`), o.accept ? o.accept(e) : true),
+      accept: (e, ch) => (calls.push(`accept ${e.id} ${ch}`), o.accept ? o.accept(e) : Promise.resolve(true)),
       scopeOf: (e, ch) => ({ key: `${ch}/${e.id}`, channel: ch }) as ReturnType<IntakeOptions["scheduler"]["scopeOf"]>,
       runningTurn: (key) => (calls.push(`running? ${key}`), o.running),
       joinRunning: (turn, id, deliver) => {
         calls.push(`join ${turn} ${id}`);
         if (o.join === false) {
           calls.push(`deliver → ${deliver()}`);
-          return false;
+          return;
         }
-        return true;
+        deliver();
       },
     },
     dispatcher: {
@@ -70,11 +71,10 @@ function intake(
       edit: async (e, target, ch, mode) => void calls.push(`edit ${e.id} → ${target} in ${ch} (${mode})`),
       delete: async (e, targets) => void calls.push(`delete ${e.id} → ${targets.join(",")}`),
     },
-    store: {
+    local: {
       noteSeen: (ch, at) => void calls.push(`seen ${ch} ${at}`),
-      claimOnce: (key) => void calls.push(`claim ${key}`),
+      markAccepted: (id) => void calls.push(`handled ${id}`),
     },
-    fleet: !!o.fleet,
     owner: () => OWNER,
     stopping: () => !!o.stopping,
     onReceived: (e) => void calls.push(`received ${e.id}`),
@@ -91,7 +91,16 @@ describe("what is queued", () => {
   test("an accepted mention is queued in its channel and logged once as accepted", async () => {
     const { intake: i, calls, lines } = intake(accept());
     await i.handle(ev("e1"));
-    assert.deepEqual(calls, ["received e1", "act e1 accept", "decided e1 accept", "accept e1 ch", "running? ch/e1"]);
+    // Noted as handled before the write (an edit right behind it is an amendment); the cursor moves once the queue has it.
+    assert.deepEqual(calls, [
+      "received e1",
+      "act e1 accept",
+      "decided e1 accept",
+      "handled e1",
+      "accept e1 ch",
+      "seen ch 100",
+      "running? ch/e1",
+    ]);
     const accepted = lines.filter((l) => l.evt === "gate.accepted");
     assert.equal(accepted.length, 1);
     assert.deepEqual([accepted[0]!.event, accepted[0]!.channel, accepted[0]!.msg], ["e1", "ch", "mention accepted"]);
@@ -117,11 +126,16 @@ describe("what is queued", () => {
     assert.deepEqual(calls, ["received cmd", "act cmd control", "decided cmd control"]);
   });
 
-  test("an event the queue already had (a replay) is not logged as accepted again, nor joined to a turn", async () => {
-    const { intake: i, calls, lines } = intake(accept(), { accept: () => false, running: 4 });
+  test("an event the queue already had (a replay) is not logged as accepted again; only the queue's join may take it", async () => {
+    // The queue joins a waiting event only, once (queue-state-store: "heard again"): the
+    // replay of an event already in the turn changes nothing there.
+    const { intake: i, calls, lines } = intake(accept(), { accept: async () => false, running: 4 });
     await i.handle(ev("again"));
     assert.ok(!lines.some((l) => l.evt === "gate.accepted"));
-    assert.ok(!calls.some((c) => c.startsWith("running?")));
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("join") || c.startsWith("take")),
+      ["join 4 again", "take 4 again steer"],
+    );
   });
 
   test("a sibling agent's mention is accepted and logged as such", async () => {
@@ -133,7 +147,8 @@ describe("what is queued", () => {
   });
 
   test("a decision that needs a look-up is awaited", async () => {
-    const { intake: i, calls } = intake(async () => accept());
+    const deny = { action: "deny", reason: "not-owner", level: "info", channel } as Decision;
+    const { intake: i, calls } = intake(deny, { recheck: async () => accept() });
     await i.handle(ev("later"));
     assert.ok(calls.includes("accept later ch"));
   });
@@ -154,13 +169,14 @@ describe("what is queued", () => {
   });
 });
 
-describe("fleet: the accept is the shared database's", () => {
-  test("claimed as handled at once, the cursor moved, and the accepted line once the write is done", async () => {
+describe("the accept is the queue's", () => {
+  test("noted as handled at once, the cursor moved, and the accepted line once the write is done", async () => {
     let done!: (fresh: boolean) => void;
-    const { intake: i, calls, lines } = intake(accept(), { fleet: true, accept: () => new Promise<boolean>((r) => (done = r)) });
+    const { intake: i, calls, lines } = intake(accept(), { accept: () => new Promise<boolean>((r) => (done = r)) });
     const handled = i.handle(ev("f1"));
-    await waitFor(() => calls.includes("claim accepted:f1"), { what: "the claim" });
+    await waitFor(() => calls.includes("handled f1"), { what: "the note" });
     assert.ok(!lines.some((l) => l.evt === "gate.accepted"), "not before the database said so");
+    assert.ok(!calls.includes("seen ch 100"), "the cursor stays before it until it is stored: a crash meanwhile replays it");
     done(true);
     await handled;
     assert.ok(lines.some((l) => l.evt === "gate.accepted" && l.event === "f1"));
@@ -168,7 +184,7 @@ describe("fleet: the accept is the shared database's", () => {
   });
 
   test("an event another daemon stored first may still join this daemon's running turn", async () => {
-    const { intake: i, calls, lines } = intake(accept(), { fleet: true, accept: async () => false, running: 9 });
+    const { intake: i, calls, lines } = intake(accept(), { accept: async () => false, running: 9 });
     await i.handle(ev("f2"));
     assert.ok(!lines.some((l) => l.evt === "gate.accepted"));
     assert.ok(calls.includes("join 9 f2"));
@@ -181,11 +197,10 @@ describe("fleet: the accept is the shared database's", () => {
       ["ed1", { action: "amend", amend: "edit", targets: ["t1"], channel, policy: policy("queue") } as Decision],
     ]);
     const { intake: i, calls } = intake((e) => decisions.get(e.id)!, {
-      fleet: true,
       accept: () => new Promise<boolean>((r) => (done = r)),
     });
     const target = i.handle(ev("t1"));
-    await waitFor(() => calls.includes("claim accepted:t1"), { what: "the target's claim" });
+    await waitFor(() => calls.includes("handled t1"), { what: "the target's note" });
     await i.handle(ev("ed1"));
     assert.ok(!calls.some((c) => c.startsWith("edit")), "the edit waits for the accept");
     done(true);
@@ -272,7 +287,7 @@ describe("a message for a running turn", () => {
     assert.ok(!calls.some((c) => c.startsWith("join") || c.startsWith("canTake")));
   });
 
-  test("a fleet's join is written first: delivered then only if the turn can still take it", async () => {
+  test("a join is written first: delivered then only if the turn can still take it", async () => {
     const a = intake(accept("steer"), { running: 5, join: false, canTake: true });
     await a.intake.handle(ev("j1"));
     assert.ok(a.calls.includes("take 5 j1 steer"));

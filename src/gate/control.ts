@@ -23,13 +23,13 @@ export interface ControlTarget {
 /** The daemon's side of the commands; each returns how many things it affected. */
 export interface ControlActions {
   /** Ends pending and running work in the target as cancelled-by-owner; returns turns+events ended. */
-  cancel(target: ControlTarget): number | Promise<number>;
+  cancel(target: ControlTarget): Promise<number>;
   /** Drops the target's agent session(s) so the next mention starts fresh; returns sessions rotated. */
-  rotate(target: ControlTarget): number | Promise<number>;
+  rotate(target: ControlTarget): Promise<number>;
   /** `usage`: the day's token and cost summary, when the daemon keeps one. */
-  status(): StatusFigures | Promise<StatusFigures>;
+  status(): Promise<StatusFigures>;
   /** Begins graceful shutdown; called after the outcome is published so the owner sees it. */
-  shutdown(): void | Promise<void>;
+  shutdown(): void;
 }
 
 export interface StatusFigures {

@@ -48,8 +48,9 @@ export interface DeniedReporterOptions {
    */
   forgedLogLimit?: LogThrottleOptions;
   /**
-   * A fleet's shared "once per window" (the state store's claimOnce): every daemon hears
-   * the denied event, and only the one whose claim succeeds answers it.
+   * The queue's durable "once per window" (its claimOnce), beside the in-memory one: it
+   * outlives a restart, and in a fleet, where every daemon hears the denied event, only the
+   * daemon whose claim succeeds answers it.
    */
   claimOnce?(key: string, windowMs: number): Promise<boolean>;
 }

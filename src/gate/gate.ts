@@ -22,7 +22,13 @@ export interface GateOptions {
    * shut the daemon down again. In a fleet the claim is the database's, so one daemon
    * executes each command.
    */
-  claimControl(eventId: string, createdAt: number): boolean | Promise<boolean>;
+  claimControl(eventId: string, createdAt: number): Promise<boolean>;
+  /**
+   * True the first time this daemon denies the event, durably: the relay replays what it
+   * sent shortly before a restart (docs/protocol.md §5), and a denial already logged and
+   * answered is neither logged nor answered again. Absent: every denial is reported.
+   */
+  firstDenial?(eventId: string): boolean;
   /**
    * Advances the channel's cursor for events that were decided but not queued (denied,
    * dropped, control), so a reconnect's `since` does not replay them. Accepted events
@@ -36,30 +42,41 @@ export class Gate {
 
   /** Decides and performs the decision's side effects; returns the decision. */
   async handle(ev: Event): Promise<Decision> {
-    const decision = await this.decide(ev);
+    const first = this.decide(ev);
+    const decision = (await this.recheck(ev, first)) ?? first;
     await this.act(ev, decision);
     return decision;
   }
 
   /**
-   * The decision, synchronously whenever no look-up is needed: the daemon queues an
-   * accepted event in the same tick, so an edit or deletion delivered right after it
-   * already finds it handled. A refused author may be another agent of the same owner:
-   * then it asks (profile look-up, bounded in time, fails closed) and decides again. A
-   * workflow message waits for the relay's key as read since the last reconnect.
+   * The decision, synchronously: the daemon queues an accepted event in the same tick, so
+   * an edit or deletion delivered right after it already finds it handled.
    */
-  decide(ev: Event): Decision | Promise<Decision> {
+  decide(ev: Event): Decision {
+    return decide(ev, this.opts.context);
+  }
+
+  /**
+   * The decision again after a look-up, when one can change `decision`: a refused author may
+   * be another agent of the same owner (profile look-up, bounded in time, fails closed), and
+   * a workflow message waits for the relay's key as read since the last reconnect, and a
+   * message that may continue a conversation the agent is in waits for the set's rebuild at
+   * start and for its author's profile (an agent's never continues one).
+   * Undefined when no look-up can change it.
+   */
+  recheck(ev: Event, decision: Decision): Promise<Decision> | undefined {
     const ctx = this.opts.context;
     if (isWakeCandidate(ev, ctx)) return ctx.workflowWake!(ev).then((wake) => this.wakeDecision(ev, decide(ev, ctx, undefined, wake)));
-    const decision = decide(ev, ctx);
     // At start the conversations the agent was in are still being read from the relay: a
     // message that does not mention it waits for that before it is judged.
     const rebuilding = ctx.participation?.active.rebuilding;
-    if (rebuilding && decision.action === "drop" && decision.reason === "no-mention" && decision.policy?.participation !== "off")
-      return rebuilding.then(
-        () => this.decide(ev),
-        () => this.decide(ev),
-      );
+    if (rebuilding && decision.action === "drop" && decision.reason === "no-mention" && decision.policy?.participation !== "off") {
+      const again = () => {
+        const d = this.decide(ev);
+        return this.recheck(ev, d) ?? d;
+      };
+      return rebuilding.then(again, again);
+    }
     // A reply that may continue a conversation: only a person's does (participation.ts).
     if (decision.action === "drop" && decision.candidate && ctx.participation) {
       const via = decision.candidate;
@@ -70,8 +87,8 @@ export class Gate {
           decide(ev, ctx, undefined, undefined, { via, author: agent === undefined ? "unknown" : agent ? "agent" : "human" }),
         );
     }
-    if (siblingMayChange(decision, ctx)) return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
-    return decision;
+    if (!siblingMayChange(decision, ctx)) return undefined;
+    return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
   }
 
   /** A verified workflow wake is logged (and counted as `workflow` by the caller); a refused one is a `gate.denied` line. */
@@ -100,6 +117,11 @@ export class Gate {
         return;
       }
       await this.opts.control.execute(ev, decision.command, decision.channel.id);
+      return;
+    }
+    // A forged signature is not remembered: anyone can mint those by the thousand (they are rate-limited in the log instead).
+    if (decision.action === "deny" && decision.reason !== "bad-signature" && this.opts.firstDenial?.(ev.id) === false) {
+      this.opts.logger.debug({ evt: "gate.denied_replayed", event: ev.id, reason: decision.reason });
       return;
     }
     await this.opts.reporter.report(ev, decision);

@@ -7,7 +7,7 @@ import { connect, type Socket } from "node:net";
 import { createMessageConnection, SocketMessageReader, SocketMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
 import type { HookFanout } from "../contract/hooks.js";
 import { manifestWire, type ProxyManifest } from "../contract/manifest.js";
-import { BuzzCall, Hello, LinkError, RunHook, type BuzzToolName, type RunHookParams } from "./protocol.js";
+import { BuzzCall, Hello, HookRan, LinkError, RunHook, type BuzzToolName, type RunHookParams } from "./protocol.js";
 
 /** How long the proxy waits for the daemon's socket and hello answer (default 10 s: the daemon is local). */
 const LINK_CONNECT_TIMEOUT_MS = 10_000;
@@ -76,6 +76,11 @@ export class LinkClient {
 
   callBuzzTool(tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> {
     return this.conn.sendRequest(BuzzCall, { tool, args });
+  }
+
+  /** Tells the daemon a merged hook ran (its /metrics count every fan-out). */
+  hookRan(f: Pick<HookFanout, "verdict" | "ms">, hook: string): void {
+    void this.conn.sendNotification(HookRan, { hook, verdict: f.verdict, ms: f.ms }).catch(() => undefined);
   }
 
   onRunHook(handler: (p: RunHookParams) => Promise<HookFanout>): void {

@@ -4,7 +4,7 @@
  * either side may call the other: the proxy forwards buzz tool calls, the daemon asks
  * for a merged hook run.
  */
-import { RequestType } from "vscode-jsonrpc/node";
+import { NotificationType, RequestType } from "vscode-jsonrpc/node";
 import type { BuzzToolName } from "../contract/buzz-tools.js";
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
@@ -27,6 +27,11 @@ export interface RunHookParams {
   name: string;
   servers?: string[];
 }
+export interface HookRanParams {
+  hook: string;
+  verdict: string;
+  ms: number;
+}
 
 /** proxy → daemon: authenticate and fetch the manifest. Must be the first request. */
 export const Hello = new RequestType<HelloParams, HelloResult, void>("link/hello");
@@ -34,6 +39,8 @@ export const Hello = new RequestType<HelloParams, HelloResult, void>("link/hello
 export const BuzzCall = new RequestType<BuzzCallParams, unknown, void>("link/buzzCall");
 /** daemon → proxy: run the merged hook now. */
 export const RunHook = new RequestType<RunHookParams, HookFanout, void>("link/runHook");
+/** proxy → daemon: a merged hook ran (asked by the daemon or called by the agent), for /metrics. */
+export const HookRan = new NotificationType<HookRanParams>("link/hookRan");
 
 /** Error codes the daemon answers with (JSON-RPC server-error range). */
 export const LinkErrorCode = {

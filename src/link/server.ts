@@ -24,7 +24,7 @@ import { checkBuzzCall, dispatchBuzzTool, type BuzzToolHandlers } from "./buzz-c
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
 import type { Logger } from "../base/log.js";
-import { BuzzCall, Hello, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook } from "./protocol.js";
+import { BuzzCall, Hello, HookRan, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook } from "./protocol.js";
 
 export type { BuzzToolHandlers } from "./buzz-call.js";
 
@@ -100,8 +100,30 @@ export class LinkServer {
 
   private readonly path: string;
 
-  constructor(private readonly opts: { socketPath: string; logger: Logger }) {
+  constructor(
+    private readonly opts: {
+      socketPath: string;
+      logger: Logger;
+      /**
+       * A session's proxy ran a merged hook. `hook` is `_Stop`, `_PostCompact` or `other`, and
+       * `verdict` `allow` or `object`: what a proxy (the agent's to run) says is bounded here.
+       */
+      onHookRan?(hook: string, verdict: "allow" | "object", ms: number): void;
+    },
+  ) {
     this.path = linkSocketPath(opts.socketPath);
+  }
+
+  /**
+   * A session's merged hook ran: over the link from a stdio proxy, or in the daemon for an
+   * HTTP slot. What a proxy (the agent's to run) says is bounded here: an unknown verdict is
+   * not counted, an unknown hook counts as `other`.
+   */
+  hookRan(p: { hook?: unknown; verdict?: unknown; ms?: unknown }): void {
+    if (p.verdict !== "allow" && p.verdict !== "object") return;
+    const hook = p.hook === "_Stop" || p.hook === "_PostCompact" ? p.hook : "other";
+    const ms = typeof p.ms === "number" && Number.isFinite(p.ms) && p.ms >= 0 ? p.ms : 0;
+    this.opts.onHookRan?.(hook, p.verdict, ms);
   }
 
   /** The absolute path proxies connect to (see linkSocketPath). */
@@ -243,6 +265,10 @@ export class LinkServer {
       log.info({ evt: "link.connected", session: found.key, proxy_pid: p.pid }); // `pid` is the daemon's own
       wakeAll(found);
       return { manifest: found.manifest };
+    });
+
+    conn.onNotification(HookRan, (p) => {
+      if (entry && this.isLive(entry)) this.hookRan(p ?? {});
     });
 
     conn.onRequest(BuzzCall, async (p) => {

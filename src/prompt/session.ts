@@ -63,8 +63,4 @@ export class PromptSession {
     this.retracted = [];
     return r;
   }
-
-  get deliveredCount(): number {
-    return this.delivered.size;
-  }
 }

@@ -83,6 +83,8 @@ export interface AggregatorOptions {
   buzz?: BuzzToolPort;
   /** Runs each downstream server some other way than as itself (in the agent's sandbox); default as itself (./downstream.ts). */
   wrap?: DownstreamWrap;
+  /** Hears of every merged hook run, asked by the daemon or called by the agent (the daemon's /metrics). */
+  hookRan?(fanout: HookFanout, hook: string): void;
 }
 
 type ListKind = "tools" | "resources" | "prompts";
@@ -223,7 +225,14 @@ export class Aggregator {
     await this.ready();
     let targets = this.hookTargets(name);
     if (only) targets = targets.filter((d) => only.includes(d.name));
-    return runHookFanout(name, targets, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger });
+    return this.fanout(name, targets);
+  }
+
+  /** One merged hook run; the daemon hears of each (its /metrics). */
+  private async fanout(name: string, targets: Downstream[], args?: Record<string, unknown>): Promise<HookFanout> {
+    const r = await runHookFanout(name, targets, { deadlineMs: this.opts.manifest.hook_deadline, logger: this.opts.logger, args });
+    this.opts.hookRan?.(r, name);
+    return r;
   }
 
   /**
@@ -350,11 +359,7 @@ export class Aggregator {
       return callBuzzTool(this.opts.buzz, name, params.arguments, this.opts.manifest.message_max_bytes);
     const hookTargets = isHookName(name) ? this.hookTargets(name) : [];
     if (hookTargets.length > 0) {
-      return runHookFanout(name, hookTargets, {
-        deadlineMs: this.opts.manifest.hook_deadline,
-        logger: this.opts.logger,
-        args: params.arguments,
-      }).then((r): CallToolResult => ({ content: [{ type: "text", text: r.text }] }));
+      return this.fanout(name, hookTargets, params.arguments).then((r): CallToolResult => ({ content: [{ type: "text", text: r.text }] }));
     }
     return Promise.resolve(
       errorResult(`unknown tool '${name}': this proxy has no such tool (it may belong to a server that failed to start; see tools/list)`),

@@ -31,6 +31,8 @@ export interface HttpSlotOptions {
     network?: PrivateNetwork;
   };
   logger: Logger;
+  /** Hears of every merged hook run (the daemon's /metrics). */
+  hookRan?(fanout: HookFanout, hook: string): void;
 }
 
 export interface HttpSlot {
@@ -55,6 +57,7 @@ export function openHttpSlot(o: HttpSlotOptions): HttpSlot {
       const run = o.wrap({ command: server.command, args: server.args, cwd: server.cwd });
       return { ...run, env: downstreamEnv(server.env, o.env) };
     },
+    hookRan: o.hookRan,
   });
   aggregator.start();
   const headers = o.endpoint.bind({ key: o.key, aggregator });

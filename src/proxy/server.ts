@@ -23,10 +23,12 @@ export class AggregatingProxy {
   readonly aggregator: Aggregator;
 
   constructor(opts: ProxyOptions) {
+    const link = opts.link;
     this.aggregator = new Aggregator({
       manifest: opts.manifest,
       logger: opts.logger,
-      buzz: opts.link && fileReadingPort(opts.link, opts.manifest.attachment_max_bytes),
+      buzz: link && fileReadingPort(link, opts.manifest.attachment_max_bytes),
+      hookRan: link && ((r, hook) => link.hookRan(r, hook)),
     });
     opts.link?.onRunHook((p) => this.aggregator.runHook(p.name, p.servers));
   }

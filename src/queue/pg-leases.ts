@@ -16,26 +16,15 @@
  * neither steals a live lease nor keeps an expired one; doctor reports the skew.
  */
 import type pg from "pg";
+import type { Claims, DaemonInfo } from "./backend.js";
 import { PG_SCHEMA } from "./pg-migrations.js";
 
 const S = PG_SCHEMA;
+/** The database's clock in unix ms, as SQL. */
+const NOW_MS = "(extract(epoch FROM now()) * 1000)::bigint";
 
 /** The lease period: a scope whose holder stopped renewing is taken over after this long. */
 export const FLEET_LEASE_MS = 30_000;
-
-export interface DaemonInfo {
-  id: string;
-  host: string;
-  pid: number;
-  maxConcurrent: number;
-}
-
-export interface ClaimedScope {
-  key: string;
-  channel: string;
-  /** The daemon whose expired lease this replaces; null for a scope nobody held. */
-  from: string | null;
-}
 
 export interface LeaseRow {
   key: string;
@@ -73,26 +62,41 @@ export class FleetLeases {
 
   /**
    * Claims up to `limit` scopes with open work (waiting events, a turn left running, or a
-   * retry due by the database's clock) that nobody holds or whose lease expired, oldest waiting work first.
+   * retry due by the database's clock) that nobody holds, whose lease expired, or that
+   * `daemon` holds already, oldest waiting work first; `busy` are left out (this daemon's
+   * scopes with a turn running or still being written). A scope whose retry is not due yet
+   * waits with it: its newer messages run after the retry, not before. Also says when the
+   * earliest retry not yet due comes due.
    */
-  async claim(daemon: string, limit: number, ttlMs: number): Promise<ClaimedScope[]> {
-    if (limit <= 0) return [];
-    const r = await this.pool.query<{ key: string; channel: string; was: string | null }>(
+  async claim(daemon: string, limit: number, busy: readonly string[], ttlMs: number): Promise<Claims> {
+    const r = await this.pool.query<{ key: string | null; channel: string | null; was: string | null; next_due: string | null }>(
       `WITH pick AS (
          SELECT c.key, c.holder AS was FROM ${S}.scopes c
-         WHERE (c.holder IS NULL OR c.lease_until < now())
+         WHERE (c.holder IS NULL OR c.lease_until < now() OR c.holder = $1)
+           AND NOT (c.key = ANY($4::text[]))
            AND (EXISTS (SELECT 1 FROM ${S}.events e WHERE e.scope = c.key AND e.state = 'waiting')
-             OR EXISTS (SELECT 1 FROM ${S}.turns t WHERE t.scope = c.key AND (t.state = 'running' OR (t.state = 'queued' AND t.next_attempt_at <= (extract(epoch FROM now()) * 1000)::bigint))))
+             OR EXISTS (SELECT 1 FROM ${S}.turns t WHERE t.scope = c.key AND (t.state = 'running' OR (t.state = 'queued' AND t.next_attempt_at <= ${NOW_MS}))))
+           AND NOT EXISTS (SELECT 1 FROM ${S}.turns q WHERE q.scope = c.key AND q.state = 'queued' AND q.next_attempt_at > ${NOW_MS})
          ORDER BY (SELECT min(e.created_at) FROM ${S}.events e WHERE e.scope = c.key AND e.state IN ('waiting', 'in_turn')) NULLS LAST, c.key
          LIMIT $2
          FOR UPDATE SKIP LOCKED
-       )
-       UPDATE ${S}.scopes s SET holder = $1, lease_until = now() + $3 * interval '1 millisecond'
-       FROM pick WHERE s.key = pick.key
-       RETURNING s.key, s.channel, pick.was`,
-      [daemon, limit, ttlMs],
+       ),
+       taken AS (
+         UPDATE ${S}.scopes s SET holder = $1, lease_until = now() + $3 * interval '1 millisecond'
+         FROM pick WHERE s.key = pick.key
+         RETURNING s.key, s.channel, pick.was)
+       SELECT key, channel, was, NULL AS next_due FROM taken
+       UNION ALL
+       SELECT NULL, NULL, NULL, (SELECT min(next_attempt_at) - ${NOW_MS} FROM ${S}.turns WHERE state = 'queued' AND next_attempt_at > ${NOW_MS})`,
+      [daemon, Math.max(0, limit), ttlMs, [...busy]],
     );
-    return r.rows.map((row) => ({ key: row.key, channel: row.channel, from: row.was === daemon ? null : row.was }));
+    const next = r.rows.find((row) => row.key === null)?.next_due;
+    return {
+      scopes: r.rows
+        .filter((row) => row.key !== null)
+        .map((row) => ({ key: row.key!, channel: row.channel!, from: row.was === daemon ? null : row.was })),
+      ...(next !== null && next !== undefined ? { nextDueInMs: Number(next) } : {}),
+    };
   }
 
   /**
@@ -152,14 +156,6 @@ export class FleetLeases {
   async queueDepth(): Promise<number> {
     const r = await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${S}.events WHERE state = 'waiting'`);
     return Number(r.rows[0]?.n ?? 0);
-  }
-
-  /** Events waiting for a turn across the fleet, per channel. */
-  async queueDepthByChannel(): Promise<Map<string, number>> {
-    const r = await this.pool.query<{ channel: string; n: string }>(
-      `SELECT channel, count(*) AS n FROM ${S}.events WHERE state = 'waiting' GROUP BY channel`,
-    );
-    return new Map(r.rows.map((row) => [row.channel, Number(row.n)]));
   }
 
   /**

@@ -1,8 +1,9 @@
 /**
- * The PostgreSQL store (fleet mode): the same operations as the SQLite store, on a
- * database several daemons of one identity share. Accepting is unique by event id, so
- * an event every daemon heard is stored once, whoever heard it first; the scope leases
- * that decide which daemon runs a scope's turns are in `pg-leases.ts`.
+ * The PostgreSQL queue backend (backend.ts; fleet mode): the same operations as the
+ * SQLite store, on a database several daemons of one identity share. Accepting is unique
+ * by event id, so an event every daemon heard is stored once, whoever heard it first; the
+ * scope leases that decide which daemon runs a scope's turns are in `pg-leases.ts`, and
+ * the writes only a scope's holder may make are fenced by its lease here.
  *
  * At open the schema is migrated under an advisory lock, and the database is bound to
  * the identity that first used it: another identity, or a schema newer than this code,
@@ -16,11 +17,26 @@ import { redactDatabaseUrl } from "../base/log.js";
 import { LeaseLostError, QueueStoreError, StateRefusedError } from "./errors.js";
 import { MIGRATIONS, MIGRATION_LOCK_KEY, PG_SCHEMA, PG_SCHEMA_VERSION } from "./pg-migrations.js";
 import { FleetLeases } from "./pg-leases.js";
-import type { EventState, StoredEvent, TurnRecord } from "./store.js";
-import type { StateStore, TurnUpdate } from "./state-store.js";
+import type {
+  Accepted,
+  Claims,
+  DaemonInfo,
+  EventState,
+  QueueBackend,
+  QueueCaps,
+  QueueDepth,
+  ScopeWork,
+  StoredEvent,
+  TurnRecord,
+  TurnState,
+  TurnUpdate,
+} from "./backend.js";
+import { FLEET_LEASE_MS } from "./pg-leases.js";
 
 const S = PG_SCHEMA;
 const FINAL: readonly string[] = ["done", "failed", "cancelled"];
+/** The database's clock in unix ms, as SQL. */
+const NOW_MS = "(extract(epoch FROM now()) * 1000)::bigint";
 
 export interface PostgresStoreOptions {
   url: string;
@@ -30,6 +46,8 @@ export interface PostgresStoreOptions {
   maxConnections?: number;
   /** Connection attempt timeout; default 10 s. */
   connectTimeoutMs?: number;
+  /** The lease period; default FLEET_LEASE_MS (tests shorten it). */
+  leaseMs?: number;
 }
 
 interface EventRow {
@@ -56,17 +74,19 @@ interface TurnRow {
   error: string | null;
 }
 
-export class PostgresStore implements StateStore {
-  readonly backend = "postgres" as const;
+export class PostgresStore implements QueueBackend {
   readonly where: string;
+  readonly leaseMs: number;
   readonly leases: FleetLeases;
   private closed = false;
 
   private constructor(
     private readonly pool: pg.Pool,
     url: string,
+    leaseMs = FLEET_LEASE_MS,
   ) {
     this.where = redactDatabaseUrl(url);
+    this.leaseMs = leaseMs;
     this.leases = new FleetLeases(pool);
   }
 
@@ -81,7 +101,7 @@ export class PostgresStore implements StateStore {
     });
     // An idle client's connection dropping (database restart) must not crash the process.
     pool.on("error", () => undefined);
-    const store = new PostgresStore(pool, o.url);
+    const store = new PostgresStore(pool, o.url, o.leaseMs);
     try {
       await store.migrate(o.identity);
     } catch (err) {
@@ -96,7 +116,8 @@ export class PostgresStore implements StateStore {
   }
 
   private async migrate(identity: string): Promise<void> {
-    const c = await this.pool.connect();
+    const c = await this.checkout();
+    let failed: unknown;
     try {
       await c.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
       try {
@@ -139,9 +160,30 @@ export class PostgresStore implements StateStore {
       } finally {
         await c.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => undefined);
       }
+    } catch (err) {
+      failed = err;
+      throw err;
     } finally {
-      c.release();
+      c.done(failed);
     }
+  }
+
+  /**
+   * A client of the pool for several statements. The server may end the connection while
+   * the client is between two of them (a restart, an outage): pg then reports it as an
+   * `error` event, which would end the process if nobody listened; the next statement fails
+   * with it instead. `done(err)` hands the client back, or discards it after a failure.
+   */
+  private async checkout(): Promise<pg.PoolClient & { done(failed?: unknown): void }> {
+    const c = await this.pool.connect();
+    const ignore = () => undefined;
+    c.on("error", ignore);
+    return Object.assign(c, {
+      done(failed?: unknown) {
+        c.off("error", ignore);
+        c.release(failed instanceof Error ? failed : failed === undefined ? undefined : new Error(String(failed)));
+      },
+    });
   }
 
   /**
@@ -161,35 +203,50 @@ export class PostgresStore implements StateStore {
   }
 
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
+    const c = await this.checkout();
+    let failed: unknown;
     try {
       await c.query("BEGIN");
       const out = await fn(c);
       await c.query("COMMIT");
       return out;
     } catch (err) {
+      failed = err;
       await c.query("ROLLBACK").catch(() => undefined);
       throw err;
     } finally {
-      c.release();
+      c.done(failed);
     }
   }
 
-  async accept(ev: Event, channel: string, scope: string): Promise<boolean> {
-    // One statement (so one round trip, and atomic): the event once, the cursor, the scope's lease row.
-    const r = await this.pool.query<{ n: string }>(
-      `WITH ins AS (
-         INSERT INTO ${S}.events (id, channel, scope, created_at, accepted_at, state, json) VALUES ($1, $2, $3, $4, $5, 'waiting', $6)
-         ON CONFLICT (id) DO NOTHING RETURNING scope, channel),
+  async accept(ev: Event, channel: string, scope: string, caps: QueueCaps): Promise<Accepted> {
+    // One statement (so one round trip, and atomic): the event once — refused when the queue
+    // is full —, the cursor, the scope's lease row, and the scope's waiting count for its cap.
+    // The counts are of the snapshot before the insert; all waiting events are counted only
+    // when the caller asks for the total cap.
+    const r = await this.pool.query<{ n: string; state: EventState | null; in_scope: string }>(
+      `WITH waiting AS (
+         SELECT CASE WHEN $7::bigint IS NULL THEN 0 ELSE (SELECT count(*) FROM ${S}.events WHERE state = 'waiting') END AS total,
+                (SELECT count(*) FROM ${S}.events WHERE state = 'waiting' AND scope = $3) AS in_scope),
+       ins AS (
+         INSERT INTO ${S}.events (id, channel, scope, created_at, accepted_at, state, json)
+         SELECT $1, $2, $3, $4, $5, CASE WHEN $7::bigint IS NOT NULL AND w.total >= $7 THEN 'refused' ELSE 'waiting' END, $6 FROM waiting w
+         ON CONFLICT (id) DO NOTHING RETURNING scope, channel, state),
        cur AS (
          INSERT INTO ${S}.cursors (channel, created_at) VALUES ($2, $4)
          ON CONFLICT (channel) DO UPDATE SET created_at = greatest(${S}.cursors.created_at, excluded.created_at)),
        sc AS (
          INSERT INTO ${S}.scopes (key, channel) SELECT scope, channel FROM ins ON CONFLICT (key) DO NOTHING)
-       SELECT count(*) AS n FROM ins`,
-      [ev.id, channel, scope, ev.created_at, Date.now(), JSON.stringify(ev)],
+       SELECT (SELECT count(*) FROM ins) AS n, (SELECT state FROM ins) AS state, (SELECT in_scope FROM waiting) AS in_scope`,
+      [ev.id, channel, scope, ev.created_at, Date.now(), JSON.stringify(ev), caps.total ?? null],
     );
-    return Number(r.rows[0]?.n ?? 0) > 0;
+    const row = r.rows[0]!;
+    if (Number(row.n) === 0) return { fresh: false, refused: [] };
+    if (row.state === "refused")
+      return { fresh: true, refused: [{ id: ev.id, author: ev.pubkey, created_at: ev.created_at, reason: "queue-full" }] };
+    if (Number(row.in_scope) + 1 <= caps.scope) return { fresh: true, refused: [] };
+    const refused = (await this.refuseOverCap(scope, caps.scope)).map((e) => ({ ...e, reason: "scope-cap" as const }));
+    return { fresh: true, refused };
   }
 
   /**
@@ -197,7 +254,7 @@ export class PostgresStore implements StateStore {
    * marked refused (atomically, so two daemons never refuse the same event twice) and
    * returned for the notice.
    */
-  async refuseOverCap(scope: string, cap: number): Promise<Array<{ id: string; author: string; created_at: number }>> {
+  private async refuseOverCap(scope: string, cap: number): Promise<Array<{ id: string; author: string; created_at: number }>> {
     const r = await this.pool.query<{ id: string; json: string; created_at: string }>(
       `UPDATE ${S}.events e SET state = 'refused'
        FROM (SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at DESC, id DESC OFFSET $2 FOR UPDATE SKIP LOCKED) old
@@ -207,43 +264,40 @@ export class PostgresStore implements StateStore {
     return r.rows.map((row) => ({ id: row.id, author: (JSON.parse(row.json) as Event).pubkey, created_at: Number(row.created_at) }));
   }
 
-  async has(eventId: string): Promise<boolean> {
-    return ((await this.pool.query(`SELECT 1 FROM ${S}.events WHERE id = $1`, [eventId])).rowCount ?? 0) > 0;
-  }
-
   async event(eventId: string): Promise<StoredEvent | undefined> {
     const r = await this.pool.query<EventRow>(`SELECT * FROM ${S}.events WHERE id = $1`, [eventId]);
     return r.rows[0] ? toStored(r.rows[0]) : undefined;
   }
 
-  async setEventStates(ids: readonly string[], state: EventState, turnId: number | null = null): Promise<void> {
-    if (ids.length === 0) return;
-    await this.pool.query(`UPDATE ${S}.events SET state = $1, turn_id = $2 WHERE id = ANY($3::text[])`, [state, turnId, [...ids]]);
+  async claim(holder: string, limit: number, busy: readonly string[]): Promise<Claims> {
+    return this.leases.claim(holder, limit, busy, this.leaseMs);
   }
 
-  async waitingEvents(): Promise<StoredEvent[]> {
-    const r = await this.pool.query<EventRow>(`SELECT * FROM ${S}.events WHERE state = 'waiting' ORDER BY created_at, id`);
-    return r.rows.map(toStored);
+  async renew(daemon: DaemonInfo, held: readonly string[]): Promise<string[]> {
+    await this.leases.heartbeat(daemon);
+    const kept = new Set(await this.leases.renew(daemon.id, this.leaseMs));
+    return held.filter((k) => kept.has(k));
   }
 
-  async eventsOfTurn(turnId: number): Promise<StoredEvent[]> {
-    const r = await this.pool.query<EventRow>(`SELECT * FROM ${S}.events WHERE turn_id = $1 ORDER BY created_at, id`, [turnId]);
-    return r.rows.map(toStored);
+  async release(holder: string, key: string): Promise<void> {
+    await this.leases.release(holder, key);
   }
 
-  async noteSeen(channel: string, createdAt: number): Promise<void> {
-    await bumpCursor(this.pool, channel, createdAt);
+  async leave(holder: string): Promise<void> {
+    await this.leases.leave(holder);
   }
 
-  async cursor(channel: string): Promise<number | undefined> {
-    const r = await this.pool.query<{ created_at: string }>(`SELECT created_at FROM ${S}.cursors WHERE channel = $1`, [channel]);
-    return r.rows[0] ? Number(r.rows[0].created_at) : undefined;
-  }
-
-  async minCursor(): Promise<number | undefined> {
-    const r = await this.pool.query<{ m: string | null }>(`SELECT min(created_at) AS m FROM ${S}.cursors`);
-    const m = r.rows[0]?.m;
-    return m === null || m === undefined ? undefined : Number(m);
+  async scopeWork(scope: string, batchSize: number): Promise<ScopeWork> {
+    const t = await this.pool.query<TurnRow & { due: boolean }>(
+      `SELECT *, next_attempt_at <= ${NOW_MS} AS due FROM ${S}.turns WHERE scope = $1 AND state IN ('queued', 'running') ORDER BY id LIMIT 1`,
+      [scope],
+    );
+    if (t.rows[0]) return { turn: toTurn(t.rows[0]), due: t.rows[0].state === "queued" ? t.rows[0].due : undefined, waiting: [] };
+    const w = await this.pool.query<{ id: string }>(
+      `SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at, id LIMIT $2`,
+      [scope, batchSize],
+    );
+    return { waiting: w.rows.map((r) => r.id) };
   }
 
   /**
@@ -267,15 +321,66 @@ export class PostgresStore implements StateStore {
     });
   }
 
-  async joinTurn(turnId: number, eventIds: readonly string[], holder?: string): Promise<string[]> {
+  async turn(id: number): Promise<TurnRecord | undefined> {
+    const r = await this.pool.query<TurnRow>(`SELECT * FROM ${S}.turns WHERE id = $1`, [id]);
+    return r.rows[0] ? toTurn(r.rows[0]) : undefined;
+  }
+
+  async eventsOfTurn(turnId: number): Promise<StoredEvent[]> {
+    const r = await this.pool.query<EventRow>(`SELECT * FROM ${S}.events WHERE turn_id = $1 ORDER BY created_at, id`, [turnId]);
+    return r.rows.map(toStored);
+  }
+
+  /**
+   * Only while the turn is still in state `from` (a turn cancelled by the owner through
+   * another daemon stays cancelled) and `holder` holds its scope (a daemon whose scope was
+   * taken over cannot touch the new holder's attempt). A retry is due by the database's
+   * clock, which every daemon shares.
+   */
+  async updateTurn(from: TurnState, t: TurnUpdate, holder: string): Promise<boolean> {
+    return this.tx(async (c) => {
+      const r = await c.query(
+        `UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = CASE WHEN $1 = 'queued' THEN ${NOW_MS} + $3::bigint ELSE 0 END,
+           recovered = $4, error = $5, updated_at = $6
+         WHERE id = $7 AND state = $8 AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = ${S}.turns.scope AND s.holder = $9)`,
+        [t.state, t.attempts, t.retryInMs ?? 0, t.recovered ? 1 : 0, t.error, Date.now(), t.id, from, holder],
+      );
+      if (!r.rowCount) return false;
+      if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
+      return true;
+    });
+  }
+
+  /**
+   * One statement, so two daemons (a holder and its successor) never lose each other's ids.
+   * Fenced with `holder`: a daemon whose lease was taken over cannot add a reply after the
+   * new holder has read the list (and then publish it): LeaseLostError, and it is not sent.
+   */
+  async recordReply(turnId: number, replyId: string, holder?: string): Promise<void> {
+    if (holder === undefined) {
+      await this.pool.query(
+        `UPDATE ${S}.turns SET reply_ids = reply_ids || to_jsonb($2::text), updated_at = $3 WHERE id = $1 AND NOT reply_ids ? $2`,
+        [turnId, replyId, Date.now()],
+      );
+      return;
+    }
+    const r = await this.pool.query<{ id: string }>(
+      `UPDATE ${S}.turns t SET reply_ids = CASE WHEN t.reply_ids ? $2 THEN t.reply_ids ELSE t.reply_ids || to_jsonb($2::text) END, updated_at = $4
+       FROM ${S}.scopes s WHERE t.id = $1 AND s.key = t.scope AND s.holder = $3 AND s.lease_until >= now() RETURNING t.id`,
+      [turnId, replyId, holder, Date.now()],
+    );
+    if (!r.rowCount) throw new LeaseLostError(`turn ${turnId}: this daemon (${holder}) no longer holds its scope's lease; not publishing`);
+  }
+
+  async joinTurn(turnId: number, eventIds: readonly string[], holder: string): Promise<string[]> {
     if (eventIds.length === 0) return [];
     return this.tx(async (c) => {
       // The turn's row is locked first, so its end (or a takeover's resume) waits for the join or comes before it.
       const t = await c.query<{ scope: string; n: number }>(
         `SELECT t.scope, jsonb_array_length(t.reply_ids) AS n FROM ${S}.turns t WHERE t.id = $1 AND t.state = 'running'
-           AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now()))
+           AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now())
          FOR UPDATE OF t`,
-        [turnId, holder ?? null],
+        [turnId, holder],
       );
       const turn = t.rows[0];
       if (!turn) return [];
@@ -283,7 +388,7 @@ export class PostgresStore implements StateStore {
         `UPDATE ${S}.events SET state = 'in_turn', turn_id = $1, joined_after = $2 WHERE id = ANY($3::text[]) AND state = 'waiting' AND scope = $4 RETURNING id`,
         [turnId, turn.n, [...eventIds], turn.scope],
       );
-      const joined = eventIds.filter((id) => r.rows.some((row) => row.id === id));
+      const joined = [...new Set(eventIds)].filter((id) => r.rows.some((row) => row.id === id));
       if (joined.length)
         await c.query(`UPDATE ${S}.turns SET trigger_ids = trigger_ids || $2::jsonb, updated_at = $3 WHERE id = $1`, [
           turnId,
@@ -294,12 +399,12 @@ export class PostgresStore implements StateStore {
     });
   }
 
-  async leaveTurn(turnId: number, eventIds: readonly string[], holder?: string): Promise<void> {
+  async leaveTurn(turnId: number, eventIds: readonly string[], holder: string): Promise<void> {
     if (eventIds.length === 0) return;
     await this.tx(async (c) => {
       const held = await c.query(
-        `SELECT 1 FROM ${S}.turns t WHERE t.id = $1 AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now())) FOR UPDATE OF t`,
-        [turnId, holder ?? null],
+        `SELECT 1 FROM ${S}.turns t WHERE t.id = $1 AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now()) FOR UPDATE OF t`,
+        [turnId, holder],
       );
       if (!held.rowCount) return;
       const r = await c.query<{ id: string }>(
@@ -313,6 +418,48 @@ export class PostgresStore implements StateStore {
           [turnId, left, Date.now()],
         );
     });
+  }
+
+  async notRunning(turnIds: readonly number[]): Promise<number[]> {
+    if (turnIds.length === 0) return [];
+    const r = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.turns WHERE id = ANY($1::bigint[]) AND state <> 'running'`, [
+      [...turnIds],
+    ]);
+    return r.rows.map((row) => Number(row.id));
+  }
+
+  async cancelScopes(channel: string, keys: readonly string[] | undefined): Promise<{ running: number[]; ended: number }> {
+    return this.tx(async (c) => {
+      const match = keys ? `scope = ANY($1::text[])` : `(scope = $1 OR starts_with(scope, $1 || '/'))`;
+      const arg = keys ? [...keys] : channel;
+      const ev = await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE state = 'waiting' AND ${match}`, [arg]);
+      const turns = await c.query<{ id: string; was: string }>(
+        `UPDATE ${S}.turns t SET state = 'cancelled', error = 'cancelled by owner', updated_at = $2 FROM (SELECT id, state AS was FROM ${S}.turns WHERE state IN ('queued', 'running') AND ${match} FOR UPDATE) o WHERE t.id = o.id RETURNING t.id, o.was`,
+        [arg, Date.now()],
+      );
+      const ids = turns.rows.map((r) => Number(r.id));
+      if (ids.length) await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE turn_id = ANY($1::bigint[])`, [ids]);
+      return { running: turns.rows.filter((r) => r.was === "running").map((r) => Number(r.id)), ended: (ev.rowCount ?? 0) + ids.length };
+    });
+  }
+
+  /**
+   * A daemon about to run the scope compares the count with the one it saw when its
+   * session was made, and starts a fresh session when it moved.
+   */
+  async bumpRotation(key: string): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${S}.claims (key, at) VALUES ('rotate:' || $1, 1) ON CONFLICT (key) DO UPDATE SET at = ${S}.claims.at + 1`,
+      [key],
+    );
+  }
+
+  async rotationEpoch(scope: string, channel: string): Promise<number> {
+    const r = await this.pool.query<{ n: string | null }>(
+      `SELECT sum(at) AS n FROM ${S}.claims WHERE key IN ('rotate:' || $1, 'rotate:' || $2)`,
+      [scope, channel],
+    );
+    return Number(r.rows[0]?.n ?? 0);
   }
 
   async replaceQueuedContent(eventId: string, content: string, editId: string): Promise<boolean> {
@@ -344,152 +491,11 @@ export class PostgresStore implements StateStore {
     return (r.rowCount ?? 0) > 0;
   }
 
-  /**
-   * A held scope's next work, for the fleet scheduler: its open turn (running, left by a
-   * holder that died; or queued for a retry) if any, else its oldest waiting events.
-   */
-  async scopeWork(scope: string, batchSize: number): Promise<{ turn?: TurnRecord; due?: boolean; waiting: string[] }> {
-    const t = await this.pool.query<TurnRow & { due: boolean }>(
-      `SELECT *, next_attempt_at <= (extract(epoch FROM now()) * 1000)::bigint AS due FROM ${S}.turns WHERE scope = $1 AND state IN ('queued', 'running') ORDER BY id LIMIT 1`,
-      [scope],
-    );
-    if (t.rows[0]) return { turn: toTurn(t.rows[0]), due: t.rows[0].due, waiting: [] };
-    const w = await this.pool.query<{ id: string }>(
-      `SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at, id LIMIT $2`,
-      [scope, batchSize],
-    );
-    return { waiting: w.rows.map((r) => r.id) };
-  }
-
-  /**
-   * Like updateTurn, but only while the turn is still in state `from` (a turn cancelled by
-   * the owner through another daemon stays cancelled) and `holder` holds its scope (a
-   * daemon whose scope was taken over cannot touch the new holder's attempt). False when
-   * either is no longer so. `retryInMs`: next_attempt_at is that long from now by the
-   * database's clock (which every daemon shares), instead of `t.next_attempt_at`.
-   */
-  async updateTurnFrom(from: TurnRecord["state"], t: TurnUpdate, holder: string, retryInMs?: number): Promise<boolean> {
-    return this.tx(async (c) => {
-      const r = await c.query(
-        `UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = coalesce((extract(epoch FROM now()) * 1000)::bigint + $10::bigint, $3), recovered = $4, error = $5, updated_at = $6
-         WHERE id = $7 AND state = $8 AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = ${S}.turns.scope AND s.holder = $9)`,
-        [t.state, t.attempts, t.next_attempt_at, t.recovered, t.error, Date.now(), t.id, from, holder, retryInMs ?? null],
-      );
-      if (!r.rowCount) return false;
-      if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
-      return true;
-    });
-  }
-
-  /** Of these turns, the ones no longer running (cancelled by the owner elsewhere, or ended). */
-  async notRunning(turnIds: readonly number[]): Promise<number[]> {
-    if (turnIds.length === 0) return [];
-    const r = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.turns WHERE id = ANY($1::bigint[]) AND state <> 'running'`, [
-      [...turnIds],
-    ]);
-    return r.rows.map((row) => Number(row.id));
-  }
-
-  /**
-   * `!cancel` across the fleet: the scopes' waiting events and open turns end as cancelled.
-   * `keys` undefined = every scope of the channel. Returns the turn ids that were running
-   * (their holders notice and stop them) and how many turns and events were ended.
-   */
-  async cancelScopes(channel: string, keys: readonly string[] | undefined): Promise<{ running: number[]; ended: number }> {
-    return this.tx(async (c) => {
-      const match = keys ? `scope = ANY($1::text[])` : `(scope = $1 OR starts_with(scope, $1 || '/'))`;
-      const arg = keys ? [...keys] : channel;
-      const ev = await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE state = 'waiting' AND ${match}`, [arg]);
-      const turns = await c.query<{ id: string; was: string }>(
-        `UPDATE ${S}.turns t SET state = 'cancelled', error = 'cancelled by owner', updated_at = $2 FROM (SELECT id, state AS was FROM ${S}.turns WHERE state IN ('queued', 'running') AND ${match} FOR UPDATE) o WHERE t.id = o.id RETURNING t.id, o.was`,
-        [arg, Date.now()],
-      );
-      const ids = turns.rows.map((r) => Number(r.id));
-      if (ids.length) await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE turn_id = ANY($1::bigint[])`, [ids]);
-      return { running: turns.rows.filter((r) => r.was === "running").map((r) => Number(r.id)), ended: (ev.rowCount ?? 0) + ids.length };
-    });
-  }
-
-  async turn(id: number): Promise<TurnRecord | undefined> {
-    const r = await this.pool.query<TurnRow>(`SELECT * FROM ${S}.turns WHERE id = $1`, [id]);
-    return r.rows[0] ? toTurn(r.rows[0]) : undefined;
-  }
-
-  async openTurns(): Promise<TurnRecord[]> {
-    const r = await this.pool.query<TurnRow>(`SELECT * FROM ${S}.turns WHERE state IN ('queued', 'running') ORDER BY id`);
-    return r.rows.map(toTurn);
-  }
-
-  async updateTurn(t: TurnUpdate): Promise<void> {
-    await this.tx(async (c) => {
-      await c.query(
-        `UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = $3, recovered = $4, error = $5, updated_at = $6 WHERE id = $7`,
-        [t.state, t.attempts, t.next_attempt_at, t.recovered, t.error, Date.now(), t.id],
-      );
-      if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
-    });
-  }
-
-  async recordReply(turnId: number, replyId: string): Promise<void> {
-    // One statement, so two daemons (a holder and its successor) never lose each other's ids.
-    await this.pool.query(
-      `UPDATE ${S}.turns SET reply_ids = reply_ids || to_jsonb($2::text), updated_at = $3 WHERE id = $1 AND NOT reply_ids ? $2`,
-      [turnId, replyId, Date.now()],
-    );
-  }
-
-  /**
-   * recordReply, fenced by the lease: only while `daemon` holds the turn's scope. A daemon
-   * whose lease was taken over cannot add a reply after the new holder has read the list
-   * (and then publish it): LeaseLostError, and the reply is not sent.
-   */
-  async recordReplyAsHolder(turnId: number, replyId: string, daemon: string): Promise<void> {
-    const r = await this.pool.query<{ id: string }>(
-      `UPDATE ${S}.turns t SET reply_ids = CASE WHEN t.reply_ids ? $2 THEN t.reply_ids ELSE t.reply_ids || to_jsonb($2::text) END, updated_at = $4
-       FROM ${S}.scopes s WHERE t.id = $1 AND s.key = t.scope AND s.holder = $3 AND s.lease_until >= now() RETURNING t.id`,
-      [turnId, replyId, daemon, Date.now()],
-    );
-    if (!r.rowCount) throw new LeaseLostError(`turn ${turnId}: this daemon (${daemon}) no longer holds its scope's lease; not publishing`);
-  }
-
   async claimControl(eventId: string, createdAt: number): Promise<boolean> {
     const r = await this.pool.query(`INSERT INTO ${S}.controls (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [
       eventId,
       createdAt,
     ]);
-    return (r.rowCount ?? 0) > 0;
-  }
-
-  /**
-   * `!rotate` for the fleet: bumps the rotation count of a scope (or of a whole channel).
-   * A daemon about to run the scope compares it with the count it saw when its session
-   * was made, and starts a fresh session when it moved.
-   */
-  async bumpRotation(key: string): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO ${S}.claims (key, at) VALUES ('rotate:' || $1, 1) ON CONFLICT (key) DO UPDATE SET at = ${S}.claims.at + 1`,
-      [key],
-    );
-  }
-
-  /** The scope's rotations plus its channel's (see bumpRotation). */
-  async rotationEpoch(scope: string, channel: string): Promise<number> {
-    const r = await this.pool.query<{ n: string | null }>(
-      `SELECT sum(at) AS n FROM ${S}.claims WHERE key IN ('rotate:' || $1, 'rotate:' || $2)`,
-      [scope, channel],
-    );
-    return Number(r.rows[0]?.n ?? 0);
-  }
-
-  /**
-   * True for the first claim of `name` in the current period of `periodMs`, periods cut
-   * by the database's clock so that daemons with drifting clocks agree on them.
-   */
-  async claimPeriod(name: string, periodMs: number): Promise<boolean> {
-    const r = await this.pool.query(
-      `INSERT INTO ${S}.claims (key, at) VALUES ($1 || ':' || floor(extract(epoch FROM now()) * 1000 / $2)::bigint, $3) ON CONFLICT (key) DO NOTHING`,
-      [name, periodMs, Date.now()],
-    );
     return (r.rowCount ?? 0) > 0;
   }
 
@@ -502,7 +508,7 @@ export class PostgresStore implements StateStore {
     return (r.rowCount ?? 0) > 0;
   }
 
-  /** A conversation the agent is in (state-store.ts `markActive`), kept among the claims as `active:<key>`. */
+  /** A conversation the agent is in (backend.ts `markActive`), kept among the claims as `active:<key>`. */
   async markActive(key: string, at: number): Promise<void> {
     await this.pool.query(
       `INSERT INTO ${S}.claims (key, at) VALUES ('active:' || $1, $2) ON CONFLICT (key) DO UPDATE SET at = GREATEST(${S}.claims.at, excluded.at)`,
@@ -518,27 +524,40 @@ export class PostgresStore implements StateStore {
     return r.rows.map((row) => ({ key: row.key, at: Number(row.at) }));
   }
 
-  async saveSession(scope: string, agent: string, sessionId: string): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO ${S}.sessions (scope, agent, session_id, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (scope) DO UPDATE SET agent = excluded.agent, session_id = excluded.session_id, updated_at = excluded.updated_at`,
-      [scope, agent, sessionId, Date.now()],
+  async claimFirst(keys: readonly string[]): Promise<string[]> {
+    if (keys.length === 0) return [];
+    const r = await this.pool.query<{ key: string }>(
+      `INSERT INTO ${S}.claims (key, at) SELECT k, $2 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING RETURNING key`,
+      [[...new Set(keys)], Date.now()],
     );
+    const claimed = new Set(r.rows.map((row) => row.key));
+    return keys.filter((k, i) => claimed.has(k) && keys.indexOf(k) === i);
   }
 
-  async session(scope: string, agent: string): Promise<string | undefined> {
-    const r = await this.pool.query<{ session_id: string }>(`SELECT session_id FROM ${S}.sessions WHERE scope = $1 AND agent = $2`, [
-      scope,
-      agent,
-    ]);
-    return r.rows[0]?.session_id;
+  /** Periods are cut by the database's clock, so daemons with drifting clocks agree on them. */
+  async claimPeriod(name: string, periodMs: number): Promise<boolean> {
+    const r = await this.pool.query(
+      `INSERT INTO ${S}.claims (key, at) VALUES ($1 || ':' || floor(extract(epoch FROM now()) * 1000 / $2)::bigint, $3) ON CONFLICT (key) DO NOTHING`,
+      [name, periodMs, Date.now()],
+    );
+    return (r.rowCount ?? 0) > 0;
   }
 
-  async forgetSession(scope: string): Promise<void> {
-    await this.pool.query(`DELETE FROM ${S}.sessions WHERE scope = $1`, [scope]);
-  }
-
-  async forgetChannelSessions(channel: string): Promise<void> {
-    await this.pool.query(`DELETE FROM ${S}.sessions WHERE scope = $1 OR starts_with(scope, $1 || '/')`, [channel]);
+  async depth(): Promise<QueueDepth> {
+    const r = await this.pool.query<{ channel: string; n: string; turns: string }>(
+      `SELECT e.channel, count(*) AS n, count(DISTINCT e.turn_id) AS turns FROM ${S}.events e LEFT JOIN ${S}.turns t ON t.id = e.turn_id
+       WHERE e.state = 'waiting' OR (e.state = 'in_turn' AND t.state = 'queued') GROUP BY e.channel`,
+    );
+    const s = await this.pool.query<{ scopes: string; retrying: string; running: string }>(
+      `SELECT (SELECT count(*) FROM (SELECT scope FROM ${S}.events WHERE state = 'waiting'
+                 UNION SELECT scope FROM ${S}.turns WHERE state IN ('queued', 'running')) x) AS scopes,
+              (SELECT count(*) FROM ${S}.turns WHERE state = 'queued') AS retrying,
+              (SELECT count(*) FROM ${S}.turns WHERE state = 'running') AS running`,
+    );
+    const byChannel = new Map(r.rows.map((row) => [row.channel, Number(row.n)]));
+    const queued = [...byChannel.values()].reduce((a, b) => a + b, 0);
+    const n = (k: "scopes" | "retrying" | "running") => Number(s.rows[0]?.[k] ?? 0);
+    return { queued, retrying: n("retrying"), running: n("running"), scopes: n("scopes"), byChannel };
   }
 
   async prune(olderThanMs: number, now = Date.now()): Promise<void> {
@@ -571,13 +590,6 @@ async function metaValue(c: pg.ClientBase, key: string): Promise<string | undefi
   return r.rows[0]?.value;
 }
 
-function bumpCursor(c: pg.ClientBase | pg.Pool, channel: string, createdAt: number) {
-  return c.query(
-    `INSERT INTO ${S}.cursors (channel, created_at) VALUES ($1, $2) ON CONFLICT (channel) DO UPDATE SET created_at = greatest(${S}.cursors.created_at, excluded.created_at)`,
-    [channel, createdAt],
-  );
-}
-
 function toStored(row: EventRow): StoredEvent {
   return {
     id: row.id,
@@ -601,7 +613,7 @@ function toTurn(row: TurnRow): TurnRecord {
     next_attempt_at: Number(row.next_attempt_at),
     reply_ids: row.reply_ids,
     trigger_ids: row.trigger_ids,
-    recovered: row.recovered,
+    recovered: row.recovered === 1,
     error: row.error,
   };
 }

@@ -1,10 +1,16 @@
 /**
- * Refusals from the per-scope cap, made visible. Each refused event gets a warn log line
- * at once; the notice callback is coalesced per scope per tick, so a 10,000-mention burst
- * produces a few notices listing who was skipped instead of thousands of posts.
+ * Refusals from the queue's caps, made visible. Each refused event gets a warn log line at
+ * once; the notice callback is coalesced per scope and reason over a burst (until it has
+ * been quiet for a moment, a second at most), so a 10,000-mention burst produces a few
+ * notices listing who was skipped instead of thousands of posts.
  */
 import type { Logger } from "../base/log.js";
 import { npub } from "../config/keys.js";
+import { Coalescer } from "../relay/coalesce.js";
+
+/** A burst of refusals ends after this much quiet, or is announced this long after its first at the latest. */
+const NOTICE_QUIET_MS = 100;
+const NOTICE_MAX_MS = 1_000;
 
 export type RefusalReason = "scope-cap" | "queue-full";
 
@@ -23,7 +29,7 @@ export interface Refusal {
 
 export class RefusalCoalescer {
   private pending = new Map<string, Refusal>();
-  private scheduled: NodeJS.Immediate | undefined;
+  private readonly burst = new Coalescer(() => this.flush(), { quietMs: NOTICE_QUIET_MS, maxMs: NOTICE_MAX_MS });
 
   constructor(
     private readonly logger: Logger,
@@ -36,13 +42,12 @@ export class RefusalCoalescer {
     let r = this.pending.get(key);
     if (!r) this.pending.set(key, (r = { scope, channel, reason, events: [] }));
     r.events.push(ev);
-    this.scheduled ??= setImmediate(() => this.flush());
+    this.burst.touch();
   }
 
   /** Delivers everything pending now (also called on close so nothing is left unannounced). */
   flush(): void {
-    if (this.scheduled) clearImmediate(this.scheduled);
-    this.scheduled = undefined;
+    this.burst.cancel();
     const batch = [...this.pending.values()];
     this.pending.clear();
     for (const r of batch) {

@@ -305,11 +305,6 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.applyChannels();
   }
 
-  /** Sends a coalesced channel change now (tests, shutdown). */
-  flushChannels(): void {
-    this.coalescer.flush();
-  }
-
   private applyChannels(): void {
     const list = this.pendingChannels;
     this.pendingChannels = undefined;

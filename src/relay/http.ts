@@ -35,12 +35,6 @@ export interface RelayHttpOptions {
   gate?: RateGate;
 }
 
-export interface EventsWriteResult {
-  event_id: string;
-  accepted: boolean;
-  message: string;
-}
-
 export class RelayHttp {
   readonly origin: string;
   readonly metrics = { requests: 0, retries: 0, failures: 0 };
@@ -63,11 +57,6 @@ export class RelayHttp {
     const out = (await this.post("/count", filters)) as { count?: unknown };
     if (typeof out?.count !== "number") throw new RelayHttpError(this.origin + "/count", 200, "response has no numeric count");
     return out.count;
-  }
-
-  /** `POST /events` with one signed event (no WebSocket needed). */
-  async postEvent(ev: Event): Promise<EventsWriteResult> {
-    return (await this.post("/events", ev)) as EventsWriteResult;
   }
 
   /** POSTs `payload` as JSON; the NIP-98 payload hash covers exactly these bytes. */

@@ -14,39 +14,27 @@
  * Every outcome is one log line with its reason. A storm of edits to one waiting message
  * rewrites one row; edits arriving mid-turn are coalesced while they wait the same way.
  *
- * In a fleet (docs/architecture.md §3) every daemon hears the edit or deletion: what
- * changes the shared queue is decided there, atomically (the first daemon's write wins,
- * the others find it done), and only the daemon running the message's turn joins a
- * correction into it or stops it.
+ * What changes the queue is decided by the queue's backend, atomically. In a fleet
+ * (docs/architecture.md §3) every daemon hears the edit or deletion: the first daemon's
+ * write wins, the others find it done, and only the daemon running the message's turn
+ * joins a correction into it or stops it.
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { nowSec } from "../base/time.js";
 import type { MidTurnMode } from "../config/schema.js";
 import { npub } from "../config/keys.js";
-import type { StateStore } from "../queue/state-store.js";
-import { parseScopeKey, type Scope } from "../queue/scope.js";
+import type { QueueBackend } from "../queue/backend.js";
+import type { Scheduler } from "../queue/scheduler.js";
+import { parseScopeKey } from "../queue/scope.js";
 import { KIND } from "../nostr/kinds.js";
 import { EMOJI } from "./signals.js";
 import type { TurnPublisher } from "./ports.js";
 
-/** The queue's side of an amendment; the single-daemon Scheduler answers at once, a fleet's after the database. */
-interface AmendQueue {
-  /** The turn running here in the scope (in a fleet: only on the daemon holding the scope). */
-  runningTurn(scopeKey: string): number | undefined;
-  accept(ev: Event, channel: string, scope: Scope): boolean | Promise<boolean>;
-  dropWaiting(scopeKey: string, eventId: string): boolean | Promise<boolean>;
-  cancelRunning(turnId: number, reason: string): boolean | Promise<boolean>;
-}
-
 export interface AmendDeps {
-  store: Pick<StateStore, "event" | "turn" | "replaceQueuedContent">;
-  scheduler: AmendQueue;
-  /**
-   * A fleet shares its queue: another daemon may have stored the correction first, and the
-   * daemon running the scope's turn joins it all the same.
-   */
-  fleet: boolean;
+  store: Pick<QueueBackend, "event" | "turn" | "replaceQueuedContent">;
+  /** `runningTurn`: the turn running here in the scope (in a fleet: only on the daemon holding the scope). */
+  scheduler: Pick<Scheduler, "runningTurn" | "accept" | "dropWaiting" | "cancelRunning">;
   /** Stops running turns at the agent (the queue has already ended them). */
   cancelTurns(turnIds: number[]): void;
   /** Tells a scope's session that a message it saw was deleted. */
@@ -106,8 +94,9 @@ export class Amendments {
         "edit of a message whose turn has ended; ignored",
       );
     }
+    // Not fresh: a replay, or another daemon of the fleet stored the correction first; the
+    // daemon running the scope's turn joins it all the same (a waiting event joins once).
     const fresh = await this.d.scheduler.accept(ev, channel, parseScopeKey(target.scope));
-    if (!fresh && !this.d.fleet) return;
     this.queuedEdits.set(targetId, ev.id);
     if (fresh)
       log.info(
@@ -130,7 +119,7 @@ export class Amendments {
         continue;
       }
       if (target.state === "waiting") {
-        if (await this.d.scheduler.dropWaiting(target.scope, id)) {
+        if (await this.d.scheduler.dropWaiting(id)) {
           log.info({ evt: "queue.deleted", event: ev.id, target: id }, "its author deleted a queued message; it gets no turn and no reply");
           await this.takeBackSeen(id, target.channel);
           continue;
@@ -155,10 +144,10 @@ export class Amendments {
         this.d.cancelTurns([target.turn_id!]);
         continue;
       }
-      if (this.d.fleet && target.state === "in_turn" && !running && turn?.state === "running") {
+      if (target.state === "in_turn" && !running && turn?.state === "running") {
         log.debug(
           { evt: "gate.delete_ignored", event: ev.id, target: id, reason: "held-elsewhere" },
-          "another daemon of the fleet runs this message's turn and handles the deletion",
+          "the message's turn does not run here (another daemon of the fleet runs it, or it is about to be resumed); whoever runs it handles the deletion",
         );
         continue;
       }

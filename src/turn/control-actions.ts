@@ -4,20 +4,20 @@
  * is why they live here and not beside the gate that recognises the commands.
  */
 import type { ControlActions, ControlTarget, StatusFigures } from "../gate/control.js";
+import type { Scheduler } from "../queue/scheduler.js";
 import { scopeKey } from "../queue/scope.js";
 import type { TurnDispatcher } from "./dispatch.js";
 
 export interface ControlActionsOptions {
-  /** Ends the target's pending and running work; the running turns' ids come back to be cancelled. */
-  scheduler: {
-    cancel(target: ControlTarget): { runningTurnIds: number[]; ended: number } | Promise<{ runningTurnIds: number[]; ended: number }>;
-    depth(): { queued: number };
-  };
+  /**
+   * `cancel` ends the target's pending and running work (the running turns' ids come back
+   * to be cancelled); `rotate` tells whoever runs the target next (another daemon of a
+   * fleet too) to end its session first.
+   */
+  scheduler: Pick<Scheduler, "cancel" | "rotate" | "currentDepth">;
   dispatcher: Pick<TurnDispatcher, "cancelTurns" | "rotate" | "inFlight">;
   /** This daemon's stored session ids. */
   sessions: { forgetSession(scope: string): void; forgetChannelSessions(channel: string): void };
-  /** Fleet mode: tells the other daemons to end their sessions of the target before their next turn there. */
-  bumpRotation?: (key: string) => Promise<void>;
   /** The day's usage line for `!status`. */
   usage: () => string | undefined;
   shutdown: () => void;
@@ -46,12 +46,16 @@ export function controlActions(o: ControlActionsOptions): ControlActions {
       const { runningTurnIds } = await o.scheduler.cancel(target);
       o.dispatcher.cancelTurns(runningTurnIds);
       const key = target.thread ? scopeKey(target.channel, target.thread) : undefined;
-      await o.bumpRotation?.(key ?? target.channel);
+      await o.scheduler.rotate(key ?? target.channel);
       if (key) o.sessions.forgetSession(key);
       else o.sessions.forgetChannelSessions(target.channel);
       return o.dispatcher.rotate(rotationScope(target));
     },
-    status: (): StatusFigures => ({ inFlight: o.dispatcher.inFlight, queued: o.scheduler.depth().queued, usage: o.usage() }),
+    status: async (): Promise<StatusFigures> => ({
+      inFlight: o.dispatcher.inFlight,
+      queued: (await o.scheduler.currentDepth()).queued,
+      usage: o.usage(),
+    }),
     shutdown: () => o.shutdown(),
   };
 }

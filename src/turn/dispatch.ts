@@ -4,7 +4,7 @@
  * outcome to the queue. A heartbeat turn (`heartbeat-turn.ts`) is started here too. The
  * turns in flight are kept in `running.ts`, what each has answered in `answers.ts`.
  */
-import type { Event, EventTemplate } from "nostr-tools";
+import type { Event } from "nostr-tools";
 import type { AgentPool, TurnUsage } from "../agent/index.js";
 import { addUsage } from "../agent/usage.js";
 import type { Logger } from "../base/log.js";
@@ -39,7 +39,7 @@ export interface DispatcherDeps {
   owner: string | undefined;
   pool: AgentPool;
   link: LinkServer;
-  /** The queue's side of a turn's end (the single-daemon Scheduler, or a fleet's). */
+  /** The queue's side of a turn: its end, its replies, mid-turn messages handed back, an edit's target. */
   scheduler: Pick<Scheduler, "complete" | "fail" | "recordReply" | "leaveRunning" | "storedEvent">;
   relay: RelayPort;
   out: TurnPublisher;
@@ -59,10 +59,13 @@ export interface DispatcherDeps {
   sessions?: SessionIdStore;
   logger: Logger;
   /**
-   * Called with each reply's id after signing and before publishing (fleet mode): a daemon
-   * that takes the turn over after a crash then knows to ask the relay about it.
+   * Called with each reply's id after signing and before publishing: whoever runs the turn
+   * again after a crash (this daemon restarted, or another of the fleet) then knows to ask
+   * the relay about it. Fails when this daemon no longer holds the scope: not published.
    */
   recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
+  /** Of these mentions, those never given 👀 before, claimed now (durably, by the queue): 👀 once per mention. */
+  claimSeen?(eventIds: string[]): Promise<string[]>;
   /** Turn outcome hook for metrics and the status page's recent turns. */
   onTurnEnd?(outcome: TurnOutcome["status"], seconds: number, turn: TurnEnded): void;
   /** A mid-turn message reached the agent, `seconds` after it was accepted. */
@@ -222,12 +225,16 @@ export class TurnDispatcher {
       delivered: (events, method, waited) => {
         const ss = live();
         if (ss?.current && events.length) ss.current.anchor = this.anchorOf(events).id;
-        for (const ev of events) {
-          if (reacted.has(ev.id)) continue;
+        const fresh = events.filter((ev) => !reacted.has(ev.id));
+        for (const ev of fresh) {
           reacted.add(ev.id);
           joined.push(ev.id);
-          this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
         }
+        const ids = fresh.map((ev) => ev.id);
+        const first = this.d.claimSeen ? this.d.claimSeen(ids).catch(() => ids) : Promise.resolve(ids);
+        void first.then((seen) => {
+          for (const ev of fresh) if (seen.includes(ev.id)) this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
+        });
         for (const ms of waited) this.d.onMidTurnDelivered?.(method, ms / 1000);
       },
       logger: log,
@@ -354,6 +361,7 @@ export class TurnDispatcher {
           replyFallback: policy.reply_fallback,
           maxReplyBytes: cfg.replies.max_bytes,
           typing: cfg.relay.typing,
+          firstSeen: this.d.claimSeen,
           contentLimit: this.d.relay.contentLimit?.(),
           enforce: this.d.enforce,
           gates: {
@@ -485,11 +493,6 @@ export class TurnDispatcher {
     };
     const info = { scope: heartbeatScope(channelId), channel: channelId };
     return this.running.run(--this.heartbeatSeq, info, {}, (entry) => runHeartbeat(deps, entry, channelId, text));
-  }
-
-  /** For tests and `!status`. */
-  publishTemplate(t: EventTemplate) {
-    return this.d.out.publish(t);
   }
 }
 

@@ -3,48 +3,47 @@
  * event the relay delivers, and the mid-turn join of an accepted event whose scope has a
  * turn running. An event is decided and, when accepted, queued in the tick it arrives, so
  * the next event (an edit, a deletion) finds it.
+ *
+ * Back-pressure: when the state store cannot be written (a full disk, a file locked by
+ * someone else, the fleet's database away), intake pauses instead of dropping what it
+ * cannot store. Every event from then on waits in memory, in arrival order, undecided (so
+ * the relay cursor stays before them, and a restart meanwhile has the relay send them
+ * again); `/readyz` says so; the first waiting event is tried again with a growing pause,
+ * and once it can be stored the rest follow and intake resumes.
  */
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
+import { Backoff } from "../base/backoff.js";
 import { npub } from "../config/keys.js";
 import { channelOf, threadRootOf } from "../nostr/events.js";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import type { ActiveConversations } from "../gate/participation.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { Decision, Gate } from "../gate/index.js";
-import type { Scope } from "../queue/scope.js";
+import { storeUnavailable, type StoreUnavailable } from "../queue/errors.js";
+import type { Scheduler } from "../queue/scheduler.js";
+import type { SqliteStore } from "../queue/sqlite-store.js";
 import type { Amendments } from "./amend.js";
 import type { TurnDispatcher } from "./dispatch.js";
 import { midTurnHow } from "./mid-turn.js";
 
 export interface IntakeOptions {
-  gate: Pick<Gate, "decide" | "act">;
-  /** The single scheduler accepts synchronously (in this tick); a fleet's accept is the database's. */
-  scheduler: {
-    accept(ev: Event, channel: string): boolean | Promise<boolean>;
-    scopeOf(ev: Event, channel: string): Scope;
-    runningTurn(scopeKey: string): number | undefined;
-    /**
-     * The single scheduler joins at once and returns true (the caller gives it to the agent);
-     * a fleet's writes the join to the database first, then calls `deliver` (false: the turn
-     * could no longer take it, so it waits again), and returns false.
-     */
-    joinRunning(turnId: number, eventId: string, deliver: () => boolean): boolean;
-  };
+  gate: Pick<Gate, "decide" | "recheck" | "act">;
+  scheduler: Pick<Scheduler, "accept" | "scopeOf" | "runningTurn" | "joinRunning">;
   dispatcher: Pick<TurnDispatcher, "canTake" | "take">;
   amendments: Pick<Amendments, "edit" | "delete">;
   /** Answers to the agents' waiting questions (turn/questions.ts) are taken there, never queued as mentions. */
   questions?: { offer(ev: Event, o: { fleet?: boolean; timeoutMs?: number }): boolean };
   /** `questions.timeout`, for how long another daemon of a fleet may wait on a question. */
   questionTimeout?: () => number;
+  /** Several daemons share the queue (PostgreSQL): another may be the one waiting on a question. */
+  fleet?: boolean;
   /** The conversations the agent is in (gate/participation.ts): marked by its mentions and its own messages. */
   active?: Pick<ActiveConversations, "mark">;
   /** The agent's own pubkey. */
   self?: string;
-  /** This daemon's own store: its resubscribe cursor and, in a fleet, the events its gate accepted. */
-  store: { noteSeen(channel: string, createdAt: number): void; claimOnce(key: string, ms: number): unknown };
-  /** Fleet mode: the accept is the shared database's. */
-  fleet: boolean;
+  /** This daemon's own state: its resubscribe cursor, and the events its gate accepted. */
+  local: Pick<SqliteStore, "noteSeen" | "markAccepted">;
   owner: () => string | undefined;
   /** Set once a shutdown began: events are not decided, so the cursor stays put and a restart replays them. */
   stopping: () => boolean;
@@ -68,67 +67,78 @@ export function decisionLabel(d: Decision): string {
   }
 }
 
+/** Events held while paused, at most: as many as the queue's total cap holds. */
+const MAX_HELD = 10_000;
+
+interface Paused {
+  reason: StoreUnavailable;
+  since: number;
+  /** Arrival order; the first is the one tried again. */
+  held: Event[];
+  retry: Backoff;
+  timer?: NodeJS.Timeout;
+  draining: boolean;
+}
+
 export class Intake {
-  /** Fleet mode: accepts still being written to the shared database, by event id. */
+  /** Accepts still being written to the queue, by event id: an amendment of one waits for it. */
   private readonly accepting = new Map<string, Promise<boolean>>();
+  private paused?: Paused;
 
   constructor(private readonly o: IntakeOptions) {}
+
+  /** Why intake is paused (the state store cannot be written), for `/readyz`; undefined while it takes events. */
+  get pausedFor(): StoreUnavailable | undefined {
+    return this.paused?.reason;
+  }
 
   async handle(ev: Event): Promise<void> {
     const o = this.o;
     if (o.stopping()) return;
     o.onReceived?.(ev);
+    if (this.paused) return this.hold(ev);
+    await this.process(ev);
+  }
+
+  /** Stops trying the held events; they were never decided, so the relay sends them again after a restart. */
+  close(): void {
+    const p = this.paused;
+    if (!p) return;
+    if (p.timer) clearTimeout(p.timer);
+    p.timer = undefined;
+    if (p.held.length)
+      this.o.logger.info(
+        { evt: "intake.unhandled", reason: "stopping", count: p.held.length },
+        "stopped while the state store could not be written: these events were not handled; the relay sends them again after the restart",
+      );
+  }
+
+  /** Decides and handles one event; false when the state store could not take it (it is held, intake paused). */
+  private async process(ev: Event): Promise<boolean> {
+    const o = this.o;
     try {
       if (o.questions?.offer(ev, { fleet: o.fleet, timeoutMs: o.questionTimeout?.() })) {
         const channel = channelOf(ev);
-        if (channel) o.store.noteSeen(channel, ev.created_at);
-        return;
+        if (channel) o.local.noteSeen(channel, ev.created_at);
+        return true;
       }
-      // Only a possible sibling's decision waits for a look-up; the decision's other effects
-      // (answers, control commands) may take time.
-      const pending = o.gate.decide(ev);
-      const decision = pending instanceof Promise ? await pending : pending;
+      // Decided in the tick the event arrives; only a possible sibling's decision waits for a
+      // look-up. The decision's other effects (answers, control commands) may take time.
+      const first = o.gate.decide(ev);
+      const recheck = o.gate.recheck(ev, first);
+      const decision = recheck ? await recheck : first;
       this.noteActivity(ev, decision);
       const acted = o.gate.act(ev, decision);
       o.onDecided?.(ev, decision);
-      const accepting = decision.action === "accept" ? o.scheduler.accept(ev, decision.channel.id) : false;
-      if (accepting instanceof Promise) {
-        // Noted as handled in this tick, so an edit or deletion right behind it is an
-        // amendment, which waits for this write before it reads the shared queue.
-        o.store.claimOnce(`accepted:${ev.id}`, Number.MAX_SAFE_INTEGER);
-        this.accepting.set(ev.id, accepting);
-        const settled = () => this.accepting.delete(ev.id);
-        void accepting.then(settled, settled);
-      }
-      const fresh = accepting instanceof Promise ? await accepting : accepting;
-      if (decision.action === "accept" && fresh && decision.continued) {
-        o.logger.info(
-          { evt: "gate.continued", reason: decision.continued, event: ev.id, channel: decision.channel.id, author: npub(ev.pubkey) },
-          decision.continued === "thread"
-            ? "a reply in a thread the agent is in: taken as addressed to it"
-            : "a message in a channel the agent is active in: taken as addressed to it",
-        );
-      } else if (decision.action === "accept" && fresh) {
-        o.logger.info(
-          {
-            evt: "gate.accepted",
-            event: ev.id,
-            channel: decision.channel.id,
-            author: npub(ev.pubkey),
-            ...(decision.sibling ? { sibling: decision.sibling } : {}),
-          },
-          decision.sibling ? "mention accepted from a sibling agent" : "mention accepted",
-        );
-      }
-      // In a fleet the daemon running the scope's turn may not be the one that stored the
-      // message first: each daemon looks, and only the holder finds the turn running.
-      if (decision.action === "accept" && (fresh || o.fleet)) {
-        this.midTurn(ev, o.scheduler.scopeOf(ev, decision.channel.id).key, decision.policy.mid_turn);
-      } else if (decision.action === "amend") {
+      if (decision.action === "accept") await this.accept(ev, decision);
+      else if (decision.action === "amend") {
         const amend = () =>
           decision.amend === "edit"
             ? o.amendments.edit(ev, decision.targets[0]!, decision.channel.id, decision.policy.mid_turn)
             : o.amendments.delete(ev, decision.targets);
+        // Decided, not queued as an event of its own: the cursor moves past it (first, so an
+        // amendment never runs for an event whose cursor could not be written).
+        o.local.noteSeen(decision.channel.id, ev.created_at);
         const pending = decision.targets.flatMap((t) => this.accepting.get(t) ?? []);
         const amended = pending.length ? Promise.allSettled(pending).then(amend) : amend();
         void amended.catch((err) =>
@@ -137,15 +147,111 @@ export class Intake {
             `could not handle ${decision.amend === "edit" ? "an edit" : "a deletion"}`,
           ),
         );
-        // Decided, not queued as an event of its own: the cursor moves past it.
-        o.store.noteSeen(decision.channel.id, ev.created_at);
       }
-      // In a fleet the accept is the shared database's; this daemon's own resubscribe cursor moves here.
-      if (decision.action === "accept" && o.fleet) o.store.noteSeen(decision.channel.id, ev.created_at);
       await acted;
+      return true;
     } catch (err) {
-      o.logger.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
+      const reason = storeUnavailable(err);
+      if (!reason) {
+        o.logger.error({ evt: "intake.error", event: ev.id, err: String(err) }, "could not handle an event");
+        return true;
+      }
+      this.pause(ev, reason, err);
+      return false;
     }
+  }
+
+  /** The state store cannot be written: from now on events wait (this one first, unless it is already waiting). */
+  private pause(ev: Event, reason: StoreUnavailable, err: unknown): void {
+    const p = this.paused;
+    if (p) {
+      // The event being tried again is held already; one that was on its way when intake paused waits too.
+      if (!(p.draining && p.held[0] === ev)) this.hold(ev);
+      return;
+    }
+    this.paused = { reason, since: Date.now(), held: [ev], retry: new Backoff({ baseMs: 500, capMs: 10_000, jitter: 0 }), draining: false };
+    this.o.logger.warn(
+      { evt: "intake.paused", reason, event: ev.id, err: err instanceof Error ? err.message : String(err) },
+      `the state store cannot be written (${reason}): not taking events until it can; they wait, and nothing accepted is lost`,
+    );
+    this.tryAgain();
+  }
+
+  private hold(ev: Event): void {
+    const p = this.paused!;
+    if (p.held.length < MAX_HELD) {
+      p.held.push(ev);
+      return;
+    }
+    this.o.logger.info(
+      { evt: "intake.unhandled", reason: "too-many-waiting", event: ev.id },
+      "the state store has not taken events for long: this one is not handled (a restart has the relay send it again while the cursor is before it)",
+    );
+  }
+
+  private tryAgain(): void {
+    const p = this.paused!;
+    if (this.o.stopping()) return;
+    p.timer = setTimeout(() => void this.drain(), p.retry.next());
+    p.timer.unref();
+  }
+
+  /** The held events, oldest first; the first that still cannot be stored keeps intake paused. */
+  private async drain(): Promise<void> {
+    const p = this.paused;
+    if (!p || this.o.stopping()) return;
+    p.timer = undefined;
+    p.draining = true;
+    while (p.held.length) {
+      if (this.o.stopping()) return;
+      if (!(await this.process(p.held[0]!))) {
+        p.draining = false;
+        return this.tryAgain();
+      }
+      p.held.shift();
+    }
+    this.paused = undefined;
+    this.o.logger.info(
+      { evt: "intake.resumed", reason: p.reason, paused_ms: Date.now() - p.since },
+      "the state store takes writes again: intake resumed",
+    );
+  }
+
+  private async accept(ev: Event, decision: Extract<Decision, { action: "accept" }>): Promise<void> {
+    const o = this.o;
+    const channel = decision.channel.id;
+    // Noted as handled in this tick, so an edit or deletion right behind it is an amendment,
+    // which waits for this write before it reads the queue.
+    o.local.markAccepted(ev.id);
+    const accepting = o.scheduler.accept(ev, channel);
+    this.accepting.set(ev.id, accepting);
+    const settled = () => this.accepting.delete(ev.id);
+    void accepting.then(settled, settled);
+    const fresh = await accepting;
+    // Only once the queue has it: a crash before this replays the event from the relay.
+    o.local.noteSeen(channel, ev.created_at);
+    if (fresh && decision.continued)
+      o.logger.info(
+        { evt: "gate.continued", reason: decision.continued, event: ev.id, channel, author: npub(ev.pubkey) },
+        decision.continued === "thread"
+          ? "a reply in a thread the agent is in: taken as addressed to it"
+          : "a message in a channel the agent is active in: taken as addressed to it",
+      );
+    else if (fresh)
+      o.logger.info(
+        {
+          evt: "gate.accepted",
+          event: ev.id,
+          channel,
+          author: npub(ev.pubkey),
+          ...(decision.sibling ? { sibling: decision.sibling } : {}),
+        },
+        decision.sibling ? "mention accepted from a sibling agent" : "mention accepted",
+      );
+    // Also for an event the queue had (a replay, or in a fleet another daemon stored it
+    // first): the daemon running the scope's turn may be this one, and only a waiting
+    // event joins, once.
+    this.midTurn(ev, o.scheduler.scopeOf(ev, channel).key, decision.policy.mid_turn);
   }
 
   /**
@@ -179,11 +285,10 @@ export class Intake {
       return;
     }
     const at = Date.now();
-    const deliver = () => {
+    this.o.scheduler.joinRunning(turnId, ev.id, () => {
       if (!dispatcher.canTake(turnId, ev)) return false;
       dispatcher.take(turnId, ev, how, at);
       return true;
-    };
-    if (this.o.scheduler.joinRunning(turnId, ev.id, deliver)) dispatcher.take(turnId, ev, how, at);
+    });
   }
 }

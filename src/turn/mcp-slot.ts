@@ -50,7 +50,7 @@ export interface OpenSlotOptions {
   key: string;
   manifest: ProxyManifest;
   tools: BuzzToolHandlers;
-  link: Pick<LinkServer, "register">;
+  link: Pick<LinkServer, "register" | "hookRan">;
   logger: Logger;
 }
 
@@ -65,6 +65,7 @@ export async function openSlot(o: OpenSlotOptions, ctx: McpSlotContext): Promise
       env: ctx.env,
       wrap: ctx.wrap,
       logger: o.logger,
+      hookRan: (r, hook) => o.link.hookRan({ hook, verdict: r.verdict, ms: r.ms }),
     });
     return { slot: { transport: "http", url: http.url, headers: http.headers }, session: http };
   }

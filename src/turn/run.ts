@@ -39,6 +39,8 @@ export interface TurnSpec {
     /** The session's `stop: wait` servers: one that is not running when `_Stop` is due counts as its on_error. */
     waitGates?: WaitGate[];
   };
+  /** Of these triggers, those never given 👀 before (claimed now); absent: all of them. */
+  firstSeen?(ids: string[]): Promise<string[]>;
 }
 
 export interface TurnPorts {
@@ -70,7 +72,13 @@ class TurnFailed extends Error {
 }
 
 export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOutcome> {
-  const signals = new TurnSignals(ports.out, { channel: spec.channel, thread: spec.thread, triggers: spec.triggers, typing: spec.typing });
+  const signals = new TurnSignals(ports.out, {
+    channel: spec.channel,
+    thread: spec.thread,
+    triggers: spec.triggers,
+    typing: spec.typing,
+    firstSeen: spec.firstSeen,
+  });
   // ports.logger already carries the turn id (the dispatcher's child logger); binding it
   // again would write a second "turn" key into every JSON line.
   const log = ports.logger.child({ channel: spec.channel });

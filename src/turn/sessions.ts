@@ -78,7 +78,7 @@ export interface SessionIdStore {
 export interface ScopeSessionsDeps {
   config: () => Config;
   pool: Pick<AgentPool, "acquire" | "session" | "rotate">;
-  link: Pick<LinkServer, "register">;
+  link: Pick<LinkServer, "register" | "hookRan">;
   relay: RelayPort;
   ids?: SessionIdStore;
   /** Called with each tool reply's id after signing and before publishing (fleet mode). */

@@ -22,6 +22,12 @@ export interface SignalOptions {
   typing: boolean;
   /** Reactions per batch at most; the newest triggers get them. */
   maxReactions?: number;
+  /**
+   * Of these triggers, the ones never given 👀 before (claimed now, durably): a turn that
+   * runs again after a restart or a failure is not announced twice. Absent: all of them.
+   * When it fails, 👀 goes out anyway (a missing one says "nobody is on it").
+   */
+  firstSeen?(ids: string[]): Promise<string[]>;
 }
 
 export class TurnSignals {
@@ -37,7 +43,11 @@ export class TurnSignals {
   }
 
   started(): void {
-    this.react(EMOJI.seen);
+    const ids = this.targets.map((t) => t.id);
+    const first = this.opts.firstSeen ? this.opts.firstSeen(ids).catch(() => ids) : Promise.resolve(ids);
+    void first.then((fresh) => {
+      for (const t of this.targets) if (fresh.includes(t.id)) this.out.signal(reaction(t, EMOJI.seen, this.opts.channel));
+    });
     this.startTyping();
   }
 

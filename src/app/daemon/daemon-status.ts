@@ -8,10 +8,9 @@
 import type { AgentPool } from "../../agent/pool.js";
 import type { Config } from "../../config/schema.js";
 import { channelSelected, policyFor } from "../../config/schema.js";
-import { FleetScheduler } from "../../queue/fleet-scheduler.js";
-import type { PostgresStore } from "../../queue/pg-store.js";
+import type { QueueBackend } from "../../queue/backend.js";
 import type { Scheduler } from "../../queue/scheduler.js";
-import type { QueueStore } from "../../queue/store.js";
+import type { SqliteStore } from "../../queue/sqlite-store.js";
 import type { RelayClient } from "../../relay/client.js";
 import type { ChannelDirectory } from "../../buzz/directory.js";
 import type { TurnDispatcher } from "../../turn/dispatch.js";
@@ -65,10 +64,13 @@ export interface DaemonParts {
   /** The relay's url as connected (the embedded relay's own address), else the configured one. */
   relayUrl: string;
   relay?: RelayClient;
-  store?: QueueStore;
-  fleetStore?: PostgresStore;
-  scheduler?: Scheduler | FleetScheduler;
+  store?: SqliteStore;
+  /** The queue's backend, once open (in fleet mode the database may still be awaited). */
+  backend?: QueueBackend;
+  scheduler?: Scheduler;
   dispatcher?: TurnDispatcher;
+  /** Set while intake is paused because the state store cannot be written. */
+  intakePaused?: string;
   directory?: ChannelDirectory;
   pool?: AgentPool;
   usage: UsageToday;
@@ -77,12 +79,6 @@ export interface DaemonParts {
   lastReload?: LastReload;
   /** A display name already known for a pubkey (cached profiles; never a relay round trip). */
   nameOf?: (pubkey: string) => string | undefined;
-}
-
-/** Fleet mode: this daemon's leases and the fleet's queue depth (for /metrics and /status). */
-export function fleetStatus(s: FleetScheduler): { daemon: string; leases: number; scopes: string[]; queued: number } {
-  const scopes = s.leases();
-  return { daemon: s.daemonId, leases: scopes.length, scopes, queued: s.depth().queued };
 }
 
 // ---- who, what and when: the part of the page that answers "what happened" ----
@@ -135,7 +131,7 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
   const cfg = p.config;
   if (!p.dispatcher || !p.scheduler || !p.directory || !p.pool) {
     // Fleet mode, still waiting for the database: the page says so instead of failing.
-    const state = cfg.state.backend === "postgres" && !p.fleetStore ? "not started (waiting for the fleet's database)" : "not started";
+    const state = cfg.state.backend === "postgres" && !p.backend ? "not started (waiting for the fleet's database)" : "not started";
     return {
       ...identityPart(p),
       relay: { url: cfg.relay.url, state, auth: relayAuth(p.relay) },
@@ -149,6 +145,7 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
     };
   }
   const queued = p.scheduler.depthByChannel();
+  const fleet = p.scheduler.fleetStatus();
   const parents = processParents();
   return {
     ...identityPart(p),
@@ -188,7 +185,7 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
     })),
     circuit: p.pool.circuit.state,
     usage: p.usage.snapshot(),
-    ...(p.scheduler instanceof FleetScheduler ? { fleet: fleetStatus(p.scheduler) } : {}),
+    ...(fleet ? { fleet } : {}),
   };
 }
 
@@ -217,11 +214,13 @@ export function readiness(p: DaemonParts): ReadyReport {
 
 function stateCheck(p: DaemonParts): ReadyReport["checks"][number] {
   if (p.stopping) return { name: "state", ok: false, detail: "shutting down" };
-  if (p.config.state.backend === "postgres" && !p.fleetStore)
+  if (p.config.state.backend === "postgres" && !p.backend)
     return { name: "state", ok: false, detail: "waiting for the fleet's PostgreSQL database" };
+  if (p.intakePaused)
+    return { name: "state", ok: false, detail: `the state store cannot be written (${p.intakePaused}): not taking mentions until it can` };
   return {
     name: "state",
     ok: !!p.store,
-    detail: p.fleetStore ? `state store open; fleet database ${p.fleetStore.where}` : "state store open",
+    detail: p.backend && p.backend !== p.store ? `state store open; fleet database ${p.backend.where}` : "state store open",
   };
 }

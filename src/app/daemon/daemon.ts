@@ -9,7 +9,7 @@
  */
 import { join } from "node:path";
 import { AgentPool, migrateChannelDirsLogged, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
-import { stopRecordedLeftovers, trackAgentGroup } from "../../agent/leftovers.js";
+import { stopRecordedLeftovers, trackAgentGroup, type AgentGroupRecord } from "../../agent/leftovers.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
 import type { AgentSandbox } from "../../agent/sandbox-plan.js";
 import type { Logger } from "../../base/log.js";
@@ -23,8 +23,7 @@ import type { GateContext } from "../../gate/index.js";
 import { Heartbeat } from "../../turn/heartbeat.js";
 import { LinkServer, linkRootPath } from "../../link/index.js";
 import { HttpEndpoint } from "../../proxy/http-endpoint.js";
-import { FleetScheduler } from "../../queue/fleet-scheduler.js";
-import { QueueStore, STORE_FILE, type Scheduler } from "../../queue/index.js";
+import { SqliteStore, STORE_FILE, type QueueBackend, type Scheduler } from "../../queue/index.js";
 import type { PostgresStore } from "../../queue/pg-store.js";
 import { keepPruned } from "../../queue/retention.js";
 import { checkFaultEnv } from "../../relay/faults.js";
@@ -36,7 +35,7 @@ import { Presence } from "../../buzz/presence.js";
 import type { TurnDispatcher } from "../../turn/dispatch.js";
 import type { Intake } from "../../turn/intake.js";
 import { relayPublisher } from "../../turn/publisher.js";
-import { fleetStatus, readiness, RecentDenials, statusSnapshot, type DaemonParts, type LastReload } from "./daemon-status.js";
+import { readiness, RecentDenials, statusSnapshot, type DaemonParts, type LastReload } from "./daemon-status.js";
 import { startHttp, type ReadyReport } from "../http/http.js";
 import { Metrics } from "../http/metrics.js";
 import { preflightAgent, prepareStateDir } from "./preflight.js";
@@ -70,11 +69,14 @@ export class Daemon {
   private lastReload?: LastReload;
   devRelay?: DevRelay;
   relay!: RelayClient;
-  /** This daemon's own SQLite under state_dir: cursors and agent session ids (in a fleet too, as they are per machine). */
-  store!: QueueStore;
-  /** With `state.backend: postgres`: the fleet's shared store (events, turns, leases). */
-  fleetStore?: PostgresStore;
-  scheduler!: Scheduler | FleetScheduler;
+  /**
+   * This daemon's own SQLite under state_dir: the queue of a single daemon, and what belongs
+   * to this machine in a fleet too (cursors, agent session ids, agent process groups).
+   */
+  store!: SqliteStore;
+  /** The queue: `store` itself, or with `state.backend: postgres` the fleet's shared database. */
+  backend?: QueueBackend;
+  scheduler!: Scheduler;
   dispatcher!: TurnDispatcher;
   directory!: ChannelDirectory;
   private follower!: ChannelFollower;
@@ -125,17 +127,19 @@ export class Daemon {
     // Before anything touches the directory's contents (queue, link socket): one daemon per state_dir.
     this.stateLock = StateLock.acquire(cfg.state_dir);
     preflightAgent(cfg.agent, secretKey);
-    this.store = new QueueStore(join(cfg.state_dir, STORE_FILE));
+    this.store = new SqliteStore(join(cfg.state_dir, STORE_FILE));
     // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
     const sandbox = (this.sandbox = sandboxFor(this.o.loaded, log));
     sandbox.check(cfg.channels.map((c) => c.agent ?? {}));
     await sandbox.start();
+    // A fleet's queue is its database; a single daemon's is its own store.
+    let fleet: PostgresStore | undefined;
     if (cfg.state.backend === "postgres") {
       // Up before the database wait, so /readyz answers 503 (state: waiting) meanwhile.
       await this.startHttpOnce();
-      this.fleetStore = await openFleetStoreAtStart({ url: cfg.state.url!, pubkey, signal: this.startAbort.signal, logger: log });
+      fleet = await openFleetStoreAtStart({ url: cfg.state.url!, pubkey, signal: this.startAbort.signal, logger: log });
     }
-    const fleet = this.fleetStore;
+    const backend = (this.backend = fleet ?? this.store);
 
     let url = cfg.relay.url;
     if (url === "embedded") {
@@ -162,7 +166,11 @@ export class Daemon {
     const channels = new FreshChannels(this.directory);
     const out = relayPublisher(relay, { onOutcome: (status) => this.metrics.publishOutcome(status), logger: log });
 
-    this.link = new LinkServer({ socketPath: join(cfg.state_dir, "link.sock"), logger: log });
+    this.link = new LinkServer({
+      socketPath: join(cfg.state_dir, "link.sock"),
+      logger: log,
+      onHookRan: (hook, verdict, ms) => this.metrics.hookFanout(hook, verdict, ms / 1000),
+    });
     await this.link.start();
     const enforce = resolveEnforce(cfg);
     this.pool = new AgentPool(
@@ -186,7 +194,7 @@ export class Daemon {
     );
     this.pool.on("spawn", (p: AgentSpawned) => {
       this.metrics.agentSpawned();
-      trackAgentGroup(this.store, p.pid, p.exited);
+      trackAgentGroup(this.agentGroups(), p.pid, p.exited);
     });
     this.pool.on("crash", () => this.metrics.agentCrashed());
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
@@ -203,8 +211,8 @@ export class Daemon {
       profiles: this.profiles,
       channels,
       out,
-      store: this.store,
-      fleet,
+      backend,
+      local: this.store,
       pool: this.pool,
       link: this.link,
       enforce,
@@ -230,17 +238,15 @@ export class Daemon {
       agentProcesses: () => this.pool.stats().processes,
       relayReconnects: () => relay.metrics.reconnects ?? 0,
       signatureChecks: () => verifyStats,
-      ...(scheduler instanceof FleetScheduler ? { fleet: () => fleetStatus(scheduler) } : {}),
+      ...(scheduler.shared ? { fleet: () => scheduler.fleetStatus()! } : {}),
     });
     await this.startHttpOnce();
 
     // Agents a SIGKILLed predecessor left running: stopped before new ones start.
-    await stopRecordedLeftovers(this.store, log);
-    const recovered = scheduler.recover();
-    if (recovered.events || recovered.turns)
-      log.info({ evt: "queue.recovered", ...recovered }, "re-queued work accepted before the restart");
+    await stopRecordedLeftovers(this.agentGroups(), log);
+    await scheduler.start();
     this.pool.start();
-    this.stopPruning = keepPruned(this.store);
+    this.stopPruning = keepPruned([backend, this.store], log);
     this.presence = new Presence(relay, out.signal);
     await relay.start();
     // One daemon per identity: before it listens anywhere (docs/architecture.md §1).
@@ -298,7 +304,7 @@ export class Daemon {
     const hb = this.config.heartbeat;
     if (!hb) return;
     const text = hb.prompt ?? DEFAULT_HEARTBEAT_PROMPT;
-    const fleet = this.fleetStore;
+    const backend = this.backend!;
     this.heartbeat = new Heartbeat({
       everyMs: hb.every,
       channel: hb.channel,
@@ -309,7 +315,7 @@ export class Daemon {
       logger: this.log,
       onTick: (outcome, reason) => this.metrics.heartbeat(outcome, reason),
       // A fleet fires one heartbeat per period, from whichever daemon ticks first in it.
-      claimTick: fleet && (() => fleet.claimPeriod(`heartbeat:${hb.channel}`, hb.every)),
+      claimTick: () => backend.claimPeriod(`heartbeat:${hb.channel}`, hb.every),
     });
     this.heartbeat.start();
   }
@@ -326,6 +332,27 @@ export class Daemon {
       statusJson: () => statusJson(this.statusSnapshot()),
       logger: this.log,
     });
+  }
+
+  /**
+   * The record of the agent process groups this daemon started, in its own store. A write
+   * the store cannot take now (a full disk) is logged and skipped, never fatal: at worst a
+   * SIGKILL of this daemon leaves that agent running for the next start to miss.
+   */
+  private agentGroups(): AgentGroupRecord {
+    const store = this.store;
+    const attempt = (what: string, write: () => void) => {
+      try {
+        write();
+      } catch (err) {
+        this.log.warn({ evt: "queue.store_write_failed", what, err: err instanceof Error ? err.message : String(err) });
+      }
+    };
+    return {
+      recordAgentGroup: (pgid, identity) => attempt("agent process group", () => store.recordAgentGroup(pgid, identity)),
+      forgetAgentGroup: (pgid) => attempt("agent process group", () => store.forgetAgentGroup(pgid)),
+      agentGroups: () => store.agentGroups(),
+    };
   }
 
   /** A stop signal during start(): the wait for the relay or the database ends and start() throws. */
@@ -351,9 +378,10 @@ export class Daemon {
       relayUrl: this.devRelay?.url ?? this.config.relay.url,
       relay: this.relay,
       store: this.store,
-      fleetStore: this.fleetStore,
+      backend: this.backend,
       scheduler: this.scheduler,
       dispatcher: this.dispatcher,
+      intakePaused: this.intake?.pausedFor,
       directory: this.directory,
       pool: this.pool,
       usage: this.usageToday,
@@ -424,7 +452,8 @@ export class Daemon {
 
   private async doStop(): Promise<void> {
     this.stopping = true;
-    if (this.scheduler instanceof FleetScheduler) this.scheduler.stopClaiming();
+    this.intake?.close();
+    this.scheduler?.stopClaiming();
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     this.presence?.stop();
     this.stopPruning?.();
@@ -446,8 +475,8 @@ export class Daemon {
     this.relay?.stop();
     await this.http?.close().catch(() => undefined);
     await this.scheduler?.close();
-    await this.fleetStore?.close().catch(() => undefined);
-    this.store?.close();
+    if (this.backend !== this.store) await this.backend?.close().catch(() => undefined);
+    this.store?.closeNow();
     await this.devRelay?.close().catch(() => undefined);
     this.stateLock?.release();
     this.log.info({ evt: "daemon.stopped" }, "stopped");

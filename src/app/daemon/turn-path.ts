@@ -1,8 +1,8 @@
 /**
  * The daemon's middle: the parts a mention passes through once the relay delivered it
- * (docs/architecture.md §3): gate, scheduler (single or fleet), turn dispatcher,
- * amendments and intake, built and connected over the lower parts the daemon started
- * (relay, stores, agent pool, link). Wiring only, like daemon.ts.
+ * (docs/architecture.md §3): gate, scheduler, turn dispatcher, amendments and intake,
+ * built and connected over the lower parts the daemon started (relay, the queue's backend,
+ * this machine's own store, agent pool, link). Wiring only, like daemon.ts.
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
@@ -14,10 +14,7 @@ import type { Config } from "../../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type GateContext } from "../../gate/index.js";
 import { ActiveConversations, agentCheck } from "../../gate/participation.js";
 import type { LinkServer } from "../../link/index.js";
-import { FleetScheduler } from "../../queue/fleet-scheduler.js";
-import { Scheduler, type FinalFailure, type QueueRefusal, type QueueStore } from "../../queue/index.js";
-import type { PostgresStore } from "../../queue/pg-store.js";
-import { SqliteStateStore } from "../../queue/sqlite-state.js";
+import { Scheduler, type FinalFailure, type QueueBackend, type QueueRefusal, type SqliteStore } from "../../queue/index.js";
 import type { RelayClient } from "../../relay/client.js";
 import type { ChannelDirectory } from "../../buzz/directory.js";
 import type { FreshChannels } from "../../buzz/fresh-channel.js";
@@ -32,7 +29,7 @@ import { TurnAttachments } from "../../turn/attachments.js";
 import { redactTitle, type RedactOptions } from "../../turn/redact-title.js";
 import { MediaFetcher } from "../../buzz/media-fetch.js";
 import { uploadBlob } from "../../buzz/media-upload.js";
-import { recordReplyDurably } from "../../turn/fleet-reply.js";
+import { recordReplyDurably } from "../../turn/reply-record.js";
 import { decisionLabel, Intake } from "../../turn/intake.js";
 import type { TurnPublisher } from "../../turn/ports.js";
 import { refusalNotice } from "../../turn/refusal-notice.js";
@@ -54,8 +51,10 @@ export interface TurnPathParts {
   profiles: ProfileCache;
   channels: FreshChannels;
   out: TurnPublisher;
-  store: QueueStore;
-  fleet?: PostgresStore;
+  /** The queue: the SQLite store itself, or with `state.backend: postgres` the fleet's database. */
+  backend: QueueBackend;
+  /** This machine's own state: the relay cursor, agent session ids, what the gate accepted and denied. */
+  local: SqliteStore;
   pool: AgentPool;
   link: LinkServer;
   enforce: Enforce;
@@ -74,7 +73,7 @@ export interface TurnPathParts {
 }
 
 export interface TurnPath {
-  scheduler: Scheduler | FleetScheduler;
+  scheduler: Scheduler;
   dispatcher: TurnDispatcher;
   /** The gate's view of the config, replaced on reload. */
   gateContext: GateContext;
@@ -84,38 +83,33 @@ export interface TurnPath {
 }
 
 export function buildTurnPath(p: TurnPathParts): TurnPath {
-  const { start: cfg, pubkey, relay, store, fleet, out, logger: log } = p;
+  const { start: cfg, pubkey, relay, backend, local, out, logger: log } = p;
   const agentKey = agentDisplay(cfg.agent);
-  // Built below; the schedulers' callbacks run only after it is.
+  // Built below; the scheduler's callbacks run only after it is.
   let dispatcher: TurnDispatcher;
 
-  // What both schedulers share. Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
-  const turns = {
+  const scheduler = new Scheduler({
+    backend,
+    daemon: {
+      id: `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`,
+      host: hostname(),
+      pid: process.pid,
+      maxConcurrent: cfg.agent.max_concurrent,
+    },
     sessionScope: cfg.agent.session_scope,
     maxConcurrent: cfg.agent.max_concurrent,
     maxAttempts: cfg.queue.max_attempts,
     scopeCap: cfg.queue.scope_cap,
+    // Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
     backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
     logger: log,
+    confirmPublished: (ids) => relay.storedAmong(ids, p.config().relay.publish_timeout),
     onWake: p.pump,
     onFinalFailure: (f: FinalFailure) => void dispatcher.postFailure(f.events, f.error, f.scope.channel),
     onRefused: (r: QueueRefusal) => void out.publish(refusalNotice(r)),
-  };
-  const scheduler = fleet
-    ? new FleetScheduler({
-        store: fleet,
-        daemon: {
-          id: `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`,
-          host: hostname(),
-          pid: process.pid,
-          maxConcurrent: cfg.agent.max_concurrent,
-        },
-        ...turns,
-        confirmPublished: (ids) => relay.storedAmong(ids, p.config().relay.publish_timeout),
-        onLost: (turnIds) => dispatcher.cancelTurns(turnIds),
-        onRotate: async (key) => void (await dispatcher.rotate((k) => k === key)),
-      })
-    : new Scheduler({ store, ...turns });
+    onLost: (turnIds) => dispatcher.cancelTurns(turnIds),
+    onRotate: async (key) => void (await dispatcher.rotate((k) => k === key)),
+  });
   dispatcher = new TurnDispatcher({
     config: p.config,
     self: pubkey,
@@ -147,11 +141,12 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     verify: verifySignature,
     redactTitle: (t) => redactTitle(t, p.titleRedaction),
     sessions: {
-      get: (scope) => store.session(scope, agentKey),
-      save: (scope, id) => store.saveSession(scope, agentKey, id),
-      forget: (scope) => store.forgetSession(scope),
+      get: (scope) => local.session(scope, agentKey),
+      save: (scope, id) => local.saveSession(scope, agentKey, id),
+      forget: (scope) => local.forgetSession(scope),
     },
-    recordBeforePublish: fleet && recordReplyDurably((turnId, id) => (scheduler as FleetScheduler).recordBeforePublish(turnId, id), log),
+    recordBeforePublish: recordReplyDurably((turnId, id) => scheduler.recordBeforePublish(turnId, id), log),
+    claimSeen: (ids) => backend.claimFirst(ids.map((id) => `seen:${id}`)).then((keys) => keys.map((k) => k.slice("seen:".length))),
     logger: log,
     onTurnEnd: (status, seconds, turn) => {
       p.metrics.turnEnded(status, seconds);
@@ -166,12 +161,9 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     workStatus: p.workStatus,
   });
 
-  // In a fleet the queued events live in the shared database.
-  const state = fleet ?? new SqliteStateStore(store);
   const amendments = new Amendments({
-    store: state,
+    store: backend,
     scheduler,
-    fleet: !!fleet,
     cancelTurns: (ids) => void dispatcher.cancelTurns(ids),
     retract: (scope, id, author) => dispatcher.retract(scope, id, author),
     midTurn: (ev, scope, mode) => intake.midTurn(ev, scope, mode),
@@ -185,8 +177,8 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     owner: cfg.identity.owner,
     config: cfg,
     channel: (id) => p.directory.get(id),
-    // In a fleet the event may be stored by another daemon: each daemon notes what its gate accepted.
-    handled: (id) => store.has(id) || (!!fleet && store.hasClaim(`accepted:${id}`)),
+    // What this daemon's gate accepted (in a fleet the queue may have it from another daemon).
+    handled: (id) => local.isAccepted(id),
     verify: verifySignature,
     // The relay's key as read since the last reconnect: a read under way is waited for.
     workflowWake: async (ev) => {
@@ -199,7 +191,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       });
     },
   };
-  const active = new ActiveConversations({ store: state, logger: log });
+  const active = new ActiveConversations({ store: backend, logger: log });
   gateContext.participation = { active, isAgent: agentCheck((pk) => p.profiles.lookup(pk)) };
   if (cfg.identity.owner) {
     const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => p.profiles.lookup(pk) });
@@ -208,8 +200,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
   const actions = controlActions({
     scheduler,
     dispatcher,
-    sessions: store,
-    bumpRotation: fleet && ((key) => fleet.bumpRotation(key)),
+    sessions: local,
     usage: () => p.usage.summary(),
     shutdown: p.shutdown,
   });
@@ -219,12 +210,13 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       logger: log,
       publish: (t) => out.publish(t),
       verify: verifySignature,
-      claimOnce: fleet && ((key, ms) => fleet.claimOnce(key, ms)),
+      claimOnce: (key, ms) => backend.claimOnce(key, ms),
     }),
     control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: log }),
     logger: log,
-    claimControl: (id, at) => (fleet ? fleet.claimControl(id, at) : store.claimControl(id, at)),
-    noteSeen: (ch, at) => store.noteSeen(ch, at),
+    claimControl: (id, at) => backend.claimControl(id, at),
+    firstDenial: (id) => local.markDenied(id),
+    noteSeen: (ch, at) => local.noteSeen(ch, at),
   });
   const intake = new Intake({
     gate,
@@ -233,10 +225,10 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     amendments,
     questions: dispatcher.questions,
     questionTimeout: () => p.config().questions.timeout,
+    fleet: cfg.state.backend === "postgres",
     active,
     self: pubkey,
-    store,
-    fleet: !!fleet,
+    local,
     owner: () => p.config().identity.owner,
     stopping: p.stopping,
     onReceived: (ev) => p.metrics.eventReceived(ev.kind),

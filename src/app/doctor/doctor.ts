@@ -25,6 +25,7 @@ import { agentDisplay, resolveAgentCommand } from "../../config/agent-command.js
 import { refusalAdvice } from "../../relay/auth-advice.js";
 import { agentCommandProblem, agentCwdBase, agentCwdProblem, stateDirProblem } from "../daemon/preflight.js";
 import { StateLock } from "../daemon/state-lock.js";
+import { SCHEMA_VERSION, SqliteStore } from "../../queue/sqlite-store.js";
 import { silentLogger } from "../../base/log.js";
 import { cliPath } from "../../base/cli-path.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
@@ -67,17 +68,9 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
     stateChecks(loaded, timeoutMs),
     presetChecks(loaded, timeoutMs),
   ]);
-  return [
-    configCheck,
-    stateCheck(cfg.state_dir, opts.stateFrom),
-    ...fleet,
-    ...relay,
-    agent,
-    ...preset,
-    workDirCheck(cfg.agent.cwd),
-    sandbox,
-    ...mcp,
-  ];
+  const state = stateCheck(cfg.state_dir, opts.stateFrom);
+  const queue = state.mark === "ok" ? queueCheck(cfg.state_dir) : skipped("queue", "state");
+  return [configCheck, state, queue, ...fleet, ...relay, agent, ...preset, workDirCheck(cfg.agent.cwd), sandbox, ...mcp];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -108,6 +101,37 @@ function stateCheck(dir: string, from?: StateDirSource): CheckResult {
   }
   if (lock.state === "unknown") return { name: "state", mark: "fail", summary: `cannot read the lock in ${dir}: ${lock.error}`, details };
   return { name: "state", mark: "ok", summary: `${dir} is writable; no daemon is using it`, details };
+}
+
+/** The queue file: readable, of a schema this code understands, and intact (SQLite's quick_check). */
+function queueCheck(dir: string): CheckResult {
+  const r = SqliteStore.inspect(dir);
+  switch (r.state) {
+    case "absent":
+      return { name: "queue", mark: "ok", summary: `no queue yet; the daemon creates ${r.file}` };
+    case "intact":
+      return {
+        name: "queue",
+        mark: "ok",
+        summary: `${r.file} is intact (PRAGMA quick_check): ${r.waiting} mention${r.waiting === 1 ? "" : "s"} waiting, ${r.open} turn${r.open === 1 ? "" : "s"} open`,
+      };
+    case "newer":
+      return {
+        name: "queue",
+        mark: "fail",
+        summary: `${r.file} was written by a newer buzz-bridge (schema version ${r.version}; this one understands up to ${SCHEMA_VERSION}): upgrade buzz-bridge`,
+      };
+    case "damaged":
+      return {
+        name: "queue",
+        mark: "fail",
+        summary:
+          `${r.file} is damaged (${r.problem}): restore it from a backup, or stop the daemon and move queue.db, ` +
+          "queue.db-wal and queue.db-shm aside; it then starts with an empty queue (mentions it had accepted and not answered are lost)",
+      };
+    case "unreadable":
+      return { name: "queue", mark: "fail", summary: `cannot read ${r.file}: ${r.error}` };
+  }
 }
 
 function workDirCheck(template: string): CheckResult {

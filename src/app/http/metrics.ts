@@ -21,7 +21,7 @@
  * | agent_spawns_total | counter | | agent processes started |
  * | agent_crashes_total | counter | | agent processes that exited without being asked to |
  * | agent_circuit_open | gauge | agent | 1 while the respawn circuit breaker is open |
- * | proxy_hook_fanouts_total | counter | hook, verdict | merged `_Stop` / `_PostCompact` answers |
+ * | proxy_hook_fanouts_total | counter | hook, verdict | merged `_Stop` / `_PostCompact` answers a session's proxy gave (asked by the bridge or called by the agent; other hook names count as `other`) |
  * | gate_down_total | counter | gate | a `stop: wait` gate found not running when `_Stop` was due (once per gate and turn) |
  * | proxy_hook_duration_seconds | histogram | hook | time to the merged hook answer (deadline ≈ 2 s) |
  * | relay_reconnects_total | counter | | WebSocket reconnect attempts |
@@ -351,14 +351,10 @@ export class Metrics {
     this.circuitOpen.set({ agent }, open ? 1 : 0);
   }
 
-  /** One merged hook answer: `hook` is `_Stop` or `_PostCompact`. */
+  /** One merged hook answer a session's proxy gave: `hook` is `_Stop`, `_PostCompact` or `other`. */
   hookFanout(hook: string, verdict: HookVerdict, seconds: number): void {
     this.hookFanouts.inc({ hook, verdict });
     this.hookDuration.observe({ hook }, seconds);
-  }
-
-  relayReconnected(): void {
-    this.relayReconnects.inc();
   }
 
   /**

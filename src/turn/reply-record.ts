@@ -1,7 +1,9 @@
 /**
- * Fleet mode: a reply's id goes to the database before the reply goes to the relay. With
- * the database briefly away the publish waits for it; after a lease period it gives up
- * (the turn fails and is retried), since another daemon may hold the scope by then.
+ * A reply's id goes to the queue before the reply goes to the relay, so whoever runs the
+ * turn again after a crash asks the relay about it instead of answering twice. With the
+ * state store briefly away (a database outage, a full disk) the publish waits for it; after
+ * a lease period it gives up (the turn fails and is retried), since in a fleet another
+ * daemon may hold the scope by then. A lost lease gives up at once.
  */
 import { Backoff, sleep } from "../base/backoff.js";
 import type { Logger } from "../base/log.js";
@@ -30,7 +32,7 @@ export function recordReplyDurably(
             err: err instanceof Error ? err.message : String(err),
             retry_ms: delay,
           },
-          "cannot record the reply before publishing it; waiting for the database",
+          "cannot record the reply before publishing it; waiting for the state store",
         );
         await sleep(delay);
       }
