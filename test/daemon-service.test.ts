@@ -145,115 +145,124 @@ before(async () => {
   await fwd.up();
   hupChannel = await w.addChannel({ name: "hup-room" });
   presence = await presenceWatch();
-  d = await w.startDaemon(opsConfig("owner-only"));
 });
 after(async () => {
-  await d?.stop();
   await presence?.close();
   await fwd?.down();
   await w?.close();
 });
 
-test("presence online at start; /healthz and /readyz answer 200 once subscribed", async () => {
-  const started = d.logs.find((l) => l.evt === "daemon.started")!;
-  base = String(started.http);
-  assert.match(base, /^http:\/\/127\.0\.0\.1:\d+$/, "daemon.started names the bound http URL (port 0 picks one)");
-  const online = await presence.next((f) => f[0] === "EVENT" && f[1] === "presence", 15_000);
-  assert.equal((online[2] as Event).content, "online");
-  assert.equal((await fetch(`${base}/healthz`)).status, 200);
-  const ready = await waitReady(base, 200);
-  assert.equal(ready.body.status, "ready");
-  assert.ok(
-    ready.body.checks.every((c) => c.ok),
-    JSON.stringify(ready.body),
-  );
-});
+// Every daemon of this file runs as the same identity, and a daemon refuses to start while another of its
+// identity is live (its instance beacon): the ops daemon stops before the tests that start their own.
+describe("one daemon behind the forwarder: health, metrics, !status, SIGHUP", () => {
+  before(async () => {
+    d = await w.startDaemon(opsConfig("owner-only"));
+  });
+  after(async () => {
+    await d?.stop();
+  });
 
-test("/metrics counts a denied and an answered mention", async () => {
-  const metrics = async () => {
-    const text = await (await fetch(`${base}/metrics`)).text();
-    return {
-      denied: sample(text, "buzz_bridge_gate_decisions_total", { decision: "deny", reason: "not-owner" }),
-      accepted: sample(text, "buzz_bridge_gate_decisions_total", { decision: "accept" }),
-      answered: sample(text, "buzz_bridge_turns_total", { outcome: "answered" }),
-      measured: sample(text, "buzz_bridge_turn_duration_seconds_count", { outcome: "answered" }),
+  test("presence online at start; /healthz and /readyz answer 200 once subscribed", async () => {
+    const started = d.logs.find((l) => l.evt === "daemon.started")!;
+    base = String(started.http);
+    assert.match(base, /^http:\/\/127\.0\.0\.1:\d+$/, "daemon.started names the bound http URL (port 0 picks one)");
+    const online = await presence.next((f) => f[0] === "EVENT" && f[1] === "presence", 15_000);
+    assert.equal((online[2] as Event).content, "online");
+    assert.equal((await fetch(`${base}/healthz`)).status, 200);
+    const ready = await waitReady(base, 200);
+    assert.equal(ready.body.status, "ready");
+    assert.ok(
+      ready.body.checks.every((c) => c.ok),
+      JSON.stringify(ready.body),
+    );
+  });
+
+  test("/metrics counts a denied and an answered mention", async () => {
+    const metrics = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      return {
+        denied: sample(text, "buzz_bridge_gate_decisions_total", { decision: "deny", reason: "not-owner" }),
+        accepted: sample(text, "buzz_bridge_gate_decisions_total", { decision: "accept" }),
+        answered: sample(text, "buzz_bridge_turns_total", { outcome: "answered" }),
+        measured: sample(text, "buzz_bridge_turn_duration_seconds_count", { outcome: "answered" }),
+      };
     };
-  };
-  const before = await metrics();
-  const asked = await w.owner.post("@agent status of the release?");
-  const denied = await w.stranger.post("@agent deploy please");
-  await w.waitReaction(denied, "🔒");
-  await w.waitReply(asked);
-  await w.waitReaction(asked, "✅");
-  const now = await metrics();
-  assert.deepEqual(
-    {
-      denied: now.denied - before.denied,
-      accepted: now.accepted - before.accepted,
-      answered: now.answered - before.answered,
-      measured: now.measured - before.measured,
-    },
-    { denied: 1, accepted: 1, answered: 1, measured: 1 },
-    "one denial, one accepted mention, one answered turn measured",
-  );
-});
+    const before = await metrics();
+    const asked = await w.owner.post("@agent status of the release?");
+    const denied = await w.stranger.post("@agent deploy please");
+    await w.waitReaction(denied, "🔒");
+    await w.waitReply(asked);
+    await w.waitReaction(asked, "✅");
+    const now = await metrics();
+    assert.deepEqual(
+      {
+        denied: now.denied - before.denied,
+        accepted: now.accepted - before.accepted,
+        answered: now.answered - before.answered,
+        measured: now.measured - before.measured,
+      },
+      { denied: 1, accepted: 1, answered: 1, measured: 1 },
+      "one denial, one accepted mention, one answered turn measured",
+    );
+  });
 
-test("/readyz flips to 503 naming the relay when the relay goes away, and back to 200 when it returns", async () => {
-  await fwd.down();
-  const down = await waitReady(base, 503);
-  assert.equal(down.body.status, "not ready");
-  const relay = down.body.checks.find((c) => c.name === "relay");
-  assert.ok(relay && !relay.ok, JSON.stringify(down.body));
-  assert.match(relay.detail ?? "", /relay connection is/);
-  assert.ok(
-    down.body.checks.filter((c) => !c.ok).every((c) => c.name === "relay"),
-    "only the relay check fails",
-  );
-  assert.equal((await fetch(`${base}/healthz`)).status, 200, "liveness does not depend on the relay");
-  await fwd.up();
-  await waitReady(base, 200, 60_000);
-});
+  test("/readyz flips to 503 naming the relay when the relay goes away, and back to 200 when it returns", async () => {
+    await fwd.down();
+    const down = await waitReady(base, 503);
+    assert.equal(down.body.status, "not ready");
+    const relay = down.body.checks.find((c) => c.name === "relay");
+    assert.ok(relay && !relay.ok, JSON.stringify(down.body));
+    assert.match(relay.detail ?? "", /relay connection is/);
+    assert.ok(
+      down.body.checks.filter((c) => !c.ok).every((c) => c.name === "relay"),
+      "only the relay check fails",
+    );
+    assert.equal((await fetch(`${base}/healthz`)).status, 200, "liveness does not depend on the relay");
+    await fwd.up();
+    await waitReady(base, 200, 60_000);
+  });
 
-test("!status from the owner publishes a 40099 in the thread with in-flight and queue depth; from anyone else, none", async () => {
-  const slow = await w.owner.post("@agent #slow 3000 check CI", { channel: hupChannel });
-  await w.waitReaction(slow, "👀");
-  const status = await w.owner.post("!status", { channel: hupChannel, replyTo: slow });
-  const [sys] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [status.id] }, (e) => e.length >= 1);
-  const payload = JSON.parse(sys!.content) as Record<string, unknown>;
-  assert.equal(payload.type, "control.status");
-  assert.equal(payload.in_flight, 1, sys!.content);
-  assert.equal(typeof payload.queued, "number");
-  assert.equal(payload.actor, w.owner.pk);
+  test("!status from the owner publishes a 40099 in the thread with in-flight and queue depth; from anyone else, none", async () => {
+    const slow = await w.owner.post("@agent #slow 3000 check CI", { channel: hupChannel });
+    await w.waitReaction(slow, "👀");
+    const status = await w.owner.post("!status", { channel: hupChannel, replyTo: slow });
+    const [sys] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [status.id] }, (e) => e.length >= 1);
+    const payload = JSON.parse(sys!.content) as Record<string, unknown>;
+    assert.equal(payload.type, "control.status");
+    assert.equal(payload.in_flight, 1, sys!.content);
+    assert.equal(typeof payload.queued, "number");
+    assert.equal(payload.actor, w.owner.pk);
 
-  const notOwner = await w.teammate.post("!status", { channel: hupChannel, replyTo: slow });
-  await d.waitLog((l) => l.evt === "gate.denied" && l.event === notOwner.id);
-  await w.waitReply(slow);
-  assert.deepEqual(await w.query({ kinds: [KIND.system], "#e": [notOwner.id] }), [], "no 40099 for a non-owner");
-});
+    const notOwner = await w.teammate.post("!status", { channel: hupChannel, replyTo: slow });
+    await d.waitLog((l) => l.evt === "gate.denied" && l.event === notOwner.id);
+    await w.waitReply(slow);
+    assert.deepEqual(await w.query({ kinds: [KIND.system], "#e": [notOwner.id] }), [], "no 40099 for a non-owner");
+  });
 
-test("SIGHUP applies a channel's new respond_to to the next mention", async () => {
-  await reloadOps("owner-only");
-  const before = await w.teammate.post("@agent can you look?", { channel: hupChannel });
-  const denied = await d.waitLog((l) => l.evt === "gate.denied" && l.event === before.id);
-  assert.equal(denied.reason, "not-owner");
+  test("SIGHUP applies a channel's new respond_to to the next mention", async () => {
+    await reloadOps("owner-only");
+    const before = await w.teammate.post("@agent can you look?", { channel: hupChannel });
+    const denied = await d.waitLog((l) => l.evt === "gate.denied" && l.event === before.id);
+    assert.equal(denied.reason, "not-owner");
 
-  await reloadOps("anyone");
-  const after = await w.teammate.post("@agent can you look now?", { channel: hupChannel });
-  await w.waitReply(after);
-});
+    await reloadOps("anyone");
+    const after = await w.teammate.post("@agent can you look now?", { channel: hupChannel });
+    await w.waitReply(after);
+  });
 
-test("SIGHUP with an invalid config is refused and logged; the old config stays in force", async () => {
-  await reloadOps("anyone");
-  const good = readFileSync(d.configFile, "utf8");
-  assert.match(good, /respond_to: anyone/);
-  writeFileSync(d.configFile, good.replace("respond_to: anyone", "respond_to: everyone"));
-  const n = d.logs.length;
-  d.proc.kill("SIGHUP");
-  const refused = await d.waitLog((l) => l.evt === "config.reload_refused" && d.logs.indexOf(l) >= n);
-  assert.match(JSON.stringify(refused.errors), /respond_to/, "the log names the bad key");
-  const ev = await w.stranger.post("@agent still there?", { channel: hupChannel });
-  await w.waitReply(ev);
-  assert.equal(d.proc.exitCode, null, "still running");
+  test("SIGHUP with an invalid config is refused and logged; the old config stays in force", async () => {
+    await reloadOps("anyone");
+    const good = readFileSync(d.configFile, "utf8");
+    assert.match(good, /respond_to: anyone/);
+    writeFileSync(d.configFile, good.replace("respond_to: anyone", "respond_to: everyone"));
+    const n = d.logs.length;
+    d.proc.kill("SIGHUP");
+    const refused = await d.waitLog((l) => l.evt === "config.reload_refused" && d.logs.indexOf(l) >= n);
+    assert.match(JSON.stringify(refused.errors), /respond_to/, "the log names the bad key");
+    const ev = await w.stranger.post("@agent still there?", { channel: hupChannel });
+    await w.waitReply(ev);
+    assert.equal(d.proc.exitCode, null, "still running");
+  });
 });
 
 test("presence offline at shutdown; SIGTERM exits 0", async (t) => {

@@ -221,7 +221,7 @@ describe("identity.auth_tag (the agent's own attestation)", () => {
     );
     const r = check(file);
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`owner: ${w.owner.pk}`));
+    assert.match(r.stdout, new RegExp(`owner: ${w.owner.npub}\n`), "check prints the owner the auth tag names, as an npub");
     assert.match(r.stderr, /warning: .*identity\.owner: identity\.owner \(npub1\w+\) differs from the auth tag's owner/);
   });
 
@@ -232,7 +232,7 @@ describe("identity.auth_tag (the agent's own attestation)", () => {
     writeFileSync(file, stringify(w.config({ identity: { secret_key: w.agent.nsec, owner: undefined, auth_tag_file: tagFile } })));
     const r = check(file);
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`owner: ${w.owner.pk}`));
+    assert.match(r.stdout, new RegExp(`owner: ${w.owner.npub}\n`), "check prints the owner the auth tag names, as an npub");
     const d = await w.startDaemon({}, { configFile: file });
     const ev = await w.owner.post("@agent who owns you?");
     await w.waitReply(ev);
