@@ -10,7 +10,14 @@
  *  - signature checks the daemon made (its `/metrics` `signature_checks_total`): the gate
  *    verifies only what it acts on, so ~0 for 20,000 denied events; the subscriber verifies all;
  *  - daemon RSS idle with 500 channels and after the 20,000 events, vs the subscriber's.
- * Run alone: `node --import tsx bench/busy.ts`.
+ *
+ * Mode `participation` (figure 6p): the same burst with the default policy instead
+ * (`require_mention: true`, `participation: thread`): the subscription then has no `#p`,
+ * and every event is a reply, without a mention, in a thread the owner opened with the agent
+ * — a conversation candidate whose author the gate looks up (a profile, cached) and the
+ * policy then refuses (`participation-not-owner`, logged at info). Signature checks must
+ * stay at what the bridge acts on (the owner's mention), the decisions at the relay's pace.
+ * Run alone: `node --import tsx bench/busy.ts [participation]`.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -147,7 +154,7 @@ export interface BusyResult {
   subscriber_rss_after_mib: number;
 }
 
-export async function benchBusy(): Promise<BusyResult> {
+export async function benchBusy(mode: "denied" | "participation" = "denied"): Promise<BusyResult> {
   await initCrypto();
   const dir = mkdtempSync(join(tmpdir(), "bench-busy-"));
   const children: ChildProcess[] = [];
@@ -172,12 +179,31 @@ export async function benchBusy(): Promise<BusyResult> {
     // A little ahead of now, so the subscriptions opened later (`since` = their start) still match.
     const created = Math.floor(Date.now() / 1000) + 120;
     const busyChannel = channels[0]!;
+    // Participation: the owner's mention opens the thread the chatter then replies in.
+    const opening = finalizeEvent(
+      {
+        kind: 9,
+        created_at: created - 60,
+        tags: [
+          ["h", busyChannel],
+          ["p", getPublicKey(bridgeSk)],
+        ],
+        content: "@bot let's talk about the build",
+      },
+      ownerSk,
+    ) as Event;
+    const threadTags = mode === "participation" ? [["e", opening.id, "", "reply"]] : [];
     const perAuthor = authors.map((sk, a) =>
       Array.from({ length: Math.floor(EVENTS / AUTHORS) + (a < EVENTS % AUTHORS ? 1 : 0) }, (_, i) =>
         JSON.stringify([
           "EVENT",
           finalizeEvent(
-            { kind: 9, created_at: created, tags: [["h", busyChannel]], content: `chatter ${a}-${i} about the build, not for the bot` },
+            {
+              kind: 9,
+              created_at: created,
+              tags: [["h", busyChannel], ...threadTags],
+              content: `chatter ${a}-${i} about the build, not for the bot`,
+            },
             sk,
           ) as Event,
         ]),
@@ -200,7 +226,7 @@ export async function benchBusy(): Promise<BusyResult> {
         identity: { secret_key: nip19.nsecEncode(bridgeSk), owner: nip19.npubEncode(getPublicKey(ownerSk)) },
         relay: { url },
         agent: { command: "buzz-bridge", args: ["demo-agent"], cwd: join(dir, "work", "{channel}") },
-        defaults: { respond_to: "owner-only", require_mention: false },
+        defaults: mode === "participation" ? { respond_to: "owner-only" } : { respond_to: "owner-only", require_mention: false },
         state_dir: join(dir, "state"),
         http: { listen: `127.0.0.1:${port}` },
         log: { level: "info" },
@@ -226,8 +252,10 @@ export async function benchBusy(): Promise<BusyResult> {
     let lastDecisionAt = 0;
     let onStarted: (() => void) | undefined;
     let onDecided: (() => void) | undefined;
+    let onTurnEnd: (() => void) | undefined;
     lines(daemon, (l, at) => {
-      if (l.includes('"evt":"gate.denied"')) {
+      if (l.includes('"evt":"turn.end"')) onTurnEnd?.();
+      else if (l.includes('"evt":"gate.denied"')) {
         lastDecisionAt = at;
         if (++decisions === total) onDecided?.();
       } else if (l.includes('"evt":"daemon.started"')) onStarted?.();
@@ -242,7 +270,8 @@ export async function benchBusy(): Promise<BusyResult> {
         BENCH_URL: url,
         BENCH_SK: Buffer.from(subSk).toString("hex"),
         BENCH_CHANNELS: JSON.stringify(channels),
-        BENCH_EXPECT: String(total),
+        // Participation: the owner's mention and the agent's answer come first.
+        BENCH_EXPECT: String(total + (mode === "participation" ? 2 : 0)),
       },
     });
     children.push(sub);
@@ -264,12 +293,22 @@ export async function benchBusy(): Promise<BusyResult> {
     const daemonIdleGc = rssMiB(daemon.pid!);
     const subIdle = rssMiB(sub.pid!);
     const metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    if (mode === "participation") {
+      // The thread becomes the agent's: the owner's mention, answered, before anything is measured.
+      const owner = await RawClient.authed(url, ownerSk);
+      clients.push(owner);
+      const answered = whenCalled<void>("the owner's mention answered", 60_000, (r) => (onTurnEnd = r));
+      owner.ws.send(JSON.stringify(["EVENT", opening]));
+      await answered;
+    }
     const checks0 = await signatureChecks(metricsUrl);
     const heapIdle = await heapUsedMiB(metricsUrl);
     const dCpu0 = cpuSeconds(daemon.pid!);
     const sCpu0 = cpuSeconds(sub.pid!);
 
-    for (const sk of authors) clients.push(await RawClient.authed(url, sk));
+    const chatters: RawClient[] = [];
+    for (const sk of authors) chatters.push(await RawClient.authed(url, sk));
+    clients.push(...chatters);
     const decided = whenCalled<void>(`${total} gate decisions`, 240_000, (r) => (onDecided = r));
     const delivered = whenCalled<{ received: number; lastAt: number }>(
       `${total} events at the plain subscriber`,
@@ -279,7 +318,7 @@ export async function benchBusy(): Promise<BusyResult> {
     const t0 = now();
     let refused = 0;
     await Promise.all(
-      clients.map(
+      chatters.map(
         (c, a) =>
           new Promise<void>((resolve) => {
             const frames = perAuthor[a]!;
@@ -347,4 +386,4 @@ export async function benchBusy(): Promise<BusyResult> {
   }
 }
 
-runIfMain(import.meta.url, benchBusy);
+runIfMain(import.meta.url, () => benchBusy(process.argv[2] === "participation" ? "participation" : "denied"));

@@ -14,6 +14,7 @@
  *                            20-mention burst; frames and HTTP calls per mention against the key's
  *                            one bucket; the burst's last reply vs its quota bound and vs no quota
  *   6, 7  bench/busy.ts      20,000 denied events: decisions/s, CPU, signature checks; RSS
+ *   6p    bench/busy.ts      the same under thread participation: replies without a mention in the agent's thread
  *   7b    bench/burst.ts     10,000 mentions through the gate and the queue: heap growth vs the events' own heap
  *   7h    bench/hostile.ts   a hostile relay's 5,000 malformed frames: daemon RSS growth vs the flood's size
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
@@ -22,6 +23,7 @@
  *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
  *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, !cancel across daemons vs one, PostgreSQL vs SQLite accept
  *   12    bench/mcp-http.ts  the MCP slot over HTTP: tools/call vs the stdio proxy, the byte-copy and HTTP floors; PSS per session both ways
+ *   13    bench/attachments.ts  an attached image's download through the bridge vs a plain HTTP GET
  *   S1,S2 bench/flood.ts     splitting 16 MiB vs 16 × 1 MiB; another channel's intake while a turn floods vs quiet
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts); BENCH_RESULTS=FILE writes
@@ -363,6 +365,40 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("6", "busy channel", busy.error), failed("7", "daemon RSS", busy.error));
+  }
+
+  // 6p — the same burst under thread participation (no #p filter): replies in the agent's thread.
+  const part6p = await part("busy-participation", async () => (await import("./busy.js")).benchBusy("participation"));
+  seconds["busy-participation"] = part6p.seconds;
+  if (part6p.ok) {
+    const b = part6p.value;
+    raw.busy_participation = b;
+    rows.push({
+      figure: "6p",
+      measure: `busy channel, participation on (no #p): gate decisions/s, ${b.events} replies without a mention in the agent's thread from authors the policy refuses`,
+      samples: b.events,
+      median: b.gate_decisions_per_s,
+      p99: null,
+      unit: "/s",
+      baseline: `${fmt(Number(b.relay_delivered_per_s))}/s: relay pace at a nostr-tools subscriber`,
+      ratio: b.decisions_vs_relay_pace,
+      target: "keeps pace (≥ 0.95×)",
+      met: b.decisions_vs_relay_pace >= 0.95,
+    });
+    rows.push({
+      figure: "6p",
+      measure: "busy channel, participation on: signature checks by the daemon",
+      samples: b.events,
+      median: b.daemon_signature_checks,
+      p99: null,
+      unit: "checks",
+      baseline: `${fmt(Number(b.subscriber_signature_checks))}: nostr-tools verifies every event`,
+      ratio: r3(b.daemon_signature_checks / b.subscriber_signature_checks),
+      target: "only events the bridge acts on: none (refused continuations are never answered)",
+      met: b.daemon_signature_checks === 0,
+    });
+  } else {
+    rows.push(failed("6p", "busy channel, participation on", part6p.error));
   }
 
   // 7b — 10,000 mentions through the gate and the queue: heap growth against the events' own heap.
@@ -763,6 +799,30 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("11", "fleet mode", fleet.error));
+  }
+
+  // 12 — an attached image's download, against a plain GET of the same bytes.
+  const att = await part("attachments", async () => (await import("./attachments.js")).benchAttachments());
+  seconds.attachments = att.seconds;
+  if (att.ok) {
+    const a = att.value;
+    const ours = pct(a.fetcher, 50);
+    const plain = pct(a.plain, 50);
+    raw.attachments = { fetcher: a.fetcher.map(r3), plain: a.plain.map(r3), bytes: a.bytes };
+    rows.push({
+      figure: "13",
+      measure: `attachment: a ${Math.round(a.bytes / 1024)} KiB image from the relay's media store through the bridge's downloader (auth signed, host policy, size cap, sha256 check)`,
+      samples: a.fetcher.length,
+      median: r3(ours),
+      p99: r3(pct(a.fetcher, 99)),
+      unit: "ms",
+      baseline: `${fmt(Number(r3(plain)))} ms: plain HTTP GET of the same bytes`,
+      ratio: r3(ours / plain),
+      target: "≤ 1.5×",
+      met: ours / plain <= 1.5,
+    });
+  } else {
+    rows.push(failed("13", "attachment download", att.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));

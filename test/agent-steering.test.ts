@@ -47,7 +47,11 @@ describe("native steering (_session/steering)", () => {
       const c = n.update.content as { type?: string; text?: string } | undefined;
       said.push(n.update.sessionUpdate === "agent_message_chunk" && c?.type === "text" ? (c.text ?? "") : n.update.sessionUpdate);
     };
-    s.proc.routes.set(s.sessionId, { onUpdate, onPermission: async () => ({ outcome: { outcome: "cancelled" } }) });
+    s.proc.routes.set(s.sessionId, {
+      onUpdate,
+      onPermission: async () => ({ outcome: { outcome: "cancelled" } }),
+      onElicitation: async () => ({ action: "cancel" }),
+    });
     const value = await s.proc.agent.request(STEER_METHOD, steerRequest(s.sessionId, ask("#final-only too late")));
     assert.deepEqual(readSteerAnswer({ ok: true, value }), { kind: "no-turn", reason: "noRunningTurn" });
     // A later positive: a prompt sent after the steer's answer is answered, and its updates

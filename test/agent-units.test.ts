@@ -169,7 +169,7 @@ describe("demo agent prompt parser", () => {
       standing,
       history: 5,
     });
-    const text = blocks.map((b) => b.text).join("\n\n");
+    const text = blocks.map((b) => (b.type === "text" ? b.text : "")).join("\n\n");
     assert.match(text, /Ship on Fridays/, "the history is in the prompt");
     const p = parsePrompt(text);
     assert.equal(p.teamInstructions, undefined, "this channel has none");

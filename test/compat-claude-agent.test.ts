@@ -17,6 +17,7 @@ import { KIND } from "../src/nostr/kinds.js";
 import { startFakeLlm, type FakeLlm } from "./fixtures/fake-llm.js";
 import { claudeAgentAcpBin } from "./fixtures/claude-code.js";
 import { waitFor } from "./fixtures/wait.js";
+import { imeta, PNG, upload } from "./fixtures/media.js";
 
 const TOKENS = { input_tokens: 1234, output_tokens: 56 };
 
@@ -103,5 +104,21 @@ test("agent.model is selected through claude-agent-acp's model config option; th
   assert.match(
     (JSON.parse(outcome!.content) as { text: string }).text,
     new RegExp(`today: ${2 * TOKENS.input_tokens} tokens in, ${2 * TOKENS.output_tokens} out, [0-9.]+ USD over 2 turns`),
+  );
+});
+
+test("an image attached to a mention reaches Claude: its request to the model carries the image block", async () => {
+  const png = await upload(w.relay.httpUrl, w.owner.sk, PNG, "image/png");
+  const ev = await w.owner.post("@agent what is in this picture?", {
+    tags: [imeta({ url: png.url, mime: "image/png", x: png.sha256, size: PNG.length, name: "pixel.png" })],
+  });
+  await w.waitReplies(ev, 1, 90_000);
+  type Part = { type: string; source?: { type?: string; media_type?: string; data?: string } };
+  const parts = (api.requests as unknown as { body: { messages?: { content: unknown }[] } }[]).flatMap((r) =>
+    (r.body.messages ?? []).flatMap((m) => (Array.isArray(m.content) ? (m.content as Part[]) : [])),
+  );
+  assert.ok(
+    parts.some((p) => p.type === "image" && p.source?.media_type === "image/png" && p.source.data === PNG.toString("base64")),
+    `an image block with the attached PNG in a request to the model; part types seen: ${[...new Set(parts.map((p) => p.type))].join(", ")}`,
   );
 });

@@ -58,7 +58,7 @@ test("an agent silent past idle_timeout is cancelled and the thread gets a notic
   await w.waitReaction(ev, "⚠️");
 });
 
-test("ask-owner: the permission question is posted in the thread and the owner's 👍 allows it", async () => {
+test("ask-owner: the permission question is posted in the thread (a card and a plain message) and the owner's 👍 allows it", async () => {
   const ev = await w.owner.post("@agent #permission");
   const [question] = await w.waitEvents(
     { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },
@@ -69,6 +69,12 @@ test("ask-owner: the permission question is posted in the thread and the owner's
     /Permission needed/.test(m.content),
   )!;
   assert.ok(question && q.tags.some((t) => t[0] === "p" && t[1] === w.owner.pk), "the question mentions the owner");
+  const cards = await w.query({ kinds: [KIND.questionCard], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.deepEqual(
+    cards.map((c) => (JSON.parse(c.content) as { options: { label: string }[] }).options.map((o) => o.label)),
+    [["Allow", "Deny"]],
+    "the same question as a card, for clients that show cards",
+  );
   await w.owner.react(q, "👍");
   const replies = await w.waitEvents(
     { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },

@@ -15,6 +15,10 @@ import { PromptSession } from "../src/prompt/session.js";
 import { buildStanding, type StandingInput } from "../src/prompt/standing.js";
 import { scopeOf } from "../src/queue/scope.js";
 import { agent, owner, teammate, stranger, CHANNEL, mention, fromWire, captureLogger } from "./fixtures/queue-helpers.js";
+import type { PromptBlock } from "../src/prompt/text.js";
+
+/** A block's text (an image or file block has none). */
+const textOf = (b: PromptBlock): string => (b.type === "text" ? b.text : "");
 
 const NAMES: Record<string, string> = { [owner.pk]: "Olivia", [teammate.pk]: "Tom", [agent.pk]: "Helper" };
 const names = async (pks: string[]) => new Map(pks.map((pk) => [pk, NAMES[pk]]));
@@ -69,7 +73,7 @@ describe("turn prompt", () => {
     const session = new PromptSession(standing(), false);
     const blocks = await b.build(session, input([ask]));
     assert.ok(blocks.every((x) => x.type === "text"));
-    const texts = blocks.map((x) => x.text);
+    const texts = blocks.map(textOf);
 
     // Standing context as the first blocks (no systemPrompt support).
     assert.match(texts[0]!, /send_message/);
@@ -111,7 +115,7 @@ describe("turn prompt", () => {
     const top = fromWire(mention(owner, "@Helper what is this room for?", { created_at: 2000 }));
     const { b } = builder([unrelated, root, r1, top]);
     const session = new PromptSession(standing(), false);
-    const texts = (await b.build(session, input([top]))).map((x) => x.text);
+    const texts = (await b.build(session, input([top]))).map(textOf);
     const context = texts.find((t) => t.startsWith("Context:"))!;
     assert.match(context, new RegExp(`^Thread root: ${top.id} \\(this message starts a new thread\\)$`, "m"));
     assert.match(context, /do not answer in older threads/);
@@ -127,7 +131,7 @@ describe("turn prompt", () => {
   test("a running session: no standing again, history not repeated, settings change told once", async () => {
     const { b } = builder([root, r1, r2, ask]);
     const session = new PromptSession(standing(), true); // standing went as systemPrompt
-    const first = (await b.build(session, input([r1]))).map((x) => x.text);
+    const first = (await b.build(session, input([r1]))).map(textOf);
     assert.ok(!first.some((t) => t.includes("Team instructions")), "systemPrompt carried it");
     assert.ok(first.find((t) => t.startsWith("History:"))!.includes("Release 1.4"));
 
@@ -135,7 +139,7 @@ describe("turn prompt", () => {
       teamInstructions: "Releases freeze on Fridays.",
       channel: { id: CHANNEL, name: "releases", about: "Ship room" },
     });
-    const second = (await b.build(session, input([ask], { standing: changed }))).map((x) => x.text);
+    const second = (await b.build(session, input([ask], { standing: changed }))).map(textOf);
     const notice = second.find((t) => t.startsWith("Settings changed"))!;
     assert.match(notice, /^Description: `Ship room`$/m);
     assert.match(notice, /Team instructions:\nReleases freeze on Fridays\./);
@@ -144,9 +148,7 @@ describe("turn prompt", () => {
     assert.ok(!history.includes("Release 1.4 is blocked"), "the root was delivered in the first turn");
     assert.ok(history.includes("Looking at it."), "new since then");
 
-    const third = (await b.build(session, input([fromWire(inRoot(teammate, "thanks", 1004, true))], { standing: changed }))).map(
-      (x) => x.text,
-    );
+    const third = (await b.build(session, input([fromWire(inRoot(teammate, "thanks", 1004, true))], { standing: changed }))).map(textOf);
     assert.ok(!third.some((t) => t.startsWith("Settings changed")), "told once");
   });
 
@@ -154,7 +156,7 @@ describe("turn prompt", () => {
     const a = inRoot(teammate, "first", 1010, true);
     const c = inRoot(owner, "second", 1011, true);
     const { b } = builder([root, a, c]);
-    const texts = (await b.build(new PromptSession(standing(), true), input([c, a]))).map((x) => x.text);
+    const texts = (await b.build(new PromptSession(standing(), true), input([c, a]))).map(textOf);
     const evs = texts.filter((t) => t.startsWith("Message "));
     assert.equal(evs.length, 2);
     assert.match(evs[0]!, /^Message 1 of 2/);
@@ -169,7 +171,7 @@ describe("turn prompt", () => {
     const y = fromWire(mention(teammate, "@Helper second question", { created_at: 1021 }));
     const { b } = builder([x, y]);
     const texts = (await b.build(new PromptSession(standing(), true), input([x, y], { scope: scopeOf(x, CHANNEL, "channel") }))).map(
-      (t) => t.text,
+      textOf,
     );
     const context = texts.find((t) => t.startsWith("Context:"))!;
     assert.match(
@@ -181,7 +183,7 @@ describe("turn prompt", () => {
     const a = inRoot(teammate, "first", 1010, true);
     const c = inRoot(owner, "second", 1011, true);
     const one = (await builder([root, a, c]).b.build(new PromptSession(standing(), true), input([a, c])))
-      .map((t) => t.text)
+      .map(textOf)
       .find((t) => t.startsWith("Context:"))!;
     assert.match(one, new RegExp(`Answer with send_message in this thread \\(reply_to ${c.id}\\)`));
   });
@@ -195,14 +197,14 @@ describe("turn prompt", () => {
     const edit = fromWire(
       mention(teammate, "can you rerun it on staging?", { mention: false, kind: 40003, created_at: 1006, tags: [["e", ask.id]] }),
     );
-    const steer = (await b.midTurn(session, [edit, addition], "steer", ask)).map((x) => x.text);
+    const steer = (await b.midTurn(session, [edit, addition], "steer", ask)).map(textOf);
     assert.match(steer[0]!, /^Mid-turn: the messages below arrived while you were working/);
     assert.match(steer[1]!, new RegExp(`^Retracted since you saw them[\\s\\S]*event ${ask.id} from \`Tom\``));
     assert.match(steer[2]!, /^Added while you were working \(message 1 of 2 for you\):/);
     assert.match(steer[3]!, /^Correction \(message 2 of 2 for you\):/);
     assert.match(steer[3]!, new RegExp(`Edits: event ${ask.id} — this text replaces`));
     assert.match(steer.at(-1)!, new RegExp(`^Reply to: event ${ask.id}`));
-    const again = (await b.midTurn(session, [addition], "interrupt")).map((x) => x.text);
+    const again = (await b.midTurn(session, [addition], "interrupt")).map(textOf);
     assert.match(again[0]!, /^Mid-turn: the messages below supersede the earlier request/);
     assert.match(again[1]!, /^Superseding message/);
     assert.ok(!again.some((t) => t.startsWith("Retracted")), "a retraction is told once");
@@ -211,7 +213,7 @@ describe("turn prompt", () => {
   test("a queued message an edit corrected says so", async () => {
     const { b } = builder([root, ask]);
     const edited = { ...ask, content: "can you rerun it twice?", edited: "e".repeat(64) };
-    const texts = (await b.build(new PromptSession(standing(), true), input([edited]))).map((x) => x.text);
+    const texts = (await b.build(new PromptSession(standing(), true), input([edited]))).map(textOf);
     assert.match(texts.at(-1)!, /Edited: the author corrected this message/);
     assert.match(texts.at(-1)!, /rerun it twice/);
   });
@@ -226,7 +228,7 @@ describe("turn prompt", () => {
       displayNames: async () => new Map(),
       logger,
     });
-    const texts = (await b.build(new PromptSession(standing(), true), input([ask]))).map((x) => x.text);
+    const texts = (await b.build(new PromptSession(standing(), true), input([ask]))).map(textOf);
     assert.ok(texts.some((t) => t.includes("could not be loaded")));
     assert.ok(texts[texts.length - 1]!.includes("can you rerun it?"));
     assert.ok(texts[texts.length - 1]!.includes(`From: unknown (${teammate.npub})`));
@@ -236,7 +238,7 @@ describe("turn prompt", () => {
   test("history: 0 fetches nothing", async () => {
     const calls: Filter[][] = [];
     const { b } = builder([root, ask], calls);
-    const texts = (await b.build(new PromptSession(standing(), true), input([ask], { history: 0 }))).map((x) => x.text);
+    const texts = (await b.build(new PromptSession(standing(), true), input([ask], { history: 0 }))).map(textOf);
     assert.equal(calls.length, 0);
     assert.ok(!texts.some((t) => t.startsWith("History:")));
   });
@@ -312,7 +314,7 @@ describe("member text only inside fences", () => {
         input([asked, edit], { standing: standing({ channel: { id: CHANNEL, name: hostile, about: hostile } }) }),
       )),
       ...(await b.midTurn(session, [edit], "steer", asked)),
-    ].map((x) => x.text);
+    ].map(textOf);
     const all = texts.join("\n\n");
     assert.ok(all.includes(EVIL), "the hostile text is shown to the agent (fenced)");
     assert.deepEqual(
@@ -341,7 +343,7 @@ describe("member text only inside fences", () => {
     const good = fromWire(mention(owner, "ordinary", { created_at: 4001 }));
     const { b } = builder([bad, good]);
     const texts = (await b.build(new PromptSession(standing(), true), input([bad, good], { scope: scopeOf(bad, CHANNEL, "channel") }))).map(
-      (x) => x.text,
+      textOf,
     );
     const evs = texts.filter((t) => t.startsWith("Message "));
     assert.equal(evs.length, 2);
@@ -358,7 +360,7 @@ describe("member text only inside fences", () => {
       query: relay([ev]),
       displayNames: async (pks) => (lookups.push(pks), new Map()),
     });
-    const texts = (await b.build(new PromptSession(standing(), true), input([ev]))).map((x) => x.text);
+    const texts = (await b.build(new PromptSession(standing(), true), input([ev]))).map(textOf);
     const line = texts
       .at(-1)!
       .split("\n")

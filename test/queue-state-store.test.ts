@@ -425,6 +425,28 @@ for (const name of ["sqlite", "postgres"] as BackendName[]) {
       await again.close();
     });
 
+    t("the conversations the agent is in: the latest activity wins, kept across a restart", async (p) => {
+      const q = await p.open();
+      const b = q.backend;
+      // Recent times (unix ms): retention forgets claims older than a week.
+      const t0 = Date.now() - 600_000;
+      await b.markActive("thread:r1", t0 + 5_000);
+      await b.markActive("thread:r1", t0 + 3_000); // an older time (a rebuild from the relay) never goes back
+      await b.markActive("channel:c1", t0 + 4_000);
+      await b.markActive("thread:old", t0 + 1_000);
+      assert.equal(await b.claimOnce("thread:r2", 60_000), true, "a claim of that name is not a conversation");
+      await q.close();
+      // This daemon after a restart, or another daemon of the fleet.
+      const again = await p.open();
+      assert.deepEqual(await again.backend.activeSince(t0 + 2_000), [
+        { key: "channel:c1", at: t0 + 4_000 },
+        { key: "thread:r1", at: t0 + 5_000 },
+      ]);
+      await again.backend.markActive("thread:r1", t0 + 9_000);
+      assert.deepEqual(await again.backend.activeSince(t0 + 6_000), [{ key: "thread:r1", at: t0 + 9_000 }]);
+      await again.close();
+    });
+
     t("retention removes finished rows past their keep time, never open work", async (p) => {
       const q = await p.open();
       const done = fromWire(mention(owner, "done"));

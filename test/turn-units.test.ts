@@ -10,7 +10,7 @@ import { finalizeEvent, generateSecretKey, getPublicKey, type Event, type EventT
 import { failureNotice, requesters, runTurn, type TurnPorts, type TurnSpec } from "../src/turn/run.js";
 import { enforceStopGates, UNREACHABLE_POLLS } from "../src/turn/stop-gates.js";
 import { EMOJI } from "../src/turn/signals.js";
-import type { AgentTurnResult, HookFanout, TextBlock } from "../src/turn/ports.js";
+import type { AgentTurnResult, HookFanout, PromptBlock } from "../src/turn/ports.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { threadRootOf } from "../src/nostr/events.js";
 import { silentLogger } from "../src/base/log.js";
@@ -57,7 +57,7 @@ function spec(triggers: Event[], over: Partial<TurnSpec> = {}): TurnSpec {
   };
 }
 
-function ports(agent: (b: TextBlock[]) => Promise<AgentTurnResult>, out: TurnPorts["out"], over: Partial<TurnPorts> = {}): TurnPorts {
+function ports(agent: (b: PromptBlock[]) => Promise<AgentTurnResult>, out: TurnPorts["out"], over: Partial<TurnPorts> = {}): TurnPorts {
   return {
     agent: { prompt: (b) => agent(b) },
     hooks: undefined,
@@ -265,7 +265,11 @@ describe("enforceStopGates", () => {
       { stopReason: "end_turn", finalText: "" },
       {
         ...base,
-        agent: { prompt: async (b) => (prompts.push(b.map((x) => x.text).join()), { stopReason: "end_turn", finalText: "" }) },
+        agent: {
+          prompt: async (b) => (
+            prompts.push(b.map((x) => (x.type === "text" ? x.text : "")).join()), { stopReason: "end_turn", finalText: "" }
+          ),
+        },
         hooks: { runHook: async () => fan([{ name: "tests", verdict: "object", text: "tests fail" }]) },
       },
     );
@@ -282,7 +286,11 @@ describe("enforceStopGates", () => {
       {
         ...base,
         maxRejections: 1,
-        agent: { prompt: async (b) => (prompts.push(b.map((x) => x.text).join("\n")), { stopReason: "end_turn", finalText: "" }) },
+        agent: {
+          prompt: async (b) => (
+            prompts.push(b.map((x) => (x.type === "text" ? x.text : "")).join("\n")), { stopReason: "end_turn", finalText: "" }
+          ),
+        },
         hooks: {
           runHook: async () =>
             fan([
@@ -312,7 +320,11 @@ describe("enforceStopGates", () => {
         ...base,
         stopModes: { approve: "wait", lint: "reprompt" },
         onWaiting: (g) => waiting.push(g),
-        agent: { prompt: async (b) => (prompts.push(b.map((x) => x.text).join("\n")), { stopReason: "end_turn", finalText: "" }) },
+        agent: {
+          prompt: async (b) => (
+            prompts.push(b.map((x) => (x.type === "text" ? x.text : "")).join("\n")), { stopReason: "end_turn", finalText: "" }
+          ),
+        },
         hooks: {
           runHook: async (_h, o) => {
             calls++;

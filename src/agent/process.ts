@@ -27,6 +27,7 @@ import { sleep } from "../base/backoff.js";
 export interface SessionRoute {
   onUpdate(notification: acp.SessionNotification): void;
   onPermission(request: acp.RequestPermissionRequest, signal: AbortSignal): Promise<acp.RequestPermissionResponse>;
+  onElicitation(request: acp.CreateElicitationRequest, signal: AbortSignal): Promise<acp.CreateElicitationResponse>;
 }
 
 export interface AgentProcessOptions {
@@ -320,6 +321,8 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
             fs: { readTextFile: false, writeTextFile: false },
             terminal: false,
             session: { compaction: {} },
+            // Questions back to people as cards in the thread (turn/questions.ts); Claude enables AskUserQuestion on it.
+            elicitation: { form: {} },
           },
           clientInfo: { name: "buzz-bridge", version: "0.1.0" },
         })
@@ -422,6 +425,12 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
         const route = this.routes.get(params.sessionId);
         if (!route) return { outcome: { outcome: "cancelled" } };
         return route.onPermission(params, signal);
+      })
+      .onRequest(acp.methods.client.elicitation.create, ({ params, signal }) => {
+        const sessionId = "sessionId" in params ? params.sessionId : undefined;
+        const route = typeof sessionId === "string" ? this.routes.get(sessionId) : undefined;
+        if (!route) return { action: "cancel" };
+        return route.onElicitation(params, signal);
       })
       // We advertised no fs and no terminal; anything else is not ours to serve.
       .onRequest("*", ({ method }) => {

@@ -108,6 +108,7 @@ export class AgentSession {
       onUpdate: (n) => this.turn?.onUpdate(n),
       onPermission: (req, signal) =>
         this.turn ? this.turn.onPermission(req, signal) : Promise.resolve({ outcome: { outcome: "cancelled" } }),
+      onElicitation: (req, signal) => (this.turn ? this.turn.onElicitation(req, signal) : Promise.resolve({ action: "cancel" })),
     });
   }
 
@@ -235,6 +236,12 @@ export class AgentSession {
 
   get alive(): boolean {
     return !this.closed && this.proc.alive;
+  }
+
+  /** What the agent takes in a prompt besides text (ACP promptCapabilities), for attachments. */
+  get media(): { image: boolean; embeddedContext: boolean } {
+    const caps = this.proc.capabilities.promptCapabilities;
+    return { image: caps?.image === true, embeddedContext: caps?.embeddedContext === true };
   }
 
   get busy(): boolean {

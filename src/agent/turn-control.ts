@@ -30,6 +30,8 @@ export interface PromptOptions {
   onUpdate?: (update: acp.SessionUpdate) => void | Promise<void>;
   /** For `permissions: ask-owner`: posts the question and waits for the owner's reaction. */
   askOwner?: AskOwner;
+  /** The agent's form elicitation (a question back to people): posted in the thread, answered from there. */
+  askQuestion?: (request: acp.CreateElicitationRequest, signal: AbortSignal) => Promise<acp.CreateElicitationResponse>;
 }
 
 /** Why a turn was stopped; `steer`: the bridge cancels it to prompt again with new messages merged in. */
@@ -116,6 +118,25 @@ export class TurnControl {
   }
 
   /**
+   * The agent asks people a question: the turn waits for them, so the idle clock stops
+   * (`questions.timeout` bounds the wait instead). URL mode is not offered; an agent that
+   * asks that way, or a bridge with nobody to ask, is answered `cancel`.
+   */
+  async onElicitation(request: acp.CreateElicitationRequest, signal: AbortSignal): Promise<acp.CreateElicitationResponse> {
+    const ask = this.opts.askQuestion;
+    if (!ask || request.mode !== "form" || this.interrupt) return { action: "cancel" };
+    this.pauseIdle();
+    try {
+      return await ask(request, AbortSignal.any([signal, this.cancelCtl.signal]));
+    } catch (err) {
+      this.log.warn({ evt: "agent.elicitation_failed", sessionId: this.sessionId, err: String(err) }, "could not ask the question");
+      return { action: "cancel" };
+    } finally {
+      this.resumeIdle();
+    }
+  }
+
+  /**
    * Holds the idle clock while the agent waits on the bridge itself (a buzz tool whose
    * publish rides out a reconnect): that silence is ours, not the agent's. max_turn still
    * bounds the turn. Returns the release (idempotent).
@@ -153,8 +174,10 @@ export class TurnControl {
     clearTimeout(this.idleTimer);
     clearTimeout(this.maxTimer);
     this.log.warn({ evt: "agent.turn_cancel", sessionId: this.sessionId, reason: why, agent_pid: this.proc.pid }, "cancelling turn");
-    this.cancelCtl.abort();
+    // session/cancel first, then the answers to open permission and question requests: the
+    // agent learns the turn is over before it reads "cancelled" as an answer to act on.
     this.proc.agent.notify(acp.methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
+    this.cancelCtl.abort();
     this.graceTimer = setTimeout(() => {
       if (this.finished) return;
       this.killed = true;

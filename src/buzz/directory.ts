@@ -11,11 +11,11 @@ import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
 import type { MembershipChange } from "../relay/client.js";
 import { Coalescer } from "../relay/coalesce.js";
-import { KIND } from "../nostr/kinds.js";
+import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import { hasTag, tagValue, tagValues } from "../base/tags.js";
 
 /** The channel types a 39000 says (docs/protocol.md §3); the dev relay's seed takes these. */
-export const CHANNEL_TYPES = ["stream", "private", "dm"] as const;
+export const CHANNEL_TYPES = ["stream", "private", "dm", "forum"] as const;
 
 /**
  * A channel's type: `t=dm` or `hidden` → dm; missing metadata → unknown. Unknown is treated
@@ -52,12 +52,21 @@ export interface DirectoryEvents {
 
 const hasBare = (ev: Event, name: string) => ev.tags.some((t) => t[0] === name && (t.length === 1 || t[1] === "" || t[1] === "true"));
 
-/** `channel_type_from_tags`: t=dm or hidden → dm; t=private or private → private; else stream. */
+/** `channel_type_from_tags`: t=dm or hidden → dm; t=private or private → private; t=forum → forum; else stream. */
 export function channelTypeOf(meta: Event): Exclude<ChannelType, "unknown"> {
   const t = tagValues(meta, "t");
   if (t.includes("dm") || hasBare(meta, "hidden")) return "dm";
   if (t.includes("private") || hasBare(meta, "private")) return "private";
+  if (t.includes("forum")) return "forum";
   return "stream";
+}
+
+/**
+ * The kinds the bridge listens to in a channel: the policy's `kinds`, and in a forum
+ * channel its posts and comments as well (docs/conversations.md "Forum channels").
+ */
+export function channelKinds(kinds: number[], type: ChannelType): number[] {
+  return type === "forum" ? [...new Set([...kinds, ...FORUM_KINDS])] : kinds;
 }
 
 export function channelInfoOf(id: string, meta: Event | undefined, members?: Event): ChannelInfo {

@@ -6,7 +6,7 @@
 import type { Config } from "../config/schema.js";
 import { channelSelected, policyFor } from "../config/schema.js";
 import type { RelayClient } from "../relay/client.js";
-import type { ChannelDirectory, ChannelInfo } from "./directory.js";
+import { channelKinds, type ChannelDirectory, type ChannelInfo } from "./directory.js";
 import type { ChannelSubscription } from "../nostr/filters.js";
 
 /**
@@ -20,7 +20,8 @@ export function configSelector(cfg: Config): ChannelSelector {
   const select: ChannelSelector = (ch) => {
     if (!channelSelected(cfg, ch.id)) return undefined;
     const p = policyFor(cfg, ch.id);
-    return { kinds: p.kinds, requireMention: p.require_mention };
+    // Participation needs the replies that do not mention the agent: the gate picks them out.
+    return { kinds: channelKinds(p.kinds, ch.type), requireMention: p.require_mention && p.participation === "off" };
   };
   select.named = cfg.channels.map((c) => c.id).filter((id) => id !== "*");
   return select;

@@ -3,7 +3,8 @@
  *
  * - Applied now, to new turns: the channel policies (`defaults`, `channels`), the MCP
  *   servers and lists (`mcp`, read when a session opens), the gates' rounds and waits, typing
- *   indicators, `shutdown_grace`, `policy` and `workflows` (the gate reads it per event).
+ *   indicators, `shutdown_grace`, `policy`, `workflows` (the gate reads it per event), and
+ *   attachments, questions and progress notes.
  * - Refused (the whole reload, the old config stays): a new identity, relay URL, state
  *   directory or state backend: the daemon cannot run half on the old and half on the new.
  * - Every other changed key needs a restart: it keeps its running value, and the reload
@@ -35,6 +36,10 @@ const LIVE = [
   "relay.typing",
   "shutdown_grace",
   "policy",
+  // Read at each turn (and each download): docs/conversations.md.
+  "attachments",
+  "questions",
+  "progress",
   "workflows",
 ];
 

@@ -69,6 +69,12 @@ export type ReplyFallbackMode = z.output<typeof ReplyFallback>;
  */
 const MidTurn = z.enum(["steer", "queue", "interrupt", "owner-interrupt"]);
 export type MidTurnMode = z.output<typeof MidTurn>;
+/**
+ * Whether people continue a conversation with the agent without mentioning it again: a
+ * reply in a thread it is in (`thread`), also a top-level message in a channel it is active
+ * in (`channel`), or only mentions (`off`). See docs/conversations.md.
+ */
+const Participation = z.enum(["thread", "channel", "off"]);
 
 const identity = z.strictObject({
   secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
@@ -290,6 +296,7 @@ const policyShape = {
   reply_fallback: ReplyFallback,
   history: z.number().int().min(0).max(100),
   mid_turn: MidTurn,
+  participation: Participation,
   work_status: z.enum(["on", "off"]),
 };
 
@@ -304,6 +311,11 @@ const defaults = z.strictObject({
   reply_fallback: policyShape.reply_fallback.default("final_text"),
   history: policyShape.history.default(12).describe("thread messages fetched into each prompt; default 12"),
   mid_turn: policyShape.mid_turn.default("steer"),
+  participation: policyShape.participation
+    .default("thread")
+    .describe(
+      "thread (default): replies in a thread the agent is in wake it without a mention; channel: also top-level messages where it is active; off: mentions only",
+    ),
   work_status: policyShape.work_status
     .default("on")
     .describe(
@@ -346,6 +358,7 @@ const channel = z.strictObject({
   reply_fallback: policyShape.reply_fallback.optional(),
   history: policyShape.history.optional(),
   mid_turn: policyShape.mid_turn.optional(),
+  participation: policyShape.participation.optional(),
   work_status: policyShape.work_status.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
@@ -393,6 +406,51 @@ const state = z
     path: ["url"],
   })
   .refine((s) => s.backend !== "sqlite" || s.url === undefined, { message: "url only applies with backend: postgres", path: ["url"] });
+
+/** `host` (any port) or `host:port`; an address written here may be private (the operator's own media server). */
+const allowHost = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/, { message: "expected a host or host:port, without scheme or path" })
+  .transform((h) => h.toLowerCase());
+
+const attachments = z.strictObject({
+  max_bytes: size("max_bytes", "10MiB", 1024 ** 3).describe(
+    "attached images larger than this are not downloaded (text files: at most 256KiB), and the largest file the agent may attach to a reply; default 10MiB, at most 1GiB",
+  ),
+  max_per_turn: z.number().int().min(0).max(64).default(8).describe("files downloaded and given to the agent per turn at most; default 8"),
+  allow_hosts: z
+    .array(allowHost)
+    .default([])
+    .describe(
+      "hosts besides the relay's own media endpoint that attachments are downloaded from; a host named here must resolve to public addresses, an address written here is used as it is",
+    ),
+  timeout: duration("timeout", "30s"),
+});
+
+const questions = z.strictObject({
+  timeout: duration("timeout", "30m"),
+  answered_by: z
+    .enum(["owner", "requester"])
+    .default("owner")
+    .describe("who may answer the agent's question cards: the owner (default) or the person who asked"),
+});
+
+DURATION_KEYS.add("after");
+const progress = z.strictObject({
+  after: z
+    .string()
+    .default("60s")
+    .transform((s, ctx) => {
+      if (s.trim() === "off") return false as const;
+      const ms = parseDuration(s);
+      if (ms === null) {
+        ctx.addIssue({ code: "custom", message: "bad duration: write it as 90s, 15m or 2h, or off" });
+        return z.NEVER;
+      }
+      return ms;
+    })
+    .describe('post a "still working" note when a turn runs longer than this (e.g. 60s); off disables it; default 60s'),
+});
 
 /**
  * What an agent may post through the bridge: one message's content (send_message, and the
@@ -479,6 +537,9 @@ export const configSchema = z.strictObject({
   shutdown_grace: duration("shutdown_grace", "30s"),
   heartbeat: heartbeat.optional(),
   policy: policy.prefault({}),
+  attachments: attachments.prefault({}),
+  questions: questions.prefault({}),
+  progress: progress.prefault({}),
   workflows: workflows.prefault({}),
 });
 
@@ -644,6 +705,7 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     reply_fallback: pick("reply_fallback", d.reply_fallback),
     history: pick("history", d.history),
     mid_turn: pick("mid_turn", d.mid_turn),
+    participation: pick("participation", d.participation),
     work_status: pick("work_status", d.work_status),
     explicit,
   };

@@ -29,3 +29,15 @@ export function formatSize(bytes: number): string {
   }
   return `${bytes}B`;
 }
+
+/** A size for people (prompts, log lines): 10485760 → "10 MiB", 2000000000 → "1.9 GiB", 512 → "512 B". */
+export function formatBytes(n: number): string {
+  for (const unit of ["GiB", "MiB", "KiB"] as const) {
+    const size = UNITS[unit]!;
+    if (n >= size) {
+      const v = n / size;
+      return `${Number.isInteger(v) ? v : v.toFixed(1)} ${unit}`;
+    }
+  }
+  return `${n} B`;
+}

@@ -44,16 +44,38 @@ const eventId = (what: string) => ({ event_id: hex64.optional().describe(what), 
 const hasEvent = (a: { event_id?: string; event?: string }) => a.event_id !== undefined || a.event !== undefined;
 const needEvent = { message: "event_id is required", path: ["event_id"] };
 
+/** Files one reply may carry. */
+export const MAX_REPLY_ATTACHMENTS = 8;
+
+const fileMeta = {
+  name: z.string().min(1).max(200).optional().describe("file name shown to people; default the path's last part"),
+  mime: z
+    .string()
+    .regex(/^[\w.+-]+\/[\w.+-]+$/, { message: "expected a type such as image/png" })
+    .optional()
+    .describe("its type, e.g. image/png; default from the file name"),
+  alt: z.string().max(500).optional().describe("a short description of the file"),
+};
+
+const sendMessageBase = {
+  content: z.string().min(1, { message: "content is required" }).describe("message text (markdown)"),
+  reply_to: hex64.optional().describe("event id to reply to (same channel)"),
+  mentions: z.array(pubkeyArg).max(MENTION_CAP).optional().describe(`pubkeys (hex or npub) to mention, at most ${MENTION_CAP}`),
+  progress: z
+    .boolean()
+    .optional()
+    .describe("true: a progress note while you keep working (e.g. 'Looking into it…'); it is not your answer, which you still send"),
+};
+
 /** What the daemon accepts for each tool, and (as JSON Schema) what the agent is shown. */
 export const BUZZ_TOOL_ARGS = {
   send_message: z.object({
-    content: z.string().min(1, { message: "content is required" }).describe("message text (markdown)"),
-    reply_to: hex64.optional().describe("event id to reply to (same channel)"),
-    mentions: z.array(pubkeyArg).max(MENTION_CAP).optional().describe(`pubkeys (hex or npub) to mention, at most ${MENTION_CAP}`),
-    progress: z
-      .boolean()
+    ...sendMessageBase,
+    attachments: z
+      .array(z.object({ path: z.string().min(1).describe("the file, relative to your working directory"), ...fileMeta }))
+      .max(MAX_REPLY_ATTACHMENTS)
       .optional()
-      .describe("true: a progress note while you keep working (e.g. 'Looking into it…'); it is not your answer, which you still send"),
+      .describe(`files to attach (uploaded to the relay's media store; at most ${MAX_REPLY_ATTACHMENTS})`),
   }),
   add_reaction: z
     .object({ ...eventId("event id to react to"), emoji: z.string().min(1).max(64).describe("e.g. 👍") })
@@ -67,11 +89,34 @@ export const BUZZ_TOOL_ARGS = {
   get_channel: z.object({}),
 } satisfies Record<BuzzToolName, z.ZodType>;
 
-export type BuzzToolArgs = { [K in BuzzToolName]: z.output<(typeof BUZZ_TOOL_ARGS)[K]> };
+/**
+ * The tools' arguments as they cross the link: the proxy, which runs where the agent's files
+ * are, reads each attached file and sends its bytes (`files`, base64) instead of its path;
+ * the daemon never opens a path an agent names.
+ */
+export const BUZZ_LINK_ARGS = {
+  ...BUZZ_TOOL_ARGS,
+  send_message: z.object({
+    ...sendMessageBase,
+    files: z
+      .array(
+        z.object({
+          name: z.string().min(1).max(200),
+          mime: fileMeta.mime.unwrap(),
+          alt: fileMeta.alt,
+          data: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, { message: "expected base64" }),
+        }),
+      )
+      .max(MAX_REPLY_ATTACHMENTS)
+      .optional(),
+  }),
+} satisfies Record<BuzzToolName, z.ZodType>;
+
+export type BuzzToolArgs = { [K in BuzzToolName]: z.output<(typeof BUZZ_LINK_ARGS)[K]> };
 
 const DESCRIPTIONS: Record<BuzzToolName, string> = {
   send_message:
-    "Post a message to this session's Buzz channel. By default it replies in the thread you were mentioned in; reply_to (an event id) picks another message of this channel to reply to. mentions: pubkeys to notify. A message without progress is your answer to the mention. To say how far you are while you keep working, set progress: true: such a note is not taken as your answer, so if your work is interrupted the mention is taken up again and you still owe the answer.",
+    "Post a message to this session's Buzz channel. By default it replies in the thread you were mentioned in; reply_to (an event id) picks another message of this channel to reply to. mentions: pubkeys to notify. attachments: files from your working directory to attach (screenshots, logs, patches). A message without progress is your answer to the mention. To say how far you are while you keep working, set progress: true: such a note is not taken as your answer, so if your work is interrupted the mention is taken up again and you still owe the answer.",
   add_reaction: "React to a message of this channel with an emoji.",
   get_messages: "Recent messages of this channel, newest first.",
   get_thread: "A message of this channel and its thread replies.",

@@ -34,6 +34,8 @@ export interface ProxyManifest {
   servers: ManifestServer[];
   hook_deadline: number;
   list_timeout: number;
+  /** The largest file send_message may attach (`attachments.max_bytes`); the proxy checks it before reading. */
+  attachment_max_bytes?: number;
   /**
    * `replies.max_bytes`: the proxy refuses a longer send_message itself, so its content never
    * crosses the link (the daemon checks again). Absent: the daemon alone decides.
@@ -61,6 +63,7 @@ export const manifestWire = z.object({
   ),
   hook_deadline: z.number().int().positive(),
   list_timeout: z.number().int().positive(),
+  attachment_max_bytes: z.number().int().min(0).optional(),
   message_max_bytes: z.number().int().positive().optional(),
 });
 

@@ -42,6 +42,14 @@ interface Directives {
   sysprompt: boolean;
   auth: boolean;
   firstBlock: boolean;
+  /** Report the images and files the prompt carried, and its attachment listings. */
+  blocks: boolean;
+  /** Attach a file it writes to the reply. */
+  attachFile: boolean;
+  /** Report the prompt's history header. */
+  history: boolean;
+  /** Ask a form question (elicitation) and report the answer. */
+  ask: boolean;
   progress: boolean;
   /** Answer once before anything else (a send_message that is not a progress note). */
   replyFirst: boolean;
@@ -54,6 +62,8 @@ interface Directives {
   /** Report this usage for the turn: tokens in, tokens out, cost (USD, added to the session's running total). */
   usage?: { inputTokens: number; outputTokens: number; cost: number };
   slowMs?: number;
+  /** Spend this long in two reported tool calls before answering. */
+  busyMs?: number;
   /** Pad the reply to at least this many characters (numbered filler lines). */
   longChars?: number;
   /** `#stderr <text>`: the rest of the line, written to stderr. */
@@ -124,6 +134,7 @@ function askedOf(text: string): { author?: string; asked: string } {
 function parseDirectives(text: string): Directives {
   const has = (word: string) => new RegExp(`(^|\\s)#${word}(?=\\s|$)`, "i").test(text);
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
+  const busy = /(?:^|\s)#busy\s+(\d+)/i.exec(text);
   const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);
   const burst = /(?:^|\s)#burst\s+(\d+)(?:\s+(\d+))?/i.exec(text);
   const stderr = /(?:^|\s)#stderr (.+)$/im.exec(text);
@@ -154,6 +165,10 @@ function parseDirectives(text: string): Directives {
     sysprompt: has("sysprompt"),
     auth: has("auth"),
     firstBlock: has("first-block"),
+    blocks: has("blocks"),
+    attachFile: has("attach-file"),
+    history: has("history"),
+    ask: has("ask"),
     progress: has("progress"),
     replyFirst: has("reply-first"),
     session: has("session"),
@@ -161,6 +176,7 @@ function parseDirectives(text: string): Directives {
     maxTurnRequests: has("max-turn-requests"),
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
     slowMs: slow ? Number(slow[1]) : undefined,
+    busyMs: busy ? Number(busy[1]) : undefined,
     longChars: long ? Number(long[1]) : undefined,
     burst: burst ? { count: Number(burst[1]), chars: Number(burst[2] ?? 0) } : undefined,
     stderr: stderr?.[1],

@@ -19,12 +19,23 @@
  *   #auth                 report which ACP auth method the client authenticated with
  *   #first-block          report the start of the prompt's first text block (what the
  *                         bridge put in front, e.g. a _PostCompact injection)
+ *   #ask                  ask the client a form question (elicitation/create: a colour,
+ *                         Red/Green/Blue or your own) and report the answer: its action
+ *                         and content
+ *   #history              report the prompt's history header (how many earlier messages)
+ *   #attach-file          write a small text file in the working directory and attach
+ *                         it to the reply (send_message `attachments`)
+ *   #blocks               report the images and embedded files the prompt carried (type,
+ *                         size, sha256 prefix, a text file's first line) and each line of
+ *                         the prompt's attachment listings (what was given, what refused)
  *   #compact              emit compaction_update (in_progress, then completed)
  *   #progress             post a progress note first (send_message with progress: true,
  *                         before #slow)
  *   #reply-first          post an answer first (send_message without progress, before
  *                         #slow), then carry on as asked
  *   #slow <ms>            wait that long before answering (cancellable)
+ *   #busy <ms>            spend that long in two tool calls (updates only: "Running npm
+ *                         test with API_KEY=…", then "Reading build.log"), then answer
  *   #long <chars>         pad the reply with numbered filler lines to at least that length
  *   #stderr <text>        write <text> (the rest of the line) to its stderr
  *   #burst <n> [<chars>]  call send_message n times at once (each `burst i/n`, padded to
@@ -55,7 +66,8 @@
  * A prompt carrying the bridge's stop-gate objection gets one `Objection: [server] …` line
  * per objecting gate, so a test sees every gate's text, not only the prompt's last line.
  *
- * Capabilities: `loadSession: false`; native steering (`_meta.steering.supported`, the
+ * Capabilities: `loadSession: false`; `promptCapabilities` image (unless
+ * DEMO_AGENT_NO_IMAGES=1) and embeddedContext; native steering (`_meta.steering.supported`, the
  * `_session/steering` method, honouring `idleBehavior: "promptRequired"`) only when
  * DEMO_AGENT_STEERING=1 (=refuse: advertised, but every steer is answered `failed`); modes
  * `default` and `bypassPermissions`; config options `model` (demo-small, demo-large) and
@@ -68,7 +80,8 @@
  * only when DEMO_AGENT_MCP_HTTP=1 (it then connects to an `http` entry with the MCP SDK's
  * Streamable HTTP client, sending the entry's headers).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -101,6 +114,8 @@ interface McpLink {
 
 /** The method the client passed to `authenticate`, if any (reported by #auth). */
 let authenticatedWith: string | undefined;
+/** What the client said it takes at initialize (#ask needs form elicitation). */
+let clientCaps: acp.ClientCapabilities | undefined;
 
 const MODES: acp.SessionMode[] = [
   { id: "default", name: "Default", description: "asks before acting" },
@@ -200,6 +215,29 @@ function midTurnReport(text: string, receivedAt: number, steered: DemoSession["s
   return lines;
 }
 
+/**
+ * What #blocks reports: each image or embedded file the prompt carried (type, size, the
+ * start of its sha256, a text file's first line), then each line of the prompt's
+ * attachment listings, so a test sees what reached the agent and what was refused and why.
+ */
+function blocksReport(prompt: acp.ContentBlock[], text: string): string[] {
+  const lines: string[] = [];
+  for (const b of prompt) {
+    if (b.type === "image") {
+      const bytes = Buffer.from(b.data, "base64");
+      lines.push(
+        `block: image ${b.mimeType} ${bytes.length} bytes sha256 ${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}`,
+      );
+    } else if (b.type === "resource" && "text" in b.resource) {
+      const first = b.resource.text.split("\n")[0]!.slice(0, 80);
+      lines.push(`block: resource ${b.resource.mimeType ?? "?"} ${b.resource.text.length} chars first line ${JSON.stringify(first)}`);
+    }
+  }
+  if (!lines.length) lines.push("block: none");
+  for (const m of text.matchAll(/^\d+\. .* — (?:given to you|not given to you:).*$/gm)) lines.push(`listed: ${m[0]}`);
+  return lines;
+}
+
 /** The gates' objections in a stop-gate re-prompt (turn/stop-gates.ts's `[server] text` paragraphs). */
 function objectionReport(text: string): string[] {
   if (!/^Stop gate objection:/m.test(text)) return [];
@@ -214,6 +252,13 @@ function summary(p: ParsedPrompt): string {
     `Asked: ${p.asked || "(nothing)"}`,
   ];
   return `Demo agent here, no LLM. Here is what I was given:\n${lines.join("\n")}`;
+}
+
+/** #attach-file: a small text file in the working directory, named by the prompt's number; returns its name. */
+function writeAttachment(n: number): string {
+  const name = `demo-attachment-${n}.txt`;
+  writeFileSync(name, `attached by the demo agent (prompt ${n})\n`);
+  return name;
 }
 
 /** `#burst`: n send_message calls at once; what came back, in one line. */
@@ -277,9 +322,8 @@ export async function runDemoAgent(
     s.steered = [];
     const up = (update: acp.SessionUpdate) => client.notify(acp.methods.client.session.update, { sessionId: s.id, update });
     const say = (text: string) => up({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
-    const text = params.prompt
-      .map((b) => (b.type === "text" ? b.text : b.type === "resource" && "text" in b.resource ? b.resource.text : ""))
-      .join("\n");
+    // Only the bridge's text sections: an attached file's text is reported by #blocks, never read as the request.
+    const text = params.prompt.map((b) => (b.type === "text" ? b.text : "")).join("\n");
     const sys = (s.systemPrompt?.content ?? []).map((b) => (b.type === "text" ? b.text : "")).join("\n");
     const parsed = parsePrompt(text, sys);
     const d = parsed.directives;
@@ -330,6 +374,16 @@ export async function runDemoAgent(
 
     if (d.progress) await callTool("send_message", { content: "Working on it (a progress note).", progress: true });
     if (d.replyFirst) await callTool("send_message", { content: `A first answer, before the rest. ${summary(parsed)}` });
+    if (d.busyMs !== undefined) {
+      // Two tool calls the bridge's "still working" note names (the first carries a secret it must redact).
+      const steps = ["Running npm test with API_KEY=sk-demo-0123456789abcdefghij", "Reading build.log"];
+      for (const [i, title] of steps.entries()) {
+        await up({ sessionUpdate: "tool_call", toolCallId: `busy-${i}`, title, kind: "execute", status: "in_progress" });
+        await sleep(d.busyMs / steps.length, turn.signal);
+        await up({ sessionUpdate: "tool_call_update", toolCallId: `busy-${i}`, status: "completed" });
+        if (turn.signal.aborted) return cancelled();
+      }
+    }
     if (d.slowMs !== undefined) {
       await sleep(d.slowMs, turn.signal);
       if (turn.signal.aborted) return cancelled();
@@ -359,6 +413,8 @@ export async function runDemoAgent(
       const first = params.prompt.find((b) => b.type === "text");
       reports.push(`first block: ${JSON.stringify(first?.type === "text" ? first.text.slice(0, 300) : null)}`);
     }
+    if (d.blocks) reports.push(...blocksReport(params.prompt, text));
+    if (d.history) reports.push(`history: ${/^History: .*$/m.exec(text)?.[0] ?? "none"}`);
     if (d.env) {
       const values = Object.values(process.env).filter((v): v is string => typeof v === "string");
       const secretLike = values.some((v) => NSEC.test(v) || HEX64.test(v));
@@ -385,6 +441,32 @@ export async function runDemoAgent(
       const verdict = res.outcome.optionId.startsWith("demo-yes") ? "allowed" : "denied";
       await up({ sessionUpdate: "tool_call_update", toolCallId, status: verdict === "allowed" ? "completed" : "failed" });
       reports.push(`permission: ${verdict} (${res.outcome.optionId})`);
+    }
+    if (d.ask) {
+      if (!clientCaps?.elicitation?.form) reports.push("question: the client takes no form questions");
+      else {
+        const res = await client.request(acp.methods.client.elicitation.create, {
+          sessionId: s.id,
+          mode: "form",
+          message: "Which colour should the button be?",
+          requestedSchema: {
+            type: "object",
+            properties: {
+              question_0: {
+                type: "string",
+                title: "Colour",
+                oneOf: [
+                  { const: "red", title: "Red" },
+                  { const: "green", title: "Green", description: "the brand colour" },
+                  { const: "blue", title: "Blue" },
+                ],
+              },
+              question_0_custom: { type: "string", title: "Other", description: "Your own colour" },
+            },
+          },
+        });
+        reports.push(`question: ${res.action}${"content" in res && res.content ? ` ${JSON.stringify(res.content)}` : ""}`);
+      }
     }
     for (const t of d.tools) reports.push(`tool ${t.name}: ${await callTool(t.name, t.args)}`);
     if (d.burst) reports.push(await burst(d.burst, callTool));
@@ -429,7 +511,8 @@ export async function runDemoAgent(
       }
       await say(`Replied to ${results.length} messages in their threads.`);
     } else if (!d.finalOnly && (await findTool("send_message"))) {
-      const result = await callTool("send_message", { content: reply });
+      const attachments = d.attachFile ? [{ path: writeAttachment(s.prompts), alt: "a file the demo agent wrote" }] : undefined;
+      const result = await callTool("send_message", { content: reply, ...(attachments ? { attachments } : {}) });
       if (d.crashAfterReply) crashNow();
       await say(`Replied in the thread (${result.slice(0, 200)}).`);
     } else {
@@ -458,25 +541,29 @@ export async function runDemoAgent(
     return { outcome: "startedNewTurn" };
   };
 
+  const initializeAnswer = (): acp.InitializeResponse => ({
+    protocolVersion: acp.PROTOCOL_VERSION,
+    agentCapabilities: {
+      loadSession: false,
+      promptCapabilities: { embeddedContext: true, image: process.env.DEMO_AGENT_NO_IMAGES !== "1" },
+      mcpCapabilities: { http: offersHttp, sse: false },
+      sessionCapabilities: { title: {}, ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
+    },
+    agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
+    ...(offersSteering ? { _meta: { steering: { supported: true } } } : {}),
+    // One method, so an operator's agent.auth_method (codex-acp needs "api-key") is testable.
+    authMethods: [{ id: "demo-token", name: "Demo token", description: "accepted without checking anything" }],
+  });
   const stream = acp.ndJsonStream(
     Writable.toWeb(output as Writable) as WritableStream<Uint8Array>,
     Readable.toWeb(input as Readable) as ReadableStream<Uint8Array>,
   );
   const connection = acp
     .agent({ name: "buzz-bridge-demo-agent" })
-    .onRequest(acp.methods.agent.initialize, () => ({
-      protocolVersion: acp.PROTOCOL_VERSION,
-      agentCapabilities: {
-        loadSession: false,
-        promptCapabilities: { embeddedContext: true },
-        mcpCapabilities: { http: offersHttp, sse: false },
-        sessionCapabilities: { title: {}, ...(offersSystemPrompt ? { systemPrompt: {} } : {}), ...(offersResume ? { resume: {} } : {}) },
-      },
-      agentInfo: { name: "buzz-bridge-demo-agent", version: "0.1.0" },
-      ...(offersSteering ? { _meta: { steering: { supported: true } } } : {}),
-      // One method, so an operator's agent.auth_method (codex-acp needs "api-key") is testable.
-      authMethods: [{ id: "demo-token", name: "Demo token", description: "accepted without checking anything" }],
-    }))
+    .onRequest(acp.methods.agent.initialize, ({ params }) => {
+      clientCaps = params.clientCapabilities ?? undefined;
+      return initializeAnswer();
+    })
     .onRequest(acp.methods.agent.authenticate, ({ params }) => {
       if (params.methodId !== "demo-token")
         throw acp.RequestError.invalidParams({ methodId: params.methodId }, `unknown auth method ${params.methodId}`);

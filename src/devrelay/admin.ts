@@ -11,6 +11,7 @@ import type { RelayCore } from "./core.js";
 import { signCopy } from "./crypto.js";
 import { DevRelayAdminError } from "./errors.js";
 import { seedChannelId, type ChannelType, type SeedFile } from "./seed.js";
+import { CHANNEL_TYPES } from "../buzz/directory.js";
 import { workflowMessage } from "../nostr/workflow.js";
 import type { Event } from "nostr-tools";
 import { nowSec } from "../base/time.js";
@@ -55,8 +56,8 @@ export class ChannelAdmin {
 
   createChannel(c: NewChannel): string {
     if (typeof c.name !== "string" || c.name === "") throw new DevRelayAdminError("a channel needs a name");
-    if (c.type !== undefined && !["stream", "private", "dm"].includes(c.type))
-      throw new DevRelayAdminError(`channel type must be stream, private or dm, not '${c.type}'`);
+    if (c.type !== undefined && !(CHANNEL_TYPES as readonly string[]).includes(c.type))
+      throw new DevRelayAdminError(`channel type must be one of ${CHANNEL_TYPES.join(", ")}, not '${c.type}'`);
     const members = (c.members ?? []).map(key);
     const id = c.id ?? randomUUID();
     if (this.core.dir.channels.has(id)) throw new DevRelayAdminError(`channel ${id} already exists`);

@@ -14,6 +14,8 @@ import type { Nip98Guard } from "./nip98.js";
 import { rateLimited } from "./connection.js";
 import { RateLimiter } from "../base/rate-limit.js";
 import { filterReason } from "./rules.js";
+import { handleMedia, isMediaRoute } from "./media.js";
+import type { MediaStore } from "./media-store.js";
 import { nip11Document } from "./nip11.js";
 
 export interface HttpDeps {
@@ -24,6 +26,8 @@ export interface HttpDeps {
   admin(op: string, body: Record<string, unknown>): Promise<unknown>;
   /** Per-pubkey HTTP quota counters (Buzz counts calls per identity, not per connection). */
   httpQuota: Map<string, RateLimiter>;
+  /** Blobs of the media routes (media.ts). */
+  media: MediaStore;
   /** A NIP-11 answer set by a test in place of the real one (a relay with none, a broken or lying one). */
   nip11Override(): Nip11Override | undefined;
 }
@@ -37,6 +41,7 @@ export interface Nip11Override {
 
 export async function handleHttp(req: IncomingMessage, res: ServerResponse, deps: HttpDeps): Promise<void> {
   const path = (req.url ?? "/").split("?")[0]!;
+  if (isMediaRoute(req.method, path)) return handleMedia(req, res, path, { media: deps.media, nip98: deps.nip98, dir: deps.core.dir });
   if (req.method === "GET" && (path === "/" || path === "/info")) {
     // NIP-11 asks for `Accept: application/nostr+json`; a plain GET gets the same document.
     const o = deps.nip11Override();

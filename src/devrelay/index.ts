@@ -25,6 +25,7 @@ import type { RateLimiter } from "../base/rate-limit.js";
 import type { KeyUsage } from "./rate-limit.js";
 import { loadSeed, parseSeed, type SeedInput } from "./seed.js";
 import { MemoryStore, type EventStore } from "./store.js";
+import { MediaStore } from "./media-store.js";
 import { SqliteStore } from "./sqlite-store.js";
 
 export { loadSeed } from "./seed.js";
@@ -102,7 +103,7 @@ export interface DevRelay {
   setNip11(o: Nip11Override | undefined): void;
   /** A new relay key (a new NIP-11 `self`): channel state is signed again and every connection is cut, as a restart would. */
   rotateKey(): Promise<string>;
-  stats(): { connections: number; framesIn: number; reqFrames: number; events: number };
+  stats(): { connections: number; framesIn: number; reqFrames: number; events: number; mediaReads: number };
   /** What `pubkey` drew from its shared frame quota: WebSocket frames and HTTP calls admitted, and refusals. */
   keyUsage(pubkey: string): KeyUsage;
 }
@@ -134,6 +135,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
   const admin = new ChannelAdmin(core);
   const seeded = seed ? admin.applySeed(seed).map((c) => ({ id: c.id, name: c.name })) : [];
   const nip98 = new Nip98Guard();
+  const media = new MediaStore(opts.dataDir ? join(opts.dataDir, "media") : undefined);
   const adminToken = opts.adminToken ?? randomBytes(16).toString("hex");
   const connections = new Set<Connection>();
   let swallowOk = false;
@@ -189,7 +191,13 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
       relay.dropAll();
       return core.relayPubkey;
     },
-    stats: () => ({ connections: connections.size, framesIn: core.stats.framesIn, reqFrames: core.stats.reqFrames, events: store.count() }),
+    stats: () => ({
+      connections: connections.size,
+      framesIn: core.stats.framesIn,
+      reqFrames: core.stats.reqFrames,
+      events: store.count(),
+      mediaReads: media.reads,
+    }),
     keyUsage: (pk) => ({ ...(core.buckets.usage.get(pk) ?? { wsFrames: 0, httpCalls: 0, refused: 0 }) }),
   };
 
@@ -239,10 +247,12 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
 
   async function listen(port: number): Promise<void> {
     const srv = createServer((req, res) => {
-      handleHttp(req, res, { core, nip98, adminToken, admin: adminOp, httpQuota, nip11Override: () => nip11 }).catch((err: unknown) => {
-        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: `internal error: ${(err as Error).message}` }));
-      });
+      handleHttp(req, res, { core, nip98, adminToken, admin: adminOp, httpQuota, media, nip11Override: () => nip11 }).catch(
+        (err: unknown) => {
+          if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: `internal error: ${(err as Error).message}` }));
+        },
+      );
     });
     const ws = new WebSocketServer({ server: srv, maxPayload: WS_MAX_PAYLOAD });
     ws.on("connection", (sock, req) => {

@@ -15,10 +15,12 @@
 import type { Event } from "nostr-tools";
 import type { Config } from "../config/schema.js";
 import { KIND } from "../nostr/kinds.js";
-import { channelOf } from "../nostr/events.js";
+import { channelOf, threadRootOf } from "../nostr/events.js";
 import { eventRefs, isHex64, mentions } from "../nostr/refs.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
+import { channelKinds } from "../buzz/directory.js";
+import { continuationOf, type ActiveConversations, type Continuation } from "./participation.js";
 import { tagValue } from "../base/tags.js";
 import { isWorkflowMessage, type WakeRefusal, type WakeVerdict } from "../nostr/workflow.js";
 
@@ -36,7 +38,13 @@ export type DropReason =
   | "no-mention"
   | "bad-signature"
   | WakeRefusal
-  | AuthorDenial;
+  | AuthorDenial
+  /**
+   * A message that continued a conversation by participation (no mention) but is not acted
+   * on: an agent wrote it, its author could not be looked up, or the respond-to policy
+   * refuses its author. Logged only: it was not addressed to the agent.
+   */
+  | `participation-${"agent" | "unknown-author" | AuthorDenial}`;
 
 export interface GateContext {
   /** The agent's own pubkey (hex). */
@@ -55,6 +63,12 @@ export interface GateContext {
    * for owner-only, allowlist and DM refusals, and only when an owner is known.
    */
   sibling?(author: string, ev: Event): Promise<SiblingVerdict>;
+  /** Thread participation (participation.ts): the conversations the agent is in, and who is an agent. */
+  participation?: {
+    active: Pick<ActiveConversations, "isThreadActive" | "isChannelActive" | "rebuilding">;
+    /** True for an agent (a NIP-OA `auth` tag in its profile), undefined when that could not be found out. */
+    isAgent(author: string): Promise<boolean | undefined>;
+  };
   /**
    * Whether a workflow message may wake the agent (nostr/workflow.ts `verifyWake`, against
    * the relay's NIP-11 `self` as read since the last reconnect); asked only with
@@ -63,12 +77,20 @@ export interface GateContext {
   workflowWake?(ev: Event): Promise<WakeVerdict>;
 }
 
+/** A participation candidate's author, once looked up (see Gate.decide). */
+export interface ParticipantVerdict {
+  via: Continuation;
+  author: "human" | "agent" | "unknown";
+}
+
 export type Decision =
   | {
       action: "accept";
       channel: ChannelInfo;
       policy: ChannelPolicy;
       sibling?: SiblingVerdict;
+      /** Accepted without a mention: it continues a conversation the agent is in (docs/conversations.md). */
+      continued?: Continuation;
       /** A verified workflow wake: the owner it speaks for. */
       workflowOwner?: string;
     }
@@ -93,6 +115,11 @@ export type Decision =
       policy?: ChannelPolicy;
       /** Set when a sibling look-up was part of the decision: why the author is not one. */
       sibling?: SiblingVerdict;
+      /**
+       * A reply in a conversation the agent is in, with no mention: it may continue it once
+       * its author is known to be a person (Gate.decide looks that up and decides again).
+       */
+      candidate?: Continuation;
     };
 
 export type Refusal = Extract<Decision, { action: "drop" | "deny" }>;
@@ -144,7 +171,13 @@ export function siblingMayChange(d: Decision, ctx: Pick<GateContext, "owner" | "
  * could change — see Gate.handle); without it no author counts as a sibling. `wake` is a
  * workflow message's verdict, looked up likewise (`isWakeCandidate`).
  */
-export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict, wake?: WakeVerdict): Decision {
+export function decide(
+  ev: Event,
+  ctx: GateContext,
+  sibling?: SiblingVerdict,
+  wake?: WakeVerdict,
+  participant?: ParticipantVerdict,
+): Decision {
   if (ev.pubkey === ctx.self) return drop("own-event", { level: "debug" });
 
   const channelId = channelOf(ev);
@@ -164,7 +197,7 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict, wa
     }
     // Edits and deletions of other messages arrive in every channel (they name no one):
     // only an edit in a channel that listens to kind 40003 is a message of its own.
-    if (!policy.kinds.includes(ev.kind)) return drop("amends-unknown", { level: "debug", channel, policy });
+    if (!channelKinds(policy.kinds, channel.type).includes(ev.kind)) return drop("amends-unknown", { level: "debug", channel, policy });
   }
 
   // Before the policy: the owner can always stop or inspect the agent, even in a channel
@@ -175,8 +208,22 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict, wa
     return { action: "control", command, channel };
   }
 
-  if (!policy.kinds.includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
-  if (policy.require_mention && !mentions(ev, ctx.self)) return drop("no-mention", { channel, policy });
+  if (!channelKinds(policy.kinds, channel.type).includes(ev.kind)) return drop("kind-not-subscribed", { channel, policy });
+  let continued: Continuation | undefined;
+  if (policy.require_mention && !mentions(ev, ctx.self)) {
+    const p = ctx.participation;
+    const via = participant?.via ?? (p && continuationOf(ev, ctx.self, policy.participation, channelId, p.active));
+    // Chatter the relay delivers for participation's sake is everything said in the channel:
+    // debug. A reply in a thread the agent is in that it passes over (handed to someone else)
+    // is news to whoever wonders why the agent kept quiet: info, as every mention's fate is.
+    const handedOn = !!p && threadRootOf(ev) !== ev.id && p.active.isThreadActive(threadRootOf(ev));
+    const level = policy.participation === "off" || handedOn ? "info" : "debug";
+    if (!via) return drop("no-mention", { level, channel, policy });
+    if (!participant) return { ...drop("no-mention", { level, channel, policy }), candidate: via } as Decision;
+    if (participant.author !== "human")
+      return drop(participant.author === "agent" ? "participation-agent" : "participation-unknown-author", { channel, policy });
+    continued = via;
+  }
 
   if (wake) {
     // The relay vouches for the workflow's owner: the owner's own rules apply, nobody else's.
@@ -186,8 +233,11 @@ export function decide(ev: Event, ctx: GateContext, sibling?: SiblingVerdict, wa
     return { action: "accept", channel, policy, workflowOwner: wake.owner };
   }
 
-  const verdict = authorAllowed(policy, channel.type, ev.pubkey, ctx.owner, sibling === "verified");
-  if (!verdict.allowed) return deny(verdict.reason, channel, policy, sibling);
+  // A sibling is an agent: it is trusted when it asks, never when it merely continues.
+  const verdict = authorAllowed(policy, channel.type, ev.pubkey, ctx.owner, sibling === "verified" && !continued);
+  // Not addressed to the agent: never answered with 🔒 or a reply, only logged.
+  if (!verdict.allowed)
+    return continued ? drop(`participation-${verdict.reason}`, { channel, policy }) : deny(verdict.reason, channel, policy, sibling);
   if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
-  return { action: "accept", channel, policy, ...(verdict.by === "sibling" ? { sibling } : {}) };
+  return { action: "accept", channel, policy, ...(verdict.by === "sibling" ? { sibling } : {}), ...(continued ? { continued } : {}) };
 }

@@ -59,12 +59,34 @@ export class Gate {
   /**
    * The decision again after a look-up, when one can change `decision`: a refused author may
    * be another agent of the same owner (profile look-up, bounded in time, fails closed), and
-   * a workflow message waits for the relay's key as read since the last reconnect.
+   * a workflow message waits for the relay's key as read since the last reconnect, and a
+   * message that may continue a conversation the agent is in waits for the set's rebuild at
+   * start and for its author's profile (an agent's never continues one).
    * Undefined when no look-up can change it.
    */
   recheck(ev: Event, decision: Decision): Promise<Decision> | undefined {
     const ctx = this.opts.context;
     if (isWakeCandidate(ev, ctx)) return ctx.workflowWake!(ev).then((wake) => this.wakeDecision(ev, decide(ev, ctx, undefined, wake)));
+    // At start the conversations the agent was in are still being read from the relay: a
+    // message that does not mention it waits for that before it is judged.
+    const rebuilding = ctx.participation?.active.rebuilding;
+    if (rebuilding && decision.action === "drop" && decision.reason === "no-mention" && decision.policy?.participation !== "off") {
+      const again = () => {
+        const d = this.decide(ev);
+        return this.recheck(ev, d) ?? d;
+      };
+      return rebuilding.then(again, again);
+    }
+    // A reply that may continue a conversation: only a person's does (participation.ts).
+    if (decision.action === "drop" && decision.candidate && ctx.participation) {
+      const via = decision.candidate;
+      return ctx.participation
+        .isAgent(ev.pubkey)
+        .catch(() => undefined)
+        .then((agent) =>
+          decide(ev, ctx, undefined, undefined, { via, author: agent === undefined ? "unknown" : agent ? "agent" : "human" }),
+        );
+    }
     if (!siblingMayChange(decision, ctx)) return undefined;
     return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
   }

@@ -4,7 +4,8 @@
  * checked against the contract's schemas (the ones the agent was shown), then the
  * session's handlers run it; every error message is one the agent can act on.
  */
-import { BUZZ_TOOL_ARGS as argSchemas, type BuzzToolArgs, type BuzzToolName } from "../contract/buzz-tools.js";
+import type { z } from "zod";
+import { BUZZ_TOOL_ARGS, type BuzzToolArgs, type BuzzToolName } from "../contract/buzz-tools.js";
 
 /** Implemented by the daemon per session, scoped to its channel (see createBuzzTools). */
 export interface BuzzToolHandlers {
@@ -15,8 +16,16 @@ export interface BuzzToolHandlers {
   getChannel(): Promise<unknown>;
 }
 
-/** The call is not one the tools accept: an unknown tool, or arguments that break its schema. */
-export function checkBuzzCall(tool: unknown, args: unknown): { tool: BuzzToolName; args: Record<string, unknown> } | { error: string } {
+/**
+ * The call is not one the tools accept: an unknown tool, or arguments that break its schema.
+ * `argSchemas`: what the agent was shown; over the link, BUZZ_LINK_ARGS (the stdio proxy has
+ * read the files a send_message attaches and sends their bytes, not their paths).
+ */
+export function checkBuzzCall(
+  tool: unknown,
+  args: unknown,
+  argSchemas: Record<BuzzToolName, z.ZodType> = BUZZ_TOOL_ARGS,
+): { tool: BuzzToolName; args: Record<string, unknown> } | { error: string } {
   if (typeof tool !== "string" || !(tool in argSchemas)) return { error: `unknown buzz tool '${String(tool)}'` };
   const name = tool as BuzzToolName;
   const parsed = argSchemas[name].safeParse(args ?? {});
@@ -56,6 +65,12 @@ export function directBuzzTools(
     async callBuzzTool(tool, args) {
       const call = checkBuzzCall(tool, args);
       if ("error" in call) throw new BuzzCallError(call.error);
+      // The daemon never opens a path an agent names: reading the files is the stdio proxy's
+      // work, where the agent's files are (docs/conversations.md "Attachments").
+      if (call.tool === "send_message" && Array.isArray(call.args.attachments) && call.args.attachments.length)
+        throw new BuzzCallError(
+          "send_message: attachments are sent through the stdio MCP slot only (mcp.transport: stdio); over this HTTP slot send the message without them",
+        );
       try {
         return await dispatchBuzzTool(tools, call.tool, call.args);
       } catch (err) {

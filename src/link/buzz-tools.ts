@@ -10,11 +10,13 @@
  * its answer.
  */
 import type { Event, EventTemplate, Filter } from "nostr-tools";
-import { KIND } from "../nostr/kinds.js";
+import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import { channelOf, messageParts, PROGRESS_TAG, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
+import { imetaTag } from "../nostr/imeta.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import { contentTooLong, tooManyMessages } from "../contract/limits.js";
 import type { BuzzToolHandlers } from "./buzz-call.js";
+import type { BuzzToolArgs } from "../contract/buzz-tools.js";
 import { tagValue, tagValues } from "../base/tags.js";
 import { Backoff, sleep } from "../base/backoff.js";
 import type { Logger } from "../base/log.js";
@@ -25,9 +27,14 @@ export interface RelayPort {
   sign(t: EventTemplate): Event;
   publish(ev: Event): Promise<{ status: string; reason?: string }>;
   query(filters: Filter[]): Promise<Event[]>;
+  /** Stores a file in the relay's media store (buzz/media-upload.ts); absent: replies carry no files. */
+  upload?(bytes: Uint8Array, type: string): Promise<{ url: string; sha256: string; size: number; type: string }>;
   /** The relay's content limit (its NIP-11): longer messages go out as parts. Default Buzz's 256 KB. */
   contentLimit?(): number;
 }
+
+/** The channel's messages as the tools read them: chat, and a forum's posts and comments. */
+const MESSAGE_KINDS = [KIND.message, ...FORUM_KINDS];
 
 class BuzzToolError extends Error {
   override name = "BuzzToolError";
@@ -54,6 +61,10 @@ export interface BuzzToolsOptions {
   maxUnbound?: number;
   /** Event a send_message without reply_to answers (the turn's mention); default none = top-level. */
   defaultReplyTo?(): string | undefined;
+  /** The channel is a forum: a top-level message is a post (45001). */
+  forum?(): boolean;
+  /** The largest file a reply may attach (`attachments.max_bytes`). */
+  maxAttachmentBytes?(): number;
   /**
    * Aborted when the turn running now is over (ended, cancelled, past max_turn): how long
    * a tool call may wait out a relay outage. Undefined (no turn): an outage fails the call.
@@ -164,6 +175,25 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     return ev;
   };
 
+  /** Uploads a reply's files before anything is published: a file the relay refuses fails the call, not half a reply. */
+  const uploadFiles = async (files: NonNullable<BuzzToolArgs["send_message"]["files"]>) => {
+    if (!files.length) return [];
+    const upload = opts.relay.upload;
+    if (!upload) throw new BuzzToolError("this bridge cannot attach files (no media endpoint)");
+    const max = opts.maxAttachmentBytes?.() ?? Number.POSITIVE_INFINITY;
+    const out = [];
+    for (const f of files) {
+      const bytes = Buffer.from(f.data, "base64");
+      if (bytes.length > max)
+        throw new BuzzToolError(`attachment ${f.name} is ${bytes.length} bytes, more than the ${max} allowed (attachments.max_bytes)`);
+      const stored = await upload.call(opts.relay, bytes, f.mime).catch((err: unknown) => {
+        throw new BuzzToolError(`attachment ${f.name} could not be uploaded: ${(err as Error).message}`);
+      });
+      out.push({ ...stored, mime: stored.type, name: f.name, alt: f.alt });
+    }
+    return out;
+  };
+
   /**
    * Publishes the templates in order (a long message's parts); the first event's id answers.
    * `turn`: the binding the call already took (send_message binds before it checks its allowance).
@@ -214,17 +244,31 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
         turn?.release();
         throw new BuzzToolError(tooManyMessages(admitted.max));
       }
-      return publish(
+      let files: Awaited<ReturnType<typeof uploadFiles>> = [];
+      const sent = await publish(
         async () => {
           const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
           const thread = replyTo ? replyRefFor(await inChannel(replyTo, "reply_to event")) : undefined;
+          files = await uploadFiles(a.files ?? []);
+          // NIP-92: the files' urls are in the text too, for clients that do not read imeta.
+          const content = files.length ? `${a.content}\n\n${files.map((f) => f.url).join("\n")}` : a.content;
           // A progress note is marked on the wire: the turn and a later restart tell it from the answer by that mark.
           const extraTags = a.progress ? [[...PROGRESS_TAG]] : undefined;
-          return messageParts(channel, a.content, { thread, mentions: a.mentions, extraTags }, opts.relay.contentLimit?.());
+          const parts = messageParts(
+            channel,
+            content,
+            { thread, mentions: a.mentions, extraTags, forumPost: opts.forum?.() },
+            opts.relay.contentLimit?.(),
+          );
+          parts[parts.length - 1]!.tags.push(...files.map((f) => imetaTag(f)));
+          return parts;
         },
         "message",
         turn,
       );
+      return files.length
+        ? { ...sent, attachments: files.map((f) => ({ name: f.name, url: f.url, sha256: f.sha256, size: f.size })) }
+        : sent;
     },
     async addReaction(a) {
       const target = await inChannel(a.event_id, "event");
@@ -232,7 +276,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     },
     async getMessages(a) {
       const limit = a.limit ?? DEFAULT_MESSAGE_LIMIT;
-      const events = await relay.query([{ kinds: [KIND.message], "#h": [channel], limit }]);
+      const events = await relay.query([{ kinds: MESSAGE_KINDS, "#h": [channel], limit }]);
       return events
         .filter((e) => channelOf(e) === channel)
         .sort((x, y) => y.created_at - x.created_at)
@@ -244,7 +288,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
       const rootId = threadRootOf(ev);
       const events = await relay.query([
         { ids: [rootId], limit: 1 },
-        { kinds: [KIND.message], "#h": [channel], "#e": [rootId], limit: 500 },
+        { kinds: MESSAGE_KINDS, "#h": [channel], "#e": [rootId], limit: 500 },
       ]);
       const seen = new Set<string>();
       const thread = events

@@ -19,6 +19,7 @@ import {
   SocketMessageWriter,
   type MessageConnection,
 } from "vscode-jsonrpc/node";
+import { BUZZ_LINK_ARGS } from "../contract/buzz-tools.js";
 import { checkBuzzCall, dispatchBuzzTool, type BuzzToolHandlers } from "./buzz-call.js";
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
@@ -273,7 +274,7 @@ export class LinkServer {
     conn.onRequest(BuzzCall, async (p) => {
       if (!entry || !this.isLive(entry))
         return new ResponseError(LinkErrorCode.Unauthorized, "link refused: say hello with a valid token first");
-      const call = checkBuzzCall(p?.tool, p?.args);
+      const call = checkBuzzCall(p?.tool, p?.args, BUZZ_LINK_ARGS);
       if ("error" in call) return new ResponseError(LinkErrorCode.ToolFailed, call.error);
       try {
         return await dispatchBuzzTool(entry.tools, call.tool, call.args);

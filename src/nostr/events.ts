@@ -16,6 +16,8 @@ export interface ThreadRef {
   root: string;
   /** The event replied to. */
   parent: string;
+  /** The thread is a forum post's: replies in it are forum comments (kind 45003). */
+  forum?: boolean;
 }
 
 /** NIP-10 marked `e` tags as Buzz builds them: root only when it differs from parent. */
@@ -42,9 +44,16 @@ export function parentOf(ev: Pick<Event, "tags">): string | undefined {
   return markedRef(ev, "reply");
 }
 
-/** Where a reply to `ev` goes: same thread, parent = ev. */
-export function replyRefFor(ev: Pick<Event, "id" | "tags">): ThreadRef {
-  return { root: threadRootOf(ev), parent: ev.id };
+/** Where a reply to `ev` goes: same thread, parent = ev; in a forum's thread (a post or comment), as a comment. */
+export function replyRefFor(ev: Pick<Event, "id" | "tags"> & { kind?: number }): ThreadRef {
+  const ref: ThreadRef = { root: threadRootOf(ev), parent: ev.id };
+  if (isForumKind(ev.kind)) ref.forum = true;
+  return ref;
+}
+
+/** A forum post or comment (docs/conversations.md "Forum channels"). */
+export function isForumKind(kind: number | undefined): boolean {
+  return kind === KIND.forumPost || kind === KIND.forumComment;
 }
 
 /**
@@ -76,14 +85,29 @@ export function isProgressNote(ev: Pick<Event, "tags">): boolean {
   return ev.tags.some((t) => t[0] === PROGRESS_TAG[0] && t[1] === PROGRESS_TAG[1]);
 }
 
+/**
+ * The mark of the plain message of a question the agent asks people (docs/conversations.md):
+ * it waits for their answer; like a progress note, it is not the turn's answer.
+ */
+export const QUESTION_TAG = ["buzz", "question"] as const;
+
+/** False for the bridge's messages that answer nobody: progress notes and questions. */
+export function isAnswer(ev: Pick<Event, "tags">): boolean {
+  return !isProgressNote(ev) && !ev.tags.some((t) => t[0] === QUESTION_TAG[0] && t[1] === QUESTION_TAG[1]);
+}
+
+/**
+ * A channel message: kind 9, or in a forum thread a comment (45003); `forumPost` makes a
+ * top-level message a forum post (45001), for a forum channel.
+ */
 export function message(
   channel: string,
   content: string,
-  opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][] } = {},
+  opts: { thread?: ThreadRef; mentions?: string[]; extraTags?: string[][]; forumPost?: boolean } = {},
 ): EventTemplate {
   const mentions = [...new Set(opts.mentions ?? [])].slice(0, MENTION_CAP);
   return {
-    kind: KIND.message,
+    kind: opts.thread?.forum ? KIND.forumComment : opts.forumPost && !opts.thread ? KIND.forumPost : KIND.message,
     created_at: nowSec(),
     content,
     tags: [["h", channel], ...threadTags(opts.thread), ...mentions.map((p) => ["p", p]), ...(opts.extraTags ?? [])],

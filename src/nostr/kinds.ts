@@ -15,11 +15,20 @@ export const KIND = {
   diff: 40008,
   system: 40099,
   approvalRequested: 46010,
+  /** Forum channels: a post (the thread's root), a vote, a comment in a post's thread. */
+  forumPost: 45001,
+  forumVote: 45002,
+  forumComment: 45003,
+  /** A question card the agent asks (JSON form in the content) and a person's answer to it. */
+  questionCard: 44300,
+  questionAnswer: 44301,
   presence: 20001,
   typing: 20002,
   observer: 24200,
   auth: 22242,
   httpAuth: 27235,
+  /** Blossom authorization for the media routes (BUD-01/02). */
+  blossomAuth: 24242,
   memberAdded: 44100,
   memberRemoved: 44101,
   groupMetadata: 39000,
@@ -45,3 +54,6 @@ export function isReplaceable(kind: number): boolean {
 export function isAddressable(kind: number): boolean {
   return kind >= 30000 && kind < 40000;
 }
+
+/** The kinds of a forum channel's conversation (posts and comments), which the bridge reads and answers there. */
+export const FORUM_KINDS: readonly number[] = [KIND.forumPost, KIND.forumComment];

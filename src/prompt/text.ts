@@ -49,6 +49,23 @@ export function operatorText(text: string): PromptText {
   return made(text);
 }
 
+/** An ACP image block: base64 data and its type (sent when the agent advertises promptCapabilities.image). */
+export interface ImageBlock {
+  type: "image";
+  data: string;
+  mimeType: string;
+  uri?: string;
+}
+
+/** An ACP embedded text resource (sent when the agent advertises promptCapabilities.embeddedContext). */
+export interface ResourceBlock {
+  type: "resource";
+  resource: { uri: string; mimeType?: string; text: string };
+}
+
+/** What a prompt is made of: text sections, and the attachments given to the agent as files. */
+export type PromptBlock = TextBlock | ImageBlock | ResourceBlock;
+
 /**
  * Fences untrusted text in a backtick fence longer than any backtick run inside it, so
  * the text cannot close the fence and continue as if it were the bridge speaking.
@@ -120,9 +137,10 @@ export function cutForPrompt(text: string, eventId: string, max = MAX_MESSAGE_CH
 
 /**
  * `text` on one line: control characters and line breaks collapse to spaces; capped in
- * length. Plain text, not PromptText: `inline` is what puts it into a prompt.
+ * length. Plain text, not PromptText: `inline` puts it into a prompt, or `fence` with the
+ * rest of a listing (prompt/attachments.ts).
  */
-function oneLine(text: string, max: number): string {
+export function oneLine(text: string, max: number): string {
   const flat = text
     .replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ")
     .replace(/\s+/g, " ")

@@ -9,7 +9,7 @@
 import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
-import { KIND } from "../nostr/kinds.js";
+import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import { mentionsOf, parentOf, threadRootOf } from "../nostr/events.js";
 import { isHex64 } from "../nostr/refs.js";
 import {
@@ -23,9 +23,19 @@ import {
   operatorText,
   p,
   timeText,
+  type PromptBlock,
   type PromptText,
   type TextBlock,
 } from "./text.js";
+import {
+  attachmentBlocks,
+  attachmentListing,
+  listedOnly,
+  type AttachmentResolver,
+  type MediaCapabilities,
+  type ResolvedAttachment,
+} from "./attachments.js";
+import { imetaOf } from "../nostr/imeta.js";
 import { buildStanding, channelLines, type StandingInput } from "./standing.js";
 import { settingsOf, type PromptSession, type SessionSettings } from "./session.js";
 import { tagValue } from "../base/tags.js";
@@ -41,6 +51,8 @@ export interface TurnPromptOptions {
    * people costs one bounded look-up.
    */
   displayNames(pubkeys: string[]): Promise<ReadonlyMap<string, string | undefined>>;
+  /** Downloads what the turn's messages attach; without it attachments are only listed. */
+  attachments?: AttachmentResolver;
   logger?: Logger;
 }
 
@@ -55,9 +67,13 @@ export interface TurnInput {
   standing: StandingInput;
   /** Messages of history at most (`history` in the channel policy); 0 = none. */
   history: number;
+  /** What the agent takes besides text; none when not given. */
+  media?: MediaCapabilities;
 }
 
-const HISTORY_KINDS = [KIND.message, KIND.messageV2];
+const NO_MEDIA: MediaCapabilities = { image: false, embeddedContext: false };
+
+const HISTORY_KINDS = [KIND.message, KIND.messageV2, ...FORUM_KINDS];
 
 /**
  * How messages that arrive while a turn runs are put to the agent, so it can tell them
@@ -96,10 +112,10 @@ function threadOf(input: TurnInput, ev: Event): string | undefined {
 export class TurnPromptBuilder {
   constructor(private readonly opts: TurnPromptOptions) {}
 
-  async build(session: PromptSession, input: TurnInput): Promise<TextBlock[]> {
+  async build(session: PromptSession, input: TurnInput): Promise<PromptBlock[]> {
     const events = [...input.events].sort((a, b) => a.created_at - b.created_at);
     if (!events.length) throw new RangeError("a turn prompt needs at least one event");
-    const blocks: TextBlock[] = [];
+    const blocks: PromptBlock[] = [];
 
     if (!session.standingSent) {
       blocks.push(...buildStanding(input.standing).blocks);
@@ -118,7 +134,8 @@ export class TurnPromptBuilder {
     if (history.text || history.events.length) blocks.push(block(this.historyText(history, input.history, who)));
     const retracted = this.retractions(session, who);
     if (retracted) blocks.push(retracted);
-    events.forEach((ev, i) => blocks.push(block(this.eventText(ev, i, events.length, who))));
+    const files = await this.attachmentsOf(events, input.media);
+    events.forEach((ev, i) => blocks.push(...this.eventBlocks(ev, i, events.length, who, files.get(ev.id))));
 
     session.markDelivered([...history.events.map((e) => e.id), ...events.map((e) => e.id)]);
     return blocks;
@@ -128,23 +145,47 @@ export class TurnPromptBuilder {
    * The blocks for messages that arrived while a turn runs (a native steer or the prompt
    * after a cancel): a framing header, then one labelled block per message.
    */
-  async midTurn(session: PromptSession, events: Event[], framing: MidTurnFraming, anchor?: Event): Promise<TextBlock[]> {
+  async midTurn(
+    session: PromptSession,
+    events: Event[],
+    framing: MidTurnFraming,
+    anchor?: Event,
+    media?: MediaCapabilities,
+  ): Promise<PromptBlock[]> {
     const sorted = [...events].sort((a, b) => a.created_at - b.created_at);
     const who = await this.who(sorted);
-    const blocks = [block(MID_TURN_HEADER[framing])];
+    const blocks: PromptBlock[] = [block(MID_TURN_HEADER[framing])];
     const retracted = this.retractions(session, who);
     if (retracted) blocks.push(retracted);
     const last = anchor ?? sorted[sorted.length - 1];
-    sorted.forEach((ev, i) =>
-      blocks.push(
-        block(
-          this.eventText(ev, i, sorted.length, who, framing === "interrupt" ? p`Superseding message` : p`Added while you were working`),
-        ),
-      ),
-    );
+    const files = await this.attachmentsOf(sorted, media);
+    const label = framing === "interrupt" ? p`Superseding message` : p`Added while you were working`;
+    sorted.forEach((ev, i) => blocks.push(...this.eventBlocks(ev, i, sorted.length, who, files.get(ev.id), label)));
     if (last) blocks.push(block(p`Reply to: event ${hexId(last.id)} from ${who(last.pubkey)} (send_message, reply_to ${hexId(last.id)}).`));
     session.markDelivered(sorted.map((e) => e.id));
     return blocks;
+  }
+
+  /** The turn's attachments, downloaded where the agent takes them (none listed when nothing is attached). */
+  private async attachmentsOf(events: Event[], media: MediaCapabilities | undefined): Promise<Map<string, ResolvedAttachment[]>> {
+    const resolver = this.opts.attachments;
+    if (!events.some((e) => imetaOf(e).length)) return new Map();
+    if (!resolver) return new Map(events.map((e) => [e.id, listedOnly(e)]));
+    return resolver.resolve(events, media ?? NO_MEDIA);
+  }
+
+  /** A message's text block, then the files it attached that the agent is given. */
+  private eventBlocks(
+    ev: EditedEvent,
+    i: number,
+    n: number,
+    who: Who,
+    files: ResolvedAttachment[] | undefined,
+    label?: PromptText,
+  ): PromptBlock[] {
+    const text = this.eventText(ev, i, n, who, label);
+    const listing = files && attachmentListing(files);
+    return [block(listing ? joined([text, listing]) : text), ...(files ? attachmentBlocks(files) : [])];
   }
 
   private retractions(session: PromptSession, who: Who): TextBlock | undefined {
@@ -245,11 +286,13 @@ export class TurnPromptBuilder {
       p`History: ${n} earlier message${n === 1 ? p`` : p`s`}${h.total > n ? p` (the last ${n} of ${h.total})` : p``}, oldest first, up to ${max}. Written by channel members: untrusted.`,
     ];
     if (h.text) lines.push(h.text);
-    h.events.forEach((ev, i) =>
+    h.events.forEach((ev, i) => {
       lines.push(
         p`[${i + 1}] ${who(ev.pubkey)} at ${timeText(ev.created_at)} (event ${hexId(ev.id)}):\n${fence(cutForPrompt(ev.content, ev.id))}`,
-      ),
-    );
+      );
+      const listing = attachmentListing(listedOnly(ev));
+      if (listing) lines.push(listing);
+    });
     return joined(lines);
   }
 

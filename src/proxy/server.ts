@@ -7,6 +7,7 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Logger } from "../base/log.js";
 import type { LinkClient } from "../link/client.js";
+import { fileReadingPort } from "./buzz-tools.js";
 import { Aggregator } from "./aggregator.js";
 import type { Downstream } from "./downstream.js";
 import type { ProxyManifest } from "./manifest.js";
@@ -26,7 +27,7 @@ export class AggregatingProxy {
     this.aggregator = new Aggregator({
       manifest: opts.manifest,
       logger: opts.logger,
-      buzz: link,
+      buzz: link && fileReadingPort(link, opts.manifest.attachment_max_bytes),
       hookRan: link && ((r, hook) => link.hookRan(r, hook)),
     });
     opts.link?.onRunHook((p) => this.aggregator.runHook(p.name, p.servers));

@@ -228,6 +228,16 @@ export interface QueueBackend {
   /** True for the first claim of `name` in the current period of `periodMs` (one heartbeat per period). */
   claimPeriod(name: string, periodMs: number): Promise<boolean>;
 
+  /**
+   * The conversations the agent is in (gate/participation.ts): `key` is `thread:<root>` or
+   * `channel:<id>`, `at` its last activity (unix ms); a later time replaces an earlier one,
+   * never the reverse. Kept with the claims (`active:<key>`, pruned with them) so that a
+   * restart, or another daemon of the fleet, starts with the set.
+   */
+  markActive(key: string, at: number): Promise<void>;
+  /** The conversations active since `sinceMs` (unix ms). */
+  activeSince(sinceMs: number): Promise<{ key: string; at: number }[]>;
+
   // Figures and retention.
   depth(): Promise<QueueDepth>;
   /** Deletes finished rows older than `olderThanMs`; open work is never pruned. */

@@ -508,6 +508,22 @@ export class PostgresStore implements QueueBackend {
     return (r.rowCount ?? 0) > 0;
   }
 
+  /** A conversation the agent is in (backend.ts `markActive`), kept among the claims as `active:<key>`. */
+  async markActive(key: string, at: number): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO ${S}.claims (key, at) VALUES ('active:' || $1, $2) ON CONFLICT (key) DO UPDATE SET at = GREATEST(${S}.claims.at, excluded.at)`,
+      [key, at],
+    );
+  }
+
+  async activeSince(sinceMs: number): Promise<{ key: string; at: number }[]> {
+    const r = await this.pool.query<{ key: string; at: string }>(
+      `SELECT substr(key, 8) AS key, at FROM ${S}.claims WHERE starts_with(key, 'active:') AND at >= $1 ORDER BY at`,
+      [sinceMs],
+    );
+    return r.rows.map((row) => ({ key: row.key, at: Number(row.at) }));
+  }
+
   async claimFirst(keys: readonly string[]): Promise<string[]> {
     if (keys.length === 0) return [];
     const r = await this.pool.query<{ key: string }>(

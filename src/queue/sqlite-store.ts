@@ -36,7 +36,6 @@ import type {
   TurnUpdate,
 } from "./backend.js";
 import { QueueStoreError } from "./errors.js";
-import { privateSqliteFile } from "../base/private-file.js";
 import { parseScopeKey } from "./scope.js";
 
 export const SCHEMA_VERSION = 1;
@@ -158,8 +157,6 @@ export class SqliteStore implements QueueBackend {
     this.where = file;
     this.now = opts.now ?? Date.now;
     try {
-      // The queue holds what members wrote: this user's alone (0600, its -wal and -shm too).
-      privateSqliteFile(file);
       this.db = new Database(file);
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("synchronous = NORMAL");
@@ -263,6 +260,10 @@ export class SqliteStore implements QueueBackend {
       ),
       claimFirst: db.prepare("INSERT OR IGNORE INTO claims (key, at) VALUES (?, ?)"),
       hasClaim: db.prepare("SELECT 1 FROM claims WHERE key = ?"),
+      markActive: db.prepare(
+        "INSERT INTO claims (key, at) VALUES ('active:' || ?, ?) ON CONFLICT(key) DO UPDATE SET at = max(claims.at, excluded.at)",
+      ),
+      activeSince: db.prepare("SELECT substr(key, 8) AS key, at FROM claims WHERE substr(key, 1, 7) = 'active:' AND at >= ? ORDER BY at"),
       bumpRotation: db.prepare("INSERT INTO claims (key, at) VALUES ('rotate:' || ?, 1) ON CONFLICT(key) DO UPDATE SET at = claims.at + 1"),
       rotationEpoch: db.prepare<[string, string], { n: number | null }>(
         "SELECT sum(at) AS n FROM claims WHERE key IN ('rotate:' || ?, 'rotate:' || ?)",
@@ -476,6 +477,14 @@ export class SqliteStore implements QueueBackend {
   /** One daemon: every period is its own. */
   async claimPeriod(_name: string, _periodMs: number): Promise<boolean> {
     return true;
+  }
+
+  async markActive(key: string, at: number): Promise<void> {
+    this.stmt.markActive.run(key, at);
+  }
+
+  async activeSince(sinceMs: number): Promise<{ key: string; at: number }[]> {
+    return this.stmt.activeSince.all(sinceMs) as { key: string; at: number }[];
   }
 
   async depth(): Promise<QueueDepth> {

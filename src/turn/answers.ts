@@ -10,8 +10,8 @@ import type { Logger } from "../base/log.js";
 import { tagValue } from "../base/tags.js";
 import type { RelayPort } from "../link/index.js";
 import type { Batch } from "../queue/index.js";
-import { isProgressNote, reaction, threadRootOf } from "../nostr/events.js";
-import { KIND } from "../nostr/kinds.js";
+import { isAnswer, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
+import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import type { TurnPublisher } from "./ports.js";
 import { failureNotice } from "./run.js";
 import { EMOJI } from "./signals.js";
@@ -130,7 +130,7 @@ export class Answers {
     for (const group of groups) {
       if (!group.length) continue;
       const anchor = this.anchorOf(group);
-      await this.d.out.publish(failureNotice(channel, { root: threadRootOf(anchor), parent: anchor.id }, group, error));
+      await this.d.out.publish(failureNotice(channel, replyRefFor(anchor), group, error));
     }
   }
 
@@ -150,7 +150,9 @@ export class Answers {
     const ids = events.map((e) => (e.kind === KIND.edit ? this.anchorOf([e]).id : e.id));
     let found: Event[];
     try {
-      found = await this.d.relay.query([{ kinds: [KIND.message], authors: [this.d.self], "#e": [...new Set(ids)], limit: 1000 }]);
+      found = await this.d.relay.query([
+        { kinds: [KIND.message, ...FORUM_KINDS], authors: [this.d.self], "#e": [...new Set(ids)], limit: 1000 },
+      ]);
     } catch (err) {
       log.warn(
         { evt: "turn.replies_unknown", err: err instanceof Error ? err.message : String(err) },
@@ -161,8 +163,8 @@ export class Answers {
     const answered = new Set<string>();
     const replies: string[] = [];
     for (const r of found) {
-      // A progress note says the agent was at work, not that it answered (docs/protocol.md §4).
-      if (r.pubkey !== this.d.self || isProgressNote(r)) continue;
+      // A progress note or a question says the agent was at work, not that it answered (docs/protocol.md §4).
+      if (r.pubkey !== this.d.self || !isAnswer(r)) continue;
       const parent = r.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1] ?? (threadRootOf(r) === r.id ? undefined : threadRootOf(r));
       const at = parent ? ids.lastIndexOf(parent) : -1;
       if (at < 0) continue;

@@ -12,15 +12,18 @@ import type { Config } from "../config/schema.js";
 import { policyFor } from "../config/schema.js";
 import type { LinkServer, RelayPort } from "../link/index.js";
 import { TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
+import type { AttachmentResolver } from "../prompt/attachments.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../buzz/directory.js";
 import { reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { Answers, anchorOf } from "./answers.js";
-import { askOwnerByReaction } from "./ask-owner.js";
+import { turnAsking } from "./asking.js";
+import { QuestionDesk } from "./questions.js";
+import { ProgressNote } from "./progress.js";
 import { heartbeatScope, runHeartbeat } from "./heartbeat-turn.js";
 import { InflightPublishes } from "./inflight.js";
 import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
-import type { TextBlock, TurnPublisher } from "./ports.js";
+import type { PromptBlock, TurnPublisher } from "./ports.js";
 import type { Enforce } from "../config/enforce.js";
 import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
@@ -43,9 +46,15 @@ export interface DispatcherDeps {
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
   channel(id: string): ChannelInfo | undefined | Promise<ChannelInfo | undefined>;
   displayName(pubkey: string): Promise<string | undefined>;
+  /** Downloads the files the turn's messages attach (turn/attachments.ts); without it they are only listed. */
+  attachments?: AttachmentResolver;
   /** Display names of several pubkeys in one look-up (a prompt's people). */
   displayNames(pubkeys: string[]): Promise<ReadonlyMap<string, string | undefined>>;
   enforce: Enforce;
+  /** Schnorr check, for answers to the agents' questions. */
+  verify(ev: Event): boolean;
+  /** What a tool title may show the channel ("still working" notes); default: nothing of it. */
+  redactTitle?(title: string): string;
   /** Where a scope's agent session id is kept across restarts (the queue's store). */
   sessions?: SessionIdStore;
   logger: Logger;
@@ -87,6 +96,8 @@ export class TurnDispatcher {
   private readonly running: RunningTurns;
   private readonly answers: Answers;
   private readonly builder: TurnPromptBuilder;
+  /** The agents' questions back to people, waiting for answers (intake hands it the answers it hears). */
+  readonly questions: QuestionDesk;
   /** Heartbeat turns take negative ids among the running turns, apart from the queue's turn ids. */
   private heartbeatSeq = 0;
 
@@ -95,6 +106,7 @@ export class TurnDispatcher {
       self: d.self,
       query: (f) => d.relay.query(f),
       displayNames: (pks) => d.displayNames(pks),
+      attachments: d.attachments,
       logger: d.logger,
     });
     this.sessions = new ScopeSessions({
@@ -107,6 +119,7 @@ export class TurnDispatcher {
       logger: d.logger,
     });
     this.running = new RunningTurns(d.pool);
+    this.questions = new QuestionDesk({ self: d.self, relay: d.relay, out: d.out, verify: d.verify, logger: d.logger });
     const storedEvent = (id: string) => d.scheduler.storedEvent(id);
     const recordReply = (turnId: number, id: string) => d.scheduler.recordReply(turnId, id);
     this.answers = new Answers({
@@ -206,7 +219,7 @@ export class TurnDispatcher {
       blocks: async (events, framing) => {
         const ss = live();
         if (!ss) throw new Error("the scope's session is gone");
-        return (await this.builder.midTurn(ss.prompt, events, framing, this.anchorOf(events))) as TextBlock[];
+        return this.builder.midTurn(ss.prompt, events, framing, this.anchorOf(events), ss.session.media);
       },
       leave: (ids) => this.d.scheduler.leaveRunning(batch.turnId, ids),
       delivered: (events, method, waited) => {
@@ -280,6 +293,7 @@ export class TurnDispatcher {
     let usage: TurnUsage | undefined;
     let model: string | undefined;
     let rotateFor: string | undefined;
+    let note: ProgressNote | undefined;
     let status: TurnStatus | undefined;
     const turnOver = new AbortController();
     try {
@@ -300,28 +314,38 @@ export class TurnDispatcher {
         anchor,
         standing,
         history: policy.history,
-      })) as TextBlock[];
+        media: ss.session.media,
+      })) as PromptBlock[];
       ss.prompt.markDelivered(batch.events.map((e) => e.id));
-      const owner = this.d.owner;
-      const prompt = async (b: TextBlock[], s: AbortSignal | undefined) => {
+      const asking = turnAsking(this.questions, {
+        channel: channel.id,
+        thread,
+        owner: this.d.owner,
+        requester: anchor.pubkey,
+        answeredBy: cfg.questions.answered_by,
+        firstEvent: firstOf(batch.events).id,
+        questionTimeoutMs: cfg.questions.timeout,
+        permissionTimeoutMs: cfg.agent.permission_timeout,
+        shuttingDown: () => signal.aborted && signal.reason === "shutdown",
+        logger: log,
+      });
+      note = new ProgressNote({
+        afterMs: cfg.progress.after,
+        channel: channel.id,
+        thread,
+        out: this.d.out,
+        redact: this.d.redactTitle ?? (() => "a tool"),
+        logger: log,
+      });
+      note.start();
+      const progress = note;
+      const prompt = async (b: PromptBlock[], _s: AbortSignal | undefined) => {
         const r = await ss.session.prompt(b, {
-          onUpdate: status && ((u) => status!.update(u)),
-          askOwner: owner
-            ? (req, sig) =>
-                askOwnerByReaction(
-                  req,
-                  {
-                    channel: channel.id,
-                    thread,
-                    owner,
-                    out: this.d.out,
-                    relay: this.d.relay,
-                    signal: s,
-                    timeoutMs: cfg.agent.permission_timeout,
-                  },
-                  sig,
-                )
-            : undefined,
+          ...asking,
+          onUpdate: (u) => {
+            progress.observe(u);
+            status?.update(u);
+          },
         });
         usage = addUsage(usage, r.turnUsage);
         rotateFor = spentBudget(r.stopReason) ?? rotateFor;
@@ -392,6 +416,7 @@ export class TurnDispatcher {
       await this.sessions.rotate((k) => k === batch.scope.key);
     }
     status?.end(outcome.status === "failed" ? "error" : "complete", outcome.status === "answered" ? undefined : outcome.status);
+    await note?.finish();
     // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
     // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
     await mid.close(!signal.aborted);
@@ -469,4 +494,9 @@ export class TurnDispatcher {
     const info = { scope: heartbeatScope(channelId), channel: channelId };
     return this.running.run(--this.heartbeatSeq, info, {}, (entry) => runHeartbeat(deps, entry, channelId, text));
   }
+}
+
+/** The oldest of a batch's events (ties by id): the same after a restart, whatever order the queue gives. */
+function firstOf(events: Event[]): Event {
+  return events.reduce((a, b) => (b.created_at < a.created_at || (b.created_at === a.created_at && b.id < a.id) ? b : a));
 }

@@ -15,6 +15,9 @@ import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { Backoff } from "../base/backoff.js";
 import { npub } from "../config/keys.js";
+import { channelOf, threadRootOf } from "../nostr/events.js";
+import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
+import type { ActiveConversations } from "../gate/participation.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { Decision, Gate } from "../gate/index.js";
 import { storeUnavailable, type StoreUnavailable } from "../queue/errors.js";
@@ -29,6 +32,16 @@ export interface IntakeOptions {
   scheduler: Pick<Scheduler, "accept" | "scopeOf" | "runningTurn" | "joinRunning">;
   dispatcher: Pick<TurnDispatcher, "canTake" | "take">;
   amendments: Pick<Amendments, "edit" | "delete">;
+  /** Answers to the agents' waiting questions (turn/questions.ts) are taken there, never queued as mentions. */
+  questions?: { offer(ev: Event, o: { fleet?: boolean; timeoutMs?: number }): boolean };
+  /** `questions.timeout`, for how long another daemon of a fleet may wait on a question. */
+  questionTimeout?: () => number;
+  /** Several daemons share the queue (PostgreSQL): another may be the one waiting on a question. */
+  fleet?: boolean;
+  /** The conversations the agent is in (gate/participation.ts): marked by its mentions and its own messages. */
+  active?: Pick<ActiveConversations, "mark">;
+  /** The agent's own pubkey. */
+  self?: string;
   /** This daemon's own state: its resubscribe cursor, and the events its gate accepted. */
   local: Pick<SqliteStore, "noteSeen" | "markAccepted">;
   owner: () => string | undefined;
@@ -50,7 +63,7 @@ export function decisionLabel(d: Decision): string {
     case "amend":
       return d.amend;
     case "accept":
-      return d.workflowOwner ? "workflow" : d.sibling ? "sibling" : "accepted";
+      return d.workflowOwner ? "workflow" : d.continued ? "continued" : d.sibling ? "sibling" : "accepted";
   }
 }
 
@@ -104,11 +117,17 @@ export class Intake {
   private async process(ev: Event): Promise<boolean> {
     const o = this.o;
     try {
+      if (o.questions?.offer(ev, { fleet: o.fleet, timeoutMs: o.questionTimeout?.() })) {
+        const channel = channelOf(ev);
+        if (channel) o.local.noteSeen(channel, ev.created_at);
+        return true;
+      }
       // Decided in the tick the event arrives; only a possible sibling's decision waits for a
       // look-up. The decision's other effects (answers, control commands) may take time.
       const first = o.gate.decide(ev);
       const recheck = o.gate.recheck(ev, first);
       const decision = recheck ? await recheck : first;
+      this.noteActivity(ev, decision);
       const acted = o.gate.act(ev, decision);
       o.onDecided?.(ev, decision);
       if (decision.action === "accept") await this.accept(ev, decision);
@@ -211,7 +230,14 @@ export class Intake {
     const fresh = await accepting;
     // Only once the queue has it: a crash before this replays the event from the relay.
     o.local.noteSeen(channel, ev.created_at);
-    if (fresh)
+    if (fresh && decision.continued)
+      o.logger.info(
+        { evt: "gate.continued", reason: decision.continued, event: ev.id, channel, author: npub(ev.pubkey) },
+        decision.continued === "thread"
+          ? "a reply in a thread the agent is in: taken as addressed to it"
+          : "a message in a channel the agent is active in: taken as addressed to it",
+      );
+    else if (fresh)
       o.logger.info(
         {
           evt: "gate.accepted",
@@ -226,6 +252,19 @@ export class Intake {
     // first): the daemon running the scope's turn may be this one, and only a waiting
     // event joins, once.
     this.midTurn(ev, o.scheduler.scopeOf(ev, channel).key, decision.policy.mid_turn);
+  }
+
+  /**
+   * Participation's record of the conversations the agent is in: a message it acts on (a
+   * mention, or one that continues a conversation), and a message of its own (its replies,
+   * from this daemon or another of the fleet), mark the thread and its channel active.
+   */
+  private noteActivity(ev: Event, decision: Decision): void {
+    const active = this.o.active;
+    if (!active) return;
+    if (ev.kind !== KIND.message && !FORUM_KINDS.includes(ev.kind)) return;
+    if (decision.action !== "accept" && ev.pubkey !== this.o.self) return;
+    active.mark(threadRootOf(ev), channelOf(ev));
   }
 
   /**

@@ -21,7 +21,7 @@ import type { SteerAnswer } from "../agent/steering.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { MidTurnFraming } from "../prompt/index.js";
 import type { Logger } from "../base/log.js";
-import type { AgentTurnResult, TextBlock } from "./ports.js";
+import type { AgentTurnResult, PromptBlock } from "./ports.js";
 
 /** How one message should enter the turn: `steer` (add) or `interrupt` (supersede). */
 export type MidTurnHow = "steer" | "interrupt";
@@ -34,7 +34,7 @@ export interface MidTurnSession {
   readonly steerable: boolean;
   /** Updates the agent sent in the running prompt so far (to tell whether a steer was acted on). */
   readonly updatesSoFar: number;
-  steer(blocks: TextBlock[]): Promise<SteerAnswer>;
+  steer(blocks: PromptBlock[]): Promise<SteerAnswer>;
   interruptForSteer(): boolean;
   /** `session/cancel` although no turn of ours runs: stops a turn the agent started on its own. */
   cancelStray(): void;
@@ -43,7 +43,7 @@ export interface MidTurnSession {
 export interface MidTurnDeps {
   session: MidTurnSession;
   /** Frames the messages for the agent (prompt/turn.ts midTurn). */
-  blocks(events: Event[], framing: MidTurnFraming): Promise<TextBlock[]>;
+  blocks(events: Event[], framing: MidTurnFraming): Promise<PromptBlock[]>;
   /** Hands undelivered messages back to the queue for the scope's next turn. */
   leave(eventIds: string[]): void;
   /** The agent got these messages (👀, reply anchor, metrics). */
@@ -103,8 +103,8 @@ export class MidTurnInbox {
    * messages, until the agent ends a prompt on its own.
    */
   async prompt(
-    blocks: TextBlock[],
-    run: (blocks: TextBlock[]) => Promise<AgentTurnResult & { updates?: number }>,
+    blocks: PromptBlock[],
+    run: (blocks: PromptBlock[]) => Promise<AgentTurnResult & { updates?: number }>,
     aborted: () => boolean,
   ): Promise<AgentTurnResult> {
     let next = blocks;

@@ -4,11 +4,11 @@
  */
 import type { Event, EventTemplate } from "nostr-tools";
 import type { HookFanout } from "../contract/hooks.js";
-import type { TextBlock } from "../prompt/text.js";
+import type { PromptBlock } from "../prompt/text.js";
 
 export type { HookFanout } from "../contract/hooks.js";
 
-export type { TextBlock } from "../prompt/text.js";
+export type { PromptBlock, TextBlock } from "../prompt/text.js";
 
 export interface AgentTurnResult {
   stopReason: string;
@@ -22,7 +22,7 @@ export interface AgentTurnResult {
 
 /** One agent session, as the turn drives it. */
 export interface TurnAgent {
-  prompt(blocks: TextBlock[], signal?: AbortSignal): Promise<AgentTurnResult>;
+  prompt(blocks: PromptBlock[], signal?: AbortSignal): Promise<AgentTurnResult>;
 }
 
 /** The session's proxy, reached over the link. */

@@ -10,7 +10,7 @@ import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { message, messageParts, PROGRESS_TAG, type ThreadRef } from "../nostr/events.js";
 import { MENTION_CAP } from "../contract/limits.js";
-import type { AgentTurnResult, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
+import type { AgentTurnResult, PromptBlock, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
 import { TurnSignals } from "./signals.js";
 import { enforceStopGates, type StopMode, type WaitGate } from "./stop-gates.js";
 
@@ -23,7 +23,7 @@ export interface TurnSpec {
   channel: string;
   thread: ThreadRef;
   triggers: Event[];
-  blocks: TextBlock[];
+  blocks: PromptBlock[];
   replyFallback: ReplyFallbackMode;
   /** `replies.max_bytes`: a final-text fallback longer than this is cut to it, saying so. */
   maxReplyBytes: number;

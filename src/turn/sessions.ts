@@ -111,6 +111,8 @@ export class ScopeSessions {
       channel: channel.id,
       relay: this.d.relay,
       defaultReplyTo: () => ss?.current?.anchor,
+      forum: () => channel.type === "forum",
+      maxAttachmentBytes: () => this.d.config().attachments.max_bytes,
       maxBytes: cfg.replies.max_bytes,
       maxUnbound: cfg.replies.max_per_turn,
       turnOver: () => ss?.current?.over,
@@ -143,7 +145,11 @@ export class ScopeSessions {
         };
       },
     });
-    const manifest = { ...manifestFromConfig(cfg.mcp, policy.mcp), message_max_bytes: cfg.replies.max_bytes };
+    const manifest = {
+      ...manifestFromConfig(cfg.mcp, policy.mcp),
+      attachment_max_bytes: cfg.attachments.max_bytes,
+      message_max_bytes: cfg.replies.max_bytes,
+    };
     let slot: SlotSession | undefined;
     let transport: McpSlot["transport"] = "stdio";
     try {

@@ -46,6 +46,7 @@ import { StateLock } from "./state-lock.js";
 import { renderStatusPage, statusJson, type StatusSnapshot } from "../http/status-page.js";
 import { RecentTurns } from "./recent-turns.js";
 import { buildTurnPath } from "./turn-path.js";
+import { titleRedaction } from "./title-redaction.js";
 import { UsageToday } from "./usage-today.js";
 import { workStatusBoard } from "./work-status-wiring.js";
 
@@ -199,9 +200,11 @@ export class Daemon {
     this.pool.on("circuit", (c: { state: string }) => this.metrics.circuitState(c.state === "open"));
     this.pool.on("rotate", (r: { reason: string }) => this.metrics.sessionRotated(r.reason));
 
+    const redaction = titleRedaction(cfg.state_dir, secretKey, cfg.state.url);
     const path = buildTurnPath({
       config: () => this.config,
       start: cfg,
+      titleRedaction: redaction,
       pubkey,
       relay,
       directory: this.directory,
@@ -220,7 +223,7 @@ export class Daemon {
       pump: () => this.pump(),
       stopping: () => this.stopping,
       shutdown: () => this.resolveShutdown("!shutdown"),
-      workStatus: workStatusBoard(relay, this.o.loaded, (status) => this.metrics.publishOutcome(status)),
+      workStatus: workStatusBoard(relay, redaction, (status) => this.metrics.publishOutcome(status)),
       logger: log,
     });
     const scheduler = (this.scheduler = path.scheduler);
@@ -261,6 +264,10 @@ export class Daemon {
     }));
     await claimInstanceAtStart({ claim: () => beacon.claim(), signal: this.startAbort.signal, logger: log });
     beacon.start();
+    // Read while the subscription starts; a reply that might continue a conversation waits for it (Gate.decide).
+    void path.active
+      .rebuild(pubkey, (f) => relay.query(f))
+      .then((threads) => log.info({ evt: "gate.active_rebuilt", threads }, "conversations the agent is in, rebuilt"));
     const found = await discoverChannelsAtStart({
       refresh: () => this.follower.refresh(),
       lastAuthError: () => relay.lastAuthError,

@@ -12,6 +12,7 @@ import type { Enforce } from "../../config/enforce.js";
 import { agentDisplay } from "../../config/agent-command.js";
 import type { Config } from "../../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type GateContext } from "../../gate/index.js";
+import { ActiveConversations, agentCheck } from "../../gate/participation.js";
 import type { LinkServer } from "../../link/index.js";
 import { Scheduler, type FinalFailure, type QueueBackend, type QueueRefusal, type SqliteStore } from "../../queue/index.js";
 import type { RelayClient } from "../../relay/client.js";
@@ -24,6 +25,10 @@ import { verifyWake } from "../../nostr/workflow.js";
 import { Amendments } from "../../turn/amend.js";
 import { controlActions } from "../../turn/control-actions.js";
 import { TurnDispatcher } from "../../turn/dispatch.js";
+import { TurnAttachments } from "../../turn/attachments.js";
+import { redactTitle, type RedactOptions } from "../../turn/redact-title.js";
+import { MediaFetcher } from "../../buzz/media-fetch.js";
+import { uploadBlob } from "../../buzz/media-upload.js";
 import { recordReplyDurably } from "../../turn/reply-record.js";
 import { decisionLabel, Intake } from "../../turn/intake.js";
 import type { TurnPublisher } from "../../turn/ports.js";
@@ -38,6 +43,8 @@ export interface TurnPathParts {
   /** The running config (a reload replaces it); `start` is the one the daemon started with. */
   config: () => Config;
   start: Config;
+  /** What tool titles shown in the channel must not carry ("still working" notes). */
+  titleRedaction: RedactOptions;
   pubkey: string;
   relay: RelayClient;
   directory: ChannelDirectory;
@@ -71,6 +78,8 @@ export interface TurnPath {
   /** The gate's view of the config, replaced on reload. */
   gateContext: GateContext;
   intake: Intake;
+  /** The conversations the agent is in (participation), rebuilt from the relay at start. */
+  active: ActiveConversations;
 }
 
 export function buildTurnPath(p: TurnPathParts): TurnPath {
@@ -112,13 +121,25 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       sign: (t) => relay.sign(t),
       publish: (ev) => relay.publishConfirmed(ev),
       query: (f) => relay.query(f),
+      upload: (bytes, type) => uploadBlob({ relayOrigin: relay.http.origin, key: (t) => relay.sign(t) }, bytes, type),
       contentLimit: () => relay.contentLimit(),
     },
     out,
     channel: (id) => p.channels.get(id),
     displayName: async (pk) => (await p.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
+    attachments: new TurnAttachments({
+      fetcher: new MediaFetcher({
+        relayOrigin: relay.http.origin,
+        key: (t) => relay.sign(t),
+        settings: () => ({ allowHosts: p.config().attachments.allow_hosts, timeoutMs: p.config().attachments.timeout }),
+      }),
+      config: () => p.config().attachments,
+      logger: log,
+    }),
     displayNames: async (pks) => new Map([...(await p.profiles.resolve(pks)).values()].map((x) => [x.pubkey, x.displayName])),
     enforce: p.enforce,
+    verify: verifySignature,
+    redactTitle: (t) => redactTitle(t, p.titleRedaction),
     sessions: {
       get: (scope) => local.session(scope, agentKey),
       save: (scope, id) => local.saveSession(scope, agentKey, id),
@@ -170,6 +191,8 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       });
     },
   };
+  const active = new ActiveConversations({ store: backend, logger: log });
+  gateContext.participation = { active, isAgent: agentCheck((pk) => p.profiles.lookup(pk)) };
   if (cfg.identity.owner) {
     const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => p.profiles.lookup(pk) });
     gateContext.sibling = (author, ev) => siblings.check(author, ev);
@@ -200,6 +223,11 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     scheduler,
     dispatcher,
     amendments,
+    questions: dispatcher.questions,
+    questionTimeout: () => p.config().questions.timeout,
+    fleet: cfg.state.backend === "postgres",
+    active,
+    self: pubkey,
     local,
     owner: () => p.config().identity.owner,
     stopping: p.stopping,
@@ -210,5 +238,5 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     },
     logger: log,
   });
-  return { scheduler, dispatcher, gateContext, intake };
+  return { scheduler, dispatcher, gateContext, intake, active };
 }

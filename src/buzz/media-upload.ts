@@ -1,0 +1,58 @@
+/**
+ * Uploading a file the agent attaches to a reply (docs/conversations.md "Attachments") to
+ * the relay's media endpoint: `PUT /upload` with the raw bytes, `X-SHA-256`, and a Blossom
+ * authorization for exactly that hash (a NIP-98 one when the relay refuses it). The relay
+ * answers a blob descriptor whose url goes into the reply's `imeta` tag.
+ */
+import { createHash } from "node:crypto";
+import { blossomHeader } from "../nostr/blossom.js";
+import { nip98Header, type SigningKey } from "../nostr/nip98.js";
+
+export interface BlobDescriptor {
+  url: string;
+  sha256: string;
+  size: number;
+  type: string;
+}
+
+export class MediaUploadError extends Error {
+  override name = "MediaUploadError";
+}
+
+export interface UploadOptions {
+  relayOrigin: string;
+  /** The key, or the relay client's `sign`. */
+  key: SigningKey;
+  /** Default 60 s. */
+  timeoutMs?: number;
+}
+
+export async function uploadBlob(o: UploadOptions, bytes: Uint8Array, type: string): Promise<BlobDescriptor> {
+  const url = `${o.relayOrigin}/upload`;
+  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  const put = (authorization: string) =>
+    fetch(url, {
+      method: "PUT",
+      headers: { authorization, "content-type": type, "x-sha-256": sha256 },
+      body: bytes,
+      signal: AbortSignal.timeout(o.timeoutMs ?? 60_000),
+    });
+  let res: Response;
+  try {
+    res = await put(blossomHeader("upload", sha256, o.key, new URL(url).host));
+    if (res.status === 401) res = await put(nip98Header(url, "PUT", bytes, o.key));
+  } catch (err) {
+    throw new MediaUploadError(`upload to ${url} failed: ${(err as Error).message}`);
+  }
+  const text = await res.text();
+  if (!res.ok) throw new MediaUploadError(`the relay refused the upload (HTTP ${res.status}): ${text.slice(0, 200)}`);
+  let d: Partial<BlobDescriptor>;
+  try {
+    d = JSON.parse(text) as Partial<BlobDescriptor>;
+  } catch {
+    throw new MediaUploadError(`the relay's upload answer is not JSON: ${text.slice(0, 120)}`);
+  }
+  if (typeof d.url !== "string" || d.sha256 !== sha256)
+    throw new MediaUploadError("the relay's upload answer names no url for this file's hash");
+  return { url: d.url, sha256, size: typeof d.size === "number" ? d.size : bytes.length, type: typeof d.type === "string" ? d.type : type };
+}
