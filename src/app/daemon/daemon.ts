@@ -262,7 +262,13 @@ export class Daemon {
         this.resolveShutdown("instance.conflict");
       },
     }));
-    await claimInstanceAtStart({ claim: () => beacon.claim(), signal: this.startAbort.signal, logger: log });
+    await claimInstanceAtStart({
+      claim: () => beacon.claim(),
+      lastAuthError: () => relay.lastAuthError,
+      pubkey,
+      signal: this.startAbort.signal,
+      logger: log,
+    });
     beacon.start();
     // Read while the subscription starts; a reply that might continue a conversation waits for it (Gate.decide).
     void path.active

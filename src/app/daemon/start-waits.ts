@@ -49,33 +49,40 @@ async function untilUp<T>(
   }
 }
 
-/** The first channel discovery; a refusal of the identity is retried too, with advice in the warning. */
-export function discoverChannelsAtStart(o: {
-  refresh: () => Promise<ChannelInfo[]>;
+/** What the relay says of this identity, for a start-up wait: its refusal, or undefined when it refused nothing. */
+interface RelayRefusal {
   /** The connection's last NIP-42 refusal, if any. */
   lastAuthError: () => string | undefined;
   pubkey: string;
-  signal: AbortSignal;
-  logger: Logger;
-}): Promise<ChannelInfo[]> {
+}
+
+/**
+ * One start-up wait on the relay's retry line: a refusal of the identity says which npub
+ * to add (the same advice whichever request met it first); anything else, `otherwise`.
+ */
+function relayRetry(logger: Logger, r: RelayRefusal, otherwise: string): (err: unknown, delay: number) => void {
+  return (err, delay) => {
+    const refused = err instanceof RelayHttpError && (err.status === 401 || err.status === 403) ? err.relayMessage : r.lastAuthError();
+    const msg = refused !== undefined ? `the relay refused this identity: ${refusalAdvice(refused, r.pubkey)}; retrying` : otherwise;
+    logger.warn(
+      {
+        evt: "daemon.discovery_retry",
+        err: err instanceof Error ? err.message : String(err),
+        retry_ms: delay,
+        ...(refused !== undefined ? { npub: npub(r.pubkey) } : {}),
+      },
+      msg,
+    );
+  };
+}
+
+/** The first channel discovery; a refusal of the identity is retried too, with advice in the warning. */
+export function discoverChannelsAtStart(
+  o: RelayRefusal & { refresh: () => Promise<ChannelInfo[]>; signal: AbortSignal; logger: Logger },
+): Promise<ChannelInfo[]> {
   return untilUp(o.refresh, {
     signal: o.signal,
-    onRetry: (err, delay) => {
-      const refused = err instanceof RelayHttpError && (err.status === 401 || err.status === 403) ? err.relayMessage : o.lastAuthError();
-      const msg =
-        refused !== undefined
-          ? `the relay refused this identity: ${refusalAdvice(refused, o.pubkey)}; retrying`
-          : "cannot list channels yet (is the relay up?); retrying";
-      o.logger.warn(
-        {
-          evt: "daemon.discovery_retry",
-          err: err instanceof Error ? err.message : String(err),
-          retry_ms: delay,
-          ...(refused !== undefined ? { npub: npub(o.pubkey) } : {}),
-        },
-        msg,
-      );
-    },
+    onRetry: relayRetry(o.logger, o, "cannot list channels yet (is the relay up?); retrying"),
   });
 }
 
@@ -103,14 +110,10 @@ export async function openFleetStoreAtStart(o: {
  * Announces this daemon on the relay (buzz/instance.ts), waiting for a relay that cannot be
  * asked yet; another live instance of the identity ends the start (InstanceConflictError).
  */
-export function claimInstanceAtStart(o: { claim: () => Promise<void>; signal: AbortSignal; logger: Logger }): Promise<void> {
+export function claimInstanceAtStart(o: RelayRefusal & { claim: () => Promise<void>; signal: AbortSignal; logger: Logger }): Promise<void> {
   return untilUp(o.claim, {
     signal: o.signal,
     fatal: (err) => err instanceof InstanceConflictError,
-    onRetry: (err, delay) =>
-      o.logger.warn(
-        { evt: "daemon.discovery_retry", err: err instanceof Error ? err.message : String(err), retry_ms: delay },
-        "cannot ask the relay for other daemons of this identity yet (is the relay up?); retrying",
-      ),
+    onRetry: relayRetry(o.logger, o, "cannot ask the relay for other daemons of this identity yet (is the relay up?); retrying"),
   });
 }
