@@ -224,6 +224,22 @@ for (const name of ["sqlite", "postgres"] as BackendName[]) {
       await q.close();
     });
 
+    t("a channel-wide !cancel in thread scope ends every thread's work in that channel and nothing elsewhere", async (p) => {
+      const q = await p.open({ sessionScope: "thread", maxConcurrent: 1 });
+      const a = fromWire(mention(owner, "thread a", { created_at: 10 }));
+      const b = fromWire(mention(owner, "thread b", { created_at: 11 }));
+      const elsewhere = fromWire(mention(owner, "other channel", { created_at: 12, channel: OTHER }));
+      await q.scheduler.accept(a, CHANNEL);
+      const running = await q.next();
+      await q.scheduler.accept(b, CHANNEL);
+      await q.scheduler.accept(elsewhere, OTHER);
+      assert.deepEqual(await q.scheduler.cancel({ channel: CHANNEL }), { runningTurnIds: [running.turnId], ended: 2 });
+      assert.equal((await q.backend.event(a.id))?.state, "cancelled");
+      assert.equal((await q.backend.event(b.id))?.state, "cancelled");
+      assert.equal((await q.backend.event(elsewhere.id))?.state, "waiting", "another channel's mention still waits");
+      await q.close();
+    });
+
     t("a batch prepared but not yet taken whose work is cancelled is never handed out; its slot goes to the next mention", async (p) => {
       const q = await p.open({ pull: true, maxConcurrent: 1 });
       const ev = fromWire(mention(owner, "cancel me before I start"));

@@ -244,14 +244,15 @@ export class SqliteStore implements QueueBackend {
       cancelWaitingIn: db.prepare(
         "UPDATE events SET state = 'cancelled' WHERE state = 'waiting' AND scope IN (SELECT value FROM json_each(?))",
       ),
-      cancelWaitingOfChannel: db.prepare(
-        "UPDATE events SET state = 'cancelled' WHERE state = 'waiting' AND (scope = ?1 OR substr(scope, 1, length(?1) + 1) = ?1 || '/')",
+      // A named parameter: better-sqlite3 refuses numbered ones (?1) given as positional values.
+      cancelWaitingOfChannel: db.prepare<{ channel: string }>(
+        "UPDATE events SET state = 'cancelled' WHERE state = 'waiting' AND (scope = @channel OR substr(scope, 1, length(@channel) + 1) = @channel || '/')",
       ),
       openTurnsIn: db.prepare<[string], { id: number; state: TurnState }>(
         "SELECT id, state FROM turns WHERE state IN ('queued', 'running') AND scope IN (SELECT value FROM json_each(?))",
       ),
-      openTurnsOfChannel: db.prepare<[string], { id: number; state: TurnState }>(
-        "SELECT id, state FROM turns WHERE state IN ('queued', 'running') AND (scope = ?1 OR substr(scope, 1, length(?1) + 1) = ?1 || '/')",
+      openTurnsOfChannel: db.prepare<{ channel: string }, { id: number; state: TurnState }>(
+        "SELECT id, state FROM turns WHERE state IN ('queued', 'running') AND (scope = @channel OR substr(scope, 1, length(@channel) + 1) = @channel || '/')",
       ),
       cancelTurn: db.prepare("UPDATE turns SET state = 'cancelled', error = 'cancelled by owner', updated_at = ? WHERE id = ?"),
       claimControl: db.prepare("INSERT OR IGNORE INTO controls (id, created_at) VALUES (?, ?)"),
@@ -423,8 +424,8 @@ export class SqliteStore implements QueueBackend {
     return this.db.transaction(() => {
       const events = keys
         ? this.stmt.cancelWaitingIn.run(JSON.stringify(keys)).changes
-        : this.stmt.cancelWaitingOfChannel.run(channel).changes;
-      const turns = keys ? this.stmt.openTurnsIn.all(JSON.stringify(keys)) : this.stmt.openTurnsOfChannel.all(channel);
+        : this.stmt.cancelWaitingOfChannel.run({ channel }).changes;
+      const turns = keys ? this.stmt.openTurnsIn.all(JSON.stringify(keys)) : this.stmt.openTurnsOfChannel.all({ channel });
       for (const t of turns) {
         this.stmt.cancelTurn.run(Date.now(), t.id);
         this.stmt.endEvents.run("cancelled", t.id);
