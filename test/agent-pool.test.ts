@@ -64,6 +64,24 @@ describe("agent pool", () => {
     assert.equal(p.stats().scopes, 2);
   });
 
+  it("max_concurrent: a session held for a turn is not closed to make room, even before its first prompt", async () => {
+    const p = pool({ maxConcurrent: 2 });
+    const at = { channel: { id: "general", name: "general" }, mcpEnv: {} };
+    // a's turn has its session and still builds its prompt; b's turn just ended, later than a's acquire.
+    const a = await p.acquire("a", { ...at, hold: true });
+    const b = await acquire(p, "b");
+    await b.prompt(ask("#final-only"));
+    await acquire(p, "c");
+    await b.proc.exited;
+    assert.equal(a.alive, true, "the held session of a running turn was kept");
+    assert.equal((await a.prompt(ask("#final-only hi"))).stopReason, "end_turn");
+    // Once the turn lets go, its session is idle like any other.
+    a.unhold();
+    await acquire(p, "d");
+    await a.proc.exited;
+    assert.equal(p.session("a"), undefined);
+  });
+
   it("close stops every process", async () => {
     const p = pool({ warmSpare: true });
     p.start();

@@ -117,13 +117,18 @@ describe("owner control commands", () => {
     assert.equal(payload(published[0]!).outcome, "shutting-down");
   });
 
-  test("a command replayed after a restart (same event id) is not executed again", async () => {
-    const { gate, calls, published } = setup();
+  test("a command replayed after a restart (same event id) is not executed again, and that is said at info", async () => {
+    const { gate, calls, published, lines } = setup();
     const ev = fromWire(mention(owner, "!shutdown"));
     await gate.handle(ev);
     await gate.handle(fromWire(ev));
     assert.equal(calls.length, 1);
     assert.equal(published.length, 1);
+    // A dropped event is logged at info: at the default level a fleet's other daemons say they stood aside.
+    assert.deepEqual(
+      lines.filter((l) => l.evt === "gate.control_replayed").map((l) => [l.level, l.event, l.command]),
+      [["info", ev.id, "!shutdown"]],
+    );
   });
 
   test("from a non-owner the text is ordinary chat: denied under owner-only, a normal mention under anyone", async () => {

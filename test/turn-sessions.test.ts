@@ -41,6 +41,8 @@ function fakeSession(id: string, o: { resumed?: boolean } = {}) {
     standingContextVia: "prompt",
     proc: { pid: 1 },
     holds: 0,
+    /** Turns holding the session against eviction (AgentSession.hold). */
+    turnHolds: 0,
     model: undefined,
   };
   return Object.assign(s, {
@@ -48,6 +50,8 @@ function fakeSession(id: string, o: { resumed?: boolean } = {}) {
       s.holds++;
       return () => void s.holds--;
     },
+    hold: () => void s.turnHolds++,
+    unhold: () => void s.turnHolds--,
   });
 }
 type FakeSession = ReturnType<typeof fakeSession>;
@@ -158,6 +162,12 @@ test("a scope's session is reused while its agent lives; a dead one is replaced 
     assert.equal(ids.map.get("chan/root"), "session-1");
     assert.equal(first.prompt.standingSent, false);
 
+    // Each open is a turn's: the session comes back held (the pool's acquire holds a new one), until the turn lets go.
+    assert.deepEqual(
+      acquired.map((a) => a.opts.hold),
+      [true],
+    );
+    assert.equal(live.get("chan/root")!.turnHolds, 1, "the reused session is held for the second turn");
     live.get("chan/root")!.alive = false;
     const second = await sessions.open({ key: "chan/root" }, CHANNEL, STANDING, silentLogger());
     assert.notEqual(second, first);

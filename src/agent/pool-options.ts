@@ -171,6 +171,11 @@ export interface AcquireOptions {
   previousSessionId?: string;
   /** The session's title, where the agent accepts one. */
   title?: string;
+  /**
+   * The session comes back held (AgentSession.hold) for the caller's turn: no other scope's
+   * acquire closes it to make room before the caller's unhold().
+   */
+  hold?: boolean;
 }
 
 export interface PoolStats {

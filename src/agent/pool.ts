@@ -219,12 +219,13 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     if (this.closed) return Promise.reject(new PoolClosedError());
     const existing = this.entries.get(scope);
     if (existing?.session.alive) {
+      if (opts.hold) existing.session.hold();
       this.touch(existing);
       return Promise.resolve(existing.session);
     }
     if (existing) this.drop(existing);
     const inFlight = this.pending.get(scope);
-    if (inFlight) return inFlight;
+    if (inFlight) return opts.hold ? inFlight.then((s) => (s.hold(), s)) : inFlight;
     const p = this.open(scope, opts).finally(() => this.pending.delete(scope));
     this.pending.set(scope, p);
     return p;
@@ -269,6 +270,8 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
         throw new AgentCrashedError(this.display, exit?.code ?? null, exit?.signal ?? null, proc.stderrTail());
       }
       const entry: Entry = { scope, session };
+      // Held before any other acquire waiting for a slot can see the entry as idle.
+      if (opts.hold) session.hold();
       session.onTurnEnd = () => this.touch(entry);
       this.entries.set(scope, entry);
       this.watch(entry);

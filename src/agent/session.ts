@@ -79,6 +79,8 @@ export class AgentSession {
   /** True until the first prompt when the standing context must go into it (see withStandingContext). */
   standingContextPending: boolean;
   private turn: TurnControl | undefined;
+  /** Callers using the session between its prompts (a turn building its prompt, gates, its fallback reply). */
+  private holds = 0;
   private closed = false;
   turns = 0;
   /** The model the session runs, when the agent says (usage is counted per model). */
@@ -244,8 +246,24 @@ export class AgentSession {
     return { image: caps?.image === true, embeddedContext: caps?.embeddedContext === true };
   }
 
+  /** A prompt runs, or a caller holds the session for a turn (hold()): the pool neither evicts nor idle-closes it. */
   get busy(): boolean {
-    return this.turn !== undefined;
+    return this.turn !== undefined || this.holds > 0;
+  }
+
+  /**
+   * Marks the session in use by a turn until unhold(): between acquire and the first
+   * prompt, and between a turn's prompts, the session is not idle, so the pool must not
+   * close it to make room for another scope (the turn would fail with its agent gone).
+   */
+  hold(): void {
+    this.holds++;
+  }
+
+  /** Ends one hold(); with none left and no prompt running, the session is idle again. */
+  unhold(): void {
+    if (this.holds > 0) this.holds--;
+    if (!this.busy) this.onTurnEnd?.();
   }
 
   /**

@@ -113,7 +113,12 @@ export class Gate {
     if (seenIn) this.opts.noteSeen?.(seenIn, ev.created_at);
     if (decision.action === "control") {
       if (!(await this.opts.claimControl(ev.id, ev.created_at))) {
-        this.opts.logger.debug({ evt: "gate.control_replayed", event: ev.id, command: decision.command });
+        // At info: a command this daemon does not run is a dropped event, and in a fleet the
+        // line says which daemon stood aside (docs/fleet.md: one outcome per fleet).
+        this.opts.logger.info(
+          { evt: "gate.control_replayed", event: ev.id, command: decision.command },
+          "owner command already handled (by this daemon before, or another daemon of the fleet); not run again",
+        );
         return;
       }
       await this.opts.control.execute(ev, decision.command, decision.channel.id);

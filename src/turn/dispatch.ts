@@ -27,7 +27,7 @@ import type { PromptBlock, TurnPublisher } from "./ports.js";
 import type { Enforce } from "../config/enforce.js";
 import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
-import { slotHooks, ScopeSessions, spentBudget, type SessionIdStore } from "./sessions.js";
+import { slotHooks, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
 import type { TurnStatus, WorkStatusBoard } from "./work-status.js";
 import { waitGatesOf } from "./stop-gates.js";
@@ -296,8 +296,10 @@ export class TurnDispatcher {
     let note: ProgressNote | undefined;
     let status: TurnStatus | undefined;
     const turnOver = new AbortController();
+    let held: ScopeSession | undefined;
     try {
       const ss = await this.sessions.open(batch.scope, channel, standing, log);
+      held = ss;
       running.session = ss.session;
       model = ss.session.model;
       if (policy.work_status === "on") status = this.d.workStatus?.begin(channel.id, { turnId: String(batch.turnId), model });
@@ -415,6 +417,7 @@ export class TurnDispatcher {
       // A session that failed to open or crashed is not reused.
       await this.sessions.rotate((k) => k === batch.scope.key);
     }
+    held?.session.unhold();
     status?.end(outcome.status === "failed" ? "error" : "complete", outcome.status === "answered" ? undefined : outcome.status);
     await note?.finish();
     // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn

@@ -71,6 +71,7 @@ export async function runHeartbeat(
       if (r.timedOut) reason = r.timedOut === "idle" ? "idle timeout" : "max_turn";
     } finally {
       ss.current = undefined;
+      ss.session.unhold();
     }
   } catch (err) {
     status = signal.aborted ? "cancelled" : "failed";

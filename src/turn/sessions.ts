@@ -95,11 +95,18 @@ export class ScopeSessions {
     return this.scopes.get(key);
   }
 
-  /** The scope's session, reused while its agent lives, else opened (resumed when the agent can). */
+  /**
+   * The scope's session, reused while its agent lives, else opened (resumed when the agent
+   * can). It comes back held for the caller's turn: the caller calls `session.unhold()` when
+   * the turn is over, so the pool never closes it to make room while the turn still needs it.
+   */
   async open(scope: { key: string; root?: string }, channel: ChannelInfo, standing: StandingInput, log: Logger): Promise<ScopeSession> {
     const key = scope.key;
     const existing = this.scopes.get(key);
-    if (existing?.session.alive && this.d.pool.session(key) === existing.session) return existing;
+    if (existing?.session.alive && this.d.pool.session(key) === existing.session) {
+      existing.session.hold();
+      return existing;
+    }
     if (existing) {
       existing.slot.unregister();
       this.scopes.delete(key);
@@ -152,6 +159,7 @@ export class ScopeSessions {
     };
     let slot: SlotSession | undefined;
     let transport: McpSlot["transport"] = "stdio";
+    let held: AgentSession | undefined;
     try {
       const previousSessionId = this.d.ids?.get(key);
       const session = await this.d.pool.acquire(key, {
@@ -167,7 +175,9 @@ export class ScopeSessions {
         standingContext: buildStanding(standing).text,
         previousSessionId,
         title: sessionTitle(channel.name, scope.root),
+        hold: true,
       });
+      held = session;
       this.d.ids?.save(key, session.sessionId);
       // A resumed session already holds the standing context from its first prompt.
       const standingDelivered = session.standingContextVia === "system_prompt" || session.resumed;
@@ -187,6 +197,7 @@ export class ScopeSessions {
       );
       return ss;
     } catch (err) {
+      held?.unhold();
       slot?.unregister();
       throw err;
     }
