@@ -15,7 +15,7 @@ export const gemini: Preset = {
   providerNeedsModel: true,
   verified: "ci",
   caveats:
-    "After a restart, Gemini CLI 0.61 cannot reopen a thread's session (session/load answers an internal error in the offline suite): the bridge logs agent.session_resume_failed and starts the thread's session over, with its history from the relay.",
+    "After a restart, Gemini CLI 0.61 sometimes cannot reopen a thread's session (session/load answers an internal error in some runs of the offline suite): the bridge then logs agent.session_resume_failed and starts the thread's session over, with its history from the relay.",
   advice: {
     dropped:
       "Gemini CLI drops a session's MCP servers in a folder it does not trust, silently; the preset sets GEMINI_CLI_TRUST_WORKSPACE=true, so remove it from agent.env",
