@@ -158,7 +158,13 @@ test('the follower listens where the config says: listed channels, or every chan
 
   await follower.refresh(configSelector(every));
   assert.deepEqual(bot.channelIds.sort(), [general, ops].sort());
-  assert.equal(follower.channels.find((c) => c.id === ops)!.requireMention, true, 'defaults apply under "*"');
+  // Defaults apply under "*": require_mention with participation on (thread, the default)
+  // subscribes without #p, so the gate sees replies in the agent's threads.
+  assert.equal(follower.channels.find((c) => c.id === ops)!.requireMention, false, 'defaults apply under "*"');
+  const mentionsOnly = loadConfigText(yaml(`[{ id: "*" }]\ndefaults: { participation: "off" }`), "test.yaml").config;
+  await follower.refresh(configSelector(mentionsOnly));
+  assert.equal(follower.channels.find((c) => c.id === ops)!.requireMention, true, "with participation off, only mentions (#p)");
+  await follower.refresh(configSelector(every));
 
   const late = await relay.createChannel({ name: "late", members: [alice.pk] });
   await relay.addMember(late, bridge.pk);
