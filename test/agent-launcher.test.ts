@@ -90,6 +90,8 @@ test("a SIGKILLed daemon whose launcher died too: the next start stops what the 
   assert.deepEqual(members(launcher), [child], "the agent outlived its launcher and daemon (the situation being tested)");
 
   const d2 = await w.startDaemon({}, { configFile: d1.configFile });
+  // An agent that ignores SIGTERM is stopped once the kill escalates: the line may follow the start.
+  await d2.waitLog((l) => l.evt === "agent.leftover_stopped", 15_000);
   const stopped = d2.logs.filter((l) => l.evt === "agent.leftover_stopped").map((l) => Number(l.pgid));
   assert.deepEqual(stopped, [launcher], "the recorded group is found by the agent its launcher left");
   await waitFor(() => members(launcher).length === 0, { timeoutMs: 5000, what: "the left agent to exit" });

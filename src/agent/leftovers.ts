@@ -49,7 +49,10 @@ function isRecordedGroup(r: { pgid: number; identity: string }): boolean {
   if (processIdentity(r.pgid) === r.identity) return true;
   const [boot, start] = r.identity.split(":");
   try {
-    if (processStat(r.pgid) || boot !== bootId()) return false;
+    // A leader that is a zombie is gone too: killed with its parent dead, it waits for an init
+    // that may be slow to reap it (in a container), while the members it left run on.
+    const leader = processStat(r.pgid);
+    if ((leader && leader.state !== "Z") || boot !== bootId()) return false;
     for (const name of readdirSync("/proc")) {
       if (!/^\d+$/.test(name)) continue;
       const stat = processStat(Number(name));
