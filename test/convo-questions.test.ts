@@ -17,7 +17,9 @@ const config = (timeout: string) => ({ questions: { timeout } });
 
 before(async () => {
   w = await World.create();
-  d = await w.startDaemon(config("10s"));
+  // Long enough that a loaded machine answers the other tests' questions within it; the
+  // timeout test waits it out (answerReported waits 40 s).
+  d = await w.startDaemon(config("25s"));
 });
 after(() => w.close());
 
