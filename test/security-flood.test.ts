@@ -88,12 +88,10 @@ test("30 send_message calls at once with replies.max_per_turn 5: five are posted
       /this turn has already sent 5 messages, the most one turn may send \(the bridge's replies\.max_per_turn\)/,
     );
   const answers = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [other.id] });
+  // Five posts and 25 refusals take milliseconds: whether the other mention lands before
+  // the flooding turn ends is a race, so only its one answer is judged here (the 20 MiB
+  // case above, whose turn lasts, judges the order).
   assert.equal(answers.length, 1, "the other channel's mention is answered once");
-  assert.ok(
-    index((l) => l.evt === "gate.accepted" && l.event === other.id) <
-      index((l) => l.evt === "turn.end" && String(l.scope).startsWith(ch.many)),
-    "and was accepted while the flooding turn still ran",
-  );
 });
 
 test("the daemon holds the same limits for a client that talks to the link itself, past the proxy", async () => {

@@ -142,7 +142,11 @@ describe("unanswered: what a turn still has to answer", () => {
     assert.deepEqual(out.publishedReplyIds, [reply.id]);
     assert.deepEqual(w.recorded, [[7, reply.id]]);
     assert.deepEqual(w.queries[0]![0]!.authors, [self]);
-    assert.deepEqual(w.queries[0]![0]!.kinds, [KIND.message]);
+    assert.deepEqual(
+      w.queries[0]![0]!.kinds,
+      [KIND.message, KIND.forumPost, KIND.forumComment],
+      "a reply may be a chat message or, in a forum, a comment",
+    );
     const line = w.lines.find((l) => l.evt === "turn.already_answered");
     assert.deepEqual([line?.answered, line?.remaining], [1, 1]);
   });

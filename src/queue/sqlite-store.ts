@@ -36,6 +36,7 @@ import type {
   TurnUpdate,
 } from "./backend.js";
 import { QueueStoreError } from "./errors.js";
+import { privateSqliteFile } from "../base/private-file.js";
 import { parseScopeKey } from "./scope.js";
 
 export const SCHEMA_VERSION = 1;
@@ -157,6 +158,8 @@ export class SqliteStore implements QueueBackend {
     this.where = file;
     this.now = opts.now ?? Date.now;
     try {
+      // The queue holds what members wrote: this user's alone (0600, its -wal and -shm too).
+      privateSqliteFile(file);
       this.db = new Database(file);
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("synchronous = NORMAL");
