@@ -1,8 +1,9 @@
 /**
  * Files attached to a reply by the MCP slot they come through: the stdio proxy reads them
  * where the agent's files are and sends their bytes over the link; the daemon's own HTTP
- * endpoint never opens a path an agent names, so there a send_message with attachments is
- * refused with a message the agent can act on, and nothing is posted.
+ * endpoint never opens a path an agent names, so there a reader run in the agent's sandbox
+ * hands the bytes over (convo-attach-http.test.ts end to end), checked as the link checks
+ * what a proxy sends.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -22,17 +23,43 @@ function handlers(sent: unknown[]): BuzzToolHandlers {
   };
 }
 
-test("over the daemon's HTTP slot, a send_message with attachments is refused, naming the stdio slot; without them it is sent", async () => {
-  const sent: unknown[] = [];
+test("over the daemon's HTTP slot the files come from the reader in the agent's sandbox and are checked as the link checks them; without a reader, refused", async () => {
+  const sent: Array<Record<string, unknown>> = [];
   const failures: string[] = [];
-  const tools = directBuzzTools(handlers(sent), (_tool, error) => failures.push(error));
-  await assert.rejects(
-    tools.callBuzzTool("send_message", { content: "the log", attachments: [{ path: "/etc/passwd" }] }),
-    /attachments are sent through the stdio MCP slot only \(mcp\.transport: stdio\)/,
+  const asked: unknown[] = [];
+  const reader = async (args: Record<string, unknown>) => {
+    asked.push(args.attachments);
+    const { attachments: _, ...rest } = args;
+    return { ...rest, files: [{ name: "build.log", mime: "text/plain", data: Buffer.from("step 2 failed\n").toString("base64") }] };
+  };
+  const tools = directBuzzTools(handlers(sent as unknown[]), (_tool, error) => failures.push(error), reader);
+  await tools.callBuzzTool("send_message", { content: "the log", attachments: [{ path: "build.log" }] });
+  assert.deepEqual(asked, [[{ path: "build.log" }]], "the reader is given the paths");
+  assert.equal(sent[0]!.attachments, undefined, "no path reaches the handler");
+  assert.deepEqual(
+    (sent[0]!.files as Array<{ name: string; data: string }>).map((f) => [f.name, Buffer.from(f.data, "base64").toString()]),
+    [["build.log", "step 2 failed\n"]],
   );
-  assert.deepEqual(sent, [], "nothing posted");
-  await tools.callBuzzTool("send_message", { content: "the log is below" });
-  assert.equal(sent.length, 1);
+
+  const garbled = directBuzzTools(
+    handlers(sent as unknown[]),
+    (_tool, error) => failures.push(error),
+    async (args) => ({
+      content: args.content,
+      files: [{ name: "x", mime: "text/plain", data: "not base64!" }],
+    }),
+  );
+  await assert.rejects(
+    garbled.callBuzzTool("send_message", { content: "x", attachments: [{ path: "x" }] }),
+    /files\.0\.data: expected base64/,
+  );
+
+  const readerless = directBuzzTools(handlers(sent as unknown[]), (_tool, error) => failures.push(error));
+  await assert.rejects(
+    readerless.callBuzzTool("send_message", { content: "the log", attachments: [{ path: "/etc/passwd" }] }),
+    /cannot read attached files here; send the message without them/,
+  );
+  assert.equal(sent.length, 1, "nothing more posted");
 });
 
 test("through the stdio proxy, the attached file's bytes cross the link, not its path", async () => {

@@ -82,6 +82,7 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -91,6 +92,8 @@ import { STEER_METHOD } from "../agent/steering.js";
 
 interface DemoSession {
   id: string;
+  /** The session's working directory (session/new's cwd): its MCP servers run and its files are written there. */
+  cwd?: string;
   systemPrompt?: acp.SystemPrompt | null;
   servers: acp.McpServer[];
   mcp?: Promise<McpLink>;
@@ -149,7 +152,7 @@ function configOptions(s: DemoSession): acp.SessionConfigOption[] {
 const NSEC = /nsec1[02-9ac-hj-np-z]{20,}/;
 const HEX64 = /(^|[^0-9a-fA-F])[0-9a-fA-F]{64}([^0-9a-fA-F]|$)/;
 
-async function connectMcp(servers: acp.McpServer[]): Promise<McpLink> {
+async function connectMcp(servers: acp.McpServer[], cwd?: string): Promise<McpLink> {
   const link: McpLink = { clients: [] };
   if (servers.length === 0) return link;
   // Loaded on demand so `initialize` is answered before the MCP SDK is parsed.
@@ -168,7 +171,7 @@ async function connectMcp(servers: acp.McpServer[]): Promise<McpLink> {
       } else {
         const stdio = s as acp.McpServerStdio;
         await client.connect(
-          new StdioClientTransport({ command: stdio.command, args: stdio.args, env: pairs(stdio.env), stderr: "inherit" }),
+          new StdioClientTransport({ command: stdio.command, args: stdio.args, env: pairs(stdio.env), cwd, stderr: "inherit" }),
         );
       }
       const { tools } = await client.listTools();
@@ -254,10 +257,10 @@ function summary(p: ParsedPrompt): string {
   return `Demo agent here, no LLM. Here is what I was given:\n${lines.join("\n")}`;
 }
 
-/** #attach-file: a small text file in the working directory, named by the prompt's number; returns its name. */
-function writeAttachment(n: number): string {
+/** #attach-file: a small text file in the session's working directory, named by the prompt's number; returns its name there. */
+function writeAttachment(cwd: string | undefined, n: number): string {
   const name = `demo-attachment-${n}.txt`;
-  writeFileSync(name, `attached by the demo agent (prompt ${n})\n`);
+  writeFileSync(cwd ? join(cwd, name) : name, `attached by the demo agent (prompt ${n})\n`);
   return name;
 }
 
@@ -291,12 +294,13 @@ export async function runDemoAgent(
   const offersHttp = process.env.DEMO_AGENT_MCP_HTTP === "1";
   const openSession = (
     id: string,
-    params: { systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[]; _meta?: Record<string, unknown> | null },
+    params: { cwd?: string; systemPrompt?: acp.SystemPrompt | null; mcpServers?: acp.McpServer[]; _meta?: Record<string, unknown> | null },
   ) => {
     if (params.systemPrompt && !offersSystemPrompt) throw acp.RequestError.invalidParams(undefined, "systemPrompt not supported");
     const metaTitle = params._meta?.sessionTitle;
     const s: DemoSession = {
       id,
+      cwd: params.cwd,
       systemPrompt: params.systemPrompt,
       servers: params.mcpServers ?? [],
       steered: [],
@@ -308,7 +312,7 @@ export async function runDemoAgent(
       cost: 0,
     };
     // Connect now, as real agents do, so the first prompt does not wait for the servers.
-    s.mcp = connectMcp(s.servers);
+    s.mcp = connectMcp(s.servers, s.cwd);
     sessions.set(id, s);
     return { modes: { currentModeId: s.mode, availableModes: MODES }, configOptions: configOptions(s) };
   };
@@ -511,7 +515,7 @@ export async function runDemoAgent(
       }
       await say(`Replied to ${results.length} messages in their threads.`);
     } else if (!d.finalOnly && (await findTool("send_message"))) {
-      const attachments = d.attachFile ? [{ path: writeAttachment(s.prompts), alt: "a file the demo agent wrote" }] : undefined;
+      const attachments = d.attachFile ? [{ path: writeAttachment(s.cwd, s.prompts), alt: "a file the demo agent wrote" }] : undefined;
       const result = await callTool("send_message", { content: reply, ...(attachments ? { attachments } : {}) });
       if (d.crashAfterReply) crashNow();
       await say(`Replied in the thread (${result.slice(0, 200)}).`);

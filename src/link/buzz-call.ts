@@ -5,7 +5,7 @@
  * session's handlers run it; every error message is one the agent can act on.
  */
 import type { z } from "zod";
-import { BUZZ_TOOL_ARGS, type BuzzToolArgs, type BuzzToolName } from "../contract/buzz-tools.js";
+import { BUZZ_LINK_ARGS, BUZZ_TOOL_ARGS, type BuzzToolArgs, type BuzzToolName } from "../contract/buzz-tools.js";
 
 /** Implemented by the daemon per session, scoped to its channel (see createBuzzTools). */
 export interface BuzzToolHandlers {
@@ -56,22 +56,30 @@ class BuzzCallError extends Error {
 /**
  * The session's tools as the in-daemon aggregator calls them (no link in between): checked,
  * run, and a failure of the handler reported to `onFailure` before the agent gets its message.
+ * `readFiles` turns send_message's attachments (paths) into files (bytes) where the agent's
+ * files are (proxy/attachment-reader.ts): the daemon never opens a path an agent names.
+ * Without it a send_message that attaches something is refused.
  */
 export function directBuzzTools(
   tools: BuzzToolHandlers,
   onFailure: (tool: BuzzToolName, error: string) => void,
+  readFiles?: (args: Record<string, unknown>) => Promise<Record<string, unknown>>,
 ): { callBuzzTool(tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> } {
   return {
     async callBuzzTool(tool, args) {
-      const call = checkBuzzCall(tool, args);
-      if ("error" in call) throw new BuzzCallError(call.error);
-      // The daemon never opens a path an agent names: reading the files is the stdio proxy's
-      // work, where the agent's files are (docs/conversations.md "Attachments").
-      if (call.tool === "send_message" && Array.isArray(call.args.attachments) && call.args.attachments.length)
-        throw new BuzzCallError(
-          "send_message: attachments are sent through the stdio MCP slot only (mcp.transport: stdio); over this HTTP slot send the message without them",
-        );
+      const checked = checkBuzzCall(tool, args);
+      if ("error" in checked) throw new BuzzCallError(checked.error);
+      let call = checked;
+      const attaches = call.tool === "send_message" && Array.isArray(call.args.attachments) && call.args.attachments.length > 0;
+      if (attaches && !readFiles)
+        throw new BuzzCallError("send_message: this bridge cannot read attached files here; send the message without them");
       try {
+        if (attaches) {
+          // Checked again as the link checks what a stdio proxy sends: the files as bytes.
+          const read = checkBuzzCall(call.tool, await readFiles!(call.args), BUZZ_LINK_ARGS);
+          if ("error" in read) throw new BuzzCallError(read.error);
+          call = read;
+        }
         return await dispatchBuzzTool(tools, call.tool, call.args);
       } catch (err) {
         onFailure(call.tool, (err as Error).message);

@@ -4,13 +4,16 @@
  * (bubblewrap around each, with the agent's environment as the parent the stdio proxy would
  * have had), its built-in buzz tools calling the session's handlers directly, and the
  * agent process's endpoint bound to it with a token of its own. Hooks the daemon enforces
- * run on the aggregator directly: there is no link to cross.
+ * run on the aggregator directly: there is no link to cross. Attached files are read in the
+ * agent's sandbox, as the stdio proxy reads them (attachment-reader.ts).
  */
 import type { PrivateNetwork } from "../agent/sandbox-net.js";
 import type { Logger } from "../base/log.js";
 import type { HookFanout } from "../contract/hooks.js";
 import { directBuzzTools, type BuzzToolHandlers } from "../link/buzz-call.js";
 import { Aggregator } from "./aggregator.js";
+import { sandboxedAttachmentReader } from "./attachment-reader.js";
+import { DEFAULT_ATTACHMENT_MAX_BYTES } from "./attachments.js";
 import { downstreamEnv } from "./env.js";
 import type { HttpEndpoint } from "./http-endpoint.js";
 import type { ProxyManifest } from "./manifest.js";
@@ -52,7 +55,11 @@ export function openHttpSlot(o: HttpSlotOptions): HttpSlot {
   const aggregator = new Aggregator({
     manifest: o.manifest,
     logger: log,
-    buzz: directBuzzTools(o.tools, (tool, error) => log.warn({ evt: "link.tool_failed", tool, error })),
+    buzz: directBuzzTools(
+      o.tools,
+      (tool, error) => log.warn({ evt: "link.tool_failed", tool, error }),
+      sandboxedAttachmentReader({ wrap: o.wrap, env: o.env, maxBytes: o.manifest.attachment_max_bytes ?? DEFAULT_ATTACHMENT_MAX_BYTES }),
+    ),
     wrap: (_spec, server) => {
       const run = o.wrap({ command: server.command, args: server.args, cwd: server.cwd });
       return { ...run, env: downstreamEnv(server.env, o.env) };
