@@ -34,6 +34,7 @@ export default {
       ".stryker-build/test/gate-control.test.js",
       ".stryker-build/test/daemon-wiring-units.test.js",
       ".stryker-build/test/turn-units.test.js",
+      ".stryker-build/test/turn-stop-gates-units.test.js",
       ".stryker-build/test/turn-intake-units.test.js",
       ".stryker-build/test/turn-answers-units.test.js",
       ".stryker-build/test/proxy-hooks-units.test.js",

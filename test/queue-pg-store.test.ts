@@ -77,14 +77,12 @@ describe("PostgreSQL store: one database, several daemons", () => {
 
   t("an unreachable database is a clear error without the URL's password", async () => {
     const url = `postgres://bb:s3cret-pw@127.0.0.1:${db.server!.port + 1}/nothing`;
-    const started = Date.now();
     await assert.rejects(PostgresStore.open({ url, identity: agent.pk, connectTimeoutMs: 2000 }), (err: unknown) => {
       assert.ok(err instanceof QueueStoreError);
       assert.match(err.message, /cannot use the PostgreSQL database postgres:\/\/bb:\[redacted\]@127\.0\.0\.1/);
       assert.ok(!err.message.includes("s3cret-pw"), err.message);
       return true;
     });
-    assert.ok(Date.now() - started < 10_000);
   });
 
   t("an event every daemon heard is accepted by exactly one of them", async (url) => {
