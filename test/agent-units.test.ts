@@ -49,6 +49,27 @@ describe("crash breaker respawn pacing", () => {
     assert.equal(breaker.state, "closed");
     breaker.dispose();
   });
+
+  it("failures to start open the circuit three in a row, not one now and then between good starts; crashes count whatever started between", () => {
+    const flaky = new CrashBreaker({ backoffBaseMs: 1 });
+    for (let i = 0; i < 5; i++) {
+      flaky.record({ start: true });
+      flaky.started();
+    }
+    assert.equal(flaky.state, "closed", "a sandbox that sometimes fails to set up");
+    assert.equal(flaky.totalCrashes, 5, "each failure still counted in the totals");
+    for (let i = 0; i < 3; i++) flaky.record({ start: true });
+    assert.equal(flaky.state, "open", "a command that cannot start");
+    flaky.dispose();
+
+    const crashing = new CrashBreaker({ backoffBaseMs: 1 });
+    for (let i = 0; i < 3; i++) {
+      crashing.record();
+      crashing.started();
+    }
+    assert.equal(crashing.state, "open", "an agent that crashes after every start");
+    crashing.dispose();
+  });
 });
 
 describe("cwd slug", () => {

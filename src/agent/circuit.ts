@@ -2,6 +2,9 @@
  * Crash accounting for the pool: respawn backoff that grows with recent crashes, and a
  * circuit breaker — `threshold` crashes within `windowMs` open it for `openMs`, during
  * which no agent is started and calls fail fast (docs/architecture.md §3: 3 in 60 s → 5 min).
+ * A failure to start counts until an agent starts again: three in a row are a command
+ * that cannot start, while one now and then between good starts (a sandbox that
+ * sometimes fails to set up under load) must not stop every channel for five minutes.
  */
 import { EventEmitter } from "node:events";
 import { Backoff, sleep } from "../base/backoff.js";
@@ -34,7 +37,7 @@ export interface CrashBreakerEvents {
 }
 
 export class CrashBreaker extends EventEmitter<CrashBreakerEvents> {
-  private recent: number[] = [];
+  private recent: Array<{ at: number; start: boolean }> = [];
   private openUntil = 0;
   private timer: NodeJS.Timeout | undefined;
   /** Earliest time the next spawn may start (backoff). */
@@ -60,14 +63,15 @@ export class CrashBreaker extends EventEmitter<CrashBreakerEvents> {
 
   get recentCrashes(): number {
     const now = Date.now();
-    this.recent = this.recent.filter((t) => now - t < this.o.windowMs);
+    this.recent = this.recent.filter((c) => now - c.at < this.o.windowMs);
     return this.recent.length;
   }
 
-  record(): void {
+  /** A crash, or (`start`) a failure to start. */
+  record(o: { start?: boolean } = {}): void {
     const now = Date.now();
     this.totalCrashes++;
-    this.recent.push(now);
+    this.recent.push({ at: now, start: o.start === true });
     const n = this.recentCrashes;
     this.nextSpawnAt = now + this.respawn.delayFor(n - 1);
     if (n >= this.o.threshold && this.state === "closed") {
@@ -81,6 +85,11 @@ export class CrashBreaker extends EventEmitter<CrashBreakerEvents> {
       }, this.o.openMs);
       this.timer.unref();
     }
+  }
+
+  /** An agent started: the failures to start before it no longer count. */
+  started(): void {
+    this.recent = this.recent.filter((c) => !c.start);
   }
 
   /** Waits out the current backoff (bounded by the caller's pool staying open). */

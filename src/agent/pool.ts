@@ -469,6 +469,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
           : undefined,
       });
       this.started++;
+      this.breaker.started();
       this.procKeys.set(proc, key);
       this.sessionSettings.set(proc, { model: preset.model, effort: preset.effort });
       this.agentHttp = proc.capabilities.mcpCapabilities?.http === true;
@@ -499,7 +500,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
         this.lastStartFailure = err.reason;
         this.log.error({ evt: "agent.start_failed", command: this.display, reason: err.reason, stderr: err.stderrTail }, err.message);
         // A command that cannot start would otherwise be retried forever.
-        this.breaker.record();
+        this.breaker.record({ start: true });
       }
       throw err;
     }
@@ -536,7 +537,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
         try {
           if (!target) this.workDir(() => spareCwd(this.o.cwd));
         } catch (err) {
-          this.breaker.record(); // a directory that cannot be made must not be retried in a tight loop
+          this.breaker.record({ start: true }); // a directory that cannot be made must not be retried in a tight loop
           throw err;
         }
         return this.spawn(target, true);
