@@ -143,6 +143,22 @@ describe("wait gates that are not running", () => {
     assert.deepEqual(r.waiting, []);
   });
 
+  test("one absent while other servers answered is still absent; one reported down without a reason is 'not running'", async () => {
+    const r = await run([fan([{ name: "lint" }, { name: "audit", down: true, verdict: "allow" }])], {
+      waitGates: [
+        { name: "approve", onError: "allow" },
+        { name: "audit", onError: "allow" },
+      ],
+    });
+    assert.equal(r.outcome.kind, "allowed");
+    assert.deepEqual(r.down, [
+      [
+        { name: "audit", reason: "not running", verdict: "allow" },
+        { name: "approve", reason: "not running: the session's MCP proxy did not report it", verdict: "allow" },
+      ],
+    ]);
+  });
+
   test("one the proxy reports as down is reported with the proxy's reason, once across the polls", async () => {
     const isDown = { name: "approve", verdict: "object" as const, down: true, error: "exited with 1", text: "_Stop could not be checked" };
     const r = await run([fan([isDown]), fan([isDown]), fan([isDown]), fan([{ name: "approve" }])], { stopModes: { approve: "wait" } });
@@ -174,6 +190,7 @@ describe("wait gates that are not running", () => {
 
 describe("a wait", () => {
   test('two gates waited on: each leaves once it answers "" itself; a timed-out or failed allow does not count', async () => {
+    const began = Date.now();
     const both = { stopModes: { a: "wait" as const, b: "wait" as const } };
     const r = await run(
       [
@@ -199,6 +216,9 @@ describe("a wait", () => {
       ],
     );
     assert.equal(r.rounds[0]!.waited_ms, 0, "the first round is not a wait");
+    assert.equal(r.rounds[0]!.msg, "stop gate round");
+    for (const l of r.rounds)
+      assert.ok(l.waited_ms >= 0 && l.waited_ms <= Date.now() - began, `waited_ms ${l.waited_ms} is the time since the wait began`);
     assert.equal(r.outcome.rounds, 0, "no model turn spent");
   });
 
@@ -237,6 +257,7 @@ describe("a wait", () => {
   });
 
   test(`a poll that reaches a pending gate starts the unreachable count over; ${UNREACHABLE_POLLS} in a row end the wait, logged as an objecting round`, async () => {
+    const began = Date.now();
     const objecting = fan([{ name: "approve", verdict: "object", text: "wait" }]);
     const none = fan([]);
     const answers = [objecting, none, none, objecting, ...Array(UNREACHABLE_POLLS).fill(none)];
@@ -246,5 +267,6 @@ describe("a wait", () => {
     assert.equal(r.asked.length, 4 + UNREACHABLE_POLLS, "two unreachable polls were forgiven by the one that reached it");
     assert.equal(r.rounds.at(-1)!.verdict, "object");
     assert.equal(r.rounds.at(-1)!.round, 4 + UNREACHABLE_POLLS);
+    assert.ok(r.rounds.at(-1)!.waited_ms <= Date.now() - began, "waited_ms is the time since the wait began");
   });
 });

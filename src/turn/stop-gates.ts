@@ -92,7 +92,8 @@ function withAbsentGates(fan: HookFanout, gates: WaitGate[], only?: Set<string>)
     timed_out: false,
     error,
     down: true,
-    text: g.onError === "object" ? `_Stop could not be checked (${error}); this server is set to object on errors` : "",
+    // A wait gate's text never reaches the agent: it is waited on, not re-prompted.
+    text: "",
   }));
   const servers = [...fan.servers, ...added];
   return { ...fan, servers, verdict: servers.some((s) => s.verdict === "object") ? "object" : fan.verdict };
