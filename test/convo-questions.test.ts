@@ -17,9 +17,9 @@ const config = (timeout: string) => ({ questions: { timeout } });
 
 before(async () => {
   w = await World.create();
-  // Long enough that a loaded machine answers the other tests' questions within it; the
-  // timeout test waits it out (answerReported waits 40 s).
-  d = await w.startDaemon(config("25s"));
+  // Long enough that no question closes before a loaded machine has answered it; the
+  // timeout test runs a daemon of its own with a short one.
+  d = await w.startDaemon(config("5m"));
 });
 after(() => w.close());
 
@@ -37,10 +37,8 @@ async function answerCard(who: World["owner"], card: Event, answer: CardAnswer):
 
 /** The agent's report of what its question got back. */
 async function answerReported(ev: Event): Promise<string> {
-  const replies = await w.waitEvents(
-    { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },
-    (e) => e.some((m) => /question: /.test(m.content)),
-    40_000,
+  const replies = await w.waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) =>
+    e.some((m) => /question: /.test(m.content)),
   );
   return /question: .*/.exec(replies.find((m) => /question: /.test(m.content))!.content)![0];
 }
@@ -89,12 +87,19 @@ test("an answer from someone else is ignored and logged; the owner's number coun
 });
 
 test("no answer within questions.timeout: the agent gets cancel and the plain message says it closed", async () => {
-  const ev = await w.owner.post("@agent #ask");
-  const { text } = await questionOf(ev);
-  assert.equal(await answerReported(ev), "question: cancel");
-  const [edit] = await w.waitEvents({ kinds: [KIND.edit], authors: [w.agent.pk], "#e": [text.id] }, (e) => e.length > 0);
-  assert.match(edit!.content, /Closed: no answer in time/);
-  await d.waitLog((l) => l.evt === "question.answered" && l.action === "cancel" && l.by === "timeout");
+  await d.stop();
+  const short = await w.startDaemon(config("5s"));
+  try {
+    const ev = await w.owner.post("@agent #ask");
+    const { text } = await questionOf(ev);
+    assert.equal(await answerReported(ev), "question: cancel");
+    const [edit] = await w.waitEvents({ kinds: [KIND.edit], authors: [w.agent.pk], "#e": [text.id] }, (e) => e.length > 0);
+    assert.match(edit!.content, /Closed: no answer in time/);
+    await short.waitLog((l) => l.evt === "question.answered" && l.action === "cancel" && l.by === "timeout");
+  } finally {
+    await short.stop();
+    d = await w.startDaemon(config("5m"));
+  }
 });
 
 test("!cancel ends a turn that waits for an answer", async () => {
