@@ -106,7 +106,7 @@ test("!cancel ends a turn that waits for an answer", async () => {
   const ev = await w.owner.post("@agent #ask");
   await questionOf(ev);
   await w.owner.post("!cancel", { replyTo: ev });
-  await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled");
+  await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && (l.events as string[]).includes(ev.id));
   await w.waitReaction(ev, "⚠️");
   const next = await w.owner.post("@agent still there?", { replyTo: ev });
   await w.waitReplies(next);
