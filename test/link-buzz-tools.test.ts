@@ -273,6 +273,33 @@ describe("buzz tools through the link", () => {
     }
   });
 
+  test("a turn stopped by the owner posts nothing more: its send_message is refused saying so; a running one posts", async () => {
+    const stop = new AbortController();
+    const mine: Event[] = [];
+    const tools = createBuzzTools({
+      channel: chanA,
+      relay: port,
+      onPublished: (ev) => mine.push(ev),
+      bindTurn: () => ({
+        published: () => undefined,
+        release: () => undefined,
+        stopped: () => (stop.signal.aborted ? "cancelled" : undefined),
+      }),
+    });
+    await tools.sendMessage({ content: "still working on it" });
+    stop.abort("owner");
+    await assert.rejects(
+      tools.sendMessage({ content: "question: cancel" }),
+      /this turn was stopped \(cancelled\): nothing more is posted for it/,
+    );
+    assert.deepEqual(
+      mine.map((e) => e.content),
+      ["still working on it"],
+    );
+    const onRelay = await port.query([{ kinds: [9], authors: [agent], "#h": [chanA] }]);
+    assert.ok(!onRelay.some((e) => e.content === "question: cancel"), "nothing of the stopped turn reached the relay");
+  });
+
   test("unregistering disconnects the session", async () => {
     session.unregister();
     await waitFor(() => !session.connected(), { timeoutMs: 3000, what: "disconnect" });

@@ -237,7 +237,14 @@ test("tool publishes count toward the turn bound at the time: replies recorded (
       const published = new Set<string>();
       const mention = finalizeEvent({ kind: 9, created_at: 1000, content: "a question", tags: [["h", CHANNEL.id]] }, generateSecretKey());
       await relay.relay.publish(mention);
-      ss.current = { turnId: 7, published, anchor: mention.id, inflight, messages: { sent: 0, max: 20 } };
+      ss.current = {
+        turnId: 7,
+        published,
+        anchor: mention.id,
+        inflight,
+        messages: { sent: 0, max: 20 },
+        stopped: new AbortController().signal,
+      };
       relay.hold();
       const sending = proxy.callBuzzTool("send_message", { content: "the answer" }) as Promise<{ event_id: string }>;
       sending.catch(() => {});

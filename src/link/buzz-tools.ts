@@ -79,6 +79,8 @@ export interface TurnBinding {
   release(): void;
   /** Counts one send_message against the turn's allowance; false (and not counted) once it is spent. */
   admitMessage?(): { ok: true } | { ok: false; max: number };
+  /** Why the turn was stopped (the owner's `!cancel`, a deletion, shutdown), once it was: nothing more is posted for it. */
+  stopped?(): string | undefined;
 }
 
 /** Pauses between tries while the relay is away: 1 s growing to 5 s (the client reconnects on its own pacing). */
@@ -239,6 +241,13 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
       const bytes = Buffer.byteLength(a.content, "utf8");
       if (opts.maxBytes !== undefined && bytes > opts.maxBytes) throw new BuzzToolError(contentTooLong(bytes, opts.maxBytes));
       const turn = opts.bindTurn?.();
+      // An agent may still be finishing a step when its turn is stopped: what it sends then
+      // would reach the channel after the owner said stop.
+      const stopped = turn?.stopped?.();
+      if (stopped) {
+        turn!.release();
+        throw new BuzzToolError(`this turn was stopped (${stopped}): nothing more is posted for it`);
+      }
       const admitted = turn?.admitMessage?.() ?? admitUnbound(turn);
       if (!admitted.ok) {
         turn?.release();

@@ -308,7 +308,7 @@ export class TurnDispatcher {
       const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
       // A batch may answer more messages at once than replies.max_per_turn: one each, at least.
       const messages = { sent: 0, max: Math.max(cfg.replies.max_per_turn, batch.events.length) };
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over, messages };
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over, messages, stopped: signal };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,

@@ -61,7 +61,7 @@ export async function runHeartbeat(
     const inflight = new InflightPublishes();
     const over = AbortSignal.any([signal, AbortSignal.timeout(cfg.agent.max_turn)]);
     const messages = { sent: 0, max: cfg.replies.max_per_turn };
-    ss.current = { turnId: running.info.turnId, published, anchor: "", inflight, over, messages };
+    ss.current = { turnId: running.info.turnId, published, anchor: "", inflight, over, messages, stopped: signal };
     try {
       const r = await ss.session.prompt(heartbeatBlocks(ss.prompt, standing, text));
       if (r.turnUsage) d.onUsage?.(channel.id, ss.session.model, r.turnUsage);

@@ -52,6 +52,13 @@ interface TurnBinding {
   messages: { sent: number; max: number };
   /** Aborted once the turn is over (ended, cancelled, past max_turn): the link's tools stop waiting for the relay. */
   over?: AbortSignal;
+  /** The turn's own signal: aborted when it is stopped (`owner`: a `!cancel` or a deletion; `shutdown`). */
+  stopped: AbortSignal;
+}
+
+/** What a tool call of a stopped turn is told. */
+function stopReason(reason: unknown): string {
+  return reason === "shutdown" ? "the daemon is stopping" : "cancelled";
 }
 
 export interface ScopeSession {
@@ -143,6 +150,7 @@ export class ScopeSessions {
             cur.messages.sent++;
             return { ok: true };
           },
+          stopped: () => (cur.stopped.aborted ? stopReason(cur.stopped.reason) : undefined),
           release: () => {
             if (released) return;
             released = true;
