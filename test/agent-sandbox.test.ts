@@ -29,6 +29,7 @@ import { KIND } from "../src/nostr/kinds.js";
 import { ConfigError, loadConfigText } from "../src/config/load.js";
 import { AgentPool, AgentSandbox, channelDirName } from "../src/agent/index.js";
 import { demoPoolOptions } from "./fixtures/agent-helpers.js";
+import { captureLogger } from "./fixtures/queue-helpers.js";
 
 const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
 const NOBODY = 65534;
@@ -418,6 +419,40 @@ test("the warm spare is sandboxed for the channel that last opened a session: a 
     assert.notEqual(betaSpare, next, "the spare moved to beta");
     const b2 = await acquire("beta/t2", "beta");
     assert.equal(b2.proc.pid, betaSpare, "the next thread in beta takes the moved spare");
+  } finally {
+    await pool.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a sandbox that fails to set up once (bubblewrap's loopback error) is tried again at once: the session opens, the failure is logged", async () => {
+  const root = mkdtempSync(join("/var/tmp", "bb-flaky-bwrap-"));
+  const state = join(root, "state");
+  mkdirSync(state);
+  const mark = join(root, "failed-once");
+  const { logger, lines } = captureLogger("info");
+  const sandbox = new AgentSandbox({
+    mode: "bubblewrap",
+    // Without a network: bubblewrap sets up the loopback itself (with one, a failure there
+    // falls back to the host's network instead, agent.sandbox's documented fallback).
+    network: "off",
+    binds: [],
+    hide: [state, join(root, "work")],
+    stateDir: state,
+    install: REPO,
+    bwrap: join(REPO, "test", "fixtures", "flaky-bwrap.sh"),
+  });
+  // The agent's environment is what bubblewrap is started with.
+  const pool = new AgentPool(demoPoolOptions(root, { sandbox, linkRoot: join(state, "link"), logger, env: { FLAKY_BWRAP_MARK: mark } }));
+  try {
+    pool.start();
+    const s = await pool.acquire("alpha/t1", { channel: { id: "alpha", name: "alpha" }, mcpEnv: {} });
+    assert.ok(s.alive, "the session opened on the second try");
+    assert.ok(existsSync(mark), "the first sandbox did fail");
+    const failed = lines.filter((l) => l.evt === "agent.start_failed");
+    assert.equal(failed.length, 1, "the failure is logged once");
+    assert.match(String(failed[0]!.stderr), /bwrap: loopback: Failed RTM_NEWADDR/);
+    assert.equal(pool.circuit.state, "closed");
   } finally {
     await pool.close();
     rmSync(root, { recursive: true, force: true });

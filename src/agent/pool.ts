@@ -416,7 +416,21 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     return dir;
   }
 
+  /**
+   * Starts an agent process; one whose sandbox failed to set up (bubblewrap's own error,
+   * before the agent ran: on some kernels its network namespace setup fails now and then
+   * under load) is tried once more at once. The failure is logged and counted either way.
+   */
   private async spawn(target: Target | undefined, isSpare: boolean): Promise<AgentProcess> {
+    try {
+      return await this.spawnOnce(target, isSpare);
+    } catch (err) {
+      if (!(err instanceof AgentStartError) || !/^bwrap: /m.test(err.stderrTail) || this.closed) throw err;
+      return this.spawnOnce(target, isSpare);
+    }
+  }
+
+  private async spawnOnce(target: Target | undefined, isSpare: boolean): Promise<AgentProcess> {
     await this.breaker.backoff();
     this.checkCircuit();
     if (this.closed) throw new PoolClosedError();
