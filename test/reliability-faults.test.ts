@@ -3,7 +3,7 @@
  * mentions, one of them makes the agent process crash mid-turn (`#crash`, in a channel of
  * its own so it is not batched away), and every session's downstream MCP server (the gate
  * fixture) crashes on its second call and is restarted by the proxy. The crashing mention
- * is retried once (two crashes) and then reported. Judged by the
+ * fails for good at its one attempt and is reported. Judged by the
  * channel (fixtures/channel-oracle.ts): the crashing mention gets exactly one failure
  * notice, every other mention exactly one answer quoting it, nothing else is posted.
  * Both session scopes, thread (the default) first.
@@ -38,9 +38,10 @@ for (const scope of ["thread", "channel"] as const) {
     const counter = join(w.dir, "gate-calls.txt");
     const d = await w.startDaemon({
       agent: { max_concurrent: 3, session_scope: scope },
-      // `#crash` crashes every attempt; two attempts stay under the crash breaker's
-      // threshold (3), which would otherwise refuse new agent processes for everyone.
-      queue: { max_attempts: 2 },
+      // `#crash` crashes every attempt: one attempt is one crash, which leaves the crash
+      // breaker (3 in 60 s refuses new agent processes for everyone) room for a sandbox
+      // that fails now and then on a loaded machine. Retries after a crash: reliability-*.
+      queue: { max_attempts: 1 },
       defaults: { respond_to: "allowlist", allow: [w.teammate.npub], mcp: ["gate"] },
       mcp: { servers: { gate: { command: process.execPath, args: [GATE], env: { GATE_CRASH_AFTER: "2", GATE_COUNTER_FILE: counter } } } },
       log: { level: "info" },
@@ -63,7 +64,18 @@ for (const scope of ["thread", "channel"] as const) {
       await sleep(rng.int(60, 160)); // paced posting
     }
 
-    const v = await assertAnsweredOnce(w, asked, { timeoutMs: 90_000, diagnose: () => turnsSummary(w) });
+    const v = await assertAnsweredOnce(w, asked, {
+      timeoutMs: 90_000,
+      // The agent's crashes and failed starts, for a breaker that opened.
+      diagnose: async () =>
+        `${await turnsSummary(w)}\n${d.logs
+          .filter((l) => l.evt === "agent.crash" || l.evt === "agent.start_failed" || l.evt === "agent.circuit")
+          .map(
+            (l) =>
+              `${l.evt} ${String(l.scope ?? "")} code=${String(l.code ?? "")} signal=${String(l.signal ?? "")} ${String(l.stderr ?? l.reason ?? "").slice(-300)}`,
+          )
+          .join("\n")}`,
+    });
     assert.equal(v.notices, 1, "exactly one failure notice: the crashing mention's");
     assert.equal(v.answers, MENTIONS - 1);
     assert.ok(
