@@ -15,9 +15,11 @@ import { nip44 } from "nostr-tools";
 import { useFleet } from "./fixtures/fleet.js";
 import { World } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce } from "./fixtures/channel-oracle.js";
-import { beaconTemplate, type InstanceInfo } from "../src/buzz/instance.js";
+import { beaconTemplate, InstanceBeacon, type InstanceInfo } from "../src/buzz/instance.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { nowSec } from "../src/base/time.js";
+import { randomUUID } from "node:crypto";
+import { createLogger } from "../src/base/log.js";
 
 const fleet = useFleet({ channels: ["ops-room"] });
 // Each test judges the whole relay (fixtures/channel-oracle.ts): a world of its own each.
@@ -31,10 +33,13 @@ async function world(): Promise<World> {
   return w;
 }
 
+/** Each beacon the test publishes is a second later than the last, as a daemon's are (see beaconTemplate). */
+let lastCreated = 0;
 /** Publishes a beacon as another daemon of the agent's identity would (the test holds the key). */
 async function otherDaemonSays(w: World, info: Omit<InstanceInfo, "state">, state: InstanceInfo["state"] = "running"): Promise<void> {
   const key = nip44.getConversationKey(w.agent.sk, w.agent.pk);
-  const { outcome } = await (await w.agent.relay()).send(beaconTemplate({ ...info, state }, key));
+  lastCreated = Math.max(nowSec(), lastCreated + 1);
+  const { outcome } = await (await w.agent.relay()).send(beaconTemplate({ ...info, state }, key, lastCreated));
   assert.equal(outcome.status, "accepted", "the dev relay stores the beacon");
 }
 
@@ -59,6 +64,31 @@ test("a second daemon of one identity with its own state directory refuses to st
   assert.equal(await second.exited, 2, "and exits 2 without listening");
   assert.equal(second.logs.filter((l) => l.evt === "daemon.started").length, 0);
   assert.equal(await first.stop(), 0);
+});
+
+test("a daemon that stops within the second it started leaves a stopped beacon: the next daemon of the identity starts", {
+  timeout: 60_000,
+}, async () => {
+  const w = await world();
+  const relay = await w.agent.relay();
+  // Eight quick starts and stops: with a "stopped" in the second of its "running", a relay keeps
+  // the lower id of the two (NIP-01), so half of them would look alive for 90 s.
+  for (let i = 0; i < 8; i++) {
+    const beacon = new InstanceBeacon({
+      relay,
+      secretKey: w.agent.sk,
+      pubkey: w.agent.pk,
+      instance: randomUUID(),
+      logger: createLogger({ level: "silent" }),
+      onLost: () => assert.fail("no other instance is running"),
+    });
+    await beacon.claim(); // throws InstanceConflictError when an earlier one still looks alive
+    await beacon.stop();
+  }
+  const key = nip44.getConversationKey(w.agent.sk, w.agent.pk);
+  const kept = await w.query({ kinds: [KIND.appData], authors: [w.agent.pk] });
+  const states = kept.map((ev) => (JSON.parse(nip44.decrypt(ev.content, key)) as InstanceInfo).state);
+  assert.deepEqual(states, Array(8).fill("stopped"), "the relay keeps each instance's stopped beacon");
 });
 
 test("a running daemon that sees another instance: a later one is told to stop and it goes on; an earlier one makes it stop answering until it is gone", {

@@ -75,9 +75,13 @@ export interface InstanceBeaconOptions {
 
 type Seen = InstanceInfo & { seen_at: number };
 
-/** The beacon of `info`, its content sealed with `key`, the identity's NIP-44 conversation key with itself. */
-export function beaconTemplate(info: InstanceInfo, key: Uint8Array): EventTemplate {
-  const created = nowSec();
+/**
+ * The beacon of `info`, its content sealed with `key`, the identity's NIP-44 conversation key
+ * with itself. `created` (default now) must be later than the instance's previous beacon: of
+ * two addressable events with one `created_at` a relay keeps the lower id (NIP-01), so a
+ * "stopped" in the second of the last "running" would be lost half the time.
+ */
+export function beaconTemplate(info: InstanceInfo, key: Uint8Array, created = nowSec()): EventTemplate {
   return {
     kind: KIND.appData,
     created_at: created,
@@ -94,6 +98,10 @@ export class InstanceBeacon {
   readonly info: InstanceInfo;
   private readonly key: Uint8Array;
   private timer?: NodeJS.Timeout;
+  /** The refresh being published, if any: `stop()` lets it land before saying "stopped". */
+  private refreshing?: Promise<unknown>;
+  /** `created_at` of this instance's last beacon; the next one is later (see beaconTemplate). */
+  private lastCreated = 0;
   private published = false;
   private lost = false;
   /** Instances already reported, so each conflict is logged once. */
@@ -124,11 +132,10 @@ export class InstanceBeacon {
       (ev) => this.onBeacon(ev),
     );
     // One refresh at a time: during a relay outage a publish waits for the connection.
-    let refreshing: Promise<unknown> | undefined;
     this.timer = setInterval(() => {
-      refreshing ??= this.announce()
+      this.refreshing ??= this.announce()
         .catch(() => false)
-        .finally(() => (refreshing = undefined));
+        .finally(() => (this.refreshing = undefined));
     }, REFRESH_MS);
     this.timer.unref();
   }
@@ -137,11 +144,11 @@ export class InstanceBeacon {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    const bounded = new Promise((r) => setTimeout(r, STOP_NOTE_MS).unref());
+    // A refresh still on its way would otherwise land after "stopped" and say "running" again.
+    if (this.refreshing) await Promise.race([this.refreshing, bounded]);
     if (!this.published) return;
-    await Promise.race([
-      this.o.relay.send(this.template("stopped")).catch(() => undefined),
-      new Promise((r) => setTimeout(r, STOP_NOTE_MS).unref()),
-    ]);
+    await Promise.race([this.o.relay.send(this.template("stopped")).catch(() => undefined), bounded]);
   }
 
   private refuseIfOther(others: Seen[]): void {
@@ -156,9 +163,15 @@ export class InstanceBeacon {
     const events = await this.o.relay.query([
       { kinds: [KIND.appData], authors: [this.o.pubkey], since: nowSec() - STALE_MS / 1000, limit: 100 },
     ]);
-    return events
-      .map((ev) => this.read(ev))
-      .filter((s): s is Seen => s !== undefined && this.isOther(s))
+    // Each instance by its latest beacon, should the relay return more than one.
+    const latest = new Map<string, Seen>();
+    for (const s of events.map((ev) => this.read(ev))) {
+      if (!s) continue;
+      const had = latest.get(s.instance);
+      if (!had || s.seen_at > had.seen_at || (s.seen_at === had.seen_at && s.state === "stopped")) latest.set(s.instance, s);
+    }
+    return [...latest.values()]
+      .filter((s) => this.isOther(s))
       .sort((a, b) => a.started_at - b.started_at || (a.instance < b.instance ? -1 : 1));
   }
 
@@ -218,7 +231,8 @@ export class InstanceBeacon {
   }
 
   private template(state: InstanceInfo["state"]): EventTemplate {
-    return beaconTemplate({ ...this.info, state }, this.key);
+    this.lastCreated = Math.max(nowSec(), this.lastCreated + 1);
+    return beaconTemplate({ ...this.info, state }, this.key, this.lastCreated);
   }
 
   /** A beacon of this identity, decrypted; undefined for anything else (another app's 30078, a forgery). */
