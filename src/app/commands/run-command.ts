@@ -1,8 +1,9 @@
 /**
  * `buzz-bridge run [-c FILE]`: the daemon. SIGTERM/SIGINT stop it gracefully (exit 0),
  * SIGHUP reloads the config, `!shutdown` from the owner stops it like SIGTERM.
- * Exit 1 for a config error, 2 for a runtime failure (relay unreachable is not one:
- * the daemon keeps reconnecting, also at start-up; a stop signal then exits 0).
+ * Exit 1 for a config error, 2 for a runtime failure: a crash (logged as `daemon.crashed`,
+ * crash-log.ts), or a start refused (relay unreachable is not one: the daemon keeps
+ * reconnecting, also at start-up; a stop signal then exits 0).
  */
 import { parseCommandArgs, withUsage } from "../../base/args.js";
 import { loadConfigOrReport, resolveConfigPath } from "../../config/load.js";
@@ -11,13 +12,15 @@ import { Daemon } from "../daemon/daemon.js";
 import { StartAbortedError } from "../daemon/start-waits.js";
 import { StateLockedError } from "../daemon/state-lock.js";
 import { InstanceConflictError } from "../../buzz/instance.js";
+import { logCrashes } from "./crash-log.js";
 
 const HELP = `usage: buzz-bridge run [-c FILE]
 
 Runs the daemon. Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml.
 Signals: SIGTERM/SIGINT stop gracefully (turns get shutdown_grace to finish; the rest
 run again after restart), SIGHUP reloads the config.
-Exit 1 on a config error; 2 when it cannot start: another daemon holds state_dir
+Exit 1 on a config error; 2 when it crashed on an error nothing handled (log evt
+daemon.crashed, with the stack), or when it cannot start: another daemon holds state_dir
 (log evt state.locked, naming its pid), another daemon of the same identity runs elsewhere
 (log evt instance.conflict, naming its host and pid), the agent command is not found, or state_dir or
 agent.cwd is not writable by this user (the same words \`buzz-bridge doctor\` prints).`;
@@ -53,6 +56,7 @@ export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLog
   process.on("SIGTERM", onTerm);
   process.on("SIGINT", onInt);
   process.on("SIGHUP", onHup);
+  const unhookCrashes = logCrashes(log);
   try {
     try {
       await daemon.start();
@@ -86,5 +90,6 @@ export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLog
     process.off("SIGTERM", onTerm);
     process.off("SIGINT", onInt);
     process.off("SIGHUP", onHup);
+    unhookCrashes();
   }
 }
