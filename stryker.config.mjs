@@ -2,6 +2,10 @@
 // silent bug costs users most and runs the fast, in-process tests that cover them against
 // each mutant. Not part of `npm test`. The TypeScript checker drops mutants that do not
 // compile (through TypeScript 5: scripts/mutate/typescript5.mjs).
+// The queue contract test's SQLite half only (test/queue-state-store.test.ts); the test
+// runners Stryker starts inherit this.
+process.env.BB_QUEUE_BACKENDS ??= "sqlite";
+
 const typescript5 = new URL("./scripts/mutate/typescript5.mjs", import.meta.url).href;
 
 /** @type {import("@stryker-mutator/api/core").PartialStrykerOptions} */
@@ -19,8 +23,16 @@ export default {
     "src/proxy/hooks.ts",
     // The reply's thread references (NIP-10 root and parent).
     "src/nostr/events.ts",
-    // Not the queue (queue/): its contract test, queue-state-store, runs every case on
-    // SQLite and on a PostgreSQL server of its own, more than a run per mutant can afford.
+    // The queue's once-only paths: a scope claimed by one turn at a time, an event accepted
+    // once, a turn ended once (accept … notifyFailure; the pass and a claimed scope's batch),
+    // and the backend's once-only claims (scopes, controls, denials, accepted ids) on SQLite.
+    // Their contract test runs its SQLite half per mutant (BB_QUEUE_BACKENDS below): the
+    // PostgreSQL half starts a server of its own, more than a run per mutant can afford.
+    "src/queue/scheduler.ts:211-500",
+    "src/queue/scheduler.ts:577-665",
+    "src/queue/sqlite-store.ts:327-336",
+    "src/queue/sqlite-store.ts:467-479",
+    "src/queue/sqlite-store.ts:539-551",
   ],
   // The sandbox's instrumented sources and these tests are compiled to JavaScript once
   // (tsconfig.mutate.json), so each test file starts as plain node, not through tsx: per
@@ -39,6 +51,7 @@ export default {
       ".stryker-build/test/turn-answers-units.test.js",
       ".stryker-build/test/proxy-hooks-units.test.js",
       ".stryker-build/test/nostr-events-units.test.js",
+      ".stryker-build/test/queue-state-store.test.js",
     ],
     // Each test file runs on its own; node:test writes TAP when its output is not a terminal.
     nodeArgs: ["-r", "{{hookFile}}", "{{testFile}}"],

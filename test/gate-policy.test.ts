@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { verifyEvent, type Event } from "nostr-tools";
 import { decide, type GateContext } from "../src/gate/decide.js";
 import { DeniedReporter } from "../src/gate/denied.js";
-import type { ChannelInfo } from "../src/gate/policy.js";
+import { authorAllowed, type ChannelInfo } from "../src/gate/policy.js";
 import type { Config } from "../src/config/schema.js";
 import {
   agent,
@@ -199,4 +199,32 @@ test("a '*' entry that sets respond_to does not open DMs (it is a default in eff
   const d = decide(fromWire(mention(stranger, "hi", { channel: DM })), context(config));
   assert.ok(d.action === "deny" && d.reason === "dm-not-owner");
   assert.equal(decide(fromWire(mention(stranger, "hi", { channel: CHANNEL })), context(config)).action, "accept");
+});
+
+test("a channel the config does not name is not answered, even one the identity is a member of", () => {
+  const config = makeConfig({ channels: [{ id: CHANNEL, respond_to: "anyone" }] });
+  // The DM is in the directory (a member), but only CHANNEL is listed and there is no "*".
+  const d = decide(fromWire(mention(owner, "hi", { channel: DM })), context(config));
+  assert.ok(d.action === "drop" && d.reason === "not-configured", JSON.stringify(d));
+  assert.equal(decide(fromWire(mention(stranger, "hi", { channel: CHANNEL })), context(config)).action, "accept");
+});
+
+describe("a verified sibling (another agent of the same owner)", () => {
+  const ownerOnly = { respond_to: "owner-only" as const, allow: [], opensDm: false };
+  test("passes like the owner, in a DM too; never where the channel answers no one", () => {
+    assert.deepEqual(authorAllowed(ownerOnly, "stream", stranger.pk, owner.pk, true), { allowed: true, by: "sibling" });
+    assert.deepEqual(authorAllowed(ownerOnly, "dm", stranger.pk, owner.pk, true), { allowed: true, by: "sibling" });
+    assert.deepEqual(authorAllowed({ ...ownerOnly, respond_to: "nobody" }, "stream", stranger.pk, owner.pk, true), {
+      allowed: false,
+      reason: "nobody",
+    });
+  });
+  test("without an owner configured there is no sibling: the author is judged as anyone else", () => {
+    assert.deepEqual(authorAllowed(ownerOnly, "stream", stranger.pk, undefined, true), { allowed: false, reason: "not-owner" });
+    assert.deepEqual(authorAllowed(ownerOnly, "dm", stranger.pk, undefined, true), { allowed: false, reason: "dm-not-owner" });
+  });
+  test("an author not said to be a sibling is not one", () => {
+    assert.deepEqual(authorAllowed(ownerOnly, "stream", stranger.pk, owner.pk), { allowed: false, reason: "not-owner" });
+    assert.deepEqual(authorAllowed(ownerOnly, "stream", owner.pk, owner.pk), { allowed: true });
+  });
 });

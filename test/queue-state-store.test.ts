@@ -17,9 +17,16 @@ import { KIND } from "../src/nostr/kinds.js";
 import { waitFor } from "./fixtures/wait.js";
 
 const tmp = tempDir("bb-queue-contract-");
+/**
+ * Both backends, unless BB_QUEUE_BACKENDS names some (a comma list): `npm run mutate` runs the
+ * SQLite half per mutant, where starting a PostgreSQL server each time would cost more than
+ * the tests (stryker.config.mjs).
+ */
+const BACKENDS = (process.env.BB_QUEUE_BACKENDS ?? "sqlite,postgres").split(",") as BackendName[];
 let pgServer: PgServer | undefined;
 let pgSkip: string | undefined;
 before(async () => {
+  if (!BACKENDS.includes("postgres")) return;
   const r = await postgresOrSkip();
   if (typeof r === "string") pgSkip = r;
   else pgServer = r;
@@ -34,7 +41,7 @@ const ids = (evs: Event[]) => evs.map((e) => e.id);
 const inThread = (root: string, text: string, at?: number) =>
   fromWire(mention(teammate, text, { tags: [["e", root, "", "reply"]], created_at: at }));
 
-for (const name of ["sqlite", "postgres"] as BackendName[]) {
+for (const name of BACKENDS) {
   describe(`queue contract (${name})`, () => {
     const t = (title: string, fn: (p: Place) => Promise<void>) =>
       test(title, { timeout: 30_000 }, async (ctx) => {
