@@ -24,12 +24,13 @@ export default {
     // The reply's thread references (NIP-10 root and parent).
     "src/nostr/events.ts",
     // The queue's once-only paths: a scope claimed by one turn at a time, an event accepted
-    // once, a turn ended once (accept … notifyFailure; the pass and a claimed scope's batch),
+    // once, a turn ended once (accept … notifyFailure; the pass and a claimed scope's batch; not the fleet's lease renewal, which only PostgreSQL has),
     // and the backend's once-only claims (scopes, controls, denials, accepted ids) on SQLite.
     // Their contract test runs its SQLite half per mutant (BB_QUEUE_BACKENDS below): the
     // PostgreSQL half starts a server of its own, more than a run per mutant can afford.
     "src/queue/scheduler.ts:211-500",
-    "src/queue/scheduler.ts:577-665",
+    "src/queue/scheduler.ts:577-607",
+    "src/queue/scheduler.ts:645-680",
     "src/queue/sqlite-store.ts:327-336",
     "src/queue/sqlite-store.ts:467-479",
     "src/queue/sqlite-store.ts:539-551",
