@@ -91,6 +91,12 @@ describe("anchorOf", () => {
     assert.equal(anchorOf([b, e], (id) => (id === a.id ? a : undefined)).id, a.id);
     assert.equal(anchorOf([e], () => undefined).id, e.id, "an edit whose target is unknown anchors on itself");
   });
+
+  test("a reply in a thread anchors on itself, not on the thread's root the queue also holds", () => {
+    const root = post("root question");
+    const reply = post("follow-up", { replyTo: root });
+    assert.equal(anchorOf([reply], (id) => (id === root.id ? root : undefined)).id, reply.id);
+  });
 });
 
 describe("recording", () => {
@@ -208,6 +214,95 @@ describe("unanswered: what a turn still has to answer", () => {
     assert.ok(w.lines.some((l) => l.evt === "turn.resumed"));
   });
 
+  test("a recorded reply, nothing steered in, no answer on the relay: the turn is answered and keeps its recorded reply", async () => {
+    const a = post("one");
+    const w = world({ onRelay: [] });
+    const out = await w.answers.unanswered(batch([a], { attempt: 2, publishedReplyIds: ["r1"] }), w.logger);
+    assert.deepEqual([out.events, out.publishedReplyIds], [[], ["r1"]]);
+    assert.ok(!w.lines.some((l) => l.evt === "turn.resumed"), "nothing was steered in: no resumed line");
+  });
+
+  test("messages steered into a turn that had not replied yet: the whole turn runs again, not only those", async () => {
+    const a = post("one");
+    const joined = post("also this", { replyTo: a });
+    const w = world({ onRelay: [] });
+    const out = await w.answers.unanswered(batch([a, joined], { attempt: 2, unansweredJoins: [joined] }), w.logger);
+    assert.deepEqual(
+      out.events.map((e) => e.id),
+      [a.id, joined.id],
+    );
+    assert.ok(!w.lines.some((l) => l.evt === "turn.resumed"));
+  });
+
+  test("the resumed line names the turn's recorded replies and the steered-in messages that still need an answer", async () => {
+    const a = post("one");
+    const joined = post("also this", { replyTo: a });
+    const w = world({ onRelay: [] });
+    await w.answers.unanswered(batch([a, joined], { recovered: true, publishedReplyIds: ["r1"], unansweredJoins: [joined] }), w.logger);
+    const line = w.lines.find((l) => l.evt === "turn.resumed");
+    assert.deepEqual([line?.replies, line?.events], [["r1"], [joined.id]]);
+  });
+
+  test("a reply marked only with its thread's root (NIP-10, a direct reply to the root) answers the root", async () => {
+    const a = post("one");
+    const b = post("two");
+    const reply = finalizeEvent(
+      {
+        kind: KIND.message,
+        created_at: ++clock,
+        content: "answer",
+        tags: [
+          ["h", CH],
+          ["e", a.id, "", "root"],
+        ],
+      },
+      agentSk,
+    ) as Event;
+    const w = world({ onRelay: [reply] });
+    const out = await w.answers.unanswered(batch([a, b], { attempt: 2 }), w.logger);
+    assert.deepEqual(
+      out.events.map((e) => e.id),
+      [b.id],
+    );
+    assert.deepEqual(w.recorded, [[7, reply.id]]);
+  });
+
+  test("an agent message that only refers to a mention (an unmarked e tag) does not answer it", async () => {
+    const a = post("one");
+    const b = post("two");
+    const quote = finalizeEvent(
+      {
+        kind: KIND.message,
+        created_at: ++clock,
+        content: "see that one",
+        tags: [
+          ["h", CH],
+          ["e", b.id],
+        ],
+      },
+      agentSk,
+    ) as Event;
+    const w = world({ onRelay: [quote] });
+    const out = await w.answers.unanswered(batch([a, b], { attempt: 2 }), w.logger);
+    assert.deepEqual(
+      out.events.map((e) => e.id),
+      [a.id, b.id],
+    );
+    assert.deepEqual(w.recorded, []);
+  });
+
+  test("an agent reply to a later message of the thread, not in the turn, answers none of the turn's mentions", async () => {
+    const root = post("root question");
+    const later = post("asked later, in another turn", { replyTo: root });
+    const w = world({ onRelay: [answer(later)] });
+    const out = await w.answers.unanswered(batch([root], { attempt: 2 }), w.logger);
+    assert.deepEqual(
+      out.events.map((e) => e.id),
+      [root.id],
+    );
+    assert.deepEqual(w.recorded, []);
+  });
+
   test("an edit is answered under the message it edits: a reply there counts for it", async () => {
     const a = post("one");
     const e = edit(a, "one, corrected");
@@ -267,11 +362,16 @@ describe("postFailure: the notices of a turn that failed for good", () => {
     assert.equal(w.published.length, 10);
   });
 
-  test("the relay cannot be asked: every thread gets its notice", async () => {
+  test("the relay cannot be asked: every thread gets its notice, and the warning names the channel", async () => {
     const a = post("a");
     const w = world({ relayFails: true });
     await w.answers.postFailure([a], "boom", CH);
     assert.equal(w.published.length, 1);
+    const warned = w.lines.filter((l) => l.evt === "turn.replies_unknown");
+    assert.deepEqual(
+      warned.map((l) => [l.channel, l.err]),
+      [[CH, "relay down"]],
+    );
   });
 
   test("nothing failed: nothing posted", async () => {
