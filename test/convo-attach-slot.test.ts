@@ -12,6 +12,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { directBuzzTools, type BuzzToolHandlers } from "../src/link/buzz-call.js";
 import { fileReadingPort } from "../src/proxy/buzz-tools.js";
+import { sandboxedAttachmentReader } from "../src/proxy/attachment-reader.js";
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 function handlers(sent: unknown[]): BuzzToolHandlers {
   return {
@@ -79,6 +83,35 @@ test("through the stdio proxy, the attached file's bytes cross the link, not its
     );
   } finally {
     process.chdir(cwd);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the reader's sandbox failing to set up (bubblewrap's own error, now and then under load) is tried once more; the file is read", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "bb-attach-flaky-"));
+  try {
+    writeFileSync(join(dir, "build.log"), "step 2 failed\n");
+    const mark = join(dir, "failed-once");
+    const flaky = fileURLToPath(new URL("./fixtures/flaky-sandbox.sh", import.meta.url));
+    // The test runs the sources: the reader is started through tsx (resolved from here, not from the working directory).
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+    const read = sandboxedAttachmentReader({
+      wrap: ({ command, args }) => ({
+        command: "/bin/sh",
+        args: [flaky, mark, command, "--import", tsx, ...args.map((a) => a.replace(/\.js$/, ".ts"))],
+        cwd: dir,
+      }),
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      maxBytes: 1024,
+    });
+    const out = await read({ content: "the log", attachments: [{ path: "build.log" }] });
+    assert.ok(existsSync(mark), "the first sandbox failed");
+    const files = out.files as Array<{ name: string; data: string }>;
+    assert.deepEqual(
+      files.map((f) => [f.name, Buffer.from(f.data, "base64").toString()]),
+      [["build.log", "step 2 failed\n"]],
+    );
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });

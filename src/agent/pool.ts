@@ -28,7 +28,7 @@ import { AgentProcess, type ExitInfo } from "./process.js";
 import { AgentSession } from "./session.js";
 import { presetSpawn } from "./preset-spawn.js";
 import { SandboxError, type ChannelIsolation } from "./sandbox-plan.js";
-import type { SandboxNetwork } from "./sandbox.js";
+import { sandboxSetupFailed, type SandboxNetwork } from "./sandbox.js";
 import type { TurnLimits } from "./turn-control.js";
 import type { AcquireOptions, AgentPoolOptions, McpSlotContext, PoolStats, ProcessEndpoint, ServerCommand } from "./pool-options.js";
 
@@ -425,7 +425,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     try {
       return await this.spawnOnce(target, isSpare);
     } catch (err) {
-      if (!(err instanceof AgentStartError) || !/^bwrap: /m.test(err.stderrTail) || this.closed) throw err;
+      if (!(err instanceof AgentStartError) || !sandboxSetupFailed(err.stderrTail) || this.closed) throw err;
       return this.spawnOnce(target, isSpare);
     }
   }

@@ -56,6 +56,16 @@ export type BubblewrapProbe = { ok: true; path: string; version: string } | { ok
 const NAMESPACE_ARGS = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"];
 const BASE_MOUNTS = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
 
+/**
+ * Whether a process's stderr is bubblewrap's own failure to set up the sandbox (its lines
+ * start "bwrap: "), before the command inside ran. On some kernels its network namespace's
+ * loopback setup fails now and then under load (`bwrap: loopback: Failed RTM_NEWADDR`):
+ * worth one more try at once.
+ */
+export function sandboxSetupFailed(stderr: string): boolean {
+  return /^bwrap: /m.test(stderr);
+}
+
 /** Runs bubblewrap once with the sandbox's namespaces: installed, and allowed by the kernel? */
 export function probeBubblewrap(bwrap = "bwrap", env: NodeJS.ProcessEnv = process.env): BubblewrapProbe {
   const version = spawnSync(bwrap, ["--version"], { encoding: "utf8", env, timeout: 10_000 });

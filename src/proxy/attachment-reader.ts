@@ -10,6 +10,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { spawnWithPrivateNetwork, type PrivateNetwork } from "../agent/sandbox-net.js";
+import { sandboxSetupFailed } from "../agent/sandbox.js";
 import { MAX_REPLY_ATTACHMENTS } from "../contract/buzz-tools.js";
 import { downstreamEnv } from "./env.js";
 
@@ -34,7 +35,12 @@ export function sandboxedAttachmentReader(o: AttachmentReaderOptions): (args: Re
   return async (args) => {
     const { attachments, ...rest } = args;
     if (!Array.isArray(attachments) || !attachments.length) return rest;
-    const out = await run(o, JSON.stringify({ attachments, maxBytes: o.maxBytes }), timeoutMs, maxOutput);
+    const input = JSON.stringify({ attachments, maxBytes: o.maxBytes });
+    // A sandbox that failed to set up (bubblewrap's own error, before the reader ran) gets one more try, as an agent's does.
+    const out = await run(o, input, timeoutMs, maxOutput).catch((err: unknown) => {
+      if (err instanceof ReaderExitError && sandboxSetupFailed(err.stderr)) return run(o, input, timeoutMs, maxOutput);
+      throw err;
+    });
     let parsed: { files?: unknown; error?: unknown };
     try {
       parsed = JSON.parse(out) as typeof parsed;
@@ -44,6 +50,16 @@ export function sandboxedAttachmentReader(o: AttachmentReaderOptions): (args: Re
     if (typeof parsed.error === "string") throw new Error(parsed.error);
     return { ...rest, files: parsed.files };
   };
+}
+
+/** The reader exited with an error; `stderr` is its last output there. */
+class ReaderExitError extends Error {
+  constructor(
+    code: number | null,
+    readonly stderr: string,
+  ) {
+    super(`the attachments could not be read: the reader exited with ${code}${stderr.trim() ? `: ${stderr.trim()}` : ""}`);
+  }
 }
 
 function run(o: AttachmentReaderOptions, input: string, timeoutMs: number, maxOutput: number): Promise<string> {
@@ -87,8 +103,7 @@ function run(o: AttachmentReaderOptions, input: string, timeoutMs: number, maxOu
       settled = true;
       clearTimeout(timer);
       if (code === 0) resolve(Buffer.concat(out).toString("utf8"));
-      else
-        reject(new Error(`the attachments could not be read: the reader exited with ${code}${stderr.trim() ? `: ${stderr.trim()}` : ""}`));
+      else reject(new ReaderExitError(code, stderr));
     });
     child.stdin!.on("error", () => undefined);
     child.stdin!.end(input);
