@@ -9,6 +9,9 @@ import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import {
   channelOf,
+  isAnswer,
+  isForumKind,
+  isProgressNote,
   mentionsOf,
   message,
   messageParts,
@@ -218,4 +221,84 @@ test("presence and the 40099 system message", () => {
   assert.deepEqual(systemMessage(CH, { type: "t", actor: "a", target: "b" }).tags, [["h", CH]]);
   const before = nowSec();
   assert.ok(s.created_at <= nowSec() && s.created_at >= before - 1);
+});
+
+test("replyRefFor: a reply to a forum post or a forum comment is a comment in the post's thread; to a chat message, not", () => {
+  const post = { id: id("f"), tags: [], kind: KIND.forumPost };
+  assert.deepEqual(replyRefFor(post), { root: id("f"), parent: id("f"), forum: true });
+  const comment = { id: id("c"), tags: [["e", id("f"), "", "root"]], kind: KIND.forumComment };
+  assert.deepEqual(replyRefFor(comment), { root: id("f"), parent: id("c"), forum: true });
+  assert.deepEqual(replyRefFor({ id: id("m"), tags: [], kind: KIND.message }), { root: id("m"), parent: id("m") }, "no forum flag at all");
+  assert.deepEqual(replyRefFor(ev([])), { root: id("a"), parent: id("a") }, "an event of unknown kind is no forum's");
+  // What a client sees: the reply to a forum post is published as a comment (45003).
+  assert.equal(message(CH, "answer", { thread: replyRefFor(post) }).kind, KIND.forumComment);
+  assert.equal(message(CH, "answer", { thread: replyRefFor(comment) }).kind, KIND.forumComment);
+});
+
+test("isForumKind: forum posts and forum comments only; a vote or a chat message is not", () => {
+  assert.equal(isForumKind(KIND.forumPost), true);
+  assert.equal(isForumKind(KIND.forumComment), true);
+  assert.equal(isForumKind(KIND.forumVote), false);
+  assert.equal(isForumKind(KIND.message), false);
+  assert.equal(isForumKind(undefined), false);
+});
+
+test("message: forumPost makes a top-level message a forum post, but a reply in a chat thread stays kind 9", () => {
+  assert.equal(message(CH, "new topic", { forumPost: true }).kind, KIND.forumPost);
+  assert.equal(message(CH, "reply", { forumPost: true, thread: { root: id("r"), parent: id("r") } }).kind, KIND.message);
+  assert.equal(message(CH, "reply", { forumPost: true, thread: { root: id("r"), parent: id("p"), forum: true } }).kind, KIND.forumComment);
+  assert.equal(message(CH, "reply", { thread: { root: id("r"), parent: id("r"), forum: false } }).kind, KIND.message);
+});
+
+test("reactionTarget: an upper-case event id is read back lower-case, as every other id", () => {
+  const upper = "AB".repeat(32);
+  assert.equal(reactionTarget({ tags: [["e", upper]] }), "ab".repeat(32));
+  assert.equal(reactionTarget({ tags: [["e", "not an id"]] }), undefined, "a last `e` tag that is no id names nothing");
+});
+
+test("isProgressNote: only the `buzz` `progress` tag marks a progress note, among any other tags", () => {
+  assert.equal(
+    isProgressNote({
+      tags: [
+        ["h", CH],
+        ["buzz", "progress"],
+        ["p", id("u")],
+      ],
+    }),
+    true,
+  );
+  assert.equal(
+    isProgressNote({
+      tags: [
+        ["h", CH],
+        ["buzz", "progress"],
+      ],
+    }),
+    true,
+    "not only when it is the only tag",
+  );
+  assert.equal(isProgressNote({ tags: [] }), false);
+  assert.equal(isProgressNote({ tags: [["h", CH]] }), false);
+  assert.equal(isProgressNote({ tags: [["buzz", "question"]] }), false, "a question is not a progress note");
+  assert.equal(isProgressNote({ tags: [["t", "progress"]] }), false, "another tag's `progress` value does not count");
+  assert.equal(isProgressNote({ tags: [["buzz", "agent-failure"]] }), false);
+});
+
+test("isAnswer: a plain reply answers; a progress note or a question does not", () => {
+  assert.equal(isAnswer(message(CH, "done")), true);
+  assert.equal(isAnswer(message(CH, "done", { extraTags: [["buzz", "agent-failure"]] })), true, "another buzz mark is still an answer");
+  assert.equal(isAnswer({ tags: [["t", "question"]] }), true, "another tag's `question` value does not count");
+  assert.equal(isAnswer(message(CH, "working on it", { extraTags: [["buzz", "progress"]] })), false);
+  assert.equal(isAnswer(message(CH, "which branch?", { extraTags: [["buzz", "question"]] })), false);
+  assert.equal(
+    isAnswer({
+      tags: [
+        ["h", CH],
+        ["buzz", "question"],
+        ["p", id("u")],
+      ],
+    }),
+    false,
+    "the mark among other tags",
+  );
 });

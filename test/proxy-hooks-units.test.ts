@@ -5,6 +5,7 @@
  * drives the same code through the built proxy and real gate servers.
  */
 import { describe, test } from "node:test";
+import type { TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { MAX_HOOK_TEXT_BYTES, mergeHookTexts, runHookFanout } from "../src/proxy/hooks.js";
@@ -84,11 +85,37 @@ describe("mergeHookTexts", () => {
     assert.ok(Buffer.byteLength(merged) <= MAX_HOOK_TEXT_BYTES);
     assert.ok(Buffer.byteLength(merged) > MAX_HOOK_TEXT_BYTES - 10, "the budget is used, not wasted");
   });
+
+  test("a short answer keeps everything wherever it stands in the config order; the long ones share the rest", () => {
+    const short = { name: "s", text: "short" };
+    const l1 = { name: "l1", text: "a".repeat(200) };
+    const l2 = { name: "l2", text: "b".repeat(300) };
+    // (100 - 2 separators of 2 bytes - 9 for the short one) / 2: 43 and 44 bytes, marker included.
+    const cut1 = `[l1] ${"a".repeat(35)}…`;
+    const cut2 = `[l2] ${"b".repeat(36)}…`;
+    assert.equal(mergeHookTexts([l1, short, l2], 100), `${cut1}\n\n[s] short\n\n${cut2}`);
+    assert.equal(mergeHookTexts([l1, l2, short], 100), `${cut1}\n\n${cut2}\n\n[s] short`);
+    assert.equal(mergeHookTexts([l2, l1, short], 100), `${cut2}\n\n${cut1}\n\n[s] short`);
+  });
+
+  test("a cut ends on the last whole character before the budget, then the marker", () => {
+    // "[a] " is 4 bytes, each é 2: 10 bytes leave 7 before the 3-byte marker, one é and a half.
+    assert.equal(mergeHookTexts([{ name: "a", text: "é".repeat(100) }], 10), "[a] é…");
+    assert.equal(mergeHookTexts([{ name: "a", text: "é".repeat(100) }], 11), "[a] éé…", "a whole character that fits is kept");
+  });
+
+  test("a cut keeps the answer's own replacement characters (U+FFFD) up to the cut", () => {
+    // "[a] ok " is 7 bytes, each U+FFFD and 日 3: 18 bytes leave 15 before the marker, the cut in the first 日.
+    assert.equal(mergeHookTexts([{ name: "a", text: `ok \uFFFD\uFFFD${"日".repeat(20)}` }], 18), "[a] ok \uFFFD\uFFFD…");
+    assert.equal(mergeHookTexts([{ name: "a", text: `a\uFFFDb ${"x".repeat(40)}` }], 20), "[a] a\uFFFDb xxxxxxx…", "one in the middle too");
+  });
 });
 
 /** A downstream server as the fan-out uses it: its answer is `answer`, called with the hook's args and a signal. */
 class FakeServer {
-  state: "starting" | "ready" = "ready";
+  state: "starting" | "ready" | "down" | "stopped" = "ready";
+  /** Why it is down, as Downstream keeps it. */
+  lastError?: string;
   /** It serves both hooks: the fan-out skips a server that lists no tool of the hook's name. */
   tools = [{ name: "_Stop" }, { name: "_PostCompact" }];
   hookMisses = 0;
@@ -305,6 +332,151 @@ describe("runHookFanout", () => {
     s.markReady();
     const { r } = await pending;
     assert.equal(r.text, "[slowstart] objects");
+  });
+
+  test("a gate that is down or stopped is not asked: it is down (not timed out), says why, and counts as its on_error", async () => {
+    const approval = new FakeServer("approval", says("would allow"), { on_error: "object" });
+    approval.state = "down";
+    approval.lastError = "spawn approval-gate ENOENT";
+    const ci = new FakeServer("ci", says("would object"));
+    ci.state = "stopped";
+    const { r, lines } = await fanout("_Stop", [approval, ci]);
+    assert.deepEqual([approval.calls.length, ci.calls.length], [0, 0], "neither is asked");
+    assert.deepEqual(
+      r.servers.map((s) => [s.name, s.verdict, s.timed_out, s.down, s.error]),
+      [
+        ["approval", "object", false, true, "not running: spawn approval-gate ENOENT"],
+        ["ci", "allow", false, true, "not running"],
+      ],
+    );
+    assert.equal(
+      r.text,
+      "[approval] _Stop could not be checked (not running: spawn approval-gate ENOENT); this server is set to object on errors",
+      "a human approval that is down never approves",
+    );
+    assert.deepEqual([approval.hookMisses, approval.restarts], [0, []], "being down is no missed deadline");
+    assert.deepEqual(
+      lines[0]!.servers.map((s: Record<string, unknown>) => [s.name, s.down, s.error]),
+      [
+        ["approval", true, "not running: spawn approval-gate ENOENT"],
+        ["ci", true, "not running"],
+      ],
+    );
+  });
+
+  test("a down gate's reason is its last error cut to 300 characters", async () => {
+    const s = new FakeServer("gate", says(""));
+    s.state = "down";
+    s.lastError = `${"e".repeat(300)}TAIL`;
+    const { r } = await fanout("_Stop", [s]);
+    assert.equal(r.servers[0]!.error, `not running: ${"e".repeat(300)}`);
+  });
+
+  test("a timeout or an error of a running gate is not `down`: the result and the log line carry no down flag", async () => {
+    const hung = new FakeServer("hung", never);
+    const thrower = new FakeServer("thrower", async () => {
+      throw new Error("boom");
+    });
+    const { r, lines } = await fanout("_Stop", [hung, thrower], 30);
+    assert.deepEqual(
+      r.servers.map((s) => ["down" in s, s.error]),
+      [
+        [false, "no answer within 30 ms"],
+        [false, "boom"],
+      ],
+    );
+    assert.deepEqual(
+      lines[0]!.servers.map((s: Record<string, unknown>) => Object.keys(s).sort()),
+      [
+        ["error", "ms", "name", "timed_out", "verdict"],
+        ["error", "ms", "name", "timed_out", "verdict"],
+      ],
+    );
+  });
+
+  test("a gate still starting when the deadline comes is down, not a missed deadline, and gets no live request", async (t: TestContext) => {
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const s = new FakeServer("slowstart", says("objects"), { on_error: "object" });
+    s.state = "starting";
+    s.lastError = "restarting after a crash";
+    const pending = fanout("_Stop", [s], 100);
+    t.mock.timers.tick(100);
+    const { r } = await pending;
+    assert.deepEqual(
+      [r.servers[0]!.timed_out, r.servers[0]!.down, r.servers[0]!.error],
+      [false, true, "not running: restarting after a crash"],
+    );
+    assert.equal(r.verdict, "object");
+    assert.equal(s.hookMisses, 0);
+    s.markReady();
+    await new Promise((resolve) => setImmediate(resolve));
+    // Coming up after the deadline, any request it still gets is already cancelled (the MCP client then sends none).
+    assert.ok(
+      s.calls.every((c) => c.signal?.aborted === true),
+      "no live request after the deadline",
+    );
+  });
+
+  test("a server without the hook is not asked and does not object; one that serves only this hook is asked", async () => {
+    const search = new FakeServer("search", says("would object"));
+    search.tools = [{ name: "search" }, { name: "_PostCompact" }];
+    const bare = new FakeServer("bare", says("would object"));
+    bare.tools = [];
+    const gate = new FakeServer("gate", says("CI is red"));
+    gate.tools = [{ name: "_Stop" }];
+    const { r } = await fanout("_Stop", [search, bare, gate]);
+    assert.deepEqual([search.calls.length, bare.calls.length, gate.calls.length], [0, 0, 1]);
+    assert.deepEqual(
+      r.servers.map((s) => [s.name, s.verdict, s.text, s.error]),
+      [
+        ["search", "allow", "", undefined],
+        ["bare", "allow", "", undefined],
+        ["gate", "object", "CI is red", undefined],
+      ],
+    );
+    assert.equal(r.text, "[gate] CI is red");
+  });
+
+  test("a gate that fails with no error object at all is an error result; the fan-out still answers", async () => {
+    const odd = new FakeServer("odd", () => Promise.reject(undefined));
+    const ok = new FakeServer("ok", says("objects"));
+    const { r } = await fanout("_Stop", [odd, ok]);
+    assert.deepEqual(
+      r.servers.map((s) => [s.name, s.verdict, s.error]),
+      [
+        ["odd", "allow", "undefined"],
+        ["ok", "object", undefined],
+      ],
+    );
+    assert.equal(r.text, "[ok] objects");
+  });
+
+  test("ms: each gate's own time to answer (or the deadline it missed), and the whole fan-out's wait", async (t: TestContext) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_700_000_000_000 });
+    const fast = new FakeServer(
+      "fast",
+      () => new Promise((resolve) => setTimeout(() => resolve({ content: [{ type: "text", text: "no" }] }), 30)),
+    );
+    const hung = new FakeServer("hung", never);
+    const pending = fanout("_Stop", [fast, hung], 100);
+    t.mock.timers.tick(30);
+    // Let the fast answer settle at 30 ms before the clock moves on.
+    await new Promise((resolve) => setImmediate(resolve));
+    t.mock.timers.tick(70);
+    const { r, lines } = await pending;
+    assert.deepEqual(
+      r.servers.map((s) => [s.name, s.ms, s.timed_out]),
+      [
+        ["fast", 30, false],
+        ["hung", 100, true],
+      ],
+    );
+    assert.equal(r.ms, 100);
+    assert.deepEqual(
+      lines[0]!.servers.map((s: Record<string, unknown>) => s.ms),
+      [30, 100],
+    );
+    assert.equal(lines[0]!.ms, 100);
   });
 
   test("nobody to ask: an empty answer at once", async () => {

@@ -28,13 +28,13 @@ function cutBytes(text: string, bytes: number): string {
   const buf = Buffer.from(text, "utf8");
   if (buf.length <= bytes) return text;
   const marker = "…";
-  const room = Math.max(0, bytes - Buffer.byteLength(marker));
-  return (
-    buf
-      .subarray(0, room)
-      .toString("utf8")
-      .replace(/\uFFFD+$/, "") + marker
-  );
+  let end = Math.max(0, bytes - Buffer.byteLength(marker));
+  // Back to the first byte of the character the cut would split (continuation bytes are
+  // 10xxxxxx; a string's first byte never is one). Bytes are cut, not decoded-then-stripped,
+  // so U+FFFD characters of the text's own before the cut stay (stripping trailing U+FFFD
+  // after decoding dropped them).
+  while ((buf[end]! & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString("utf8") + marker;
 }
 
 /**
