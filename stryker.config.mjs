@@ -45,6 +45,7 @@ export default {
       ".stryker-build/test/gate-policy.test.js",
       ".stryker-build/test/gate-denied.test.js",
       ".stryker-build/test/gate-control.test.js",
+      ".stryker-build/test/gate-decide-units.test.js",
       ".stryker-build/test/daemon-wiring-units.test.js",
       ".stryker-build/test/turn-units.test.js",
       ".stryker-build/test/turn-stop-gates-units.test.js",
