@@ -2,13 +2,17 @@
  * src/turn/intake.ts in process: relay → gate → queue for one event. Only an accepted
  * mention is queued (a denied one never is: it gets its 🔒 and nothing else), an accepted
  * one is logged once, a message for a running turn joins it or waits, and edits and
- * deletions reach the amendments — after the queue's accept of their target is written. The
- * gate, queue, dispatcher and amendments are small in-process stand-ins that record calls.
+ * deletions reach the amendments — after the queue's accept of their target is written. An
+ * answer to a waiting question goes to the question, never to the gate. While the state
+ * store cannot be written, intake pauses: events wait undecided, in order, the first is
+ * tried again on a growing pause (the test's mock clock), at most 10,000 wait, and closing
+ * says how many were not handled. The gate, queue, dispatcher and amendments are small
+ * in-process stand-ins that record calls.
  */
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { Intake, type IntakeOptions } from "../src/turn/intake.js";
+import { decisionLabel, Intake, type IntakeOptions } from "../src/turn/intake.js";
 import type { Decision } from "../src/gate/index.js";
 import type { ChannelInfo } from "../src/buzz/directory.js";
 import { captureLogger } from "./fixtures/queue-helpers.js";
@@ -17,7 +21,7 @@ import { waitFor } from "./fixtures/wait.js";
 const OWNER = "0".repeat(63) + "1";
 const channel: ChannelInfo = { id: "ch", name: "room", about: "", type: "stream", archived: false };
 const policy = (midTurn: string) => ({ mid_turn: midTurn }) as unknown as Extract<Decision, { action: "accept" }>["policy"];
-const ev = (id: string, pubkey = "a".repeat(64)): Event => ({
+const ev = (id: string, pubkey = "a".repeat(64), more: Partial<Event> = {}): Event => ({
   id,
   pubkey,
   kind: 9,
@@ -25,6 +29,7 @@ const ev = (id: string, pubkey = "a".repeat(64)): Event => ({
   content: "@agent hi",
   tags: [],
   sig: "",
+  ...more,
 });
 
 function intake(
@@ -35,8 +40,13 @@ function intake(
     running?: number;
     canTake?: boolean;
     join?: boolean;
-    stopping?: boolean;
+    stopping?: boolean | (() => boolean);
     act?: () => Promise<void>;
+    questions?: IntakeOptions["questions"];
+    questionTimeout?: () => number;
+    fleet?: boolean;
+    self?: string;
+    active?: boolean;
   } = {},
 ) {
   const calls: string[] = [];
@@ -75,8 +85,13 @@ function intake(
       noteSeen: (ch, at) => void calls.push(`seen ${ch} ${at}`),
       markAccepted: (id) => void calls.push(`handled ${id}`),
     },
+    questions: o.questions,
+    questionTimeout: o.questionTimeout,
+    fleet: o.fleet,
+    active: o.active ? { mark: (root, ch) => void calls.push(`mark ${root} ${ch}`) } : undefined,
+    self: o.self,
     owner: () => OWNER,
-    stopping: () => !!o.stopping,
+    stopping: () => (typeof o.stopping === "function" ? o.stopping() : !!o.stopping),
     onReceived: (e) => void calls.push(`received ${e.id}`),
     onDecided: (e, d) => void calls.push(`decided ${e.id} ${d.action}`),
     logger,
@@ -304,5 +319,328 @@ describe("a message for a running turn", () => {
     await b.intake.handle(ev("j2"));
     assert.ok(b.calls.includes("deliver → false"));
     assert.ok(!b.calls.some((c) => c.startsWith("take")));
+  });
+});
+
+describe("what is counted and logged for an accepted event", () => {
+  test("a decision is counted as workflow or continued when it is one", () => {
+    const d = accept() as Extract<Decision, { action: "accept" }>;
+    assert.equal(decisionLabel({ ...d, workflowOwner: OWNER }), "workflow");
+    assert.equal(decisionLabel({ ...d, continued: "thread" }), "continued");
+  });
+
+  test("a message that continues a conversation is queued and logged as continued, with how, not as a mention", async () => {
+    const { intake: i, calls, lines } = intake({ ...accept(), continued: "channel" } as Decision);
+    await i.handle(ev("c1"));
+    assert.ok(calls.includes("accept c1 ch"));
+    assert.ok(!lines.some((l) => l.evt === "gate.accepted"));
+    const line = lines.find((l) => l.evt === "gate.continued")!;
+    assert.deepEqual([line.level, line.reason, line.event, line.channel], ["info", "channel", "c1", "ch"]);
+  });
+
+  test("a continued message the queue already had is not logged again", async () => {
+    const { intake: i, lines } = intake({ ...accept(), continued: "thread" } as Decision, { accept: async () => false });
+    await i.handle(ev("c2"));
+    assert.ok(!lines.some((l) => l.evt === "gate.continued" || l.evt === "gate.accepted"));
+  });
+
+  test("an accept once written is not waited on any more: the writes in progress do not grow with every mention", async () => {
+    const { intake: i } = intake(accept());
+    await i.handle(ev("w1"));
+    await i.handle(ev("w2"));
+    assert.equal((i as unknown as { accepting: Map<string, unknown> }).accepting.size, 0);
+  });
+});
+
+describe("the conversations the agent is in", () => {
+  const SELF = "5".repeat(64);
+  const deny = { action: "deny", reason: "not-owner", level: "info", channel } as Decision;
+  const drop = { action: "drop", reason: "own-event", level: "debug" } as Decision;
+  const marks = async (decision: Decision, e: Event) => {
+    const { intake: i, calls } = intake(decision, { active: true, self: SELF });
+    await i.handle(e);
+    return calls.filter((c) => c.startsWith("mark"));
+  };
+
+  test("a message it acts on marks its thread and channel active", async () => {
+    const root = "c".repeat(64);
+    const reply = ev("r1", "a".repeat(64), {
+      tags: [
+        ["h", "ch"],
+        ["e", root, "", "root"],
+      ],
+    });
+    assert.deepEqual(await marks(accept(), reply), [`mark ${root} ch`]);
+  });
+
+  test("a forum post it acts on marks it too", async () => {
+    assert.deepEqual(await marks(accept(), ev("p1", "a".repeat(64), { kind: 45001, tags: [["h", "ch"]] })), ["mark p1 ch"]);
+  });
+
+  test("its own message marks the conversation even though the gate drops it", async () => {
+    assert.deepEqual(await marks(drop, ev("own1", SELF, { tags: [["h", "ch"]] })), ["mark own1 ch"]);
+  });
+
+  test("a message it does not act on, or an event that is no message, marks nothing", async () => {
+    assert.deepEqual(await marks(deny, ev("d1", "b".repeat(64), { tags: [["h", "ch"]] })), []);
+    assert.deepEqual(await marks(accept(), ev("x1", "a".repeat(64), { kind: 7, tags: [["h", "ch"]] })), []);
+  });
+});
+
+describe("answers to a waiting question", () => {
+  test("an answer is taken by the waiting question, never decided or queued; its channel's cursor moves past it", async () => {
+    const offered: unknown[] = [];
+    const { intake: i, calls } = intake(accept(), {
+      fleet: true,
+      questionTimeout: () => 30_000,
+      questions: { offer: (e, o) => (offered.push([e.id, o]), true) },
+    });
+    await i.handle(ev("ans", "a".repeat(64), { tags: [["h", "ch"]] }));
+    assert.deepEqual(offered, [["ans", { fleet: true, timeoutMs: 30_000 }]]);
+    assert.deepEqual(calls, ["received ans", "seen ch 100"]);
+  });
+
+  test("an event no question waits for is decided as usual", async () => {
+    const { intake: i, calls } = intake(accept(), { questions: { offer: () => false } });
+    await i.handle(ev("m"));
+    assert.ok(calls.includes("accept m ch"));
+  });
+});
+
+describe("a failed amendment", () => {
+  test("a failed edit is logged as an edit", async () => {
+    const { intake: i, lines } = intake({ action: "amend", amend: "edit", targets: ["t"], channel, policy: policy("steer") } as Decision);
+    (i as unknown as { o: IntakeOptions }).o.amendments.edit = async () => {
+      throw new Error("store gone");
+    };
+    await i.handle(ev("ed"));
+    const line = await waitFor(() => lines.find((l) => l.evt === "intake.error"));
+    assert.deepEqual([line.level, line.event, line.msg], ["error", "ed", "could not handle an edit"]);
+  });
+});
+
+describe("while the state store cannot be written", () => {
+  const diskFull = () => Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
+  /** Lets every promise job run (the stand-ins answer in promise jobs only; the retry timer is the test's mock). */
+  const settle = () => new Promise<void>((r) => setImmediate(r));
+  const accepts = (calls: string[]) => calls.filter((c) => c.startsWith("accept"));
+  const accepted = (lines: Record<string, any>[]) => lines.filter((l) => l.evt === "gate.accepted").map((l) => l.event);
+  /** A queue whose accept of each event the test answers. */
+  const answered = () => {
+    const waiting = new Map<string, { ok: (fresh: boolean) => void; fail: (err: unknown) => void }>();
+    const accept = (e: Event) => new Promise<boolean>((ok, fail) => waiting.set(e.id, { ok, fail }));
+    return { accept, answer: (id: string) => waiting.get(id)! };
+  };
+
+  test("intake pauses: later events wait undecided, the first is tried again with a growing pause, then all follow in order", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
+    let full = true;
+    const {
+      intake: i,
+      calls,
+      lines,
+    } = intake(accept(), {
+      accept: async () => {
+        if (full) throw diskFull();
+        return true;
+      },
+    });
+    await i.handle(ev("e1"));
+    assert.equal(i.pausedFor, "disk full");
+    const paused = lines.filter((l) => l.evt === "intake.paused");
+    assert.equal(paused.length, 1);
+    assert.deepEqual(
+      [paused[0]!.level, paused[0]!.reason, paused[0]!.event, paused[0]!.err],
+      ["warn", "disk full", "e1", "database or disk is full"],
+    );
+
+    calls.length = 0;
+    await i.handle(ev("e2"));
+    await i.handle(ev("e3"));
+    assert.deepEqual(calls, ["received e2", "received e3"], "not decided: the cursor stays before them");
+
+    calls.length = 0;
+    t.mock.timers.tick(499);
+    await settle();
+    assert.deepEqual(calls, []);
+    t.mock.timers.tick(1);
+    await settle();
+    assert.deepEqual(accepts(calls), ["accept e1 ch"], "only the first waiting event is tried again");
+    assert.equal(i.pausedFor, "disk full");
+    assert.equal(lines.filter((l) => l.evt === "intake.paused").length, 1, "the pause is logged once");
+
+    calls.length = 0;
+    full = false;
+    t.mock.timers.tick(999);
+    await settle();
+    assert.deepEqual(calls, [], "the second try waits twice as long");
+    t.mock.timers.tick(1);
+    await settle();
+    assert.deepEqual(accepts(calls), ["accept e1 ch", "accept e2 ch", "accept e3 ch"]);
+    assert.deepEqual(accepted(lines), ["e1", "e2", "e3"]);
+    assert.equal(i.pausedFor, undefined);
+    const resumed = lines.filter((l) => l.evt === "intake.resumed");
+    assert.equal(resumed.length, 1);
+    assert.deepEqual([resumed[0]!.level, resumed[0]!.reason, resumed[0]!.paused_ms], ["info", "disk full", 1500]);
+
+    calls.length = 0;
+    await i.handle(ev("e4"));
+    assert.deepEqual(accepts(calls), ["accept e4 ch"], "taken at once again");
+  });
+
+  test("events on their way when intake paused wait too, also one that fails while the first is tried again", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
+    const q = answered();
+    const { intake: i, calls, lines } = intake(accept(), { accept: q.accept });
+    const h1 = i.handle(ev("e1"));
+    const h2 = i.handle(ev("e2"));
+    const h3 = i.handle(ev("e3"));
+    q.answer("e1").fail(diskFull());
+    await h1;
+    q.answer("e2").fail(diskFull());
+    await h2;
+    calls.length = 0;
+    t.mock.timers.tick(500);
+    await settle();
+    assert.deepEqual(accepts(calls), ["accept e1 ch"]);
+    q.answer("e3").fail(diskFull());
+    await h3;
+    q.answer("e1").ok(true);
+    await settle();
+    q.answer("e2").ok(true);
+    await settle();
+    q.answer("e3").ok(true);
+    await settle();
+    assert.deepEqual(accepts(calls), ["accept e1 ch", "accept e2 ch", "accept e3 ch"]);
+    assert.deepEqual(accepted(lines), ["e1", "e2", "e3"]);
+    assert.equal(lines.filter((l) => l.evt === "intake.paused").length, 1);
+    assert.equal(i.pausedFor, undefined);
+  });
+
+  test("a waiting event that fails for another reason is logged and passed over; the rest follow", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
+    let full = true;
+    const {
+      intake: i,
+      calls,
+      lines,
+    } = intake(accept(), {
+      accept: async (e) => {
+        if (full) throw diskFull();
+        if (e.id === "e1") throw new Error("bug");
+        return true;
+      },
+    });
+    await i.handle(ev("e1"));
+    await i.handle(ev("e2"));
+    calls.length = 0;
+    full = false;
+    t.mock.timers.tick(500);
+    await settle();
+    const errors = lines.filter((l) => l.evt === "intake.error");
+    assert.deepEqual(
+      errors.map((l) => [l.event, l.err]),
+      [["e1", "Error: bug"]],
+    );
+    assert.deepEqual(accepts(calls), ["accept e1 ch", "accept e2 ch"]);
+    assert.deepEqual(accepted(lines), ["e2"]);
+    assert.equal(i.pausedFor, undefined);
+  });
+
+  test("an answer that waited is taken by its question once intake resumes, and intake resumes", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
+    let full = true;
+    const offered: string[] = [];
+    const { intake: i, lines } = intake(accept(), {
+      accept: async () => {
+        if (full) throw diskFull();
+        return true;
+      },
+      questions: { offer: (e) => (offered.push(e.id), e.id === "answer") },
+    });
+    await i.handle(ev("e1"));
+    await i.handle(ev("answer", "a".repeat(64), { tags: [["h", "ch"]] }));
+    assert.deepEqual(offered, ["e1"], "the answer waits like any event");
+    full = false;
+    t.mock.timers.tick(500);
+    await settle();
+    assert.deepEqual(offered, ["e1", "e1", "answer"]);
+    assert.equal(i.pausedFor, undefined);
+    assert.equal(lines.filter((l) => l.evt === "intake.resumed").length, 1);
+  });
+
+  test("a shutdown while the waiting events are tried again leaves the rest undecided (the relay sends them after the restart)", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
+    let full = true;
+    let stopping = false;
+    const {
+      intake: i,
+      calls,
+      lines,
+    } = intake(accept(), {
+      stopping: () => stopping,
+      accept: async () => {
+        if (full) throw diskFull();
+        stopping = true; // the shutdown begins while the first one is written
+        return true;
+      },
+    });
+    await i.handle(ev("e1"));
+    await i.handle(ev("e2"));
+    full = false;
+    calls.length = 0;
+    t.mock.timers.tick(500);
+    await settle();
+    assert.deepEqual(accepts(calls), ["accept e1 ch"]);
+    assert.ok(!lines.some((l) => l.evt === "intake.resumed"));
+  });
+
+  test("closing stops the tries and says how many events were not handled", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
+    const {
+      intake: i,
+      calls,
+      lines,
+    } = intake(accept(), {
+      accept: async () => {
+        throw diskFull();
+      },
+    });
+    for (const id of ["e1", "e2", "e3"]) await i.handle(ev(id));
+    i.close();
+    const unhandled = lines.filter((l) => l.evt === "intake.unhandled");
+    assert.deepEqual(
+      unhandled.map((l) => [l.level, l.reason, l.count]),
+      [["info", "stopping", 3]],
+    );
+    calls.length = 0;
+    t.mock.timers.tick(60_000);
+    await settle();
+    assert.deepEqual(calls, [], "not tried again");
+  });
+
+  test("closing while intake takes events says nothing", async () => {
+    const { intake: i, lines } = intake(accept());
+    await i.handle(ev("e1"));
+    i.close();
+    assert.ok(!lines.some((l) => l.evt === "intake.unhandled"));
+  });
+
+  test("at most 10,000 events wait; one more is not handled, and says so", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
+    const { intake: i, lines } = intake(accept(), {
+      accept: async () => {
+        throw diskFull();
+      },
+    });
+    await i.handle(ev("first"));
+    for (let n = 1; n <= 10_000; n++) await i.handle(ev(`w${n}`));
+    const unhandled = lines.filter((l) => l.evt === "intake.unhandled");
+    assert.deepEqual(
+      unhandled.map((l) => [l.level, l.reason, l.event]),
+      [["info", "too-many-waiting", "w10000"]],
+    );
+    i.close();
+    assert.equal(lines.find((l) => l.evt === "intake.unhandled" && l.reason === "stopping")!.count, 10_000);
   });
 });
