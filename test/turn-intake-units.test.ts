@@ -488,6 +488,29 @@ describe("while the state store cannot be written", () => {
     assert.deepEqual(accepts(calls), ["accept e4 ch"], "taken at once again");
   });
 
+  test("an event tried again while intake is paused counts as one gate decision (buzz_bridge_gate_decisions_total)", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
+    let failures = 2;
+    const { intake: i, calls } = intake(accept(), {
+      accept: async () => {
+        if (failures-- > 0) throw diskFull();
+        return true;
+      },
+    });
+    await i.handle(ev("e1"));
+    for (const ms of [500, 1000]) {
+      t.mock.timers.tick(ms);
+      await settle();
+    }
+    assert.equal(i.pausedFor, undefined, "resumed after the third try");
+    assert.equal(accepts(calls).length, 3, "tried three times");
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("decided")),
+      ["decided e1 accept"],
+      "decided three times, counted once",
+    );
+  });
+
   test("events on their way when intake paused wait too, also one that fails while the first is tried again", async (t) => {
     t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
     const q = answered();

@@ -84,6 +84,8 @@ export class Intake {
   /** Accepts still being written to the queue, by event id: an amendment of one waits for it. */
   private readonly accepting = new Map<string, Promise<boolean>>();
   private paused?: Paused;
+  /** Events whose decision was counted (onDecided): a retry after a pause does not count it twice. */
+  private readonly counted = new WeakSet<Event>();
 
   constructor(private readonly o: IntakeOptions) {}
 
@@ -129,7 +131,11 @@ export class Intake {
       const decision = recheck ? await recheck : first;
       this.noteActivity(ev, decision);
       const acted = o.gate.act(ev, decision);
-      o.onDecided?.(ev, decision);
+      // An event tried again while intake was paused is decided again, but counted once.
+      if (!this.counted.has(ev)) {
+        this.counted.add(ev);
+        o.onDecided?.(ev, decision);
+      }
       if (decision.action === "accept") await this.accept(ev, decision);
       else if (decision.action === "amend") {
         const amend = () =>
