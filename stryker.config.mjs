@@ -54,6 +54,7 @@ export default {
       ".stryker-build/test/proxy-hooks-units.test.js",
       ".stryker-build/test/nostr-events-units.test.js",
       ".stryker-build/test/queue-state-store.test.js",
+      ".stryker-build/test/queue-pass-units.test.js",
     ],
     // Each test file runs on its own; node:test writes TAP when its output is not a terminal.
     nodeArgs: ["-r", "{{hookFile}}", "{{testFile}}"],
