@@ -388,3 +388,29 @@ test("on a shared queue fleetStatus names this daemon, the scopes it holds and t
   await scheduler.close();
   await store.close();
 });
+
+test("a stop whose leases cannot be handed back (the shared store gone) logs queue.fleet_leave_failed with the error and still completes", async () => {
+  const store = SqliteStore.open(join(tmp.dir, "leave"));
+  // As a fleet's database that went away just as the daemon stops.
+  const backend = Object.create(store, {
+    leaseMs: { value: 60_000 },
+    leave: { value: async () => Promise.reject(new Error("connection terminated")) },
+  }) as SqliteStore;
+  const { logger, lines } = captureLogger();
+  const scheduler = new Scheduler({
+    backend,
+    daemon: { id: "fleet-2", host: "test", pid: process.pid, maxConcurrent: 4 },
+    logger,
+    sessionScope: "thread",
+    maxConcurrent: 4,
+    pollMs: 60_000,
+    confirmPublished: async (x) => x,
+  });
+  await scheduler.start();
+  await scheduler.close();
+  assert.deepEqual(
+    lines.filter((l) => l.evt === "queue.fleet_leave_failed").map((l) => [l.level, l.err]),
+    [["warn", "connection terminated"]],
+  );
+  await store.close();
+});
