@@ -55,6 +55,7 @@ export default {
       ".stryker-build/test/nostr-events-units.test.js",
       ".stryker-build/test/queue-state-store.test.js",
       ".stryker-build/test/queue-pass-units.test.js",
+      ".stryker-build/test/queue-scheduler-units.test.js",
     ],
     // Each test file runs on its own; node:test writes TAP when its output is not a terminal.
     nodeArgs: ["-r", "{{hookFile}}", "{{testFile}}"],

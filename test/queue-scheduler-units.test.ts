@@ -166,9 +166,9 @@ test("the queue depth counts a waiting event its author deleted no more", async 
   const b = inThread(top.id, "two", 102);
   await q.scheduler.accept(a, CHANNEL);
   await q.scheduler.accept(b, CHANNEL);
-  await waitFor(() => q.scheduler.depth().queued === 2, { timeoutMs: 3000, what: "two waiting" });
+  await waitFor(() => q.scheduler.depth().queued === 2, { what: "two waiting" });
   assert.equal(await q.scheduler.dropWaiting(a.id), true);
-  await waitFor(() => q.scheduler.depth().queued === 1, { timeoutMs: 3000, what: "the deletion in the depth" });
+  await waitFor(() => q.scheduler.depth().queued === 1, { what: "the deletion in the depth" });
   await q.close();
 });
 
@@ -256,7 +256,7 @@ test("a queue stopped while its figures are due reads nothing more from its clos
   await q.scheduler.accept(top, CHANNEL);
   await q.next();
   await q.scheduler.accept(inThread(top.id, "one", 101), CHANNEL);
-  await waitFor(() => q.scheduler.depth().queued === 1, { timeoutMs: 3000, what: "the figures read" });
+  await waitFor(() => q.scheduler.depth().queued === 1, { what: "the figures read" });
   // A change now: the figures are due again within 200 ms, and the queue stops before that.
   await q.scheduler.accept(inThread(top.id, "two", 102), CHANNEL);
   await q.idle();
@@ -275,7 +275,7 @@ test("a queue stopped as a turn ends reads nothing more from its closed store af
   await q.scheduler.accept(top, CHANNEL);
   const turn = await q.next();
   await q.scheduler.accept(inThread(top.id, "one", 101), CHANNEL);
-  await waitFor(() => q.scheduler.depth().queued === 1, { timeoutMs: 3000, what: "the figures read" });
+  await waitFor(() => q.scheduler.depth().queued === 1, { what: "the figures read" });
   q.scheduler.complete(turn.turnId);
   await q.close();
   // To show that nothing happens later: past the figures' 200 ms.
