@@ -78,7 +78,9 @@ const gatesServer = { command: process.execPath, args: [GATE_SERVER], env: { GAT
 
 describe("doctor", { concurrency: 2 }, () => {
   test("✓ for every check against the dev relay with the demo agent and a fixture MCP server; exit 0", async () => {
-    const r = await doctor({ mcp: { servers: { gates: gatesServer } } }, "ok");
+    // A state directory of its own: the tests beside it check theirs at the same time, and the
+    // sandbox can only cover one that exists when it is set up.
+    const r = await doctor({ state_dir: join(w.dir, "state-ok"), mcp: { servers: { gates: gatesServer } } }, "ok");
     assert.equal(r.code, 0, r.out);
     expectLine(r, "config", /^✓ .*valid/);
     expectLine(r, "relay", /^✓ .*reachable/);
