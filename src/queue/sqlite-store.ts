@@ -36,6 +36,7 @@ import type {
   TurnUpdate,
 } from "./backend.js";
 import { QueueStoreError } from "./errors.js";
+import { LockPatience } from "./lock-patience.js";
 import { privateSqliteFile } from "../base/private-file.js";
 import { parseScopeKey } from "./scope.js";
 
@@ -99,12 +100,15 @@ export type QueueFileReport =
 export interface SqliteStoreOptions {
   /** The clock retries are due by (unix ms); tests pass their own. Default Date.now. */
   now?: () => number;
+  /** How long a write waits for a lock someone else holds on the file (lock-patience.ts). Default LOCK_WAIT_MS; tests pass a shorter one. */
+  lockWaitMs?: number;
 }
 
 export class SqliteStore implements QueueBackend {
   readonly where: string;
   readonly leaseMs = Number.POSITIVE_INFINITY;
   private readonly db: Database.Database;
+  private readonly patience: LockPatience;
   private readonly stmt: ReturnType<SqliteStore["prepare"]>;
   private readonly now: () => number;
 
@@ -163,7 +167,7 @@ export class SqliteStore implements QueueBackend {
       this.db = new Database(file);
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("synchronous = NORMAL");
-      this.db.pragma("busy_timeout = 5000");
+      this.patience = new LockPatience(this.db, opts.lockWaitMs);
     } catch (err) {
       throw new QueueStoreError(`cannot open queue database ${file}: ${(err as Error).message}`, { cause: err });
     }
@@ -193,7 +197,7 @@ export class SqliteStore implements QueueBackend {
 
   private prepare() {
     const db = this.db;
-    return {
+    return this.patience.guard({
       insertEvent: db.prepare(
         "INSERT OR IGNORE INTO events (id, channel, scope, created_at, accepted_at, state, json) VALUES (?, ?, ?, ?, ?, 'waiting', ?)",
       ),
@@ -296,7 +300,7 @@ export class SqliteStore implements QueueBackend {
       pruneControls: db.prepare("DELETE FROM controls WHERE created_at < ?"),
       // Rotation counts are counters, not times: they stay.
       pruneClaims: db.prepare("DELETE FROM claims WHERE at < ? AND substr(key, 1, 7) <> 'rotate:'"),
-    };
+    });
   }
 
   // ── The queue backend ──────────────────────────────────────────────────────────────
