@@ -2,7 +2,8 @@
  * A queue file someone else keeps locked (src/queue/lock-patience.ts): SQLite's busy wait
  * stops the daemon's event loop, so only the first write that meets the lock waits for it;
  * the next ones fail at once until one goes through, and then writes wait again. Real
- * SQLite files; the second lock is held by another process, as a `sqlite3` shell would.
+ * SQLite files, the lock held by another process as a `sqlite3` shell would; judged by
+ * whether writes go through, never by a clock.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -10,75 +11,108 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
 import { createRequire } from "node:module";
-import Database from "better-sqlite3";
+import { createInterface } from "node:readline";
+import { LOCK_WAIT_MS } from "../src/queue/lock-patience.js";
 import { SqliteStore, STORE_FILE } from "../src/queue/sqlite-store.js";
 import { tempDir } from "./fixtures/queue-helpers.js";
 
 const tmp = tempDir("bb-lock-patience-");
 after(() => tmp.cleanup());
 
-const WAIT_MS = 2_000;
+/** Long enough that a lock let go a moment after a write began is always waited out. */
+const WAIT_MS = LOCK_WAIT_MS;
+const RELEASE_AFTER_MS = 1_000;
 const CHANNEL = "6f1c2a4e-0000-4000-8000-000000000001";
 
-/** How long `fn` took, and the SQLite code it threw (undefined when it went through). */
-function timed(fn: () => void): { ms: number; code?: string } {
-  const t = performance.now();
+/** The SQLite code `fn` threw, or undefined when it went through. */
+function codeOf(fn: () => void): string | undefined {
   try {
     fn();
-    return { ms: performance.now() - t };
+    return undefined;
   } catch (err) {
-    return { ms: performance.now() - t, code: String((err as { code?: unknown }).code) };
+    return String((err as { code?: unknown }).code);
   }
 }
 
-/** Another process holds a write transaction on `file` for `ms`, then lets go; resolves once it holds it. */
-async function lockElsewhere(file: string, ms: number): Promise<{ done: Promise<unknown> }> {
+/**
+ * Another process that takes a write transaction on `file` when asked (`lock`) and lets go
+ * of it RELEASE_AFTER_MS after being asked (`release`): a write that waits for the lock goes
+ * through, one that does not fails with SQLITE_BUSY. Judged by that outcome, not by a clock.
+ */
+function lockHolder(file: string) {
   const betterSqlite = createRequire(import.meta.url).resolve("better-sqlite3");
   const script = `const D = require(${JSON.stringify(betterSqlite)}); const db = new D(${JSON.stringify(file)});
-db.exec("BEGIN IMMEDIATE"); process.stdout.write("locked\\n");
-setTimeout(() => { db.exec("ROLLBACK"); db.close(); }, ${ms});`;
-  const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] });
-  const done = once(child, "exit");
-  const [chunk] = (await once(child.stdout!, "data")) as [Buffer];
-  assert.equal(chunk.toString().trim(), "locked");
-  return { done };
+require("node:readline").createInterface({ input: process.stdin }).on("line", (l) => {
+  if (l === "lock") { db.exec("BEGIN IMMEDIATE"); console.log("locked"); }
+  if (l === "release") setTimeout(() => { db.exec("ROLLBACK"); console.log("released"); }, ${RELEASE_AFTER_MS});
+  if (l === "exit") { db.close(); process.exit(0); }
+});`;
+  const child = spawn(process.execPath, ["-e", script], { stdio: ["pipe", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout! });
+  const said = (what: string) => new Promise<void>((resolve) => lines.on("line", (l) => l === what && resolve()));
+  /** Resolves once the line reached the pipe, so the holder reads it while this process is blocked in a write. */
+  const tell = (line: string) =>
+    new Promise<void>((resolve, reject) => child.stdin!.write(`${line}\n`, (err) => (err ? reject(err) : resolve())));
+  return {
+    lock: async () => {
+      const locked = said("locked");
+      await tell("lock");
+      await locked;
+    },
+    /** Lets go RELEASE_AFTER_MS from now; resolves when the holder is told, and `released` when it has let go. */
+    release: async () => {
+      const released = said("released");
+      await tell("release");
+      return { released };
+    },
+    exit: async () => {
+      const exited = once(child, "exit");
+      await tell("exit");
+      await exited;
+    },
+  };
 }
 
-test("a queue file kept locked: the first write waits, the next fail at once with SQLITE_BUSY; once one goes through, writes wait again", async () => {
+test("a queue file kept locked: once a write gave up on the lock, the next fail at once; once one goes through, writes wait again", async () => {
   const store = SqliteStore.open(tmp.dir, { lockWaitMs: WAIT_MS });
-  const file = join(tmp.dir, STORE_FILE);
-  const intruder = new Database(file);
+  const holder = lockHolder(join(tmp.dir, STORE_FILE));
   try {
-    intruder.exec("BEGIN IMMEDIATE");
-    const first = timed(() => store.noteSeen(CHANNEL, 100));
-    assert.equal(first.code, "SQLITE_BUSY");
-    assert.ok(first.ms >= WAIT_MS * 0.9, `the first write waited for the lock (${first.ms.toFixed(0)} ms)`);
-
-    // Three more writes while the lock lasts: none waits (they would take 3 × WAIT_MS).
-    const next = [
-      timed(() => store.noteSeen(CHANNEL, 101)),
-      timed(() => store.markAccepted("e".repeat(64))),
-      timed(() => store.saveSession(`${CHANNEL}/x`, "agent", "s1")),
-    ];
-    assert.deepEqual(
-      next.map((r) => r.code),
-      ["SQLITE_BUSY", "SQLITE_BUSY", "SQLITE_BUSY"],
+    await holder.lock();
+    // Held past the write's patience: it gives up.
+    assert.equal(
+      codeOf(() => store.noteSeen(CHANNEL, 100)),
+      "SQLITE_BUSY",
     );
-    const total = next.reduce((n, r) => n + r.ms, 0);
-    assert.ok(total < WAIT_MS / 2, `later writes failed at once, not after a wait each (${total.toFixed(0)} ms for three)`);
-  } finally {
-    intruder.exec("ROLLBACK");
-    intruder.close();
-  }
 
-  // The lock is gone: a write goes through (the cursor moved), and patience is back.
-  assert.equal(timed(() => store.noteSeen(CHANNEL, 102)).code, undefined);
-  assert.equal(store.cursor(CHANNEL), 102);
-  // A short lock elsewhere is waited for again, as before the long one.
-  const brief = await lockElsewhere(file, 300);
-  const waited = timed(() => store.noteSeen(CHANNEL, 103));
-  await brief.done;
-  assert.equal(waited.code, undefined, "a write waits out a lock shorter than its patience");
-  assert.equal(store.cursor(CHANNEL), 103);
-  await store.close();
+    // The holder lets go a moment from now. A waiting write would go through; these do not wait.
+    const { released } = await holder.release();
+    assert.deepEqual(
+      [
+        codeOf(() => store.noteSeen(CHANNEL, 101)),
+        codeOf(() => store.markAccepted("e".repeat(64))),
+        codeOf(() => store.saveSession(`${CHANNEL}/x`, "agent", "s1")),
+      ],
+      ["SQLITE_BUSY", "SQLITE_BUSY", "SQLITE_BUSY"],
+      "writes after one gave up fail at once instead of waiting for the lock",
+    );
+    await released;
+
+    // The lock is gone: a write goes through (the cursor moved), and patience is back.
+    assert.equal(
+      codeOf(() => store.noteSeen(CHANNEL, 102)),
+      undefined,
+    );
+    assert.equal(store.cursor(CHANNEL), 102);
+    await holder.lock();
+    await holder.release();
+    assert.equal(
+      codeOf(() => store.noteSeen(CHANNEL, 103)),
+      undefined,
+      "a write waits out a short lock again",
+    );
+    assert.equal(store.cursor(CHANNEL), 103);
+  } finally {
+    await holder.exit();
+    await store.close();
+  }
 });
