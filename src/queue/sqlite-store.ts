@@ -100,8 +100,6 @@ export type QueueFileReport =
 export interface SqliteStoreOptions {
   /** The clock retries are due by (unix ms); tests pass their own. Default Date.now. */
   now?: () => number;
-  /** How long a write waits for a lock someone else holds on the file (lock-patience.ts). Default LOCK_WAIT_MS; tests pass a shorter one. */
-  lockWaitMs?: number;
 }
 
 export class SqliteStore implements QueueBackend {
@@ -167,7 +165,7 @@ export class SqliteStore implements QueueBackend {
       this.db = new Database(file);
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("synchronous = NORMAL");
-      this.patience = new LockPatience(this.db, opts.lockWaitMs);
+      this.patience = new LockPatience(this.db);
     } catch (err) {
       throw new QueueStoreError(`cannot open queue database ${file}: ${(err as Error).message}`, { cause: err });
     }
