@@ -2,9 +2,25 @@
 // silent bug costs users most and runs the fast, in-process tests that cover them against
 // each mutant. Not part of `npm test`. The TypeScript checker drops mutants that do not
 // compile (through TypeScript 5: scripts/mutate/typescript5.mjs).
+import { readFileSync } from "node:fs";
+
 // The queue contract test's SQLite half only (test/queue-state-store.test.ts); the test
 // runners Stryker starts inherit this.
 process.env.BB_QUEUE_BACKENDS ??= "sqlite";
+
+/**
+ * `file`'s lines from the first that starts with `start` to the first from there that starts
+ * with `end` (by default a method's closing brace), as Stryker's `file:from-to`. Found by text,
+ * so the range follows the code when lines above it move; a start or end no longer there
+ * stops the run instead of mutating the wrong lines.
+ */
+function span(file, start, end = "  }") {
+  const lines = readFileSync(new URL(file, import.meta.url), "utf8").split("\n");
+  const from = lines.findIndex((l) => l.startsWith(start));
+  const to = from < 0 ? -1 : lines.findIndex((l, i) => i >= from && l.startsWith(end));
+  if (to < 0) throw new Error(`stryker.config.mjs: no "${start}" … "${end}" in ${file}: the code moved, update the span`);
+  return `${file}:${from + 1}-${to + 1}`;
+}
 
 const typescript5 = new URL("./scripts/mutate/typescript5.mjs", import.meta.url).href;
 
@@ -28,12 +44,14 @@ export default {
     // and the backend's once-only claims (scopes, controls, denials, accepted ids) on SQLite.
     // Their contract test runs its SQLite half per mutant (BB_QUEUE_BACKENDS below): the
     // PostgreSQL half starts a server of its own, more than a run per mutant can afford.
-    "src/queue/scheduler.ts:211-500",
-    "src/queue/scheduler.ts:577-607",
-    "src/queue/scheduler.ts:645-680",
-    "src/queue/sqlite-store.ts:327-336",
-    "src/queue/sqlite-store.ts:467-479",
-    "src/queue/sqlite-store.ts:539-551",
+    span("src/queue/scheduler.ts", "  async accept(ev: Event", "  private async notifyFailure("),
+    span("src/queue/scheduler.ts", "  private async pass("),
+    span("src/queue/scheduler.ts", "  private async prepare(h: Held"),
+    span("src/queue/sqlite-store.ts", "  async claim(_holder"),
+    ...["claimControl", "claimOnce", "claimFirst"].map((m) => span("src/queue/sqlite-store.ts", `  async ${m}(`)),
+    ...["markAccepted", "isAccepted", "markDenied"].map((m) => span("src/queue/sqlite-store.ts", `  ${m}(`)),
+    // A write that meets someone's lock on the queue file: waits once, then fails at once.
+    "src/queue/lock-patience.ts",
   ],
   // The sandbox's instrumented sources and these tests are compiled to JavaScript once
   // (tsconfig.mutate.json), so each test file starts as plain node, not through tsx: per
@@ -56,6 +74,7 @@ export default {
       ".stryker-build/test/queue-state-store.test.js",
       ".stryker-build/test/queue-pass-units.test.js",
       ".stryker-build/test/queue-scheduler-units.test.js",
+      ".stryker-build/test/queue-lock-patience.test.js",
     ],
     // Each test file runs on its own; node:test writes TAP when its output is not a terminal.
     nodeArgs: ["-r", "{{hookFile}}", "{{testFile}}"],

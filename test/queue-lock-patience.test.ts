@@ -12,6 +12,8 @@ import { once } from "node:events";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
+import Database from "better-sqlite3";
+import { LockPatience } from "../src/queue/lock-patience.js";
 import { SqliteStore, STORE_FILE } from "../src/queue/sqlite-store.js";
 import { tempDir } from "./fixtures/queue-helpers.js";
 
@@ -112,5 +114,45 @@ test("a queue file kept locked: once a write gave up on the lock, the next fail 
   } finally {
     await holder.exit();
     await store.close();
+  }
+});
+
+/** A database of its own under `tmp` with one guarded insert, beside a lock holder on the same file. */
+function guardedTable(name: string, waitMs?: number) {
+  const file = join(tmp.dir, name);
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY)");
+  const patience = waitMs === undefined ? new LockPatience(db) : new LockPatience(db, waitMs);
+  const { insert } = patience.guard({ insert: db.prepare("INSERT INTO t VALUES (?)") });
+  return { db, insert: (id: number) => codeOf(() => insert.run(id)), holder: lockHolder(file) };
+}
+
+test("a write that fails for another reason than the lock leaves writes patient: the next waits out a short lock", async () => {
+  const { db, insert, holder } = guardedTable("other-error.sqlite");
+  try {
+    assert.equal(insert(1), undefined);
+    assert.equal(insert(1), "SQLITE_CONSTRAINT_PRIMARYKEY");
+    await holder.lock();
+    await holder.release();
+    assert.equal(insert(2), undefined, "a write after a constraint error waits for the lock and goes through");
+  } finally {
+    await holder.exit();
+    db.close();
+  }
+});
+
+test("the patience is the one asked for, not the driver's own: a lock held past it is given up on", async () => {
+  // Well under RELEASE_AFTER_MS: the holder lets go only after the write gave up.
+  const { db, insert, holder } = guardedTable("short-patience.sqlite", 100);
+  try {
+    await holder.lock();
+    const { released } = await holder.release();
+    assert.equal(insert(1), "SQLITE_BUSY");
+    await released;
+    assert.equal(insert(2), undefined);
+  } finally {
+    await holder.exit();
+    db.close();
   }
 });
