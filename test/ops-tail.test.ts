@@ -74,7 +74,10 @@ test("tail prints messages, the bridge's reactions and !status's outcome live, b
   await daemon.stop();
 });
 
-test("tail follows the channels the agent is added to and removed from while it runs, and shows people without a profile by short npub", async () => {
+test("tail follows the channels the agent is added to and removed from while it runs, and shows people without a profile by short npub", async (t) => {
+  // A world of its own: the channels it adds and removes are no other test's.
+  const w = await World.create({ channelName: "build-room" });
+  t.after(() => w.close());
   const file = w.writeConfig({}, "tail-follow.yaml");
   const tail = run([CLI, "tail", "-c", file]);
   const started = () => {

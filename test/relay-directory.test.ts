@@ -1,6 +1,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { ChannelDirectory, type ChannelInfo } from "../src/buzz/directory.js";
+import { ChannelDirectory, type ChannelInfo, type DirectorySource } from "../src/buzz/directory.js";
+import { KIND } from "../src/nostr/kinds.js";
 import { ProfileCache } from "../src/buzz/profiles.js";
 import { client, collector, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
 import { waitFor } from "./fixtures/wait.js";
@@ -197,4 +198,61 @@ test("a configured channel id the relay knows nothing of, on a relay that keeps 
   assert.equal(line?.channel, typo);
   assert.match(String(line?.msg), /buzz-bridge doctor/);
   assert.match(String(line?.msg), new RegExp(`#general \\(${general}\\)`), "naming the channels the identity has");
+});
+
+test("a channel the identity is added to while a discovery runs is announced as joined, not taken in silently", async () => {
+  const relay = await relayWith([bridge, alice]);
+  cleanup.push(() => relay.close());
+  const home = await relay.createChannel({ name: "home", members: [bridge.pk, alice.pk] });
+  const fresh = await relay.createChannel({ name: "fresh", members: [alice.pk] });
+  const bot = client(relay, bridge);
+  cleanup.push(() => bot.stop());
+  await bot.start();
+  // The relay's replay of the #home notification is past before the directory listens.
+  await waitFor(() => bot.counters.membership === 1, { what: "the #home notification replayed" });
+  // The discovery's member-list query and the notification's look-up each wait for a go.
+  const go = () => {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    return { promise, resolve };
+  };
+  const held = { discovery: go(), lookup: go() };
+  let lookingUp = false;
+  const source = {
+    pubkey: bot.pubkey,
+    query: async (filters: Parameters<typeof bot.query>[0]) => {
+      if (filters.some((f) => f["#p"])) await held.discovery.promise;
+      else if (filters.some((f) => f.kinds?.includes(KIND.groupMembers))) {
+        lookingUp = true;
+        await held.lookup.promise;
+      }
+      return bot.query(filters);
+    },
+    on: bot.on.bind(bot),
+    off: bot.off.bind(bot),
+  } as DirectorySource;
+  const dir = new ChannelDirectory(source).attach();
+  cleanup.push(() => dir.detach());
+  const joined: string[] = [];
+  dir.on("joined", (ch) => joined.push(ch.name));
+  const discovery = dir.discover();
+  await relay.addMember(fresh, bridge.pk);
+  await waitFor(() => lookingUp, { what: "the added notification's look-up to start" });
+  // The discovery now reads a member list that names the bridge in #fresh as well.
+  held.discovery.resolve();
+  assert.deepEqual(
+    (await discovery).map((c) => c.name),
+    ["home"],
+    "the channel being joined is left to its notification",
+  );
+  held.lookup.resolve();
+  await waitFor(() => joined.length > 0, { what: "#fresh announced as joined" });
+  assert.deepEqual(joined, ["fresh"]);
+  assert.deepEqual(
+    dir
+      .list()
+      .map((c) => c.id)
+      .sort(),
+    [home, fresh].sort(),
+  );
 });

@@ -101,6 +101,8 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
   private pendingAdds = new Map<string, MembershipChange>();
   /** Configured channels already reported as having no NIP-29 state. */
   private readonly stateless = new Set<string>();
+  /** Added channels whose metadata is being looked up (taken from `pendingAdds`, not yet joined), with the notification's time. */
+  private joining = new Map<string, number>();
   private addWaiters: (() => void)[] = [];
   /** Batches at most 250 ms apart: inside the client's 300 ms quiet time for the subscription. */
   private readonly lookups = new Coalescer(() => void this.joinPending(), { quietMs: 50, maxMs: 250 });
@@ -124,13 +126,21 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
 
   /** Full discovery; replaces the known set. Archived channels are skipped. */
   async discover(): Promise<ChannelInfo[]> {
+    const startedAt = Math.floor(Date.now() / 1000);
     const memberLists = newestByD(await this.source.query([{ kinds: [KIND.groupMembers], "#p": [this.source.pubkey] }]), KIND.groupMembers);
     // A member list that no longer names us (stale version) does not count.
     const ids = [...memberLists.entries()].filter(([, ev]) => hasTag(ev, "p", this.source.pubkey)).map(([d]) => d);
     const infos = await this.fetchInfo(ids, memberLists);
-    this.channels = new Map(infos.filter((c) => !c.archived).map((c) => [c.id, c]));
+    // A channel added while this discovery ran is left to its notification, which announces
+    // it (`joined`): taken in here it would be known silently, and a follower (tail, a
+    // reload's subscription) would never hear of it. Notifications from before the discovery
+    // (the relay's replay at connect) are not waited for: the discovery is their answer.
+    const addedAt = (id: string) => this.pendingAdds.get(id)?.at ?? this.joining.get(id) ?? Number.NEGATIVE_INFINITY;
+    const announcing = (id: string) => !this.channels.has(id) && addedAt(id) >= startedAt;
+    const live = infos.filter((c) => !c.archived);
+    this.channels = new Map(live.filter((c) => !announcing(c.id)).map((c) => [c.id, c]));
     this.log.info(
-      { evt: "relay.channels_discovered", count: this.channels.size, archived: infos.length - this.channels.size },
+      { evt: "relay.channels_discovered", count: this.channels.size, archived: infos.length - live.length },
       "channels discovered",
     );
     return this.list();
@@ -219,6 +229,7 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
     this.pendingAdds.clear();
     this.addWaiters = [];
     const ids = batch.map((c) => c.channel).filter((id) => !this.channels.has(id));
+    for (const c of batch) if (ids.includes(c.channel)) this.joining.set(c.channel, c.at);
     const infos = new Map<string, ChannelInfo>();
     try {
       for (const info of await this.fetchInfo(ids)) infos.set(info.id, info);
@@ -227,6 +238,8 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
         { evt: "relay.channel_lookup_failed", channels: ids, err: (err as Error).message },
         "channel metadata lookup failed; joining anyway",
       );
+    } finally {
+      for (const id of ids) this.joining.delete(id);
     }
     for (const c of batch) {
       if (this.channels.has(c.channel)) continue;

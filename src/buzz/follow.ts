@@ -53,16 +53,22 @@ export class ChannelFollower {
     if (select) this.select = select;
     const all = await this.directory.discover();
     const missing = (this.select.named ?? []).filter((id) => !all.some((c) => c.id === id));
-    if (missing.length) all.push(...(await this.directory.adopt(missing)));
+    if (missing.length) await this.directory.adopt(missing);
+    // The directory's list, not `all`: a channel joined while adopting is in it.
+    return this.follow(this.directory.list());
+  }
+
+  /** Subscribes to the selected ones of `channels`, known already (no discovery); joins and leaves follow. */
+  follow(channels: ChannelInfo[]): ChannelInfo[] {
     const next = new Map<string, ChannelSubscription>();
-    for (const ch of all) {
+    for (const ch of channels) {
       const how = this.select(ch);
       // Keep a pending replay floor of a channel joined moments ago.
       if (how) next.set(ch.id, { id: ch.id, ...how, since: this.subs.get(ch.id)?.since });
     }
     this.subs = next;
     this.apply();
-    return all.filter((c) => next.has(c.id));
+    return channels.filter((c) => next.has(c.id));
   }
 
   /** Channels currently listened in. */

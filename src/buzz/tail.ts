@@ -109,9 +109,10 @@ class TailFormatter {
  * printed oldest first (relays replay newest first), or skipped with `skipReplay` (the demo
  * has printed its transcript already); live events follow in arrival order.
  *
- * With `follow`, the channel set follows the identity's memberships as they change: a
- * channel it is added to (and `follow.select` admits) is followed from then on, one it is
- * removed from is dropped, each said in a line of its own.
+ * With `follow`, the channel set follows the identity's memberships as they change: it starts
+ * from the directory's list (discovered by the caller) and a channel the identity is added to
+ * (and `follow.select` admits) is followed from then on, one it is removed from is dropped,
+ * each said in a line of its own.
  */
 export async function followChannels(
   client: RelayClient,
@@ -157,10 +158,12 @@ export async function followChannels(
   };
   if (f) {
     // The follower subscribes first (its listeners were added first), then the line is written.
+    // The directory has discovered already: a second discovery would take in a channel joined
+    // since without a line for it.
     follower = new ChannelFollower(client, f.directory, (ch) => (f.select(ch) ? how : undefined));
     f.directory.on("joined", onJoined);
     f.directory.on("left", onLeft);
-    await follower.refresh();
+    follower.follow(f.directory.list());
   } else {
     client.setChannels([...o.channels.keys()].map((id) => ({ id, ...how })));
   }
