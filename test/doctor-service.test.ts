@@ -12,9 +12,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { serviceFor } from "../src/app/doctor/doctor-service.js";
-import { CLI, REPO, World } from "./fixtures/world.js";
+import { REPO, World } from "./fixtures/world.js";
 import { cliFor } from "./fixtures/run-as.js";
 import { needs } from "./fixtures/ci.js";
+import { runCli } from "./fixtures/cli.js";
 
 let w: World;
 let tmp: string;
@@ -54,13 +55,9 @@ test("the installed unit that runs a config names its state directory; templates
 test("doctor --state-dir checks that directory, never creates it, and names the daemon that holds it", async () => {
   const configFile = w.writeConfig({ relay: { presence: false } }, "svc.yaml");
   const stateDir = join(tmp, "service-state");
-  const doctor = () =>
-    spawnSync(process.execPath, [CLI, "doctor", "-c", configFile, "--state-dir", stateDir, "--timeout", "30s"], {
-      encoding: "utf8",
-      timeout: 120_000,
-    });
+  const doctor = () => runCli(["doctor", "-c", configFile, "--state-dir", stateDir, "--timeout", "30s"], { timeout: 120_000 });
   const stateLines = (out: string) => out.slice(out.indexOf("✓ state"), out.indexOf("\n", out.indexOf("\n", out.indexOf("✓ state")) + 1));
-  const before = doctor();
+  const before = await doctor();
   assert.match(before.stdout, new RegExp(`^✓ state\\s+${stateDir} does not exist yet; \`run\` creates it`, "m"), before.stdout);
   assert.match(stateLines(before.stdout), /state_dir from --state-dir/);
   assert.equal(existsSync(stateDir), false, "doctor created nothing");
@@ -70,7 +67,7 @@ test("doctor --state-dir checks that directory, never creates it, and names the 
     { configFile: w.writeConfig({ relay: { presence: false }, state_dir: stateDir }, "svc-run.yaml") },
   );
   try {
-    const held = doctor();
+    const held = await doctor();
     const line = held.stdout.split("\n").find((l) => l.startsWith("✓ state"));
     assert.ok(line, held.stdout);
     assert.match(line, new RegExp(`in use by a running daemon \\(pid ${daemon.proc.pid}: \\S+ \\S*cli\\.js run -c \\S*svc-run\\.yaml\\)`));

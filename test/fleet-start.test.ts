@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { execFile } from "node:child_process";
+import { runCli } from "./fixtures/cli.js";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { World } from "./fixtures/world.js";
 import { KIND } from "../src/nostr/kinds.js";
@@ -17,7 +17,6 @@ import { sleep } from "./fixtures/wait.js";
 let server: PgServer | undefined;
 let skip: string | undefined;
 let w: World;
-const CLI = join(import.meta.dirname, "..", "dist", "cli.js");
 
 before(async () => {
   const r = await postgresOrSkip();
@@ -92,16 +91,7 @@ test("a daemon of another identity on a fleet's database is refused and exits, s
   assert.ok(!intruder.raw().includes(server!.password));
 
   // doctor, for the fleet's own config and for the intruder's
-  // Not spawnSync: the relay runs in this process and must keep answering.
-  const doctor = (configFile: string) =>
-    new Promise<{ status: number | null; stdout: string; stderr: string }>((r) => {
-      const child = execFile(
-        process.execPath,
-        [CLI, "doctor", "-c", configFile],
-        { encoding: "utf8", env: { ...process.env, ...env }, timeout: 40_000 },
-        (_err, stdout, stderr) => r({ status: child.exitCode, stdout, stderr }),
-      );
-    });
+  const doctor = (configFile: string) => runCli(["doctor", "-c", configFile], { env: { ...process.env, ...env }, timeout: 40_000 });
   const ok = await doctor(first.configFile);
   assert.match(
     ok.stdout,

@@ -10,8 +10,9 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
-import { CLI, REPO, World } from "./fixtures/world.js";
+import { REPO, World } from "./fixtures/world.js";
 import { cliFor } from "./fixtures/run-as.js";
+import { runCli } from "./fixtures/cli.js";
 
 let w: World;
 before(async () => {
@@ -19,8 +20,8 @@ before(async () => {
 });
 after(() => w.close());
 
-function doctorLine(configFile: string, name: string): string {
-  const r = spawnSync(process.execPath, [CLI, "doctor", "-c", configFile, "--timeout", "20s"], { encoding: "utf8", timeout: 90_000 });
+async function doctorLine(configFile: string, name: string): Promise<string> {
+  const r = await runCli(["doctor", "-c", configFile, "--timeout", "20s"]);
   const line = r.stdout.split("\n").find((l) => new RegExp(`^[✓✗–] ${name}\\s`).test(l));
   assert.ok(line, r.stdout);
   return line.replace(new RegExp(`^[✓✗–] ${name}\\s+`), "");
@@ -36,7 +37,7 @@ test("an agent command that is not installed: run exits 2 at once with doctor's 
     d.raw().slice(-2000),
   );
   assert.ok(!d.logs.some((l) => l.evt === "agent.circuit_open" || l.evt === "daemon.started"), "refused before anything started");
-  assert.equal(doctorLine(file, "agent"), expected);
+  assert.equal(await doctorLine(file, "agent"), expected);
 });
 
 test("an agent.cwd that cannot be created: run exits 2 with doctor's message", async () => {
@@ -50,7 +51,7 @@ test("an agent.cwd that cannot be created: run exits 2 with doctor's message", a
     d.logs.some((l) => l.evt === "daemon.start_failed" && l.err === expected),
     d.raw().slice(-2000),
   );
-  assert.equal(doctorLine(file, "agent cwd"), expected);
+  assert.equal(await doctorLine(file, "agent cwd"), expected);
 });
 
 test("a state_dir this user cannot write: run exits 2 with doctor's message", async () => {
@@ -73,7 +74,7 @@ test("a state_dir this user cannot write: run exits 2 with doctor's message", as
     new RegExp(`"err":"${expected.replace(/[()]/g, "\\$&")} \\(EACCES\\); set state_dir to a directory this user owns`),
     run.stdout,
   );
-  const doctor = spawnSync(process.execPath, [cli, "doctor", "-c", file, "--timeout", "20s"], { encoding: "utf8", timeout: 90_000, ...as });
+  const doctor = await runCli(["doctor", "-c", file, "--timeout", "20s"], { cli, ...as });
   assert.match(doctor.stdout, new RegExp(`^✗ state\\s+${expected.replace(/[()]/g, "\\$&")} \\(EACCES\\)`, "m"), doctor.stdout);
 });
 

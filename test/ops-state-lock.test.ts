@@ -6,10 +6,10 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { CLI, World } from "./fixtures/world.js";
+import { World } from "./fixtures/world.js";
+import { runCli } from "./fixtures/cli.js";
 
 let w: World;
 before(async () => {
@@ -49,7 +49,8 @@ test("a SIGKILLed daemon's lock does not block the next start, and doctor report
   const ev = await w.owner.post("@agent back after a crash?");
   await w.waitReply(ev);
 
-  const r = spawnSync(process.execPath, [CLI, "doctor", "-c", configFile, "--timeout", "30s"], { encoding: "utf8", timeout: 90_000 });
+  const r = await runCli(["doctor", "-c", configFile, "--timeout", "30s"]);
+  assert.match(r.stdout, /^✓ relay\s/m, "doctor reaches the relay the daemon is on");
   const state = r.stdout.split("\n").find((l) => /^[✓✗] state\s/.test(l));
   assert.ok(state, r.stdout);
   assert.match(
@@ -60,6 +61,6 @@ test("a SIGKILLed daemon's lock does not block the next start, and doctor report
   );
   assert.equal(await next.stop(), 0);
 
-  const after = spawnSync(process.execPath, [CLI, "doctor", "-c", configFile, "--timeout", "30s"], { encoding: "utf8", timeout: 90_000 });
+  const after = await runCli(["doctor", "-c", configFile, "--timeout", "30s"]);
   assert.match(after.stdout, /^✓ state\s+.* is writable; no daemon is using it$/m, after.stdout);
 });
