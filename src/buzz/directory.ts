@@ -101,8 +101,10 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
   private pendingAdds = new Map<string, MembershipChange>();
   /** Configured channels already reported as having no NIP-29 state. */
   private readonly stateless = new Set<string>();
-  /** Added channels whose metadata is being looked up (taken from `pendingAdds`, not yet joined), with the notification's time. */
-  private joining = new Map<string, number>();
+  /** Added channels whose metadata is being looked up (taken from `pendingAdds`, not yet joined). */
+  private joining = new Set<string>();
+  /** Channels a discovery took in while their added notification waited: still to be announced. */
+  private unannounced = new Set<string>();
   private addWaiters: (() => void)[] = [];
   /** Batches at most 250 ms apart: inside the client's 300 ms quiet time for the subscription. */
   private readonly lookups = new Coalescer(() => void this.joinPending(), { quietMs: 50, maxMs: 250 });
@@ -126,21 +128,19 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
 
   /** Full discovery; replaces the known set. Archived channels are skipped. */
   async discover(): Promise<ChannelInfo[]> {
-    const startedAt = Math.floor(Date.now() / 1000);
     const memberLists = newestByD(await this.source.query([{ kinds: [KIND.groupMembers], "#p": [this.source.pubkey] }]), KIND.groupMembers);
     // A member list that no longer names us (stale version) does not count.
     const ids = [...memberLists.entries()].filter(([, ev]) => hasTag(ev, "p", this.source.pubkey)).map(([d]) => d);
     const infos = await this.fetchInfo(ids, memberLists);
-    // A channel added while this discovery ran is left to its notification, which announces
-    // it (`joined`): taken in here it would be known silently, and a follower (tail, a
-    // reload's subscription) would never hear of it. Notifications from before the discovery
-    // (the relay's replay at connect) are not waited for: the discovery is their answer.
-    const addedAt = (id: string) => this.pendingAdds.get(id)?.at ?? this.joining.get(id) ?? Number.NEGATIVE_INFINITY;
-    const announcing = (id: string) => !this.channels.has(id) && addedAt(id) >= startedAt;
-    const live = infos.filter((c) => !c.archived);
-    this.channels = new Map(live.filter((c) => !announcing(c.id)).map((c) => [c.id, c]));
+    const known = this.channels;
+    this.channels = new Map(infos.filter((c) => !c.archived).map((c) => [c.id, c]));
+    // A channel added while this discovery ran is taken in and still announced (`joined`) by
+    // its notification: known silently, a follower that had listed channels before (tail, a
+    // reload's subscription) would never hear of it.
+    for (const id of this.channels.keys())
+      if (!known.has(id) && (this.pendingAdds.has(id) || this.joining.has(id))) this.unannounced.add(id);
     this.log.info(
-      { evt: "relay.channels_discovered", count: this.channels.size, archived: infos.length - live.length },
+      { evt: "relay.channels_discovered", count: this.channels.size, archived: infos.length - this.channels.size },
       "channels discovered",
     );
     return this.list();
@@ -210,6 +210,7 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
   apply(c: MembershipChange): Promise<void> {
     if (c.type === "removed") {
       this.pendingAdds.delete(c.channel);
+      this.unannounced.delete(c.channel);
       if (this.channels.delete(c.channel)) this.log.info({ evt: "relay.channel_left", channel: c.channel }, "removed from channel");
       this.emit("left", c.channel);
       return Promise.resolve();
@@ -228,8 +229,8 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
     const waiters = this.addWaiters;
     this.pendingAdds.clear();
     this.addWaiters = [];
-    const ids = batch.map((c) => c.channel).filter((id) => !this.channels.has(id));
-    for (const c of batch) if (ids.includes(c.channel)) this.joining.set(c.channel, c.at);
+    const ids = batch.map((c) => c.channel).filter((id) => !this.channels.has(id) || this.unannounced.has(id));
+    for (const id of ids) this.joining.add(id);
     const infos = new Map<string, ChannelInfo>();
     try {
       for (const info of await this.fetchInfo(ids)) infos.set(info.id, info);
@@ -242,8 +243,8 @@ export class ChannelDirectory extends EventEmitter<DirectoryEvents> {
       for (const id of ids) this.joining.delete(id);
     }
     for (const c of batch) {
-      if (this.channels.has(c.channel)) continue;
-      const info = infos.get(c.channel) ?? channelInfoOf(c.channel, undefined);
+      if (this.channels.has(c.channel) && !this.unannounced.delete(c.channel)) continue;
+      const info = infos.get(c.channel) ?? this.channels.get(c.channel) ?? channelInfoOf(c.channel, undefined);
       if (info.archived) continue;
       // Replays arrive newest first, so an old 44100 can follow the 44101 that undid it: the
       // member list (39002) has the final word when the relay gave us one.

@@ -146,7 +146,8 @@ export async function followChannels(
   const f = o.follow;
   const now = () => time(Math.floor(Date.now() / 1000));
   const onJoined = (ch: ChannelInfo) => {
-    if (!f?.select(ch)) return;
+    // A channel the caller's discovery listed may still be announced by its notification.
+    if (!f?.select(ch) || o.channels.has(ch.id)) return;
     o.channels.set(ch.id, ch.name);
     write(`${now()} #${ch.name}  · added to #${ch.name} (${ch.id}); following it`);
   };

@@ -80,14 +80,15 @@ export function main(argv: string[]): Promise<number> {
         process.stderr.write(`tail: the config selects none of the identity's channels (its channels: ${known})\n`);
         return 1;
       }
-      process.stderr.write(
-        `following ${chosen.map((c) => `#${c.name} (${c.id})`).join(", ")} on ${cfg.relay.url}${wanted === undefined ? ", and channels the identity is added to" : ""}; Ctrl-C stops\n`,
-      );
-      const profiles = new ProfileCache(client);
+      // Ctrl-C is taken before the line that offers it: a stop right after it still ends with 0.
       const stop = new Promise<void>((resolve) => {
         process.once("SIGINT", () => resolve());
         process.once("SIGTERM", () => resolve());
       });
+      process.stderr.write(
+        `following ${chosen.map((c) => `#${c.name} (${c.id})`).join(", ")} on ${cfg.relay.url}${wanted === undefined ? ", and channels the identity is added to" : ""}; Ctrl-C stops\n`,
+      );
+      const profiles = new ProfileCache(client);
       await followChannels(
         client,
         {
