@@ -62,5 +62,7 @@ export function bridgePaths(loaded: LoadedConfig): Array<{ label: string; path: 
     ...(cfg.identity.auth_tag_file ? [{ label: "auth tag file", path: resolve(dirname(loaded.file), cfg.identity.auth_tag_file) }] : []),
     ...(cfg.heartbeat?.prompt_file ? [{ label: "heartbeat prompt file", path: cfg.heartbeat.prompt_file }] : []),
     ...(cfg.relay.seed ? [{ label: "dev relay seed", path: cfg.relay.seed }] : []),
+    // In a team: the daemon's state directory (every agent's state) and the other agents' files.
+    ...(loaded.team?.hide ?? []),
   ];
 }

@@ -5,10 +5,11 @@
  * the daemon never starts on a config it only half understood.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from "yaml";
+import { dirname, join, resolve } from "node:path";
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node, type YAMLMap } from "yaml";
 import type { z } from "zod";
-import { configSchema, crossCheck, type Config } from "./schema.js";
+import { configSchema, crossCheck, policyFor, type Config } from "./schema.js";
+import { DAEMON_KEYS, agentId, doubleAnswers, memberDocument, sharedByTwo, type MemberView } from "./agents.js";
 import { KeyError, parseSecretKey, pubkeyOf } from "./keys.js";
 import { hookDeadlineProblem } from "./enforce.js";
 import { resolvePaths } from "./paths.js";
@@ -45,6 +46,11 @@ export interface LoadedConfig {
   warnings: string[];
   /** The agent's verified NIP-OA attestation, when configured (its owner is `config.identity.owner`). */
   authTag?: string[];
+  /**
+   * In a config with `agents:`: this agent's id, its entry, the daemon's state directory, and
+   * what of the team its sandbox must hide besides its own files (bridgePaths).
+   */
+  team?: { id: string; index: number; stateDir: string; hide: Array<{ label: string; path: string }> };
 }
 
 type PathPart = string | number;
@@ -72,9 +78,18 @@ export function loadConfigOrReport(file: string): LoadedConfig | undefined {
 }
 
 export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
-  let text: string;
+  const text = readConfigFile(file);
+  // Whoever can change the config can change the agent command: only this user or root may.
+  const trust = checkTrust(file, "config file");
+  if (trust.refused) throw new ConfigError([{ file, line: 1, col: 1, path: "", message: trust.refused }]);
+  const loaded = loadConfigText(text, file, env);
+  loaded.warnings.push(...trust.warnings.map((w) => `${file}: ${w}`));
+  return loaded;
+}
+
+function readConfigFile(file: string): string {
   try {
-    text = readFileSync(file, "utf8");
+    return readFileSync(file, "utf8");
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     const hint =
@@ -87,15 +102,44 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
             : "";
     throw new ConfigError([{ file, line: 1, col: 1, path: "", message: `cannot read config: ${code}${hint}` }]);
   }
-  // Whoever can change the config can change the agent command: only this user or root may.
-  const trust = checkTrust(file, "config file");
-  if (trust.refused) throw new ConfigError([{ file, line: 1, col: 1, path: "", message: trust.refused }]);
-  const loaded = loadConfigText(text, file, env);
-  loaded.warnings.push(...trust.warnings.map((w) => `${file}: ${w}`));
-  return loaded;
 }
 
+/** A config of one agent; a config with `agents:` is refused here, saying which commands take it. */
 export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const team = loadTeamText(text, file, env);
+  const [first] = team.members;
+  if (team.members.length === 1 && !first!.team) return first!;
+  throw new ConfigError([
+    {
+      file,
+      line: team.agentsAt.line,
+      col: team.agentsAt.col,
+      path: "agents",
+      message: `this config runs ${team.members.length} agent${team.members.length === 1 ? "" : "s"} in one daemon (agents:); \`run\`, \`check\` and \`doctor\` take it, this command takes the config of one agent`,
+    },
+  ]);
+}
+
+/** Any config as a team: a config without `agents:` is a team of its one agent (`members[0].team` unset). */
+export function loadTeam(file: string, env: NodeJS.ProcessEnv = process.env): LoadedTeam {
+  const text = readConfigFile(file);
+  const trust = checkTrust(file, "config file");
+  if (trust.refused) throw new ConfigError([{ file, line: 1, col: 1, path: "", message: trust.refused }]);
+  const team = loadTeamText(text, file, env);
+  for (const m of team.members) m.warnings.push(...trust.warnings.map((w) => `${file}: ${w}`));
+  return team;
+}
+
+export interface LoadedTeam {
+  file: string;
+  /** The daemon's state directory: the one agent's, or the team's (each agent's is `agents/<id>` in it). */
+  stateDir: string;
+  members: LoadedConfig[];
+  /** Where `agents:` is written (for messages about the team as a whole). */
+  agentsAt: { line: number; col: number };
+}
+
+export function loadTeamText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedTeam {
   const lc = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
   const problems: ConfigProblem[] = [];
@@ -109,6 +153,147 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
   if (doc.errors.length) throw new ConfigError(sortProblems(problems));
 
   interpolate(doc, env, at);
+  const agentsNode = doc.get("agents", true);
+  if (agentsNode === undefined) {
+    const capped = doc.getIn(["team", "max_concurrent"], true) as Node | undefined;
+    if (capped)
+      at(
+        capped.range?.[0],
+        ["team", "max_concurrent"],
+        "team.max_concurrent caps the agents of a team (agents:) together; this config runs one agent: set agent.max_concurrent instead",
+      );
+    const one = validate(doc, lc, text, file, env, formatPath, problems);
+    return { file, stateDir: one.config.state_dir, members: [one], agentsAt: { line: 1, col: 1 } };
+  }
+  if (problems.length) throw new ConfigError(sortProblems(problems));
+  return loadMembers(doc, lc, text, file, env, agentsNode as Node);
+}
+
+/** Each entry of `agents:` over the shared keys, then what only a team can get wrong. */
+function loadMembers(doc: Document, lc: LineCounter, text: string, file: string, env: NodeJS.ProcessEnv, agentsNode: Node): LoadedTeam {
+  const agentsKey = isMap(doc.contents) ? doc.contents.items.find((p) => isScalar(p.key) && p.key.value === "agents")?.key : undefined;
+  const agentsPos = lc.linePos((agentsKey as Node | undefined)?.range?.[0] ?? 0);
+  const problem = (offset: number | undefined, path: string, message: string): ConfigProblem => {
+    const pos = lc.linePos(offset ?? 0);
+    return { file, line: pos.line, col: pos.col, path, message };
+  };
+  if (!isSeq(agentsNode) || agentsNode.items.length === 0 || !agentsNode.items.every(isMap))
+    throw new ConfigError([
+      problem(
+        agentsNode.range?.[0],
+        "agents",
+        'agents must be a list of mappings, one per agent (each with at least its identity); see docs/configuration.md "Several agents in one daemon"',
+      ),
+    ]);
+  const problems: ConfigProblem[] = [];
+  for (const [i, entry] of agentsNode.items.entries())
+    for (const pair of (entry as YAMLMap).items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : "";
+      if ((DAEMON_KEYS as readonly string[]).includes(key))
+        problems.push(
+          problem(
+            (pair.key as Node).range?.[0],
+            `agents[${i}].${key}`,
+            `${key} belongs to the daemon, which has one for all its agents: set it at the top level (each agent's state is kept in its own directory under state_dir/agents)`,
+          ),
+        );
+    }
+  if (problems.length) throw new ConfigError(sortProblems(problems));
+
+  const teamStateDir = resolvePaths(
+    { state_dir: doc.get("state_dir") as string | undefined, relay: {}, identity: {}, agent: {}, mcp: { servers: {} } },
+    file,
+    env,
+  ).state_dir;
+  const members: LoadedConfig[] = [];
+  const seen = new Set<string>();
+  for (const [i, entry] of agentsNode.items.entries()) {
+    const [start, , end] = (entry as Node).range ?? [0, 0, 0];
+    const label = (path: PathPart[]) => {
+      const shown = formatPath(path);
+      return {
+        inEntry: `agents[${i}]${shown && !shown.startsWith("[") ? "." : ""}${shown}`,
+        shared: `${shown} (for agents[${i}], which takes it from the shared keys)`,
+      };
+    };
+    const member = memberDocument(doc, i);
+    try {
+      const loaded = validate(member, lc, text, file, env, (path, offset) =>
+        offset !== undefined && offset >= start && offset < end ? label(path).inEntry : label(path).shared,
+      );
+      const id = agentId(loaded.pubkey);
+      const stateDir = join(teamStateDir, "agents", id);
+      loaded.config.state_dir = stateDir;
+      if (!member.hasIn(["agent", "cwd"])) loaded.config.agent.cwd = join(stateDir, "work", "{channel}");
+      loaded.team = { id, index: i, stateDir: teamStateDir, hide: [] };
+      members.push(loaded);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      // A problem in a shared key is the same for every agent that takes it: said once.
+      for (const p of err.problems) {
+        const key = `${p.line}:${p.col}:${p.message}`;
+        if (!seen.has(key)) problems.push(p);
+        seen.add(key);
+      }
+    }
+  }
+  if (problems.length) throw new ConfigError(sortProblems(problems));
+  for (const m of members) m.team!.hide = teamPaths(m, members);
+  const views: MemberView[] = members.map((m) => memberView(m));
+  for (const p of [...sharedByTwo(views), ...doubleAnswers(views)]) {
+    const entry = agentsNode.items[p.entry] as Node;
+    const node = doc.getIn(["agents", p.entry, ...p.path], true) as Node | undefined;
+    problems.push(problem(node?.range?.[0] ?? entry.range?.[0], `agents[${p.entry}]`, p.message));
+  }
+  if (problems.length) throw new ConfigError(sortProblems(problems));
+  return { file, stateDir: teamStateDir, members, agentsAt: { line: agentsPos.line, col: agentsPos.col } };
+}
+
+/** What of the team an agent's sandbox hides: the daemon's state directory and the other agents' files. */
+function teamPaths(me: LoadedConfig, members: LoadedConfig[]): Array<{ label: string; path: string }> {
+  const out = [{ label: "the team's state directory", path: me.team!.stateDir }];
+  for (const other of members) {
+    if (other === me) continue;
+    const c = other.config;
+    const whose = `agents[${other.team!.index}]'s`;
+    if (c.identity.secret_key_file) out.push({ label: `${whose} key file`, path: c.identity.secret_key_file });
+    if (c.identity.auth_tag_file)
+      out.push({ label: `${whose} auth tag file`, path: resolve(dirname(other.file), c.identity.auth_tag_file) });
+    const root = c.agent.cwd.split("{channel}")[0]!.replace(/\/+$/, "");
+    if (root && !root.startsWith(me.team!.stateDir)) out.push({ label: `${whose} working directories`, path: root });
+  }
+  return out;
+}
+
+/** What the team checks need of one agent's loaded config. */
+function memberView(m: LoadedConfig): MemberView {
+  const c = m.config;
+  const rule = (id: string) => {
+    const p = policyFor(c, id);
+    return { id, answersUnmentioned: p.respond_to !== "nobody" && (!p.require_mention || p.participation === "channel") };
+  };
+  const listed = c.channels.filter((ch) => ch.id !== "*").map((ch) => rule(ch.id));
+  const every = c.channels.some((ch) => ch.id === "*") ? { answersUnmentioned: rule("*").answersUnmentioned } : undefined;
+  return { label: `agents[${m.team!.index}]`, pubkey: m.pubkey, cwd: c.agent.cwd, channels: listed, everyChannel: every };
+}
+
+/**
+ * One agent's document checked whole: the schema, the keys that span keys, the secret key,
+ * the attestation, the files it names. `label` says where a problem at `path` is written.
+ */
+function validate(
+  doc: Document,
+  lc: LineCounter,
+  text: string,
+  file: string,
+  env: NodeJS.ProcessEnv,
+  label: (path: PathPart[], offset: number | undefined) => string,
+  problems: ConfigProblem[] = [],
+): LoadedConfig {
+  const at = (offset: number | undefined, path: PathPart[], message: string) => {
+    const pos = lc.linePos(offset ?? 0);
+    problems.push({ file, line: pos.line, col: pos.col, path: label(path, offset), message });
+  };
   const raw = doc.toJS() ?? {};
   const result = configSchema.safeParse(raw);
   for (const issue of crossCheck(raw)) {
@@ -128,7 +313,7 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
   const warn = (path: PathPart[], message: string) => {
     const node = nodeAt(doc, path);
     const pos = lc.linePos(node?.range?.[0] ?? 0);
-    warnings.push(formatProblem({ file, line: pos.line, col: pos.col, path: formatPath(path), message }));
+    warnings.push(formatProblem({ file, line: pos.line, col: pos.col, path: label(path, node?.range?.[0]), message }));
   };
 
   let secretKey: Uint8Array | undefined;

@@ -506,6 +506,18 @@ const workflows = z.strictObject({
     ),
 });
 
+const team = z.strictObject({
+  max_concurrent: z
+    .number()
+    .int()
+    .min(1)
+    .max(256)
+    .optional()
+    .describe(
+      "with agents: the turns all agents run at once, together; each agent's own agent.max_concurrent still holds; default no cap beyond those",
+    ),
+});
+
 const policy = z.strictObject({
   allowed_respond_to: z
     .array(RespondTo)
@@ -537,6 +549,7 @@ export const configSchema = z.strictObject({
   shutdown_grace: duration("shutdown_grace", "30s"),
   heartbeat: heartbeat.optional(),
   policy: policy.prefault({}),
+  team: team.optional(),
   attachments: attachments.prefault({}),
   questions: questions.prefault({}),
   progress: progress.prefault({}),
@@ -727,6 +740,26 @@ export function channelSelected(cfg: Config, channelId: string): boolean {
 
 /** JSON Schema for editors (`# yaml-language-server: $schema=…` in example.yaml). */
 export function jsonSchema(): unknown {
-  const schema = z.toJSONSchema(configSchema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
-  return { $id: "https://buzz-bridge.dev/buzz-bridge.schema.json", title: "buzz-bridge configuration", ...schema };
+  const opts = { io: "input", unrepresentable: "any" } as const;
+  const schema = z.toJSONSchema(configSchema, opts) as Record<string, unknown> & {
+    properties: Record<string, unknown>;
+    required?: string[];
+  };
+  // Or a team: `agents:` entries over the shared top-level keys (config/agents.ts), so then
+  // neither `identity` nor `relay` is required at the top.
+  const entry = configSchema
+    .omit({ $schema: true, state_dir: true, state: true, http: true, log: true, shutdown_grace: true, policy: true, team: true })
+    .partial();
+  const { $schema: _, ...agents } = z.toJSONSchema(
+    z.array(entry).min(1).describe("several agents in one daemon: each entry laid over the top-level keys (docs/configuration.md)"),
+    opts,
+  ) as Record<string, unknown>;
+  const { required = [], ...rest } = schema;
+  return {
+    $id: "https://buzz-bridge.dev/buzz-bridge.schema.json",
+    title: "buzz-bridge configuration",
+    ...rest,
+    properties: { ...schema.properties, agents },
+    anyOf: [{ required }, { required: ["agents"] }],
+  };
 }

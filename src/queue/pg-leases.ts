@@ -19,7 +19,6 @@ import type pg from "pg";
 import type { Claims, DaemonInfo } from "./backend.js";
 import { PG_SCHEMA } from "./pg-migrations.js";
 
-const S = PG_SCHEMA;
 /** The database's clock in unix ms, as SQL. */
 const NOW_MS = "(extract(epoch FROM now()) * 1000)::bigint";
 
@@ -43,12 +42,15 @@ export interface FleetDaemon {
 }
 
 export class FleetLeases {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly s = PG_SCHEMA,
+  ) {}
 
   /** Announces (or refreshes) a daemon of the fleet; call it with every renewal. */
   async heartbeat(d: DaemonInfo): Promise<void> {
     await this.pool.query(
-      `INSERT INTO ${S}.daemons (id, host, pid, max_concurrent) VALUES ($1, $2, $3, $4)
+      `INSERT INTO ${this.s}.daemons (id, host, pid, max_concurrent) VALUES ($1, $2, $3, $4)
        ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, max_concurrent = excluded.max_concurrent, seen_at = now()`,
       [d.id, d.host, d.pid, d.maxConcurrent],
     );
@@ -56,8 +58,8 @@ export class FleetLeases {
 
   /** A daemon leaving the fleet on purpose: its leases end now and its row goes. */
   async leave(daemon: string): Promise<void> {
-    await this.pool.query(`UPDATE ${S}.scopes SET holder = NULL, lease_until = NULL WHERE holder = $1`, [daemon]);
-    await this.pool.query(`DELETE FROM ${S}.daemons WHERE id = $1`, [daemon]);
+    await this.pool.query(`UPDATE ${this.s}.scopes SET holder = NULL, lease_until = NULL WHERE holder = $1`, [daemon]);
+    await this.pool.query(`DELETE FROM ${this.s}.daemons WHERE id = $1`, [daemon]);
   }
 
   /**
@@ -71,23 +73,23 @@ export class FleetLeases {
   async claim(daemon: string, limit: number, busy: readonly string[], ttlMs: number): Promise<Claims> {
     const r = await this.pool.query<{ key: string | null; channel: string | null; was: string | null; next_due: string | null }>(
       `WITH pick AS (
-         SELECT c.key, c.holder AS was FROM ${S}.scopes c
+         SELECT c.key, c.holder AS was FROM ${this.s}.scopes c
          WHERE (c.holder IS NULL OR c.lease_until < now() OR c.holder = $1)
            AND NOT (c.key = ANY($4::text[]))
-           AND (EXISTS (SELECT 1 FROM ${S}.events e WHERE e.scope = c.key AND e.state = 'waiting')
-             OR EXISTS (SELECT 1 FROM ${S}.turns t WHERE t.scope = c.key AND (t.state = 'running' OR (t.state = 'queued' AND t.next_attempt_at <= ${NOW_MS}))))
-           AND NOT EXISTS (SELECT 1 FROM ${S}.turns q WHERE q.scope = c.key AND q.state = 'queued' AND q.next_attempt_at > ${NOW_MS})
-         ORDER BY (SELECT min(e.created_at) FROM ${S}.events e WHERE e.scope = c.key AND e.state IN ('waiting', 'in_turn')) NULLS LAST, c.key
+           AND (EXISTS (SELECT 1 FROM ${this.s}.events e WHERE e.scope = c.key AND e.state = 'waiting')
+             OR EXISTS (SELECT 1 FROM ${this.s}.turns t WHERE t.scope = c.key AND (t.state = 'running' OR (t.state = 'queued' AND t.next_attempt_at <= ${NOW_MS}))))
+           AND NOT EXISTS (SELECT 1 FROM ${this.s}.turns q WHERE q.scope = c.key AND q.state = 'queued' AND q.next_attempt_at > ${NOW_MS})
+         ORDER BY (SELECT min(e.created_at) FROM ${this.s}.events e WHERE e.scope = c.key AND e.state IN ('waiting', 'in_turn')) NULLS LAST, c.key
          LIMIT $2
          FOR UPDATE SKIP LOCKED
        ),
        taken AS (
-         UPDATE ${S}.scopes s SET holder = $1, lease_until = now() + $3 * interval '1 millisecond'
+         UPDATE ${this.s}.scopes s SET holder = $1, lease_until = now() + $3 * interval '1 millisecond'
          FROM pick WHERE s.key = pick.key
          RETURNING s.key, s.channel, pick.was)
        SELECT key, channel, was, NULL AS next_due FROM taken
        UNION ALL
-       SELECT NULL, NULL, NULL, (SELECT min(next_attempt_at) - ${NOW_MS} FROM ${S}.turns WHERE state = 'queued' AND next_attempt_at > ${NOW_MS})`,
+       SELECT NULL, NULL, NULL, (SELECT min(next_attempt_at) - ${NOW_MS} FROM ${this.s}.turns WHERE state = 'queued' AND next_attempt_at > ${NOW_MS})`,
       [daemon, Math.max(0, limit), ttlMs, [...busy]],
     );
     const next = r.rows.find((row) => row.key === null)?.next_due;
@@ -105,7 +107,7 @@ export class FleetLeases {
    */
   async renew(daemon: string, ttlMs: number): Promise<string[]> {
     const r = await this.pool.query<{ key: string }>(
-      `UPDATE ${S}.scopes SET lease_until = now() + $2 * interval '1 millisecond' WHERE holder = $1 RETURNING key`,
+      `UPDATE ${this.s}.scopes SET lease_until = now() + $2 * interval '1 millisecond' WHERE holder = $1 RETURNING key`,
       [daemon, ttlMs],
     );
     return r.rows.map((row) => row.key);
@@ -113,7 +115,7 @@ export class FleetLeases {
 
   /** Gives a scope up (its work is done); only if this daemon still holds it. */
   async release(daemon: string, key: string): Promise<boolean> {
-    const r = await this.pool.query(`UPDATE ${S}.scopes SET holder = NULL, lease_until = NULL WHERE key = $1 AND holder = $2`, [
+    const r = await this.pool.query(`UPDATE ${this.s}.scopes SET holder = NULL, lease_until = NULL WHERE key = $1 AND holder = $2`, [
       key,
       daemon,
     ]);
@@ -122,14 +124,17 @@ export class FleetLeases {
 
   /** Whether this daemon holds the scope's unexpired lease now. */
   async holds(daemon: string, key: string): Promise<boolean> {
-    const r = await this.pool.query(`SELECT 1 FROM ${S}.scopes WHERE key = $1 AND holder = $2 AND lease_until >= now()`, [key, daemon]);
+    const r = await this.pool.query(`SELECT 1 FROM ${this.s}.scopes WHERE key = $1 AND holder = $2 AND lease_until >= now()`, [
+      key,
+      daemon,
+    ]);
     return (r.rowCount ?? 0) > 0;
   }
 
   /** Every held lease (live or expired but not yet taken over). */
   async list(): Promise<LeaseRow[]> {
     const r = await this.pool.query<{ key: string; holder: string; ms: number }>(
-      `SELECT key, holder, (extract(epoch FROM lease_until - now()) * 1000)::float8 AS ms FROM ${S}.scopes WHERE holder IS NOT NULL ORDER BY holder, key`,
+      `SELECT key, holder, (extract(epoch FROM lease_until - now()) * 1000)::float8 AS ms FROM ${this.s}.scopes WHERE holder IS NOT NULL ORDER BY holder, key`,
     );
     return r.rows.map((row) => ({ key: row.key, holder: row.holder, expiresInMs: Math.round(row.ms) }));
   }
@@ -138,8 +143,8 @@ export class FleetLeases {
   async daemons(withinMs: number): Promise<FleetDaemon[]> {
     const r = await this.pool.query<{ id: string; host: string; pid: number; max_concurrent: number; ago: number; leases: string }>(
       `SELECT d.id, d.host, d.pid, d.max_concurrent, (extract(epoch FROM now() - d.seen_at) * 1000)::float8 AS ago,
-              (SELECT count(*) FROM ${S}.scopes s WHERE s.holder = d.id AND s.lease_until >= now()) AS leases
-       FROM ${S}.daemons d WHERE d.seen_at >= now() - $1 * interval '1 millisecond' ORDER BY d.started_at, d.id`,
+              (SELECT count(*) FROM ${this.s}.scopes s WHERE s.holder = d.id AND s.lease_until >= now()) AS leases
+       FROM ${this.s}.daemons d WHERE d.seen_at >= now() - $1 * interval '1 millisecond' ORDER BY d.started_at, d.id`,
       [withinMs],
     );
     return r.rows.map((row) => ({
@@ -154,7 +159,7 @@ export class FleetLeases {
 
   /** Events waiting for a turn across the fleet. */
   async queueDepth(): Promise<number> {
-    const r = await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${S}.events WHERE state = 'waiting'`);
+    const r = await this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.s}.events WHERE state = 'waiting'`);
     return Number(r.rows[0]?.n ?? 0);
   }
 

@@ -1,10 +1,19 @@
 /**
  * The PostgreSQL schema, as numbered migrations applied in order at start (under an
  * advisory lock, so daemons starting together migrate once). Everything lives in its own
- * schema, `buzz_bridge`, so the database may be shared with other software (a Buzz relay
- * deployment's PostgreSQL, for one). Never edit a released migration: add the next one.
+ * schema, `buzz_bridge` (a team's agent: `buzz_bridge_<id>`, pgSchemaFor), so the database
+ * may be shared with other software (a Buzz relay deployment's PostgreSQL, for one). Never edit a released migration: add the next one.
  */
 export const PG_SCHEMA = "buzz_bridge";
+
+/**
+ * The schema of one identity's queue: `buzz_bridge` for a daemon of one agent, and
+ * `buzz_bridge_<id>` for a team's agent (its id: 16 hex digits of its pubkey), so the agents
+ * of a team share one database, each bound to its own identity.
+ */
+export function pgSchemaFor(teamAgentId?: string): string {
+  return teamAgentId === undefined ? PG_SCHEMA : `${PG_SCHEMA}_${teamAgentId}`;
+}
 
 /** Key of the session-level advisory lock held while migrating ("buzz" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x62757a7a;
@@ -14,12 +23,12 @@ export interface Migration {
   sql: string;
 }
 
-const S = PG_SCHEMA;
-
-export const MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    sql: `
+/** The migrations, in the schema `S`. */
+export function migrations(S: string): readonly Migration[] {
+  return [
+    {
+      version: 1,
+      sql: `
 CREATE TABLE ${S}.events (
   id text PRIMARY KEY,
   channel text NOT NULL,
@@ -68,12 +77,14 @@ CREATE TABLE ${S}.daemons (
   seen_at timestamptz NOT NULL DEFAULT now()
 );
 `,
-  },
-  {
-    // A message that joined a running turn mid-way (a steer): how many replies the turn had recorded then.
-    version: 2,
-    sql: `ALTER TABLE ${S}.events ADD COLUMN joined_after integer;`,
-  },
-];
+    },
+    {
+      // A message that joined a running turn mid-way (a steer): how many replies the turn had recorded then.
+      version: 2,
+      sql: `ALTER TABLE ${S}.events ADD COLUMN joined_after integer;`,
+    },
+  ];
+}
 
+export const MIGRATIONS = migrations(PG_SCHEMA);
 export const PG_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

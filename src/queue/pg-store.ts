@@ -15,7 +15,7 @@ import pg from "pg";
 import type { Event } from "nostr-tools";
 import { redactDatabaseUrl } from "../base/log.js";
 import { LeaseLostError, QueueStoreError, StateRefusedError } from "./errors.js";
-import { MIGRATIONS, MIGRATION_LOCK_KEY, PG_SCHEMA, PG_SCHEMA_VERSION } from "./pg-migrations.js";
+import { MIGRATION_LOCK_KEY, PG_SCHEMA, PG_SCHEMA_VERSION, migrations } from "./pg-migrations.js";
 import { FleetLeases } from "./pg-leases.js";
 import type {
   Accepted,
@@ -33,7 +33,6 @@ import type {
 } from "./backend.js";
 import { FLEET_LEASE_MS } from "./pg-leases.js";
 
-const S = PG_SCHEMA;
 const FINAL: readonly string[] = ["done", "failed", "cancelled"];
 /** The database's clock in unix ms, as SQL. */
 const NOW_MS = "(extract(epoch FROM now()) * 1000)::bigint";
@@ -48,6 +47,8 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number;
   /** The lease period; default FLEET_LEASE_MS (tests shorten it). */
   leaseMs?: number;
+  /** The schema it lives in; default `buzz_bridge` (a team's agent: pgSchemaFor(id)). */
+  schema?: string;
 }
 
 interface EventRow {
@@ -84,10 +85,11 @@ export class PostgresStore implements QueueBackend {
     private readonly pool: pg.Pool,
     url: string,
     leaseMs = FLEET_LEASE_MS,
+    private readonly s = PG_SCHEMA,
   ) {
     this.where = redactDatabaseUrl(url);
     this.leaseMs = leaseMs;
-    this.leases = new FleetLeases(pool);
+    this.leases = new FleetLeases(pool, s);
   }
 
   /** Connects, migrates and checks the identity binding; throws QueueStoreError when refused. */
@@ -101,7 +103,7 @@ export class PostgresStore implements QueueBackend {
     });
     // An idle client's connection dropping (database restart) must not crash the process.
     pool.on("error", () => undefined);
-    const store = new PostgresStore(pool, o.url, o.leaseMs);
+    const store = new PostgresStore(pool, o.url, o.leaseMs, o.schema);
     try {
       await store.migrate(o.identity);
     } catch (err) {
@@ -121,9 +123,9 @@ export class PostgresStore implements QueueBackend {
     try {
       await c.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
       try {
-        await c.query(`CREATE SCHEMA IF NOT EXISTS ${S}`);
-        await c.query(`CREATE TABLE IF NOT EXISTS ${S}.meta (key text PRIMARY KEY, value text NOT NULL)`);
-        const found = await metaValue(c, "schema_version");
+        await c.query(`CREATE SCHEMA IF NOT EXISTS ${this.s}`);
+        await c.query(`CREATE TABLE IF NOT EXISTS ${this.s}.meta (key text PRIMARY KEY, value text NOT NULL)`);
+        const found = await metaValue(c, this.s, "schema_version");
         const version = found === undefined ? 0 : Number(found);
         if (version > PG_SCHEMA_VERSION) {
           throw new StateRefusedError(
@@ -131,13 +133,13 @@ export class PostgresStore implements QueueBackend {
               `Upgrade every daemon of the fleet, or point state.url at another database.`,
           );
         }
-        for (const m of MIGRATIONS) {
+        for (const m of migrations(this.s)) {
           if (m.version <= version) continue;
           await c.query("BEGIN");
           try {
             await c.query(m.sql);
             await c.query(
-              `INSERT INTO ${S}.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+              `INSERT INTO ${this.s}.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
               [String(m.version)],
             );
             await c.query("COMMIT");
@@ -149,8 +151,8 @@ export class PostgresStore implements QueueBackend {
             );
           }
         }
-        await c.query(`INSERT INTO ${S}.meta (key, value) VALUES ('identity', $1) ON CONFLICT (key) DO NOTHING`, [identity]);
-        const bound = await metaValue(c, "identity");
+        await c.query(`INSERT INTO ${this.s}.meta (key, value) VALUES ('identity', $1) ON CONFLICT (key) DO NOTHING`, [identity]);
+        const bound = await metaValue(c, this.s, "identity");
         if (bound !== identity) {
           throw new StateRefusedError(
             `the PostgreSQL database ${this.where} belongs to another agent identity (pubkey ${bound}); this daemon's is ${identity}. ` +
@@ -191,14 +193,14 @@ export class PostgresStore implements QueueBackend {
    * every daemon on it reads the same one (their instance beacons recognise each other by it).
    */
   async fleetId(): Promise<string> {
-    await this.pool.query(`INSERT INTO ${S}.meta (key, value) VALUES ('fleet_id', $1) ON CONFLICT (key) DO NOTHING`, [randomUUID()]);
-    const r = await this.pool.query<{ value: string }>(`SELECT value FROM ${S}.meta WHERE key = 'fleet_id'`);
+    await this.pool.query(`INSERT INTO ${this.s}.meta (key, value) VALUES ('fleet_id', $1) ON CONFLICT (key) DO NOTHING`, [randomUUID()]);
+    const r = await this.pool.query<{ value: string }>(`SELECT value FROM ${this.s}.meta WHERE key = 'fleet_id'`);
     return r.rows[0]!.value;
   }
 
   /** The schema version the database is at (for doctor). */
   async schemaVersion(): Promise<number> {
-    const r = await this.pool.query<{ value: string }>(`SELECT value FROM ${S}.meta WHERE key = 'schema_version'`);
+    const r = await this.pool.query<{ value: string }>(`SELECT value FROM ${this.s}.meta WHERE key = 'schema_version'`);
     return Number(r.rows[0]?.value ?? 0);
   }
 
@@ -226,17 +228,17 @@ export class PostgresStore implements QueueBackend {
     // when the caller asks for the total cap.
     const r = await this.pool.query<{ n: string; state: EventState | null; in_scope: string }>(
       `WITH waiting AS (
-         SELECT CASE WHEN $7::bigint IS NULL THEN 0 ELSE (SELECT count(*) FROM ${S}.events WHERE state = 'waiting') END AS total,
-                (SELECT count(*) FROM ${S}.events WHERE state = 'waiting' AND scope = $3) AS in_scope),
+         SELECT CASE WHEN $7::bigint IS NULL THEN 0 ELSE (SELECT count(*) FROM ${this.s}.events WHERE state = 'waiting') END AS total,
+                (SELECT count(*) FROM ${this.s}.events WHERE state = 'waiting' AND scope = $3) AS in_scope),
        ins AS (
-         INSERT INTO ${S}.events (id, channel, scope, created_at, accepted_at, state, json)
+         INSERT INTO ${this.s}.events (id, channel, scope, created_at, accepted_at, state, json)
          SELECT $1, $2, $3, $4, $5, CASE WHEN $7::bigint IS NOT NULL AND w.total >= $7 THEN 'refused' ELSE 'waiting' END, $6 FROM waiting w
          ON CONFLICT (id) DO NOTHING RETURNING scope, channel, state),
        cur AS (
-         INSERT INTO ${S}.cursors (channel, created_at) VALUES ($2, $4)
-         ON CONFLICT (channel) DO UPDATE SET created_at = greatest(${S}.cursors.created_at, excluded.created_at)),
+         INSERT INTO ${this.s}.cursors (channel, created_at) VALUES ($2, $4)
+         ON CONFLICT (channel) DO UPDATE SET created_at = greatest(${this.s}.cursors.created_at, excluded.created_at)),
        sc AS (
-         INSERT INTO ${S}.scopes (key, channel) SELECT scope, channel FROM ins ON CONFLICT (key) DO NOTHING)
+         INSERT INTO ${this.s}.scopes (key, channel) SELECT scope, channel FROM ins ON CONFLICT (key) DO NOTHING)
        SELECT (SELECT count(*) FROM ins) AS n, (SELECT state FROM ins) AS state, (SELECT in_scope FROM waiting) AS in_scope`,
       [ev.id, channel, scope, ev.created_at, Date.now(), JSON.stringify(ev), caps.total ?? null],
     );
@@ -256,8 +258,8 @@ export class PostgresStore implements QueueBackend {
    */
   private async refuseOverCap(scope: string, cap: number): Promise<Array<{ id: string; author: string; created_at: number }>> {
     const r = await this.pool.query<{ id: string; json: string; created_at: string }>(
-      `UPDATE ${S}.events e SET state = 'refused'
-       FROM (SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at DESC, id DESC OFFSET $2 FOR UPDATE SKIP LOCKED) old
+      `UPDATE ${this.s}.events e SET state = 'refused'
+       FROM (SELECT id FROM ${this.s}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at DESC, id DESC OFFSET $2 FOR UPDATE SKIP LOCKED) old
        WHERE e.id = old.id RETURNING e.id, e.json, e.created_at`,
       [scope, cap],
     );
@@ -265,7 +267,7 @@ export class PostgresStore implements QueueBackend {
   }
 
   async event(eventId: string): Promise<StoredEvent | undefined> {
-    const r = await this.pool.query<EventRow>(`SELECT * FROM ${S}.events WHERE id = $1`, [eventId]);
+    const r = await this.pool.query<EventRow>(`SELECT * FROM ${this.s}.events WHERE id = $1`, [eventId]);
     return r.rows[0] ? toStored(r.rows[0]) : undefined;
   }
 
@@ -289,12 +291,12 @@ export class PostgresStore implements QueueBackend {
 
   async scopeWork(scope: string, batchSize: number): Promise<ScopeWork> {
     const t = await this.pool.query<TurnRow & { due: boolean }>(
-      `SELECT *, next_attempt_at <= ${NOW_MS} AS due FROM ${S}.turns WHERE scope = $1 AND state IN ('queued', 'running') ORDER BY id LIMIT 1`,
+      `SELECT *, next_attempt_at <= ${NOW_MS} AS due FROM ${this.s}.turns WHERE scope = $1 AND state IN ('queued', 'running') ORDER BY id LIMIT 1`,
       [scope],
     );
     if (t.rows[0]) return { turn: toTurn(t.rows[0]), due: t.rows[0].state === "queued" ? t.rows[0].due : undefined, waiting: [] };
     const w = await this.pool.query<{ id: string }>(
-      `SELECT id FROM ${S}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at, id LIMIT $2`,
+      `SELECT id FROM ${this.s}.events WHERE scope = $1 AND state = 'waiting' ORDER BY created_at, id LIMIT $2`,
       [scope, batchSize],
     );
     return { waiting: w.rows.map((r) => r.id) };
@@ -307,27 +309,27 @@ export class PostgresStore implements QueueBackend {
   async startTurn(scope: string, channel: string, eventIds: readonly string[]): Promise<number> {
     return this.tx(async (c) => {
       const r = await c.query<{ id: string }>(
-        `INSERT INTO ${S}.turns (scope, channel, state, attempts, next_attempt_at, trigger_ids, updated_at) VALUES ($1, $2, 'running', 1, 0, '[]', $3) RETURNING id`,
+        `INSERT INTO ${this.s}.turns (scope, channel, state, attempts, next_attempt_at, trigger_ids, updated_at) VALUES ($1, $2, 'running', 1, 0, '[]', $3) RETURNING id`,
         [scope, channel, Date.now()],
       );
       const id = Number(r.rows[0]!.id);
       const taken = await c.query<{ id: string }>(
-        `UPDATE ${S}.events SET state = 'in_turn', turn_id = $1 WHERE id = ANY($2::text[]) AND state = 'waiting' RETURNING id`,
+        `UPDATE ${this.s}.events SET state = 'in_turn', turn_id = $1 WHERE id = ANY($2::text[]) AND state = 'waiting' RETURNING id`,
         [id, [...eventIds]],
       );
       const ids = new Set(taken.rows.map((row) => row.id));
-      await c.query(`UPDATE ${S}.turns SET trigger_ids = $2 WHERE id = $1`, [id, JSON.stringify(eventIds.filter((e) => ids.has(e)))]);
+      await c.query(`UPDATE ${this.s}.turns SET trigger_ids = $2 WHERE id = $1`, [id, JSON.stringify(eventIds.filter((e) => ids.has(e)))]);
       return id;
     });
   }
 
   async turn(id: number): Promise<TurnRecord | undefined> {
-    const r = await this.pool.query<TurnRow>(`SELECT * FROM ${S}.turns WHERE id = $1`, [id]);
+    const r = await this.pool.query<TurnRow>(`SELECT * FROM ${this.s}.turns WHERE id = $1`, [id]);
     return r.rows[0] ? toTurn(r.rows[0]) : undefined;
   }
 
   async eventsOfTurn(turnId: number): Promise<StoredEvent[]> {
-    const r = await this.pool.query<EventRow>(`SELECT * FROM ${S}.events WHERE turn_id = $1 ORDER BY created_at, id`, [turnId]);
+    const r = await this.pool.query<EventRow>(`SELECT * FROM ${this.s}.events WHERE turn_id = $1 ORDER BY created_at, id`, [turnId]);
     return r.rows.map(toStored);
   }
 
@@ -340,13 +342,13 @@ export class PostgresStore implements QueueBackend {
   async updateTurn(from: TurnState, t: TurnUpdate, holder: string): Promise<boolean> {
     return this.tx(async (c) => {
       const r = await c.query(
-        `UPDATE ${S}.turns SET state = $1, attempts = $2, next_attempt_at = CASE WHEN $1 = 'queued' THEN ${NOW_MS} + $3::bigint ELSE 0 END,
+        `UPDATE ${this.s}.turns SET state = $1, attempts = $2, next_attempt_at = CASE WHEN $1 = 'queued' THEN ${NOW_MS} + $3::bigint ELSE 0 END,
            recovered = $4, error = $5, updated_at = $6
-         WHERE id = $7 AND state = $8 AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = ${S}.turns.scope AND s.holder = $9)`,
+         WHERE id = $7 AND state = $8 AND EXISTS (SELECT 1 FROM ${this.s}.scopes s WHERE s.key = ${this.s}.turns.scope AND s.holder = $9)`,
         [t.state, t.attempts, t.retryInMs ?? 0, t.recovered ? 1 : 0, t.error, Date.now(), t.id, from, holder],
       );
       if (!r.rowCount) return false;
-      if (FINAL.includes(t.state)) await c.query(`UPDATE ${S}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
+      if (FINAL.includes(t.state)) await c.query(`UPDATE ${this.s}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
       return true;
     });
   }
@@ -359,14 +361,14 @@ export class PostgresStore implements QueueBackend {
   async recordReply(turnId: number, replyId: string, holder?: string): Promise<void> {
     if (holder === undefined) {
       await this.pool.query(
-        `UPDATE ${S}.turns SET reply_ids = reply_ids || to_jsonb($2::text), updated_at = $3 WHERE id = $1 AND NOT reply_ids ? $2`,
+        `UPDATE ${this.s}.turns SET reply_ids = reply_ids || to_jsonb($2::text), updated_at = $3 WHERE id = $1 AND NOT reply_ids ? $2`,
         [turnId, replyId, Date.now()],
       );
       return;
     }
     const r = await this.pool.query<{ id: string }>(
-      `UPDATE ${S}.turns t SET reply_ids = CASE WHEN t.reply_ids ? $2 THEN t.reply_ids ELSE t.reply_ids || to_jsonb($2::text) END, updated_at = $4
-       FROM ${S}.scopes s WHERE t.id = $1 AND s.key = t.scope AND s.holder = $3 AND s.lease_until >= now() RETURNING t.id`,
+      `UPDATE ${this.s}.turns t SET reply_ids = CASE WHEN t.reply_ids ? $2 THEN t.reply_ids ELSE t.reply_ids || to_jsonb($2::text) END, updated_at = $4
+       FROM ${this.s}.scopes s WHERE t.id = $1 AND s.key = t.scope AND s.holder = $3 AND s.lease_until >= now() RETURNING t.id`,
       [turnId, replyId, holder, Date.now()],
     );
     if (!r.rowCount) throw new LeaseLostError(`turn ${turnId}: this daemon (${holder}) no longer holds its scope's lease; not publishing`);
@@ -377,20 +379,20 @@ export class PostgresStore implements QueueBackend {
     return this.tx(async (c) => {
       // The turn's row is locked first, so its end (or a takeover's resume) waits for the join or comes before it.
       const t = await c.query<{ scope: string; n: number }>(
-        `SELECT t.scope, jsonb_array_length(t.reply_ids) AS n FROM ${S}.turns t WHERE t.id = $1 AND t.state = 'running'
-           AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now())
+        `SELECT t.scope, jsonb_array_length(t.reply_ids) AS n FROM ${this.s}.turns t WHERE t.id = $1 AND t.state = 'running'
+           AND EXISTS (SELECT 1 FROM ${this.s}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now())
          FOR UPDATE OF t`,
         [turnId, holder],
       );
       const turn = t.rows[0];
       if (!turn) return [];
       const r = await c.query<{ id: string }>(
-        `UPDATE ${S}.events SET state = 'in_turn', turn_id = $1, joined_after = $2 WHERE id = ANY($3::text[]) AND state = 'waiting' AND scope = $4 RETURNING id`,
+        `UPDATE ${this.s}.events SET state = 'in_turn', turn_id = $1, joined_after = $2 WHERE id = ANY($3::text[]) AND state = 'waiting' AND scope = $4 RETURNING id`,
         [turnId, turn.n, [...eventIds], turn.scope],
       );
       const joined = [...new Set(eventIds)].filter((id) => r.rows.some((row) => row.id === id));
       if (joined.length)
-        await c.query(`UPDATE ${S}.turns SET trigger_ids = trigger_ids || $2::jsonb, updated_at = $3 WHERE id = $1`, [
+        await c.query(`UPDATE ${this.s}.turns SET trigger_ids = trigger_ids || $2::jsonb, updated_at = $3 WHERE id = $1`, [
           turnId,
           JSON.stringify(joined),
           Date.now(),
@@ -403,18 +405,18 @@ export class PostgresStore implements QueueBackend {
     if (eventIds.length === 0) return;
     await this.tx(async (c) => {
       const held = await c.query(
-        `SELECT 1 FROM ${S}.turns t WHERE t.id = $1 AND EXISTS (SELECT 1 FROM ${S}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now()) FOR UPDATE OF t`,
+        `SELECT 1 FROM ${this.s}.turns t WHERE t.id = $1 AND EXISTS (SELECT 1 FROM ${this.s}.scopes s WHERE s.key = t.scope AND s.holder = $2 AND s.lease_until >= now()) FOR UPDATE OF t`,
         [turnId, holder],
       );
       if (!held.rowCount) return;
       const r = await c.query<{ id: string }>(
-        `UPDATE ${S}.events SET state = 'waiting', turn_id = NULL, joined_after = NULL WHERE id = ANY($2::text[]) AND turn_id = $1 RETURNING id`,
+        `UPDATE ${this.s}.events SET state = 'waiting', turn_id = NULL, joined_after = NULL WHERE id = ANY($2::text[]) AND turn_id = $1 RETURNING id`,
         [turnId, [...eventIds]],
       );
       const left = r.rows.map((row) => row.id);
       if (left.length)
         await c.query(
-          `UPDATE ${S}.turns SET trigger_ids = coalesce((SELECT jsonb_agg(x) FROM jsonb_array_elements(trigger_ids) x WHERE NOT (x #>> '{}') = ANY($2::text[])), '[]'), updated_at = $3 WHERE id = $1`,
+          `UPDATE ${this.s}.turns SET trigger_ids = coalesce((SELECT jsonb_agg(x) FROM jsonb_array_elements(trigger_ids) x WHERE NOT (x #>> '{}') = ANY($2::text[])), '[]'), updated_at = $3 WHERE id = $1`,
           [turnId, left, Date.now()],
         );
     });
@@ -422,7 +424,7 @@ export class PostgresStore implements QueueBackend {
 
   async notRunning(turnIds: readonly number[]): Promise<number[]> {
     if (turnIds.length === 0) return [];
-    const r = await this.pool.query<{ id: string }>(`SELECT id FROM ${S}.turns WHERE id = ANY($1::bigint[]) AND state <> 'running'`, [
+    const r = await this.pool.query<{ id: string }>(`SELECT id FROM ${this.s}.turns WHERE id = ANY($1::bigint[]) AND state <> 'running'`, [
       [...turnIds],
     ]);
     return r.rows.map((row) => Number(row.id));
@@ -432,13 +434,13 @@ export class PostgresStore implements QueueBackend {
     return this.tx(async (c) => {
       const match = keys ? `scope = ANY($1::text[])` : `(scope = $1 OR starts_with(scope, $1 || '/'))`;
       const arg = keys ? [...keys] : channel;
-      const ev = await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE state = 'waiting' AND ${match}`, [arg]);
+      const ev = await c.query(`UPDATE ${this.s}.events SET state = 'cancelled' WHERE state = 'waiting' AND ${match}`, [arg]);
       const turns = await c.query<{ id: string; was: string }>(
-        `UPDATE ${S}.turns t SET state = 'cancelled', error = 'cancelled by owner', updated_at = $2 FROM (SELECT id, state AS was FROM ${S}.turns WHERE state IN ('queued', 'running') AND ${match} FOR UPDATE) o WHERE t.id = o.id RETURNING t.id, o.was`,
+        `UPDATE ${this.s}.turns t SET state = 'cancelled', error = 'cancelled by owner', updated_at = $2 FROM (SELECT id, state AS was FROM ${this.s}.turns WHERE state IN ('queued', 'running') AND ${match} FOR UPDATE) o WHERE t.id = o.id RETURNING t.id, o.was`,
         [arg, Date.now()],
       );
       const ids = turns.rows.map((r) => Number(r.id));
-      if (ids.length) await c.query(`UPDATE ${S}.events SET state = 'cancelled' WHERE turn_id = ANY($1::bigint[])`, [ids]);
+      if (ids.length) await c.query(`UPDATE ${this.s}.events SET state = 'cancelled' WHERE turn_id = ANY($1::bigint[])`, [ids]);
       return { running: turns.rows.filter((r) => r.was === "running").map((r) => Number(r.id)), ended: (ev.rowCount ?? 0) + ids.length };
     });
   }
@@ -449,14 +451,14 @@ export class PostgresStore implements QueueBackend {
    */
   async bumpRotation(key: string): Promise<void> {
     await this.pool.query(
-      `INSERT INTO ${S}.claims (key, at) VALUES ('rotate:' || $1, 1) ON CONFLICT (key) DO UPDATE SET at = ${S}.claims.at + 1`,
+      `INSERT INTO ${this.s}.claims (key, at) VALUES ('rotate:' || $1, 1) ON CONFLICT (key) DO UPDATE SET at = ${this.s}.claims.at + 1`,
       [key],
     );
   }
 
   async rotationEpoch(scope: string, channel: string): Promise<number> {
     const r = await this.pool.query<{ n: string | null }>(
-      `SELECT sum(at) AS n FROM ${S}.claims WHERE key IN ('rotate:' || $1, 'rotate:' || $2)`,
+      `SELECT sum(at) AS n FROM ${this.s}.claims WHERE key IN ('rotate:' || $1, 'rotate:' || $2)`,
       [scope, channel],
     );
     return Number(r.rows[0]?.n ?? 0);
@@ -465,7 +467,7 @@ export class PostgresStore implements QueueBackend {
   async replaceQueuedContent(eventId: string, content: string, editId: string): Promise<boolean> {
     return this.tx(async (c) => {
       const e = await c.query<{ state: EventState; turn_id: string | null; json: string }>(
-        `SELECT state, turn_id, json FROM ${S}.events WHERE id = $1 FOR UPDATE`,
+        `SELECT state, turn_id, json FROM ${this.s}.events WHERE id = $1 FOR UPDATE`,
         [eventId],
       );
       const row = e.rows[0];
@@ -474,11 +476,11 @@ export class PostgresStore implements QueueBackend {
         // Locked, so a daemon resuming the retry reads the batch after this edit, or this sees it running.
         const t =
           row.state === "in_turn" && row.turn_id !== null
-            ? await c.query<{ state: string }>(`SELECT state FROM ${S}.turns WHERE id = $1 FOR SHARE`, [row.turn_id])
+            ? await c.query<{ state: string }>(`SELECT state FROM ${this.s}.turns WHERE id = $1 FOR SHARE`, [row.turn_id])
             : undefined;
         if (t?.rows[0]?.state !== "queued") return false;
       }
-      await c.query(`UPDATE ${S}.events SET json = $2 WHERE id = $1`, [
+      await c.query(`UPDATE ${this.s}.events SET json = $2 WHERE id = $1`, [
         eventId,
         JSON.stringify({ ...(JSON.parse(row.json) as Event), content, edited: editId }),
       ]);
@@ -487,12 +489,12 @@ export class PostgresStore implements QueueBackend {
   }
 
   async dropWaiting(eventId: string): Promise<boolean> {
-    const r = await this.pool.query(`UPDATE ${S}.events SET state = 'deleted' WHERE id = $1 AND state = 'waiting'`, [eventId]);
+    const r = await this.pool.query(`UPDATE ${this.s}.events SET state = 'deleted' WHERE id = $1 AND state = 'waiting'`, [eventId]);
     return (r.rowCount ?? 0) > 0;
   }
 
   async claimControl(eventId: string, createdAt: number): Promise<boolean> {
-    const r = await this.pool.query(`INSERT INTO ${S}.controls (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [
+    const r = await this.pool.query(`INSERT INTO ${this.s}.controls (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [
       eventId,
       createdAt,
     ]);
@@ -502,7 +504,7 @@ export class PostgresStore implements QueueBackend {
   async claimOnce(key: string, windowMs: number): Promise<boolean> {
     const now = Date.now();
     const r = await this.pool.query(
-      `INSERT INTO ${S}.claims (key, at) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ${S}.claims.at <= $3`,
+      `INSERT INTO ${this.s}.claims (key, at) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET at = excluded.at WHERE ${this.s}.claims.at <= $3`,
       [key, now, now - windowMs],
     );
     return (r.rowCount ?? 0) > 0;
@@ -511,14 +513,14 @@ export class PostgresStore implements QueueBackend {
   /** A conversation the agent is in (backend.ts `markActive`), kept among the claims as `active:<key>`. */
   async markActive(key: string, at: number): Promise<void> {
     await this.pool.query(
-      `INSERT INTO ${S}.claims (key, at) VALUES ('active:' || $1, $2) ON CONFLICT (key) DO UPDATE SET at = GREATEST(${S}.claims.at, excluded.at)`,
+      `INSERT INTO ${this.s}.claims (key, at) VALUES ('active:' || $1, $2) ON CONFLICT (key) DO UPDATE SET at = GREATEST(${this.s}.claims.at, excluded.at)`,
       [key, at],
     );
   }
 
   async activeSince(sinceMs: number): Promise<{ key: string; at: number }[]> {
     const r = await this.pool.query<{ key: string; at: string }>(
-      `SELECT substr(key, 8) AS key, at FROM ${S}.claims WHERE starts_with(key, 'active:') AND at >= $1 ORDER BY at`,
+      `SELECT substr(key, 8) AS key, at FROM ${this.s}.claims WHERE starts_with(key, 'active:') AND at >= $1 ORDER BY at`,
       [sinceMs],
     );
     return r.rows.map((row) => ({ key: row.key, at: Number(row.at) }));
@@ -527,7 +529,7 @@ export class PostgresStore implements QueueBackend {
   async claimFirst(keys: readonly string[]): Promise<string[]> {
     if (keys.length === 0) return [];
     const r = await this.pool.query<{ key: string }>(
-      `INSERT INTO ${S}.claims (key, at) SELECT k, $2 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING RETURNING key`,
+      `INSERT INTO ${this.s}.claims (key, at) SELECT k, $2 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING RETURNING key`,
       [[...new Set(keys)], Date.now()],
     );
     const claimed = new Set(r.rows.map((row) => row.key));
@@ -537,7 +539,7 @@ export class PostgresStore implements QueueBackend {
   /** Periods are cut by the database's clock, so daemons with drifting clocks agree on them. */
   async claimPeriod(name: string, periodMs: number): Promise<boolean> {
     const r = await this.pool.query(
-      `INSERT INTO ${S}.claims (key, at) VALUES ($1 || ':' || floor(extract(epoch FROM now()) * 1000 / $2)::bigint, $3) ON CONFLICT (key) DO NOTHING`,
+      `INSERT INTO ${this.s}.claims (key, at) VALUES ($1 || ':' || floor(extract(epoch FROM now()) * 1000 / $2)::bigint, $3) ON CONFLICT (key) DO NOTHING`,
       [name, periodMs, Date.now()],
     );
     return (r.rowCount ?? 0) > 0;
@@ -545,14 +547,14 @@ export class PostgresStore implements QueueBackend {
 
   async depth(): Promise<QueueDepth> {
     const r = await this.pool.query<{ channel: string; n: string; turns: string }>(
-      `SELECT e.channel, count(*) AS n, count(DISTINCT e.turn_id) AS turns FROM ${S}.events e LEFT JOIN ${S}.turns t ON t.id = e.turn_id
+      `SELECT e.channel, count(*) AS n, count(DISTINCT e.turn_id) AS turns FROM ${this.s}.events e LEFT JOIN ${this.s}.turns t ON t.id = e.turn_id
        WHERE e.state = 'waiting' OR (e.state = 'in_turn' AND t.state = 'queued') GROUP BY e.channel`,
     );
     const s = await this.pool.query<{ scopes: string; retrying: string; running: string }>(
-      `SELECT (SELECT count(*) FROM (SELECT scope FROM ${S}.events WHERE state = 'waiting'
-                 UNION SELECT scope FROM ${S}.turns WHERE state IN ('queued', 'running')) x) AS scopes,
-              (SELECT count(*) FROM ${S}.turns WHERE state = 'queued') AS retrying,
-              (SELECT count(*) FROM ${S}.turns WHERE state = 'running') AS running`,
+      `SELECT (SELECT count(*) FROM (SELECT scope FROM ${this.s}.events WHERE state = 'waiting'
+                 UNION SELECT scope FROM ${this.s}.turns WHERE state IN ('queued', 'running')) x) AS scopes,
+              (SELECT count(*) FROM ${this.s}.turns WHERE state = 'queued') AS retrying,
+              (SELECT count(*) FROM ${this.s}.turns WHERE state = 'running') AS running`,
     );
     const byChannel = new Map(r.rows.map((row) => [row.channel, Number(row.n)]));
     const queued = [...byChannel.values()].reduce((a, b) => a + b, 0);
@@ -563,17 +565,17 @@ export class PostgresStore implements QueueBackend {
   async prune(olderThanMs: number, now = Date.now()): Promise<void> {
     const cutoff = now - olderThanMs;
     await this.tx(async (c) => {
-      await c.query(`DELETE FROM ${S}.sessions WHERE updated_at < $1`, [cutoff]);
-      await c.query(`DELETE FROM ${S}.events WHERE state NOT IN ('waiting', 'in_turn') AND accepted_at < $1`, [cutoff]);
-      await c.query(`DELETE FROM ${S}.turns WHERE state NOT IN ('queued', 'running') AND updated_at < $1`, [cutoff]);
-      await c.query(`DELETE FROM ${S}.controls WHERE created_at < $1`, [Math.floor(cutoff / 1000)]);
+      await c.query(`DELETE FROM ${this.s}.sessions WHERE updated_at < $1`, [cutoff]);
+      await c.query(`DELETE FROM ${this.s}.events WHERE state NOT IN ('waiting', 'in_turn') AND accepted_at < $1`, [cutoff]);
+      await c.query(`DELETE FROM ${this.s}.turns WHERE state NOT IN ('queued', 'running') AND updated_at < $1`, [cutoff]);
+      await c.query(`DELETE FROM ${this.s}.controls WHERE created_at < $1`, [Math.floor(cutoff / 1000)]);
       // Rotation counts are counters, not times: they stay.
-      await c.query(`DELETE FROM ${S}.claims WHERE at < $1 AND NOT starts_with(key, 'rotate:')`, [cutoff]);
+      await c.query(`DELETE FROM ${this.s}.claims WHERE at < $1 AND NOT starts_with(key, 'rotate:')`, [cutoff]);
       // Scopes nobody holds and with nothing left to do; a new mention recreates the row.
       await c.query(
-        `DELETE FROM ${S}.scopes s WHERE s.holder IS NULL
-           AND NOT EXISTS (SELECT 1 FROM ${S}.events e WHERE e.scope = s.key AND e.state IN ('waiting', 'in_turn'))
-           AND NOT EXISTS (SELECT 1 FROM ${S}.turns t WHERE t.scope = s.key AND t.state IN ('queued', 'running'))`,
+        `DELETE FROM ${this.s}.scopes s WHERE s.holder IS NULL
+           AND NOT EXISTS (SELECT 1 FROM ${this.s}.events e WHERE e.scope = s.key AND e.state IN ('waiting', 'in_turn'))
+           AND NOT EXISTS (SELECT 1 FROM ${this.s}.turns t WHERE t.scope = s.key AND t.state IN ('queued', 'running'))`,
       );
     });
   }
@@ -585,8 +587,8 @@ export class PostgresStore implements QueueBackend {
   }
 }
 
-async function metaValue(c: pg.ClientBase, key: string): Promise<string | undefined> {
-  const r = await c.query<{ value: string }>(`SELECT value FROM ${S}.meta WHERE key = $1`, [key]);
+async function metaValue(c: pg.ClientBase, schema: string, key: string): Promise<string | undefined> {
+  const r = await c.query<{ value: string }>(`SELECT value FROM ${schema}.meta WHERE key = $1`, [key]);
   return r.rows[0]?.value;
 }
 

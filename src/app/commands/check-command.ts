@@ -4,7 +4,7 @@
  */
 import { stringify } from "yaml";
 import { parseCommandArgs, withUsage } from "../../base/args.js";
-import { ConfigError, loadConfig, resolveConfigPath } from "../../config/load.js";
+import { ConfigError, loadTeam, resolveConfigPath } from "../../config/load.js";
 import { DURATION_KEYS, SIZE_KEYS } from "../../config/schema.js";
 import { formatDuration } from "../../config/duration.js";
 import { formatSize } from "../../config/size.js";
@@ -14,7 +14,8 @@ import { redactDatabaseUrl } from "../../base/log.js";
 const HELP = `usage: buzz-bridge check [-c FILE]
 
 Validates the configuration and prints the effective settings (defaults filled in,
-secrets shown as [redacted]). Exit 0 when valid, 1 with every error as FILE:LINE:COL.
+secrets shown as [redacted]); for a config with agents:, one YAML document per agent.
+Exit 0 when valid, 1 with every error as FILE:LINE:COL.
 Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml.`;
 
 export function main(argv: string[]): Promise<number> {
@@ -23,11 +24,19 @@ export function main(argv: string[]): Promise<number> {
     if (!args) return 0;
     const file = resolveConfigPath(args.values.config as string | undefined);
     try {
-      const loaded = loadConfig(file);
-      for (const w of loaded.warnings) process.stderr.write(`warning: ${w}\n`);
-      const shown = displayable(loaded.config) as Record<string, unknown>;
-      process.stdout.write(`# ${file}: valid\n# agent pubkey: ${npub(loaded.pubkey)} (${loaded.pubkey})\n`);
-      process.stdout.write(stringify(shown, { lineWidth: 0 }));
+      const team = loadTeam(file);
+      for (const w of new Set(team.members.flatMap((m) => m.warnings))) process.stderr.write(`warning: ${w}\n`);
+      const [one] = team.members;
+      if (!one!.team) {
+        process.stdout.write(`# ${file}: valid\n# agent pubkey: ${npub(one!.pubkey)} (${one!.pubkey})\n`);
+        process.stdout.write(stringify(displayable(one!.config), { lineWidth: 0 }));
+        return 0;
+      }
+      process.stdout.write(`# ${file}: valid; ${team.members.length} agents in one daemon, state_dir ${team.stateDir}\n`);
+      for (const m of team.members) {
+        process.stdout.write(`---\n# agents[${m.team!.index}]: agent ${m.team!.id}, pubkey ${npub(m.pubkey)} (${m.pubkey})\n`);
+        process.stdout.write(stringify(displayable(m.config), { lineWidth: 0 }));
+      }
       return 0;
     } catch (err) {
       if (err instanceof ConfigError) {

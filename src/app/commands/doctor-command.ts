@@ -5,9 +5,10 @@
  * whose errors are listed). The checks themselves are in ./doctor.ts.
  */
 import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
-import { ConfigError, loadConfig, resolveConfigPath, type LoadedConfig } from "../../config/load.js";
+import { ConfigError, loadConfig, loadTeam, resolveConfigPath, type LoadedConfig } from "../../config/load.js";
 import { serviceFor, type StateDirSource } from "../doctor/doctor-service.js";
 import { parseDuration } from "../../config/duration.js";
+import { npub } from "../../config/keys.js";
 import { dirname, join, resolve } from "node:path";
 
 const HELP = `usage: buzz-bridge doctor [-c FILE] [--timeout 15s] [--state-dir DIR]
@@ -43,7 +44,7 @@ export function main(argv: string[]): Promise<number> {
       timeoutMs = t;
     }
     const file = resolveConfigPath(args.values.config as string | undefined);
-    let loaded: LoadedConfig;
+    let loaded: LoadedConfig[];
     let stateFrom: StateDirSource | undefined;
     try {
       ({ loaded, from: stateFrom } = loadForDoctor(file, args.values["state-dir"] as string | undefined));
@@ -62,9 +63,16 @@ export function main(argv: string[]): Promise<number> {
     }
     // Loaded only now: a bad config is reported without paying for the daemon's imports.
     const { formatResults, runDoctor } = await import("../doctor/doctor.js");
-    const results = await runDoctor(loaded, { timeoutMs, stateFrom });
-    process.stdout.write(formatResults(results));
-    return results.some((r) => r.mark === "fail") ? 1 : 0;
+    let failed = false;
+    // A team: each agent checked in turn, under its own heading.
+    for (const one of loaded) {
+      if (one.team)
+        process.stdout.write(`${one.team.index ? "\n" : ""}agent ${one.team.id} (${npub(one.pubkey)}), agents[${one.team.index}]\n`);
+      const results = await runDoctor(one, { timeoutMs, stateFrom });
+      process.stdout.write(formatResults(results));
+      failed ||= results.some((r) => r.mark === "fail");
+    }
+    return failed ? 1 : 0;
   });
 }
 
@@ -73,7 +81,15 @@ export function main(argv: string[]): Promise<number> {
  * gets the directory the service gets: `--state-dir`, else `$STATE_DIRECTORY` (doctor run
  * inside the service), else the `StateDirectory=` of the installed unit that runs this config.
  */
-function loadForDoctor(file: string, flag: string | undefined): { loaded: LoadedConfig; from?: StateDirSource } {
+function loadForDoctor(file: string, flag: string | undefined): { loaded: LoadedConfig[]; from?: StateDirSource } {
+  const team = loadTeam(file, flag === undefined ? process.env : { ...process.env, STATE_DIRECTORY: resolve(flag) });
+  // A team's state_dir is the config's (or --state-dir when it names none); each agent's is under it.
+  if (team.members[0]!.team) return { loaded: team.members, from: flag === undefined ? undefined : { flag: resolve(flag) } };
+  const one = loadOne(file, flag);
+  return { loaded: [one.loaded], from: one.from };
+}
+
+function loadOne(file: string, flag: string | undefined): { loaded: LoadedConfig; from?: StateDirSource } {
   if (flag !== undefined) {
     const dir = resolve(flag);
     const loaded = loadConfig(file, { ...process.env, STATE_DIRECTORY: dir });

@@ -6,9 +6,10 @@
  * reconnecting, also at start-up; a stop signal then exits 0).
  */
 import { parseCommandArgs, withUsage } from "../../base/args.js";
-import { loadConfigOrReport, resolveConfigPath } from "../../config/load.js";
+import { ConfigError, loadTeam, resolveConfigPath, type LoadedTeam } from "../../config/load.js";
 import { createLogger } from "../../base/log.js";
 import { Daemon } from "../daemon/daemon.js";
+import { Team } from "../daemon/team.js";
 import { StartAbortedError } from "../daemon/start-waits.js";
 import { StateLockedError } from "../daemon/state-lock.js";
 import { InstanceConflictError } from "../../buzz/instance.js";
@@ -17,6 +18,8 @@ import { logCrashes } from "./crash-log.js";
 const HELP = `usage: buzz-bridge run [-c FILE]
 
 Runs the daemon. Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml.
+A config with agents: runs each listed agent in this one process (docs/configuration.md,
+"Several agents in one daemon"); an owner's !shutdown then stops that agent alone.
 Signals: SIGTERM/SIGINT stop gracefully (turns get shutdown_grace to finish; the rest
 run again after restart), SIGHUP reloads the config.
 Exit 1 on a config error; 2 when it crashed on an error nothing handled (log evt
@@ -30,16 +33,25 @@ export function main(argv: string[]): Promise<number> {
     const args = parseCommandArgs(argv, { config: { type: "string", short: "c" } }, HELP);
     if (!args) return 0;
     const file = resolveConfigPath(args.values.config as string | undefined);
-    const loaded = loadConfigOrReport(file);
-    if (!loaded) return 1;
-    const log = createLogger({ level: loaded.config.log.level, format: loaded.config.log.format });
-    for (const w of loaded.warnings) log.warn({ evt: "config.warning" }, w);
-    return runDaemon(new Daemon({ loaded, logger: log, configFile: file }), log);
+    let team: LoadedTeam;
+    try {
+      team = loadTeam(file);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      process.stderr.write(`${err.message}\n`);
+      return 1;
+    }
+    const [loaded] = team.members;
+    const log = createLogger({ level: loaded!.config.log.level, format: loaded!.config.log.format });
+    for (const w of new Set(team.members.flatMap((m) => m.warnings))) log.warn({ evt: "config.warning" }, w);
+    // A config without agents: runs its one agent as it always has; with agents:, a team (docs/configuration.md).
+    if (!loaded!.team) return runDaemon(new Daemon({ loaded: loaded!, logger: log, configFile: file }), log);
+    return runDaemon(new Team({ team, logger: log, configFile: file }), log);
   });
 }
 
 /** Runs a daemon until a signal or `!shutdown`; shared with `demo --keep`. */
-export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLogger>): Promise<number> {
+export async function runDaemon(daemon: Daemon | Team, log: ReturnType<typeof createLogger>): Promise<number> {
   let stopSignal: string | undefined;
   const onStop = (sig: string) => () => {
     if (stopSignal) return;
@@ -82,7 +94,7 @@ export async function runDaemon(daemon: Daemon, log: ReturnType<typeof createLog
       await daemon.stop().catch(() => undefined);
       return 2;
     }
-    const why = await Promise.race([stopRequested, daemon.shutdownRequested]);
+    const why = await Promise.race([stopRequested, daemon instanceof Team ? daemon.ended : daemon.shutdownRequested]);
     log.info({ evt: "daemon.shutdown", reason: why }, "shutting down");
     await daemon.stop();
     return 0;

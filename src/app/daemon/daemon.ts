@@ -25,6 +25,7 @@ import { LinkServer, linkRootPath } from "../../link/index.js";
 import { HttpEndpoint } from "../../proxy/http-endpoint.js";
 import { SqliteStore, STORE_FILE, type QueueBackend, type Scheduler } from "../../queue/index.js";
 import type { PostgresStore } from "../../queue/pg-store.js";
+import { pgSchemaFor } from "../../queue/pg-migrations.js";
 import { keepPruned } from "../../queue/retention.js";
 import { checkFaultEnv } from "../../relay/faults.js";
 import { FreshChannels } from "../../buzz/fresh-channel.js";
@@ -55,11 +56,27 @@ export interface DaemonOptions {
   logger: Logger;
   /** Re-read on SIGHUP; default the loaded file. */
   configFile?: string;
+  /** Its metrics; default its own, with the process's. A team gives each agent one without (team.ts). */
+  metrics?: Metrics;
+  /** With `relay.url: embedded`: a development relay already running (a team's one), instead of one of its own. */
+  devRelay?: DevRelay;
+  /** Whether it serves `http:` itself; a team's agents do not (the team does, for all). Default true. */
+  ownHttp?: boolean;
+  /** A cap shared with other daemons of the process (a team's `team.max_concurrent`): a turn starts only with a slot. */
+  sharedSlots?: SharedSlots;
+}
+
+/** Turn slots shared by a team's agents (team.ts). */
+export interface SharedSlots {
+  /** Takes a slot when one is free. */
+  take(): boolean;
+  /** Gives one back; `ended`: a turn ended, so the others may start one now. */
+  give(ended: boolean): void;
 }
 
 export class Daemon {
   config: Config;
-  readonly metrics = new Metrics();
+  readonly metrics: Metrics;
   /** Usage reported since midnight UTC, for `!status` and `/status`. */
   readonly usageToday = new UsageToday();
   private readonly denials = new RecentDenials();
@@ -108,6 +125,7 @@ export class Daemon {
   constructor(private readonly o: DaemonOptions) {
     this.config = o.loaded.config;
     this.log = o.logger;
+    this.metrics = o.metrics ?? new Metrics();
   }
 
   get pubkey(): string {
@@ -137,12 +155,21 @@ export class Daemon {
     if (cfg.state.backend === "postgres") {
       // Up before the database wait, so /readyz answers 503 (state: waiting) meanwhile.
       await this.startHttpOnce();
-      fleet = await openFleetStoreAtStart({ url: cfg.state.url!, pubkey, signal: this.startAbort.signal, logger: log });
+      fleet = await openFleetStoreAtStart({
+        url: cfg.state.url!,
+        pubkey,
+        schema: pgSchemaFor(this.o.loaded.team?.id),
+        signal: this.startAbort.signal,
+        logger: log,
+      });
     }
     const backend = (this.backend = fleet ?? this.store);
 
     let url = cfg.relay.url;
-    if (url === "embedded") {
+    if (url === "embedded" && this.o.devRelay) {
+      this.o.devRelay.addRelayMember(pubkey);
+      url = this.o.devRelay.url;
+    } else if (url === "embedded") {
       // Loaded only here: a daemon on a real relay never loads the development relay.
       const { startDevRelay } = await import("../../devrelay/index.js");
       this.devRelay = await startDevRelay({ port: 0, seed: cfg.relay.seed });
@@ -329,7 +356,7 @@ export class Daemon {
   /** /healthz, /readyz, /metrics, /status and /status.json, once (in fleet mode already while the database is awaited). */
   private async startHttpOnce(): Promise<void> {
     const cfg = this.config;
-    if (!cfg.http || this.http) return;
+    if (!cfg.http || this.http || this.o.ownHttp === false) return;
     this.http = await startHttp({
       listen: cfg.http.listen,
       metrics: this.metrics,
@@ -366,11 +393,16 @@ export class Daemon {
     this.startAbort.abort();
   }
 
-  /** queue → turn: starts every batch the scheduler allows now. */
-  private pump(): void {
+  /** queue → turn: starts every batch the scheduler (and a team's shared cap) allows now. */
+  pump(): void {
     if (this.stopping || !this.dispatcher || !this.listening) return;
-    for (let batch = this.scheduler.next(); batch; batch = this.scheduler.next()) {
-      void this.dispatcher.start(batch);
+    const slots = this.o.sharedSlots;
+    for (;;) {
+      if (slots && !slots.take()) return;
+      const batch = this.scheduler.next();
+      if (!batch) return slots?.give(false);
+      const turn = this.dispatcher.start(batch);
+      if (slots) void turn.finally(() => slots.give(true));
     }
   }
 
@@ -381,7 +413,7 @@ export class Daemon {
       pubkey: this.pubkey,
       startedAt: this.startedAt,
       stopping: this.stopping,
-      relayUrl: this.devRelay?.url ?? this.config.relay.url,
+      relayUrl: (this.devRelay ?? this.o.devRelay)?.url ?? this.config.relay.url,
       relay: this.relay,
       store: this.store,
       backend: this.backend,
@@ -414,13 +446,14 @@ export class Daemon {
   /**
    * SIGHUP: policy, team instructions, channels and mcp lists apply to new turns; every other
    * changed key is named as needing a restart (config/reload.ts). The outcome is kept for
-   * `/status`.
+   * `/status`. A team reads the file once for all its agents and gives each its part.
    */
-  async reload(): Promise<boolean> {
+  async reload(given?: LoadedConfig | Error): Promise<boolean> {
     const file = this.o.configFile ?? this.o.loaded.file;
     let next: LoadedConfig;
     try {
-      next = loadConfig(file);
+      if (given instanceof Error) throw given;
+      next = given ?? loadConfig(file);
     } catch (err) {
       const detail = err instanceof ConfigError ? err.message : String(err);
       const errors = detail.split("\n");

@@ -90,10 +90,12 @@ export function discoverChannelsAtStart(
 export async function openFleetStoreAtStart(o: {
   url: string;
   pubkey: string;
+  /** The identity's schema (pgSchemaFor). */
+  schema: string;
   signal: AbortSignal;
   logger: Logger;
 }): Promise<PostgresStore> {
-  const store = await untilUp(() => PostgresStore.open({ url: o.url, identity: o.pubkey }), {
+  const store = await untilUp(() => PostgresStore.open({ url: o.url, identity: o.pubkey, schema: o.schema }), {
     signal: o.signal,
     fatal: (err) => !(err instanceof QueueStoreError) || err instanceof StateRefusedError,
     onRetry: (err, delay) =>

@@ -9,7 +9,7 @@ import pg from "pg";
 import type { LoadedConfig } from "../../config/load.js";
 import { redactDatabaseUrl } from "../../base/log.js";
 import { FleetLeases, FLEET_LEASE_MS } from "../../queue/pg-leases.js";
-import { PG_SCHEMA, PG_SCHEMA_VERSION } from "../../queue/pg-migrations.js";
+import { PG_SCHEMA_VERSION, pgSchemaFor } from "../../queue/pg-migrations.js";
 import type { CheckResult } from "./doctor-result.js";
 
 /** Clock skew that doctor flags: the lease renewal interval. */
@@ -19,6 +19,7 @@ export async function stateChecks(loaded: LoadedConfig, timeoutMs: number): Prom
   const state = loaded.config.state;
   if (state.backend !== "postgres" || !state.url) return [];
   const where = redactDatabaseUrl(state.url);
+  const schema = pgSchemaFor(loaded.team?.id);
   const pool = new pg.Pool({
     connectionString: state.url,
     max: 2,
@@ -29,10 +30,10 @@ export async function stateChecks(loaded: LoadedConfig, timeoutMs: number): Prom
   try {
     let meta: Map<string, string>;
     try {
-      const exists = await pool.query<{ t: string | null }>(`SELECT to_regclass('${PG_SCHEMA}.meta')::text AS t`);
+      const exists = await pool.query<{ t: string | null }>(`SELECT to_regclass('${schema}.meta')::text AS t`);
       meta = new Map();
       if (exists.rows[0]?.t)
-        for (const r of (await pool.query<{ key: string; value: string }>(`SELECT key, value FROM ${PG_SCHEMA}.meta`)).rows)
+        for (const r of (await pool.query<{ key: string; value: string }>(`SELECT key, value FROM ${schema}.meta`)).rows)
           meta.set(r.key, r.value);
     } catch (err) {
       return [
@@ -46,7 +47,7 @@ export async function stateChecks(loaded: LoadedConfig, timeoutMs: number): Prom
     }
     const out: CheckResult[] = [databaseResult(where, meta, loaded.pubkey)];
     if (!meta.has("schema_version")) return [...out, { name: "fleet", mark: "ok", summary: "no daemon has used this database yet" }];
-    const leases = new FleetLeases(pool);
+    const leases = new FleetLeases(pool, schema);
     const skew = await leases.clockSkewMs();
     out.push(
       Math.abs(skew) <= SKEW_MARGIN_MS

@@ -31,7 +31,8 @@ export interface ReadyReport {
 export interface HttpOptions {
   /** `host:port` or `[v6addr]:port`, as in the config's `http.listen`; port 0 picks a free one. */
   listen: string;
-  metrics: Metrics;
+  /** `/metrics`' text: one daemon's {@link Metrics}, or a team's exposition of all its agents. */
+  metrics: Pick<Metrics, "contentType" | "text">;
   /** Called on every `/readyz`; the daemon reports relay, agent circuits and state store. */
   readiness: () => ReadyReport | Promise<ReadyReport>;
   /** The status page's HTML, rendered on every request; `/status` is absent without it. */

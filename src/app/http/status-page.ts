@@ -156,6 +156,24 @@ function reloadText(r: StatusSnapshot["reload"], now: number): string {
 
 /** The whole page; every value in `s` is escaped here. */
 export function renderStatusPage(s: StatusSnapshot): string {
+  return page(s.generatedAt, statusSections(s));
+}
+
+/** A team's page (app/daemon/team.ts): each agent's sections under its id, in the config's order. */
+export function renderTeamStatusPage(agents: { id: string; snapshot: StatusSnapshot }[]): string {
+  const now = agents[0]?.snapshot.generatedAt ?? Date.now();
+  const body = agents.length
+    ? agents
+        .map(
+          ({ id, snapshot }) =>
+            `<section class="team-agent" id="agent-${esc(id)}">\n<h2>agent ${esc(id)}</h2>\n${statusSections(snapshot)}\n</section>`,
+        )
+        .join("\n")
+    : `<p class="empty">no agent is running</p>`;
+  return page(now, body);
+}
+
+function statusSections(s: StatusSnapshot): string {
   const now = s.generatedAt;
   const nameOf = new Map(s.channels.map((c) => [c.id, c.name]));
   const channelCell = (id: string | undefined) =>
@@ -300,6 +318,10 @@ export function renderStatusPage(s: StatusSnapshot): string {
       )
     : "";
 
+  return [about, channels, turns, waits, recent, denials, agents, usage, fleet].join("\n");
+}
+
+function page(now: number, sections: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -344,15 +366,7 @@ a, .time { white-space: nowrap; }
 <body>
 <h1>buzz-bridge status</h1>
 <p class="meta">generated ${esc(iso(now))}, reloads every ${STATUS_REFRESH_SECONDS}s · the same as JSON: <a href="status.json">status.json</a></p>
-${about}
-${channels}
-${turns}
-${waits}
-${recent}
-${denials}
-${agents}
-${usage}
-${fleet}
+${sections}
 </body>
 </html>
 `;
