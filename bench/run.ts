@@ -24,6 +24,7 @@
  *   11    bench/fleet.ts     fleet mode: throughput with 1/2/3 daemons, lease takeover after a SIGKILL, !cancel across daemons vs one, PostgreSQL vs SQLite accept
  *   12    bench/mcp-http.ts  the MCP slot over HTTP: tools/call vs the stdio proxy, the byte-copy and HTTP floors; PSS per session both ways
  *   13    bench/attachments.ts  an attached image's download through the bridge vs a plain HTTP GET
+ *   14    bench/team.ts      a team in one daemon: idle RSS with 1/3/10 identities vs 1/3/10 daemons, 500 channels each
  *   S1,S2 bench/flood.ts     splitting 16 MiB vs 16 × 1 MiB; another channel's intake while a turn floods vs quiet
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts); BENCH_RESULTS=FILE writes
@@ -59,6 +60,8 @@ const BURST_HEAP_MAX = 0.25;
 const HOSTILE_RSS_MAX = 1;
 /** Figure 11's cancel target: a fleet's running turn stops within this of the owner's `!cancel` (docs/fleet.md). */
 const CANCEL_MAX_MS = 10_000;
+/** Figure 14's target: the RSS one more identity adds to a team's daemon (issue: each added identity ≤ 15 MiB). */
+const TEAM_IDENTITY_MAX_MIB = 15;
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
@@ -823,6 +826,43 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("13", "attachment download", att.error));
+  }
+
+  // 14 — a team in one daemon: idle RSS with 1, 3, 10 identities vs as many daemons.
+  const team = await part("team", async () => (await import("./team.js")).benchTeam());
+  seconds.team = team.seconds;
+  if (team.ok) {
+    const t = team.value;
+    raw.team = t;
+    for (const n of [1, 3, 10])
+      rows.push({
+        figure: "14",
+        measure: `team: idle RSS of one daemon running ${n} identit${n === 1 ? "y" : "ies"}, each in 500 channels`,
+        samples: 1,
+        median: r3(t.team[n]!),
+        p99: null,
+        unit: "MiB",
+        baseline: `${fmt(Number(r3(t.separate[n]!)))} MiB: ${n} daemon${n === 1 ? "" : "s"} of one identity each, added up`,
+        ratio: r3(t.team[n]! / t.separate[n]!),
+        target: n === 1 ? "≤ 1.1×" : "< 1×",
+        met: n === 1 ? t.team[n]! / t.separate[n]! <= 1.1 : t.team[n]! < t.separate[n]!,
+      });
+    const added = (t.team[10]! - t.team[1]!) / 9;
+    const addedSeparate = (t.separate[10]! - t.separate[1]!) / 9;
+    rows.push({
+      figure: "14",
+      measure: "team: RSS each identity adds to one daemon (10 identities against 1, per identity)",
+      samples: 1,
+      median: r3(added),
+      p99: null,
+      unit: "MiB",
+      baseline: `${fmt(Number(r3(addedSeparate)))} MiB: each daemon added`,
+      ratio: r3(added / addedSeparate),
+      target: `≤ ${TEAM_IDENTITY_MAX_MIB} MiB`,
+      met: added <= TEAM_IDENTITY_MAX_MIB,
+    });
+  } else {
+    rows.push(failed("14", "team in one daemon", team.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));
