@@ -183,6 +183,35 @@ describe("on_denied", () => {
     assert.equal(lines.filter((l) => l.evt === "gate.denied_notify_failed").length, 1);
   });
 
+  test("settled() waits for a claimed 🔒 still being published, so a stopping daemon does not drop it", async () => {
+    const { logger } = captureLogger();
+    let release!: () => void;
+    const publishing = new Promise<void>((r) => (release = r));
+    const posted: EventTemplate[] = [];
+    const reporter = new DeniedReporter({
+      logger,
+      verify: verifyEvent,
+      claimOnce: async () => true,
+      publish: async (t) => {
+        await publishing;
+        posted.push(t);
+      },
+    });
+    const ev = fromWire(mention(stranger, "let me in"));
+    const d = decide(ev, gateContext(makeConfig({ defaults: { on_denied: "react" } })));
+    void reporter.report(ev, d as Refusal);
+    let settled = false;
+    const waiting = reporter.settled().then(() => (settled = true));
+    await sleep(50);
+    assert.equal(settled, false, "not settled while the 🔒 is still being published");
+    release();
+    await waiting;
+    assert.deepEqual(
+      posted.map((t) => t.content),
+      [DENIED_REACTION],
+    );
+  });
+
   test("the rate-limit memory stays bounded", async () => {
     const { logger } = captureLogger("info");
     const published: EventTemplate[] = [];

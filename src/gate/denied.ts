@@ -60,6 +60,8 @@ export class DeniedReporter {
   private readonly windowMs: number;
   private readonly now: () => number;
   private readonly forgedLog: LogThrottle;
+  /** Answers claimed or being claimed and not yet published: a stopping daemon waits for them (settled). */
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(private readonly opts: DeniedReporterOptions) {
     this.forgedLog = new LogThrottle(opts.logger, { perWindow: 20, summaryEvt: "gate.denied_suppressed", ...opts.forgedLogLimit });
@@ -93,7 +95,7 @@ export class DeniedReporter {
     if (!answer) return undefined;
     const template = answer.template;
     const claimed = this.opts.claimOnce ? this.opts.claimOnce(`denied:${answer.key}`, this.windowMs) : Promise.resolve(true);
-    return claimed
+    const done = claimed
       .then((ok) => (ok ? this.opts.publish(template) : undefined))
       .then(
         () => undefined,
@@ -101,6 +103,18 @@ export class DeniedReporter {
           this.opts.logger.warn({ evt: "gate.denied_notify_failed", event: ev.id, err: (err as Error)?.message ?? String(err) });
         },
       );
+    this.inFlight.add(done);
+    void done.finally(() => this.inFlight.delete(done));
+    return done;
+  }
+
+  /**
+   * Resolves once every answer under way is published (or failed). In a fleet a claimed 🔒
+   * is this daemon's alone to post: the others saw the claim and stay silent, so a daemon
+   * that stops must not drop it between the claim and the publish.
+   */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
   }
 
   private answerFor(ev: Event, decision: Refusal): { template: EventTemplate; key: string } | undefined {

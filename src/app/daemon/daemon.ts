@@ -8,6 +8,7 @@
  * start-waits.ts, readiness and /status in daemon-status.ts).
  */
 import { join } from "node:path";
+import { sleep } from "../../base/backoff.js";
 import { AgentPool, migrateChannelDirsLogged, poolOptionsFromConfig, type AgentSpawned } from "../../agent/index.js";
 import { stopRecordedLeftovers, trackAgentGroup, type AgentGroupRecord } from "../../agent/leftovers.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
@@ -50,6 +51,9 @@ import { buildTurnPath } from "./turn-path.js";
 import { titleRedaction } from "./title-redaction.js";
 import { UsageToday } from "./usage-today.js";
 import { workStatusBoard } from "./work-status-wiring.js";
+
+/** How long a stop waits for the gate's answers under way (bounded: a relay short of budget may hold them). */
+const ANSWERS_GRACE_MS = 5_000;
 
 export interface DaemonOptions {
   loaded: LoadedConfig;
@@ -102,6 +106,7 @@ export class Daemon {
   private gateContext!: GateContext;
   private profiles!: ProfileCache;
   private intake!: Intake;
+  private answersSettled?: () => Promise<void>;
   private http?: { url: string; close(): Promise<void> };
   private stateLock?: StateLock;
   private beacon?: InstanceBeacon;
@@ -257,6 +262,7 @@ export class Daemon {
     this.dispatcher = path.dispatcher;
     this.gateContext = path.gateContext;
     this.intake = path.intake;
+    this.answersSettled = path.answersSettled;
 
     relay.on("event", (ev) => void this.intake.handle(ev));
     relay.on("state", (s) => this.metrics.relayState(s));
@@ -503,6 +509,12 @@ export class Daemon {
         { evt: "daemon.turns_requeued", count: interrupted },
         "turns still running at the end of the grace were cancelled; they run again after restart",
       );
+    // A 🔒 this daemon claimed is its alone to post (the fleet's others stay silent): not dropped at the door.
+    if (this.answersSettled) {
+      const waited = new AbortController();
+      await Promise.race([this.answersSettled(), sleep(ANSWERS_GRACE_MS, waited.signal)]);
+      waited.abort();
+    }
     this.dispatcher?.closeSessions();
     await this.pool?.close().catch(() => undefined);
     await this.link?.stop().catch(() => undefined);

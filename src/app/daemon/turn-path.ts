@@ -80,6 +80,8 @@ export interface TurnPath {
   intake: Intake;
   /** The conversations the agent is in (participation), rebuilt from the relay at start. */
   active: ActiveConversations;
+  /** Resolves once the gate's answers under way (a claimed 🔒) are published: a stop waits for it. */
+  answersSettled: () => Promise<void>;
 }
 
 export function buildTurnPath(p: TurnPathParts): TurnPath {
@@ -204,14 +206,15 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     usage: () => p.usage.summary(),
     shutdown: p.shutdown,
   });
+  const reporter = new DeniedReporter({
+    logger: log,
+    publish: (t) => out.publish(t),
+    verify: verifySignature,
+    claimOnce: (key, ms) => backend.claimOnce(key, ms),
+  });
   const gate = new Gate({
     context: gateContext,
-    reporter: new DeniedReporter({
-      logger: log,
-      publish: (t) => out.publish(t),
-      verify: verifySignature,
-      claimOnce: (key, ms) => backend.claimOnce(key, ms),
-    }),
+    reporter,
     control: new ControlExecutor({ self: pubkey, actions, publish: (t) => out.publish(t), logger: log }),
     logger: log,
     claimControl: (id, at) => backend.claimControl(id, at),
@@ -238,5 +241,5 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     },
     logger: log,
   });
-  return { scheduler, dispatcher, gateContext, intake, active };
+  return { scheduler, dispatcher, gateContext, intake, active, answersSettled: () => reporter.settled() };
 }
