@@ -78,13 +78,7 @@ export function loadConfigOrReport(file: string): LoadedConfig | undefined {
 }
 
 export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
-  const text = readConfigFile(file);
-  // Whoever can change the config can change the agent command: only this user or root may.
-  const trust = checkTrust(file, "config file");
-  if (trust.refused) throw new ConfigError([{ file, line: 1, col: 1, path: "", message: trust.refused }]);
-  const loaded = loadConfigText(text, file, env);
-  loaded.warnings.push(...trust.warnings.map((w) => `${file}: ${w}`));
-  return loaded;
+  return oneAgent(loadTeam(file, env));
 }
 
 function readConfigFile(file: string): string {
@@ -106,12 +100,15 @@ function readConfigFile(file: string): string {
 
 /** A config of one agent; a config with `agents:` is refused here, saying which commands take it. */
 export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
-  const team = loadTeamText(text, file, env);
+  return oneAgent(loadTeamText(text, file, env));
+}
+
+function oneAgent(team: LoadedTeam): LoadedConfig {
   const [first] = team.members;
   if (team.members.length === 1 && !first!.team) return first!;
   throw new ConfigError([
     {
-      file,
+      file: team.file,
       line: team.agentsAt.line,
       col: team.agentsAt.col,
       path: "agents",
@@ -123,6 +120,7 @@ export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEn
 /** Any config as a team: a config without `agents:` is a team of its one agent (`members[0].team` unset). */
 export function loadTeam(file: string, env: NodeJS.ProcessEnv = process.env): LoadedTeam {
   const text = readConfigFile(file);
+  // Whoever can change the config can change the agent command: only this user or root may.
   const trust = checkTrust(file, "config file");
   if (trust.refused) throw new ConfigError([{ file, line: 1, col: 1, path: "", message: trust.refused }]);
   const team = loadTeamText(text, file, env);

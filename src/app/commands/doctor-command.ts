@@ -85,14 +85,14 @@ function loadForDoctor(file: string, flag: string | undefined): { loaded: Loaded
   const team = loadTeam(file, flag === undefined ? process.env : { ...process.env, STATE_DIRECTORY: resolve(flag) });
   // A team's state_dir is the config's (or --state-dir when it names none); each agent's is under it.
   if (team.members[0]!.team) return { loaded: team.members, from: flag === undefined ? undefined : { flag: resolve(flag) } };
-  const one = loadOne(file, flag);
+  const one = placeOne(file, flag, team.members[0]!);
   return { loaded: [one.loaded], from: one.from };
 }
 
-function loadOne(file: string, flag: string | undefined): { loaded: LoadedConfig; from?: StateDirSource } {
+/** A config of one agent (`loaded`, read with `--state-dir` as $STATE_DIRECTORY when given) put where its service runs it. */
+function placeOne(file: string, flag: string | undefined, loaded: LoadedConfig): { loaded: LoadedConfig; from?: StateDirSource } {
   if (flag !== undefined) {
     const dir = resolve(flag);
-    const loaded = loadConfig(file, { ...process.env, STATE_DIRECTORY: dir });
     if (loaded.config.state_dir !== dir) {
       // The config names its own state_dir: --state-dir still wins, and the default work dirs move along.
       const defaultCwd = join(loaded.config.state_dir, "work", "{channel}");
@@ -101,7 +101,6 @@ function loadOne(file: string, flag: string | undefined): { loaded: LoadedConfig
     }
     return { loaded, from: { flag: dir } };
   }
-  const loaded = loadConfig(file);
   const besideConfig = join(dirname(resolve(file)), "buzz-bridge-state");
   if (process.env.STATE_DIRECTORY || loaded.config.state_dir !== besideConfig) return { loaded };
   const unit = serviceFor(file);
