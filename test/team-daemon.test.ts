@@ -10,9 +10,10 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools";
+import { nip19, type Event } from "nostr-tools";
 import { stringify } from "yaml";
 import { World } from "./fixtures/world.js";
+import { entries, teamAgents, teamShared } from "./fixtures/team.js";
 import { runCli } from "./fixtures/cli.js";
 import { waitFor } from "./fixtures/wait.js";
 import { message } from "../src/nostr/events.js";
@@ -24,32 +25,17 @@ after(async () => {
   for (const w of worlds) await w.close();
 });
 
-const agentKey = () => {
-  const sk = generateSecretKey();
-  return { sk, pk: getPublicKey(sk), nsec: nip19.nsecEncode(sk) };
-};
-
 test("three agents in one daemon each answer their own mentions once with their own key; !shutdown stops one; a reload adds a fourth", {
   timeout: 240_000,
 }, async () => {
   const w = await World.create({ channelName: "team-room" });
   worlds.push(w);
-  const agents = [{ sk: w.agent.sk, pk: w.agent.pk, nsec: w.agent.nsec }, agentKey(), agentKey(), agentKey()];
-  for (const a of agents.slice(1)) {
-    w.relay.addRelayMember(a.pk);
-    await w.relay.addMember(w.channel, a.pk);
-  }
+  const agents = await teamAgents(w, 3);
   const id = (i: number) => agents[i]!.pk.slice(0, 16);
-  const configOf = (n: number) => {
-    const base = w.config({ http: { listen: "127.0.0.1:0" }, relay: { presence: false } }) as {
-      identity: Record<string, unknown>;
-      agent: Record<string, unknown>;
-    };
-    delete base.identity.secret_key;
-    // Each agent works in its own directory under the state directory.
-    delete base.agent.cwd;
-    return { ...base, agents: agents.slice(0, n).map((a) => ({ identity: { secret_key: a.nsec } })) };
-  };
+  const configOf = (n: number) => ({
+    ...teamShared(w, { http: { listen: "127.0.0.1:0" }, relay: { presence: false } }),
+    agents: entries(agents.slice(0, n)),
+  });
   const file = join(w.dir, "team.yaml");
   writeFileSync(file, stringify(configOf(3)));
   const d = await w.startDaemon({}, { configFile: file, waitStarted: false });
@@ -120,17 +106,12 @@ test("team.max_concurrent caps the turns of all agents together: with 1, the sec
 }, async () => {
   const w = await World.create({ channelName: "capped-room" });
   worlds.push(w);
-  const agents = [{ pk: w.agent.pk, nsec: w.agent.nsec }, agentKey()];
-  w.relay.addRelayMember(agents[1]!.pk);
-  await w.relay.addMember(w.channel, agents[1]!.pk);
-  const base = w.config({ relay: { presence: false }, team: { max_concurrent: 1 } }) as {
-    identity: Record<string, unknown>;
-    agent: Record<string, unknown>;
-  };
-  delete base.identity.secret_key;
-  delete base.agent.cwd;
+  const agents = await teamAgents(w, 1);
   const file = join(w.dir, "capped.yaml");
-  writeFileSync(file, stringify({ ...base, agents: agents.map((a) => ({ identity: { secret_key: a.nsec } })) }));
+  writeFileSync(
+    file,
+    stringify({ ...teamShared(w, { relay: { presence: false }, team: { max_concurrent: 1 } }), agents: entries(agents) }),
+  );
   const d = await w.startDaemon({}, { configFile: file, waitStarted: false });
   await d.waitLog((l) => l.evt === "team.started");
   const owner = await w.owner.relay();

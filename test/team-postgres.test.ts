@@ -10,9 +10,10 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools";
+import type { Event } from "nostr-tools";
 import { stringify } from "yaml";
 import { World } from "./fixtures/world.js";
+import { entries, teamAgents, teamShared } from "./fixtures/team.js";
 import { waitFor } from "./fixtures/wait.js";
 import { usePostgres } from "./fixtures/postgres.js";
 import { mentionSettled } from "./fixtures/settle.js";
@@ -28,21 +29,10 @@ test("two agents of a team on PostgreSQL: each answers its own mention once, eac
   const url = await pgs.server!.createDatabase();
   const w = await World.create({ channelName: "pg-team-room" });
   try {
-    const otherSk = generateSecretKey();
-    const agents = [
-      { pk: w.agent.pk, nsec: w.agent.nsec },
-      { pk: getPublicKey(otherSk), nsec: nip19.nsecEncode(otherSk) },
-    ];
-    w.relay.addRelayMember(agents[1]!.pk);
-    await w.relay.addMember(w.channel, agents[1]!.pk);
-    const base = w.config({ relay: { presence: false }, state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" } }) as {
-      identity: Record<string, unknown>;
-      agent: Record<string, unknown>;
-    };
-    delete base.identity.secret_key;
-    delete base.agent.cwd;
+    const agents = await teamAgents(w, 1);
+    const shared = teamShared(w, { relay: { presence: false }, state: { backend: "postgres", url: "${BUZZ_BRIDGE_DATABASE_URL}" } });
     const file = join(w.dir, "pg-team.yaml");
-    writeFileSync(file, stringify({ ...base, agents: agents.map((a) => ({ identity: { secret_key: a.nsec } })) }));
+    writeFileSync(file, stringify({ ...shared, agents: entries(agents) }));
     const d = await w.startDaemon({}, { configFile: file, waitStarted: false, env: { BUZZ_BRIDGE_DATABASE_URL: url } });
     await d.waitLog((l) => l.evt === "team.started");
     const id = (i: number) => agents[i]!.pk.slice(0, 16);

@@ -13,9 +13,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools";
+import type { Event } from "nostr-tools";
 import { stringify } from "yaml";
 import { REPO, World } from "./fixtures/world.js";
+import { teamAgents, teamShared } from "./fixtures/team.js";
 import { waitFor } from "./fixtures/wait.js";
 import { mentionSettled } from "./fixtures/settle.js";
 
@@ -24,26 +25,18 @@ const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
 async function attempts(sandbox: "bubblewrap" | "off"): Promise<{ r: Record<string, string>; hostNetworkWarned: boolean }> {
   const w = await World.create({ baseDir: "/var/tmp", channelName: "team-room" });
   try {
-    const other = generateSecretKey();
-    const otherPk = getPublicKey(other);
-    w.relay.addRelayMember(otherPk);
-    await w.relay.addMember(w.channel, otherPk);
+    const [, other] = await teamAgents(w, 1);
+    const otherPk = other!.pk;
     const keyFile = join(w.dir, "other.nsec");
-    writeFileSync(keyFile, `${nip19.nsecEncode(other)}\n`, { mode: 0o600 });
+    writeFileSync(keyFile, `${other!.nsec}\n`, { mode: 0o600 });
     const otherWork = join(w.dir, "other-work", "room");
     mkdirSync(otherWork, { recursive: true });
     writeFileSync(join(otherWork, "plan.txt"), "the other agent's plan\n");
-    const base = w.config({ relay: { presence: false }, http: { listen: "127.0.0.1:0" } }) as {
-      identity: Record<string, unknown>;
-      agent: Record<string, unknown>;
-    };
-    delete base.identity.secret_key;
-    delete base.agent.cwd;
     const file = join(w.dir, "team.yaml");
     writeFileSync(
       file,
       stringify({
-        ...base,
+        ...teamShared(w, { relay: { presence: false }, http: { listen: "127.0.0.1:0" } }),
         agents: [
           { identity: { secret_key: w.agent.nsec }, agent: { command: process.execPath, args: [ESCAPE_AGENT], sandbox } },
           { identity: { secret_key_file: keyFile }, agent: { cwd: join(w.dir, "other-work", "{channel}") } },
