@@ -159,3 +159,60 @@ test("team.max_concurrent caps the turns of all agents together: with 1, the sec
   }
   assert.equal(await d.stop(), 0);
 });
+
+test("quotas are per key: a burst at one agent waits on that agent's frame budget alone; the other agent's answer waits for no slot, and the relay refuses no frame of either", {
+  timeout: 120_000,
+}, async () => {
+  const quota = { frames: 24, windowMs: 5000 };
+  const w = await World.create({ channelName: "quota-room", relayLimits: { frameQuota: quota } });
+  worlds.push(w);
+  const agents = await teamAgents(w, 1);
+  const file = join(w.dir, "quota.yaml");
+  const shared = teamShared(w, {
+    http: { listen: "127.0.0.1:0" },
+    relay: { presence: false, frame_quota: { frames: quota.frames, window: "5s" } },
+    agent: { max_concurrent: 4 },
+  });
+  writeFileSync(file, stringify({ ...shared, agents: entries(agents) }));
+  const d = await w.startDaemon({}, { configFile: file, waitStarted: false });
+  await d.waitLog((l) => l.evt === "team.started");
+  const id = (i: number) => agents[i]!.pk.slice(0, 16);
+  const owner = await w.owner.relay();
+  const send = async (i: number, text: string) => {
+    const { event, outcome } = await owner.send(message(w.channel, text, { mentions: [agents[i]!.pk] }));
+    assert.equal(outcome.status, "accepted");
+    return { i, event };
+  };
+  // Ten mentions at agent 0 cost it more frames (👀, reply, ✅ each) than one window holds.
+  const asked = await Promise.all(Array.from({ length: 10 }, (_, n) => send(0, `burst ${n} for agent zero`)));
+  asked.push(await send(1, "one question for agent one"));
+  for (const { i, event } of asked) {
+    await waitFor(
+      () =>
+        mentionSettled(
+          d.logs.filter((l) => l.agent === id(i)),
+          event.id,
+        ),
+      { what: `agent ${i}'s turn to end` },
+    );
+    const replies = (await owner.query([{ kinds: [9], "#e": [event.id] }])).filter((e) => parentOf(e) === event.id);
+    assert.deepEqual(
+      replies.map((r) => r.pubkey),
+      [agents[i]!.pk],
+      `one reply to ${JSON.stringify(event.content)}, by agent ${i}`,
+    );
+  }
+  for (const [i, a] of agents.entries()) assert.equal(w.relay.keyUsage(a.pk).refused, 0, `the relay refused none of agent ${i}'s frames`);
+  const metrics = await (await fetch(`${String(d.logs.find((l) => l.evt === "http.listening")?.url)}/metrics`)).text();
+  const waited = (i: number) =>
+    Number(
+      metrics.match(new RegExp(`^buzz_bridge_relay_frames_total\\{[^}]*outcome="waited"[^}]*agent="${id(i)}"[^}]*\\} (\\d+)$`, "m"))?.[1] ??
+        0,
+    );
+  assert.ok(
+    waited(0) > 0,
+    `the burst waited on agent 0's budget (else this test shows nothing):\n${metrics.match(/^buzz_bridge_relay_frames_total.*$/gm)?.join("\n")}`,
+  );
+  assert.equal(waited(1), 0, "agent 1's frames never waited: agent 0's burst spent agent 0's quota, not agent 1's");
+  assert.equal(await d.stop(), 0);
+});

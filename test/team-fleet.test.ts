@@ -79,10 +79,12 @@ test("two daemons of one team on PostgreSQL: each agent's mentions answered once
   for (const x of asked) {
     const replies = (await owner.query([{ kinds: [KIND.message], "#e": [x.ev.id] }])).filter((e) => parentOf(e) === x.ev.id);
     const who = replies.map((r) => (r.pubkey === x.by.pk ? "its agent" : r.pubkey === w.owner.pk ? "the owner" : "another"));
-    if (replies.length !== 1 || who[0] !== "its agent") problems.push(`${x.marker}: replies by ${JSON.stringify(who)}, expected one by its agent`);
+    if (replies.length !== 1 || who[0] !== "its agent")
+      problems.push(`${x.marker}: replies by ${JSON.stringify(who)}, expected one by its agent`);
     for (const r of replies) {
       problems.push(...answerProblems(x.ev, r).map((p) => `${x.marker}: ${p}`));
-      if (!r.content.includes(x.marker)) problems.push(`${x.marker}: the reply does not quote it: ${JSON.stringify(r.content.slice(0, 80))}`);
+      if (!r.content.includes(x.marker))
+        problems.push(`${x.marker}: the reply does not quote it: ${JSON.stringify(r.content.slice(0, 80))}`);
     }
   }
   assert.deepEqual(problems, []);
@@ -92,7 +94,9 @@ test("two daemons of one team on PostgreSQL: each agent's mentions answered once
   await waitFor(() => mentionSettled(logsOf(agents[0]!), later.id), { timeoutMs: 60_000, what: "the later question's turn to end" });
   const locks = await owner.query([{ kinds: [KIND.reaction], "#e": denied.map((d) => d.ev.id) }]);
   assert.deepEqual(
-    denied.map((d) => locks.filter((l) => l.tags.some((t) => t[0] === "e" && t[1] === d.ev.id)).map((l) => [l.pubkey === d.of.pk, l.content])),
+    denied.map((d) =>
+      locks.filter((l) => l.tags.some((t) => t[0] === "e" && t[1] === d.ev.id)).map((l) => [l.pubkey === d.of.pk, l.content]),
+    ),
     denied.map(() => [[true, "🔒"]]),
     "each denied mention has one 🔒, from the agent it mentioned",
   );

@@ -271,6 +271,7 @@ export class Daemon {
       agentProcesses: () => this.pool.stats().processes,
       relayReconnects: () => relay.metrics.reconnects ?? 0,
       signatureChecks: () => verifyStats,
+      frameBudget: () => relay.metrics.budget,
       ...(scheduler.shared ? { fleet: () => scheduler.fleetStatus()! } : {}),
     });
     await this.startHttpOnce();

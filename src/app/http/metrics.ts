@@ -27,6 +27,7 @@
  * | relay_reconnects_total | counter | | WebSocket reconnect attempts |
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
  * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
+ * | relay_frames_total | counter | outcome | the identity's frame quota as this daemon spends it (relay/frame-budget.ts): `sent` (frames and HTTP calls that took a slot), `waited` (of those, the ones that waited for a slot), `signal_dropped` (typing and presence left out for want of room) |
  * | signature_checks_total | counter | result | Schnorr verifications done (valid / invalid): only events acted on |
  * | tokens_total | counter | channel, model, direction | tokens the agent reported per turn (direction in / out) |
  * | cost_total | counter | channel, model, currency | cost the agent reported per turn |
@@ -77,6 +78,8 @@ export interface MetricSources {
   relayState?: () => string;
   /** Cumulative signature checks (e.g. `verifyStats` from nostr/verify.ts); the counter advances by the difference. */
   signatureChecks?: () => { verified: number; failed: number };
+  /** The frame budget's cumulative counts (relay/frame-budget.ts); the counter advances by the difference. */
+  frameBudget?: () => { sent: number; waited: number; signalsDropped: number };
   /** Fleet mode: this daemon's scope leases and the fleet's waiting mentions. Registers the fleet gauges. */
   fleet?: () => { leases: number; queued: number };
 }
@@ -111,7 +114,9 @@ export class Metrics {
   private readonly rotations: Counter<"reason">;
   private readonly heartbeats: Counter<"outcome" | "reason">;
   private readonly gatesDown: Counter<"gate">;
+  private readonly relayFrames: Counter<"outcome">;
   private readonly checksSeen = { verified: 0, failed: 0 };
+  private readonly framesSeen = { sent: 0, waited: 0, signalsDropped: 0 };
   private readonly relayStatesSeen = new Set<string>();
   private sources: MetricSources = {};
   private reconnectsSeen = 0;
@@ -227,6 +232,23 @@ export class Metrics {
           ] as const) {
             if (s[key] > this.checksSeen[key]) this.signatureChecks.inc({ result }, s[key] - this.checksSeen[key]);
             this.checksSeen[key] = s[key];
+          }
+        }),
+    });
+    this.relayFrames = new Counter({
+      name: `${PREFIX}relay_frames_total`,
+      help: "The identity's frame quota as this daemon spends it: sent (took a slot), waited (of those, waited for one), signal_dropped (typing or presence left out).",
+      labelNames: ["outcome"],
+      registers,
+      collect: () =>
+        this.read(this.sources.frameBudget, (b) => {
+          for (const [key, outcome] of [
+            ["sent", "sent"],
+            ["waited", "waited"],
+            ["signalsDropped", "signal_dropped"],
+          ] as const) {
+            if (b[key] > this.framesSeen[key]) this.relayFrames.inc({ outcome }, b[key] - this.framesSeen[key]);
+            this.framesSeen[key] = b[key];
           }
         }),
     });
