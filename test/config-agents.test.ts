@@ -91,7 +91,7 @@ test("a command that takes one agent's config refuses a team's, saying which com
     assert.ok(err instanceof ConfigError);
     assert.match(
       err.message,
-      /^\/etc\/bb\/team\.yaml:\d+:1: agents: this config runs 1 agent in one daemon \(agents:\); `run`, `check` and `doctor` take it, this command takes the config of one agent$/,
+      /^\/etc\/bb\/team\.yaml:\d+:1: agents: this config runs 1 agent in one daemon \(agents:\); `run`, `check`, `doctor` and `tail --agent ID` take it, this command takes the config of one agent$/,
     );
   }
 });

@@ -7,9 +7,15 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { nip19 } from "nostr-tools";
+import { stringify } from "yaml";
 import { KIND } from "../src/nostr/kinds.js";
 import { CLI, REPO, World } from "./fixtures/world.js";
 import { waitFor } from "./fixtures/wait.js";
+import { runCli } from "./fixtures/cli.js";
+import { entries, teamAgents, teamShared } from "./fixtures/team.js";
 
 let w: World;
 const children: ChildProcess[] = [];
@@ -125,6 +131,44 @@ test("tail by an identity the relay does not admit says so and names the npub to
     tail.err(),
     new RegExp(`tail: restricted: not a relay member: ask the relay admin to add ${nip19.npubEncode(getPublicKey(sk))} as a relay member`),
   );
+});
+
+test("tail on a team's config reads as the agent --agent names, and without it lists the agents to choose from", async (t) => {
+  // A world of its own: its second agent and the channel only that agent is in are no other test's.
+  const w = await World.create({ channelName: "build-room" });
+  t.after(() => w.close());
+  const agents = await teamAgents(w, 1);
+  const second = agents[1]!;
+  await w.relay.addMember(await w.addChannel({ name: "second-only", members: [w.owner] }), second.pk);
+  const file = join(w.dir, "tail-team.yaml");
+  writeFileSync(file, stringify({ ...teamShared(w), agents: entries(agents) }));
+  const id = second.pk.slice(0, 16);
+
+  const unnamed = await runCli(["tail", "-c", file]);
+  assert.equal(unnamed.status, 1);
+  assert.match(
+    unnamed.stderr,
+    new RegExp(
+      `this config runs 2 agents; name one with --agent ID: [0-9a-f]{16} \\(agents\\[0\\], npub1\\w+\\), ${id} \\(agents\\[1\\], ${nip19.npubEncode(second.pk)}\\)`,
+    ),
+  );
+  const unknown = await runCli(["tail", "-c", file, "--agent", "0123456789abcdef"]);
+  assert.equal(unknown.status, 1);
+  assert.match(unknown.stderr, /no agent of this config is 0123456789abcdef; its agents: /);
+
+  // Only the second agent is in #second-only: tail lists it when it reads as that agent.
+  for (const arg of [id, nip19.npubEncode(second.pk)]) {
+    const tail = run([CLI, "tail", "-c", file, "--agent", arg]);
+    await waitFor(
+      () => {
+        assert.equal(tail.proc.exitCode, null, tail.err());
+        return /^following .*#second-only/m.test(tail.err());
+      },
+      { timeoutMs: 60_000, intervalMs: 100, what: () => `--agent ${arg}: "following … #second-only" on stderr: ${tail.err()}` },
+    );
+    tail.proc.kill("SIGINT");
+    assert.equal(await tail.exited, 0);
+  }
 });
 
 test("demo --keep prints post commands that work as printed, and its feed shows replies, reactions and !status", async () => {

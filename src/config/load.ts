@@ -8,6 +8,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node, type YAMLMap } from "yaml";
 import type { z } from "zod";
+import { nip19 } from "nostr-tools";
 import { configSchema, crossCheck, policyFor, type Config } from "./schema.js";
 import { DAEMON_KEYS, agentId, doubleAnswers, memberDocument, sharedByTwo, type MemberView } from "./agents.js";
 import { KeyError, parseSecretKey, pubkeyOf } from "./keys.js";
@@ -63,20 +64,6 @@ export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessE
   return resolve(flag ?? env.BUZZ_BRIDGE_CONFIG ?? "buzz-bridge.yaml");
 }
 
-/**
- * For commands that need a valid config (`run`, `tail`): the loaded config, or — after
- * writing every error to stderr as `FILE:LINE:COL: …` — undefined, for exit code 1.
- */
-export function loadConfigOrReport(file: string): LoadedConfig | undefined {
-  try {
-    return loadConfig(file);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`${err.message}\n`);
-    return undefined;
-  }
-}
-
 export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   return oneAgent(loadTeam(file, env));
 }
@@ -98,6 +85,44 @@ function readConfigFile(file: string): string {
   }
 }
 
+/**
+ * One agent of any config (a command that acts as one identity, e.g. `tail`): a config of one
+ * agent is that agent; in a team, `agent` picks one by its id (the first 16 hex digits of its
+ * pubkey, as in the log's `agent` field), npub or hex pubkey, and without it the team is
+ * refused, naming its agents. Problems go to stderr (`FILE:LINE:COL: …`) and give undefined,
+ * for exit code 1.
+ */
+export function loadMemberOrReport(file: string, agent: string | undefined): LoadedConfig | undefined {
+  let team: LoadedTeam;
+  try {
+    team = loadTeam(file);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return undefined;
+  }
+  const [first] = team.members;
+  const listed = () => team.members.map((m) => `${m.team!.id} (agents[${m.team!.index}], ${nip19.npubEncode(m.pubkey)})`).join(", ");
+  if (team.members.length === 1 && !first!.team) {
+    if (agent === undefined || agentMatches(first!, agent)) return first;
+    process.stderr.write(`${file}: --agent ${agent} is not this config's agent (${nip19.npubEncode(first!.pubkey)})\n`);
+    return undefined;
+  }
+  if (agent === undefined) {
+    process.stderr.write(`${file}: this config runs ${team.members.length} agents; name one with --agent ID: ${listed()}\n`);
+    return undefined;
+  }
+  const found = team.members.find((m) => agentMatches(m, agent));
+  if (!found) process.stderr.write(`${file}: no agent of this config is ${agent}; its agents: ${listed()}\n`);
+  return found;
+}
+
+/** `wanted` names the agent: its team id, npub or hex pubkey. */
+function agentMatches(m: LoadedConfig, wanted: string): boolean {
+  const w = wanted.trim().toLowerCase();
+  return w === agentId(m.pubkey) || w === m.pubkey || w === nip19.npubEncode(m.pubkey);
+}
+
 /** A config of one agent; a config with `agents:` is refused here, saying which commands take it. */
 export function loadConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   return oneAgent(loadTeamText(text, file, env));
@@ -112,7 +137,7 @@ function oneAgent(team: LoadedTeam): LoadedConfig {
       line: team.agentsAt.line,
       col: team.agentsAt.col,
       path: "agents",
-      message: `this config runs ${team.members.length} agent${team.members.length === 1 ? "" : "s"} in one daemon (agents:); \`run\`, \`check\` and \`doctor\` take it, this command takes the config of one agent`,
+      message: `this config runs ${team.members.length} agent${team.members.length === 1 ? "" : "s"} in one daemon (agents:); \`run\`, \`check\`, \`doctor\` and \`tail --agent ID\` take it, this command takes the config of one agent`,
     },
   ]);
 }

@@ -1,11 +1,11 @@
 /**
- * `buzz-bridge tail [-c FILE] [--channel NAME|ID]`: a channel read live — messages,
+ * `buzz-bridge tail [-c FILE] [--channel NAME|ID] [--agent ID]`: a channel read live — messages,
  * reactions and owner-command outcomes (kind 40099), names resolved — as the agent's
  * identity sees it. Without --channel, every channel the config listens in, following the
  * identity's joins and leaves. Runs until SIGINT/SIGTERM.
  */
 import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
-import { loadConfigOrReport, resolveConfigPath } from "../../config/load.js";
+import { loadMemberOrReport, resolveConfigPath } from "../../config/load.js";
 import { channelSelected } from "../../config/schema.js";
 import { createLogger } from "../../base/log.js";
 import { RelayClient } from "../../relay/index.js";
@@ -13,13 +13,15 @@ import { ChannelDirectory, ProfileCache, type ChannelInfo } from "../../buzz/ind
 import { refusalAdvice, waitAdmitted } from "../../relay/auth-advice.js";
 import { followChannels } from "../../buzz/tail.js";
 
-const HELP = `usage: buzz-bridge tail [-c FILE] [--channel NAME|ID]
+const HELP = `usage: buzz-bridge tail [-c FILE] [--channel NAME|ID] [--agent ID]
 
 Prints a channel's messages, reactions and owner-command outcomes (kind 40099) as they
 arrive, authenticated as the config's identity. Channels are shown by name, people by the
 name in their profile (kind 0), or a short npub when they have none.
 --channel: one channel, by name (general or #general) or UUID. Without it: every channel
 the config listens in, and channels the identity is added to later (removals are shown too).
+--agent: with a config of several agents (agents:), the one to read as: its id (the first 16
+hex digits of its pubkey, as \`check\` prints it), npub or hex pubkey.
 Ctrl-C stops. Config: -c FILE, else $BUZZ_BRIDGE_CONFIG, else ./buzz-bridge.yaml.`;
 
 /** The channel `--channel` names: its UUID, or its name with or without `#`; a name shared by several channels is refused. */
@@ -40,10 +42,14 @@ export function channelByArg(arg: string, all: ChannelInfo[]): { channel: Channe
 
 export function main(argv: string[]): Promise<number> {
   return withUsage(async () => {
-    const args = parseCommandArgs(argv, { config: { type: "string", short: "c" }, channel: { type: "string" } }, HELP);
+    const args = parseCommandArgs(
+      argv,
+      { config: { type: "string", short: "c" }, channel: { type: "string" }, agent: { type: "string" } },
+      HELP,
+    );
     if (!args) return 0;
     const file = resolveConfigPath(args.values.config as string | undefined);
-    const loaded = loadConfigOrReport(file);
+    const loaded = loadMemberOrReport(file, args.values.agent as string | undefined);
     if (!loaded) return 1;
     const cfg = loaded.config;
     if (cfg.relay.url === "embedded")
