@@ -586,6 +586,30 @@ export class SqliteStore implements QueueBackend {
     this.stmt.forgetAgentGroup.run(pgid);
   }
 
+  /**
+   * Notes whose state this is (the agent's pubkey, meta `identity`): a team started on this
+   * state directory later takes the file over for that agent (app/daemon/team-state.ts).
+   */
+  noteIdentity(pubkey: string): void {
+    this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('identity', ?)").run(pubkey);
+  }
+
+  /**
+   * The identity `<stateDir>/queue.db` was last used by (noteIdentity); undefined when absent
+   * or not noted. Opened for writing, so closing it folds a crashed daemon's WAL into the
+   * file (the caller holds the state lock: nobody else has it open).
+   */
+  static identityIn(stateDir: string): string | undefined {
+    const file = join(stateDir, STORE_FILE);
+    if (!existsSync(file)) return undefined;
+    const db = new Database(file, { fileMustExist: true });
+    try {
+      return (db.prepare("SELECT value FROM meta WHERE key = 'identity'").get() as { value: string } | undefined)?.value;
+    } finally {
+      db.close();
+    }
+  }
+
   agentGroups(): Array<{ pgid: number; identity: string }> {
     return this.stmt.agentGroups.all() as Array<{ pgid: number; identity: string }>;
   }

@@ -151,6 +151,7 @@ export class Daemon {
     this.stateLock = StateLock.acquire(cfg.state_dir);
     preflightAgent(cfg.agent, secretKey);
     this.store = new SqliteStore(join(cfg.state_dir, STORE_FILE));
+    this.store.noteIdentity(pubkey);
     // Before anything connects: `agent.sandbox: bubblewrap` where it cannot run stops start-up here.
     const sandbox = (this.sandbox = sandboxFor(this.o.loaded, log));
     sandbox.check(cfg.channels.map((c) => c.agent ?? {}));

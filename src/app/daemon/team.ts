@@ -19,6 +19,7 @@ import { renderTeamStatusPage, statusJson, type StatusSnapshot } from "../http/s
 import { Daemon, type SharedSlots } from "./daemon.js";
 import { prepareStateDir } from "./preflight.js";
 import { StateLock } from "./state-lock.js";
+import { adoptSingleAgentState } from "./team-state.js";
 
 export interface TeamOptions {
   team: LoadedTeam;
@@ -83,6 +84,7 @@ export class Team {
     for (const w of prepareStateDir(team.stateDir)) log.warn({ evt: "state.permissions" }, w);
     // One daemon per state_dir, whether it runs one agent or a team.
     this.lock = StateLock.acquire(team.stateDir);
+    adoptSingleAgentState(team, log);
     const first = team.members[0]!.config;
     if (team.members.some((m) => m.config.relay.url === "embedded")) {
       const { startDevRelay } = await import("../../devrelay/index.js");
