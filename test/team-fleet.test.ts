@@ -60,14 +60,14 @@ test("two daemons of one team on PostgreSQL: each agent's mentions answered once
   const post = async (i: number) => {
     const by = agents[i % 2]!;
     const m = marker();
-    asked.push({ ev: await mention(w.owner, by, `${m} crew question ${i} #slow 600`, channels[Math.floor(i / 2) % 2]!), by, marker: m });
+    asked.push({ ev: await mention(w.owner, by, `${m} crew question ${i} #slow 400`, channels[Math.floor(i / 2) % 2]!), by, marker: m });
   };
-  for (let i = 0; i < 8; i++) await post(i);
+  for (let i = 0; i < 6; i++) await post(i);
   for (const of of agents) denied.push({ ev: await mention(w.stranger, of, "let me in", channels[0]!), of });
   // b stops once the fleet runs turns: its scopes are handed over, and what it held is answered by a.
   await waitFor(() => daemons.some((d) => d.logs.some((l) => l.evt === "turn.start")), { timeoutMs: 30_000, what: "a turn to start" });
   assert.equal(await b.stop(), 0);
-  for (let i = 8; i < 16; i++) await post(i);
+  for (let i = 6; i < 12; i++) await post(i);
 
   const logsOf = (of: TeamAgent) => daemons.flatMap((d) => d.logs.filter((l) => l.agent === id(of)));
   await waitFor(() => asked.every((x) => mentionSettled(logsOf(x.by), x.ev.id)), {
