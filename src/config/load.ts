@@ -162,6 +162,9 @@ export interface LoadedTeam {
   agentsAt: { line: number; col: number };
 }
 
+/** The team's config warnings, each once: a shared key's warning is every agent's. */
+export const teamWarnings = (team: LoadedTeam): string[] => [...new Set(team.members.flatMap((m) => m.warnings))];
+
 export function loadTeamText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedTeam {
   const lc = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });

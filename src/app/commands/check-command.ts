@@ -4,7 +4,7 @@
  */
 import { stringify } from "yaml";
 import { parseCommandArgs, withUsage } from "../../base/args.js";
-import { ConfigError, loadTeam, resolveConfigPath } from "../../config/load.js";
+import { ConfigError, loadTeam, resolveConfigPath, teamWarnings } from "../../config/load.js";
 import { DURATION_KEYS, SIZE_KEYS } from "../../config/schema.js";
 import { formatDuration } from "../../config/duration.js";
 import { formatSize } from "../../config/size.js";
@@ -25,7 +25,7 @@ export function main(argv: string[]): Promise<number> {
     const file = resolveConfigPath(args.values.config as string | undefined);
     try {
       const team = loadTeam(file);
-      for (const w of new Set(team.members.flatMap((m) => m.warnings))) process.stderr.write(`warning: ${w}\n`);
+      for (const w of teamWarnings(team)) process.stderr.write(`warning: ${w}\n`);
       const [one] = team.members;
       if (!one!.team) {
         process.stdout.write(`# ${file}: valid\n# agent pubkey: ${npub(one!.pubkey)} (${one!.pubkey})\n`);

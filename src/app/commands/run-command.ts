@@ -6,7 +6,7 @@
  * reconnecting, also at start-up; a stop signal then exits 0).
  */
 import { parseCommandArgs, withUsage } from "../../base/args.js";
-import { ConfigError, loadTeam, resolveConfigPath, type LoadedTeam } from "../../config/load.js";
+import { ConfigError, loadTeam, resolveConfigPath, teamWarnings, type LoadedTeam } from "../../config/load.js";
 import { createLogger } from "../../base/log.js";
 import { Daemon } from "../daemon/daemon.js";
 import { Team } from "../daemon/team.js";
@@ -43,7 +43,7 @@ export function main(argv: string[]): Promise<number> {
     }
     const [loaded] = team.members;
     const log = createLogger({ level: loaded!.config.log.level, format: loaded!.config.log.format });
-    for (const w of new Set(team.members.flatMap((m) => m.warnings))) log.warn({ evt: "config.warning" }, w);
+    for (const w of teamWarnings(team)) log.warn({ evt: "config.warning" }, w);
     // A config without agents: runs its one agent as it always has; with agents:, a team (docs/configuration.md).
     if (!loaded!.team) return runDaemon(new Daemon({ loaded: loaded!, logger: log, configFile: file }), log);
     return runDaemon(new Team({ team, logger: log, configFile: file }), log);
