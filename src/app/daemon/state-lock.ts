@@ -15,6 +15,7 @@ import Database from "better-sqlite3";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { privateSqliteFile } from "../../base/private-file.js";
+import { storeUnavailable } from "../../queue/errors.js";
 
 const LOCK_FILE = "daemon.lock";
 const PID_FILE = "daemon.pid";
@@ -38,10 +39,8 @@ class StateLockError extends Error {
   override name = "StateLockError";
 }
 
-const isBusy = (err: unknown) => {
-  const code = (err as { code?: string }).code ?? "";
-  return code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY_") || code === "SQLITE_LOCKED";
-};
+/** SQLite said another connection holds the lock: the queue's own reading of its result codes. */
+const isBusy = (err: unknown) => storeUnavailable(err) === "locked";
 
 function readHolder(stateDir: string): number | undefined {
   try {
