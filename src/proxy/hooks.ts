@@ -8,6 +8,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { HookFanout, HookServerResult } from "../contract/hooks.js";
 import type { Logger } from "../base/log.js";
+import { utf8Prefix } from "../base/utf8.js";
 import type { Downstream } from "./downstream.js";
 
 /** buzz-agent caps each hook result at 16 KiB. */
@@ -23,18 +24,11 @@ function resultText(r: CallToolResult): string {
 
 const SEP = "\n\n";
 
-/** Cuts a string to at most `bytes` UTF-8 bytes without splitting a character. */
+/** Cuts a string to at most `bytes` UTF-8 bytes, whole characters and an ellipsis. */
 function cutBytes(text: string, bytes: number): string {
-  const buf = Buffer.from(text, "utf8");
-  if (buf.length <= bytes) return text;
+  if (Buffer.byteLength(text, "utf8") <= bytes) return text;
   const marker = "…";
-  let end = Math.max(0, bytes - Buffer.byteLength(marker));
-  // Back to the first byte of the character the cut would split (continuation bytes are
-  // 10xxxxxx; a string's first byte never is one). Bytes are cut, not decoded-then-stripped,
-  // so U+FFFD characters of the text's own before the cut stay (stripping trailing U+FFFD
-  // after decoding dropped them).
-  while ((buf[end]! & 0xc0) === 0x80) end--;
-  return buf.subarray(0, end).toString("utf8") + marker;
+  return utf8Prefix(text, bytes - Buffer.byteLength(marker)) + marker;
 }
 
 /**

@@ -17,6 +17,7 @@ import { enforceStopGates, type StopMode, type WaitGate } from "./stop-gates.js"
 import type { Enforce } from "../config/enforce.js";
 import type { ReplyFallbackMode } from "../config/schema.js";
 import { formatSize } from "../config/size.js";
+import { utf8Prefix } from "../base/utf8.js";
 
 export interface TurnSpec {
   turnId: string;
@@ -223,9 +224,7 @@ export function cutReply(text: string, max: number): string {
   const bytes = Buffer.byteLength(text, "utf8");
   if (bytes <= max) return text;
   const note = `\n\n[… cut by the bridge: the agent's reply was ${bytes} bytes, more than one message may carry (replies.max_bytes, ${formatSize(max)})]`;
-  const room = Math.max(0, max - Buffer.byteLength(note, "utf8"));
-  const { read } = new TextEncoder().encodeInto(text, new Uint8Array(room));
-  return text.slice(0, read) + note;
+  return utf8Prefix(text, max - Buffer.byteLength(note, "utf8")) + note;
 }
 
 /** A note in the thread while the turn goes on; not an answer (docs/protocol.md §4), so not in `published`. */
