@@ -1,9 +1,10 @@
 /**
  * A team in one daemon (`agents:`, docs/configuration.md "Several agents in one daemon"):
  * three identities in one process on the dev relay, each answering its own mentions once
- * with its own key; `/metrics` per agent label; one agent's `!shutdown` stops it alone; a
- * reload adds a fourth that answers; `team.max_concurrent` runs the agents' turns one after
- * another (judged by the log's order of turn starts and ends); `doctor` checks each agent.
+ * with its own key; `/metrics` per agent label; one agent's `!shutdown` stops it alone (a
+ * reload that still lists it does not start it again); a reload adds a fourth that
+ * answers; `team.max_concurrent` runs the agents' turns one after another (judged by the
+ * log's order of turn starts and ends); `doctor` checks each agent.
  * Judged in the channel: who answered, how often, where.
  */
 import { test, after } from "node:test";
@@ -83,21 +84,29 @@ test("three agents in one daemon each answer their own mentions once with their 
   await answeredOnceBy(2, later);
   assert.equal(d.proc.exitCode, null, "the daemon runs on");
 
-  // A reload that lists a fourth agent starts it; it answers with its own key.
+  // A reload that lists a fourth agent starts it; it answers with its own key. Agent 1,
+  // still listed, stays stopped: its owner stopped it, as a daemon of one stays stopped.
   writeFileSync(file, stringify(configOf(4)));
   d.proc.kill("SIGHUP");
   await d.waitLog((l) => l.evt === "team.agent_added" && l.agent === id(3));
   const fourth = await mention(3, "welcome, agent three");
   await answeredOnceBy(3, fourth);
+  assert.ok(d.logs.some((l) => l.evt === "team.agent_stays_stopped" && l.agent === id(1)));
+  const running = (await (await fetch(`${http}/status.json`)).json()) as { agents: { id: string }[] };
+  assert.deepEqual(
+    running.agents.map((a) => a.id),
+    [id(0), id(2), id(3)],
+    "agent 1 was not started again",
+  );
 
-  // A file that no longer loads is refused; every agent keeps running on what it had.
+  // A file that no longer loads is refused by each running agent; each keeps running on what it had.
   writeFileSync(file, "agents: nope\n");
   d.proc.kill("SIGHUP");
-  await waitFor(() => d.logs.filter((l) => l.evt === "config.reload_refused").length === 3, {
-    what: "each running agent refusing the reload",
-  });
+  const refusedBy = () => d.logs.filter((l) => l.evt === "config.reload_refused").map((l) => String(l.agent));
+  await waitFor(() => refusedBy().length >= 3, { what: "the running agents refusing the reload" });
   const after = await mention(0, "after the bad reload?");
   await answeredOnceBy(0, after);
+  assert.deepEqual(refusedBy().sort(), [id(0), id(2), id(3)].sort(), "each running agent refused it once");
   assert.equal(await d.stop(), 0);
 });
 

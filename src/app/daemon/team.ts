@@ -40,6 +40,12 @@ export class Team {
   private devRelay?: DevRelay;
   private readonly processMetrics = new Registry();
   private stopping = false;
+  /**
+   * Agents that stopped of their own (`!shutdown`, another daemon of the identity running):
+   * as a daemon of one agent would, they stay stopped until the process restarts; a reload
+   * that still lists them does not start them again (one that drops them forgets this).
+   */
+  private readonly stoppedOfTheirOwn = new Map<string, string>();
   /** `team.max_concurrent`: the turns all agents run at once (read at start). */
   private readonly slots?: SharedSlots;
   private resolveEnded!: (why: string) => void;
@@ -129,6 +135,7 @@ export class Team {
     void daemon.shutdownRequested.then(async (why) => {
       if (this.stopping || this.members.get(id)?.daemon !== daemon) return;
       this.o.logger.info({ evt: "team.agent_removed", agent: id, reason: why }, `agent ${id} stops (${why}); the others go on`);
+      this.stoppedOfTheirOwn.set(id, why);
       await this.remove(id);
       if (this.members.size === 0) this.resolveEnded(why);
     });
@@ -160,6 +167,8 @@ export class Team {
       );
       return;
     }
+    // One no longer listed is forgotten: listed again by a later reload, it starts.
+    for (const id of this.stoppedOfTheirOwn.keys()) if (!wanted.has(id)) this.stoppedOfTheirOwn.delete(id);
     for (const id of this.ids)
       if (!wanted.has(id)) {
         log.info({ evt: "team.agent_removed", agent: id, reason: "reload" }, `agent ${id} is no longer listed: stopping it`);
@@ -169,6 +178,14 @@ export class Team {
       const m = this.members.get(id);
       if (m) {
         await m.daemon.reload(loaded);
+        continue;
+      }
+      const why = this.stoppedOfTheirOwn.get(id);
+      if (why) {
+        log.info(
+          { evt: "team.agent_stays_stopped", agent: id, reason: why },
+          `agent ${id} stopped of its own (${why}) and stays stopped until the daemon restarts`,
+        );
         continue;
       }
       try {
