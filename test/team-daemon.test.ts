@@ -172,7 +172,9 @@ test("team.max_concurrent caps the turns of all agents together: with 1, the sec
 test("quotas are per key: a burst at one agent waits on that agent's frame budget alone; the other agent's answer waits for no slot, and the relay refuses no frame of either", {
   timeout: 120_000,
 }, async () => {
-  const quota = { frames: 24, windowMs: 5000 };
+  // An agent's start costs about 10 frames and one answered mention about 11 more (measured):
+  // 40 leaves agent 1 clear of even the fifth kept back for replies (a 👀 or ✅ waits past 32).
+  const quota = { frames: 40, windowMs: 5000 };
   const w = await World.create({ channelName: "quota-room", relayLimits: { frameQuota: quota } });
   worlds.push(w);
   const agents = await teamAgents(w, 1);
@@ -192,8 +194,8 @@ test("quotas are per key: a burst at one agent waits on that agent's frame budge
     assert.equal(outcome.status, "accepted");
     return { i, event };
   };
-  // Ten mentions at agent 0 cost it more frames (👀, reply, ✅ each) than one window holds.
-  const asked = await Promise.all(Array.from({ length: 10 }, (_, n) => send(0, `burst ${n} for agent zero`)));
+  // Sixteen mentions at agent 0 cost it about twice what one window holds (👀, reply, ✅, work status each).
+  const asked = await Promise.all(Array.from({ length: 16 }, (_, n) => send(0, `burst ${n} for agent zero`)));
   asked.push(await send(1, "one question for agent one"));
   for (const { i, event } of asked) {
     await waitFor(

@@ -35,7 +35,7 @@ import type {
   TurnState,
   TurnUpdate,
 } from "./backend.js";
-import { QueueStoreError } from "./errors.js";
+import { QueueStoreError, storeUnavailable } from "./errors.js";
 import { LockPatience } from "./lock-patience.js";
 import { privateSqliteFile } from "../base/private-file.js";
 import { parseScopeKey } from "./scope.js";
@@ -589,9 +589,16 @@ export class SqliteStore implements QueueBackend {
   /**
    * Notes whose state this is (the agent's pubkey, meta `identity`): a team started on this
    * state directory later takes the file over for that agent (app/daemon/team-state.ts).
+   * Written only when it changes, and a note the store cannot take now (a full disk, a lock)
+   * is left for a later start: it must never keep the daemon from starting.
    */
   noteIdentity(pubkey: string): void {
-    this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('identity', ?)").run(pubkey);
+    try {
+      const noted = this.db.prepare("SELECT value FROM meta WHERE key = 'identity'").get() as { value: string } | undefined;
+      if (noted?.value !== pubkey) this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('identity', ?)").run(pubkey);
+    } catch (err) {
+      if (!storeUnavailable(err)) throw err;
+    }
   }
 
   /**
