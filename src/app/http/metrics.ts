@@ -89,6 +89,24 @@ export interface MetricsOptions {
   defaultMetrics?: boolean;
 }
 
+/**
+ * A labelled counter fed from cumulative totals read at scrape time: each series advances by
+ * what its total grew since the last read (a lower total, its source started over, counts on
+ * from there).
+ */
+function advance<K extends string>(
+  counter: Counter<string>,
+  label: string,
+  totals: Record<K, number>,
+  seen: Record<K, number>,
+  names: Record<K, string>,
+): void {
+  for (const key of Object.keys(names) as K[]) {
+    if (totals[key] > seen[key]) counter.inc({ [label]: names[key] }, totals[key] - seen[key]);
+    seen[key] = totals[key];
+  }
+}
+
 export class Metrics {
   /** The registry `/metrics` renders; exposed for tests and for adding process-local metrics. */
   readonly registry = new Registry();
@@ -225,15 +243,9 @@ export class Metrics {
       labelNames: ["result"],
       registers,
       collect: () =>
-        this.read(this.sources.signatureChecks, (s) => {
-          for (const [key, result] of [
-            ["verified", "valid"],
-            ["failed", "invalid"],
-          ] as const) {
-            if (s[key] > this.checksSeen[key]) this.signatureChecks.inc({ result }, s[key] - this.checksSeen[key]);
-            this.checksSeen[key] = s[key];
-          }
-        }),
+        this.read(this.sources.signatureChecks, (s) =>
+          advance(this.signatureChecks, "result", s, this.checksSeen, { verified: "valid", failed: "invalid" }),
+        ),
     });
     this.relayFrames = new Counter({
       name: `${PREFIX}relay_frames_total`,
@@ -241,16 +253,9 @@ export class Metrics {
       labelNames: ["outcome"],
       registers,
       collect: () =>
-        this.read(this.sources.frameBudget, (b) => {
-          for (const [key, outcome] of [
-            ["sent", "sent"],
-            ["waited", "waited"],
-            ["signalsDropped", "signal_dropped"],
-          ] as const) {
-            if (b[key] > this.framesSeen[key]) this.relayFrames.inc({ outcome }, b[key] - this.framesSeen[key]);
-            this.framesSeen[key] = b[key];
-          }
-        }),
+        this.read(this.sources.frameBudget, (b) =>
+          advance(this.relayFrames, "outcome", b, this.framesSeen, { sent: "sent", waited: "waited", signalsDropped: "signal_dropped" }),
+        ),
     });
     this.tokens = new Counter({
       name: `${PREFIX}tokens_total`,
