@@ -85,6 +85,17 @@ function readConfigFile(file: string): string {
   }
 }
 
+/** For commands that need a valid config (`run`): the team, or — after writing every problem to stderr as `FILE:LINE:COL: …` — undefined, for exit code 1. */
+export function loadTeamOrReport(file: string): LoadedTeam | undefined {
+  try {
+    return loadTeam(file);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    return undefined;
+  }
+}
+
 /**
  * One agent of any config (a command that acts as one identity, e.g. `tail`): a config of one
  * agent is that agent; in a team, `agent` picks one by its id (the first 16 hex digits of its
@@ -93,14 +104,8 @@ function readConfigFile(file: string): string {
  * for exit code 1.
  */
 export function loadMemberOrReport(file: string, agent: string | undefined): LoadedConfig | undefined {
-  let team: LoadedTeam;
-  try {
-    team = loadTeam(file);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`${err.message}\n`);
-    return undefined;
-  }
+  const team = loadTeamOrReport(file);
+  if (!team) return undefined;
   const [first] = team.members;
   const listed = () => team.members.map((m) => `${m.team!.id} (agents[${m.team!.index}], ${nip19.npubEncode(m.pubkey)})`).join(", ");
   if (team.members.length === 1 && !first!.team) {

@@ -6,7 +6,7 @@
  * reconnecting, also at start-up; a stop signal then exits 0).
  */
 import { parseCommandArgs, withUsage } from "../../base/args.js";
-import { ConfigError, loadTeam, resolveConfigPath, teamWarnings, type LoadedTeam } from "../../config/load.js";
+import { loadTeamOrReport, resolveConfigPath, teamWarnings } from "../../config/load.js";
 import { createLogger } from "../../base/log.js";
 import { Daemon } from "../daemon/daemon.js";
 import { Team } from "../daemon/team.js";
@@ -33,14 +33,8 @@ export function main(argv: string[]): Promise<number> {
     const args = parseCommandArgs(argv, { config: { type: "string", short: "c" } }, HELP);
     if (!args) return 0;
     const file = resolveConfigPath(args.values.config as string | undefined);
-    let team: LoadedTeam;
-    try {
-      team = loadTeam(file);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      process.stderr.write(`${err.message}\n`);
-      return 1;
-    }
+    const team = loadTeamOrReport(file);
+    if (!team) return 1;
     const [loaded] = team.members;
     const log = createLogger({ level: loaded!.config.log.level, format: loaded!.config.log.format });
     for (const w of teamWarnings(team)) log.warn({ evt: "config.warning" }, w);
