@@ -138,7 +138,12 @@ test("steps 2 to 6, as written, reach a reply in the owner's thread, shown by ta
     what: () => `the relay's URL; it printed:\n${relay.out()}`,
   });
   assert.equal(url, `ws://127.0.0.1:${port}`);
-  assert.match(relay.out(), /^channel 6f1c2a4e-0000-4000-8000-00000000a11c general$/m, "the seed's channel, with its fixed id");
+  // The seed's lines follow the URL; a loaded machine may not have printed them yet.
+  await waitFor(() => /^channel 6f1c2a4e-0000-4000-8000-00000000a11c general$/m.test(relay.out()), {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    what: () => `the seed's channel, with its fixed id; the relay printed:\n${relay.out()}`,
+  });
 
   // 4: the config, check, doctor.
   const doctorOut = runSync(steps[3]!, steps[3]!.script);
