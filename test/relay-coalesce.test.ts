@@ -52,7 +52,7 @@ test("the daemon subscribes 500 channels with a handful of REQ frames, not one e
   const reqs = proxy.count("REQ", t0);
   // Two for the daemon's other subscriptions, then a frame per quiet or deadline window of the
   // coalescer (relay-units) while the 500 memberships stream in: one on an idle machine, two
-  // when a loaded one streams them past a deadline (seen in a CI run). One per channel is 500.
+  // when a loaded one streams them past a deadline. One per channel is 500.
   assert.ok(reqs <= 5, `the daemon sent ${reqs} REQ frames to subscribe 500 channels`);
   assert.equal(proxy.refused.length, 0, `the relay refused: ${JSON.stringify(proxy.refused.slice(0, 3))}`);
   const ev = await w.owner.post("@agent are you in room 437?", { channel: channels[437] });
