@@ -8,7 +8,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { World, type DaemonProc } from "./fixtures/world.js";
 import { ask, assertAnsweredOnce } from "./fixtures/channel-oracle.js";
@@ -104,6 +104,9 @@ test("the daemon SIGKILLed while its agent holds an HTTP session: after the rest
   const r = await World.create({ channelName: "restart-room" });
   try {
     const count = join(r.dir, "shell-count.txt");
+    // The shell tool answers only once this file exists: the agent is held inside its tool
+    // call (its reply not yet written) for as long as the test needs, whatever the machine's speed.
+    const release = join(r.dir, "release-shell");
     const calls = () =>
       existsSync(count)
         ? readFileSync(count, "utf8")
@@ -113,13 +116,14 @@ test("the daemon SIGKILLed while its agent holds an HTTP session: after the rest
     const first = await r.startDaemon({
       // DEMO_AGENT_RESUME: after the restart the agent reopens its session, pointed at the new daemon's endpoint.
       agent: { env: { DEMO_AGENT_MCP_HTTP: "1", DEMO_AGENT_RESUME: "1" } },
-      mcp: { servers: { dev: { ...gateServer({ GATE_TOOLS: "shell", GATE_NO_STOP: "1", GATE_COUNTER_FILE: count }), prefix: false } } },
+      mcp: { servers: { dev: { ...gateServer({ GATE_TOOLS: "shell", GATE_NO_STOP: "1", GATE_COUNTER_FILE: count, GATE_TOOL_HOLD_FILE: release }), prefix: false } } },
     });
-    const asked = await ask(r.owner, '#tool shell {"text":"half-way"}\n#slow 4000', { channel: r.channel });
+    const asked = await ask(r.owner, '#tool shell {"text":"half-way"}', { channel: r.channel });
     // The agent has called a tool through its endpoint and is still in the turn.
     await waitFor(() => calls() === 1, { timeoutMs: 30_000, what: "the agent's first shell call over HTTP" });
     first.proc.kill("SIGKILL");
     await first.exited;
+    writeFileSync(release, "");
     const again = await r.startDaemon({}, { configFile: first.configFile });
     const end = await again.waitLog((l) => l.evt === "turn.end" && l.scope === `${r.channel}/${asked.event.id}`, 60_000);
     assert.equal(end.status, "answered");
