@@ -1,55 +1,95 @@
 #!/usr/bin/env node
-// Runs every test/*.test.ts with Node's built-in runner (TypeScript via tsx).
-// Node 20's --test has no glob support, so the file list is built here.
-// TEST_FILTER=substring narrows the run to matching file names.
-import { readdirSync } from "node:fs";
+// Runs the test files with Node's built-in runner (TypeScript via tsx), in two tiers
+// (docs/testing.md):
+//   test/unit/*.test.ts  the in-process tier: no child process, no daemon; `npm run test:unit`
+//   test/*.test.ts       the process tier: real daemons, relays, agents and servers
+// `npm test` runs both. TEST_FILTER=substring narrows the run to matching file names.
+//
+// Order: the runner starts files in the order given, two at a time. Files that took longest
+// in the last run on this checkout start first, so that both slots end together instead of
+// one long file running alone at the end (longest first is the classic rule for that). The
+// times are measured, never kept by hand: each run records every file's time in
+// node_modules/.cache/buzz-bridge/test-times.json; a checkout without that record (a fresh
+// clone, CI) uses test/test-times.json, the record of a whole run committed with the tests
+// (`npm run test:times` refreshes it). A file missing from both only costs wall time, never
+// a result: tests do not depend on order. At the end the 20 slowest files are printed.
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
-// The runner starts files in the order given, two at a time. The files that take longest
-// (about 40 s to 2 min each on two cores, measured in a CI run) start first, so that the two
-// slots end together instead of one long file running alone at the end (longest first is
-// the classic rule for that); the rest follow alphabetically. A file missing from this list
-// or no longer slow only costs wall time, never a result: tests do not depend on order.
-const LONGEST_FIRST = [
-  "reliability-relay-drops",
-  "reliability-restarts",
-  "fleet-daemons",
-  "relay-quota",
-  "team-daemon",
-  "agent-preset-opencode",
-  "agent-pool",
-  "turn-sessions",
-  "relay-lifetime",
-  "fleet-midturn",
-  "reliability-faults",
-  "reliability-aimed-faults",
-  "reliability-full-disk",
-  "convo-questions",
-  "security-files",
-  "reliability-batch-failures",
-  "ops-start-refusals",
-  "fleet-start",
-  "daemon-service",
-  "agent-preset-gemini",
-  "agent-sandbox",
-  "relay-reconnect",
-  "agent-session-settings",
-  "doctor-presets",
-];
-const rank = (f) => {
-  const i = LONGEST_FIRST.indexOf(f.replace(/\.test\.ts$/, ""));
-  return i < 0 ? LONGEST_FIRST.length : i;
-};
+const UNIT = "test/unit";
+const CACHE = "node_modules/.cache/buzz-bridge/test-times.json";
+const COMMITTED = "test/test-times.json";
+
+const argv = process.argv.slice(2);
+const tierAt = argv.indexOf("--tier");
+const tier = tierAt >= 0 ? argv[tierAt + 1] : "all";
+if (tier !== "unit" && tier !== "all") {
+  console.error(`--tier takes unit or all, not ${JSON.stringify(tier)}`);
+  process.exit(1);
+}
+const saveCommitted = argv.includes("--save-times");
+const passThrough = argv.filter((a, i) => a !== "--save-times" && i !== tierAt && i !== tierAt + 1);
 
 const filter = process.env.TEST_FILTER ?? "";
-const files = readdirSync("test")
-  .filter((f) => f.endsWith(".test.ts") && f.includes(filter))
-  .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1))
-  .map((f) => `test/${f}`);
+const listed = (dir) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith(".test.ts") && f.includes(filter))
+    .map((f) => `${dir}/${f}`);
+const files = [...(tier === "all" ? listed("test") : []), ...listed(UNIT)];
 if (files.length === 0) {
   console.error(`no test files match ${JSON.stringify(filter)}`);
   process.exit(1);
 }
-const args = ["--import", "tsx", "--test", "--test-concurrency=2", ...process.argv.slice(2), ...files];
+
+const readTimes = (path) => {
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return {};
+  }
+};
+const known = { ...readTimes(COMMITTED), ...readTimes(CACHE) };
+// Unknown files go first: a new test file is as likely as any to be slow, and a short one
+// at the start costs nothing.
+const seconds = (f) => known[f] ?? Number.POSITIVE_INFINITY;
+files.sort((a, b) => seconds(b) - seconds(a) || (a < b ? -1 : 1));
+
+const timesOut = join(tmpdir(), `buzz-bridge-test-times-${process.pid}.json`);
+const args = [
+  "--import",
+  "tsx",
+  "--import",
+  "./scripts/unit-tier-guard.mjs",
+  "--test",
+  "--test-concurrency=2",
+  "--test-reporter=spec",
+  "--test-reporter-destination=stdout",
+  "--test-reporter=./scripts/file-times-reporter.mjs",
+  `--test-reporter-destination=${timesOut}`,
+  ...passThrough,
+  ...files,
+];
 const child = spawn(process.execPath, args, { stdio: "inherit" });
-child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on("exit", (code, signal) => {
+  const measured = readTimes(timesOut);
+  rmSync(timesOut, { force: true });
+  const slowest = Object.entries(measured)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 20);
+  if (slowest.length) {
+    console.log("\nthe 20 slowest test files (seconds):");
+    for (const [file, s] of slowest) console.log(`${s.toFixed(1).padStart(8)}  ${file}`);
+  }
+  if (Object.keys(measured).length && !filter) {
+    mkdirSync("node_modules/.cache/buzz-bridge", { recursive: true });
+    writeFileSync(CACHE, `${JSON.stringify({ ...readTimes(CACHE), ...measured }, null, 1)}\n`);
+    if (saveCommitted && tier === "all") writeFileSync(COMMITTED, `${JSON.stringify(sortedByName(measured), null, 1)}\n`);
+  }
+  process.exit(code ?? (signal ? 1 : 0));
+});
+
+function sortedByName(times) {
+  return Object.fromEntries(Object.entries(times).sort((a, b) => (a[0] < b[0] ? -1 : 1)));
+}

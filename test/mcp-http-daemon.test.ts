@@ -116,7 +116,14 @@ test("the daemon SIGKILLed while its agent holds an HTTP session: after the rest
     const first = await r.startDaemon({
       // DEMO_AGENT_RESUME: after the restart the agent reopens its session, pointed at the new daemon's endpoint.
       agent: { env: { DEMO_AGENT_MCP_HTTP: "1", DEMO_AGENT_RESUME: "1" } },
-      mcp: { servers: { dev: { ...gateServer({ GATE_TOOLS: "shell", GATE_NO_STOP: "1", GATE_COUNTER_FILE: count, GATE_TOOL_HOLD_FILE: release }), prefix: false } } },
+      mcp: {
+        servers: {
+          dev: {
+            ...gateServer({ GATE_TOOLS: "shell", GATE_NO_STOP: "1", GATE_COUNTER_FILE: count, GATE_TOOL_HOLD_FILE: release }),
+            prefix: false,
+          },
+        },
+      },
     });
     const asked = await ask(r.owner, '#tool shell {"text":"half-way"}', { channel: r.channel });
     // The agent has called a tool through its endpoint and is still in the turn.

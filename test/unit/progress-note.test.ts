@@ -1,0 +1,71 @@
+/**
+ * The "still working" note's rules with a recording publisher: posted after the delay with
+ * the redacted title, edited at most once per interval and only with a new title, deleted
+ * at the end; never posted for a turn that ends first or with progress off.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { finalizeEvent, generateSecretKey, type EventTemplate } from "nostr-tools";
+import { ProgressNote } from "../../src/turn/progress.js";
+import { KIND } from "../../src/nostr/kinds.js";
+import { silentLogger } from "../../src/base/log.js";
+import { sleep, waitFor } from "../fixtures/wait.js";
+
+const sk = generateSecretKey();
+const thread = { root: "a".repeat(64), parent: "a".repeat(64) };
+
+function recorder() {
+  const published: EventTemplate[] = [];
+  const signals: EventTemplate[] = [];
+  return {
+    published,
+    signals,
+    out: {
+      publish: async (t: EventTemplate) => (published.push(t), finalizeEvent({ ...t, tags: t.tags.map((x) => [...x]) }, sk)),
+      signal: (t: EventTemplate) => void signals.push(t),
+    },
+  };
+}
+
+const tool = (title: string) => ({ sessionUpdate: "tool_call" as const, toolCallId: title, title });
+
+test("posted after the delay naming the redacted title; one edit per interval with the newest title; deleted at the end", async () => {
+  const r = recorder();
+  const note = new ProgressNote({
+    afterMs: 20,
+    channel: "ch",
+    thread,
+    out: r.out,
+    redact: (t) => t.replace("secret", "[redacted]"),
+    editEveryMs: 150,
+    logger: silentLogger(),
+  });
+  note.start();
+  note.observe(tool("cat secret.txt"));
+  await waitFor(() => r.published.length === 1, { what: "the note" });
+  assert.equal(r.published[0]!.content, "Still working on this — now: cat [redacted].txt");
+  note.observe(tool("step two"));
+  note.observe(tool("step three"));
+  await waitFor(() => r.signals.length === 1, { what: "an edit" });
+  assert.equal(r.signals[0]!.kind, KIND.edit);
+  assert.equal(r.signals[0]!.content, "Still working on this — now: step three", "the newest title, in one edit");
+  note.observe(tool("step four"));
+  await waitFor(() => r.signals.length === 2, { what: "the next edit" });
+  assert.equal(r.signals[1]!.content, "Still working on this — now: step four");
+  await note.finish();
+  const del = r.published.at(-1)!;
+  assert.equal(del.kind, KIND.deletion);
+  assert.equal(r.published.length, 2, "the note and its deletion");
+});
+
+test("no note for a turn that ends before the delay, or with progress off", async () => {
+  for (const afterMs of [50, false] as const) {
+    const r = recorder();
+    const note = new ProgressNote({ afterMs, channel: "ch", thread, out: r.out, redact: (t) => t, logger: silentLogger() });
+    note.start();
+    note.observe(tool("quick"));
+    await note.finish();
+    await sleep(100); // past the delay: nothing may come after the end
+    assert.deepEqual([...r.published, ...r.signals], [], `afterMs ${afterMs}: nothing published`);
+  }
+});
