@@ -12,12 +12,14 @@ after(async () => {
 });
 
 async function setUp() {
-  const relay = await relayWith([bridge, alice]);
+  // The test is about reconnecting, not the frame quota: the relay has none and the author
+  // keeps none (with Buzz's 50 frames per 5 s, 200 mentions wait out four windows).
+  const relay = await relayWith([bridge, alice], { noLimits: true });
   cleanup.push(() => relay.close());
   const channel = await relay.createChannel({ name: "general", members: [bridge.pk, alice.pk] });
   // The bridge comes back slower than the author, so mentions are published while it is away.
   const bot = client(relay, bridge, { connection: { ...FAST, backoff: { baseMs: 400, capMs: 800 } } });
-  const author = client(relay, alice);
+  const author = client(relay, alice, { connection: { ...FAST, frameQuota: null } });
   cleanup.push(
     () => bot.stop(),
     () => author.stop(),
