@@ -4,13 +4,13 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { nip19, generateSecretKey } from "nostr-tools";
 import { bytesToHex } from "nostr-tools/utils";
-import { agentEnvironment, channelSlug } from "../src/agent/index.js";
-import { CrashBreaker } from "../src/agent/circuit.js";
-import { answer } from "../src/agent/permissions.js";
-import { TurnState } from "../src/agent/turn-state.js";
-import { parsePrompt } from "../src/demo/agent-parse.js";
+import { agentEnvironment, channelSlug } from "../../src/agent/index.js";
+import { CrashBreaker } from "../../src/agent/circuit.js";
+import { answer } from "../../src/agent/permissions.js";
+import { TurnState } from "../../src/agent/turn-state.js";
+import { parsePrompt } from "../../src/demo/agent-parse.js";
 import { finalizeEvent } from "nostr-tools";
-import { PromptSession, TurnPromptBuilder } from "../src/prompt/index.js";
+import { PromptSession, TurnPromptBuilder } from "../../src/prompt/index.js";
 
 describe("agent environment", () => {
   it("inherits only the allow-list, adds agent.env, and never the secret key", () => {

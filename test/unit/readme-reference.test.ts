@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { jsonSchema } from "../src/config/schema.js";
+import { jsonSchema } from "../../src/config/schema.js";
 
 interface Node {
   type?: string;

@@ -6,9 +6,9 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
-import { startHttp, parseListen, HttpListenError, type HttpHandle, type ReadyCheck } from "../src/app/http/http.js";
-import { Metrics } from "../src/app/http/metrics.js";
-import { needs } from "./fixtures/ci.js";
+import { startHttp, parseListen, HttpListenError, type HttpHandle, type ReadyCheck } from "../../src/app/http/http.js";
+import { Metrics } from "../../src/app/http/metrics.js";
+import { needs } from "../fixtures/ci.js";
 
 const handles: HttpHandle[] = [];
 after(async () => {

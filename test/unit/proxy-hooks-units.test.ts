@@ -8,9 +8,9 @@ import { describe, test } from "node:test";
 import type { TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { MAX_HOOK_TEXT_BYTES, mergeHookTexts, runHookFanout } from "../src/proxy/hooks.js";
-import type { Downstream } from "../src/proxy/downstream.js";
-import { captureLogger } from "./fixtures/queue-helpers.js";
+import { MAX_HOOK_TEXT_BYTES, mergeHookTexts, runHookFanout } from "../../src/proxy/hooks.js";
+import type { Downstream } from "../../src/proxy/downstream.js";
+import { captureLogger } from "../fixtures/queue-helpers.js";
 
 describe("mergeHookTexts", () => {
   test("objections in the given order as `[server] text`, trimmed, blank-line separated; allowing servers left out", () => {

@@ -4,11 +4,11 @@ import { isAbsolute } from "node:path";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { linkSocketPath, LinkServer } from "../src/link/server.js";
-import { LinkClient } from "../src/link/client.js";
-import { silentLogger } from "../src/base/log.js";
-import { sleep } from "./fixtures/wait.js";
-import { emptyManifest, fixedBuzzTools } from "./fixtures/link.js";
+import { linkSocketPath, LinkServer } from "../../src/link/server.js";
+import { LinkClient } from "../../src/link/client.js";
+import { silentLogger } from "../../src/base/log.js";
+import { sleep } from "../fixtures/wait.js";
+import { emptyManifest, fixedBuzzTools } from "../fixtures/link.js";
 
 test("the socket path handed to proxies is absolute (the agent runs them elsewhere)", () => {
   const p = linkSocketPath("./buzz-bridge-state/link.sock");
