@@ -23,7 +23,7 @@ import { DeniedReporter } from "../src/gate/denied.js";
 import { SqliteStore } from "../src/queue/sqlite-store.js";
 import { Scheduler } from "../src/queue/scheduler.js";
 import { silentLogger } from "../src/base/log.js";
-import { agent, owner, stranger, CHANNEL, mention, makeConfig } from "../test/fixtures/queue-helpers.js";
+import { agent, owner, stranger, CHANNEL, mention, makeConfig } from "../kit/queue-helpers.js";
 import { runIfMain } from "./standalone.js";
 
 const BURST = Number(process.env.BENCH_BURST ?? 10_000);

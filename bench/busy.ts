@@ -30,10 +30,10 @@ import { generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools"
 import { finalizeEvent } from "nostr-tools/wasm";
 import { stringify } from "yaml";
 import { initCrypto } from "../src/nostr/verify.js";
-import { RawClient } from "../test/fixtures/raw-client.js";
-import { sleep } from "../test/fixtures/wait.js";
+import { RawClient } from "../kit/raw-client.js";
+import { sleep } from "../kit/wait.js";
 import { runIfMain } from "./standalone.js";
-import { freePort } from "../test/fixtures/net.js";
+import { freePort } from "../kit/net.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli.js");
@@ -80,7 +80,7 @@ function lines(child: ChildProcess, on: (line: string, at: number) => void): voi
 
 /**
  * Resolves when the callback handed to `arm` is called, or fails after `ms`. Event-driven
- * rather than test/fixtures/wait.ts's polling: the bench times these moments, and a polling
+ * rather than kit/wait.ts's polling: the bench times these moments, and a polling
  * interval would be counted in them.
  */
 function whenCalled<T>(what: string, ms: number, arm: (resolve: (v: T) => void) => void): Promise<T> {

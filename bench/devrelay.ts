@@ -17,7 +17,7 @@ import { getPublicKey, generateSecretKey, type Event } from "nostr-tools";
 import { finalizeEvent } from "nostr-tools/wasm";
 import WebSocket from "ws";
 import { initCrypto } from "../src/devrelay/crypto.js";
-import { RawClient } from "../test/fixtures/raw-client.js";
+import { RawClient } from "../kit/raw-client.js";
 import { runIfMain } from "./standalone.js";
 
 const N = 5000;

@@ -18,10 +18,10 @@
  */
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "../test/fixtures/world.js";
-import { startPostgres, type PgServer } from "../test/fixtures/postgres.js";
-import { waitAllAnswered } from "../test/fixtures/reliability-helpers.js";
-import { mention, fromWire, owner, agent, CHANNEL, tempDir } from "../test/fixtures/queue-helpers.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { startPostgres, type PgServer } from "../kit/postgres.js";
+import { waitAllAnswered } from "../kit/reliability-helpers.js";
+import { mention, fromWire, owner, agent, CHANNEL, tempDir } from "../kit/queue-helpers.js";
 import { SqliteStore } from "../src/queue/sqlite-store.js";
 import { PostgresStore } from "../src/queue/pg-store.js";
 import type { QueueBackend } from "../src/queue/backend.js";

@@ -11,7 +11,7 @@
  */
 import { splitContent } from "../src/nostr/split.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { World } from "../test/fixtures/world.js";
+import { World } from "../kit/world.js";
 import { runIfMain } from "./standalone.js";
 
 const SAMPLES = Number(process.env.BENCH_FLOOD_SAMPLES ?? 5);

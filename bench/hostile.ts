@@ -1,6 +1,6 @@
 /**
  * Figure 7h: `buzz-bridge run` against the hostile relay of the reliability suite
- * (`test/fixtures/hostile-relay.ts`), which sends 5,000 malformed frames and forged events
+ * (`kit/hostile-relay.ts`), which sends 5,000 malformed frames and forged events
  * on the channel subscription: invalid JSON, wrong ids, bad signatures, 20 events of 300 KB,
  * 20 of 10,000 tags. `test/reliability-hostile-relay.test.ts` asserts what the daemon does
  * (nothing published, bounded log, a real mention still answered once); this part measures
@@ -11,11 +11,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { finalizeEvent } from "nostr-tools/wasm";
-import { World } from "../test/fixtures/world.js";
-import { hostileFrames, startHostileRelay } from "../test/fixtures/hostile-relay.js";
+import { World } from "../kit/world.js";
+import { hostileFrames, startHostileRelay } from "../kit/hostile-relay.js";
 import { initCrypto } from "../src/nostr/verify.js";
 import { nowSec } from "../src/base/time.js";
-import { sleep } from "../test/fixtures/wait.js";
+import { sleep } from "../kit/wait.js";
 import { rssMiB } from "./busy.js";
 import { runIfMain } from "./standalone.js";
 

@@ -32,7 +32,7 @@ import { Daemon } from "../src/app/daemon/daemon.js";
 import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/client.js";
 import { initCrypto } from "../src/nostr/verify.js";
-import { sleep, waitFor } from "../test/fixtures/wait.js";
+import { sleep, waitFor } from "../kit/wait.js";
 import { runIfMain } from "./standalone.js";
 
 const GATE_SAMPLES = Number(process.env.BENCH_GATE_SAMPLES ?? 300);

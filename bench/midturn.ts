@@ -13,8 +13,8 @@
  */
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "../test/fixtures/world.js";
-import { sleep, waitFor } from "../test/fixtures/wait.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { sleep, waitFor } from "../kit/wait.js";
 import { runIfMain } from "./standalone.js";
 
 const SAMPLES = Number(process.env.BENCH_MIDTURN_SAMPLES ?? 5);

@@ -28,8 +28,8 @@ import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/client.js";
 import { message } from "../src/nostr/events.js";
 import { initCrypto } from "../src/nostr/verify.js";
-import { startFrameProxy } from "../test/fixtures/frame-proxy.js";
-import { sleep, waitFor } from "../test/fixtures/wait.js";
+import { startFrameProxy } from "../kit/frame-proxy.js";
+import { sleep, waitFor } from "../kit/wait.js";
 import { runIfMain } from "./standalone.js";
 
 const CHANNELS = 500;

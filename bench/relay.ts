@@ -15,7 +15,7 @@ import WebSocket from "ws";
 import { startDevRelay } from "../src/devrelay/index.js";
 import { RelayClient } from "../src/relay/client.js";
 import { initCrypto } from "../src/nostr/verify.js";
-import { sleep, waitFor } from "../test/fixtures/wait.js";
+import { sleep, waitFor } from "../kit/wait.js";
 import { runIfMain } from "./standalone.js";
 
 const MENTIONS = 1000;

@@ -16,7 +16,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
 import { stringify } from "yaml";
-import { sleep } from "../test/fixtures/wait.js";
+import { sleep } from "../kit/wait.js";
 import { rssMiB } from "./busy.js";
 import { runIfMain } from "./standalone.js";
 

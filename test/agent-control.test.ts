@@ -7,7 +7,7 @@ import { bytesToHex } from "nostr-tools/utils";
 import type { AgentPool, AskOwner } from "../src/agent/index.js";
 import { AgentModeError } from "../src/agent/index.js";
 import { STANDING, eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
-import { sleep } from "./fixtures/wait.js";
+import { sleep } from "../kit/wait.js";
 
 const { pool } = poolFixture();
 

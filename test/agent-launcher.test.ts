@@ -12,8 +12,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { REPO, World } from "./fixtures/world.js";
-import { waitFor } from "./fixtures/wait.js";
+import { REPO, World } from "../kit/world.js";
+import { waitFor } from "../kit/wait.js";
 
 const FIXTURES = join(REPO, "test", "fixtures");
 let w: World;

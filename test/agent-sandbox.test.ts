@@ -24,13 +24,13 @@ import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, sta
 import { createServer, type AddressInfo, type Server } from "node:net";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, REPO, type DaemonProc } from "./fixtures/world.js";
+import { World, REPO, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { ConfigError, loadConfigText } from "../src/config/load.js";
 import { AgentPool, AgentSandbox, channelDirName } from "../src/agent/index.js";
 import { demoPoolOptions } from "./fixtures/agent-helpers.js";
-import { captureLogger } from "./fixtures/queue-helpers.js";
-import { waitFor } from "./fixtures/wait.js";
+import { captureLogger } from "../kit/queue-helpers.js";
+import { waitFor } from "../kit/wait.js";
 
 const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
 const NOBODY = 65534;

@@ -10,7 +10,7 @@
 import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 const INITIAL = "Read NOTES.md before you start. #final-only";

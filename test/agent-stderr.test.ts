@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { AgentProcess, agentEnvironment } from "../src/agent/index.js";
 import { eachLine, MAX_LINE_CHARS } from "../src/agent/stdio.js";
 import { FIXTURES, tempDir } from "./fixtures/agent-helpers.js";
-import { captureLogger } from "./fixtures/queue-helpers.js";
-import { sleep, waitFor } from "./fixtures/wait.js";
+import { captureLogger } from "../kit/queue-helpers.js";
+import { sleep, waitFor } from "../kit/wait.js";
 
 const tmp = tempDir();
 after(() => tmp.cleanup());

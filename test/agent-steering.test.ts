@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readSteerAnswer, steerRequest, STEER_METHOD } from "../src/agent/steering.js";
 import { eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 
 const { pool, acquire, ask } = poolFixture();
 

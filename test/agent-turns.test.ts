@@ -6,7 +6,7 @@ import { readFileSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { channelDirName, type AgentPool } from "../src/agent/index.js";
 import { CLI, FIXTURES, STANDING, eventBlock, poolFixture } from "./fixtures/agent-helpers.js";
-import { sleep } from "./fixtures/wait.js";
+import { sleep } from "../kit/wait.js";
 
 const { tmp, pool } = poolFixture();
 

@@ -12,11 +12,11 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { startFakeLlm, type FakeLlm } from "./fixtures/fake-llm.js";
 import { claudeAgentAcpBin } from "./fixtures/claude-code.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 import { imeta, PNG, upload } from "./fixtures/media.js";
 
 const TOKENS = { input_tokens: 1234, output_tokens: 56 };

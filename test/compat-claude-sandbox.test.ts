@@ -11,7 +11,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { World, REPO } from "./fixtures/world.js";
+import { World, REPO } from "../kit/world.js";
 import { claudeAgentAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { threadRootOf } from "../src/nostr/events.js";
 import { channelDirName } from "../src/agent/index.js";

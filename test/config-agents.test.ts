@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { CLI } from "./fixtures/world.js";
+import { CLI } from "../kit/world.js";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
 import { ConfigError, loadConfigText, loadTeamText } from "../src/config/load.js";
 

@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CLI } from "./fixtures/world.js";
+import { CLI } from "../kit/world.js";
 
 const keygen = (args: string[]) => spawnSync(process.execPath, [CLI, "keygen", ...args], { encoding: "utf8", timeout: 30_000 });
 const isRoot = process.getuid?.() === 0;

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { loadConfigText } from "../src/config/load.js";
-import { CLI } from "./fixtures/world.js";
+import { CLI } from "../kit/world.js";
 
 const nsec = nip19.nsecEncode(generateSecretKey());
 const head = `identity:\n  secret_key: ${nsec}\nrelay:\n  url: ws://127.0.0.1:7777\n`;

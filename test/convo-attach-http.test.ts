@@ -9,7 +9,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 import { imetaOf } from "../src/nostr/imeta.js";
 import { blossomHeader } from "../src/nostr/blossom.js";
 import { sha256 } from "./fixtures/media.js";

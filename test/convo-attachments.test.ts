@@ -5,7 +5,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { imetaOf } from "../src/nostr/imeta.js";
 import { blossomHeader } from "../src/nostr/blossom.js";

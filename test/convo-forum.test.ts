@@ -6,7 +6,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { threadRootOf } from "../src/nostr/events.js";
 

@@ -9,7 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import type { World, DaemonProc } from "./fixtures/world.js";
+import type { World, DaemonProc } from "../kit/world.js";
 import { useFleet } from "./fixtures/fleet.js";
 import { KIND } from "../src/nostr/kinds.js";
 

@@ -11,7 +11,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc, type Person } from "./fixtures/world.js";
+import { World, type DaemonProc, type Person } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { message, replyRefFor } from "../src/nostr/events.js";
 

@@ -5,7 +5,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 let w: World;

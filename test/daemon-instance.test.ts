@@ -5,7 +5,7 @@
  * to start and names the first one's host and pid; a running daemon that sees an instance
  * that started earlier stops answering and says so, one that started later is told to
  * stop; a fleet's daemons (`state.backend: postgres`) recognise each other. Judged from the
- * channel (fixtures/channel-oracle.ts): every mention answered exactly once.
+ * channel (kit/channel-oracle.ts): every mention answered exactly once.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,8 +13,8 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { nip44 } from "nostr-tools";
 import { useFleet } from "./fixtures/fleet.js";
-import { World } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce } from "./fixtures/channel-oracle.js";
+import { World } from "../kit/world.js";
+import { ask, assertAnsweredOnce } from "../kit/channel-oracle.js";
 import { beaconTemplate, InstanceBeacon, type InstanceInfo } from "../src/buzz/instance.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { nowSec } from "../src/base/time.js";
@@ -22,7 +22,7 @@ import { randomUUID } from "node:crypto";
 import { createLogger } from "../src/base/log.js";
 
 const fleet = useFleet({ channels: ["ops-room"] });
-// Each test judges the whole relay (fixtures/channel-oracle.ts): a world of its own each.
+// Each test judges the whole relay (kit/channel-oracle.ts): a world of its own each.
 const worlds: World[] = [];
 after(async () => {
   for (const w of worlds) await w.close();

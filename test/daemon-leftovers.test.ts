@@ -7,8 +7,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { REPO, World } from "./fixtures/world.js";
-import { sleep, waitFor } from "./fixtures/wait.js";
+import { REPO, World } from "../kit/world.js";
+import { sleep, waitFor } from "../kit/wait.js";
 
 let w: World;
 /** Agent groups this test left behind if it failed half-way: stopped so no process outlives the test. */

@@ -8,9 +8,9 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc, type Person } from "./fixtures/world.js";
+import { World, type DaemonProc, type Person } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { storedTurns } from "./fixtures/reliability-helpers.js";
+import { storedTurns } from "../kit/reliability-helpers.js";
 
 let w: World;
 let d: DaemonProc;

@@ -9,7 +9,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 const worlds: World[] = [];

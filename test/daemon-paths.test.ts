@@ -7,12 +7,12 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { reactionTarget, threadRootOf } from "../src/nostr/events.js";
 import { RelayClient } from "../src/relay/index.js";
 import { createLogger } from "../src/base/log.js";
-import { sleep, waitFor } from "./fixtures/wait.js";
+import { sleep, waitFor } from "../kit/wait.js";
 
 let w: World;
 let d: DaemonProc;

@@ -20,11 +20,11 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import type { Event } from "nostr-tools";
 import { stringify } from "yaml";
-import { RawClient } from "./fixtures/raw-client.js";
+import { RawClient } from "../kit/raw-client.js";
 import { STORE_FILE } from "../src/queue/index.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { waitFor } from "./fixtures/wait.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { waitFor } from "../kit/wait.js";
 
 let w: World;
 

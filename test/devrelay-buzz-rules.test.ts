@@ -14,8 +14,8 @@ import { fileURLToPath } from "node:url";
 import { generateSecretKey, getPublicKey, verifyEvent } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { nip98Post, RawClient, sign } from "./fixtures/raw-client.js";
-import { waitFor } from "./fixtures/wait.js";
+import { nip98Post, RawClient, sign } from "../kit/raw-client.js";
+import { waitFor } from "../kit/wait.js";
 
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 const relays: DevRelay[] = [];

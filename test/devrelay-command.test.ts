@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { generateSecretKey, getPublicKey, type Event } from "nostr-tools";
-import { RawClient } from "./fixtures/raw-client.js";
+import { RawClient } from "../kit/raw-client.js";
 
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "devrelay-cmd-"));

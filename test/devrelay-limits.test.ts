@@ -12,7 +12,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { generateSecretKey, getPublicKey } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
-import { nip98Post, RawClient, sign } from "./fixtures/raw-client.js";
+import { nip98Post, RawClient, sign } from "../kit/raw-client.js";
 
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "devrelay-limits-"));

@@ -14,7 +14,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { CLI, REPO, World } from "./fixtures/world.js";
+import { CLI, REPO, World } from "../kit/world.js";
 import { opencodeBinDir } from "./fixtures/opencode-install.js";
 
 let w: World;

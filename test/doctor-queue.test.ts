@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { closeSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { CLI, World } from "./fixtures/world.js";
+import { CLI, World } from "../kit/world.js";
 import { SqliteStore } from "../src/queue/sqlite-store.js";
-import { mention, fromWire, owner, CHANNEL } from "./fixtures/queue-helpers.js";
+import { mention, fromWire, owner, CHANNEL } from "../kit/queue-helpers.js";
 
 let w: World;
 before(async () => {

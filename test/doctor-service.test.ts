@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateSecretKey, nip19 } from "nostr-tools";
 import { serviceFor } from "../src/app/doctor/doctor-service.js";
-import { REPO, World } from "./fixtures/world.js";
+import { REPO, World } from "../kit/world.js";
 import { cliFor } from "./fixtures/run-as.js";
 import { needs } from "./fixtures/ci.js";
 import { runCli } from "./fixtures/cli.js";

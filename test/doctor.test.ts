@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
-import { CLI, REPO, World } from "./fixtures/world.js";
+import { CLI, REPO, World } from "../kit/world.js";
 
 const GATE_SERVER = join(REPO, "test", "fixtures", "gate-server.mjs");
 const BAD_SERVER = join(REPO, "test", "fixtures", "bad-server.mjs");
@@ -96,7 +96,7 @@ describe("doctor", { concurrency: 2 }, () => {
     expectLine(r, "tool names", /^✓ .*no collisions/);
     // bubblewrap is installed where the suite runs (.ci/run installs it): the sandbox runs once.
     expectLine(r, "sandbox", /^✓ .*bubblewrap .*: agents run sandboxed; network on/);
-    // The test world binds its own directory in (test/fixtures/world.ts), so what lies in it is
+    // The test world binds its own directory in (kit/world.ts), so what lies in it is
     // covered rather than absent: an unreadable placeholder, an empty directory; the state
     // directory and the work area do not exist yet (doctor creates neither, starts no session).
     assert.match(

@@ -13,11 +13,11 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import pg from "pg";
-import { CLI, type DaemonProc } from "./fixtures/world.js";
+import { CLI, type DaemonProc } from "../kit/world.js";
 import { useFleet } from "./fixtures/fleet.js";
 import { needs } from "./fixtures/ci.js";
-import { ask, askInThread, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
-import { sleep } from "./fixtures/wait.js";
+import { ask, askInThread, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";
+import { sleep } from "../kit/wait.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
 
 const LIBFAKETIME = ["x86_64-linux-gnu", "aarch64-linux-gnu"]

@@ -11,9 +11,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import type { DaemonProc, World } from "./fixtures/world.js";
+import type { DaemonProc, World } from "../kit/world.js";
 import { useFleet } from "./fixtures/fleet.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 let w: World;

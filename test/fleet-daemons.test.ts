@@ -10,12 +10,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import type { DaemonProc } from "./fixtures/world.js";
+import type { DaemonProc } from "../kit/world.js";
 import { useFleet } from "./fixtures/fleet.js";
-import { leakedSecrets } from "./fixtures/reliability-helpers.js";
-import { ask, askInThread, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
+import { leakedSecrets } from "../kit/reliability-helpers.js";
+import { ask, askInThread, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { sleep, waitFor } from "./fixtures/wait.js";
+import { sleep, waitFor } from "../kit/wait.js";
 
 const CHANNELS = 6;
 const MENTIONS = 60;

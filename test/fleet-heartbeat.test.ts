@@ -7,9 +7,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Heartbeat } from "../src/turn/heartbeat.js";
 import { PostgresStore } from "../src/queue/pg-store.js";
-import { agent, captureLogger } from "./fixtures/queue-helpers.js";
-import { usePostgres } from "./fixtures/postgres.js";
-import { waitFor } from "./fixtures/wait.js";
+import { agent, captureLogger } from "../kit/queue-helpers.js";
+import { usePostgres } from "../kit/postgres.js";
+import { waitFor } from "../kit/wait.js";
 
 const pg = usePostgres();
 

@@ -11,7 +11,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import pg from "pg";
 import type { Event } from "nostr-tools";
-import type { World, DaemonProc } from "./fixtures/world.js";
+import type { World, DaemonProc } from "../kit/world.js";
 import { useFleet } from "./fixtures/fleet.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
 import { KIND } from "../src/nostr/kinds.js";

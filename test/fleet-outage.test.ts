@@ -2,15 +2,15 @@
  * The fleet's PostgreSQL goes away while mentions arrive: the daemon keeps running, pauses
  * intake (`intake.paused`, reason `unreachable`; `/readyz` 503 naming the state store) and,
  * once the database is back, handles what waited (`intake.resumed`). Judged from the
- * channel (fixtures/channel-oracle.ts): every mention answered exactly once.
+ * channel (kit/channel-oracle.ts): every mention answered exactly once.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { DaemonProc, World } from "./fixtures/world.js";
+import type { DaemonProc, World } from "../kit/world.js";
 import { useFleet } from "./fixtures/fleet.js";
-import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
-import { turnsSummary } from "./fixtures/reliability-helpers.js";
-import { waitFor } from "./fixtures/wait.js";
+import { ask, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";
+import { turnsSummary } from "../kit/reliability-helpers.js";
+import { waitFor } from "../kit/wait.js";
 
 let w: World;
 let d: DaemonProc;

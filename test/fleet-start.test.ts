@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runCli } from "./fixtures/cli.js";
 import { generateSecretKey, nip19 } from "nostr-tools";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
-import { sleep } from "./fixtures/wait.js";
+import { postgresOrSkip, type PgServer } from "../kit/postgres.js";
+import { sleep } from "../kit/wait.js";
 
 let server: PgServer | undefined;
 let skip: string | undefined;

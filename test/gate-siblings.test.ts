@@ -11,7 +11,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey } from "nostr-tools";
 import { stringify } from "yaml";
-import { World, Person, CLI, type DaemonProc } from "./fixtures/world.js";
+import { World, Person, CLI, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { conditionsAllow, parseAuthTag, signAttestation, verifyAttestation } from "../src/config/nip-oa.js";
 import { SiblingCheck } from "../src/gate/siblings.js";

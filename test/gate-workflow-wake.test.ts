@@ -8,8 +8,8 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { marker, assertAnsweredOnce, ask, type Asked } from "./fixtures/channel-oracle.js";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { marker, assertAnsweredOnce, ask, type Asked } from "../kit/channel-oracle.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { verifyWake, workflowMessage, type WakeTrust } from "../src/nostr/workflow.js";
 import { signEvent } from "../src/nostr/verify.js";
 import { identity } from "./fixtures/relay-helpers.js";

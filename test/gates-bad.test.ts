@@ -9,7 +9,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { gateServer, type Line, rounds } from "./fixtures/gates-helpers.js";
 
 let w: World;

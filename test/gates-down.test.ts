@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { gateServer, rounds } from "./fixtures/gates-helpers.js";
 import { isProgressNote } from "../src/nostr/events.js";
 import { KIND } from "../src/nostr/kinds.js";

@@ -9,7 +9,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { approvalGate, gateServer, hookCalls, type Line, reactIn, rounds } from "./fixtures/gates-helpers.js";
 

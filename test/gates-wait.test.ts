@@ -7,10 +7,10 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { approvalGate, hookCalls, lines, prompts, rounds } from "./fixtures/gates-helpers.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 import type { Event } from "nostr-tools";
 
 let w: World;

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { finalizeEvent, generateSecretKey, getPublicKey, type Event, type EventTemplate, type Filter } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
-import { RawClient } from "./fixtures/raw-client.js";
+import { RawClient } from "../kit/raw-client.js";
 import { createLogger } from "../src/base/log.js";
 import { LinkServer, createBuzzTools, type RelayPort, type LinkSession } from "../src/link/index.js";
 import { message } from "../src/nostr/events.js";
@@ -21,7 +21,7 @@ import { BUZZ_TOOL_ARGS, BUZZ_TOOL_NAMES, type BuzzToolName } from "../src/contr
 import { Ajv } from "ajv";
 import { z } from "zod";
 import { CLI, gate, startProxy, textOf, type RunningProxy } from "./fixtures/proxy-harness.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 
 /** A RelayPort over one authenticated WebSocket, as the daemon's relay client would be. */
 async function relayPort(url: string, sk: Uint8Array): Promise<RelayPort & { close(): void }> {

@@ -9,8 +9,8 @@
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce, isFailureNotice } from "./fixtures/channel-oracle.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { ask, assertAnsweredOnce, isFailureNotice } from "../kit/channel-oracle.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 const worlds: World[] = [];

@@ -10,11 +10,11 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce } from "./fixtures/channel-oracle.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { ask, assertAnsweredOnce } from "../kit/channel-oracle.js";
 import { gateServer, hookCalls } from "./fixtures/gates-helpers.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 
 let w: World;
 let d: DaemonProc;

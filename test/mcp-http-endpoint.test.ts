@@ -18,8 +18,8 @@ import { CallToolResultSchema, LATEST_PROTOCOL_VERSION } from "@modelcontextprot
 import { Aggregator } from "../src/proxy/aggregator.js";
 import { HttpEndpoint, type EndpointLimits } from "../src/proxy/http-endpoint.js";
 import { GATE, textOf } from "./fixtures/proxy-harness.js";
-import { captureLogger } from "./fixtures/queue-helpers.js";
-import { waitFor } from "./fixtures/wait.js";
+import { captureLogger } from "../kit/queue-helpers.js";
+import { waitFor } from "../kit/wait.js";
 
 interface Session {
   endpoint: HttpEndpoint;

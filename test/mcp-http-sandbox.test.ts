@@ -12,7 +12,7 @@ import { createServer, type Server } from "node:net";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, REPO } from "./fixtures/world.js";
+import { World, REPO } from "../kit/world.js";
 
 const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
 

@@ -6,7 +6,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { gateServer } from "./fixtures/gates-helpers.js";
 
 let w: World;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { parseSync } from "@swc/core";
 import { HEADLINES } from "../src/base/log-headlines.js";
 import { createLogger } from "../src/base/log.js";
-import { REPO, World } from "./fixtures/world.js";
+import { REPO, World } from "../kit/world.js";
 
 const LEVELS = new Set(["info", "warn", "error", "debug", "fatal", "trace"]);
 

@@ -21,9 +21,9 @@ import { nip19 } from "nostr-tools";
 import { createLogger } from "../src/base/log.js";
 import { RelayClient } from "../src/relay/index.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { CLI, REPO } from "./fixtures/world.js";
-import { waitFor } from "./fixtures/wait.js";
-import { freePort } from "./fixtures/net.js";
+import { CLI, REPO } from "../kit/world.js";
+import { waitFor } from "../kit/wait.js";
+import { freePort } from "../kit/net.js";
 
 interface Step {
   n: number;

@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { KIND } from "../src/nostr/kinds.js";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 
 let w: World;
 before(async () => {

@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
-import { REPO, World } from "./fixtures/world.js";
+import { REPO, World } from "../kit/world.js";
 import { cliFor } from "./fixtures/run-as.js";
 import { runCli } from "./fixtures/cli.js";
 

@@ -8,7 +8,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 import { runCli } from "./fixtures/cli.js";
 
 let w: World;

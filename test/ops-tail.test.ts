@@ -12,8 +12,8 @@ import { join } from "node:path";
 import { nip19 } from "nostr-tools";
 import { stringify } from "yaml";
 import { KIND } from "../src/nostr/kinds.js";
-import { CLI, REPO, World } from "./fixtures/world.js";
-import { waitFor } from "./fixtures/wait.js";
+import { CLI, REPO, World } from "../kit/world.js";
+import { waitFor } from "../kit/wait.js";
 import { runCli } from "./fixtures/cli.js";
 import { entries, teamAgents, teamShared } from "./fixtures/team.js";
 

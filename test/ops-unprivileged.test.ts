@@ -31,11 +31,11 @@ import { join } from "node:path";
 import { nip19 } from "nostr-tools";
 import { parseDocument } from "yaml";
 import { dockerEnv, parseDockerfile, parseUnit } from "./fixtures/recipes.js";
-import { CLI, REPO, World } from "./fixtures/world.js";
+import { CLI, REPO, World } from "../kit/world.js";
 import { cliFor } from "./fixtures/run-as.js";
 import { message } from "../src/nostr/events.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;

@@ -8,8 +8,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { daemonV8Flags } from "../src/app/http/v8-memory.js";
-import { World } from "./fixtures/world.js";
-import { freePort } from "./fixtures/net.js";
+import { World } from "../kit/world.js";
+import { freePort } from "../kit/net.js";
 
 let w: World;
 before(async () => {

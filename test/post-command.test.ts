@@ -2,7 +2,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { World, CLI } from "./fixtures/world.js";
+import { World, CLI } from "../kit/world.js";
 
 let w: World;
 before(async () => {

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { EVERYTHING, FILESYSTEM, REFUSING, TRANSPORTS, gate, startProxy, textOf, type RunningProxy } from "./fixtures/proxy-harness.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 import { AGENT_PREFIX, MAX_QUALIFIED_NAME } from "../src/proxy/naming.js";
 
 const LONG = "check_" + "x".repeat(60);

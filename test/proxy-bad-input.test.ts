@@ -12,7 +12,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { FastStdioClientTransport } from "../src/proxy/line-transport.js";
 import { CLI, REPO, TRANSPORTS, gate, startProxy, textOf, type RunningProxy } from "./fixtures/proxy-harness.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 import { NAME_BUDGET } from "../src/proxy/naming.js";
 
 const BAD = join(REPO, "test", "fixtures", "bad-server.mjs");

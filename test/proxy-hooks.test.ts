@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TRANSPORTS, gate, startProxy, textOf, type RunningProxy } from "./fixtures/proxy-harness.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 
 const scratch = mkdtempSync(join(tmpdir(), "proxy-hooks-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));

@@ -11,9 +11,9 @@ import { initNostrWasm } from "nostr-wasm";
 import type { Event, EventTemplate } from "nostr-tools";
 import { decide, type GateContext, type Refusal as GateRefusal } from "../src/gate/decide.js";
 import { DeniedReporter } from "../src/gate/denied.js";
-import { agent, owner, stranger, CHANNEL, mention, fromWire, makeConfig, captureLogger, tempDir } from "./fixtures/queue-helpers.js";
+import { agent, owner, stranger, CHANNEL, mention, fromWire, makeConfig, captureLogger, tempDir } from "../kit/queue-helpers.js";
 import { place } from "./fixtures/queue-harness.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 
 const tmp = tempDir("bb-queue-burst-");
 after(() => tmp.cleanup());

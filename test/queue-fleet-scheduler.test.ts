@@ -10,10 +10,10 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import type { PostgresStore } from "../src/queue/pg-store.js";
-import { owner, CHANNEL, mention, fromWire, tempDir } from "./fixtures/queue-helpers.js";
-import { usePostgres } from "./fixtures/postgres.js";
+import { owner, CHANNEL, mention, fromWire, tempDir } from "../kit/queue-helpers.js";
+import { usePostgres } from "../kit/postgres.js";
 import { place, type Queue, type QueueOptions } from "./fixtures/queue-harness.js";
-import { sleep, waitFor } from "./fixtures/wait.js";
+import { sleep, waitFor } from "../kit/wait.js";
 
 const pg = usePostgres();
 const tmp = tempDir("bb-fleet-sched-");

@@ -15,7 +15,7 @@ import { createInterface } from "node:readline";
 import Database from "better-sqlite3";
 import { LockPatience } from "../src/queue/lock-patience.js";
 import { SqliteStore, STORE_FILE } from "../src/queue/sqlite-store.js";
-import { tempDir } from "./fixtures/queue-helpers.js";
+import { tempDir } from "../kit/queue-helpers.js";
 
 const tmp = tempDir("bb-lock-patience-");
 after(() => tmp.cleanup());

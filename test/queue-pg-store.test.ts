@@ -12,9 +12,9 @@ import pg from "pg";
 import { PostgresStore } from "../src/queue/pg-store.js";
 import { PG_SCHEMA, PG_SCHEMA_VERSION } from "../src/queue/pg-migrations.js";
 import { LeaseLostError, QueueStoreError } from "../src/queue/errors.js";
-import { agent, owner, teammate, CHANNEL, mention, fromWire } from "./fixtures/queue-helpers.js";
-import { usePostgres } from "./fixtures/postgres.js";
-import { sleep } from "./fixtures/wait.js";
+import { agent, owner, teammate, CHANNEL, mention, fromWire } from "../kit/queue-helpers.js";
+import { usePostgres } from "../kit/postgres.js";
+import { sleep } from "../kit/wait.js";
 
 const db = usePostgres();
 

@@ -10,11 +10,11 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { Amendments } from "../src/turn/amend.js";
-import { owner, teammate, CHANNEL, mention, fromWire, tempDir, captureLogger } from "./fixtures/queue-helpers.js";
-import { postgresOrSkip, type PgServer } from "./fixtures/postgres.js";
+import { owner, teammate, CHANNEL, mention, fromWire, tempDir, captureLogger } from "../kit/queue-helpers.js";
+import { postgresOrSkip, type PgServer } from "../kit/postgres.js";
 import { place, type BackendName, type Place, type Queue } from "./fixtures/queue-harness.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 
 const tmp = tempDir("bb-queue-contract-");
 /**

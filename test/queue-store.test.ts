@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { SqliteStore, STORE_FILE, SCHEMA_VERSION } from "../src/queue/sqlite-store.js";
 import { QueueStoreError } from "../src/queue/errors.js";
-import { owner, teammate, CHANNEL, mention, fromWire, tempDir } from "./fixtures/queue-helpers.js";
+import { owner, teammate, CHANNEL, mention, fromWire, tempDir } from "../kit/queue-helpers.js";
 import { place } from "./fixtures/queue-harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));

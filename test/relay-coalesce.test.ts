@@ -9,9 +9,9 @@
 import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startFrameProxy, type FrameProxy } from "./fixtures/frame-proxy.js";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { waitFor } from "./fixtures/wait.js";
+import { startFrameProxy, type FrameProxy } from "../kit/frame-proxy.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { waitFor } from "../kit/wait.js";
 
 let w: World;
 let proxy: FrameProxy;

@@ -4,7 +4,7 @@
  * before the deadline — make-before-break when its frame budget has room for a second
  * socket, otherwise at a quiet moment — re-authenticates, resumes every subscription with
  * `since`, and nothing is lost or doubled across hundreds of planned reconnects; judged by
- * what the channel shows (test/fixtures/channel-oracle.ts).
+ * what the channel shows (kit/channel-oracle.ts).
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -14,9 +14,9 @@ import { LifetimePlanner } from "../src/relay/lifetime.js";
 import type { RelayConnection } from "../src/relay/connection.js";
 import { createLogger } from "../src/base/log.js";
 import { client, identity, mention, relayWith } from "./fixtures/relay-helpers.js";
-import { assertAnsweredOnce, ask, type Asked } from "./fixtures/channel-oracle.js";
-import { World } from "./fixtures/world.js";
-import { sleep, waitFor } from "./fixtures/wait.js";
+import { assertAnsweredOnce, ask, type Asked } from "../kit/channel-oracle.js";
+import { World } from "../kit/world.js";
+import { sleep, waitFor } from "../kit/wait.js";
 
 const cleanup: (() => unknown)[] = [];
 after(async () => {

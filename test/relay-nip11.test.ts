@@ -10,9 +10,9 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { parseRelayInfo } from "../src/nostr/nip11.js";
 import { client, identity, relayWith } from "./fixtures/relay-helpers.js";
-import { captureLogger } from "./fixtures/queue-helpers.js";
-import { CLI, World } from "./fixtures/world.js";
-import { waitFor } from "./fixtures/wait.js";
+import { captureLogger } from "../kit/queue-helpers.js";
+import { CLI, World } from "../kit/world.js";
+import { waitFor } from "../kit/wait.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 const cleanup: (() => unknown)[] = [];

@@ -8,7 +8,7 @@ import { test, after, before } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { escapedSize, splitContent, MAX_CONTENT_BYTES } from "../src/nostr/split.js";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 
 let w: World;
 before(async () => {

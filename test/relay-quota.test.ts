@@ -7,9 +7,9 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { FrameBudget } from "../src/relay/frame-budget.js";
-import { startFrameProxy, type FrameProxy } from "./fixtures/frame-proxy.js";
-import { World } from "./fixtures/world.js";
-import { waitFor } from "./fixtures/wait.js";
+import { startFrameProxy, type FrameProxy } from "../kit/frame-proxy.js";
+import { World } from "../kit/world.js";
+import { waitFor } from "../kit/wait.js";
 import { nip11Document, type DevRelay } from "../src/devrelay/index.js";
 
 /** The relay's real NIP-11 document with another frame quota stated in it. */

@@ -12,8 +12,8 @@ import { createLogger } from "../src/base/log.js";
 import { message } from "../src/nostr/events.js";
 import { RelayClient } from "../src/relay/index.js";
 import { startThirdPartyRelay } from "./fixtures/third-party-relay.js";
-import { World } from "./fixtures/world.js";
-import { sleep, waitFor } from "./fixtures/wait.js";
+import { World } from "../kit/world.js";
+import { sleep, waitFor } from "../kit/wait.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
 after(async () => {

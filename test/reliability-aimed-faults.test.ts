@@ -14,9 +14,9 @@
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
-import { turnsSummary } from "./fixtures/reliability-helpers.js";
+import { World } from "../kit/world.js";
+import { ask, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";
+import { turnsSummary } from "../kit/reliability-helpers.js";
 
 const worlds: World[] = [];
 after(async () => {

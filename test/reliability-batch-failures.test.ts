@@ -5,14 +5,14 @@
  * answering some of them must neither lose the rest nor answer anyone twice; a batch that
  * fails for good gets a failure notice in each unanswered thread. Thread scope (the
  * default, first) runs the same mentions one per turn. Judged by the channel
- * (fixtures/channel-oracle.ts).
+ * (kit/channel-oracle.ts).
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
-import { turnsSummary } from "./fixtures/reliability-helpers.js";
-import { sleep } from "./fixtures/wait.js";
+import { World } from "../kit/world.js";
+import { ask, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";
+import { turnsSummary } from "../kit/reliability-helpers.js";
+import { sleep } from "../kit/wait.js";
 
 const worlds: World[] = [];
 after(async () => {

@@ -4,7 +4,7 @@
  * its own so it is not batched away), and every session's downstream MCP server (the gate
  * fixture) crashes on its second call and is restarted by the proxy. The crashing mention
  * fails for good at its one attempt and is reported. Judged by the
- * channel (fixtures/channel-oracle.ts): the crashing mention gets exactly one failure
+ * channel (kit/channel-oracle.ts): the crashing mention gets exactly one failure
  * notice, every other mention exactly one answer quoting it, nothing else is posted.
  * Both session scopes, thread (the default) first.
  */
@@ -12,11 +12,11 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { REPO, World } from "./fixtures/world.js";
-import { ask, askInThread, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
+import { REPO, World } from "../kit/world.js";
+import { ask, askInThread, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
-import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
-import { sleep } from "./fixtures/wait.js";
+import { leakedSecrets, turnsSummary } from "../kit/reliability-helpers.js";
+import { sleep } from "../kit/wait.js";
 
 const COUNT = { thread: 20, channel: 40 };
 const GATE = join(REPO, "test", "fixtures", "gate-server.mjs");

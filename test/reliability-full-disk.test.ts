@@ -3,17 +3,17 @@
  * the queue. Both are back-pressure, not a crash: the daemon stops taking events, says so
  * (`intake.paused`, `/readyz` 503 naming the state store), keeps running, and once the
  * store takes writes again it resumes (`intake.resumed`) — every mention posted meanwhile
- * answered exactly once, as the channel shows it (fixtures/channel-oracle.ts).
+ * answered exactly once, as the channel shows it (kit/channel-oracle.ts).
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import Database from "better-sqlite3";
 import { join } from "node:path";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { ask, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";
 import { tinyDisk, type TinyDisk } from "./fixtures/tiny-disk.js";
-import { turnsSummary } from "./fixtures/reliability-helpers.js";
-import { waitFor } from "./fixtures/wait.js";
+import { turnsSummary } from "../kit/reliability-helpers.js";
+import { waitFor } from "../kit/wait.js";
 
 const worlds: World[] = [];
 const disks: TinyDisk[] = [];

@@ -13,13 +13,13 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { getEventHash, validateEvent, type Event } from "nostr-tools";
 import { finalizeEvent } from "nostr-tools/wasm";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { hostileFrames, startHostileRelay, type HostileRelay } from "./fixtures/hostile-relay.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { hostileFrames, startHostileRelay, type HostileRelay } from "../kit/hostile-relay.js";
 import { nowSec } from "../src/base/time.js";
 import { initCrypto } from "../src/nostr/verify.js";
 import { threadRootOf } from "../src/nostr/events.js";
 import { KIND } from "../src/nostr/kinds.js";
-import { leakedSecrets } from "./fixtures/reliability-helpers.js";
+import { leakedSecrets } from "../kit/reliability-helpers.js";
 
 const FRAMES = 5000;
 let w: World;

@@ -2,12 +2,12 @@
  * Progress notes are not answers (docs/protocol.md §4). An agent that says "working on it"
  * with `send_message { progress: true }` still owes the answer: a daemon SIGKILLed after the
  * note runs the mention again after its restart, and a turn that ends with only a note and
- * its final text gets the reply fallback. Judged from the channel (fixtures/channel-oracle.ts).
+ * its final text gets the reply fallback. Judged from the channel (kit/channel-oracle.ts).
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce } from "./fixtures/channel-oracle.js";
+import { World } from "../kit/world.js";
+import { ask, assertAnsweredOnce } from "../kit/channel-oracle.js";
 import { isProgressNote } from "../src/nostr/events.js";
 import { KIND } from "../src/nostr/kinds.js";
 

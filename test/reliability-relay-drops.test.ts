@@ -1,7 +1,7 @@
 /**
  * Reliability: the relay drops every connection several times while the owner and a
  * teammate post mentions across several channels; the bridge reconnects, resubscribes
- * with `since` and gets replays. Judged by the channel (fixtures/channel-oracle.ts):
+ * with `since` and gets replays. Judged by the channel (kit/channel-oracle.ts):
  * every mention has exactly one agent message in its own thread quoting it, and the
  * agent posted nothing else. Both session scopes, thread (the default) first; in channel
  * scope mentions that arrive while a channel's turn runs are batched into its next turn
@@ -10,11 +10,11 @@
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
+import { World } from "../kit/world.js";
+import { ask, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
-import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
-import { sleep } from "./fixtures/wait.js";
+import { leakedSecrets, turnsSummary } from "../kit/reliability-helpers.js";
+import { sleep } from "../kit/wait.js";
 
 const CHANNELS = 5;
 const DROPS = 3;

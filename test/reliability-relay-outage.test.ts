@@ -2,12 +2,12 @@
  * The relay goes away while the agent works (docs/protocol.md §5): its `send_message`
  * waits for the relay, bounded by the turn, instead of failing within seconds and leaving
  * the agent to post its error text. The dev relay stops listening mid-turn and comes back;
- * judged from the channel (fixtures/channel-oracle.ts) and from the order of the log.
+ * judged from the channel (kit/channel-oracle.ts) and from the order of the log.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { World } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce } from "./fixtures/channel-oracle.js";
+import { World } from "../kit/world.js";
+import { ask, assertAnsweredOnce } from "../kit/channel-oracle.js";
 
 let w: World | undefined;
 after(async () => {

@@ -4,15 +4,15 @@
  * graceful shutdown, so whatever was in flight (a turn half done, a reply published but
  * not yet recorded, events not yet stored) must be recovered from the SQLite store and
  * the relay: every mention answered exactly once as the channel shows it (see
- * fixtures/channel-oracle.ts). Both session scopes; thread (the default) first.
+ * kit/channel-oracle.ts). Both session scopes; thread (the default) first.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { ask, assertAnsweredOnce, type Asked } from "./fixtures/channel-oracle.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { ask, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";
 import { seededRng } from "./fixtures/seeded.js";
-import { leakedSecrets, turnsSummary } from "./fixtures/reliability-helpers.js";
-import { sleep } from "./fixtures/wait.js";
+import { leakedSecrets, turnsSummary } from "../kit/reliability-helpers.js";
+import { sleep } from "../kit/wait.js";
 
 const CHANNELS = 3;
 const MENTIONS = Number(process.env.RELIABILITY_MENTIONS ?? 36);

@@ -12,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CLI, World, type DaemonProc } from "./fixtures/world.js";
+import { CLI, World, type DaemonProc } from "../kit/world.js";
 
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;

@@ -17,9 +17,9 @@ import { startDevRelay } from "../src/devrelay/index.js";
 import { silentLogger } from "../src/base/log.js";
 import { LinkServer, createBuzzTools, type RelayPort } from "../src/link/index.js";
 import { LinkClient } from "../src/link/client.js";
-import { RawClient } from "./fixtures/raw-client.js";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { assertAnsweredOnce, marker } from "./fixtures/channel-oracle.js";
+import { RawClient } from "../kit/raw-client.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { assertAnsweredOnce, marker } from "../kit/channel-oracle.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 let w: World;

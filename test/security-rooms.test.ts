@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { World, REPO } from "./fixtures/world.js";
+import { World, REPO } from "../kit/world.js";
 import { channelDirName, migrateChannelDirs } from "../src/agent/index.js";
 
 const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");

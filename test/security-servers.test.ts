@@ -9,7 +9,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "./fixtures/world.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { gate } from "./fixtures/proxy-harness.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { loadConfigText } from "../src/config/load.js";

@@ -8,8 +8,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { World, type DaemonProc } from "./fixtures/world.js";
-import { assertAnsweredOnce, marker, type Asked } from "./fixtures/channel-oracle.js";
+import { World, type DaemonProc } from "../kit/world.js";
+import { assertAnsweredOnce, marker, type Asked } from "../kit/channel-oracle.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { MENTION_CAP } from "../src/contract/limits.js";
 

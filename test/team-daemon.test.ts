@@ -13,13 +13,13 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { nip19, type Event } from "nostr-tools";
 import { stringify } from "yaml";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 import { entries, teamAgents, teamShared } from "./fixtures/team.js";
 import { runCli } from "./fixtures/cli.js";
-import { waitFor } from "./fixtures/wait.js";
+import { waitFor } from "../kit/wait.js";
 import { message } from "../src/nostr/events.js";
-import { mentionSettled } from "./fixtures/settle.js";
-import { answerProblems, parentOf } from "./fixtures/channel-oracle.js";
+import { mentionSettled } from "../kit/settle.js";
+import { answerProblems, parentOf } from "../kit/channel-oracle.js";
 
 const worlds: World[] = [];
 after(async () => {

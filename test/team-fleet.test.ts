@@ -15,11 +15,11 @@ import type { Event } from "nostr-tools";
 import { stringify } from "yaml";
 import { useFleet } from "./fixtures/fleet.js";
 import { entries, teamAgents, teamShared, type TeamAgent } from "./fixtures/team.js";
-import { waitFor } from "./fixtures/wait.js";
-import { mentionSettled } from "./fixtures/settle.js";
-import { answerProblems, marker, parentOf } from "./fixtures/channel-oracle.js";
+import { waitFor } from "../kit/wait.js";
+import { mentionSettled } from "../kit/settle.js";
+import { answerProblems, marker, parentOf } from "../kit/channel-oracle.js";
 import { KIND } from "../src/nostr/kinds.js";
-import type { DaemonProc } from "./fixtures/world.js";
+import type { DaemonProc } from "../kit/world.js";
 
 const fleet = useFleet({ channels: ["crew-0", "crew-1"] });
 

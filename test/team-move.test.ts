@@ -10,11 +10,11 @@ import assert from "node:assert/strict";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 import { entries, teamAgents, teamShared } from "./fixtures/team.js";
-import { waitFor } from "./fixtures/wait.js";
-import { mentionSettled } from "./fixtures/settle.js";
-import { answerProblems, parentOf } from "./fixtures/channel-oracle.js";
+import { waitFor } from "../kit/wait.js";
+import { mentionSettled } from "../kit/settle.js";
+import { answerProblems, parentOf } from "../kit/channel-oracle.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 const worlds: World[] = [];

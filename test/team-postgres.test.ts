@@ -12,12 +12,12 @@ import { join } from "node:path";
 import pg from "pg";
 import type { Event } from "nostr-tools";
 import { stringify } from "yaml";
-import { World } from "./fixtures/world.js";
+import { World } from "../kit/world.js";
 import { entries, teamAgents, teamShared } from "./fixtures/team.js";
-import { waitFor } from "./fixtures/wait.js";
-import { usePostgres } from "./fixtures/postgres.js";
-import { mentionSettled } from "./fixtures/settle.js";
-import { parentOf } from "./fixtures/channel-oracle.js";
+import { waitFor } from "../kit/wait.js";
+import { usePostgres } from "../kit/postgres.js";
+import { mentionSettled } from "../kit/settle.js";
+import { parentOf } from "../kit/channel-oracle.js";
 import { message } from "../src/nostr/events.js";
 
 const pgs = usePostgres();

@@ -15,10 +15,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { stringify } from "yaml";
-import { REPO, World } from "./fixtures/world.js";
+import { REPO, World } from "../kit/world.js";
 import { teamAgents, teamShared } from "./fixtures/team.js";
-import { waitFor } from "./fixtures/wait.js";
-import { mentionSettled } from "./fixtures/settle.js";
+import { waitFor } from "../kit/wait.js";
+import { mentionSettled } from "../kit/settle.js";
 
 const ESCAPE_AGENT = join(REPO, "test", "fixtures", "escape-agent.mjs");
 

@@ -19,7 +19,7 @@ import { LinkServer, type RelayPort } from "../src/link/index.js";
 import type { StandingInput } from "../src/prompt/index.js";
 import type { ChannelInfo } from "../src/buzz/directory.js";
 import { InflightPublishes } from "../src/turn/inflight.js";
-import { sleep, waitFor } from "./fixtures/wait.js";
+import { sleep, waitFor } from "../kit/wait.js";
 import { emptyManifest, fixedBuzzTools } from "./fixtures/link.js";
 import { slotHooks, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "../src/turn/sessions.js";
 

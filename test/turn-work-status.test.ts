@@ -10,8 +10,8 @@ import assert from "node:assert/strict";
 import { nip19, type EventTemplate } from "nostr-tools";
 import { redactTitle } from "../src/turn/redact-title.js";
 import { WorkStatusBoard } from "../src/turn/work-status.js";
-import { World } from "./fixtures/world.js";
-import { waitFor } from "./fixtures/wait.js";
+import { World } from "../kit/world.js";
+import { waitFor } from "../kit/wait.js";
 import { KIND } from "../src/nostr/kinds.js";
 
 const cleanup: (() => unknown)[] = [];

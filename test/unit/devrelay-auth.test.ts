@@ -3,8 +3,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { generateSecretKey, getPublicKey } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../../src/devrelay/index.js";
-import { RawClient, sign } from "../fixtures/raw-client.js";
-import { waitFor } from "../fixtures/wait.js";
+import { RawClient, sign } from "../../kit/raw-client.js";
+import { waitFor } from "../../kit/wait.js";
 
 describe("dev relay NIP-42", () => {
   let relay: DevRelay;

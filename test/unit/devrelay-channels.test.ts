@@ -3,8 +3,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { generateSecretKey, getPublicKey, type Event } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../../src/devrelay/index.js";
-import { RawClient, sign, now } from "../fixtures/raw-client.js";
-import { sleep } from "../fixtures/wait.js";
+import { RawClient, sign, now } from "../../kit/raw-client.js";
+import { sleep } from "../../kit/wait.js";
 
 const tagOf = (ev: Event, name: string) => ev.tags.find((t) => t[0] === name)?.[1];
 /** Time for a frame that must NOT arrive to arrive: the checks after it are that nothing came. */

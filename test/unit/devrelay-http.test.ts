@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { finalizeEvent, generateSecretKey, getPublicKey, type Event } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../../src/devrelay/index.js";
-import { nip98Header, nip98Post, sign, now } from "../fixtures/raw-client.js";
+import { nip98Header, nip98Post, sign, now } from "../../kit/raw-client.js";
 
 describe("dev relay HTTP bridge", () => {
   let relay: DevRelay;

@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { generateSecretKey, getPublicKey, type Event } from "nostr-tools";
 import { startDevRelay, type DevRelay } from "../../src/devrelay/index.js";
-import { RawClient, sign, now } from "../fixtures/raw-client.js";
+import { RawClient, sign, now } from "../../kit/raw-client.js";
 
 describe("dev relay bad input and limits", () => {
   let relay: DevRelay;

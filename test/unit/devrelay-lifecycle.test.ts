@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools";
 import { DevRelayAdminError, loadSeed, SeedError, startDevRelay } from "../../src/devrelay/index.js";
-import { RawClient, sign } from "../fixtures/raw-client.js";
+import { RawClient, sign } from "../../kit/raw-client.js";
 
 const dir = mkdtempSync(join(tmpdir(), "devrelay-life-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -22,7 +22,7 @@ import {
   makeConfig,
   captureLogger,
   tempDir,
-} from "../fixtures/queue-helpers.js";
+} from "../../kit/queue-helpers.js";
 
 const tmp = tempDir("bb-gate-control-");
 after(() => tmp.cleanup());

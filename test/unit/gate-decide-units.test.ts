@@ -13,7 +13,7 @@ import { decide, isWakeCandidate, siblingMayChange, type Decision, type GateCont
 import type { ChannelInfo } from "../../src/gate/policy.js";
 import { WORKFLOW_TAG } from "../../src/nostr/workflow.js";
 import type { Config } from "../../src/config/schema.js";
-import { agent, owner, teammate, stranger, CHANNEL, DM, mention, fromWire, makeConfig } from "../fixtures/queue-helpers.js";
+import { agent, owner, teammate, stranger, CHANNEL, DM, mention, fromWire, makeConfig } from "../../kit/queue-helpers.js";
 
 const DIRECTORY: Record<string, ChannelInfo> = {
   [CHANNEL]: { id: CHANNEL, name: "general", type: "stream" },

@@ -8,8 +8,8 @@ import { verifyEvent, type EventTemplate } from "nostr-tools";
 import { decide, type GateContext, type Refusal } from "../../src/gate/decide.js";
 import { DeniedReporter, DENIED_REACTION } from "../../src/gate/denied.js";
 import type { ChannelInfo } from "../../src/gate/policy.js";
-import { agent, owner, teammate, stranger, CHANNEL, DM, mention, fromWire, makeConfig, captureLogger } from "../fixtures/queue-helpers.js";
-import { sleep } from "../fixtures/wait.js";
+import { agent, owner, teammate, stranger, CHANNEL, DM, mention, fromWire, makeConfig, captureLogger } from "../../kit/queue-helpers.js";
+import { sleep } from "../../kit/wait.js";
 
 const DIRECTORY: Record<string, ChannelInfo> = {
   [CHANNEL]: { id: CHANNEL, name: "general", type: "stream" },

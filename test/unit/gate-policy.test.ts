@@ -21,7 +21,7 @@ import {
   makeConfig,
   captureLogger,
   type Person,
-} from "../fixtures/queue-helpers.js";
+} from "../../kit/queue-helpers.js";
 
 const DIRECTORY: Record<string, ChannelInfo> = {
   [CHANNEL]: { id: CHANNEL, name: "general", type: "stream" },

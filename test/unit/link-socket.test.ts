@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { linkSocketPath, LinkServer } from "../../src/link/server.js";
 import { LinkClient } from "../../src/link/client.js";
 import { silentLogger } from "../../src/base/log.js";
-import { sleep } from "../fixtures/wait.js";
+import { sleep } from "../../kit/wait.js";
 import { emptyManifest, fixedBuzzTools } from "../fixtures/link.js";
 
 test("the socket path handed to proxies is absolute (the agent runs them elsewhere)", () => {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Metrics } from "../../src/app/http/metrics.js";
-import { REPO } from "../fixtures/world.js";
+import { REPO } from "../../kit/world.js";
 
 interface Panel {
   type: string;

@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { createLogger, PROXY_LOGGER_NAME, proxyLogLine } from "../../src/base/log.js";
 import { LogThrottle } from "../../src/base/log-throttle.js";
-import { captureLogger } from "../fixtures/queue-helpers.js";
-import { sleep } from "../fixtures/wait.js";
+import { captureLogger } from "../../kit/queue-helpers.js";
+import { sleep } from "../../kit/wait.js";
 
 function linesOf(name: string | undefined, write: (log: ReturnType<typeof createLogger>) => void): string[] {
   const out = new PassThrough();

@@ -9,7 +9,7 @@ import { finalizeEvent, generateSecretKey, type EventTemplate } from "nostr-tool
 import { ProgressNote } from "../../src/turn/progress.js";
 import { KIND } from "../../src/nostr/kinds.js";
 import { silentLogger } from "../../src/base/log.js";
-import { sleep, waitFor } from "../fixtures/wait.js";
+import { sleep, waitFor } from "../../kit/wait.js";
 
 const sk = generateSecretKey();
 const thread = { root: "a".repeat(64), parent: "a".repeat(64) };

@@ -14,7 +14,7 @@ import { MENTION_CAP } from "../../src/contract/limits.js";
 import { PromptSession } from "../../src/prompt/session.js";
 import { buildStanding, type StandingInput } from "../../src/prompt/standing.js";
 import { scopeOf } from "../../src/queue/scope.js";
-import { agent, owner, teammate, stranger, CHANNEL, mention, fromWire, captureLogger } from "../fixtures/queue-helpers.js";
+import { agent, owner, teammate, stranger, CHANNEL, mention, fromWire, captureLogger } from "../../kit/queue-helpers.js";
 import type { PromptBlock } from "../../src/prompt/text.js";
 
 /** A block's text (an image or file block has none). */

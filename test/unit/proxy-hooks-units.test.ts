@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { MAX_HOOK_TEXT_BYTES, mergeHookTexts, runHookFanout } from "../../src/proxy/hooks.js";
 import type { Downstream } from "../../src/proxy/downstream.js";
-import { captureLogger } from "../fixtures/queue-helpers.js";
+import { captureLogger } from "../../kit/queue-helpers.js";
 
 describe("mergeHookTexts", () => {
   test("objections in the given order as `[server] text`, trimmed, blank-line separated; allowing servers left out", () => {

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { AgentPassThrough, RawCalls } from "../../src/proxy/pass-through.js";
 import { mcpErrorText } from "../../src/proxy/call-errors.js";
-import { sleep } from "../fixtures/wait.js";
+import { sleep } from "../../kit/wait.js";
 
 function sink() {
   const lines: Record<string, any>[] = [];

@@ -14,9 +14,9 @@ import type { Event } from "nostr-tools";
 import { Scheduler, type Batch, type SchedulerOptions } from "../../src/queue/scheduler.js";
 import { SqliteStore } from "../../src/queue/sqlite-store.js";
 import type { Claims, ScopeWork } from "../../src/queue/backend.js";
-import { owner, teammate, CHANNEL, mention, fromWire, tempDir, captureLogger } from "../fixtures/queue-helpers.js";
+import { owner, teammate, CHANNEL, mention, fromWire, tempDir, captureLogger } from "../../kit/queue-helpers.js";
 import { place } from "../fixtures/queue-harness.js";
-import { waitFor } from "../fixtures/wait.js";
+import { waitFor } from "../../kit/wait.js";
 
 const tmp = tempDir("bb-queue-pass-");
 after(() => tmp.cleanup());

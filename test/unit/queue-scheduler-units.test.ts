@@ -11,12 +11,12 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { owner, teammate, CHANNEL, mention, fromWire, tempDir, captureLogger } from "../fixtures/queue-helpers.js";
+import { owner, teammate, CHANNEL, mention, fromWire, tempDir, captureLogger } from "../../kit/queue-helpers.js";
 import { join } from "node:path";
 import { place, type Queue, type QueueOptions } from "../fixtures/queue-harness.js";
 import { Scheduler, type Batch } from "../../src/queue/scheduler.js";
 import { SqliteStore } from "../../src/queue/sqlite-store.js";
-import { sleep, waitFor } from "../fixtures/wait.js";
+import { sleep, waitFor } from "../../kit/wait.js";
 
 const tmp = tempDir("bb-queue-units-");
 after(() => tmp.cleanup());

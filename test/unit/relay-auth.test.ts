@@ -5,7 +5,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Event } from "nostr-tools";
 import { client, FAST, identity, relayWith } from "../fixtures/relay-helpers.js";
-import { sleep, waitFor } from "../fixtures/wait.js";
+import { sleep, waitFor } from "../../kit/wait.js";
 
 const bridge = identity();
 const cleanup: (() => unknown)[] = [];

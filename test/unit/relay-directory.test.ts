@@ -4,8 +4,8 @@ import { ChannelDirectory, type ChannelInfo, type DirectorySource } from "../../
 import { KIND } from "../../src/nostr/kinds.js";
 import { ProfileCache } from "../../src/buzz/profiles.js";
 import { client, collector, identity, mention, relayWith } from "../fixtures/relay-helpers.js";
-import { waitFor } from "../fixtures/wait.js";
-import { captureLogger } from "../fixtures/queue-helpers.js";
+import { waitFor } from "../../kit/wait.js";
+import { captureLogger } from "../../kit/queue-helpers.js";
 
 const bridge = identity();
 const alice = identity();

@@ -6,7 +6,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import { finalizeEvent, type Event } from "nostr-tools";
 import { verifySignature } from "../../src/nostr/verify.js";
 import { client, identity, mention } from "../fixtures/relay-helpers.js";
-import { sleep, waitFor } from "../fixtures/wait.js";
+import { sleep, waitFor } from "../../kit/wait.js";
 
 const bridge = identity();
 const stranger = identity();

@@ -2,7 +2,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import type { RelayClient } from "../../src/relay/client.js";
 import { client, collector, FAST, identity, mention, relayWith } from "../fixtures/relay-helpers.js";
-import { sleep, waitFor } from "../fixtures/wait.js";
+import { sleep, waitFor } from "../../kit/wait.js";
 
 const bridge = identity();
 const alice = identity();

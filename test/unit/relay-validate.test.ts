@@ -9,7 +9,7 @@ import { generateSecretKey, getPublicKey, type Event } from "nostr-tools";
 import { eventShapeFault, eventShapeProblem, KIND_MAX } from "../../src/nostr/validate.js";
 import { shapeReason } from "../../src/devrelay/rules.js";
 import { startDevRelay, type DevRelay } from "../../src/devrelay/index.js";
-import { RawClient, sign } from "../fixtures/raw-client.js";
+import { RawClient, sign } from "../../kit/raw-client.js";
 
 const sk = generateSecretKey();
 const wire = (ev: Event): Event => JSON.parse(JSON.stringify(ev));

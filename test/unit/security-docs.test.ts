@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { REPO } from "../fixtures/world.js";
+import { REPO } from "../../kit/world.js";
 
 test("every test docs/security.md names exists, in the file it names", () => {
   const page = readFileSync(join(REPO, "docs", "security.md"), "utf8");

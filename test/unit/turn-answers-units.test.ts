@@ -11,7 +11,7 @@ import { Answers, anchorOf } from "../../src/turn/answers.js";
 import type { Batch } from "../../src/queue/index.js";
 import { KIND } from "../../src/nostr/kinds.js";
 import { message, replyRefFor, threadRootOf } from "../../src/nostr/events.js";
-import { captureLogger } from "../fixtures/queue-helpers.js";
+import { captureLogger } from "../../kit/queue-helpers.js";
 
 const CH = "4b1d0c3e-0000-4000-8000-000000000002";
 const agentSk = generateSecretKey();

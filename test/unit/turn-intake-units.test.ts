@@ -15,8 +15,8 @@ import type { Event } from "nostr-tools";
 import { decisionLabel, Intake, type IntakeOptions } from "../../src/turn/intake.js";
 import type { Decision } from "../../src/gate/index.js";
 import type { ChannelInfo } from "../../src/buzz/directory.js";
-import { captureLogger } from "../fixtures/queue-helpers.js";
-import { waitFor } from "../fixtures/wait.js";
+import { captureLogger } from "../../kit/queue-helpers.js";
+import { waitFor } from "../../kit/wait.js";
 
 const OWNER = "0".repeat(63) + "1";
 const channel: ChannelInfo = { id: "ch", name: "room", about: "", type: "stream", archived: false };

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type { HookFanout } from "../../src/contract/hooks.js";
 import { enforceStopGates, UNREACHABLE_POLLS, waitGatesOf, type StopGateOptions } from "../../src/turn/stop-gates.js";
 import type { PromptBlock } from "../../src/turn/ports.js";
-import { captureLogger } from "../fixtures/queue-helpers.js";
+import { captureLogger } from "../../kit/queue-helpers.js";
 
 type Server = Partial<HookFanout["servers"][number]> & { name: string };
 

@@ -14,7 +14,7 @@ import type { AgentTurnResult, HookFanout, PromptBlock } from "../../src/turn/po
 import { KIND } from "../../src/nostr/kinds.js";
 import { threadRootOf } from "../../src/nostr/events.js";
 import { silentLogger } from "../../src/base/log.js";
-import { waitFor } from "../fixtures/wait.js";
+import { waitFor } from "../../kit/wait.js";
 
 const sk = generateSecretKey();
 const CHANNEL = "4b1d0c3e-0000-4000-8000-000000000001";
