@@ -20,7 +20,8 @@
  * the clock difference between the two machines.
  */
 import { hostname } from "node:os";
-import { type Event, type EventTemplate, nip44 } from "nostr-tools";
+import type { Event, EventTemplate } from "nostr-tools";
+import * as nip44 from "nostr-tools/nip44";
 import type { Logger } from "../base/log.js";
 import { nowSec } from "../base/time.js";
 import { tagValue } from "../base/tags.js";

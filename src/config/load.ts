@@ -8,7 +8,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node, type YAMLMap } from "yaml";
 import type { z } from "zod";
-import { nip19 } from "nostr-tools";
+import * as nip19 from "nostr-tools/nip19";
 import { configSchema, crossCheck, policyFor, type Config } from "./schema.js";
 import { DAEMON_KEYS, agentId, doubleAnswers, memberDocument, sharedByTwo, type MemberView } from "./agents.js";
 import { KeyError, parseSecretKey, pubkeyOf } from "./keys.js";

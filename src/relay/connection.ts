@@ -12,7 +12,8 @@
  */
 import { EventEmitter } from "node:events";
 import WebSocket from "ws";
-import { getPublicKey, type Event } from "nostr-tools";
+import type { Event } from "nostr-tools";
+import { getPublicKey } from "nostr-tools/pure";
 import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";

@@ -11,7 +11,7 @@ import { isAbsolute, join, relative } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { Event } from "nostr-tools";
-import { nip19 } from "nostr-tools";
+import * as nip19 from "nostr-tools/nip19";
 import { loadConfig } from "../../config/load.js";
 import { parseSecretKey, pubkeyOf } from "../../config/keys.js";
 import { Daemon } from "../daemon/daemon.js";

@@ -7,7 +7,8 @@
  */
 import { closeSync, fchownSync, openSync, rmSync, writeSync } from "node:fs";
 import { spawnSync } from "node:child_process";
-import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
+import * as nip19 from "nostr-tools/nip19";
+import { generateSecretKey, getPublicKey } from "nostr-tools/pure";
 import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
 
 const HELP = `usage: buzz-bridge keygen [--out FILE] [--owner USER[:GROUP]] [--mode 0600|0400]

@@ -2,7 +2,7 @@
  * `buzz-bridge post`: posts one kind 9 message as a given key, for trying the demo (or a
  * dev relay) by hand. Authenticates with NIP-42 like any Buzz client.
  */
-import { nip19 } from "nostr-tools";
+import * as nip19 from "nostr-tools/nip19";
 import { parsePubkey, parseSecretKey } from "../../config/keys.js";
 import { parseCommandArgs, withUsage, UsageError } from "../../base/args.js";
 import { createLogger } from "../../base/log.js";

@@ -4,7 +4,7 @@
  * applies them), and what was wrong with the document. Also the address of a channel's
  * work status (NIP-AW), which the status page links to.
  */
-import { nip19 } from "nostr-tools";
+import * as nip19 from "nostr-tools/nip19";
 import type { RelayInfo } from "../../nostr/nip11.js";
 import { KIND } from "../../nostr/kinds.js";
 import type { FrameQuota } from "../../relay/frame-budget.js";

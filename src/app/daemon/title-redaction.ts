@@ -4,7 +4,7 @@
  * holds — its key in both spellings, the fleet database's password.
  */
 import { realpathSync } from "node:fs";
-import { nip19 } from "nostr-tools";
+import * as nip19 from "nostr-tools/nip19";
 import { bytesToHex } from "nostr-tools/utils";
 import type { RedactOptions } from "../../turn/redact-title.js";
 
