@@ -6,6 +6,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
+import { cardAnswer } from "../src/nostr/cards.js";
 
 let w: World;
 let d: DaemonProc;
@@ -13,7 +14,7 @@ let d: DaemonProc;
 before(async () => {
   w = await World.create();
   d = await w.startDaemon({
-    agent: { idle_timeout: "2s", cancel_grace: "1s", permissions: "ask-owner", permission_timeout: "20s" },
+    agent: { idle_timeout: "2s", cancel_grace: "1s", permissions: "ask-owner", permission_timeout: "5m" },
     queue: { max_attempts: 1 },
   });
 });
@@ -83,6 +84,22 @@ test("ask-owner: the permission question is posted in the thread (a card and a p
   );
   const report = replies.find((m) => /permission: /.test(m.content))!;
   assert.match(report.content, /permission: allowed \(demo-yes\)/, "allowed, choosing the allow_once option by kind");
+});
+
+test("ask-owner: the owner's Deny on the card refuses it, and the agent is told so at once", async () => {
+  // permission_timeout is 5 minutes: a Deny the bridge ignored could not turn into a deny by silence within this test.
+  const ev = await w.owner.post("@agent #permission");
+  const [card] = await w.waitEvents({ kinds: [KIND.questionCard], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.length > 0, 30_000);
+  const { outcome } = await (await w.owner.relay()).send(cardAnswer(card!, { action: "accept", answer: "Deny" }, w.channel));
+  assert.equal(outcome.status, "accepted");
+  const replies = await w.waitEvents(
+    { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },
+    (e) => e.some((m) => /permission: /.test(m.content)),
+    30_000,
+  );
+  const reports = replies.filter((m) => /permission: /.test(m.content));
+  assert.equal(reports.length, 1);
+  assert.match(reports[0]!.content, /permission: denied \(demo-no\)/, "denied, choosing the reject_once option by kind");
 });
 
 test("!rotate ends the thread's session; the next mention starts a fresh one", async () => {

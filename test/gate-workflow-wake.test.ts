@@ -104,6 +104,17 @@ test("a genuine wake is answered once as the owner's; forged, stale-key and othe
   }
   const reacted = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [forged.id, otherOwner.event.id, stale.event.id] });
   assert.deepEqual(reacted, [], "no 🔒 either: a refused wake is not answered at all");
+
+  // A NIP-11 read that fails after a good one: the relay's connections cut (its key unchanged)
+  // and its document gone. The key read before is no longer trusted: a wake it signs is refused.
+  w.relay.setNip11({ status: 500, raw: "internal error" });
+  w.relay.dropAll();
+  await d.waitLog((l) => l.evt === "relay.nip11_problem" && /HTTP 500/.test(JSON.stringify(l.problems)), 30_000);
+  const unverified = await workflowAsk(w, { text: "while the relay states no key" });
+  // Never answered: judged once a later owner mention is answered and every turn has ended.
+  await w.assertNeverAnswered([unverified.event], { channel: w.channel, timeoutMs: 60_000 });
+  assert.equal(deniedFor(d, unverified.event)?.reason, "workflow-no-relay-key", "no relay key is trusted after the failed read");
+  w.relay.setNip11(undefined);
 });
 
 test("workflows.wake is off by default: the relay's workflow message is no one's mention", async () => {

@@ -93,6 +93,16 @@ test("a stop: wait gate that never starts: the turn waits until the owner's !can
   const ev = await w.owner.post("@agent deploy to production", { channel: ch.never });
   await w.waitReaction(ev, "⏳", 60_000);
   const down = await d.waitLog((l) => l.evt === "gate.down" && d.logs.indexOf(l) >= mark && l.gate === "sentinel", 30_000);
+  // Fail-closed is judged after polls of the down gate happened: a third round exists only if
+  // the second (the first poll) did not let the turn end.
+  await d.waitLog((l) => l.evt === "gate.round" && String(l.turn) === String(down.turn) && (l.round as number) >= 3, 30_000);
+  const whileDown = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.ok(!whileDown.some((r) => r.content === "✅"), "polls of a gate that is not running approved nothing");
+  assert.equal(
+    d.logs.some((l) => l.evt === "turn.end" && String(l.turn) === String(down.turn)),
+    false,
+    "the turn still waits",
+  );
   const cancel = await w.owner.post("!cancel", { channel: ch.never });
   const [outcome] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cancel.id] }, (e) => e.length > 0);
   assert.equal(JSON.parse(outcome!.content).outcome, "cancelled");

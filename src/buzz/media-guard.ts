@@ -44,13 +44,54 @@ for (const [net, prefix] of [
 ] as const)
   NON_PUBLIC.addSubnet(net, prefix, "ipv6");
 
-/** True for an address outside the public internet (IPv4-mapped IPv6 is judged as its IPv4). */
+/**
+ * The IPv4 address an IPv6 address carries, for the forms that reach it: IPv4-mapped
+ * (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`)
+ * and 6to4 (`2002:AABB:CCDD::`), in either notation (`::ffff:7f00:1` is `::ffff:127.0.0.1`).
+ */
+function embeddedIPv4(address: string): string | undefined {
+  const groups = ipv6Groups(address);
+  if (!groups) return undefined;
+  const quad = (hi: number, lo: number) => `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`;
+  const zeros = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
+  if (groups[0] === 0x2002) return quad(groups[1]!, groups[2]!);
+  if (!zeros(0, 4)) return undefined;
+  const tail = quad(groups[6]!, groups[7]!);
+  if (groups[4] === 0 && groups[5] === 0xffff) return tail; // mapped
+  if (groups[4] === 0xffff && groups[5] === 0) return tail; // translated
+  if (groups[4] === 0 && groups[5] === 0 && (groups[6] !== 0 || groups[7]! > 1)) return tail; // compatible (not :: or ::1)
+  return undefined;
+}
+
+/** The eight 16-bit groups of an IPv6 address (`isIP` said 6), a trailing dotted quad included. */
+function ipv6Groups(address: string): number[] | undefined {
+  let text = address.replace(/%.*$/, "");
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split("::") as [string, string | undefined];
+  const part = (s: string | undefined) => (s ? s.split(":").map((g) => Number.parseInt(g, 16)) : []);
+  const h = part(head);
+  const t = part(tail);
+  const groups = tail === undefined ? h : [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+/**
+ * True for an address outside the public internet. An IPv6 address carrying an IPv4 one
+ * (mapped, compatible, translated, 6to4) is judged as that IPv4 too; anything that is not
+ * an address in standard notation (`2130706433`, `0x7f.1`, `127.0.0.1.`) counts as private,
+ * since a resolver may read it as one.
+ */
 export function isNonPublic(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return NON_PUBLIC.check(mapped[1]!, "ipv4");
   const family = isIP(address);
   if (family === 0) return true;
-  return NON_PUBLIC.check(address, family === 4 ? "ipv4" : "ipv6");
+  if (family === 4) return NON_PUBLIC.check(address, "ipv4");
+  const v4 = embeddedIPv4(address);
+  if (v4 !== undefined && NON_PUBLIC.check(v4, "ipv4")) return true;
+  return NON_PUBLIC.check(address, "ipv6");
 }
 
 /** How a URL's host may be reached: not at all, or with or without the public-address rule. */

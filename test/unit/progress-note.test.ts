@@ -3,7 +3,7 @@
  * the redacted title, edited at most once per interval and only with a new title, deleted
  * at the end; never posted for a turn that ends first or with progress off.
  */
-import { test } from "node:test";
+import { mock, test } from "node:test";
 import assert from "node:assert/strict";
 import { finalizeEvent, generateSecretKey, type EventTemplate } from "nostr-tools";
 import { ProgressNote } from "../../src/turn/progress.js";
@@ -56,6 +56,69 @@ test("posted after the delay naming the redacted title; one edit per interval wi
   const del = r.published.at(-1)!;
   assert.equal(del.kind, KIND.deletion);
   assert.equal(r.published.length, 2, "the note and its deletion");
+});
+
+test("one edit per interval: titles arriving at different moments are edited in no sooner than the interval after the last edit, each with the newest title", async () => {
+  // Mock timers: the interval is a timing rule, so the clock is the test's (docs/testing.md).
+  mock.timers.enable({ apis: ["setTimeout", "Date"], now: 0 });
+  try {
+    const sent: { at: number; kind: number; content: string }[] = [];
+    const note = new ProgressNote({
+      afterMs: 20,
+      channel: "ch",
+      thread,
+      editEveryMs: 100,
+      redact: (t) => t,
+      logger: silentLogger(),
+      out: {
+        publish: async (t: EventTemplate) => {
+          sent.push({ at: Date.now(), kind: t.kind, content: t.content });
+          return finalizeEvent({ ...t, tags: t.tags.map((x) => [...x]) }, sk);
+        },
+        signal: (t: EventTemplate) => void sent.push({ at: Date.now(), kind: t.kind, content: t.content }),
+      },
+    });
+    /** Moves the clock to `t` ms, letting the note's publish (a promise) settle at each step. */
+    const until = async (t: number) => {
+      while (Date.now() < t) {
+        mock.timers.tick(Math.min(10, t - Date.now()));
+        for (let i = 0; i < 5; i++) await Promise.resolve();
+      }
+    };
+    note.start();
+    await until(20);
+    const titles: [number, string][] = [
+      [30, "a"],
+      [60, "b"],
+      [90, "c"],
+      [200, "d"],
+      [260, "e"],
+      [280, "f"],
+      [400, "g"],
+    ];
+    for (const [at, title] of titles) {
+      await until(at);
+      note.observe(tool(title));
+    }
+    await until(600);
+    const edits = sent.filter((s) => s.kind === KIND.edit);
+    assert.deepEqual(
+      edits.map((e) => [e.at, e.content.replace("Still working on this — now: ", "")]),
+      [
+        [120, "c"],
+        [220, "d"],
+        [320, "f"],
+        [420, "g"],
+      ],
+      "each edit one interval after the last (the note's post counts as one) or at the title's arrival if later, with the newest title",
+    );
+    const note0 = sent.find((s) => s.kind === KIND.message)!;
+    const stamps = [note0.at, ...edits.map((e) => e.at)];
+    for (let i = 1; i < stamps.length; i++) assert.ok(stamps[i]! - stamps[i - 1]! >= 100, `gap ${i} is at least the interval`);
+    await note.finish();
+  } finally {
+    mock.timers.reset();
+  }
 });
 
 test("no note for a turn that ends before the delay, or with progress off", async () => {
