@@ -322,7 +322,9 @@ export class TurnDispatcher {
       ss.prompt.markDelivered(batch.events.map((e) => e.id));
       const asking = turnAsking(this.questions, {
         channel: channel.id,
-        thread,
+        // A question waits for its answer in the asked message's thread, also where answers
+        // are flat: people answer it there, and a restart finds it there.
+        thread: { root: thread.root, parent: thread.parent, ...(thread.forum ? { forum: true } : {}) },
         owner: this.d.owner,
         requester: anchor.pubkey,
         answeredBy: cfg.questions.answered_by,
