@@ -12,7 +12,10 @@ import { answeredBy, message, replyRefFor, threadRootOf } from "../../src/nostr/
 import { KIND } from "../../src/nostr/kinds.js";
 import { createBuzzTools } from "../../src/link/buzz-tools.js";
 import { TurnSignals } from "../../src/turn/signals.js";
-import { agent, teammate, CHANNEL, mention, fromWire } from "../../kit/queue-helpers.js";
+import { matchFilter } from "nostr-tools/filter";
+import { Answers } from "../../src/turn/answers.js";
+import type { Batch } from "../../src/queue/index.js";
+import { agent, teammate, CHANNEL, mention, fromWire, captureLogger } from "../../kit/queue-helpers.js";
 
 const eTags = (t: EventTemplate) => t.tags.filter((x) => x[0] === "e");
 const pTags = (t: EventTemplate) => t.tags.filter((x) => x[0] === "p").map((x) => x[1]);
@@ -128,4 +131,54 @@ test("typing is refreshed inside Buzz Desktop's 8 s while a turn runs", () => {
   } finally {
     mock.timers.reset();
   }
+});
+
+describe("a flat answer after a restart", () => {
+  function answers(onRelay: Event[]) {
+    const recorded: string[] = [];
+    const published: EventTemplate[] = [];
+    const { logger } = captureLogger("info");
+    const a = new Answers({
+      self: agent.pk,
+      relay: { query: async (filters) => onRelay.filter((e) => filters.some((f) => matchFilter(f, e))) },
+      out: {
+        publish: async (t) => (published.push(t), finalizeEvent(t, agent.sk)),
+        signal: () => undefined,
+      },
+      storedEvent: () => undefined,
+      recordReply: (_turn, id) => void recorded.push(id),
+      logger,
+    });
+    return { a, recorded, published };
+  }
+  const ask = fromWire(mention(teammate, "@agent flat please"));
+  const batch = (events: Event[]): Batch =>
+    ({
+      turnId: 3,
+      scope: { key: `${CH}/x`, channel: CH },
+      events,
+      attempt: 2,
+      recovered: true,
+      publishedReplyIds: [],
+      unansweredJoins: [],
+    }) as never;
+  const CH = CHANNEL;
+
+  test("is found by its q tag: the mention is not answered twice", async () => {
+    const flatAnswer = finalizeEvent(message(CH, "done", { thread: replyRefFor(ask, "flat"), mentions: [teammate.pk] }), agent.sk);
+    const w = answers([flatAnswer]);
+    const left = await w.a.unanswered(batch([ask]), captureLogger("info").logger);
+    assert.deepEqual(left.events, []);
+    assert.deepEqual(w.recorded, [flatAnswer.id]);
+  });
+
+  test("a mention only quoted by a question or a progress note is still open; a failure notice goes top-level", async () => {
+    const note = finalizeEvent(message(CH, "working", { thread: replyRefFor(ask, "flat"), extraTags: [["buzz", "progress"]] }), agent.sk);
+    const w = answers([note]);
+    assert.deepEqual((await w.a.unanswered(batch([ask]), captureLogger("info").logger)).events, [ask]);
+    await w.a.postFailure([ask], "boom", CH, "flat");
+    assert.equal(w.published.length, 1);
+    assert.deepEqual(eTags(w.published[0]!), []);
+    assert.deepEqual(pTags(w.published[0]!), [teammate.pk]);
+  });
 });
