@@ -3,7 +3,8 @@
  * Desktop-shaped mention (`@Name` text and a `p` tag) is answered once, in its thread, with
  * the reply marker (and root when nested) and a `p` back to the asker — the agent's own
  * send_message reply and the bridge's fallback alike; the same text without the `p` starts
- * nothing; `reply_placement: flat` answers top-level with the `p`; and another bot that
+ * nothing; `reply_placement: flat` answers top-level with the `p` (a forum post still gets a
+ * comment, kind 45003, in its thread); and another bot that
  * always mentions ours back is answered `policy.bot_exchanges` times in a thread, then not,
  * until a person writes there.
  */
@@ -16,6 +17,7 @@ import { KIND } from "../src/nostr/kinds.js";
 let w: World;
 let d: DaemonProc;
 let flat: string;
+let forum: string;
 /** Another team's bot: it publishes a kind 10100 directory entry, so it is an agent. */
 let bot: Person;
 
@@ -24,6 +26,7 @@ before(async () => {
   bot = new Person("other-bot", w);
   await w.relay.addMember(w.channel, bot.pk);
   flat = await w.addChannel({ name: "flat-room" });
+  forum = await w.addChannel({ name: "questions", type: "forum" });
   const { outcome } = await (await bot.relay()).send({
     kind: KIND.agentDirectory,
     created_at: Math.floor(Date.now() / 1000),
@@ -33,7 +36,7 @@ before(async () => {
   assert.equal(outcome.status, "accepted");
   d = await w.startDaemon({
     defaults: { respond_to: "anyone" },
-    channels: [{ id: w.channel }, { id: flat, reply_placement: "flat" }],
+    channels: [{ id: w.channel }, { id: flat, reply_placement: "flat" }, { id: forum, reply_placement: "flat" }],
   });
 });
 after(async () => {
@@ -68,6 +71,14 @@ test("the bridge's own reply (the agent's final text) carries the reply marker a
   const answer = await w.waitReply(ask);
   assert.deepEqual(eTags(answer), [["e", ask.id, "", "reply"]]);
   assert.deepEqual(pTags(answer), [w.stranger.pk]);
+});
+
+test("a forum post is answered with a comment (45003) in its thread, with the p, flat or not", async () => {
+  const post = await w.teammate.post("@agent how do I cut a release?", { channel: forum, kind: KIND.forumPost });
+  const answer = await w.waitReply(post);
+  assert.equal(answer.kind, KIND.forumComment);
+  assert.deepEqual(eTags(answer), [["e", post.id, "", "reply"]]);
+  assert.deepEqual(pTags(answer), [w.teammate.pk]);
 });
 
 test("the same @Name text without a p tag starts nothing", async () => {
