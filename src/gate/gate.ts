@@ -70,13 +70,15 @@ export class Gate {
    * a workflow message waits for the relay's key as read since the last reconnect, and a
    * message that may continue a conversation the agent is in waits for the set's rebuild at
    * start and for its author's profile (an agent's never continues one).
-   * Undefined when no look-up can change it. An accepted message whose author is not yet
-   * known to be a person or an agent waits for that too (the loop guard, loop-guard.ts).
+   * Undefined when no look-up can change it. The loop guard (loop-guard.ts) never makes an
+   * accepted message wait: an author not yet known to be a person or an agent is looked up
+   * while the message is queued, and counted once known (the next message finds it cached).
    */
   recheck(ev: Event, decision: Decision): Promise<Decision> | undefined {
     const inner = this.recheckOnce(ev, decision);
     if (inner) return inner.then((d) => this.loopLater(ev, d));
-    return this.loopApplies(ev, decision) ? this.loopLater(ev, decision) : undefined;
+    if (this.loopApplies(ev, decision)) this.loopInBackground(ev, decision);
+    return undefined;
   }
 
   private recheckOnce(ev: Event, decision: Decision): Promise<Decision> | undefined {
@@ -133,6 +135,17 @@ export class Gate {
     const now = this.agentNow(ev.pubkey, d);
     const agent = now ?? (await this.opts.context.participation?.isAgent(ev.pubkey).catch(() => undefined));
     return this.loopVerdict(ev, d, agent ?? true);
+  }
+
+  /** Accepted already, author unknown: counted (or the streak reset) once the look-up answers. */
+  private loopInBackground(ev: Event, d: Extract<Decision, { action: "accept" }>): void {
+    const guard = this.opts.context.loop!;
+    this.guarded.add(ev);
+    const key = this.loopKey(ev, d.channel.id);
+    void this.opts.context.participation
+      ?.isAgent(ev.pubkey)
+      .catch(() => undefined)
+      .then((agent) => (agent === false ? guard.reset(key) : guard.count(key)));
   }
 
   private loopVerdict(ev: Event, d: Extract<Decision, { action: "accept" }>, agent: boolean): Decision {

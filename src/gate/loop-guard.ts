@@ -59,6 +59,16 @@ export class LoopGuard {
     return false;
   }
 
+  /**
+   * An agent's message already let through (its author was found to be an agent only after
+   * it was queued): counted, so the next one is judged with it.
+   */
+  count(key: string): void {
+    const s = this.streaks.get(key) ?? { count: 0, silenced: false };
+    s.count++;
+    this.streaks.set(key, s);
+  }
+
   /** A person wrote in `key`'s thread: agents may be answered again. */
   reset(key: string): void {
     this.streaks.delete(key);

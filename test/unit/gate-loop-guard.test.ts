@@ -39,6 +39,8 @@ function setup(config: Config, o: { known?: boolean } = {}) {
   const { logger, lines } = captureLogger();
   const lookups: string[] = [];
   const isBot = (pk: string) => pk === bot.pk;
+  // What a look-up found stays known, as the daemon's profile cache keeps it.
+  const cached = new Map<string, boolean>();
   const ctx: GateContext = {
     self: agent.pk,
     owner: owner.pk,
@@ -48,9 +50,9 @@ function setup(config: Config, o: { known?: boolean } = {}) {
     verify: verifyEvent,
     participation: {
       active: new ActiveConversations(),
-      isAgent: async (pk) => (lookups.push(pk), isBot(pk)),
-      // Known at once (a cached profile, a bot seat), or only after a look-up.
-      agentNow: (pk) => (o.known ? isBot(pk) : undefined),
+      isAgent: async (pk) => (lookups.push(pk), cached.set(pk, isBot(pk)), isBot(pk)),
+      // Known at once (a cached profile, a bot seat), or only after a first look-up.
+      agentNow: (pk) => (o.known ? isBot(pk) : cached.get(pk)),
     },
     loop: new LoopGuard({ limit: () => config.policy.bot_exchanges, logger }),
   };
@@ -68,7 +70,7 @@ function setup(config: Config, o: { known?: boolean } = {}) {
     await gate.act(ev, d);
     return d;
   };
-  return { handle, lines, lookups };
+  return { handle, lines, lookups, gate };
 }
 
 function inThread(who: Person, root: Event, text: string, o: { mention?: boolean; channel?: string } = {}): Event {
@@ -93,6 +95,15 @@ describe("loop guard", () => {
       assert.equal(drops.length, 2, "each silenced message is logged with its reason");
       if (!known) assert.ok(s.lookups.includes(bot.pk));
     });
+
+  test("an accepted mention from an author not yet known is decided in its tick (an edit right behind it finds it); the look-up runs beside", async () => {
+    const s = setup(config);
+    const ev = fromWire(mention(bot, "@agent ping"));
+    const first = s.gate.decide(ev);
+    assert.equal(first.action, "accept");
+    assert.equal(s.gate.recheck(ev, first), undefined, "nothing to wait for");
+    assert.deepEqual(s.lookups, [bot.pk]);
+  });
 
   test("a person's message between, addressed to the agent or not, starts the count again", async () => {
     const s = setup(config, { known: true });
