@@ -177,10 +177,12 @@ describe("buzz tools through the link", () => {
     assert.equal(published.at(-1)?.tags.find((t) => t[0] === "e")?.[1], parent.id);
     const th = await proxy.call("get_thread", { event: parent.id });
     assert.ok(!th.isError, textOf(th));
-    const r = await proxy.call("send_message", { content: "hi", reply_to: parent.id, mentions: [npubEncode(owner)] });
+    // Someone other than the parent's author (who gets a p anyway: the person answered).
+    const other = getPublicKey(generateSecretKey());
+    const r = await proxy.call("send_message", { content: "hi", reply_to: parent.id, mentions: [npubEncode(other)] });
     assert.ok(!r.isError, textOf(r));
     assert.ok(
-      published.at(-1)!.tags.some((t) => t[0] === "p" && t[1] === owner),
+      published.at(-1)!.tags.some((t) => t[0] === "p" && t[1] === other),
       "the npub became a hex p tag",
     );
   });

@@ -34,6 +34,8 @@ export interface ChannelInfo {
   archived: boolean;
   /** Member pubkeys from 39002, when known. */
   members?: string[];
+  /** Members the relay's roster (39002) seats with role `bot`: agents, as Buzz Desktop sees them. */
+  bots?: string[];
 }
 
 /** What the directory needs of the relay: NIP-98 `/query` and membership notifications. */
@@ -71,7 +73,10 @@ export function channelKinds(kinds: number[], type: ChannelType): number[] {
 
 export function channelInfoOf(id: string, meta: Event | undefined, members?: Event): ChannelInfo {
   const memberList = members ? [...new Set(tagValues(members, "p"))] : undefined;
-  if (!meta) return { id, name: "unknown", about: "", type: "unknown", archived: false, members: memberList };
+  const bots = members
+    ? [...new Set(members.tags.filter((t) => t[0] === "p" && t[3] === "bot" && t[1]).map((t) => t[1]!.toLowerCase()))]
+    : undefined;
+  if (!meta) return { id, name: "unknown", about: "", type: "unknown", archived: false, members: memberList, ...(bots ? { bots } : {}) };
   return {
     id,
     name: tagValue(meta, "name") ?? "unknown",
@@ -79,6 +84,7 @@ export function channelInfoOf(id: string, meta: Event | undefined, members?: Eve
     type: channelTypeOf(meta),
     archived: hasTag(meta, "archived", "true"),
     members: memberList,
+    ...(bots ? { bots } : {}),
   };
 }
 

@@ -24,6 +24,8 @@ export interface Profile {
    * since a profile carrying several names no single owner. Whoever acts on it verifies it.
    */
   authTag?: string[];
+  /** The author publishes a Buzz agent directory entry (kind 10100): it says it is an agent. */
+  directoryEntry?: boolean;
 }
 
 export interface ProfileCacheOptions {
@@ -42,7 +44,7 @@ export function shortNpub(pubkey: string): string {
   }
 }
 
-export function profileOf(pubkey: string, ev: Event | undefined): Profile {
+export function profileOf(pubkey: string, ev: Event | undefined, directoryEntry = false): Profile {
   let meta: Record<string, unknown> = {};
   try {
     if (ev) meta = JSON.parse(ev.content) as Record<string, unknown>;
@@ -57,7 +59,16 @@ export function profileOf(pubkey: string, ev: Event | undefined): Profile {
     name: str("name"),
     picture: str("picture"),
     authTag: auth.length === 1 ? auth[0] : undefined,
+    ...(directoryEntry ? { directoryEntry } : {}),
   };
+}
+
+/** The authors' profiles, and whether they publish an agent directory entry (10100), in one query. */
+function profileFilters(authors: string[]): Filter[] {
+  return [
+    { kinds: [KIND.profile], authors },
+    { kinds: [KIND.agentDirectory], authors, limit: authors.length },
+  ];
 }
 
 export class ProfileCache {
@@ -96,7 +107,7 @@ export class ProfileCache {
       let events: Event[] = [];
       let fetched = true;
       try {
-        events = await this.source.query([{ kinds: [KIND.profile], authors: missing }]);
+        events = await this.source.query(profileFilters(missing));
       } catch {
         fetched = false; // not cached: the next call tries again
       }
@@ -104,8 +115,9 @@ export class ProfileCache {
       for (const ev of events)
         if (ev.kind === KIND.profile && (!newest.has(ev.pubkey) || ev.created_at > newest.get(ev.pubkey)!.created_at))
           newest.set(ev.pubkey, ev);
+      const entries = new Set(events.filter((e) => e.kind === KIND.agentDirectory).map((e) => e.pubkey));
       for (const pk of missing) {
-        const p = profileOf(pk, newest.get(pk));
+        const p = profileOf(pk, newest.get(pk), entries.has(pk));
         if (fetched) this.put(p);
         out.set(pk, p);
       }
@@ -132,14 +144,18 @@ export class ProfileCache {
   private async fetchOne(pubkey: string): Promise<Profile | undefined> {
     let events: Event[];
     try {
-      events = await this.source.query([{ kinds: [KIND.profile], authors: [pubkey] }]);
+      events = await this.source.query(profileFilters([pubkey]));
     } catch {
       return undefined;
     }
     const newest = events
       .filter((e) => e.kind === KIND.profile && e.pubkey === pubkey)
       .reduce<Event | undefined>((a, e) => (!a || e.created_at > a.created_at ? e : a), undefined);
-    const p = profileOf(pubkey, newest);
+    const p = profileOf(
+      pubkey,
+      newest,
+      events.some((e) => e.kind === KIND.agentDirectory && e.pubkey === pubkey),
+    );
     this.put(p);
     return p;
   }

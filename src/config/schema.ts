@@ -298,6 +298,7 @@ const policyShape = {
   mid_turn: MidTurn,
   participation: Participation,
   work_status: z.enum(["on", "off"]),
+  reply_placement: z.enum(["thread", "flat"]),
 };
 
 const defaults = z.strictObject({
@@ -320,6 +321,11 @@ const defaults = z.strictObject({
     .default("on")
     .describe(
       "on (default): publish the agent's work status (NIP-AW kind 30181: status, model, redacted tool titles) for the channel's members while a turn runs; off: never",
+    ),
+  reply_placement: policyShape.reply_placement
+    .default("thread")
+    .describe(
+      "thread (default): the answer to a top-level message goes in that message's thread; flat: it is posted top-level, with a p tag to the asker (a message inside a thread is answered in that thread either way)",
     ),
 });
 
@@ -360,6 +366,7 @@ const channel = z.strictObject({
   mid_turn: policyShape.mid_turn.optional(),
   participation: policyShape.participation.optional(),
   work_status: policyShape.work_status.optional(),
+  reply_placement: policyShape.reply_placement.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
 type ChannelEntry = z.output<typeof channel>;
@@ -524,6 +531,15 @@ const policy = z.strictObject({
     .min(1, { message: "list at least one respond_to mode, or leave allowed_respond_to out" })
     .optional()
     .describe("the respond_to modes this deployment permits; start-up and check fail when a channel uses another"),
+  bot_exchanges: z
+    .number()
+    .int()
+    .min(0)
+    .max(100)
+    .default(3)
+    .describe(
+      "replies to other agents in one thread with no person's message between them (default 3); then the agent keeps silent there until a person writes",
+    ),
 });
 
 export const configSchema = z.strictObject({
@@ -720,6 +736,7 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     mid_turn: pick("mid_turn", d.mid_turn),
     participation: pick("participation", d.participation),
     work_status: pick("work_status", d.work_status),
+    reply_placement: pick("reply_placement", d.reply_placement),
     explicit,
   };
 }

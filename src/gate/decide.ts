@@ -19,6 +19,7 @@ import { channelOf, threadRootOf } from "../nostr/events.js";
 import { eventRefs, isHex64, mentions } from "../nostr/refs.js";
 import { authorAllowed, channelPolicy, type AuthorDenial, type ChannelInfo, type ChannelPolicy } from "./policy.js";
 import type { SiblingVerdict } from "./siblings.js";
+import type { LoopGuard } from "./loop-guard.js";
 import { channelKinds } from "../buzz/directory.js";
 import { continuationOf, type ActiveConversations, type Continuation } from "./participation.js";
 import { tagValue } from "../base/tags.js";
@@ -44,7 +45,9 @@ export type DropReason =
    * on: an agent wrote it, its author could not be looked up, or the respond-to policy
    * refuses its author. Logged only: it was not addressed to the agent.
    */
-  | `participation-${"agent" | "unknown-author" | AuthorDenial}`;
+  | `participation-${"agent" | "unknown-author" | AuthorDenial}`
+  /** Another agent's message past `policy.bot_exchanges` in one thread with no person's between (loop-guard.ts). */
+  | "loop-guard";
 
 export interface GateContext {
   /** The agent's own pubkey (hex). */
@@ -66,9 +69,16 @@ export interface GateContext {
   /** Thread participation (participation.ts): the conversations the agent is in, and who is an agent. */
   participation?: {
     active: Pick<ActiveConversations, "isThreadActive" | "isChannelActive" | "rebuilding">;
-    /** True for an agent (a NIP-OA `auth` tag in its profile), undefined when that could not be found out. */
+    /**
+     * True for an agent (a NIP-OA `auth` tag in its profile, a kind 10100 directory entry, a
+     * `bot` seat in a roster, a teammate), undefined when that could not be found out.
+     */
     isAgent(author: string): Promise<boolean | undefined>;
+    /** The same from what is known without asking the relay (cached profiles, rosters); undefined: ask. */
+    agentNow?(author: string): boolean | undefined;
   };
+  /** No loops with other bots (loop-guard.ts); absent: agents' mentions are answered without a count. */
+  loop?: LoopGuard;
   /**
    * Whether a workflow message may wake the agent (nostr/workflow.ts `verifyWake`, against
    * the relay's NIP-11 `self` as read since the last reconnect); asked only with

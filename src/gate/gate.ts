@@ -10,6 +10,10 @@ import { npub } from "../config/keys.js";
 import type { DeniedReporter } from "./denied.js";
 import type { ControlExecutor } from "./control.js";
 import { tagFaults } from "../nostr/refs.js";
+import { isForumKind, threadRootOf } from "../nostr/events.js";
+import { KIND } from "../nostr/kinds.js";
+import { policyFor } from "../config/schema.js";
+import { LoopGuard } from "./loop-guard.js";
 
 export interface GateOptions {
   context: GateContext;
@@ -38,6 +42,9 @@ export interface GateOptions {
 }
 
 export class Gate {
+  /** Accepted events the loop guard has judged: each is counted once, however often it is decided. */
+  private readonly guarded = new WeakSet<Event>();
+
   constructor(private readonly opts: GateOptions) {}
 
   /** Decides and performs the decision's side effects; returns the decision. */
@@ -53,7 +60,8 @@ export class Gate {
    * an edit or deletion delivered right after it already finds it handled.
    */
   decide(ev: Event): Decision {
-    return decide(ev, this.opts.context);
+    const d = decide(ev, this.opts.context);
+    return this.loopNow(ev, d) ?? d;
   }
 
   /**
@@ -62,9 +70,18 @@ export class Gate {
    * a workflow message waits for the relay's key as read since the last reconnect, and a
    * message that may continue a conversation the agent is in waits for the set's rebuild at
    * start and for its author's profile (an agent's never continues one).
-   * Undefined when no look-up can change it.
+   * Undefined when no look-up can change it. The loop guard (loop-guard.ts) never makes an
+   * accepted message wait: an author not yet known to be a person or an agent is looked up
+   * while the message is queued, and counted once known (the next message finds it cached).
    */
   recheck(ev: Event, decision: Decision): Promise<Decision> | undefined {
+    const inner = this.recheckOnce(ev, decision);
+    if (inner) return inner.then((d) => this.loopLater(ev, d));
+    if (this.loopApplies(ev, decision)) this.loopInBackground(ev, decision);
+    return undefined;
+  }
+
+  private recheckOnce(ev: Event, decision: Decision): Promise<Decision> | undefined {
     const ctx = this.opts.context;
     if (isWakeCandidate(ev, ctx)) return ctx.workflowWake!(ev).then((wake) => this.wakeDecision(ev, decide(ev, ctx, undefined, wake)));
     // At start the conversations the agent was in are still being read from the relay: a
@@ -73,7 +90,7 @@ export class Gate {
     if (rebuilding && decision.action === "drop" && decision.reason === "no-mention" && decision.policy?.participation !== "off") {
       const again = () => {
         const d = this.decide(ev);
-        return this.recheck(ev, d) ?? d;
+        return this.recheckOnce(ev, d) ?? d;
       };
       return rebuilding.then(again, again);
     }
@@ -89,6 +106,84 @@ export class Gate {
     }
     if (!siblingMayChange(decision, ctx)) return undefined;
     return ctx.sibling!(ev.pubkey, ev).then((s) => decide(ev, ctx, s));
+  }
+
+  /** An accepted message of a thread's conversation the loop guard has not judged yet. */
+  private loopApplies(ev: Event, d: Decision): d is Extract<Decision, { action: "accept" }> {
+    if (!this.opts.context.loop || d.action !== "accept" || d.workflowOwner || this.guarded.has(ev)) return false;
+    return ev.kind === KIND.message || isForumKind(ev.kind);
+  }
+
+  /** Whether `author` is an agent, from what is known now: the owner is a person, a verified sibling an agent. */
+  private agentNow(author: string, d: Extract<Decision, { action: "accept" }>): boolean | undefined {
+    const ctx = this.opts.context;
+    if (ctx.owner !== undefined && author === ctx.owner) return false;
+    if (d.sibling === "verified") return true;
+    return ctx.participation?.agentNow?.(author);
+  }
+
+  /** The loop guard's verdict when the author is known without a look-up; undefined: recheck asks. */
+  private loopNow(ev: Event, d: Decision): Decision | undefined {
+    if (!this.loopApplies(ev, d)) return undefined;
+    const agent = this.agentNow(ev.pubkey, d);
+    return agent === undefined ? undefined : this.loopVerdict(ev, d, agent);
+  }
+
+  /** The loop guard's verdict after looking the author up; one that cannot be found out counts as an agent. */
+  private async loopLater(ev: Event, d: Decision): Promise<Decision> {
+    if (!this.loopApplies(ev, d)) return d;
+    const now = this.agentNow(ev.pubkey, d);
+    const agent = now ?? (await this.opts.context.participation?.isAgent(ev.pubkey).catch(() => undefined));
+    return this.loopVerdict(ev, d, agent ?? true);
+  }
+
+  /** Accepted already, author unknown: counted (or the streak reset) once the look-up answers. */
+  private loopInBackground(ev: Event, d: Extract<Decision, { action: "accept" }>): void {
+    const guard = this.opts.context.loop!;
+    this.guarded.add(ev);
+    const key = this.loopKey(ev, d.channel.id);
+    void this.opts.context.participation
+      ?.isAgent(ev.pubkey)
+      .catch(() => undefined)
+      .then((agent) => (agent === false ? guard.reset(key) : guard.count(key)));
+  }
+
+  private loopVerdict(ev: Event, d: Extract<Decision, { action: "accept" }>, agent: boolean): Decision {
+    const guard = this.opts.context.loop!;
+    this.guarded.add(ev);
+    const key = this.loopKey(ev, d.channel.id);
+    if (!agent) {
+      guard.reset(key);
+      return d;
+    }
+    if (guard.admit(key, { event: ev.id, channel: d.channel.id, author: ev.pubkey })) return d;
+    return { action: "drop", reason: "loop-guard", level: "info", channel: d.channel, policy: d.policy };
+  }
+
+  private loopKey(ev: Event, channel: string): string {
+    const root = threadRootOf(ev);
+    const flat = policyFor(this.opts.context.config, channel).reply_placement === "flat";
+    return LoopGuard.key(channel, root, flat && root === ev.id && !isForumKind(ev.kind));
+  }
+
+  /** A person's message in a thread where agents are being counted starts the count again, whatever the gate made of it. */
+  private noteLoopReset(ev: Event, d: Decision): void {
+    const ctx = this.opts.context;
+    const guard = ctx.loop;
+    if (!guard || d.action === "accept" || ev.pubkey === ctx.self || !d.channel) return;
+    if ((d.action === "drop" || d.action === "deny") && d.reason === "loop-guard") return;
+    if (ev.kind !== KIND.message && !isForumKind(ev.kind)) return;
+    const key = this.loopKey(ev, d.channel.id);
+    if (!guard.counting(key)) return;
+    const now = ctx.owner !== undefined && ev.pubkey === ctx.owner ? false : ctx.participation?.agentNow?.(ev.pubkey);
+    if (now === false) return guard.reset(key);
+    if (now === undefined)
+      void ctx.participation
+        ?.isAgent(ev.pubkey)
+        .catch(() => undefined)
+        .then((agent) => {
+          if (agent === false) guard.reset(key);
+        });
   }
 
   /** A verified workflow wake is logged (and counted as `workflow` by the caller); a refused one is a `gate.denied` line. */
@@ -108,6 +203,7 @@ export class Gate {
   async act(ev: Event, decision: Decision): Promise<void> {
     if (decision.action === "accept" || decision.action === "amend" || decision.action === "control")
       this.noteTagFaults(ev, decision.channel.id);
+    this.noteLoopReset(ev, decision);
     if (decision.action === "accept" || decision.action === "amend") return;
     const seenIn = cursorChannel(decision);
     if (seenIn) this.opts.noteSeen?.(seenIn, ev.created_at);

@@ -6,8 +6,9 @@
  * `participation: channel`. In an active thread a person's reply that mentions nobody (or
  * the agent among others) continues the conversation; a reply that mentions only someone
  * else hands the thread on and does not; nothing an agent writes ever continues one (an
- * author is an agent when its kind 0 profile carries a NIP-OA `auth` tag: siblings too), so
- * two agents in one thread cannot keep each other going.
+ * author is an agent when its kind 0 profile carries a NIP-OA `auth` tag, siblings too, when
+ * it publishes a kind 10100 directory entry, sits as `bot` in a channel's roster or is a
+ * teammate), so two agents in one thread cannot keep each other going.
  *
  * The set is kept in the state store (`ActiveStore`) so a restart, or another daemon of a
  * fleet, knows it, and rebuilt from the relay at start: the mentions of and replies by the
@@ -159,23 +160,40 @@ export function continuationOf(
   return undefined;
 }
 
+/** What the relay says about an author that marks it as an agent. */
+export interface AgentFacts {
+  /** A NIP-OA `auth` tag in its kind 0 profile (any owner's; a sibling's too). */
+  authTag?: string[];
+  /** It publishes a Buzz agent directory entry (kind 10100). */
+  directoryEntry?: boolean;
+}
+
+/** True when what is known of the author marks it as an agent (docs/conversations.md "Other agents"). */
+export function isAgentProfile(p: AgentFacts): boolean {
+  return p.authTag !== undefined || p.directoryEntry === true;
+}
+
 /**
- * Whether an author is an agent: its kind 0 profile carries a NIP-OA `auth` tag (any owner's;
- * a sibling's too). Undefined when the profile could not be read within `timeoutMs` — then
- * the message does not continue the conversation (two agents must not keep each other going).
+ * Whether an author is an agent: `known` says so without asking (a `bot` seat in a channel's
+ * roster, a teammate of one daemon), else its profile carries a NIP-OA `auth` tag or it
+ * publishes a kind 10100 directory entry. Undefined when the profile could not be read within
+ * `timeoutMs` — then the message does not continue the conversation (two agents must not keep
+ * each other going).
  */
 export function agentCheck(
-  lookup: (pubkey: string) => Promise<{ authTag?: string[] } | undefined>,
+  lookup: (pubkey: string) => Promise<AgentFacts | undefined>,
   timeoutMs = 2000,
+  known: (pubkey: string) => boolean = () => false,
 ): (pubkey: string) => Promise<boolean | undefined> {
   return (pubkey) => {
+    if (known(pubkey)) return Promise.resolve(true);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<"timeout">((r) => {
       timer = setTimeout(() => r("timeout"), timeoutMs);
       timer.unref();
     });
     return Promise.race([lookup(pubkey).catch(() => "failed" as const), timeout])
-      .then((p) => (p === "timeout" || p === "failed" ? undefined : p?.authTag !== undefined))
+      .then((p) => (p === "timeout" || p === "failed" || p === undefined ? undefined : isAgentProfile(p)))
       .finally(() => clearTimeout(timer));
   };
 }

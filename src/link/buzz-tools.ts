@@ -11,7 +11,7 @@
  */
 import type { Event, EventTemplate, Filter } from "nostr-tools";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
-import { channelOf, messageParts, PROGRESS_TAG, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
+import { channelOf, messageParts, PROGRESS_TAG, reaction, replyRefFor, threadRootOf, type ReplyPlacement } from "../nostr/events.js";
 import { imetaTag } from "../nostr/imeta.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import { contentTooLong, tooManyMessages } from "../contract/limits.js";
@@ -63,6 +63,10 @@ export interface BuzzToolsOptions {
   defaultReplyTo?(): string | undefined;
   /** The channel is a forum: a top-level message is a post (45001). */
   forum?(): boolean;
+  /** The agent's own pubkey (hex): a reply to its own message gets no `p` to itself. */
+  self?: string;
+  /** The channel's `reply_placement`: flat answers to top-level messages go top-level; default thread. */
+  placement?(): ReplyPlacement;
   /** The largest file a reply may attach (`attachments.max_bytes`). */
   maxAttachmentBytes?(): number;
   /**
@@ -257,7 +261,12 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
       const sent = await publish(
         async () => {
           const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
-          const thread = replyTo ? replyRefFor(await inChannel(replyTo, "reply_to event")) : undefined;
+          const target = replyTo ? await inChannel(replyTo, "reply_to event") : undefined;
+          const thread = target ? replyRefFor(target, opts.placement?.()) : undefined;
+          // A reply names the person it answers (a p tag): that is what puts it in their
+          // Mentions feed and notifications in Buzz Desktop (docs/protocol.md §4).
+          const asker = target && target.pubkey !== opts.self ? [target.pubkey] : [];
+          const mentions = [...asker, ...(a.mentions ?? [])];
           files = await uploadFiles(a.files ?? []);
           // NIP-92: the files' urls are in the text too, for clients that do not read imeta.
           const content = files.length ? `${a.content}\n\n${files.map((f) => f.url).join("\n")}` : a.content;
@@ -266,7 +275,7 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
           const parts = messageParts(
             channel,
             content,
-            { thread, mentions: a.mentions, extraTags, forumPost: opts.forum?.() },
+            { thread, mentions, extraTags, forumPost: opts.forum?.() },
             opts.relay.contentLimit?.(),
           );
           parts[parts.length - 1]!.tags.push(...files.map((f) => imetaTag(f)));

@@ -18,11 +18,24 @@ export interface ThreadRef {
   parent: string;
   /** The thread is a forum post's: replies in it are forum comments (kind 45003). */
   forum?: boolean;
+  /**
+   * `reply_placement: flat` (docs/conversations.md "Where replies go"): the answer to a
+   * top-level message is posted top-level. It names what it answers with a NIP-18 `q` tag,
+   * which Buzz clients do not thread under, so a restart still finds the message answered.
+   */
+  flat?: boolean;
 }
 
-/** NIP-10 marked `e` tags as Buzz builds them: root only when it differs from parent. */
+/** Where a channel's answers go (`reply_placement`). */
+export type ReplyPlacement = "thread" | "flat";
+
+/**
+ * NIP-10 marked `e` tags as Buzz builds them: root only when it differs from parent; a
+ * flat answer carries only a quote of what it answers.
+ */
 function threadTags(ref: ThreadRef | undefined): string[][] {
   if (!ref) return [];
+  if (ref.flat) return [["q", ref.parent]];
   if (ref.root === ref.parent) return [["e", ref.parent, "", "reply"]];
   return [
     ["e", ref.root, "", "root"],
@@ -44,11 +57,30 @@ export function parentOf(ev: Pick<Event, "tags">): string | undefined {
   return markedRef(ev, "reply");
 }
 
-/** Where a reply to `ev` goes: same thread, parent = ev; in a forum's thread (a post or comment), as a comment. */
-export function replyRefFor(ev: Pick<Event, "id" | "tags"> & { kind?: number }): ThreadRef {
+/**
+ * Where a reply to `ev` goes: same thread, parent = ev; in a forum's thread (a post or
+ * comment), as a comment. With `placement: flat` the answer to a top-level channel message
+ * is top-level too; a message inside a thread, and any forum message, is answered in its thread.
+ */
+export function replyRefFor(ev: Pick<Event, "id" | "tags"> & { kind?: number }, placement: ReplyPlacement = "thread"): ThreadRef {
   const ref: ThreadRef = { root: threadRootOf(ev), parent: ev.id };
   if (isForumKind(ev.kind)) ref.forum = true;
+  else if (placement === "flat" && ref.root === ev.id) ref.flat = true;
   return ref;
+}
+
+/**
+ * What an answer of the agent answers: its `reply`-marked parent, else (a flat answer) the
+ * message it quotes. Undefined for a message that answers nothing.
+ */
+export function answeredBy(ev: Pick<Event, "tags">): string | undefined {
+  return markedRef(ev, "reply") ?? quoteOf(ev);
+}
+
+/** The event a flat answer quotes (its NIP-18 `q` tag), when well-formed. */
+export function quoteOf(ev: Pick<Event, "tags">): string | undefined {
+  const q = ev.tags.find((t) => t[0] === "q")?.[1];
+  return isHex64(q) ? q.toLowerCase() : undefined;
 }
 
 /** A forum post or comment (docs/conversations.md "Forum channels"). */
@@ -107,7 +139,7 @@ export function message(
 ): EventTemplate {
   const mentions = [...new Set(opts.mentions ?? [])].slice(0, MENTION_CAP);
   return {
-    kind: opts.thread?.forum ? KIND.forumComment : opts.forumPost && !opts.thread ? KIND.forumPost : KIND.message,
+    kind: opts.thread?.forum ? KIND.forumComment : opts.forumPost && (!opts.thread || opts.thread.flat) ? KIND.forumPost : KIND.message,
     created_at: nowSec(),
     content,
     tags: [["h", channel], ...threadTags(opts.thread), ...mentions.map((p) => ["p", p]), ...(opts.extraTags ?? [])],

@@ -36,6 +36,8 @@ export const KIND = {
   groupMembers: 39002,
   /** NIP-78 application data (addressable): the daemon's instance beacon (buzz/instance.ts). */
   appData: 30078,
+  /** Buzz's agent directory entry (replaceable, agent-signed JSON): whoever publishes one is an agent. */
+  agentDirectory: 10100,
   /** NIP-AW agent work status: addressable, `d` = `h` = the channel, readable by its members. */
   workStatus: 30181,
 } as const;

@@ -10,7 +10,7 @@ import type { Logger } from "../base/log.js";
 import { tagValue } from "../base/tags.js";
 import type { RelayPort } from "../link/index.js";
 import type { Batch } from "../queue/index.js";
-import { isAnswer, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
+import { answeredBy, isAnswer, reaction, replyRefFor, threadRootOf, type ReplyPlacement } from "../nostr/events.js";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import type { TurnPublisher } from "./ports.js";
 import { failureNotice } from "./run.js";
@@ -118,7 +118,7 @@ export class Answers {
    * askers. Mentions an earlier attempt answered get nothing more. A batch from more threads
    * than MAX_NOTICE_THREADS gets one notice under its last message naming everyone instead.
    */
-  async postFailure(events: Event[], error: string, channel: string): Promise<void> {
+  async postFailure(events: Event[], error: string, channel: string, placement: ReplyPlacement = "thread"): Promise<void> {
     if (!events.length) return;
     this.markFailed(events, channel);
     const log = this.d.logger.child({ channel });
@@ -130,7 +130,7 @@ export class Answers {
     for (const group of groups) {
       if (!group.length) continue;
       const anchor = this.anchorOf(group);
-      await this.d.out.publish(failureNotice(channel, replyRefFor(anchor), group, error));
+      await this.d.out.publish(failureNotice(channel, replyRefFor(anchor, placement), group, error));
     }
   }
 
@@ -150,8 +150,12 @@ export class Answers {
     const ids = events.map((e) => (e.kind === KIND.edit ? this.anchorOf([e]).id : e.id));
     let found: Event[];
     try {
+      // A flat answer (reply_placement: flat) names what it answers with a `q` tag instead.
+      const kinds = [KIND.message, ...FORUM_KINDS];
+      const wanted = [...new Set(ids)];
       found = await this.d.relay.query([
-        { kinds: [KIND.message, ...FORUM_KINDS], authors: [this.d.self], "#e": [...new Set(ids)], limit: 1000 },
+        { kinds, authors: [this.d.self], "#e": wanted, limit: 1000 },
+        { kinds, authors: [this.d.self], "#q": wanted, limit: 1000 },
       ]);
     } catch (err) {
       log.warn(
@@ -162,10 +166,13 @@ export class Answers {
     }
     const answered = new Set<string>();
     const replies: string[] = [];
+    const seen = new Set<string>();
     for (const r of found) {
+      if (seen.has(r.id)) continue;
+      seen.add(r.id);
       // A progress note or a question says the agent was at work, not that it answered (docs/protocol.md §4).
       if (r.pubkey !== this.d.self || !isAnswer(r)) continue;
-      const parent = r.tags.find((t) => t[0] === "e" && t[3] === "reply")?.[1] ?? (threadRootOf(r) === r.id ? undefined : threadRootOf(r));
+      const parent = answeredBy(r) ?? (threadRootOf(r) === r.id ? undefined : threadRootOf(r));
       const at = parent ? ids.lastIndexOf(parent) : -1;
       if (at < 0) continue;
       const thread = threadRootOf(this.anchorOf([events[at]!]));

@@ -110,6 +110,7 @@ export class TurnDispatcher {
       logger: d.logger,
     });
     this.sessions = new ScopeSessions({
+      self: d.self,
       config: d.config,
       pool: d.pool,
       link: d.link,
@@ -196,7 +197,7 @@ export class TurnDispatcher {
 
   /** The failure notices of a turn that failed for good (the queue's onFinalFailure); see Answers.postFailure. */
   postFailure(events: Event[], error: string, channel: string): Promise<void> {
-    return this.answers.postFailure(events, error, channel);
+    return this.answers.postFailure(events, error, channel, policyFor(this.d.config(), channel).reply_placement);
   }
 
   /** The thread an event belongs to (an edit: the thread of the message it edits). */
@@ -270,7 +271,7 @@ export class TurnDispatcher {
       return end("answered");
     }
     const anchor = this.anchorOf(batch.events);
-    const thread = replyRefFor(anchor);
+    const thread = replyRefFor(anchor, policyFor(cfg, batch.scope.channel).reply_placement);
     const channel = await this.d.channel(batch.scope.channel);
     if (!channel) {
       await mid.close(true);
@@ -321,7 +322,9 @@ export class TurnDispatcher {
       ss.prompt.markDelivered(batch.events.map((e) => e.id));
       const asking = turnAsking(this.questions, {
         channel: channel.id,
-        thread,
+        // A question waits for its answer in the asked message's thread, also where answers
+        // are flat: people answer it there, and a restart finds it there.
+        thread: { root: thread.root, parent: thread.parent, ...(thread.forum ? { forum: true } : {}) },
         owner: this.d.owner,
         requester: anchor.pubkey,
         answeredBy: cfg.questions.answered_by,

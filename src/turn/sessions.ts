@@ -83,6 +83,8 @@ export interface SessionIdStore {
 }
 
 export interface ScopeSessionsDeps {
+  /** The agent's own pubkey (hex): its answers never mention itself. */
+  self?: string;
   config: () => Config;
   pool: Pick<AgentPool, "acquire" | "session" | "rotate">;
   link: Pick<LinkServer, "register" | "hookRan">;
@@ -125,6 +127,8 @@ export class ScopeSessions {
       channel: channel.id,
       relay: this.d.relay,
       defaultReplyTo: () => ss?.current?.anchor,
+      self: this.d.self,
+      placement: () => policyFor(this.d.config(), channel.id).reply_placement,
       forum: () => channel.type === "forum",
       maxAttachmentBytes: () => this.d.config().attachments.max_bytes,
       maxBytes: cfg.replies.max_bytes,

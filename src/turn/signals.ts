@@ -11,7 +11,7 @@ import { nowSec } from "../base/time.js";
 
 export const EMOJI = { seen: "👀", answered: "✅", failed: "⚠️", waiting: "⏳", denied: "🔒" } as const;
 
-/** Buzz clients treat typing as live for 5 s; 3 s keeps it continuous without flooding. */
+/** Buzz Desktop shows a typing event for 8 s (docs/protocol.md §4): refreshed every 3 s it never lapses, even with a delayed frame. */
 const TYPING_INTERVAL_MS = 3000;
 
 export interface SignalOptions {

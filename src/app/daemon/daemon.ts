@@ -68,6 +68,8 @@ export interface DaemonOptions {
   ownHttp?: boolean;
   /** A cap shared with other daemons of the process (a team's `team.max_concurrent`): a turn starts only with a slot. */
   sharedSlots?: SharedSlots;
+  /** The pubkeys of the other agents of its team: agents, whose messages never continue a thread (docs/conversations.md). */
+  teammates?: () => string[];
 }
 
 /** Turn slots shared by a team's agents (team.ts). */
@@ -257,6 +259,7 @@ export class Daemon {
       stopping: () => this.stopping,
       shutdown: () => this.resolveShutdown("!shutdown"),
       workStatus: workStatusBoard(relay, redaction, (status) => this.metrics.publishOutcome(status)),
+      teammates: this.o.teammates,
       logger: log,
     });
     const scheduler = (this.scheduler = path.scheduler);

@@ -29,6 +29,7 @@ export interface TeamOptions {
 
 interface Member {
   id: string;
+  pubkey: string;
   daemon: Daemon;
   metrics: Metrics;
 }
@@ -123,8 +124,9 @@ export class Team {
       // The team serves HTTP for all its agents.
       ownHttp: false,
       sharedSlots: this.slots,
+      teammates: () => [...this.members.values()].map((m) => m.pubkey).filter((pk) => pk !== loaded.pubkey),
     });
-    this.members.set(id, { id, daemon, metrics });
+    this.members.set(id, { id, pubkey: loaded.pubkey, daemon, metrics });
     try {
       await daemon.start();
     } catch (err) {

@@ -12,7 +12,8 @@ import type { Enforce } from "../../config/enforce.js";
 import { agentDisplay } from "../../config/agent-command.js";
 import type { Config } from "../../config/schema.js";
 import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type GateContext } from "../../gate/index.js";
-import { ActiveConversations, agentCheck } from "../../gate/participation.js";
+import { ActiveConversations, agentCheck, isAgentProfile } from "../../gate/participation.js";
+import { LoopGuard } from "../../gate/loop-guard.js";
 import type { LinkServer } from "../../link/index.js";
 import { Scheduler, type FinalFailure, type QueueBackend, type QueueRefusal, type SqliteStore } from "../../queue/index.js";
 import type { RelayClient } from "../../relay/client.js";
@@ -69,6 +70,8 @@ export interface TurnPathParts {
   shutdown: () => void;
   /** The channels' public work status (NIP-AW 30181). */
   workStatus?: WorkStatusBoard;
+  /** The other agents of its team (team.ts). */
+  teammates?: () => string[];
   logger: Logger;
 }
 
@@ -194,7 +197,18 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     },
   };
   const active = new ActiveConversations({ store: backend, logger: log });
-  gateContext.participation = { active, isAgent: agentCheck((pk) => p.profiles.lookup(pk)) };
+  // An agent by what the daemon already holds: a teammate, or a `bot` seat in a roster it reads.
+  const seated = (pk: string) => (p.teammates?.() ?? []).includes(pk) || p.directory.list().some((c) => c.bots?.includes(pk));
+  gateContext.participation = {
+    active,
+    isAgent: agentCheck((pk) => p.profiles.lookup(pk), 2000, seated),
+    agentNow: (pk) => {
+      if (seated(pk)) return true;
+      const known = p.profiles.peek(pk);
+      return known ? isAgentProfile(known) : undefined;
+    },
+  };
+  gateContext.loop = new LoopGuard({ limit: () => p.config().policy.bot_exchanges, logger: log });
   if (cfg.identity.owner) {
     const siblings = new SiblingCheck({ owner: cfg.identity.owner, lookup: (pk) => p.profiles.lookup(pk) });
     gateContext.sibling = (author, ev) => siblings.check(author, ev);
