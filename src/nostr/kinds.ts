@@ -38,6 +38,12 @@ export const KIND = {
   appData: 30078,
   /** NIP-AW agent work status: addressable, `d` = `h` = the channel, readable by its members. */
   workStatus: 30181,
+  /** Buzz Desktop's agent directory entry (replaceable, agent-signed JSON; docs/protocol.md "Buzz Desktop"). */
+  agentDirectory: 10100,
+  /** Buzz Desktop's managed agent record (addressable, owner-signed, `d` = the agent's hex key). */
+  managedAgent: 30177,
+  /** NIP-29 put-user: an agent seats itself with a role (`bot`) in an open channel. */
+  groupPutUser: 9000,
 } as const;
 
 /** Kinds only delivered to a REQ whose `#p` is exactly the authenticated key. */

@@ -1,0 +1,185 @@
+/**
+ * Keeps the agent's records for Buzz Desktop on the relay (docs/protocol.md "Buzz Desktop"):
+ * its kind 0 profile and kind 10100 directory entry, both read-merged, and a `bot` seat
+ * (kind 9000) in each open channel the config names by id where the agent is not yet a
+ * member. Run at start, after a reload and when the agent's memberships change.
+ *
+ * Frames: one read for both records, then a publish only for a record that differs, so a
+ * restart with nothing changed costs one frame. A refusal is logged and kept for `/status`;
+ * the daemon keeps answering (the gate decides per channel, never these records).
+ */
+import type { Event, EventTemplate } from "nostr-tools";
+import type { Filter } from "nostr-tools/filter";
+import type { Logger } from "../base/log.js";
+import { KIND } from "../nostr/kinds.js";
+import { botSeat, mergeDirectory, mergeProfile, type DirectoryFields, type Merged, type ProfileFields } from "../nostr/agent-records.js";
+import { policyFor, type Config } from "../config/schema.js";
+import type { PublishOutcome } from "../relay/outcome.js";
+import { isSuccess } from "../relay/outcome.js";
+import type { ChannelInfo } from "./directory.js";
+
+export interface RecordsRelay {
+  query(filters: Filter[]): Promise<Event[]>;
+  send(tpl: EventTemplate): Promise<{ event: Event; outcome: PublishOutcome }>;
+}
+
+/** The profile a config asks for: `name` defaults to the agent's id in a team, else `agent`; `display_name` to `name`. */
+export function profileFields(cfg: Pick<Config, "identity">, teamId?: string): ProfileFields {
+  const p = cfg.identity.profile ?? {};
+  const name = p.name ?? teamId ?? "agent";
+  return { name, display_name: p.display_name ?? name, about: p.about, picture: p.picture };
+}
+
+/**
+ * Whom Desktop should offer the agent to, from the channels' policies: `anyone` when some
+ * channel answers anyone, else an allowlist of everyone some channel answers (the owner for
+ * owner-only and allowlist channels, plus each allowlist). Channels answering nobody and
+ * DMs (where Desktop never offers a relay agent) are left out of `channel_ids`.
+ */
+export function directoryAudience(
+  cfg: Config,
+  channels: Pick<ChannelInfo, "id" | "type">[],
+  owner: string | undefined,
+): Omit<DirectoryFields, "name"> {
+  const ids: string[] = [];
+  const allow = new Set<string>();
+  let anyone = false;
+  for (const ch of channels) {
+    if (ch.type === "dm") continue;
+    const p = policyFor(cfg, ch.id);
+    if (p.respond_to === "nobody") continue;
+    ids.push(ch.id);
+    if (p.respond_to === "anyone") anyone = true;
+    if (owner) allow.add(owner.toLowerCase());
+    if (p.respond_to === "allowlist") for (const a of p.allow) allow.add(a.toLowerCase());
+  }
+  return anyone
+    ? { respond_to: "anyone", respond_to_allowlist: [], channel_ids: ids }
+    : { respond_to: "allowlist", respond_to_allowlist: [...allow].sort(), channel_ids: ids };
+}
+
+/** The channels the entry speaks for: those the agent is in, and those the config names by id. */
+export function entryChannels(cfg: Config, joined: ChannelInfo[]): Pick<ChannelInfo, "id" | "type">[] {
+  const out = new Map<string, Pick<ChannelInfo, "id" | "type">>();
+  for (const ch of joined) out.set(ch.id, ch);
+  for (const c of cfg.channels) if (c.id !== "*" && !out.has(c.id)) out.set(c.id, { id: c.id, type: "unknown" });
+  return [...out.values()];
+}
+
+export interface RecordsOptions {
+  relay: RecordsRelay;
+  pubkey: string;
+  config: () => Config;
+  teamId?: string;
+  authTag?: string[];
+  /** Channels the agent is a member of now. */
+  joined: () => ChannelInfo[];
+  logger: Logger;
+}
+
+export interface RecordsStatus {
+  profile?: PublishOutcome;
+  directory?: PublishOutcome;
+  /** Channel id → the outcome of the agent's `bot` seat there. */
+  seats: Record<string, PublishOutcome>;
+}
+
+const newest = (events: Event[], kind: number, author: string): Event | undefined =>
+  events.filter((e) => e.kind === kind && e.pubkey === author).sort((a, b) => b.created_at - a.created_at || (a.id < b.id ? -1 : 1))[0];
+
+export class AgentRecords {
+  readonly status: RecordsStatus = { seats: {} };
+  private running?: Promise<void>;
+  private again = false;
+  /** Channels a seat was asked for already: one attempt per channel per process. */
+  private readonly seatTried = new Set<string>();
+
+  constructor(private readonly o: RecordsOptions) {}
+
+  /** Publishes what changed; a call while one runs makes one more run after it. Never throws. */
+  sync(reason: "start" | "reload" | "membership"): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.once(reason);
+        } while (this.again);
+      } finally {
+        this.running = undefined;
+      }
+    })();
+    return this.running;
+  }
+
+  private async once(reason: string): Promise<void> {
+    const { relay, pubkey, logger: log } = this.o;
+    const cfg = this.o.config();
+    const directoryOn = cfg.identity.directory === "on";
+    const filters: Filter[] = [{ kinds: [KIND.profile], authors: [pubkey], limit: 1 }];
+    if (directoryOn) filters.push({ kinds: [KIND.agentDirectory], authors: [pubkey], limit: 1 });
+    let events: Event[];
+    try {
+      events = await relay.query(filters);
+    } catch (err) {
+      log.warn({ evt: "directory.read_failed", err: (err as Error).message }, "could not read the agent's profile and directory entry; not publishing them now");
+      return;
+    }
+    const fields = profileFields(cfg, this.o.teamId);
+    const profile = newest(events, KIND.profile, pubkey);
+    await this.publish("profile", profile, mergeProfile(profile, fields, this.o.authTag), reason);
+    if (directoryOn) {
+      const entry = newest(events, KIND.agentDirectory, pubkey);
+      const audience = directoryAudience(cfg, entryChannels(cfg, this.o.joined()), cfg.identity.owner);
+      await this.publish("directory", entry, mergeDirectory(entry, { name: fields.display_name, ...audience }), reason);
+    }
+    await this.seat(cfg);
+  }
+
+  private async publish(what: "profile" | "directory", existing: Event | undefined, m: Merged, reason: string): Promise<void> {
+    const log = this.o.logger;
+    if (m.problems.length)
+      log.warn(
+        { evt: `${what}.malformed`, problems: m.problems },
+        `the ${what === "profile" ? "profile" : "directory entry"} on the relay was malformed; replacing it with a well-formed merge`,
+      );
+    if (!m.template) return;
+    // A replaceable event of the same second may lose to the one it replaces (NIP-01: lower id wins).
+    if (existing) m.template.created_at = Math.max(m.template.created_at, existing.created_at + 1);
+    const { event, outcome } = await this.o.relay.send(m.template);
+    this.status[what] = outcome;
+    if (isSuccess(outcome)) {
+      const content = JSON.parse(event.content) as Record<string, unknown>;
+      const detail =
+        what === "profile"
+          ? { name: content.name, display_name: content.display_name, auth_tag: event.tags.some((t) => t[0] === "auth") }
+          : { respond_to: content.respond_to, allowlist: content.respond_to_allowlist, channels: content.channel_ids };
+      log.info({ evt: `${what}.published`, event: event.id, reason, ...detail }, `${what === "profile" ? "profile" : "directory entry"} published`);
+    } else
+      log.warn(
+        { evt: `${what}.refused`, status: outcome.status, reason: outcome.reason },
+        `the relay did not take the agent's ${what === "profile" ? "profile" : "directory entry"}; still answering in the channels`,
+      );
+  }
+
+  /** A `bot` seat in each channel the config names by id where the agent is not a member (open channels admit it). */
+  private async seat(cfg: Config): Promise<void> {
+    const joined = new Set(this.o.joined().map((c) => c.id));
+    for (const c of cfg.channels) {
+      if (c.id === "*" || joined.has(c.id) || this.seatTried.has(c.id)) continue;
+      this.seatTried.add(c.id);
+      const { outcome } = await this.o.relay.send(botSeat(c.id, this.o.pubkey));
+      this.status.seats[c.id] = outcome;
+      if (isSuccess(outcome))
+        this.o.logger.info({ evt: "channel.seated", channel: c.id, role: "bot" }, "seated in the channel with role bot");
+      else
+        this.o.logger.warn(
+          { evt: "channel.seat_refused", channel: c.id, reason: outcome.reason ?? outcome.status },
+          "could not seat the agent with role bot in a configured channel: a member must add it with role bot (buzz-bridge doctor says how)",
+        );
+    }
+  }
+}
