@@ -125,7 +125,10 @@ export class AgentRecords {
     try {
       events = await relay.query(filters);
     } catch (err) {
-      log.warn({ evt: "directory.read_failed", err: (err as Error).message }, "could not read the agent's profile and directory entry; not publishing them now");
+      log.warn(
+        { evt: "directory.read_failed", err: (err as Error).message },
+        "could not read the agent's profile and directory entry; not publishing them now",
+      );
       return;
     }
     const fields = profileFields(cfg, this.o.teamId);
@@ -157,7 +160,10 @@ export class AgentRecords {
         what === "profile"
           ? { name: content.name, display_name: content.display_name, auth_tag: event.tags.some((t) => t[0] === "auth") }
           : { respond_to: content.respond_to, allowlist: content.respond_to_allowlist, channels: content.channel_ids };
-      log.info({ evt: `${what}.published`, event: event.id, reason, ...detail }, `${what === "profile" ? "profile" : "directory entry"} published`);
+      log.info(
+        { evt: `${what}.published`, event: event.id, reason, ...detail },
+        `${what === "profile" ? "profile" : "directory entry"} published`,
+      );
     } else
       log.warn(
         { evt: `${what}.refused`, status: outcome.status, reason: outcome.reason },

@@ -58,8 +58,7 @@ export function decidePutUser(ev: Event, actor: string, dir: Directory, store: E
   const had = ch.members.get(target);
   if (had !== undefined) {
     if (had === role) return { ok: true, channel: channelId, target, role };
-    if (!MANAGERS.has(actorRole ?? ""))
-      return { ok: false, reason: "restricted: only owners/admins may change an active member's role" };
+    if (!MANAGERS.has(actorRole ?? "")) return { ok: false, reason: "restricted: only owners/admins may change an active member's role" };
     return { ok: true, channel: channelId, target, role };
   }
   if (actor !== target) {
