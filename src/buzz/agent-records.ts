@@ -13,7 +13,7 @@ import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
 import { KIND } from "../nostr/kinds.js";
 import { botSeat, mergeDirectory, mergeProfile, type DirectoryFields, type Merged, type ProfileFields } from "../nostr/agent-records.js";
-import { policyFor, type Config } from "../config/schema.js";
+import { channelSelected, policyFor, type Config } from "../config/schema.js";
 import type { PublishOutcome } from "../relay/outcome.js";
 import { isSuccess } from "../relay/outcome.js";
 import type { ChannelInfo } from "./directory.js";
@@ -58,10 +58,10 @@ export function directoryAudience(
     : { respond_to: "allowlist", respond_to_allowlist: [...allow].sort(), channel_ids: ids };
 }
 
-/** The channels the entry speaks for: those the agent is in, and those the config names by id. */
+/** The channels the entry speaks for: those the agent is in that the config selects, and those it names by id. */
 export function entryChannels(cfg: Config, joined: ChannelInfo[]): Pick<ChannelInfo, "id" | "type">[] {
   const out = new Map<string, Pick<ChannelInfo, "id" | "type">>();
-  for (const ch of joined) out.set(ch.id, ch);
+  for (const ch of joined) if (channelSelected(cfg, ch.id)) out.set(ch.id, ch);
   for (const c of cfg.channels) if (c.id !== "*" && !out.has(c.id)) out.set(c.id, { id: c.id, type: "unknown" });
   return [...out.values()];
 }
@@ -173,7 +173,13 @@ export class AgentRecords {
 
   /** A `bot` seat in each channel the config names by id where the agent is not a member (open channels admit it). */
   private async seat(cfg: Config): Promise<void> {
-    const joined = new Set(this.o.joined().map((c) => c.id));
+    // The directory also lists configured channels it could not read (type unknown, members unknown).
+    const joined = new Set(
+      this.o
+        .joined()
+        .filter((c) => c.members?.includes(this.o.pubkey))
+        .map((c) => c.id),
+    );
     for (const c of cfg.channels) {
       if (c.id === "*" || joined.has(c.id) || this.seatTried.has(c.id)) continue;
       this.seatTried.add(c.id);
