@@ -93,6 +93,8 @@ export class AgentRecords {
   private again = false;
   /** Channels a seat was asked for already: one attempt per channel per process. */
   private readonly seatTried = new Set<string>();
+  /** What the last run left on the relay (profile fields, audience, tag), to skip a run that would change nothing. */
+  private written?: string;
 
   constructor(private readonly o: RecordsOptions) {}
 
@@ -108,6 +110,11 @@ export class AgentRecords {
           this.again = false;
           await this.once(reason);
         } while (this.again);
+      } catch (err) {
+        this.o.logger.warn(
+          { evt: "directory.failed", err: (err as Error).message },
+          "publishing the agent's records failed; still answering",
+        );
       } finally {
         this.running = undefined;
       }
@@ -119,6 +126,11 @@ export class AgentRecords {
     const { relay, pubkey, logger: log } = this.o;
     const cfg = this.o.config();
     const directoryOn = cfg.identity.directory === "on";
+    const fields = profileFields(cfg, this.o.teamId);
+    const audience = directoryAudience(cfg, entryChannels(cfg, this.o.joined()), cfg.identity.owner);
+    // What this run would write: when a reload or a membership change leaves it as it was, no frame is spent.
+    const wanted = JSON.stringify([fields, directoryOn && audience, this.o.authTag]);
+    if (reason !== "start" && wanted === this.written && this.unseated(cfg).length === 0) return;
     const filters: Filter[] = [{ kinds: [KIND.profile], authors: [pubkey], limit: 1 }];
     if (directoryOn) filters.push({ kinds: [KIND.agentDirectory], authors: [pubkey], limit: 1 });
     let events: Event[];
@@ -131,48 +143,48 @@ export class AgentRecords {
       );
       return;
     }
-    const fields = profileFields(cfg, this.o.teamId);
     const profile = newest(events, KIND.profile, pubkey);
-    await this.publish("profile", profile, mergeProfile(profile, fields, this.o.authTag), reason);
+    let ok = await this.publish("profile", profile, mergeProfile(profile, fields, this.o.authTag), reason);
     if (directoryOn) {
       const entry = newest(events, KIND.agentDirectory, pubkey);
-      const audience = directoryAudience(cfg, entryChannels(cfg, this.o.joined()), cfg.identity.owner);
-      await this.publish("directory", entry, mergeDirectory(entry, { name: fields.display_name, ...audience }), reason);
+      ok = (await this.publish("directory", entry, mergeDirectory(entry, { name: fields.display_name, ...audience }), reason)) && ok;
     }
+    this.written = ok ? wanted : undefined;
     await this.seat(cfg);
   }
 
-  private async publish(what: "profile" | "directory", existing: Event | undefined, m: Merged, reason: string): Promise<void> {
+  /** True when the relay holds what was merged (published now, or there already). */
+  private async publish(what: "profile" | "directory", existing: Event | undefined, m: Merged, reason: string): Promise<boolean> {
     const log = this.o.logger;
+    const noun = what === "profile" ? "profile" : "directory entry";
     if (m.problems.length)
       log.warn(
         { evt: `${what}.malformed`, problems: m.problems },
-        `the ${what === "profile" ? "profile" : "directory entry"} on the relay was malformed; replacing it with a well-formed merge`,
+        `the ${noun} on the relay was malformed; replacing it with a well-formed merge`,
       );
-    if (!m.template) return;
+    if (!m.template) return true;
     // A replaceable event of the same second may lose to the one it replaces (NIP-01: lower id wins).
     if (existing) m.template.created_at = Math.max(m.template.created_at, existing.created_at + 1);
     const { event, outcome } = await this.o.relay.send(m.template);
     this.status[what] = outcome;
-    if (isSuccess(outcome)) {
-      const content = JSON.parse(event.content) as Record<string, unknown>;
-      const detail =
-        what === "profile"
-          ? { name: content.name, display_name: content.display_name, auth_tag: event.tags.some((t) => t[0] === "auth") }
-          : { respond_to: content.respond_to, allowlist: content.respond_to_allowlist, channels: content.channel_ids };
-      log.info(
-        { evt: `${what}.published`, event: event.id, reason, ...detail },
-        `${what === "profile" ? "profile" : "directory entry"} published`,
-      );
-    } else
+    if (!isSuccess(outcome)) {
       log.warn(
         { evt: `${what}.refused`, status: outcome.status, reason: outcome.reason },
-        `the relay did not take the agent's ${what === "profile" ? "profile" : "directory entry"}; still answering in the channels`,
+        `the relay did not take the agent's ${noun}; still answering in the channels`,
       );
+      return false;
+    }
+    const content = JSON.parse(event.content) as Record<string, unknown>;
+    const detail =
+      what === "profile"
+        ? { name: content.name, display_name: content.display_name, auth_tag: event.tags.some((t) => t[0] === "auth") }
+        : { respond_to: content.respond_to, allowlist: content.respond_to_allowlist, channels: content.channel_ids };
+    log.info({ evt: `${what}.published`, event: event.id, reason, ...detail }, `${noun} published`);
+    return true;
   }
 
-  /** A `bot` seat in each channel the config names by id where the agent is not a member (open channels admit it). */
-  private async seat(cfg: Config): Promise<void> {
+  /** Configured channels (by id) the agent is not a member of and has not tried to sit in yet. */
+  private unseated(cfg: Config): string[] {
     // The directory also lists configured channels it could not read (type unknown, members unknown).
     const joined = new Set(
       this.o
@@ -180,16 +192,20 @@ export class AgentRecords {
         .filter((c) => c.members?.includes(this.o.pubkey))
         .map((c) => c.id),
     );
-    for (const c of cfg.channels) {
-      if (c.id === "*" || joined.has(c.id) || this.seatTried.has(c.id)) continue;
-      this.seatTried.add(c.id);
-      const { outcome } = await this.o.relay.send(botSeat(c.id, this.o.pubkey));
-      this.status.seats[c.id] = outcome;
+    return cfg.channels.map((c) => c.id).filter((id) => id !== "*" && !joined.has(id) && !this.seatTried.has(id));
+  }
+
+  /** A `bot` seat in each channel the config names by id where the agent is not a member (open channels admit it). */
+  private async seat(cfg: Config): Promise<void> {
+    for (const id of this.unseated(cfg)) {
+      this.seatTried.add(id);
+      const { outcome } = await this.o.relay.send(botSeat(id, this.o.pubkey));
+      this.status.seats[id] = outcome;
       if (isSuccess(outcome))
-        this.o.logger.info({ evt: "channel.seated", channel: c.id, role: "bot" }, "seated in the channel with role bot");
+        this.o.logger.info({ evt: "channel.seated", channel: id, role: "bot" }, "seated in the channel with role bot");
       else
         this.o.logger.warn(
-          { evt: "channel.seat_refused", channel: c.id, reason: outcome.reason ?? outcome.status },
+          { evt: "channel.seat_refused", channel: id, reason: outcome.reason ?? outcome.status },
           "could not seat the agent with role bot in a configured channel: a member must add it with role bot (buzz-bridge doctor says how)",
         );
     }
