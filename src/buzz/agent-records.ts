@@ -12,7 +12,7 @@ import type { Event, EventTemplate } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
 import { KIND } from "../nostr/kinds.js";
-import { botSeat, mergeDirectory, mergeProfile, type DirectoryFields, type Merged, type ProfileFields } from "../nostr/agent-records.js";
+import { botSeat, mergeDirectory, mergeProfile, type DirectoryFields, type Merged } from "../nostr/agent-records.js";
 import { channelSelected, policyFor, type Config } from "../config/schema.js";
 import type { PublishOutcome } from "../relay/outcome.js";
 import { isSuccess } from "../relay/outcome.js";
@@ -23,11 +23,15 @@ export interface RecordsRelay {
   send(tpl: EventTemplate): Promise<{ event: Event; outcome: PublishOutcome }>;
 }
 
-/** The profile a config asks for: `name` defaults to the agent's id in a team, else `agent`; `display_name` to `name`. */
-export function profileFields(cfg: Pick<Config, "identity">, teamId?: string): ProfileFields {
-  const p = cfg.identity.profile ?? {};
-  const name = p.name ?? teamId ?? "agent";
-  return { name, display_name: p.display_name ?? name, about: p.about, picture: p.picture };
+/** The name a profile gets when neither the config nor the relay's profile gives one: the agent's id in a team, else `agent`. */
+export function defaultProfileName(teamId?: string): string {
+  return teamId ?? "agent";
+}
+
+/** The name the config makes Desktop show (its `display_name`, else its `name`, else the default). */
+export function configuredDisplayName(cfg: Pick<Config, "identity">, teamId?: string): string {
+  const p = cfg.identity.profile;
+  return p?.display_name ?? p?.name ?? defaultProfileName(teamId);
 }
 
 /**
@@ -126,7 +130,7 @@ export class AgentRecords {
     const { relay, pubkey, logger: log } = this.o;
     const cfg = this.o.config();
     const directoryOn = cfg.identity.directory === "on";
-    const fields = profileFields(cfg, this.o.teamId);
+    const fields = cfg.identity.profile ?? {};
     const audience = directoryAudience(cfg, entryChannels(cfg, this.o.joined()), cfg.identity.owner);
     // What this run would write: when a reload or a membership change leaves it as it was, no frame is spent.
     const wanted = JSON.stringify([fields, directoryOn && audience, this.o.authTag]);
@@ -144,10 +148,11 @@ export class AgentRecords {
       return;
     }
     const profile = newest(events, KIND.profile, pubkey);
-    let ok = await this.publish("profile", profile, mergeProfile(profile, fields, this.o.authTag), reason);
+    const merged = mergeProfile(profile, fields, defaultProfileName(this.o.teamId), this.o.authTag);
+    let ok = await this.publish("profile", profile, merged, reason);
     if (directoryOn) {
       const entry = newest(events, KIND.agentDirectory, pubkey);
-      ok = (await this.publish("directory", entry, mergeDirectory(entry, { name: fields.display_name, ...audience }), reason)) && ok;
+      ok = (await this.publish("directory", entry, mergeDirectory(entry, { name: merged.displayName, ...audience }), reason)) && ok;
     }
     this.written = ok ? wanted : undefined;
     await this.seat(cfg);

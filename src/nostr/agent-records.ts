@@ -12,9 +12,10 @@ import type { Event, EventTemplate } from "nostr-tools";
 import { KIND } from "./kinds.js";
 import { nowSec } from "../base/time.js";
 
+/** The profile fields a config sets; any it leaves out are kept from the profile on the relay. */
 export interface ProfileFields {
-  name: string;
-  display_name: string;
+  name?: string;
+  display_name?: string;
   about?: string;
   picture?: string;
 }
@@ -65,18 +66,29 @@ function sameObject(a: Obj, b: Obj): boolean {
 }
 
 /**
- * The kind 0 to publish: the relay's profile with our fields laid over it (Buzz's relay
- * treats a kind 0 as the whole state, so fields others set are carried along). The `auth`
- * tag is replaced by the configured one; without one configured, tags on the relay stay.
+ * The kind 0 to publish: the relay's profile with the configured fields laid over it (Buzz's
+ * relay treats a kind 0 as the whole state, so fields others set are carried along); a
+ * profile without a `name` gets `defaultName`, without a `display_name` its `name`. The
+ * `auth` tag is replaced by the configured one; without one configured, tags on the relay stay.
+ * `displayName` is the result's, also when nothing needs publishing.
  */
-export function mergeProfile(existing: Event | undefined, fields: ProfileFields, authTag?: string[]): Merged {
+export function mergeProfile(
+  existing: Event | undefined,
+  fields: ProfileFields,
+  defaultName: string,
+  authTag?: string[],
+): Merged & { displayName: string } {
   const { obj, problems } = parseObject(existing, "profile");
   const next: Obj = { ...obj };
   for (const [k, v] of Object.entries(fields)) if (v !== undefined) next[k] = v;
+  const text = (v: unknown) => (typeof v === "string" && v.trim() !== "" ? v : undefined);
+  next.name = text(next.name) ?? defaultName;
+  next.display_name = text(next.display_name) ?? next.name;
+  const displayName = next.display_name as string;
   const oldTags = existing?.tags.map((t) => [...t]) ?? [];
   const tags = authTag ? [...oldTags.filter((t) => t[0] !== "auth"), [...authTag]] : oldTags;
-  if (existing && problems.length === 0 && sameObject(obj, next) && sameTags(oldTags, tags)) return { problems };
-  return { template: { kind: KIND.profile, created_at: nowSec(), tags, content: JSON.stringify(next) }, problems };
+  if (existing && problems.length === 0 && sameObject(obj, next) && sameTags(oldTags, tags)) return { problems, displayName };
+  return { template: { kind: KIND.profile, created_at: nowSec(), tags, content: JSON.stringify(next) }, problems, displayName };
 }
 
 const STRING_FIELDS = ["name", "display_name", "agent_type", "status", "channel_add_policy"];

@@ -9,8 +9,9 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { finalizeEvent, generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools";
 import { ConfigError, loadConfigText } from "../../src/config/load.js";
+import { planReload } from "../../src/config/reload.js";
 import { mergeDirectory, mergeProfile } from "../../src/nostr/agent-records.js";
-import { directoryAudience, profileFields } from "../../src/buzz/agent-records.js";
+import { directoryAudience } from "../../src/buzz/agent-records.js";
 import { signAttestation } from "../../src/config/nip-oa.js";
 import { startDevRelay, type DevRelay } from "../../src/devrelay/index.js";
 import { RelayClient } from "../../src/relay/index.js";
@@ -93,16 +94,23 @@ test("a malformed entry on the relay is replaced by a well-formed merge, each pr
 test("the profile merge keeps others' fields and attaches the configured NIP-OA tag", () => {
   const tag = signAttestation(ownerSk, agentPk);
   const existing = signed(0, JSON.stringify({ name: "old", nip05: "bot@example.com" }), [["auth", "x", "", "y"]]);
-  const m = mergeProfile(existing, { name: "builder", display_name: "Builder", about: "builds" }, tag);
+  const m = mergeProfile(existing, { display_name: "Builder", about: "builds" }, "agent", tag);
   const c = JSON.parse(m.template!.content);
-  assert.deepEqual([c.name, c.display_name, c.about, c.nip05], ["builder", "Builder", "builds", "bot@example.com"]);
+  assert.deepEqual([c.name, c.display_name, c.about, c.nip05], ["old", "Builder", "builds", "bot@example.com"], "the relay's name is kept");
+  assert.equal(m.displayName, "Builder");
   assert.deepEqual(
     m.template!.tags.filter((t) => t[0] === "auth"),
     [tag],
   );
-  const { config } = load("");
-  assert.deepEqual(profileFields(config), { name: "agent", display_name: "agent", about: undefined, picture: undefined });
-  assert.equal(profileFields(config, "0123456789abcdef").name, "0123456789abcdef");
+  const fresh = mergeProfile(undefined, {}, "0123456789abcdef");
+  assert.deepEqual(
+    JSON.parse(fresh.template!.content),
+    { name: "0123456789abcdef", display_name: "0123456789abcdef" },
+    "defaults where nothing is set",
+  );
+  const again = mergeProfile(signed(0, fresh.template!.content), {}, "0123456789abcdef");
+  assert.equal(again.template, undefined, "an unchanged profile is not published again");
+  assert.equal(again.displayName, "0123456789abcdef");
 });
 
 test("a picture that is not https, or a profile too large for the relay, is a config error naming the key", () => {
@@ -180,4 +188,13 @@ test("the dev relay seats as Buzz's does: bot self-add in an open channel, refus
   const other = await relay.createChannel({ name: "other", type: "stream", members: [getPublicKey(member)] });
   assert.match((await seat(other, "bot", m)).outcome.reason ?? "", /owner_only/);
   assert.equal((await seat(other, "bot")).outcome.status, "accepted");
+});
+
+test("a reload applies a changed profile or directory switch at once (they are republished), needing no restart", () => {
+  const running = load("  profile:\n    name: builder\n");
+  const plan = planReload(running, load("  profile:\n    name: shipper\n  directory: off\n"));
+  assert.ok(plan.ok);
+  assert.deepEqual(plan.needsRestart, []);
+  assert.equal(plan.config.identity.profile?.name, "shipper");
+  assert.equal(plan.config.identity.directory, "off");
 });

@@ -13,7 +13,7 @@ import { createLogger } from "../../base/log.js";
 import { npub } from "../../config/keys.js";
 import { loadTeamOrReport, resolveConfigPath, type LoadedConfig } from "../../config/load.js";
 import { managedAgentRecord } from "../../nostr/agent-records.js";
-import { directoryAudience, profileFields } from "../../buzz/agent-records.js";
+import { configuredDisplayName, directoryAudience } from "../../buzz/agent-records.js";
 import { RelayClient } from "../../relay/index.js";
 import { isSuccess } from "../../relay/outcome.js";
 import { waitAdmitted, refusalAdvice } from "../../relay/auth-advice.js";
@@ -73,7 +73,7 @@ export function main(argv: string[]): Promise<number> {
           cfg.identity.owner,
         );
         const tpl = managedAgentRecord(m.pubkey, {
-          name: profileFields(cfg, m.team?.id).display_name,
+          name: configuredDisplayName(cfg, m.team?.id),
           respond_to: audience.respond_to,
           respond_to_allowlist: audience.respond_to_allowlist,
           parallelism: cfg.agent.max_concurrent,
