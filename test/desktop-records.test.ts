@@ -6,7 +6,8 @@
  *   admin), the owner in #lobby (open, not a member: it seats itself as bot) and in #vault
  *   (private, not a member: refused; doctor says who must seat it); a pre-existing
  *   `{"channel_add_policy":"anyone","x":1}` survives its entry;
- * - agent B: answers anyone in #floor;
+ * - agent B (every channel it is in): answers anyone in #floor, and in #annex once seated there
+ *   (its entry follows the membership change);
  * - one profile and one entry per agent; a reload republishes; `register` publishes the
  *   owner's 30177 (d = agent) and refuses the agent's key, a key that is not the owner and a
  *   config naming none; release builds then offer A (attested) and not B.
@@ -75,7 +76,7 @@ test("Desktop offers each agent of a team to exactly whom its channels answer, f
           { id: vault, respond_to: "owner-only" },
         ],
       },
-      { identity: { secret_key: b!.nsec }, channels: [{ id: floor, respond_to: "anyone" }] },
+      { identity: { secret_key: b!.nsec }, channels: [{ id: "*", respond_to: "anyone" }] },
     ],
   });
   const file = join(w.dir, "team.yaml");
@@ -150,6 +151,16 @@ test("Desktop offers each agent of a team to exactly whom its channels answer, f
   assert.deepEqual(await offered(a!.pk, vault), [], "not seated in the private channel");
   assert.deepEqual(await offered(b!.pk, floor), ["owner", "teammate", "stranger"]);
   assert.deepEqual(await offered(b!.pk, releases), [], "B sits in no such channel");
+
+  // B is seated as bot in one more channel: its entry follows.
+  const annex = await w.relay.createChannel({ name: "annex", type: "stream", members: people });
+  const seatedAt = d.logs.length;
+  await w.relay.addMember(annex, b!.pk, "bot");
+  await d.waitLog(
+    (l) => d.logs.indexOf(l) >= seatedAt && l.agent === idOf(b!.pk) && l.evt === "directory.published" && l.reason === "membership",
+  );
+  assert.ok(JSON.parse((await records(w.owner, b!.pk, annex)).entry!.content).channel_ids.includes(annex));
+  assert.deepEqual(await offered(b!.pk, annex), ["owner", "teammate", "stranger"]);
 
   // A reload that allows the stranger in #releases republishes A's entry.
   const before = d.logs.length;

@@ -58,7 +58,11 @@ export async function mentionableCheck(reader: Reader, loaded: LoadedConfig, fou
   const line = (name: string, a: Audience, nobody: boolean): string => {
     if (nobody) return `#${name}: nobody (respond_to: nobody)`;
     if (a.who === "anyone") return `#${name}: anyone in the channel (anyone) — ok`;
-    if (a.who === "list") return `#${name}: ${a.keys.map(label).join(", ")} (${view.respondTo}) — ok`;
+    if (a.who === "list") {
+      const labels = a.keys.map(label);
+      const ordered = [...labels.filter((l) => l === "owner"), ...labels.filter((l) => l !== "owner")];
+      return `#${name}: ${ordered.join(", ")} (${view.respondTo}) — ok`;
+    }
     return `#${name}: nobody: ${a.why}`;
   };
   const details = audiences.map(({ ch, a, nobody }) => line(ch.name, a, nobody));
