@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { finalizeEvent, generateSecretKey, getPublicKey, nip19, type Event } from "nostr-tools";
 import { ConfigError, loadConfigText } from "../../src/config/load.js";
 import { planReload } from "../../src/config/reload.js";
+import { desktopAgent, desktopAudience } from "../../src/buzz/desktop-view.js";
 import { mergeDirectory, mergeProfile } from "../../src/nostr/agent-records.js";
 import { directoryAudience } from "../../src/buzz/agent-records.js";
 import { signAttestation } from "../../src/config/nip-oa.js";
@@ -197,4 +198,37 @@ test("a reload applies a changed profile or directory switch at once (they are r
   assert.deepEqual(plan.needsRestart, []);
   assert.equal(plan.config.identity.profile?.name, "shipper");
   assert.equal(plan.config.identity.directory, "off");
+});
+
+test("doctor's reading of Desktop: a member seat, a DM, no entry and a release build each say what is missing", () => {
+  const entry = signed(10100, JSON.stringify({ respond_to: "allowlist", respond_to_allowlist: [OWNER] }));
+  const view = desktopAgent(agentPk, { entry, managed: [] });
+  assert.deepEqual(view, { source: "10100", attestedBy: undefined, respondTo: "allowlist", allowlist: [OWNER] });
+  assert.deepEqual(desktopAudience(view, { type: "stream", role: "bot" }, "oss"), { who: "list", keys: [OWNER] });
+  assert.match(
+    JSON.stringify(desktopAudience(view, { type: "stream", role: "member" }, "oss")),
+    /sits as member; an admin must seat it as bot/,
+  );
+  assert.match(JSON.stringify(desktopAudience(view, { type: "private", role: undefined }, "oss")), /not a member/);
+  assert.match(JSON.stringify(desktopAudience(view, { type: "dm", role: "bot" }, "oss")), /DMs/);
+  assert.match(JSON.stringify(desktopAudience(view, { type: "stream", role: "bot" }, "release")), /run buzz-bridge register/);
+  const none = desktopAgent(agentPk, { managed: [] });
+  assert.match(JSON.stringify(desktopAudience(none, { type: "stream", role: "bot" }, "oss")), /no directory entry/);
+  // owner-only in a 10100 admits nobody: Desktop learns no owner from it.
+  const ownerOnly = desktopAgent(agentPk, { entry: signed(10100, JSON.stringify({ respond_to: "owner-only" })), managed: [] });
+  assert.equal(desktopAudience(ownerOnly, { type: "stream", role: "bot" }, "oss").who, "nobody");
+  // With the owner's tag on the profile and their 30177, the owner is known and the 30177 decides.
+  const profile = signed(0, "{}", [signAttestation(ownerSk, agentPk)]);
+  const managed = finalizeEvent(
+    {
+      kind: 30177,
+      created_at: 1_800_000_000,
+      tags: [["d", agentPk]],
+      content: JSON.stringify({ name: "a", respond_to: "owner-only", parallelism: 1 }),
+    },
+    ownerSk,
+  );
+  const owned = desktopAgent(agentPk, { profile, entry, managed: [managed] });
+  assert.equal(owned.owner, OWNER);
+  assert.deepEqual(desktopAudience(owned, { type: "stream", role: "bot" }, "release"), { who: "list", keys: [OWNER] });
 });
