@@ -25,6 +25,7 @@
  *   12    bench/mcp-http.ts  the MCP slot over HTTP: tools/call vs the stdio proxy, the byte-copy and HTTP floors; PSS per session both ways
  *   13    bench/attachments.ts  an attached image's download through the bridge vs a plain HTTP GET
  *   14    bench/team.ts      a team in one daemon: idle RSS with 1/3/10 identities vs 1/3/10 daemons, 500 channels each
+ *   15    bench/desktop.ts   the records Buzz Desktop reads: extra frames at start in 1/10/500 channels vs without them
  *   S1,S2 bench/flood.ts     splitting 16 MiB vs 16 × 1 MiB; another channel's intake while a turn floods vs quiet
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts); BENCH_RESULTS=FILE writes
@@ -863,6 +864,28 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("14", "team in one daemon", team.error));
+  }
+
+  // 15 — the records Buzz Desktop reads, at start.
+  const desktop = await part("desktop", async () => (await import("./desktop.js")).benchDesktop());
+  seconds.desktop = desktop.seconds;
+  if (desktop.ok) {
+    raw.desktop = desktop.value;
+    for (const [n, d] of Object.entries(desktop.value))
+      rows.push({
+        figure: "15",
+        measure: `Desktop records: frames at start for profile, directory entry and seats, in ${n} channel${n === "1" ? "" : "s"} (${d.with} frames in all)`,
+        samples: 1,
+        median: d.extra,
+        p99: null,
+        unit: "frames",
+        baseline: `${d.without} frames: the same start without them`,
+        ratio: d.without ? r3(d.with / d.without) : null,
+        target: "≤ 3 extra frames",
+        met: d.extra <= 3,
+      });
+  } else {
+    rows.push(failed("15", "Desktop records at start", desktop.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));

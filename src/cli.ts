@@ -25,6 +25,14 @@ const commands: Record<string, Command> = {
   check: { summary: "validate the config and print the effective settings", load: () => import("./app/commands/check-command.js") },
   doctor: { summary: "live self-check of relay, channels, agent and MCP servers", load: () => import("./app/commands/doctor-command.js") },
   agents: { summary: "the agent presets, which are installed, what each needs", load: () => import("./app/commands/agents-command.js") },
+  attest: {
+    summary: "print the NIP-OA auth tag an owner signs for an agent",
+    load: () => import("./app/commands/attest-command.js"),
+  },
+  register: {
+    summary: "publish the owner-signed record (kind 30177) of each agent of a config",
+    load: () => import("./app/commands/register-command.js"),
+  },
   keygen: { summary: "generate a new agent keypair", load: () => import("./app/commands/keygen-command.js") },
   demo: { summary: "scripted demo on the embedded relay (no network, no API key)", load: () => import("./app/commands/demo-command.js") },
   "dev-relay": { summary: "the Buzz-compatible development relay", load: () => import("./app/commands/dev-relay-command.js") },

@@ -4,7 +4,7 @@
  * - Applied now, to new turns: the channel policies (`defaults`, `channels`), the MCP
  *   servers and lists (`mcp`, read when a session opens), the gates' rounds and waits, typing
  *   indicators, `shutdown_grace`, `policy`, `workflows` (the gate reads it per event), and
- *   attachments, questions and progress notes.
+ *   attachments, questions and progress notes; the profile and directory entry are published again.
  * - Refused (the whole reload, the old config stays): a new identity, relay URL, state
  *   directory or state backend: the daemon cannot run half on the old and half on the new.
  * - Every other changed key needs a restart: it keeps its running value, and the reload
@@ -41,6 +41,9 @@ const LIVE = [
   "questions",
   "progress",
   "workflows",
+  // Republished on reload (docs/protocol.md "Buzz Desktop").
+  "identity.profile",
+  "identity.directory",
 ];
 
 /** Keys whose change makes the reload refused as a whole. */

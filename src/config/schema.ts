@@ -76,6 +76,33 @@ export type MidTurnMode = z.output<typeof MidTurn>;
  */
 const Participation = z.enum(["thread", "channel", "off"]);
 
+/**
+ * Buzz relays take event content up to 256 KiB (docs/protocol.md "Buzz Desktop"); a profile
+ * that cannot fit would be refused at every start, so it is a config error instead.
+ */
+export const PROFILE_MAX_BYTES = 262_144;
+
+const profileText = (what: string) => z.string().min(1, { message: `${what} must not be empty; leave it out instead` });
+
+/** The agent's kind 0 profile (docs/protocol.md "Buzz Desktop"): what Desktop shows and mentions it by. */
+const profile = z
+  .strictObject({
+    name: profileText("name").optional().describe("the profile's name; default the agent's id in a team, else agent"),
+    display_name: profileText("display_name")
+      .optional()
+      .describe("the name Desktop shows and people type after @; also the directory entry's name; default name"),
+    about: z.string().optional().describe("a line or two on what the agent does"),
+    picture: z
+      .string()
+      .refine((u) => /^https:\/\/[^\s/]+/.test(u), { message: "picture must be an https:// URL (Desktop loads avatars over https only)" })
+      .optional()
+      .describe("the avatar: an https:// URL"),
+  })
+  .refine((p) => Buffer.byteLength(JSON.stringify(p), "utf8") <= PROFILE_MAX_BYTES, {
+    message: `the profile is larger than a Buzz relay accepts (${PROFILE_MAX_BYTES} bytes of JSON); shorten about`,
+  })
+  .describe("the agent's kind 0 profile, published at start and when it changes, merged into the profile on the relay");
+
 const identity = z.strictObject({
   secret_key: z.string().optional().describe("the agent's nsec or 64-hex secret key; prefer ${ENV} or secret_key_file"),
   secret_key_file: z
@@ -90,6 +117,13 @@ const identity = z.strictObject({
       'the NIP-OA owner attestation of this agent: the JSON text ["auth","<owner hex>","<conditions>","<sig hex>"] (e.g. ${BUZZ_AUTH_TAG}) or that list in YAML; verified at start, its owner wins over identity.owner',
     ),
   auth_tag_file: z.string().optional().describe("file holding the NIP-OA auth tag JSON (instead of auth_tag)"),
+  profile: profile.optional(),
+  directory: z
+    .enum(["on", "off"])
+    .default("on")
+    .describe(
+      "on (default): publish the agent's directory entry (kind 10100) so Buzz Desktop offers it in the @-picker, merged into the record on the relay; off: never write it",
+    ),
 });
 
 const relay = z.strictObject({

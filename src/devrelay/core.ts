@@ -7,7 +7,8 @@
  */
 import type { Event, EventTemplate } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";
-import { isEphemeral } from "../nostr/kinds.js";
+import { isEphemeral, KIND } from "../nostr/kinds.js";
+import { decidePutUser } from "./put-user.js";
 import type { Directory } from "./channels.js";
 import { signCopy, verifyReason } from "./crypto.js";
 import { BUZZ_LIMITS, type RelayLimits } from "./limits.js";
@@ -49,6 +50,8 @@ export class RelayCore {
   private previousSecret: Uint8Array | undefined;
   /** The relay's own key (NIP-11 `self`), which signs channel state, membership notices and workflow output. */
   relayPubkey: string;
+  /** Seats a member with a role and announces it (39002, 44100): set by the channel admin. */
+  onSeat?: (channel: string, pubkey: string, role: string) => void;
 
   constructor(
     readonly store: EventStore,
@@ -83,12 +86,24 @@ export class RelayCore {
     const bad = verifyReason(ev);
     if (bad) return refuse(bad);
     if (via === "http" && WS_ONLY_KINDS.has(ev.kind)) return refuse(`invalid: kind ${ev.kind} is accepted on the WebSocket only`);
+    if (ev.kind === KIND.groupPutUser && ev.pubkey === author) return this.putUser(ev, author, refuse);
     const decision = authorizeWrite(ev, author, this.dir, this.store);
     if (!decision.ok) return refuse(decision.reason);
     const limit = limitReason(ev, nowSec(), this.limits);
     if (limit) return refuse(limit);
     const result = this.accept({ event: clean(ev), channel: decision.channel });
     if (result.accepted && DELETION_KINDS.has(ev.kind)) this.deleteTargets(ev);
+    return result;
+  }
+
+  /** A kind 9000 put-user: Buzz's seat rules (put-user.ts), then the seat itself through `onSeat`. */
+  private putUser(ev: Event, author: string, refuse: (m: string) => IngestResult): IngestResult {
+    const d = decidePutUser(ev, author, this.dir, this.store);
+    if (!d.ok) return refuse(d.reason);
+    const limit = limitReason(ev, nowSec(), this.limits);
+    if (limit) return refuse(limit);
+    const result = this.accept({ event: clean(ev), channel: d.channel });
+    if (result.accepted) this.onSeat?.(d.channel, d.target, d.role);
     return result;
   }
 

@@ -133,6 +133,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
   const limits = resolveLimits({ limits: seed?.limits }, { limits: opts.limits, noLimits: opts.noLimits });
   const core = new RelayCore(store, new Directory(), secret, getPublicKey(secret), limits);
   const admin = new ChannelAdmin(core);
+  core.onSeat = (channel, pubkey, role) => admin.addMember(channel, pubkey, role);
   const seeded = seed ? admin.applySeed(seed).map((c) => ({ id: c.id, name: c.name })) : [];
   const nip98 = new Nip98Guard();
   const media = new MediaStore(opts.dataDir ? join(opts.dataDir, "media") : undefined);

@@ -36,10 +36,14 @@ export const KIND = {
   groupMembers: 39002,
   /** NIP-78 application data (addressable): the daemon's instance beacon (buzz/instance.ts). */
   appData: 30078,
-  /** Buzz's agent directory entry (replaceable, agent-signed JSON): whoever publishes one is an agent. */
-  agentDirectory: 10100,
   /** NIP-AW agent work status: addressable, `d` = `h` = the channel, readable by its members. */
   workStatus: 30181,
+  /** Buzz Desktop's agent directory entry (replaceable, agent-signed JSON; docs/protocol.md "Buzz Desktop"); whoever publishes one is an agent. */
+  agentDirectory: 10100,
+  /** Buzz Desktop's managed agent record (addressable, owner-signed, `d` = the agent's hex key). */
+  managedAgent: 30177,
+  /** NIP-29 put-user: an agent seats itself with a role (`bot`) in an open channel. */
+  groupPutUser: 9000,
 } as const;
 
 /** Kinds only delivered to a REQ whose `#p` is exactly the authenticated key. */

@@ -34,6 +34,7 @@ import { RelayClient } from "../../relay/index.js";
 import { ChannelDirectory, ChannelFollower, configSelector, ProfileCache, shortNpub } from "../../buzz/index.js";
 import { verifyStats } from "../../nostr/verify.js";
 import { Presence } from "../../buzz/presence.js";
+import { AgentRecords } from "../../buzz/agent-records.js";
 import type { TurnDispatcher } from "../../turn/dispatch.js";
 import type { Intake } from "../../turn/intake.js";
 import { relayPublisher } from "../../turn/publisher.js";
@@ -116,6 +117,8 @@ export class Daemon {
   private yielded = false;
   private sandbox?: AgentSandbox;
   private presence?: Presence;
+  /** The profile, directory entry and bot seats Buzz Desktop reads (buzz/agent-records.ts). */
+  records?: AgentRecords;
   private heartbeat?: Heartbeat;
   private stopPruning?: () => void;
   private stopping = false;
@@ -338,9 +341,31 @@ export class Daemon {
     if (found.length === 0)
       log.warn({ evt: "daemon.no_channels" }, "the identity is a member of no selected channel: nothing to listen to yet");
     if (cfg.relay.presence) this.presence.start();
+    this.startRecords();
     this.listening = true;
     this.pump();
     this.startHeartbeat();
+  }
+
+  /**
+   * What Buzz Desktop reads of the agent, published now and again when the config reloads or
+   * the agent's channels change (docs/protocol.md "Buzz Desktop"). In the background: a relay
+   * that refuses these records never keeps the daemon from answering.
+   */
+  private startRecords(): void {
+    const records = (this.records = new AgentRecords({
+      relay: this.relay,
+      pubkey: this.pubkey,
+      config: () => this.config,
+      teamId: this.o.loaded.team?.id,
+      authTag: this.o.loaded.authTag,
+      joined: () => this.directory.list(),
+      logger: this.log,
+    }));
+    void records.sync("start");
+    const changed = () => void records.sync("membership");
+    this.directory.on("joined", changed);
+    this.directory.on("left", changed);
   }
 
   /** `heartbeat:` configured: prompt the idle agent on a timer (applies from start-up; a reload does not change it). */
@@ -491,6 +516,7 @@ export class Daemon {
     const channels = await this.follower.refresh(configSelector(this.config));
     this.lastReload = { at: Date.now(), outcome: plan.needsRestart.length ? "partial" : "applied", needsRestart: plan.needsRestart };
     this.log.info({ evt: "config.reloaded", file, channels: channels.length }, "config reloaded");
+    void this.records?.sync("reload");
     return true;
   }
 

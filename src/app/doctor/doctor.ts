@@ -40,6 +40,7 @@ import { sandboxCheck } from "./doctor-sandbox.js";
 import { presetChecks } from "./doctor-preset.js";
 import type { CheckResult, Mark } from "./doctor-result.js";
 import { relayInfoCheck } from "./doctor-relay-info.js";
+import { mentionableCheck } from "./doctor-mentionable.js";
 
 export interface DoctorOptions {
   /** Bound per check; default 15 s. */
@@ -191,6 +192,9 @@ async function relayChecks(loaded: LoadedConfig, timeoutMs: number): Promise<Che
       return out;
     }
     out.push(channelsResult(cfg, found.value, loaded.pubkey));
+    const reader = new RelayClient({ url, secretKey: loaded.secretKey, http: { attempts: 2, timeoutMs } });
+    const m = await bounded(timeoutMs, `reading the agent's records at ${url}`, () => mentionableCheck(reader, loaded, found.value));
+    out.push(m.ok ? m.value : { name: "mentionable", mark: "ok", summary: `could not read the records Desktop reads: ${m.error}` });
     return out;
   } finally {
     await dev?.close().catch(() => undefined);
