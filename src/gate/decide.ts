@@ -223,7 +223,7 @@ export function decide(
   // Before the policy: the owner can always stop or inspect the agent, even in a channel
   // set to `nobody`. From anyone else the same text is ordinary chat.
   const active = ctx.participation?.active;
-  const command = ownerCommandOf(ev, ctx.self, ctx.owner, active && ((root) => active.isThreadActive(root)));
+  const command = ownerCommandOf(ev, ctx.self, ctx.owner, active && ((root) => active.isThreadActive(root, channelId)));
   if (command) {
     if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
     return { action: "control", command, channel };
@@ -237,7 +237,7 @@ export function decide(
     // Chatter the relay delivers for participation's sake is everything said in the channel:
     // debug. A reply in a thread the agent is in that it passes over (handed to someone else)
     // is news to whoever wonders why the agent kept quiet: info, as every mention's fate is.
-    const handedOn = !!p && threadRootOf(ev) !== ev.id && p.active.isThreadActive(threadRootOf(ev));
+    const handedOn = !!p && threadRootOf(ev) !== ev.id && p.active.isThreadActive(threadRootOf(ev), channelId);
     const level = policy.participation === "off" || handedOn ? "info" : "debug";
     if (!via) return drop("no-mention", { level, channel, policy });
     if (!participant) return { ...drop("no-mention", { level, channel, policy }), candidate: via } as Decision;

@@ -174,7 +174,9 @@ export class Intake {
     const o = this.o;
     if (o.self === undefined) return false;
     const active = o.active;
-    return ownerCommandOf(ev, o.self, o.owner(), active?.isThreadActive && ((root) => active.isThreadActive!(root))) !== undefined;
+    const channel = channelOf(ev);
+    const inThread = active?.isThreadActive && channel ? (root: string) => active.isThreadActive!(root, channel) : undefined;
+    return ownerCommandOf(ev, o.self, o.owner(), inThread) !== undefined;
   }
 
   /** The state store cannot be written: from now on events wait (this one first, unless it is already waiting). */

@@ -64,7 +64,7 @@ function world() {
     handled: () => false,
     verify: (e) => verifyEvent(e),
     participation: {
-      active: { isThreadActive: (r) => activeRoots.has(r), isChannelActive: () => false, rebuilding: undefined },
+      active: { isThreadActive: (r, ch) => ch === CHANNEL && activeRoots.has(r), isChannelActive: () => false, rebuilding: undefined },
       isAgent: async () => false,
     },
   };
@@ -85,7 +85,7 @@ function world() {
     dispatcher: { canTake: () => false, take: () => undefined },
     amendments: { edit: async () => undefined, delete: async () => undefined } as never,
     questions: desk,
-    active: { mark: (r) => void activeRoots.add(r), isThreadActive: (r) => activeRoots.has(r) },
+    active: { mark: (r) => void activeRoots.add(r), isThreadActive: (r, ch) => ch === CHANNEL && activeRoots.has(r) },
     self: agent.pk,
     local: { noteSeen: () => undefined, markAccepted: () => undefined },
     owner: () => owner.pk,
