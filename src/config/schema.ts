@@ -382,6 +382,12 @@ const http = z.strictObject({
     .string()
     .regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" })
     .describe("/healthz /readyz /metrics /status"),
+  allow_hosts: z
+    .array(z.string().regex(/^[A-Za-z0-9.-]+$/, { message: "expected a host name without port, e.g. ops.example.com" }))
+    .default([])
+    .describe(
+      "Host names the endpoint answers to besides its listen address (a reverse proxy's, the machine's DNS name); other Host headers get 421 (DNS-rebinding defence)",
+    ),
 });
 
 /**
