@@ -522,6 +522,12 @@ const team = z.strictObject({
     .describe(
       "with agents: the turns all agents run at once, together; each agent's own agent.max_concurrent still holds; default no cap beyond those",
     ),
+  allow_unsandboxed: z
+    .boolean()
+    .default(false)
+    .describe(
+      "with agents: let an entry run with agent.sandbox: off, whose agent can then read every other agent's key file, the config and the team's state (a warning at every start names them); without it such an entry is a config error",
+    ),
 });
 
 const policy = z.strictObject({
