@@ -110,7 +110,7 @@ test("a running daemon that sees another instance: a later one is told to stop a
   await otherDaemonSays(w, earlier);
   const gave = await d.waitLog((l) => l.evt === "instance.conflict" && l.action === "stopping");
   assert.equal((gave.other as Record<string, unknown>).host, "earlier-host");
-  assert.equal(await d.exited, 0, "it stops, as for a stop signal");
+  assert.equal(await d.exited, 2, "it stops with exit 2, so Restart=on-failure starts it again and that start decides anew");
   const meanwhile = await ask(w.owner, "anyone?", { channel: w.channel });
   // The earlier one goes away (a graceful stop says so); this daemon starts again and answers what was missed.
   await otherDaemonSays(w, earlier, "stopped");

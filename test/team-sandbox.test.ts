@@ -37,6 +37,8 @@ async function attempts(sandbox: "bubblewrap" | "off"): Promise<{ r: Record<stri
       file,
       stringify({
         ...teamShared(w, { relay: { presence: false }, http: { listen: "127.0.0.1:0" } }),
+        // An unsandboxed entry in a team is refused unless the operator accepts it.
+        ...(sandbox === "off" ? { team: { allow_unsandboxed: true } } : {}),
         agents: [
           { identity: { secret_key: w.agent.nsec }, agent: { command: process.execPath, args: [ESCAPE_AGENT], sandbox } },
           { identity: { secret_key_file: keyFile }, agent: { cwd: join(w.dir, "other-work", "{channel}") } },
@@ -58,6 +60,11 @@ async function attempts(sandbox: "bubblewrap" | "off"): Promise<{ r: Record<stri
     const replies = await w.query({ kinds: [9], authors: [w.agent.pk], "#e": [ev.id] });
     assert.equal(replies.length, 1, "one reply");
     assert.equal(await d.stop(), 0);
+    if (sandbox === "off")
+      assert.ok(
+        d.logs.some((l) => l.evt === "config.warning" && String(l.msg).includes("runs unsandboxed") && String(l.msg).includes(keyFile)),
+        "the start warns that the unsandboxed agent can read the other's key file",
+      );
     return {
       r: JSON.parse(replies[0]!.content) as Record<string, string>,
       hostNetworkWarned: d.logs.some((l) => l.evt === "agent.sandbox" && l.state === "host-network"),

@@ -107,6 +107,14 @@ export class InstanceBeacon {
   private lost = false;
   /** Instances already reported, so each conflict is logged once. */
   private readonly reported = new Set<string>();
+  /**
+   * Each other instance's newest beacon seen (its `created_at` and state): an older one, or
+   * the same one again, is a replay — a relay sending a stopped instance's last "running" —
+   * and never stops this daemon.
+   */
+  private readonly newest = new Map<string, { at: number; state: InstanceInfo["state"] }>();
+  /** A conflict being confirmed with the relay's own record (one at a time). */
+  private confirming = false;
 
   constructor(private readonly o: InstanceBeaconOptions) {
     this.info = { instance: o.instance, host: hostname(), pid: process.pid, started_at: nowSec(), fleet: o.fleet, state: "running" };
@@ -168,6 +176,7 @@ export class InstanceBeacon {
     const latest = new Map<string, Seen>();
     for (const s of events.map((ev) => this.read(ev))) {
       if (!s) continue;
+      this.isNewest(s);
       const had = latest.get(s.instance);
       if (!had || s.seen_at > had.seen_at || (s.seen_at === had.seen_at && s.state === "stopped")) latest.set(s.instance, s);
     }
@@ -182,19 +191,67 @@ export class InstanceBeacon {
     return !(this.info.fleet && s.fleet === this.info.fleet);
   }
 
+  /** Notes `s` as its instance's newest beacon when it is; false for an older one or the same again. */
+  private isNewest(s: Seen): boolean {
+    const had = this.newest.get(s.instance);
+    if (had && (s.seen_at < had.at || (s.seen_at === had.at && (had.state === "stopped" || s.state === "running")))) return false;
+    this.newest.set(s.instance, { at: s.seen_at, state: s.state });
+    return true;
+  }
+
   private onBeacon(ev: Event): void {
     const s = this.read(ev);
-    if (!s || !this.isOther(s) || this.lost) return;
+    if (!s || s.instance === this.info.instance) return;
+    if (!this.isNewest(s)) {
+      if (s.state === "running" && !this.lost)
+        this.o.logger.info(
+          { evt: "instance.beacon_ignored", reason: "replayed", other: s.instance, event: ev.id, created_at: s.seen_at },
+          "a beacon older than that instance's last (or the same again): a replay, not a running daemon",
+        );
+      return;
+    }
+    if (!this.isOther(s) || this.lost) return;
     // The later start gives way; equal starts are decided by the instance id.
     const mine = this.info;
     const iLose = s.started_at < mine.started_at || (s.started_at === mine.started_at && s.instance < mine.instance);
-    if (iLose) {
-      this.lost = true;
-      this.log(s, "stopping", "another daemon of this identity started earlier: this one stops answering");
-      this.o.onLost(s);
-    } else if (!this.reported.has(s.instance)) {
+    if (iLose) void this.confirmLoss(s, ev.id);
+    else if (!this.reported.has(s.instance)) {
       this.reported.add(s.instance);
       this.log(s, "continuing", "another daemon of this identity started later; it stops answering, this one goes on");
+    }
+  }
+
+  /**
+   * Before giving way, the relay's own record of the identity's beacons must show the other
+   * instance live: a relay that replays a stopped instance's old beacon on the subscription
+   * still keeps its "stopped" (addressable events keep the newest), and a daemon that cannot
+   * ask keeps answering (a live instance refreshes every 30 s, so a real conflict comes back).
+   */
+  private async confirmLoss(s: Seen, event: string): Promise<void> {
+    if (this.confirming) return;
+    this.confirming = true;
+    try {
+      const live = await this.live().catch(() => undefined);
+      const still = live?.find((x) => x.instance === s.instance);
+      if (!still) {
+        this.o.logger.info(
+          {
+            evt: "instance.beacon_ignored",
+            reason: live ? "not-live-on-relay" : "relay-not-asked",
+            other: s.instance,
+            event,
+            created_at: s.seen_at,
+          },
+          "another instance's beacon arrived, but the relay's record does not show it running: this daemon goes on",
+        );
+        return;
+      }
+      if (this.lost) return;
+      this.lost = true;
+      this.log(still, "stopping", "another daemon of this identity started earlier: this one stops answering");
+      this.o.onLost(still);
+    } finally {
+      this.confirming = false;
     }
   }
 

@@ -270,6 +270,8 @@ function loadMembers(doc: Document, lc: LineCounter, text: string, file: string,
   }
   if (problems.length) throw new ConfigError(sortProblems(problems));
   for (const m of members) m.team!.hide = teamPaths(m, members);
+  for (const m of members) unsandboxedInTeam(m, members, doc, problem, problems);
+  if (problems.length) throw new ConfigError(sortProblems(problems));
   const views: MemberView[] = members.map((m) => memberView(m));
   for (const p of [...sharedByTwo(views), ...doubleAnswers(views)]) {
     const entry = agentsNode.items[p.entry] as Node;
@@ -278,6 +280,44 @@ function loadMembers(doc: Document, lc: LineCounter, text: string, file: string,
   }
   if (problems.length) throw new ConfigError(sortProblems(problems));
   return { file, stateDir: teamStateDir, members, agentsAt: { line: agentsPos.line, col: agentsPos.col } };
+}
+
+/**
+ * An entry with `agent.sandbox: off` in a team runs its agent as the daemon's user, beside
+ * every other identity's key: a config error, unless the operator said so with
+ * `team.allow_unsandboxed: true` — then a warning at every start (check and run) names what
+ * that agent can read (docs/security.md).
+ */
+function unsandboxedInTeam(
+  m: LoadedConfig,
+  members: LoadedConfig[],
+  doc: Document,
+  problem: (offset: number | undefined, path: string, message: string) => ConfigProblem,
+  problems: ConfigProblem[],
+): void {
+  if (m.config.agent.sandbox !== "off" || members.length < 2) return;
+  const i = m.team!.index;
+  const others = members.filter((o) => o !== m);
+  const keys = others.map((o) =>
+    o.config.identity.secret_key_file
+      ? `agents[${o.team!.index}]'s key file ${o.config.identity.secret_key_file}`
+      : `agents[${o.team!.index}]'s key (written in ${m.file})`,
+  );
+  const readable = [...keys, `the config ${m.file}`, `the team's state directory ${m.team!.stateDir} (every agent's queue.db)`];
+  if (m.config.team?.allow_unsandboxed) {
+    m.warnings.push(
+      `${m.file}: agents[${i}] runs unsandboxed (agent.sandbox: off, team.allow_unsandboxed: true): its agent can read ${readable.join(", ")}`,
+    );
+    return;
+  }
+  const node = (doc.getIn(["agents", i, "agent", "sandbox"], true) ?? doc.getIn(["agent", "sandbox"], true)) as Node | undefined;
+  problems.push(
+    problem(
+      node?.range?.[0],
+      `agents[${i}].agent.sandbox`,
+      `off in a team lets this agent read ${readable.join(", ")}: use bubblewrap or auto, or run it as a daemon of its own; to accept that, set team.allow_unsandboxed: true`,
+    ),
+  );
 }
 
 /** What of the team an agent's sandbox hides: the daemon's state directory and the other agents' files. */

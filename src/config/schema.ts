@@ -423,6 +423,12 @@ const http = z.strictObject({
     .string()
     .regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, { message: "expected host:port" })
     .describe("/healthz /readyz /metrics /status"),
+  allow_hosts: z
+    .array(z.string().regex(/^[A-Za-z0-9.-]+$/, { message: "expected a host name without port, e.g. ops.example.com" }))
+    .default([])
+    .describe(
+      "Host names the endpoint answers to besides its listen address (a reverse proxy's, the machine's DNS name); other Host headers get 421 (DNS-rebinding defence)",
+    ),
 });
 
 /**
@@ -556,6 +562,12 @@ const team = z.strictObject({
     .optional()
     .describe(
       "with agents: the turns all agents run at once, together; each agent's own agent.max_concurrent still holds; default no cap beyond those",
+    ),
+  allow_unsandboxed: z
+    .boolean()
+    .default(false)
+    .describe(
+      "with agents: let an entry run with agent.sandbox: off, whose agent can then read every other agent's key file, the config and the team's state (a warning at every start names them); without it such an entry is a config error",
     ),
 });
 

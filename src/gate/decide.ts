@@ -142,13 +142,33 @@ function deny(reason: DropReason, channel: ChannelInfo, policy: ChannelPolicy, s
   return { action: "deny", reason, level: "info", channel, policy, ...(sibling ? { sibling } : {}) };
 }
 
-/** Owner control command shape (docs/protocol.md §6): kind 9, exact trimmed text, `p`-tags the agent. */
-function controlCommandOf(ev: Event, self: string): ControlCommand | undefined {
+/**
+ * Owner control command shape (docs/protocol.md §6): kind 9, exact trimmed text, and
+ * addressed to the agent — it `p`-tags the agent, or it is a reply in a thread the agent is
+ * in (`inActiveThread`), where Buzz clients reply without tagging anyone.
+ */
+export function controlCommandOf(ev: Event, self: string, inActiveThread?: (root: string) => boolean): ControlCommand | undefined {
   if (ev.kind !== KIND.message) return undefined;
   const text = ev.content.trim() as ControlCommand;
   if (!CONTROL_COMMANDS.includes(text)) return undefined;
-  const tagsAgent = ev.tags.some((t) => t[0] === "p" && t[1]?.toLowerCase() === self);
-  return tagsAgent ? text : undefined;
+  if (ev.tags.some((t) => t[0] === "p" && t[1]?.toLowerCase() === self)) return text;
+  const root = threadRootOf(ev);
+  return root !== ev.id && inActiveThread?.(root) ? text : undefined;
+}
+
+/**
+ * The owner's control command, when `ev` is one: what every reader of events (the gate, the
+ * questions waiting for answers, participation) asks first, so a command is never taken as
+ * an answer or as chat (docs/security.md).
+ */
+export function ownerCommandOf(
+  ev: Event,
+  self: string,
+  owner: string | undefined,
+  inActiveThread?: (root: string) => boolean,
+): ControlCommand | undefined {
+  if (owner === undefined || ev.pubkey !== owner) return undefined;
+  return controlCommandOf(ev, self, inActiveThread);
 }
 
 /** An edit names the message it replaces with its first `e` tag; only an event id counts. */
@@ -212,8 +232,9 @@ export function decide(
 
   // Before the policy: the owner can always stop or inspect the agent, even in a channel
   // set to `nobody`. From anyone else the same text is ordinary chat.
-  const command = controlCommandOf(ev, ctx.self);
-  if (command && ctx.owner !== undefined && ev.pubkey === ctx.owner) {
+  const active = ctx.participation?.active;
+  const command = ownerCommandOf(ev, ctx.self, ctx.owner, active && ((root) => active.isThreadActive(root, channelId)));
+  if (command) {
     if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
     return { action: "control", command, channel };
   }
@@ -226,7 +247,7 @@ export function decide(
     // Chatter the relay delivers for participation's sake is everything said in the channel:
     // debug. A reply in a thread the agent is in that it passes over (handed to someone else)
     // is news to whoever wonders why the agent kept quiet: info, as every mention's fate is.
-    const handedOn = !!p && threadRootOf(ev) !== ev.id && p.active.isThreadActive(threadRootOf(ev));
+    const handedOn = !!p && threadRootOf(ev) !== ev.id && p.active.isThreadActive(threadRootOf(ev), channelId);
     const level = policy.participation === "off" || handedOn ? "info" : "debug";
     if (!via) return drop("no-mention", { level, channel, policy });
     if (!participant) return { ...drop("no-mention", { level, channel, policy }), candidate: via } as Decision;

@@ -33,9 +33,14 @@ export const MAX_ACTIVE = 256;
 
 /** Where the active set is kept across restarts and shared by a fleet (the state store). */
 export interface ActiveStore {
-  /** Entries active since `sinceMs` (unix ms): thread roots as `thread:<id>`, channels as `channel:<id>`. */
+  /** Entries active since `sinceMs` (unix ms): threads as `thread:<channel id>/<root id>`, channels as `channel:<id>`. */
   activeSince(sinceMs: number): Promise<{ key: string; at: number }[]>;
   markActive(key: string, at: number): Promise<void>;
+}
+
+/** A thread's key: the channel and the root together (a root id alone could be named from any channel). */
+function threadKey(channel: string, root: string): string {
+  return `${channel}/${root}`;
 }
 
 export interface ActiveConversationsOptions {
@@ -55,8 +60,9 @@ export class ActiveConversations {
     this.now = o.now ?? Date.now;
   }
 
-  isThreadActive(root: string): boolean {
-    return this.live(this.threads, root);
+  /** Whether `root`'s thread in `channel` is active: a root id named from another channel is no continuation. */
+  isThreadActive(root: string, channel: string): boolean {
+    return this.live(this.threads, threadKey(channel, root));
   }
 
   isChannelActive(channel: string): boolean {
@@ -65,8 +71,11 @@ export class ActiveConversations {
 
   /** The agent was mentioned or replied in `root`'s thread (in `channel`) at `at` (unix ms; default now). */
   mark(root: string, channel: string | undefined, at = this.now()): void {
-    if (this.set(this.threads, root, at)) this.persist(`thread:${root}`, at);
-    if (channel && this.set(this.channels, channel, at)) this.persist(`channel:${channel}`, at);
+    // A thread is its channel's: without one there is no thread to continue.
+    if (!channel) return;
+    const key = threadKey(channel, root);
+    if (this.set(this.threads, key, at)) this.persist(`thread:${key}`, at);
+    if (this.set(this.channels, channel, at)) this.persist(`channel:${channel}`, at);
   }
 
   /** Threads active now, for the status page and tests. */
@@ -94,7 +103,9 @@ export class ActiveConversations {
       return [];
     });
     for (const e of entries ?? []) {
-      if (e.key.startsWith("thread:")) this.set(this.threads, e.key.slice(7), e.at);
+      // `thread:<channel>/<root>`; a bare `thread:<root>` (kept by earlier versions) names no
+      // channel and is left to the relay's rebuild below.
+      if (e.key.startsWith("thread:") && e.key.includes("/")) this.set(this.threads, e.key.slice(7), e.at);
       else if (e.key.startsWith("channel:")) this.set(this.channels, e.key.slice(8), e.at);
     }
     const kinds = [KIND.message, ...FORUM_KINDS];
@@ -155,7 +166,7 @@ export function continuationOf(
   // Addressed to others only: the person handed the conversation on.
   if (named.length && !mentions(ev, self)) return undefined;
   const root = threadRootOf(ev);
-  if (root !== ev.id) return active.isThreadActive(root) ? "thread" : undefined;
+  if (root !== ev.id) return active.isThreadActive(root, channel) ? "thread" : undefined;
   if (mode === "channel" && named.length === 0 && active.isChannelActive(channel)) return "channel";
   return undefined;
 }

@@ -2,7 +2,9 @@
  * A message's attachments in the prompt (docs/conversations.md "Attachments"): every one
  * is listed — name, type, size, url — with what became of it: given to the agent below as
  * an image or a text file, or not, and why. Names, descriptions, types, sizes and urls are
- * all written by the poster, so the listing goes inside the untrusted fence.
+ * all written by the poster, so the listing goes inside the untrusted fence. The files
+ * given below carry only what the bridge made of them (src/turn/attachments.ts): their uri
+ * is `attachment://<sha256>`, their type the one their bytes show.
  */
 import type { Event } from "nostr-tools";
 import { attachmentName, imetaOf, type Imeta } from "../nostr/imeta.js";
@@ -54,11 +56,17 @@ export function attachmentListing(list: ResolvedAttachment[]): PromptText | unde
     const status =
       a.outcome.kind === "listed"
         ? `not given to you: ${a.outcome.why}`
-        : `given to you below as ${a.outcome.kind === "image" ? "an image" : "a text file"} (file ${++given} after this message)`;
+        : `given to you below as ${a.outcome.kind === "image" ? "an image" : "a text file"} (file ${++given} after this message, ${blockUri(a.outcome)})`;
     const alt = m.alt ? `; described as "${oneLine(m.alt, 200)}"` : "";
     return `${i + 1}. ${parts.join(", ")}; ${oneLine(m.url, 300)}${alt} — ${status}`;
   });
   return p`Attachments (${list.length}; names, descriptions, types and sizes as the poster gave them):\n${fence(lines.join("\n"))}`;
+}
+
+function blockUri(o: AttachmentOutcome): string {
+  if (o.kind === "image") return o.block.uri ?? "no uri";
+  if (o.kind === "text") return o.block.resource.uri;
+  return "no uri";
 }
 
 /** The files to put after the message's text block, in listing order. */

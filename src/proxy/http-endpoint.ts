@@ -27,6 +27,7 @@
  * its stream is ended here: the SDK's client keeps it open after cancelling, and a stream
  * left open would hold its place among the requests at once for good.
  */
+import { hostAllowed } from "../base/host-check.js";
 import { randomBytes, randomUUID, createHash, timingSafeEqual } from "node:crypto";
 import { chmodSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
@@ -100,6 +101,9 @@ const digest = (token: string) => createHash("sha256").update(token).digest();
 class EndpointError extends Error {
   override name = "EndpointError";
 }
+
+/** The names the slot's URL uses: an agent is given `127.0.0.1` or `localhost`, with the port. */
+const SLOT_HOST_NAMES = ["127.0.0.1", "localhost"];
 
 export class HttpEndpoint {
   private bound?: Bound;
@@ -208,7 +212,7 @@ export class HttpEndpoint {
     const path = (req.url ?? "").split("?")[0];
     if (path !== MCP_PATH) return this.refuse(res, 404, "path", `no MCP endpoint at ${path}; it is ${MCP_PATH}`);
     const host = req.headers.host;
-    if (host !== `127.0.0.1:${this.port}` && host !== `localhost:${this.port}`)
+    if (!hostAllowed(host, { names: SLOT_HOST_NAMES, port: this.port }))
       return this.refuse(res, 403, "host", `Host ${String(host)} is not this endpoint's loopback address`);
     const b = this.bound;
     if (!b || !this.authorized(req, b)) {

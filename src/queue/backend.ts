@@ -229,7 +229,7 @@ export interface QueueBackend {
   claimPeriod(name: string, periodMs: number): Promise<boolean>;
 
   /**
-   * The conversations the agent is in (gate/participation.ts): `key` is `thread:<root>` or
+   * The conversations the agent is in (gate/participation.ts): `key` is `thread:<channel>/<root>` or
    * `channel:<id>`, `at` its last activity (unix ms); a later time replaces an earlier one,
    * never the reverse. Kept with the claims (`active:<key>`, pruned with them) so that a
    * restart, or another daemon of the fleet, starts with the set.

@@ -27,6 +27,7 @@ import { BUZZ_FRAME_QUOTA, FrameBudget, type FrameQuota } from "./frame-budget.j
 import { RateGate } from "./rate-gate.js";
 import { RelayInfoSource } from "./nip11.js";
 import { LifetimePlanner } from "./lifetime.js";
+import { ShortLives } from "./short-lives.js";
 import { contentRoom, type RelayInfo } from "../nostr/nip11.js";
 import { TwoGenerationDedupe } from "./dedupe.js";
 import { Coalescer, type CoalesceOptions } from "./coalesce.js";
@@ -125,6 +126,8 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private readonly budget: FrameBudget;
   private readonly gate: RateGate;
   private readonly connMetrics = newConnectionMetrics();
+  /** Sockets the relay ends within moments are paced, while there is a frame quota to spare (short-lives.ts). */
+  private readonly shortLives: ShortLives;
   private readonly planner: LifetimePlanner;
   /** The configured quota, before the relay's own statement and this client's share. */
   private readonly configuredQuota: FrameQuota | null;
@@ -160,6 +163,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     const q = opts.connection?.frameQuota;
     this.configuredQuota = q === undefined ? BUZZ_FRAME_QUOTA : q;
     this.budget = new FrameBudget(shareOf(this.configuredQuota, opts.frameShare ?? 1));
+    this.shortLives = new ShortLives(this.log, () => this.budget.current !== null);
     this.gate = new RateGate(opts.connection?.defaultRateLimitMs);
     this.relayInfo = new RelayInfoSource({ url: opts.url, logger: this.log });
     this.relayInfo.onChange = (info) => this.adapt(info);
@@ -176,6 +180,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
       },
       framesToSubscribe: () => 1 + this.subs.size,
       budgetFree: () => this.budget.free(),
+      tooShortToPlan: (ms) => this.shortLives.tooShortToPlan(ms),
       logger: this.log,
     });
     this.conn = this.makeConnection();
@@ -201,6 +206,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
       budget: this.budget,
       gate: this.gate,
       metrics: this.connMetrics,
+      shortLives: this.shortLives,
     });
     conn.on("state", (s: ConnectionState) => {
       // Each new socket: read the relay's document again (its key may have changed).

@@ -20,6 +20,7 @@ import { silentLogger } from "../base/log.js";
 import { authTemplate, relayTagUrl } from "./auth.js";
 import { Backoff, type BackoffOptions, reasonPrefix, sleep } from "../base/backoff.js";
 import { watchLiveness } from "./liveness.js";
+import type { ShortLives } from "./short-lives.js";
 import { parseRelayFrame } from "../nostr/frames.js";
 import { LogThrottle } from "../base/log-throttle.js";
 import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
@@ -62,6 +63,8 @@ export interface ConnectionOptions {
   gate?: RateGate;
   /** Counters shared across the sockets a client replaces one by one. */
   metrics?: ConnectionMetrics;
+  /** The pacing of sockets the relay ends within moments, shared by the client's sockets (short-lives.ts). */
+  shortLives?: ShortLives;
 }
 
 export interface ConnectionMetrics {
@@ -394,7 +397,8 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
 
   private onOpen(): void {
     this.openedAt = Date.now();
-    this.log.info({ evt: "relay.connected" }, "connected, waiting for AUTH challenge");
+    if (this.opts.shortLives?.quiet) this.log.debug({ evt: "relay.connected" }, "connected, waiting for AUTH challenge");
+    else this.log.info({ evt: "relay.connected" }, "connected, waiting for AUTH challenge");
     this.later(() => {
       if (!this.authed && !this.challenge && !this.authInFlight && this.ws) {
         this.log.warn({ evt: "relay.no_challenge" }, "relay sent no AUTH challenge; continuing unauthenticated");
@@ -414,12 +418,26 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     const wasAuthed = this.authed;
     const worked = this.authenticatedAt !== undefined && Date.now() - this.authenticatedAt >= WORKING_SESSION_MS;
     const planned = this.planned;
+    const lived = this.openedAt !== undefined ? Date.now() - this.openedAt : undefined;
     this.planned = false;
     this.teardown();
     this.ws = undefined;
     if (this.stopped) return;
     // Its successor took over: whatever it still carried is re-sent there.
     if (this.retiring) return this.stop();
+    // The relay ended a working socket within moments (a very short lifetime): a growing
+    // pause, and one line a minute (short-lives.ts) instead of one per reconnect.
+    const ended = planned || (wasAuthed && (code === 1000 || code === 1001));
+    const shortWait = ended && lived !== undefined ? this.opts.shortLives?.ended(lived) : undefined;
+    if (shortWait !== undefined) {
+      this.log.debug({ evt: "relay.disconnected", code, reason, was_authenticated: wasAuthed, planned, retry_ms: shortWait });
+      this.setState("closed");
+      this.later(() => {
+        this.metrics.reconnects++;
+        this.connect();
+      }, shortWait);
+      return;
+    }
     // A clean close after a working session is the relay ending it on schedule (its
     // connection lifetime): reconnect at once, with a little jitter, and keep the backoff
     // for real failures.
@@ -549,7 +567,8 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     this.authed = true;
     this.authenticatedAt = Date.now();
     this.lastAuthError = undefined;
-    this.log.info({ evt: "relay.authenticated" }, "authenticated");
+    if (this.opts.shortLives?.quiet) this.log.debug({ evt: "relay.authenticated" }, "authenticated");
+    else this.log.info({ evt: "relay.authenticated" }, "authenticated");
     this.later(() => this.backoff.reset(), this.opts.resetAfterMs ?? 60_000);
     this.setState("authenticated");
     for (const id of this.subs.keys()) void this.sendReq(id);

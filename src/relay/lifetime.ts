@@ -30,6 +30,8 @@ export interface LifetimeHost {
   framesToSubscribe(): number;
   /** Frames free in the shared budget now. */
   budgetFree(): number;
+  /** A stated lifetime too short to replace sockets ahead of it (short-lives.ts): the relay ends them. */
+  tooShortToPlan?(lifetimeMs: number): boolean;
   logger: Logger;
 }
 
@@ -83,6 +85,7 @@ export class LifetimePlanner {
     const life = this.lifetimeMs;
     const conn = this.host.current();
     if (this.stopped || life === undefined || conn.openedAt === undefined || !conn.authenticated) return;
+    if (this.host.tooShortToPlan?.(life)) return;
     const due = conn.openedAt + life - leadFor(life);
     this.timer = setTimeout(() => void this.replace(conn, conn.openedAt! + life), Math.max(0, due - Date.now()));
     this.timer.unref();

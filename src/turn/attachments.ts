@@ -22,6 +22,21 @@ import type { AttachmentOutcome, AttachmentResolver, MediaCapabilities, Resolved
 /** Text files are read whole into the prompt: beyond this they would crowd out the rest. */
 export const MAX_TEXT_BYTES = 256 * 1024;
 
+/**
+ * What a text file is once checked: UTF-8 without NUL bytes is all the bytes show, so the
+ * poster's `m` (which an agent may render as it is) never reaches the block.
+ */
+const SNIFFED_TEXT = "text/plain";
+
+/**
+ * The uri of a file given to the agent: made by the bridge from the sha256 the download
+ * was checked against, never the poster's url — agents such as claude-agent-acp show a
+ * resource's uri as a text block of its own, outside the untrusted fence (docs/security.md).
+ */
+export function attachmentUri(sha256: string): string {
+  return `attachment://${sha256}`;
+}
+
 /** Downloaded files kept for a repeat, in bytes; refusals are kept by count. */
 const CACHE_BYTES = 64 * 1024 * 1024;
 const CACHE_REFUSALS = 2000;
@@ -124,17 +139,19 @@ export class TurnAttachments implements AttachmentResolver {
       return {
         ok: true,
         bytes: got.bytes.length,
-        outcome: { kind: "image", block: { type: "image", data: got.bytes.toString("base64"), mimeType: type, uri: imeta.url } },
+        outcome: {
+          kind: "image",
+          block: { type: "image", data: got.bytes.toString("base64"), mimeType: type, uri: attachmentUri(imeta.sha256) },
+        },
       };
     }
     const text = textOf(got.bytes);
     if (text === undefined) return refuse("not-text" satisfies Refusal, "refused: the file is not UTF-8 text");
-    const mimeType = imeta.mime ?? "text/plain";
-    this.fetched(ev, imeta, got.bytes.length, mimeType, got.ms, got.via);
+    this.fetched(ev, imeta, got.bytes.length, SNIFFED_TEXT, got.ms, got.via);
     return {
       ok: true,
       bytes: got.bytes.length,
-      outcome: { kind: "text", block: { type: "resource", resource: { uri: imeta.url, mimeType, text } } },
+      outcome: { kind: "text", block: { type: "resource", resource: { uri: attachmentUri(imeta.sha256), mimeType: SNIFFED_TEXT, text } } },
     };
   }
 

@@ -20,6 +20,7 @@ import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import type { ActiveConversations } from "../gate/participation.js";
 import type { MidTurnMode } from "../config/schema.js";
 import type { Decision, Gate } from "../gate/index.js";
+import { ownerCommandOf } from "../gate/decide.js";
 import { storeUnavailable, type StoreUnavailable } from "../queue/errors.js";
 import type { Scheduler } from "../queue/scheduler.js";
 import type { SqliteStore } from "../queue/sqlite-store.js";
@@ -39,7 +40,7 @@ export interface IntakeOptions {
   /** Several daemons share the queue (PostgreSQL): another may be the one waiting on a question. */
   fleet?: boolean;
   /** The conversations the agent is in (gate/participation.ts): marked by its mentions and its own messages. */
-  active?: Pick<ActiveConversations, "mark">;
+  active?: Pick<ActiveConversations, "mark"> & Partial<Pick<ActiveConversations, "isThreadActive">>;
   /** The agent's own pubkey. */
   self?: string;
   /** This daemon's own state: its resubscribe cursor, and the events its gate accepted. */
@@ -119,7 +120,9 @@ export class Intake {
   private async process(ev: Event): Promise<boolean> {
     const o = this.o;
     try {
-      if (o.questions?.offer(ev, { fleet: o.fleet, timeoutMs: o.questionTimeout?.() })) {
+      // The owner's command comes before anything else reads the event: `!cancel` typed as
+      // the reply to the agent's question stops the turn, it is not the answer "!cancel".
+      if (!this.ownerCommand(ev) && o.questions?.offer(ev, { fleet: o.fleet, timeoutMs: o.questionTimeout?.() })) {
         const channel = channelOf(ev);
         if (channel) o.local.noteSeen(channel, ev.created_at);
         return true;
@@ -165,6 +168,15 @@ export class Intake {
       this.pause(ev, reason, err);
       return false;
     }
+  }
+
+  private ownerCommand(ev: Event): boolean {
+    const o = this.o;
+    if (o.self === undefined) return false;
+    const active = o.active;
+    const channel = channelOf(ev);
+    const inThread = active?.isThreadActive && channel ? (root: string) => active.isThreadActive!(root, channel) : undefined;
+    return ownerCommandOf(ev, o.self, o.owner(), inThread) !== undefined;
   }
 
   /** The state store cannot be written: from now on events wait (this one first, unless it is already waiting). */

@@ -25,6 +25,7 @@ import { nowSec } from "../base/time.js";
 import { sleep } from "../base/backoff.js";
 import { BoundedMap } from "../base/bounded-map.js";
 import { textAnswer } from "./question-form.js";
+import { controlCommandOf } from "../gate/decide.js";
 import type { TurnPublisher } from "./ports.js";
 
 /** How often a waiting question asks the relay for answers. */
@@ -223,6 +224,21 @@ export class QuestionDesk {
       seen.add(ev.id);
       const target = open.find((a) => !a.answer && answers(ev, a));
       if (!target) continue;
+      // A control command is the gate's (the owner's `!cancel` runs there), never an answer;
+      // a reply in the question's thread counts as addressed to the agent.
+      if (controlCommandOf(ev, this.d.self, () => true)) {
+        if (!w.ignored.has(ev.id)) {
+          w.ignored.add(ev.id);
+          this.d.logger.info({
+            evt: "question.answer_ignored",
+            card: target.card.id,
+            event: ev.id,
+            author: npub(ev.pubkey),
+            reason: "command",
+          });
+        }
+        continue;
+      }
       if (ev.pubkey !== ctx.answerer || !this.d.verify(ev)) {
         if (!w.ignored.has(ev.id)) {
           w.ignored.add(ev.id);

@@ -29,8 +29,45 @@ const SECRET_PATTERNS: RegExp[] = [
   /\bAKIA[0-9A-Z]{16}\b/g, // AWS access key id
   /\bAIza[0-9A-Za-z_-]{30,}/g, // Google API key
   /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, // a JWT
-  /-----BEGIN [A-Z ]*PRIVATE KEY-----/g,
+  /\bgl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{16,}/g, // GitLab tokens
+  /\bnpm_[A-Za-z0-9]{30,}/g, // npm access token
+  /\bpypi-[A-Za-z0-9_-]{16,}/g, // PyPI API token
+  /\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}/g, // Stripe keys
+  /\bya29\.[A-Za-z0-9_-]{16,}/g, // a Google OAuth access token
+  /\b(?:ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b/g, // other AWS key ids
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g, // the whole block, to the title's end when cut
 ];
+
+/** A flag's value: quoted, or up to the next space. */
+const VALUE = String.raw`(?:"[^"]*"|'[^']*'|[^\s"']+)`;
+/** Within one command: up to a pipe, `;` or `&` (the next command's flags are not this one's). */
+const SAME_COMMAND = String.raw`[^|;&\n]*?`;
+
+/**
+ * Command-line tools whose password flag is a short one that names nothing: the value after
+ * it goes (`mysql -pPW`, `sshpass -p PW`, `redis-cli -a PW`, `docker login -p PW`, `curl -u
+ * user:token`). `attached`: only `-pPW` is the password (mysql's `-p db` asks for one).
+ */
+const PASSWORD_FLAGS: { tools: string; flag: string; attached?: boolean }[] = [
+  { tools: "mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mariadb|mariadb-dump", flag: "-p", attached: true },
+  { tools: "sshpass", flag: "-p" },
+  { tools: "redis-cli|keydb-cli|valkey-cli", flag: "-a" },
+  { tools: "(?:docker|podman|nerdctl|buildah|skopeo|helm\\s+registry)\\s+login", flag: "-p" },
+  { tools: "mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport", flag: "-p" },
+  { tools: "curl", flag: "(?:-u|-U|--user|--proxy-user)" },
+  { tools: "wget", flag: "(?:--password|--http-password|--ftp-password|--proxy-password)" },
+  { tools: "smbclient|rpcclient", flag: "(?:-U|--user)" },
+  { tools: "htpasswd", flag: "-b\\s+\\S+\\s+\\S+" },
+];
+const FLAG_PATTERNS = PASSWORD_FLAGS.map(
+  ({ tools, flag, attached }) =>
+    new RegExp(
+      String.raw`(\b(?:${tools})\b${SAME_COMMAND}\s${flag}${attached ? "" : String.raw`(?:[= ]\s*)?`})(?!\[redacted\])(${VALUE})`,
+      "g",
+    ),
+);
+/** `openssl … -passin pass:PW`, `-k PW` aside: openssl's inline password form. */
+const OPENSSL_PASS = /\b(pass:)(\S+)/g;
 
 /** `NAME=value`, `--token value`, `Authorization: Bearer x`, `?api_key=x`: the value goes. */
 const SENSITIVE_NAME = `[A-Za-z0-9_.-]*(?:pass(?:word|wd)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential|auth|session|cookie|nsec)[A-Za-z0-9_.-]*`;
@@ -39,6 +76,10 @@ const ASSIGNMENT = new RegExp(
   String.raw`(\b${SENSITIVE_NAME}\s*[=:]\s*|--${SENSITIVE_NAME}[= ])(?!(?:Bearer|Basic|Nostr)\s)("[^"]*"|'[^']*'|[^\s&"']+)`,
   "gi",
 );
+/** `npm config set //registry/:_authToken TOKEN`, `aws configure set aws_secret_access_key X`: a key named like a secret, then its value. */
+const CONFIG_SET = new RegExp(String.raw`(\bconfig(?:ure)?\s+set\s+(?:--\S+\s+)*\S*?(?:_auth\b|${SENSITIVE_NAME})\s+)(${VALUE})`, "gi");
+/** npm's `.npmrc` words as people type them: `_authToken TOKEN`, `_auth BASE64`. */
+const NPM_AUTH = new RegExp(String.raw`(\b_(?:authToken|auth|password)\s+)(${VALUE})`, "g");
 const BEARER = /\b(Bearer|Basic|Nostr)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
 /** `scheme://user:pass@host` or `scheme://token@host`. */
 const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi;
@@ -49,6 +90,17 @@ export function redactTitle(raw: string, o: RedactOptions): string {
   t = t.replace(URL_CREDENTIALS, `$1${SECRET}@`);
   t = t.replace(BEARER, `$1 ${SECRET}`);
   t = t.replace(ASSIGNMENT, `$1${SECRET}`);
+  t = t.replace(CONFIG_SET, `$1${SECRET}`);
+  t = t.replace(NPM_AUTH, `$1${SECRET}`);
+  t = t.replace(OPENSSL_PASS, `$1${SECRET}`);
+  // A command may give several: each pass takes the first after its tool, until none is left.
+  for (const p of FLAG_PATTERNS) {
+    for (let i = 0; i < 8; i++) {
+      const next = t.replace(p, `$1${SECRET}`);
+      if (next === t) break;
+      t = next;
+    }
+  }
   for (const p of SECRET_PATTERNS) t = t.replace(p, SECRET);
   for (const dir of o.privateDirs) t = hidePaths(t, dir);
   t = t.replace(/\s+/g, " ").trim();

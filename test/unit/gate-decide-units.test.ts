@@ -36,7 +36,11 @@ function context(config: Config, extra: Partial<GateContext> = {}): GateContext 
 function participation(activeRoots: string[]): NonNullable<GateContext["participation"]> {
   const roots = new Set(activeRoots);
   return {
-    active: { isThreadActive: (root) => roots.has(root), isChannelActive: () => false, rebuilding: undefined },
+    active: {
+      isThreadActive: (root, channel) => channel === CHANNEL && roots.has(root),
+      isChannelActive: () => false,
+      rebuilding: undefined,
+    },
     isAgent: async () => false,
   };
 }

@@ -25,7 +25,12 @@ import {
   type Person,
 } from "../../kit/queue-helpers.js";
 
-const DIRECTORY: Record<string, ChannelInfo> = { [CHANNEL]: { id: CHANNEL, name: "general", type: "stream" } };
+/** A second channel of the agent's, where a reply may name a thread root of the first. */
+const OTHER = "6f1c2a4e-0000-4000-8000-0000000000b2";
+const DIRECTORY: Record<string, ChannelInfo> = {
+  [CHANNEL]: { id: CHANNEL, name: "general", type: "stream" },
+  [OTHER]: { id: OTHER, name: "other", type: "stream" },
+};
 
 function setup(config: Config, o: { agents?: readonly Person[]; lookupFails?: boolean } = {}) {
   let now = 1_700_000_000_000;
@@ -131,6 +136,18 @@ describe("thread participation", () => {
     }
   });
 
+  test("a bare reply in another channel naming an active thread's root is no continuation there", async () => {
+    const s = setup(makeConfig({ defaults: { respond_to: "anyone" } }));
+    s.active.mark(root.id, CHANNEL);
+    const elsewhere = fromWire(
+      mention(teammate, "continue, please", { channel: OTHER, mention: false, tags: [["e", root.id, "", "root"]] }),
+    );
+    const d = await s.decideFully(elsewhere);
+    assert.ok(d.action === "drop" && d.reason === "no-mention", JSON.stringify(d.action === "drop" ? d.reason : d.action));
+    const same = await s.decideFully(reply(teammate, root, "continue, please"));
+    assert.ok(same.action === "accept" && same.continued === "thread", "the same reply in the thread's own channel continues it");
+  });
+
   test("participation: off never continues a thread", async () => {
     const s = setup(makeConfig({ defaults: { respond_to: "anyone", participation: "off" } }));
     s.active.mark(root.id, CHANNEL);
@@ -145,12 +162,12 @@ describe("the active set", () => {
     const a = new ActiveConversations({ now: () => now });
     a.mark("r1", CHANNEL);
     now += ACTIVE_TTL_MS - 1;
-    assert.ok(a.isThreadActive("r1"));
+    assert.ok(a.isThreadActive("r1", CHANNEL));
     a.mark("r1", CHANNEL);
     now += ACTIVE_TTL_MS - 1;
-    assert.ok(a.isThreadActive("r1"), "renewed by the second activity");
+    assert.ok(a.isThreadActive("r1", CHANNEL), "renewed by the second activity");
     now += 2;
-    assert.ok(!a.isThreadActive("r1"), "expired");
+    assert.ok(!a.isThreadActive("r1", CHANNEL), "expired");
     assert.ok(!a.isChannelActive(CHANNEL));
   });
 
@@ -158,8 +175,8 @@ describe("the active set", () => {
     let now = 1;
     const a = new ActiveConversations({ now: () => now });
     for (let i = 0; i <= MAX_ACTIVE; i++) a.mark(`r${i}`, CHANNEL, now++);
-    assert.ok(!a.isThreadActive("r0"));
-    assert.ok(a.isThreadActive("r1") && a.isThreadActive(`r${MAX_ACTIVE}`));
+    assert.ok(!a.isThreadActive("r0", CHANNEL));
+    assert.ok(a.isThreadActive("r1", CHANNEL) && a.isThreadActive(`r${MAX_ACTIVE}`, CHANNEL));
   });
 
   test("rebuilt from the store and from the relay's mentions of and replies by the agent", async () => {
@@ -167,7 +184,13 @@ describe("the active set", () => {
     const saved: [string, number][] = [];
     const a = new ActiveConversations({
       now: () => now,
-      store: { activeSince: async () => [{ key: "thread:stored", at: now - 1000 }], markActive: async (k, at) => void saved.push([k, at]) },
+      store: {
+        activeSince: async () => [
+          { key: `thread:${CHANNEL}/stored`, at: now - 1000 },
+          { key: "thread:bare-root", at: now - 1000 },
+        ],
+        markActive: async (k, at) => void saved.push([k, at]),
+      },
     });
     const asked = fromWire(mention(owner, "@agent hi", { created_at: now / 1000 - 60 }));
     const answered = fromWire(
@@ -175,12 +198,13 @@ describe("the active set", () => {
     );
     const chatter = fromWire(mention(teammate, "not about the agent", { mention: false, created_at: now / 1000 - 10 }));
     await a.rebuild(agent.pk, async () => [asked, answered, chatter]);
-    assert.ok(a.isThreadActive("stored"));
-    assert.ok(a.isThreadActive(asked.id), "a mention's thread");
-    assert.ok(a.isThreadActive("f".repeat(64)), "a thread the agent replied in");
-    assert.ok(!a.isThreadActive(chatter.id));
+    assert.ok(a.isThreadActive("stored", CHANNEL));
+    assert.ok(!a.isThreadActive("bare-root", CHANNEL), "a stored root without its channel is not taken");
+    assert.ok(a.isThreadActive(asked.id, CHANNEL), "a mention's thread");
+    assert.ok(a.isThreadActive("f".repeat(64), CHANNEL), "a thread the agent replied in");
+    assert.ok(!a.isThreadActive(chatter.id, CHANNEL));
     assert.ok(
-      saved.some(([k]) => k === `thread:${asked.id}`),
+      saved.some(([k]) => k === `thread:${CHANNEL}/${asked.id}`),
       "what the relay showed is stored",
     );
   });

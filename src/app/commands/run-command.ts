@@ -25,7 +25,8 @@ run again after restart), SIGHUP reloads the config.
 Exit 1 on a config error; 2 when it crashed on an error nothing handled (log evt
 daemon.crashed, with the stack), or when it cannot start: another daemon holds state_dir
 (log evt state.locked, naming its pid), another daemon of the same identity runs elsewhere
-(log evt instance.conflict, naming its host and pid), the agent command is not found, or state_dir or
+(log evt instance.conflict, naming its host and pid) — also when one that started earlier
+appears while this one runs: it stops with exit 2 so the service starts again and decides anew —, the agent command is not found, or state_dir or
 agent.cwd is not writable by this user (the same words \`buzz-bridge doctor\` prints).`;
 
 export function main(argv: string[]): Promise<number> {
@@ -91,7 +92,9 @@ export async function runDaemon(daemon: Daemon | Team, log: ReturnType<typeof cr
     const why = await Promise.race([stopRequested, daemon instanceof Team ? daemon.ended : daemon.shutdownRequested]);
     log.info({ evt: "daemon.shutdown", reason: why }, "shutting down");
     await daemon.stop();
-    return 0;
+    // Giving way to another live instance is a failure to the service manager: under
+    // Restart=on-failure the next start decides again (docs/operating.md).
+    return why === "instance.conflict" ? 2 : 0;
   } finally {
     process.off("SIGTERM", onTerm);
     process.off("SIGINT", onInt);

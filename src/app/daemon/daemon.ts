@@ -395,6 +395,7 @@ export class Daemon {
     if (!cfg.http || this.http || this.o.ownHttp === false) return;
     this.http = await startHttp({
       listen: cfg.http.listen,
+      allowHosts: cfg.http.allow_hosts,
       metrics: this.metrics,
       readiness: () => this.readiness(),
       status: () => renderStatusPage(this.statusSnapshot()),

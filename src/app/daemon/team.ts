@@ -101,6 +101,7 @@ export class Team {
     if (first.http)
       this.http = await startHttp({
         listen: first.http.listen,
+        allowHosts: first.http.allow_hosts,
         metrics: { contentType: this.processMetrics.contentType, text: () => this.exposition() },
         readiness: () => this.readiness(),
         status: () => renderTeamStatusPage(this.snapshots()),

@@ -15,6 +15,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { Logger } from "../../base/log.js";
 import type { Metrics } from "./metrics.js";
+import { hostname } from "node:os";
+import { hostAllowed, LOOPBACK_NAMES, listenScope, type HostRule } from "../../base/host-check.js";
+import { LogThrottle } from "../../base/log-throttle.js";
 
 /** One readiness condition, e.g. `relay` (authenticated and subscribed), `agents`, `state`. */
 export interface ReadyCheck {
@@ -39,6 +42,8 @@ export interface HttpOptions {
   status?: () => string | Promise<string>;
   /** The status page's data for `/status.json`, gathered on every request; absent without it. */
   statusJson?: () => unknown;
+  /** `http.allow_hosts`: names besides the listen address's that `Host` may carry (a reverse proxy's, the machine's DNS name). */
+  allowHosts?: readonly string[];
   /** Optional; `http.listening` and request failures are logged here. */
   logger?: Logger;
 }
@@ -112,8 +117,37 @@ async function readyz(opts: HttpOptions): Promise<{ status: number; body: { stat
 
 const ROUTES = ["/healthz", "/readyz", "/metrics"];
 
-async function handle(opts: HttpOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/**
+ * The `Host` names the endpoint answers to (DNS-rebinding defence, the MCP slot's check):
+ * the loopback names when it listens on loopback, the listen address itself, any IP
+ * literal and this machine's name when it listens on every address, and `http.allow_hosts`.
+ */
+export function opsHostRule(listenHost: string, allowHosts: readonly string[] = []): HostRule {
+  const scope = listenScope(listenHost);
+  const names = [listenHost, ...allowHosts, ...(scope === "one" ? [] : LOOPBACK_NAMES), ...(scope === "any" ? [hostname()] : [])];
+  return { names, anyAddress: scope === "any" };
+}
+
+async function handle(
+  opts: HttpOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  hosts: HostRule,
+  refused: LogThrottle | undefined,
+): Promise<void> {
   const path = new URL(req.url ?? "/", "http://localhost").pathname;
+  // Liveness depends on nothing (probes send what they like); everything else shows who
+  // asked what, the owner, the channels: only for this endpoint's own names.
+  if (path !== "/healthz" && !hostAllowed(req.headers.host, hosts)) {
+    refused?.log(
+      "warn",
+      "host",
+      { evt: "http.refused", reason: "host", host: String(req.headers.host).slice(0, 200), path },
+      "a request for another Host name (DNS rebinding?): 421",
+    );
+    sendJson(res, 421, { error: "misdirected request: this endpoint does not answer to that Host; add the name to http.allow_hosts" });
+    return;
+  }
   const routes = [...ROUTES, ...(opts.status ? ["/status"] : []), ...(opts.statusJson ? ["/status.json"] : [])];
   if (!routes.includes(path)) {
     sendJson(res, 404, { error: "not found", paths: routes });
@@ -144,8 +178,10 @@ async function handle(opts: HttpOptions, req: IncomingMessage, res: ServerRespon
 /** Starts the endpoint; resolves once listening, rejects with HttpListenError otherwise. */
 export async function startHttp(opts: HttpOptions): Promise<HttpHandle> {
   const { host, port } = parseListen(opts.listen);
+  const hosts = opsHostRule(host, opts.allowHosts);
+  const refused = opts.logger && new LogThrottle(opts.logger);
   const server = createServer((req, res) => {
-    handle(opts, req, res).catch((err: unknown) => {
+    handle(opts, req, res, hosts, refused).catch((err: unknown) => {
       opts.logger?.warn({ evt: "http.error", path: req.url, err: (err as Error).message }, "http request failed");
       if (!res.headersSent) sendJson(res, 500, { error: "internal error" });
       else res.destroy();
