@@ -44,6 +44,16 @@ function nativeModules(dir: string): string[] {
 }
 
 const npmBin = dirname(spawnSync("sh", ["-c", "command -v npm"], { encoding: "utf8" }).stdout.trim());
+/** This machine's npm settings (registry, proxy, CA file): kept though HOME and the global prefix change. */
+const npmConfig = (key: string) => spawnSync("npm", ["config", "get", key], { encoding: "utf8" }).stdout.trim();
+const npmEnv = {
+  npm_config_globalconfig: npmConfig("globalconfig"),
+  npm_config_userconfig: npmConfig("userconfig"),
+  npm_config_cache: npmConfig("cache"),
+  npm_config_update_notifier: "false",
+};
+/** The machine's environment (proxy, CA certificates) without the outer `npm test`'s npm_* settings. */
+const machineEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
 const node22 = process.env.BUZZ_BRIDGE_NODE22 ?? "";
 const need22 = needs(
   node22 !== "" && existsSync(node22),
@@ -64,13 +74,15 @@ for (const [label, node, need] of [
     mkdirSync(home, { recursive: true });
     // Only this Node, npm and the system's tools: no checkout, no node_modules of ours on the way.
     const env = {
+      ...machineEnv,
+      ...npmEnv,
       PATH: `${join(prefix, "bin")}:${dirname(node)}:${npmBin}:/usr/bin:/bin`,
       HOME: home,
       TMPDIR: home,
-      npm_config_cache: process.env.npm_config_cache ?? join(process.env.HOME ?? home, ".npm"),
     };
-    const install = spawnSync("npm", ["install", "-g", tarball, "--prefix", prefix, "--no-audit", "--no-fund"], {
+    const install = spawnSync("npm", ["install", "-g", tarball, "--prefix", prefix, "--no-audit", "--no-fund", "--loglevel=http"], {
       cwd: home,
+      stdio: ["ignore", "pipe", "pipe"],
       env,
       encoding: "utf8",
       timeout: 480_000,
@@ -92,7 +104,13 @@ for (const [label, node, need] of [
     assert.equal(version.status, 0, version.stderr);
     assert.equal(version.stdout, `${VERSION}\n`);
 
-    const demo = spawnSync("buzz-bridge", ["demo"], { cwd: home, env, encoding: "utf8", timeout: 300_000 });
+    const demo = spawnSync("buzz-bridge", ["demo"], {
+      cwd: home,
+      env,
+      encoding: "utf8",
+      timeout: 300_000,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     assert.equal(demo.status, 0, `${demo.stdout}\n${demo.stderr}`);
     for (const line of [
       "✓ alice (owner): answered in the thread",
