@@ -29,7 +29,7 @@ export interface RunResult {
 
 type Value = null | number | bigint | string | Uint8Array | undefined;
 
-/** The part of `node:sqlite` this module uses (typed here: @types/node 20 has no node:sqlite). */
+/** The part of `node:sqlite` this module uses, typed here so the build does not depend on which @types/node has it. */
 interface SyncStatement {
   run(...params: unknown[]): RunResult;
   get(...params: unknown[]): Record<string, unknown> | undefined;
