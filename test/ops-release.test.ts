@@ -121,3 +121,17 @@ for (const [label, node, need] of [
     assert.doesNotMatch(demo.stderr, /ExperimentalWarning|NODE_MODULE_VERSION/);
   });
 }
+
+test("--version from this checkout names the commit it runs (the version alone when there is no .git)", () => {
+  const r = spawnSync(process.execPath, [join(REPO, "dist", "cli.js"), "--version"], { encoding: "utf8", timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  if (!existsSync(join(REPO, ".git"))) {
+    assert.equal(r.stdout, `${VERSION}\n`);
+    return;
+  }
+  const head = spawnSync("git", ["-C", REPO, "rev-parse", "HEAD"], { encoding: "utf8" }).stdout.trim();
+  const m = /^(\S+) \(commit ([0-9a-f]{12})(, modified)?\)\n$/.exec(r.stdout);
+  assert.ok(m, r.stdout);
+  assert.equal(m[1], VERSION);
+  assert.ok(head.startsWith(m[2]!), `${m[2]} is HEAD (${head})`);
+});
