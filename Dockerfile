@@ -40,22 +40,25 @@
 # and test/ops-unprivileged.test.ts starts the daemon as this image's user with its ENV.
 
 # Node 24, the active LTS line (maintained until 2028-04-30), on which CI runs the suite;
-# package.json's engines says >=22.
+# package.json's engines says >=22.13.
 ARG NODE_VERSION=24
 
-# ---- build: dev dependencies and the toolchain for better-sqlite3's native module ----
+# ---- build: dev dependencies, the build, and the package `npm pack` makes of it ----
+# The image holds what the release package holds (package.json's "files"), with the
+# production dependencies of the lockfile: the same package `npm install -g` installs.
+# No toolchain: no dependency builds a native module (SQLite is Node's own node:sqlite).
 FROM node:${NODE_VERSION}-bookworm AS build
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # Lockfile first, so the dependency layer is cached across source edits.
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json ./
+COPY tsconfig.json README.md CHANGELOG.md ./
 COPY src ./src
 COPY config ./config
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund \
+ && npm pack --silent && mkdir release \
+ && tar -xzf buzz-bridge-*.tgz -C release --strip-components=1 \
+ && mv node_modules release/
 
 # ---- run: slim Node, production dependencies only, non-root ----
 FROM node:${NODE_VERSION}-bookworm-slim AS run
@@ -75,10 +78,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # Application files stay root-owned: the service user can read but not rewrite them.
-COPY --from=build /app/package.json ./package.json
-COPY --from=build /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
-COPY --from=build /app/config ./config
+COPY --from=build /app/release/package.json ./package.json
+COPY --from=build /app/release/node_modules ./node_modules
+COPY --from=build /app/release/dist ./dist
+COPY --from=build /app/release/config ./config
 USER 10001:10001
 # The volume is the default state_dir (STATE_DIRECTORY, as systemd's StateDirectory= sets it);
 # agents' work dirs default to work/{channel} inside it, and HOME keeps their caches there too.

@@ -8,7 +8,8 @@
  *
  * Exit codes: 0 ok, 1 usage or config error, 2 runtime failure.
  */
-import { PACKAGE_VERSION } from "./base/version.js";
+import { nodeRefusal } from "./base/node-version.js";
+import { PACKAGE_VERSION, versionLine } from "./base/version.js";
 import { PROXY_SUBCOMMAND } from "./contract/proxy-entry.js";
 import { applyDaemonV8Settings } from "./app/http/v8-memory.js";
 
@@ -70,12 +71,18 @@ export async function cli(argv: string[]): Promise<number> {
     return name === undefined ? 1 : 0;
   }
   if (name === "--version" || name === "-V") {
-    process.stdout.write(`${version()}\n`);
+    process.stdout.write(`${versionLine()}\n`);
     return 0;
   }
   const command = commands[name];
   if (!command) {
     process.stderr.write(`buzz-bridge: unknown command '${name}'\n\n${usage()}`);
+    return 1;
+  }
+  // Before any command's module loads: they import node:sqlite, which an older Node lacks.
+  const refusal = nodeRefusal();
+  if (refusal) {
+    process.stderr.write(`${refusal}\n`);
     return 1;
   }
   command.prepare?.();

@@ -17,7 +17,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, Socket, type Server } from "node:net";
 import { join } from "node:path";
-import Database from "better-sqlite3";
+import { Database } from "../src/base/sqlite.js";
 import type { Event } from "nostr-tools";
 import { stringify } from "yaml";
 import { RawClient } from "../kit/raw-client.js";

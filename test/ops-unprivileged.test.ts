@@ -149,12 +149,12 @@ test("the systemd unit's recipe: its user, a read-only /etc/buzz-bridge, the key
     return v.at(-1)!;
   };
   const root = join(tmp, "systemd");
-  // The unit's absolute paths, word by word: its node and install become this checkout's, the rest moves under root.
+  // The unit's absolute paths, word by word: env stays (it finds this Node first on PATH), the install becomes this checkout's, the rest moves under root.
   const uid = isRoot ? NOBODY : process.getuid!();
   const gid = isRoot ? NOBODY : process.getgid!();
   const cli = cliFor(isRoot ? { uid, gid } : undefined, tmp);
   const mapWord = (p: string) =>
-    p === "/usr/bin/node" ? process.execPath : p === "/opt/buzz-bridge/dist/cli.js" ? cli : p.startsWith("/") ? `${root}${p}` : p;
+    p === "/usr/bin/env" ? p : p === "/opt/buzz-bridge/dist/cli.js" ? cli : p.startsWith("/") ? `${root}${p}` : p;
   const map = (p: string) => p.split(" ").map(mapWord).join(" ");
 
   // As root, per the unit's install comment: the config dir and key root-owned, the config group-readable.

@@ -10,9 +10,8 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { join } from "node:path";
-import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
-import Database from "better-sqlite3";
+import { Database } from "../src/base/sqlite.js";
 import { LockPatience } from "../src/queue/lock-patience.js";
 import { SqliteStore, STORE_FILE } from "../src/queue/sqlite-store.js";
 import { tempDir } from "../kit/queue-helpers.js";
@@ -40,8 +39,7 @@ function codeOf(fn: () => void): string | undefined {
  * through, one that does not fails with SQLITE_BUSY. Judged by that outcome, not by a clock.
  */
 function lockHolder(file: string) {
-  const betterSqlite = createRequire(import.meta.url).resolve("better-sqlite3");
-  const script = `const D = require(${JSON.stringify(betterSqlite)}); const db = new D(${JSON.stringify(file)});
+  const script = `const { DatabaseSync } = require("node:sqlite"); const db = new DatabaseSync(${JSON.stringify(file)});
 require("node:readline").createInterface({ input: process.stdin }).on("line", (l) => {
   if (l === "lock") { db.exec("BEGIN IMMEDIATE"); console.log("locked"); }
   if (l === "release") setTimeout(() => { db.exec("ROLLBACK"); console.log("released"); }, ${RELEASE_AFTER_MS});
@@ -132,7 +130,7 @@ test("a write that fails for another reason than the lock leaves writes patient:
   const { db, insert, holder } = guardedTable("other-error.sqlite");
   try {
     assert.equal(insert(1), undefined);
-    assert.equal(insert(1), "SQLITE_CONSTRAINT_PRIMARYKEY");
+    assert.equal(insert(1), "SQLITE_CONSTRAINT");
     await holder.lock();
     await holder.release();
     assert.equal(insert(2), undefined, "a write after a constraint error waits for the lock and goes through");

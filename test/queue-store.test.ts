@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import { Database } from "../src/base/sqlite.js";
 import { SqliteStore, STORE_FILE, SCHEMA_VERSION } from "../src/queue/sqlite-store.js";
 import { QueueStoreError } from "../src/queue/errors.js";
 import { owner, teammate, CHANNEL, mention, fromWire, tempDir } from "../kit/queue-helpers.js";
@@ -65,7 +65,7 @@ describe("queue store", () => {
     const dir = freshDir();
     SqliteStore.open(dir).closeNow();
     const db = new Database(join(dir, STORE_FILE));
-    assert.equal(db.pragma("journal_mode", { simple: true }), "wal");
+    assert.deepEqual(db.pragma("journal_mode"), [{ journal_mode: "wal" }]);
     db.close();
   });
 

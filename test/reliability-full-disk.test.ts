@@ -7,7 +7,7 @@
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import Database from "better-sqlite3";
+import { Database } from "../src/base/sqlite.js";
 import { join } from "node:path";
 import { World, type DaemonProc } from "../kit/world.js";
 import { ask, assertAnsweredOnce, type Asked } from "../kit/channel-oracle.js";

@@ -1,10 +1,10 @@
 /**
- * SQLite storage for `--data DIR` (better-sqlite3, WAL), so history, channels and the
+ * SQLite storage for `--data DIR` (src/base/sqlite.ts, WAL), so history, channels and the
  * relay key survive a restart. SQL narrows by ids/kinds/authors/since/until; the exact
  * NIP-01 match (tags included) and the reader's access check run on each candidate,
  * newest first, until the limit is reached.
  */
-import Database from "better-sqlite3";
+import { Database } from "../base/sqlite.js";
 import type { Event } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";
 import { isNewer, replaceKey, type EventStore, type PutResult, type StoredRecord } from "./store.js";
@@ -15,7 +15,7 @@ interface Row {
 }
 
 export class SqliteStore implements EventStore {
-  private readonly db: Database.Database;
+  private readonly db: Database;
   private readonly stmt;
 
   constructor(file: string) {
@@ -58,7 +58,7 @@ export class SqliteStore implements EventStore {
       }
       this.stmt.insert.run(ev.id, ev.pubkey, ev.kind, ev.created_at, rec.channel ?? null, key ?? null, JSON.stringify(ev));
       return "stored";
-    })();
+    });
   }
 
   get(id: string): StoredRecord | undefined {

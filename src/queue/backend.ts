@@ -12,7 +12,7 @@
  *   the scope over.
  *
  * Asynchronous because a network database is. The SQLite implementation answers at once
- * (better-sqlite3 is synchronous), so a single daemon pays a microtask, not a round trip.
+ * (its SQLite is synchronous), so a single daemon pays a microtask, not a round trip.
  * Every operation that changes more than one row is atomic in both. Times the backend
  * compares (a retry's due time, a lease's expiry) are on the backend's own clock: the
  * database's for PostgreSQL, so daemons whose clocks drift agree on them.

@@ -2,7 +2,7 @@
  * How long a write to the queue file waits for a lock someone else holds on it (a `sqlite3`
  * shell left in a transaction, a backup tool).
  *
- * better-sqlite3 is synchronous, so SQLite's busy wait stops the whole event loop while it
+ * SQLite here is synchronous (src/base/sqlite.ts), so its busy wait stops the whole event loop while it
  * waits: the relay connection, `/readyz`, the running turns. Waiting the full time on every
  * write of a file that stays locked would freeze the daemon for most of the lock — a
  * mention alone writes three times before intake can store it, 15 s before intake even
@@ -11,21 +11,21 @@
  * the same SQLITE_BUSY (intake pauses, a turn's writes retry on their own schedule:
  * docs/operating.md, "back-pressure"), until one goes through and the patience is back.
  */
-import type Database from "better-sqlite3";
+import type { Database, RunResult } from "../base/sqlite.js";
 import { storeUnavailable } from "./errors.js";
 
 /** SQLite's busy timeout for a write while the file was not found locked: long enough for someone's quick look. */
 export const LOCK_WAIT_MS = 5_000;
 
 /** A prepared statement: its `run` (a write; reads never wait for a lock in WAL mode) is guarded. */
-type Writable = { run(...params: unknown[]): Database.RunResult };
+type Writable = { run(...params: unknown[]): RunResult };
 
 export class LockPatience {
   /** False while writes fail at once: the last one found the file locked. */
   private patient = true;
 
   constructor(
-    private readonly db: Database.Database,
+    private readonly db: Database,
     private readonly waitMs = LOCK_WAIT_MS,
   ) {
     db.pragma(`busy_timeout = ${waitMs}`);

@@ -5,7 +5,7 @@
  *
  * One daemon uses the file (the state lock guarantees it), so a scope's lease is always
  * held: a claim takes every scope with work, renewing and releasing change nothing, and a
- * fenced write is a plain one. better-sqlite3 is synchronous; the backend's methods are
+ * fenced write is a plain one. SQLite here is synchronous (src/base/sqlite.ts); the backend's methods are
  * asynchronous only to share the interface with PostgreSQL, and each runs to its end
  * before it returns (so nothing else runs in between, and the operations that read then
  * write are atomic).
@@ -18,7 +18,7 @@
  * process crash (SIGKILL, OOM); only an OS crash or power loss can lose the last commits.
  * FULL would fsync each accepted mention, which costs more than a burst can afford.
  */
-import Database from "better-sqlite3";
+import { Database } from "../base/sqlite.js";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
@@ -105,7 +105,7 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements QueueBackend {
   readonly where: string;
   readonly leaseMs = Number.POSITIVE_INFINITY;
-  private readonly db: Database.Database;
+  private readonly db: Database;
   private readonly patience: LockPatience;
   private readonly stmt: ReturnType<SqliteStore["prepare"]>;
   private readonly now: () => number;
@@ -127,10 +127,10 @@ export class SqliteStore implements QueueBackend {
   static inspect(stateDir: string): QueueFileReport {
     const file = join(stateDir, STORE_FILE);
     if (!existsSync(file)) return { state: "absent", file };
-    let db: Database.Database | undefined;
+    let db: Database | undefined;
     try {
       db = new Database(file, { readonly: true, fileMustExist: true });
-      const problems = (db.pragma("quick_check") as Array<{ quick_check: string }>).map((r) => r.quick_check);
+      const problems = db.pragma<{ quick_check: string }>("quick_check").map((r) => r.quick_check);
       if (problems.join() !== "ok") return { state: "damaged", file, problem: problems.slice(0, 3).join("; ") };
       const version = Number(
         (db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined)?.value ?? 0,
@@ -249,7 +249,7 @@ export class SqliteStore implements QueueBackend {
       cancelWaitingIn: db.prepare(
         "UPDATE events SET state = 'cancelled' WHERE state = 'waiting' AND scope IN (SELECT value FROM json_each(?))",
       ),
-      // A named parameter: better-sqlite3 refuses numbered ones (?1) given as positional values.
+      // A named parameter: the one value is used twice.
       cancelWaitingOfChannel: db.prepare<{ channel: string }>(
         "UPDATE events SET state = 'cancelled' WHERE state = 'waiting' AND (scope = @channel OR substr(scope, 1, length(@channel) + 1) = @channel || '/')",
       ),
@@ -319,7 +319,7 @@ export class SqliteStore implements QueueBackend {
         return { id: r.id, author: (JSON.parse(r.json) as Event).pubkey, created_at: r.created_at, reason: "scope-cap" as const };
       });
       return { fresh: true, refused };
-    })();
+    });
   }
 
   async event(eventId: string): Promise<StoredEvent | undefined> {
@@ -358,7 +358,7 @@ export class SqliteStore implements QueueBackend {
       const id = Number(this.stmt.insertTurn.run(scope, channel, JSON.stringify(ids), Date.now()).lastInsertRowid);
       for (const e of ids) this.stmt.setEventState.run("in_turn", id, e);
       return id;
-    })();
+    });
   }
 
   async turn(id: number): Promise<TurnRecord | undefined> {
@@ -376,7 +376,7 @@ export class SqliteStore implements QueueBackend {
       if (r.changes === 0) return false;
       if (FINAL.includes(t.state)) this.stmt.endEvents.run(t.state, t.id);
       return true;
-    })();
+    });
   }
 
   async recordReply(turnId: number, replyId: string, _holder?: string): Promise<void> {
@@ -384,7 +384,7 @@ export class SqliteStore implements QueueBackend {
       const t = this.turnNow(turnId);
       if (!t || t.reply_ids.includes(replyId)) return;
       this.stmt.setReplies.run(JSON.stringify([...t.reply_ids, replyId]), Date.now(), turnId);
-    })();
+    });
   }
 
   async joinTurn(turnId: number, eventIds: readonly string[], _holder: string): Promise<string[]> {
@@ -401,7 +401,7 @@ export class SqliteStore implements QueueBackend {
       }
       if (ids.length) this.stmt.setTriggers.run(JSON.stringify([...t.trigger_ids, ...ids]), Date.now(), turnId);
       return ids;
-    })();
+    });
   }
 
   async leaveTurn(turnId: number, eventIds: readonly string[], _holder: string): Promise<void> {
@@ -414,7 +414,7 @@ export class SqliteStore implements QueueBackend {
         this.stmt.setJoined.run(null, e);
       }
       if (ids.length) this.stmt.setTriggers.run(JSON.stringify(t.trigger_ids.filter((id) => !ids.includes(id))), Date.now(), turnId);
-    })();
+    });
   }
 
   async notRunning(turnIds: readonly number[]): Promise<number[]> {
@@ -436,7 +436,7 @@ export class SqliteStore implements QueueBackend {
         this.stmt.endEvents.run("cancelled", t.id);
       }
       return { running: turns.filter((t) => t.state === "running").map((t) => t.id), ended: events + turns.length };
-    })();
+    });
   }
 
   async bumpRotation(key: string): Promise<void> {
@@ -455,7 +455,7 @@ export class SqliteStore implements QueueBackend {
       if (!e || !queued) return false;
       this.stmt.setEventJson.run(JSON.stringify({ ...e.event, content, edited: editId }), eventId);
       return true;
-    })();
+    });
   }
 
   async dropWaiting(eventId: string): Promise<boolean> {
@@ -463,7 +463,7 @@ export class SqliteStore implements QueueBackend {
       if (this.eventNow(eventId)?.state !== "waiting") return false;
       this.stmt.setEventState.run("deleted", null, eventId);
       return true;
-    })();
+    });
   }
 
   async claimControl(eventId: string, createdAt: number): Promise<boolean> {
@@ -477,7 +477,7 @@ export class SqliteStore implements QueueBackend {
 
   async claimFirst(keys: readonly string[]): Promise<string[]> {
     const now = Date.now();
-    return this.db.transaction(() => keys.filter((k) => this.stmt.claimFirst.run(k, now).changes > 0))();
+    return this.db.transaction(() => keys.filter((k) => this.stmt.claimFirst.run(k, now).changes > 0));
   }
 
   /** One daemon: every period is its own. */
@@ -630,7 +630,7 @@ export class SqliteStore implements QueueBackend {
       this.stmt.pruneTurns.run(cutoff);
       this.stmt.pruneControls.run(Math.floor(cutoff / 1000));
       this.stmt.pruneClaims.run(cutoff);
-    })();
+    });
   }
 
   closeNow(): void {

@@ -4,17 +4,17 @@
  * lock on the directory for its whole life.
  *
  * The lock is the operating system's advisory record lock (fcntl) on `daemon.lock`, taken
- * through SQLite's own locking (better-sqlite3, already the queue's store) with
+ * through SQLite's own locking (node:sqlite through src/base/sqlite.ts, already the queue's store) with
  * `locking_mode = EXCLUSIVE`: the kernel drops it when the process ends in any way,
  * SIGKILL included, so a killed daemon never leaves a lock behind that blocks the next
  * start, and there is no staleness timer to tune or refresh. The holder's pid is written
  * beside it (`daemon.pid`) only so a refused daemon and `doctor` can name it; the file
  * proves nothing by itself, the lock does.
  */
-import Database from "better-sqlite3";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { privateSqliteFile } from "../../base/private-file.js";
+import { Database } from "../../base/sqlite.js";
 import { storeUnavailable } from "../../queue/errors.js";
 
 const LOCK_FILE = "daemon.lock";
@@ -53,7 +53,7 @@ function readHolder(stateDir: string): number | undefined {
 
 export class StateLock {
   private constructor(
-    private db: Database.Database | undefined,
+    private db: Database | undefined,
     readonly stateDir: string,
   ) {}
 
@@ -63,7 +63,7 @@ export class StateLock {
    */
   static acquire(stateDir: string, waitMs = 1000): StateLock {
     const file = join(stateDir, LOCK_FILE);
-    let db: Database.Database | undefined;
+    let db: Database | undefined;
     try {
       privateSqliteFile(file);
       db = new Database(file, { timeout: waitMs });
@@ -92,7 +92,7 @@ export class StateLock {
   static probe(stateDir: string): { state: "free" } | { state: "held"; pid?: number } | { state: "unknown"; error: string } {
     const file = join(stateDir, LOCK_FILE);
     if (!existsSync(file)) return { state: "free" };
-    let db: Database.Database | undefined;
+    let db: Database | undefined;
     try {
       db = new Database(file, { readonly: true, fileMustExist: true, timeout: 0 });
       db.prepare("SELECT count(*) FROM sqlite_master").get();
