@@ -91,6 +91,9 @@ export function linkRootPath(stateDir: string): string {
   return join(tmpdir(), `buzz-bridge-${createHash("sha256").update(root).digest("hex").slice(0, 16)}`);
 }
 
+/** Hooks counted under their own name in /metrics; any other is `other`. */
+const COUNTED_HOOKS: ReadonlySet<string> = new Set(["_Stop", "_PostCompact", "_PreToolUse"]);
+
 export class LinkServer {
   private server?: NetServer;
   private readonly sessions = new Map<string, Entry>();
@@ -105,7 +108,7 @@ export class LinkServer {
       socketPath: string;
       logger: Logger;
       /**
-       * A session's proxy ran a merged hook. `hook` is `_Stop`, `_PostCompact` or `other`, and
+       * A session's proxy ran a merged hook. `hook` is `_Stop`, `_PostCompact`, `_PreToolUse` (verdict `object` = the call was blocked) or `other`, and
        * `verdict` `allow` or `object`: what a proxy (the agent's to run) says is bounded here.
        */
       onHookRan?(hook: string, verdict: "allow" | "object", ms: number): void;
@@ -121,7 +124,7 @@ export class LinkServer {
    */
   hookRan(p: { hook?: unknown; verdict?: unknown; ms?: unknown }): void {
     if (p.verdict !== "allow" && p.verdict !== "object") return;
-    const hook = p.hook === "_Stop" || p.hook === "_PostCompact" ? p.hook : "other";
+    const hook = typeof p.hook === "string" && COUNTED_HOOKS.has(p.hook) ? p.hook : "other";
     const ms = typeof p.ms === "number" && Number.isFinite(p.ms) && p.ms >= 0 ? p.ms : 0;
     this.opts.onHookRan?.(hook, p.verdict, ms);
   }

@@ -51,6 +51,8 @@ import { exposedName, isHookName } from "./naming.js";
 import { LineTransport } from "./line-transport.js";
 import { AgentPassThrough, type MessageSink, type RawRoute } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
+import { CALL_HOOKS, ToolGates, type GatedCall } from "./tool-gates.js";
+import { DEFAULT_PRE_TOOL_DEADLINE_MS } from "../contract/manifest.js";
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -100,6 +102,8 @@ export class Aggregator {
   private readonly upstreams = new Set<Server>();
   private readonly listed = new WeakSet<Server>();
   private started = false;
+  /** The servers asked around every tool call (`pre_tool`), for both transports (./tool-gates.ts). */
+  readonly toolGates: ToolGates;
 
   constructor(private readonly opts: AggregatorOptions) {
     const { manifest, logger } = opts;
@@ -113,6 +117,12 @@ export class Aggregator {
           wrap: opts.wrap,
         }),
     );
+    this.toolGates = new ToolGates({
+      downstreams: this.downstreams,
+      deadlineMs: manifest.pre_tool_deadline ?? DEFAULT_PRE_TOOL_DEADLINE_MS,
+      logger,
+      hookRan: opts.hookRan,
+    });
   }
 
   /** Starts every downstream in parallel (once). */
@@ -169,7 +179,8 @@ export class Aggregator {
 
   /** A downstream tool whose server is up takes the raw path (./pass-through.ts); anything else the SDK's. */
   readonly rawRoute: RawRoute = (name) => {
-    if (!this.isReady) return undefined;
+    // With gates every call is asked first, on the one path both transports share (callTool).
+    if (!this.isReady || this.toolGates.active) return undefined;
     const route = this.getCatalog().routes.get(name);
     const raw = route?.ds.rawCalls();
     return raw && { raw, tool: route!.tool };
@@ -333,8 +344,35 @@ export class Aggregator {
     const params = (request.params ?? {}) as { name?: unknown; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> };
     const name = params.name;
     if (typeof name !== "string") return Promise.reject(new ProxyRequestError(ErrorCode.InvalidParams, "tools/call needs params.name"));
-    const cat = this.getCatalog();
-    const route = cat.routes.get(name);
+    if (CALL_HOOKS.has(name))
+      return Promise.resolve(errorResult(`${name} is asked by the bridge around each tool call; it cannot be called as a tool`));
+    const route = this.getCatalog().routes.get(name);
+    const buzz = !route && this.opts.buzz && isBuzzTool(name);
+    if ((route || buzz) && this.toolGates.active) {
+      const call: GatedCall = { tool: name, server: route ? route.ds.name : "buzz", arguments: params.arguments ?? {} };
+      return this.gatedCall(call, () => this.dispatch(name, params, extra));
+    }
+    return this.dispatch(name, params, extra);
+  }
+
+  /** `_PreToolUse` first (a block stops the call), the call, then `_PostToolUse`'s note appended (./tool-gates.ts). */
+  private async gatedCall(call: GatedCall, run: () => Promise<CallToolResult>): Promise<CallToolResult> {
+    const pre = await this.toolGates.before(call);
+    if (pre.verdict === "block") return errorResult(pre.text);
+    const result = await run();
+    const post = await this.toolGates.after(call, result);
+    const content = [...(result.content ?? [])];
+    if (pre.verdict === "advise") content.unshift({ type: "text", text: pre.text });
+    if (post) content.push({ type: "text", text: post });
+    return content.length === (result.content ?? []).length ? result : { ...result, content };
+  }
+
+  private dispatch(
+    name: string,
+    params: { arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
+    extra: Extra,
+  ): Promise<CallToolResult> {
+    const route = this.getCatalog().routes.get(name);
     if (route) {
       const meta = params._meta;
       const progressToken = meta?.progressToken;
