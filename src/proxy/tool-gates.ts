@@ -183,7 +183,7 @@ export class ToolGates {
       if (!ds.tools.some((t) => t.name === hook)) return fail(`it lists no ${hook} tool`);
       const abort = new AbortController();
       const outcome = await Promise.race([
-        ds.call(hook, input, { signal: abort.signal }).then(
+        callHook(ds, hook, input, abort.signal).then(
           (r) => ({ r }),
           (e: unknown) => ({ e }),
         ),
@@ -204,6 +204,23 @@ export class ToolGates {
     clearTimeout(timer);
     return answers;
   }
+}
+
+/**
+ * One hook call on the pass-through when the gate's server can take one (no SDK request
+ * machinery: this runs on every tool call), else through its Client.
+ */
+function callHook(ds: Downstream, hook: string, input: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+  const raw = ds.rawCalls();
+  if (!raw) return ds.call(hook, input, { signal });
+  return new Promise((resolve, reject) => {
+    const id = raw.call(hook, { arguments: input }, { done: resolve });
+    if (id === undefined) {
+      ds.call(hook, input, { signal }).then(resolve, reject);
+      return;
+    }
+    signal.addEventListener("abort", () => raw.cancel(id, "past mcp.pre_tool_deadline"), { once: true });
+  });
 }
 
 /** What a gate is sent; arguments too large to send are an error for every gate (block fails closed). */
