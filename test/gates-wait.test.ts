@@ -134,6 +134,12 @@ test("!cancel by the owner during a wait ends the turn cleanly; the next mention
   assert.equal(end.status, "cancelled");
   const reactions = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
   assert.ok(!reactions.some((r) => r.content === "✅"), "a cancelled turn gets no ✅");
+  const [cancelNotice] = await w.waitEvents(
+    { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },
+    (e) => e.some((x) => /^Cancelled while waiting for gate 'approval'/.test(x.content)),
+  ).then((e) => e.filter((x) => /^Cancelled while waiting/.test(x.content)));
+  assert.ok(cancelNotice, "one notice says the gate never allowed");
+  await w.waitEvents({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((r) => r.content === "⚠️"));
   assert.equal(prompts(d, mark), 1);
 
   // The bridge is not stuck: a new mention (a new thread, a new approval) is answered and waits again.
@@ -148,8 +154,8 @@ test("!cancel by the owner during a wait ends the turn cleanly; the next mention
   // Nothing after !cancel: with the later mention answered and its turn over, the cancelled thread is final.
   assert.deepEqual(
     await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }).then((e) => e.length),
-    1,
-    "only the answer the agent posted before the wait",
+    2,
+    "only the answer the agent posted before the wait and the one cancellation notice",
   );
 });
 
