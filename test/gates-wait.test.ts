@@ -134,10 +134,11 @@ test("!cancel by the owner during a wait ends the turn cleanly; the next mention
   assert.equal(end.status, "cancelled");
   const reactions = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
   assert.ok(!reactions.some((r) => r.content === "✅"), "a cancelled turn gets no ✅");
-  const [cancelNotice] = await w.waitEvents(
-    { kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] },
-    (e) => e.some((x) => /^Cancelled while waiting for gate 'approval'/.test(x.content)),
-  ).then((e) => e.filter((x) => /^Cancelled while waiting/.test(x.content)));
+  const [cancelNotice] = await w
+    .waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) =>
+      e.some((x) => /^Cancelled while waiting for gate 'approval'/.test(x.content)),
+    )
+    .then((e) => e.filter((x) => /^Cancelled while waiting/.test(x.content)));
   assert.ok(cancelNotice, "one notice says the gate never allowed");
   await w.waitEvents({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((r) => r.content === "⚠️"));
   assert.equal(prompts(d, mark), 1);

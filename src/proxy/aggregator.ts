@@ -7,7 +7,7 @@
  * over HTTP. Both run this one definition, so naming, hooks, cancellation and progress
  * behave the same whichever transport carries them (docs/architecture.md §4).
  *
- * `initialize` is answered at once; everything else first waits for every downstream to
+ * `initialize` is answered at once (and `server/discover` refused at once: docs/protocol.md §9); everything else first waits for every downstream to
  * have listed or failed (bounded by list_timeout). tools/call to a downstream server that
  * is up never reaches the SDK: it is forwarded as messages (./pass-through.ts). The rest
  * (hooks, buzz tools, calls while a server is down or the first listing still runs) is
@@ -57,6 +57,8 @@ import { DEFAULT_PRE_TOOL_DEADLINE_MS } from "../contract/manifest.js";
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 const STOP_HOOK = "_Stop";
+/** MCP 2026-07-28's opening probe; this slot speaks 2025-11-25 and earlier, and answers it Method not found. */
+const DISCOVER = "server/discover";
 /** The `_Stop` listed for `stop: wait` gates none of which is up to list its own. */
 const STOP_HOOK_TOOL: Tool = {
   name: STOP_HOOK,
@@ -140,7 +142,6 @@ export class Aggregator {
    * that takes calls itself (the HTTP endpoint's fast path).
    */
   async serve(transport: Transport, sink?: MessageSink): Promise<AgentPassThrough> {
-    this.start();
     const server = new Server(
       { name: "buzz-bridge", version: PROXY_VERSION },
       { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } },
@@ -154,10 +155,25 @@ export class Aggregator {
     return this.passThrough(transport, sink);
   }
 
+  /**
+   * Downstream servers start with the first message that is not a `server/discover` probe
+   * (docs/protocol.md §9): an MCP 2026-07-28 client probing on stdio spawns a throwaway copy
+   * of the proxy, asks it `server/discover` alone, and is answered -32601 (Method not found)
+   * at once, so it falls back to `initialize`; that copy never starts the session's servers.
+   */
+  private noteMessage(message: JSONRPCMessage): void {
+    if (this.started) return;
+    if ((message as { method?: unknown }).method === DISCOVER) return;
+    this.start();
+  }
+
   private passThrough(transport: Transport, sink?: MessageSink): AgentPassThrough {
     if (transport instanceof LineTransport) {
       const pass = new AgentPassThrough(transport, this.rawRoute);
-      transport.intercept = (message) => pass.take(message);
+      transport.intercept = (message) => {
+        this.noteMessage(message);
+        return pass.take(message);
+      };
       return pass;
     }
     const pass = new AgentPassThrough(
@@ -172,6 +188,7 @@ export class Aggregator {
     const sdk = transport.onmessage;
     if (sdk)
       transport.onmessage = (message, extra) => {
+        this.noteMessage(message);
         if (!pass.take(message)) sdk.call(transport, message, extra);
       };
     return pass;
