@@ -51,7 +51,7 @@ import { exposedName, isHookName } from "./naming.js";
 import { LineTransport } from "./line-transport.js";
 import { AgentPassThrough, type MessageSink, type RawRoute } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
-import { CALL_HOOKS, ToolGates, type GatedCall } from "./tool-gates.js";
+import { CALL_HOOKS, PRE_TOOL_HOOK, ToolGates, type GatedCall } from "./tool-gates.js";
 import { DEFAULT_PRE_TOOL_DEADLINE_MS } from "../contract/manifest.js";
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -248,12 +248,31 @@ export class Aggregator {
   }
 
   /** The merged hook, for the agent's tools/call and for the daemon (over the link, or directly). */
-  async runHook(name: string, only?: string[]): Promise<HookFanout> {
+  async runHook(name: string, only?: string[], args?: Record<string, unknown>): Promise<HookFanout> {
     this.start();
     await this.ready();
+    if (name === PRE_TOOL_HOOK) return this.agentToolCall(args ?? {});
     let targets = this.hookTargets(name);
     if (only) targets = targets.filter((d) => only.includes(d.name));
     return this.fanout(name, targets);
+  }
+
+  /**
+   * An agent-native tool (shell, edit, fetch) the agent asks its client permission for
+   * (ACP `session/request_permission`): the same `_PreToolUse` as an MCP call, `server` `agent`.
+   * `object` = blocked (the text says why); advice has no result to go before, so it only allows.
+   */
+  private async agentToolCall(args: Record<string, unknown>): Promise<HookFanout> {
+    const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+    const tool = str(args.tool) ?? str(args.title) ?? "unknown tool";
+    const d = await this.toolGates.before({
+      tool,
+      server: "agent",
+      arguments: args.arguments ?? {},
+      title: str(args.title),
+      kind: str(args.kind),
+    });
+    return { text: d.verdict === "block" ? d.text : "", verdict: d.verdict === "block" ? "object" : "allow", ms: d.ms, servers: [] };
   }
 
   /** One merged hook run; the daemon hears of each (its /metrics). */
