@@ -7,6 +7,7 @@
  *
  *   1     bench/proxy.ts     proxy overhead vs direct and a byte copier
  *   2     bench/hooks.ts     merged _Stop over 5/10 gates (5 ms each) vs 1 gate, all through the proxy; 1 gate vs direct; one gate hung
+ *   2g    bench/pre-tool.ts  tools/call with 1 and 5 pre_tool gates answering at once vs no gate, through the proxy
  *   3, 4  bench/mention.ts   publish → gate decision vs nostr-tools; publish → session/prompt warm vs cold
  *   3, 5a bench/relay.ts     relay client handler latency vs nostr-tools; the client alone subscribing 500 channels
  *   5, 9  bench/quota.ts     at the daemon through a frame-counting proxy, relay with Buzz's limits:
@@ -55,6 +56,9 @@ export interface Row {
 
 /** Figure 2's target: N gates answering in 5 ms cost at most this many times one gate, through the proxy. */
 const HOOKS_FANOUT_MAX = 3;
+/** Figure 2g's targets: a tools/call with one pre_tool gate, and with five, against no gate (issue 45). */
+const PRE_TOOL_ONE_MAX = 1.5;
+const PRE_TOOL_FIVE_MAX = 2;
 /** Figure 7b's target: the heap a 10,000-mention burst leaves behind, against the heap of its events. */
 const BURST_HEAP_MAX = 0.25;
 /** Figure 7h's target: the daemon's RSS growth from a hostile relay's flood, against the flood's size. */
@@ -702,6 +706,37 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("2", "hook fan-out", hooks.error));
+  }
+
+  // 2g — gates on every tool call: a tools/call with 1 and 5 pre_tool gates against none.
+  const preTool = await part("pre-tool", async () => (await import("./pre-tool.js")).benchPreTool());
+  seconds["pre-tool"] = preTool.seconds;
+  if (preTool.ok) {
+    const c = preTool.value.calls;
+    const none = pct(c["0"]!, 50);
+    raw["pre-tool"] = Object.fromEntries(
+      Object.entries(c).map(([n, xs]) => [n, { n: xs.length, median: r3(pct(xs, 50)), p99: r3(pct(xs, 99)) }]),
+    );
+    for (const [n, max] of [
+      ["1", PRE_TOOL_ONE_MAX],
+      ["5", PRE_TOOL_FIVE_MAX],
+    ] as const) {
+      const m = pct(c[n]!, 50);
+      rows.push({
+        figure: "2g",
+        measure: `tools/call through the proxy with ${n} pre_tool gate${n === "1" ? "" : "s"} answering at once`,
+        samples: c[n]!.length,
+        median: r3(m),
+        p99: r3(pct(c[n]!, 99)),
+        unit: "ms",
+        baseline: `${fmt(Number(r3(none)))} ms: the same call, no gate`,
+        ratio: r3(m / none),
+        target: `≤ ${max}×`,
+        met: m / none <= max,
+      });
+    }
+  } else {
+    rows.push(failed("2g", "tools/call with pre_tool gates", preTool.error));
   }
 
   // 10 — a message arriving mid-turn: publish → the agent has it, steer vs queue.

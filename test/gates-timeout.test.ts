@@ -52,7 +52,7 @@ async function gaveUpNotice(ev: Event): Promise<Event> {
   return evs.find((x) => /Gave up waiting/.test(x.content))!;
 }
 
-test("wait_max: an approval nobody gives ends the turn with a notice naming the gate", async () => {
+test("wait_max: an approval nobody gives ends the turn with ⚠️ and a notice naming the gate, never ✅", async () => {
   const mark = d.logs.length;
   const ev = await w.owner.post("@agent cut the release");
   await w.waitReaction(ev, "⏳", 40_000);
@@ -64,6 +64,10 @@ test("wait_max: an approval nobody gives ends the turn with a notice naming the 
   );
   const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === `${ch.approval}/${ev.id}`);
   assert.equal(end.status, "answered", "the turn ends; the queue moves on");
+  const reactions = await w.waitEvents({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] }, (e) =>
+    e.some((r) => r.content === "⚠️"),
+  );
+  assert.ok(!reactions.some((r) => r.content === "✅"), "a gate that never allowed never ends ✅");
   const rs = rounds(d, mark, end.turn);
   assert.ok(rs.length >= 2 && rs.every((r) => r.verdict === "object"), `the gate kept objecting: ${rs.map((r) => r.verdict)}`);
   assert.equal(d.logs.slice(mark, d.logs.indexOf(end)).filter((l) => l.evt === "agent.turn_end").length, 1, "waiting cost no model turn");
@@ -87,8 +91,11 @@ test("a poll that times out while waiting is not an approval: the wait goes on u
     );
     assert.equal(p.verdict, "object", "the bridge keeps waiting");
   }
-  const reactions = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
-  assert.ok(reactions.some((r) => r.content === "✅"));
+  // A gate that never allowed never ends ✅: the turn is over, but not approved.
+  const reactions = await w.waitEvents({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] }, (e) =>
+    e.some((r) => r.content === "⚠️"),
+  );
+  assert.ok(!reactions.some((r) => r.content === "✅"), "no ✅ after giving up");
 });
 
 // Last: it stops the shared daemon.

@@ -134,6 +134,13 @@ test("!cancel by the owner during a wait ends the turn cleanly; the next mention
   assert.equal(end.status, "cancelled");
   const reactions = await w.query({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] });
   assert.ok(!reactions.some((r) => r.content === "✅"), "a cancelled turn gets no ✅");
+  const [cancelNotice] = await w
+    .waitEvents({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }, (e) =>
+      e.some((x) => /^Cancelled while waiting for gate 'approval'/.test(x.content)),
+    )
+    .then((e) => e.filter((x) => /^Cancelled while waiting/.test(x.content)));
+  assert.ok(cancelNotice, "one notice says the gate never allowed");
+  await w.waitEvents({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] }, (e) => e.some((r) => r.content === "⚠️"));
   assert.equal(prompts(d, mark), 1);
 
   // The bridge is not stuck: a new mention (a new thread, a new approval) is answered and waits again.
@@ -148,8 +155,8 @@ test("!cancel by the owner during a wait ends the turn cleanly; the next mention
   // Nothing after !cancel: with the later mention answered and its turn over, the cancelled thread is final.
   assert.deepEqual(
     await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] }).then((e) => e.length),
-    1,
-    "only the answer the agent posted before the wait",
+    2,
+    "only the answer the agent posted before the wait and the one cancellation notice",
   );
 });
 
@@ -166,9 +173,13 @@ test("the agent dies during a wait: its gate can no longer answer, so the wait e
   );
   assert.match(evs.find((x) => /Stopped waiting/.test(x.content))!.content, /'approval'.*can no longer be reached/);
   const end = await d.waitLog((l) => l.evt === "turn.end" && l.scope === scope);
-  // The answer posted before the wait stands: the turn ends answered (not failed, not cancelled), marked ✅.
+  // The answer posted before the wait stands: the turn ends answered (not failed, not cancelled),
+  // marked ⚠️ and never ✅, since the gate never allowed it.
   assert.equal(end.status, "answered");
-  await w.waitReaction(ev, "✅");
+  const reactions = await w.waitEvents({ kinds: [KIND.reaction], authors: [w.agent.pk], "#e": [ev.id] }, (e) =>
+    e.some((r) => r.content === "⚠️"),
+  );
+  assert.ok(!reactions.some((r) => r.content === "✅"), "a gate that never allowed never ends ✅");
 
   const known = await requestIds();
   const next = await w.owner.post("@agent back again?");

@@ -17,7 +17,7 @@ export interface PermissionDecision {
   response: acp.RequestPermissionResponse;
   /** What was decided and why, for the log. */
   verdict: "allowed" | "denied" | "cancelled";
-  by: "policy" | "owner" | "timeout" | "no-owner-channel" | "cancel";
+  by: "policy" | "owner" | "timeout" | "no-owner-channel" | "cancel" | "pre_tool";
 }
 
 const ALLOW_KINDS: acp.PermissionOptionKind[] = ["allow_once", "allow_always"];

@@ -10,7 +10,7 @@ import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Logger } from "../base/log.js";
 import { AgentCrashedError, AgentProtocolError } from "./errors.js";
 import type { AgentProcess } from "./process.js";
-import { decidePermission, type AskOwner, type PermissionPolicy } from "./permissions.js";
+import { answer, decidePermission, type AskOwner, type PermissionPolicy } from "./permissions.js";
 import { TurnState } from "./turn-state.js";
 
 export interface TurnLimits {
@@ -32,6 +32,11 @@ export interface PromptOptions {
   askOwner?: AskOwner;
   /** The agent's form elicitation (a question back to people): posted in the thread, answered from there. */
   askQuestion?: (request: acp.CreateElicitationRequest, signal: AbortSignal) => Promise<acp.CreateElicitationResponse>;
+  /**
+   * The session's `_PreToolUse` gates, asked before `permissions` applies (docs/agents.md):
+   * `block` → the request is rejected, whatever `agent.permissions` says.
+   */
+  preTool?: (request: acp.RequestPermissionRequest, signal: AbortSignal) => Promise<{ block: boolean; text: string }>;
 }
 
 /** Why a turn was stopped; `steer`: the bridge cancels it to prompt again with new messages merged in. */
@@ -92,6 +97,23 @@ export class TurnControl {
 
   async onPermission(request: acp.RequestPermissionRequest, signal: AbortSignal): Promise<acp.RequestPermissionResponse> {
     const both = AbortSignal.any([signal, this.cancelCtl.signal]);
+    if (this.opts.preTool) {
+      const gate = await this.opts.preTool(request, both);
+      if (gate.block) {
+        this.log.info(
+          {
+            evt: "agent.permission",
+            sessionId: this.sessionId,
+            tool: request.toolCall.title ?? request.toolCall.toolCallId,
+            verdict: "denied",
+            by: "pre_tool",
+          },
+          "permission answered",
+        );
+        // ACP has no field for a rejection's reason; `_meta` carries it for an agent that reads it.
+        return { ...answer(request.options, false), _meta: { "buzz-bridge/pre_tool": gate.text } };
+      }
+    }
     const owner = this.limits.permissions === "ask-owner";
     if (owner) this.pauseIdle();
     try {

@@ -280,6 +280,12 @@ const mcpServer = z.strictObject({
     .describe(
       "a hook that errors or times out, or a stop: wait server that is not running when _Stop is due, counts as this; default object for a stop: wait server (a human approval fails closed), allow otherwise",
     ),
+  pre_tool: z
+    .enum(["block", "advise"])
+    .optional()
+    .describe(
+      "ask this server's _PreToolUse before every tool call through the MCP slot (and its _PostToolUse after): block = its text stops the call, and a block gate that is down, errors or misses mcp.pre_tool_deadline stops it too; advise = its text is put before the result; absent = not asked",
+    ),
   timeout: duration("timeout", DEFAULT_MCP_TIMEOUT).describe(
     `how long one tool call may take (progress notifications restart the clock); then it is cancelled and the agent gets an error naming this key; default ${DEFAULT_MCP_TIMEOUT}`,
   ),
@@ -303,6 +309,9 @@ const mcp = z.strictObject({
     .default({}),
   hook_deadline: duration("hook_deadline", "2s"),
   list_timeout: duration("list_timeout", "15s"),
+  pre_tool_deadline: duration("pre_tool_deadline", "2s").describe(
+    "how long the pre_tool servers together may take to answer _PreToolUse (and _PostToolUse) for one tool call; a block gate that has not answered by then blocks the call",
+  ),
   transport: z
     .enum(["auto", "stdio", "http"])
     .default("auto")

@@ -10,6 +10,8 @@ import { parseDuration } from "../config/duration.js";
 
 /** A tool call's timeout when the server sets none (config `mcp.servers.<name>.timeout`). */
 export const DEFAULT_CALL_TIMEOUT_MS = parseDuration(DEFAULT_MCP_TIMEOUT)!;
+/** `mcp.pre_tool_deadline` when a manifest leaves it out. */
+export const DEFAULT_PRE_TOOL_DEADLINE_MS = 2000;
 
 export interface ManifestServer {
   name: string;
@@ -28,12 +30,16 @@ export interface ManifestServer {
   on_error: "allow" | "object";
   /** Per-call timeout in ms (progress restarts it); absent = DEFAULT_CALL_TIMEOUT_MS. */
   timeout?: number;
+  /** Asked `_PreToolUse` (and `_PostToolUse`) around every tool call; absent = not asked (proxy/tool-gates.ts). */
+  pre_tool?: "block" | "advise";
 }
 
 export interface ProxyManifest {
   servers: ManifestServer[];
   hook_deadline: number;
   list_timeout: number;
+  /** One deadline, in ms, for all `_PreToolUse` answers to one tool call; absent = DEFAULT_PRE_TOOL_DEADLINE_MS. */
+  pre_tool_deadline?: number;
   /** The largest file send_message may attach (`attachments.max_bytes`); the proxy checks it before reading. */
   attachment_max_bytes?: number;
   /**
@@ -59,17 +65,19 @@ export const manifestWire = z.object({
       stop: z.enum(["reprompt", "wait"]).default("reprompt"),
       on_error: z.enum(["allow", "object"]),
       timeout: z.number().int().positive().optional(),
+      pre_tool: z.enum(["block", "advise"]).optional(),
     }),
   ),
   hook_deadline: z.number().int().positive(),
   list_timeout: z.number().int().positive(),
+  pre_tool_deadline: z.number().int().positive().optional(),
   attachment_max_bytes: z.number().int().min(0).optional(),
   message_max_bytes: z.number().int().positive().optional(),
 });
 
 /** Builds a manifest from the config's (already parsed) `mcp` section, keeping only `names`. */
 export function manifestFromConfig(
-  mcp: { servers: Record<string, McpServerConfig>; hook_deadline: number; list_timeout: number },
+  mcp: { servers: Record<string, McpServerConfig>; hook_deadline: number; list_timeout: number; pre_tool_deadline?: number },
   names: string[] = Object.keys(mcp.servers),
 ): ProxyManifest {
   const wanted = new Set(names);
@@ -86,8 +94,10 @@ export function manifestFromConfig(
         stop: s.stop,
         on_error: s.on_error,
         timeout: s.timeout,
+        ...(s.pre_tool ? { pre_tool: s.pre_tool } : {}),
       })),
     hook_deadline: mcp.hook_deadline,
     list_timeout: mcp.list_timeout,
+    ...(mcp.pre_tool_deadline ? { pre_tool_deadline: mcp.pre_tool_deadline } : {}),
   };
 }

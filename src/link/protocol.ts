@@ -26,6 +26,8 @@ export interface BuzzCallParams {
 export interface RunHookParams {
   name: string;
   servers?: string[];
+  /** The hook's input (for `_PreToolUse`: the agent's own tool call, `{ tool, arguments, title, kind }`). */
+  args?: Record<string, unknown>;
 }
 export interface HookRanParams {
   hook: string;

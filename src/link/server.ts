@@ -7,6 +7,7 @@
  * token as its first request is refused and logged. Authenticated proxies fetch their manifest, call
  * the session's buzz tools, and answer the daemon's hook requests.
  */
+import { DEFAULT_PRE_TOOL_DEADLINE_MS } from "../contract/manifest.js";
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
@@ -38,7 +39,7 @@ export interface LinkSession {
    */
   listen(dir: string): Promise<Record<string, string>>;
   /** Asks the session's proxy to run the merged hook; `servers` limits it to some servers. */
-  runHook(name: string, opts?: { servers?: string[] }): Promise<HookFanout>;
+  runHook(name: string, opts?: { servers?: string[]; args?: Record<string, unknown> }): Promise<HookFanout>;
   connected(): boolean;
   /**
    * Resolves true once the session's proxy is connected (at once if it is), false when
@@ -91,6 +92,9 @@ export function linkRootPath(stateDir: string): string {
   return join(tmpdir(), `buzz-bridge-${createHash("sha256").update(root).digest("hex").slice(0, 16)}`);
 }
 
+/** Hooks counted under their own name in /metrics; any other is `other`. */
+const COUNTED_HOOKS: ReadonlySet<string> = new Set(["_Stop", "_PostCompact", "_PreToolUse"]);
+
 export class LinkServer {
   private server?: NetServer;
   private readonly sessions = new Map<string, Entry>();
@@ -105,7 +109,7 @@ export class LinkServer {
       socketPath: string;
       logger: Logger;
       /**
-       * A session's proxy ran a merged hook. `hook` is `_Stop`, `_PostCompact` or `other`, and
+       * A session's proxy ran a merged hook. `hook` is `_Stop`, `_PostCompact`, `_PreToolUse` (verdict `object` = the call was blocked) or `other`, and
        * `verdict` `allow` or `object`: what a proxy (the agent's to run) says is bounded here.
        */
       onHookRan?(hook: string, verdict: "allow" | "object", ms: number): void;
@@ -121,7 +125,7 @@ export class LinkServer {
    */
   hookRan(p: { hook?: unknown; verdict?: unknown; ms?: unknown }): void {
     if (p.verdict !== "allow" && p.verdict !== "object") return;
-    const hook = p.hook === "_Stop" || p.hook === "_PostCompact" ? p.hook : "other";
+    const hook = typeof p.hook === "string" && COUNTED_HOOKS.has(p.hook) ? p.hook : "other";
     const ms = typeof p.ms === "number" && Number.isFinite(p.ms) && p.ms >= 0 ? p.ms : 0;
     this.opts.onHookRan?.(hook, p.verdict, ms);
   }
@@ -211,11 +215,13 @@ export class LinkServer {
       runHook: async (name, opts) => {
         const conn = entry.conn;
         if (!conn) throw new LinkError(`session ${entry.key}: its MCP proxy is not connected, cannot run ${name}`);
-        const limit = entry.manifest.hook_deadline + HOOK_LINK_SLACK_MS;
+        const deadline =
+          name === "_PreToolUse" ? (entry.manifest.pre_tool_deadline ?? DEFAULT_PRE_TOOL_DEADLINE_MS) : entry.manifest.hook_deadline;
+        const limit = deadline + HOOK_LINK_SLACK_MS;
         let timer: NodeJS.Timeout | undefined;
         try {
           return await Promise.race([
-            conn.sendRequest(RunHook, { name, servers: opts?.servers }),
+            conn.sendRequest(RunHook, { name, servers: opts?.servers, ...(opts?.args ? { args: opts.args } : {}) }),
             new Promise<never>((_, reject) => {
               timer = setTimeout(
                 () => reject(new LinkError(`session ${entry.key}: proxy gave no ${name} answer within ${limit} ms`)),

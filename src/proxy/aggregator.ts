@@ -7,7 +7,7 @@
  * over HTTP. Both run this one definition, so naming, hooks, cancellation and progress
  * behave the same whichever transport carries them (docs/architecture.md §4).
  *
- * `initialize` is answered at once; everything else first waits for every downstream to
+ * `initialize` is answered at once (and `server/discover` refused at once: docs/protocol.md §9); everything else first waits for every downstream to
  * have listed or failed (bounded by list_timeout). tools/call to a downstream server that
  * is up never reaches the SDK: it is forwarded as messages (./pass-through.ts). The rest
  * (hooks, buzz tools, calls while a server is down or the first listing still runs) is
@@ -51,10 +51,14 @@ import { exposedName, isHookName } from "./naming.js";
 import { LineTransport } from "./line-transport.js";
 import { AgentPassThrough, type MessageSink, type RawRoute } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
+import { CALL_HOOKS, PRE_TOOL_HOOK, ToolGates, type GatedCall } from "./tool-gates.js";
+import { DEFAULT_PRE_TOOL_DEADLINE_MS } from "../contract/manifest.js";
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 const STOP_HOOK = "_Stop";
+/** MCP 2026-07-28's opening probe; this slot speaks 2025-11-25 and earlier, and answers it Method not found. */
+const DISCOVER = "server/discover";
 /** The `_Stop` listed for `stop: wait` gates none of which is up to list its own. */
 const STOP_HOOK_TOOL: Tool = {
   name: STOP_HOOK,
@@ -100,6 +104,8 @@ export class Aggregator {
   private readonly upstreams = new Set<Server>();
   private readonly listed = new WeakSet<Server>();
   private started = false;
+  /** The servers asked around every tool call (`pre_tool`), for both transports (./tool-gates.ts). */
+  readonly toolGates: ToolGates;
 
   constructor(private readonly opts: AggregatorOptions) {
     const { manifest, logger } = opts;
@@ -113,6 +119,12 @@ export class Aggregator {
           wrap: opts.wrap,
         }),
     );
+    this.toolGates = new ToolGates({
+      downstreams: this.downstreams,
+      deadlineMs: manifest.pre_tool_deadline ?? DEFAULT_PRE_TOOL_DEADLINE_MS,
+      logger,
+      hookRan: opts.hookRan,
+    });
   }
 
   /** Starts every downstream in parallel (once). */
@@ -130,7 +142,6 @@ export class Aggregator {
    * that takes calls itself (the HTTP endpoint's fast path).
    */
   async serve(transport: Transport, sink?: MessageSink): Promise<AgentPassThrough> {
-    this.start();
     const server = new Server(
       { name: "buzz-bridge", version: PROXY_VERSION },
       { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } },
@@ -144,10 +155,25 @@ export class Aggregator {
     return this.passThrough(transport, sink);
   }
 
+  /**
+   * Downstream servers start with the first message that is not a `server/discover` probe
+   * (docs/protocol.md §9): an MCP 2026-07-28 client probing on stdio spawns a throwaway copy
+   * of the proxy, asks it `server/discover` alone, and is answered -32601 (Method not found)
+   * at once, so it falls back to `initialize`; that copy never starts the session's servers.
+   */
+  private noteMessage(message: JSONRPCMessage): void {
+    if (this.started) return;
+    if ((message as { method?: unknown }).method === DISCOVER) return;
+    this.start();
+  }
+
   private passThrough(transport: Transport, sink?: MessageSink): AgentPassThrough {
     if (transport instanceof LineTransport) {
       const pass = new AgentPassThrough(transport, this.rawRoute);
-      transport.intercept = (message) => pass.take(message);
+      transport.intercept = (message) => {
+        this.noteMessage(message);
+        return pass.take(message);
+      };
       return pass;
     }
     const pass = new AgentPassThrough(
@@ -162,6 +188,7 @@ export class Aggregator {
     const sdk = transport.onmessage;
     if (sdk)
       transport.onmessage = (message, extra) => {
+        this.noteMessage(message);
         if (!pass.take(message)) sdk.call(transport, message, extra);
       };
     return pass;
@@ -169,7 +196,8 @@ export class Aggregator {
 
   /** A downstream tool whose server is up takes the raw path (./pass-through.ts); anything else the SDK's. */
   readonly rawRoute: RawRoute = (name) => {
-    if (!this.isReady) return undefined;
+    // With gates every call is asked first, on the one path both transports share (callTool).
+    if (!this.isReady || this.toolGates.active) return undefined;
     const route = this.getCatalog().routes.get(name);
     const raw = route?.ds.rawCalls();
     return raw && { raw, tool: route!.tool };
@@ -220,12 +248,31 @@ export class Aggregator {
   }
 
   /** The merged hook, for the agent's tools/call and for the daemon (over the link, or directly). */
-  async runHook(name: string, only?: string[]): Promise<HookFanout> {
+  async runHook(name: string, only?: string[], args?: Record<string, unknown>): Promise<HookFanout> {
     this.start();
     await this.ready();
+    if (name === PRE_TOOL_HOOK) return this.agentToolCall(args ?? {});
     let targets = this.hookTargets(name);
     if (only) targets = targets.filter((d) => only.includes(d.name));
     return this.fanout(name, targets);
+  }
+
+  /**
+   * An agent-native tool (shell, edit, fetch) the agent asks its client permission for
+   * (ACP `session/request_permission`): the same `_PreToolUse` as an MCP call, `server` `agent`.
+   * `object` = blocked (the text says why); advice has no result to go before, so it only allows.
+   */
+  private async agentToolCall(args: Record<string, unknown>): Promise<HookFanout> {
+    const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+    const tool = str(args.tool) ?? str(args.title) ?? "unknown tool";
+    const d = await this.toolGates.before({
+      tool,
+      server: "agent",
+      arguments: args.arguments ?? {},
+      title: str(args.title),
+      kind: str(args.kind),
+    });
+    return { text: d.verdict === "block" ? d.text : "", verdict: d.verdict === "block" ? "object" : "allow", ms: d.ms, servers: [] };
   }
 
   /** One merged hook run; the daemon hears of each (its /metrics). */
@@ -333,8 +380,35 @@ export class Aggregator {
     const params = (request.params ?? {}) as { name?: unknown; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> };
     const name = params.name;
     if (typeof name !== "string") return Promise.reject(new ProxyRequestError(ErrorCode.InvalidParams, "tools/call needs params.name"));
-    const cat = this.getCatalog();
-    const route = cat.routes.get(name);
+    if (CALL_HOOKS.has(name))
+      return Promise.resolve(errorResult(`${name} is asked by the bridge around each tool call; it cannot be called as a tool`));
+    const route = this.getCatalog().routes.get(name);
+    const buzz = !route && this.opts.buzz && isBuzzTool(name);
+    if ((route || buzz) && this.toolGates.active) {
+      const call: GatedCall = { tool: name, server: route ? route.ds.name : "buzz", arguments: params.arguments ?? {} };
+      return this.gatedCall(call, () => this.dispatch(name, params, extra));
+    }
+    return this.dispatch(name, params, extra);
+  }
+
+  /** `_PreToolUse` first (a block stops the call), the call, then `_PostToolUse`'s note appended (./tool-gates.ts). */
+  private async gatedCall(call: GatedCall, run: () => Promise<CallToolResult>): Promise<CallToolResult> {
+    const pre = await this.toolGates.before(call);
+    if (pre.verdict === "block") return errorResult(pre.text);
+    const result = await run();
+    const post = await this.toolGates.after(call, result);
+    const content = [...(result.content ?? [])];
+    if (pre.verdict === "advise") content.unshift({ type: "text", text: pre.text });
+    if (post) content.push({ type: "text", text: post });
+    return content.length === (result.content ?? []).length ? result : { ...result, content };
+  }
+
+  private dispatch(
+    name: string,
+    params: { arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
+    extra: Extra,
+  ): Promise<CallToolResult> {
+    const route = this.getCatalog().routes.get(name);
     if (route) {
       const meta = params._meta;
       const progressToken = meta?.progressToken;

@@ -6,6 +6,7 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../base/log.js";
 import type { Downstream } from "./downstream.js";
+import { CALL_HOOKS } from "./tool-gates.js";
 import { exposedName, isHookName, isValidExposedName, MAX_TOOLS, NameCollisionError } from "./naming.js";
 
 interface ToolRoute {
@@ -83,7 +84,8 @@ export function buildCatalog(downstreams: Downstream[], builtins: Tool[], logger
       visible.push(name === t.name ? t : { ...t, name });
     }
   }
-  const hookTools = [...hookDefs.values()];
+  // The bridge asks _PreToolUse and _PostToolUse itself around each call; the model never sees them.
+  const hookTools = [...hookDefs.values()].filter((t) => !CALL_HOOKS.has(t.name));
   const room = MAX_TOOLS - hookTools.length - builtins.length;
   if (visible.length > room) {
     const dropped = visible.splice(Math.max(0, room));

@@ -42,7 +42,7 @@ export interface HttpSlot {
   /** For `session/new`: `{ type: "http", name: "buzz", url, headers }`. */
   url: string;
   headers: Record<string, string>;
-  runHook(name: string, opts?: { servers?: string[] }): Promise<HookFanout>;
+  runHook(name: string, opts?: { servers?: string[]; args?: Record<string, unknown> }): Promise<HookFanout>;
   /** The daemon holds the servers: hooks can run whether or not the agent ever connected. */
   whenConnected(withinMs: number): Promise<boolean>;
   /** The session ended: the token is revoked, the servers stopped. */
@@ -72,7 +72,7 @@ export function openHttpSlot(o: HttpSlotOptions): HttpSlot {
   return {
     url: o.endpoint.url,
     headers,
-    runHook: (name, opts) => aggregator.runHook(name, opts?.servers),
+    runHook: (name, opts) => aggregator.runHook(name, opts?.servers, opts?.args),
     whenConnected: () => Promise.resolve(open),
     unregister: () => {
       if (!open) return;

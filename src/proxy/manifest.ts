@@ -35,6 +35,7 @@ const serverFile = z
     prefix: z.boolean().default(true),
     stop: z.enum(["reprompt", "wait"]).default("reprompt"),
     on_error: z.enum(["allow", "object"]).optional(),
+    pre_tool: z.enum(["block", "advise"]).optional(),
     timeout: duration.prefault(DEFAULT_MCP_TIMEOUT),
   })
   .transform((s) => ({ ...s, on_error: s.on_error ?? defaultOnError(s.stop) }));
@@ -43,6 +44,7 @@ const manifestFile = z.strictObject({
   servers: z.record(z.string().regex(SERVER_NAME_PATTERN, { message: "server names use letters, digits and -" }), serverFile).default({}),
   hook_deadline: duration.prefault("2s"),
   list_timeout: duration.prefault("15s"),
+  pre_tool_deadline: duration.prefault("2s"),
   // Accepted so the config's mcp section can be copied as is; a proxy on stdio is the stdio transport.
   transport: z.enum(["auto", "stdio", "http"]).optional(),
 });

@@ -30,7 +30,7 @@ export class AggregatingProxy {
       buzz: link && fileReadingPort(link, opts.manifest.attachment_max_bytes),
       hookRan: link && ((r, hook) => link.hookRan(r, hook)),
     });
-    opts.link?.onRunHook((p) => this.aggregator.runHook(p.name, p.servers));
+    opts.link?.onRunHook((p) => this.aggregator.runHook(p.name, p.servers, p.args));
   }
 
   get downstreams(): Downstream[] {

@@ -27,7 +27,7 @@ import type { PromptBlock, TurnPublisher } from "./ports.js";
 import type { Enforce } from "../config/enforce.js";
 import { runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
-import { slotHooks, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "./sessions.js";
+import { slotHooks, slotPreTool, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
 import type { TurnStatus, WorkStatusBoard } from "./work-status.js";
 import { waitGatesOf } from "./stop-gates.js";
@@ -347,6 +347,7 @@ export class TurnDispatcher {
       const prompt = async (b: PromptBlock[], _s: AbortSignal | undefined) => {
         const r = await ss.session.prompt(b, {
           ...asking,
+          ...(ss.preTool.any ? { preTool: slotPreTool(ss.slot, ss.preTool.block, log) } : {}),
           onUpdate: (u) => {
             progress.observe(u);
             status?.update(u);

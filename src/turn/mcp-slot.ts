@@ -21,7 +21,7 @@ export type McpTransport = "auto" | "stdio" | "http";
 
 /** What the turn needs of the slot, whichever transport serves it (a LinkSession is one). */
 export interface SlotSession {
-  runHook(name: string, opts?: { servers?: string[] }): Promise<HookFanout>;
+  runHook(name: string, opts?: { servers?: string[]; args?: Record<string, unknown> }): Promise<HookFanout>;
   whenConnected(withinMs: number): Promise<boolean>;
   unregister(): void;
 }

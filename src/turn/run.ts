@@ -89,6 +89,7 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
     return text ? [{ type: "text", text: `Context restored after compaction (merged _PostCompact):\n\n${text}` }] : [];
   };
   const published = () => [...ports.published];
+  let gaveUpOnGate = false;
   try {
     let result = await ports.agent.prompt([...injected(), ...spec.blocks], ports.signal);
     await afterCompaction(result, ports, log);
@@ -141,6 +142,13 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
       result = gate.result;
       ports.onGateWait?.(undefined);
       if (gate.kind === "cancelled") {
+        // A gate that never allowed never ends ✅: the owner's stop while waiting says so once.
+        if (gate.objectors?.length && ports.signal.reason !== "shutdown")
+          await notice(
+            ports,
+            spec,
+            `Cancelled while waiting for gate ${names(gate.objectors)}: it never allowed this turn to end, so its answer is not approved.`,
+          ).catch(() => {});
         cancelledSignal(signals, ports.signal);
         return { status: "cancelled", published: published() };
       }
@@ -151,12 +159,14 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
           `The turn ended although gate ${names(gate.objectors)} still objects (${gate.rounds} re-prompt${gate.rounds === 1 ? "" : "s"} used, the limit).`,
         );
       } else if (gate.kind === "wait-timeout") {
+        gaveUpOnGate = true;
         await notice(
           ports,
           spec,
           `Gave up waiting for gate ${names(gate.objectors)} to allow the turn to end (waited the configured maximum).`,
         );
       } else if (gate.kind === "unreachable") {
+        gaveUpOnGate = true;
         await notice(
           ports,
           spec,
@@ -167,7 +177,8 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
     if (result.timedOut) throw new TurnFailed(timeoutReason(result.timedOut));
 
     const via = await replyIfSilent(result, spec, ports);
-    signals.finished(true);
+    // A `stop: wait` gate that never allowed (wait_max, or it could no longer be reached): ⚠️, never ✅.
+    signals.finished(!gaveUpOnGate);
     return { status: "answered", published: published(), via };
   } catch (err) {
     if (ports.signal.aborted) {

@@ -8,6 +8,7 @@
  * `agent.max_turns_per_session` turns, or when a prompt stopped for a spent context or
  * request budget; the scope's next turn opens a fresh one (docs/architecture.md §3).
  */
+import type * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Event } from "nostr-tools";
 import type { AgentPool, AgentSession, McpSlot } from "../agent/index.js";
 import type { Logger } from "../base/log.js";
@@ -67,6 +68,8 @@ export interface ScopeSession {
   slot: SlotSession;
   /** Servers behind the session's proxy; with none there is nothing to gate. */
   hookServers: number;
+  /** The session's servers with `pre_tool`, and whether any of them blocks (docs/agents.md). */
+  preTool: { any: boolean; block: boolean };
   /** Turns (mentions' batches) this session has run, for agent.max_turns_per_session. */
   turns: number;
   prompt: PromptSession;
@@ -194,7 +197,14 @@ export class ScopeSessions {
       // A resumed session already holds the standing context from its first prompt.
       const standingDelivered = session.standingContextVia === "system_prompt" || session.resumed;
       if (!slot) throw new Error(`session ${key}: the agent pool opened it without asking for its MCP slot`);
-      ss = { session, slot, hookServers: manifest.servers.length, turns: 0, prompt: new PromptSession(standing, standingDelivered) };
+      ss = {
+        session,
+        slot,
+        hookServers: manifest.servers.length,
+        preTool: { any: manifest.servers.some((s) => s.pre_tool), block: manifest.servers.some((s) => s.pre_tool === "block") },
+        turns: 0,
+        prompt: new PromptSession(standing, standingDelivered),
+      };
       this.scopes.set(key, ss);
       log.info(
         {
@@ -265,6 +275,42 @@ export class ScopeSessions {
     for (const s of this.scopes.values()) s.slot.unregister();
     this.scopes.clear();
   }
+}
+
+/**
+ * `_PreToolUse` for the agent's own tools (ACP `session/request_permission`), through the
+ * session's slot. Fail closed like the gates themselves: when a `block` gate exists and the
+ * slot cannot be asked (the proxy is not connected, the link broke), the tool is blocked.
+ */
+export function slotPreTool(
+  slot: SlotSession,
+  hasBlockGate: boolean,
+  log: Logger,
+  connectWaitMs = PROXY_CONNECT_WAIT_MS,
+): (request: acp.RequestPermissionRequest) => Promise<{ block: boolean; text: string }> {
+  const unreachable = (why: string) => {
+    log.warn({ evt: "gate.unavailable", hook: "_PreToolUse", err: why }, "pre-tool gates could not be asked");
+    return hasBlockGate
+      ? { block: true, text: `the pre-tool gates could not be asked (${why}); a block gate fails closed` }
+      : { block: false, text: "" };
+  };
+  return async (request) => {
+    if (!(await slot.whenConnected(connectWaitMs))) return unreachable("the session's MCP proxy is not connected");
+    const call = request.toolCall;
+    try {
+      const fan = await slot.runHook("_PreToolUse", {
+        args: {
+          tool: call.title ?? call.toolCallId,
+          title: call.title ?? undefined,
+          kind: call.kind ?? "other",
+          arguments: call.rawInput ?? {},
+        },
+      });
+      return { block: fan.verdict === "object", text: fan.text };
+    } catch (err) {
+      return unreachable(String(err));
+    }
+  };
 }
 
 /**

@@ -65,7 +65,8 @@ export type StopGateOutcome =
   | { kind: "wait-timeout"; result: AgentTurnResult; rounds: number; objectors: string[] }
   /** The proxy stopped answering for the gates being waited on (the agent session died). */
   | { kind: "unreachable"; result: AgentTurnResult; rounds: number; objectors: string[] }
-  | { kind: "cancelled"; result: AgentTurnResult; rounds: number };
+  /** `objectors`: the `stop: wait` gates still withholding approval when it was cancelled during a wait. */
+  | { kind: "cancelled"; result: AgentTurnResult; rounds: number; objectors?: string[] };
 
 function objectionBlock(fan: HookFanout, objecting: HookServerResult[]): TextBlock {
   const text = objecting.map((s) => `[${s.name}] ${s.text.trim()}`).join("\n\n");
@@ -158,7 +159,7 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
       const remaining = o.waitMaxMs - (Date.now() - started);
       if (remaining <= 0) return { kind: "wait-timeout", result, rounds, objectors: [...pending] };
       await sleep(Math.min(o.waitPollMs, remaining), o.signal);
-      if (o.signal.aborted) return { kind: "cancelled", result, rounds };
+      if (o.signal.aborted) return { kind: "cancelled", result, rounds, objectors: [...pending] };
       const asked = await o.hooks.runHook("_Stop", { servers: [...pending] });
       round++;
       unreachable = asked.servers.some((s) => pending.has(s.name)) ? 0 : unreachable + 1;

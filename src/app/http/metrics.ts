@@ -203,7 +203,7 @@ export class Metrics {
     });
     this.hookFanouts = new Counter({
       name: `${PREFIX}proxy_hook_fanouts_total`,
-      help: "Proxy hook fan-outs (_Stop, _PostCompact) by merged verdict.",
+      help: "Proxy hook fan-outs (_Stop, _PostCompact, _PreToolUse: object = the tool call was blocked) by merged verdict.",
       labelNames: ["hook", "verdict"],
       registers,
     });
