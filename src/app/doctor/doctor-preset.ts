@@ -19,6 +19,7 @@ import { LinkServer } from "../../link/server.js";
 import { presetFor, type Preset } from "../../presets/index.js";
 import type { CheckResult } from "./doctor-result.js";
 import { startProbeModel } from "./probe-model.js";
+import { providerCheck } from "./doctor-provider.js";
 
 /** The model name the probe hands an agent when the config names none. */
 const PROBE_MODEL = "buzz-bridge-probe";
@@ -37,7 +38,11 @@ export async function presetChecks(loaded: LoadedConfig, timeoutMs: number): Pro
         summary: `${preset.title}: ${install.path}${install.version ? ` (${install.version})` : ""}`,
       }
     : { name: "agent install", mark: "fail", summary: `${command} (the ${preset.name} preset) is not installed: ${preset.install}` };
-  return [installed, keyCheck(preset, env), install.path ? await toolsCheck(loaded, preset, timeoutMs) : skip("agent install")];
+  const [provider, tools] = await Promise.all([
+    providerCheck(cfg, preset, env, timeoutMs),
+    install.path ? toolsCheck(loaded, preset, timeoutMs) : skip("agent install"),
+  ]);
+  return [installed, keyCheck(preset, env), provider, tools];
 }
 
 function skip(because: string): CheckResult {
