@@ -21,6 +21,23 @@ import type { CheckResult } from "./doctor-result.js";
 import { startProbeModel } from "./probe-model.js";
 import { providerCheck } from "./doctor-provider.js";
 
+/**
+ * A HOME of doctor's own for the agents it starts, removed after: an agent writes its
+ * settings, sessions and caches under HOME (Claude's ~/.claude*, Codex's ~/.codex/sessions),
+ * and doctor never writes into the operator's. The XDG directories follow it.
+ */
+export function throwawayHome(): { env: Record<string, string>; dispose(): void } {
+  const home = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-home-"));
+  const env = {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, ".config"),
+    XDG_DATA_HOME: join(home, ".local", "share"),
+    XDG_STATE_HOME: join(home, ".local", "state"),
+    XDG_CACHE_HOME: join(home, ".cache"),
+  };
+  return { env, dispose: () => rmSync(home, { recursive: true, force: true }) };
+}
+
 /** The model name the probe hands an agent when the config names none. */
 const PROBE_MODEL = "buzz-bridge-probe";
 
@@ -72,6 +89,7 @@ async function toolsCheck(loaded: LoadedConfig, preset: Preset, timeoutMs: numbe
   const cfg = loaded.config.agent;
   const dir = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-"));
   const probe = await startProbeModel();
+  const home = throwawayHome();
   const link = new LinkServer({ socketPath: join(dir, "link.sock"), logger: silentLogger() });
   let pool: AgentPool | undefined;
   const bound = Math.max(60_000, timeoutMs * 4);
@@ -90,7 +108,7 @@ async function toolsCheck(loaded: LoadedConfig, preset: Preset, timeoutMs: numbe
       {
         ...cfg,
         ...resolveAgentCommand(cfg),
-        env: { ...cfg.env, ...placeholders },
+        env: { ...cfg.env, ...placeholders, ...home.env },
         provider: { base_url: probe.url, model: cfg.provider?.model ?? cfg.model ?? PROBE_MODEL },
         model: undefined,
         effort: undefined,
@@ -120,6 +138,7 @@ async function toolsCheck(loaded: LoadedConfig, preset: Preset, timeoutMs: numbe
     await link.stop().catch(() => undefined);
     await probe.close();
     rmSync(dir, { recursive: true, force: true });
+    home.dispose();
   }
   return toolsResult(
     preset,
