@@ -18,6 +18,7 @@
  *   7b    bench/burst.ts     10,000 mentions through the gate and the queue: heap growth vs the events' own heap
  *   7h    bench/hostile.ts   a hostile relay's 5,000 malformed frames: daemon RSS growth vs the flood's size
  *   8     bench/devrelay.ts  dev relay events/s vs a bare ws echo
+ *   15    bench/provider.ts  a refused key: mention → the thread's notice vs mention → reply, same agent (Claude)
  *   4s    bench/mention.ts   publish → session/prompt, warm spare, sandboxed vs not
  *   9     bench/sandbox.ts   agent cold start in the bubblewrap sandbox vs without
  *   10    bench/midturn.ts   a message arriving mid-turn: publish → agent has it, steer (native, cancel-and-merge) vs queue
@@ -863,6 +864,29 @@ async function main(): Promise<void> {
     });
   } else {
     rows.push(failed("14", "team in one daemon", team.error));
+  }
+
+  const provider = await part("provider", async () => (await import("./provider.js")).benchProvider());
+  seconds.provider = provider.seconds;
+  if (provider.ok) {
+    const pv = provider.value;
+    raw.provider = { refused: pv.refused.map(r3), working: pv.working.map(r3) };
+    const rm = pct(pv.refused, 50);
+    const wm = pct(pv.working, 50);
+    rows.push({
+      figure: "15",
+      measure: "a refused key: mention → the thread's notice (Claude through its preset, the provider answering 401)",
+      samples: pv.refused.length,
+      median: r3(rm),
+      p99: r3(pct(pv.refused, 99)),
+      unit: "ms",
+      baseline: `${fmt(Number(r3(wm)))} ms: mention → reply with a working key, same agent`,
+      ratio: r3(rm / wm),
+      target: "≤ 2×",
+      met: rm / wm <= 2,
+    });
+  } else {
+    rows.push(failed("15", "a refused key: mention → notice", provider.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));
