@@ -7,7 +7,8 @@
  *   one attempt, no "still working" note; the next mention, the key fixed, is answered;
  * - an overloaded provider (529): retried, then answered once;
  * - a usage limit (429): the scope is held (one notice saying when), the mention answered
- *   once after; `!cancel` ends the wait and the held mention is never answered.
+ *   once after; `!cancel` ends the wait and the held mention is never answered;
+ * - nothing listening at the base URL (Codex): a network failure, retried, then one notice.
  * And the model's true name (agent.provider.model) in the turn's log line, its cost unknown.
  * Each agent runs in one daemon, scenario after scenario (real agents are CPU heavy).
  */
@@ -182,3 +183,38 @@ for (const a of [CLAUDE, CODEX]) {
     assert.equal(linesFor(d, "queue.turn_failed", ev).length, 0);
   });
 }
+
+test("codex: nothing listening at the provider's base URL is a network failure, retried, then one failure notice", async () => {
+  const closed = await startFakeLlm();
+  const origin = closed.url;
+  await closed.close();
+  const w = await World.create({ channelName: "no-gateway" });
+  try {
+    const d = await w.startDaemon(
+      {
+        agent: {
+          command: undefined,
+          args: undefined,
+          preset: "codex",
+          provider: { base_url: `${origin}/v1`, model: CODEX.model },
+          env: { OPENAI_API_KEY: "fake-key" },
+          idle_timeout: "120s",
+        },
+        queue: { max_attempts: 2, retry_base: "1s", retry_max: "2s" },
+      },
+      { env },
+    );
+    const ev = await w.owner.post("@agent anyone there?");
+    const [notice] = await waitThread(w, ev, "the failure notice", (evs) => evs.some((e) => /could not answer/.test(e.content)));
+    assert.ok(notice);
+    const classes = d.logs.filter((l) => l.evt === "turn.provider_error").map((l) => l.class);
+    assert.deepEqual(
+      classes,
+      ["network", "network"],
+      `each attempt's failure is a network one: ${JSON.stringify(d.logs.filter((l) => l.evt === "turn.error").map((l) => l.err))}`,
+    );
+    assert.equal(d.logs.filter((l) => l.evt === "queue.turn_retry").length, 1, "retried as any failure");
+  } finally {
+    await w.close();
+  }
+});
