@@ -27,6 +27,7 @@
  *   13    bench/attachments.ts  an attached image's download through the bridge vs a plain HTTP GET
  *   14    bench/team.ts      a team in one daemon: idle RSS with 1/3/10 identities vs 1/3/10 daemons, 500 channels each
  *   15    bench/desktop.ts   the records Buzz Desktop reads: extra frames at start in 1/10/500 channels vs without them
+ *   16    bench/provider.ts  a refused key: mention → the thread's notice vs mention → reply, same agent (Claude)
  *   S1,S2 bench/flood.ts     splitting 16 MiB vs 16 × 1 MiB; another channel's intake while a turn floods vs quiet
  *
  * BENCH_ONLY=proxy,busy runs a subset (names as above, without .ts); BENCH_RESULTS=FILE writes
@@ -921,6 +922,30 @@ async function main(): Promise<void> {
       });
   } else {
     rows.push(failed("15", "Desktop records at start", desktop.error));
+  }
+
+  // 16 — a refused key against a working one, same agent.
+  const provider = await part("provider", async () => (await import("./provider.js")).benchProvider());
+  seconds.provider = provider.seconds;
+  if (provider.ok) {
+    const pv = provider.value;
+    raw.provider = { refused: pv.refused.map(r3), working: pv.working.map(r3) };
+    const rm = pct(pv.refused, 50);
+    const wm = pct(pv.working, 50);
+    rows.push({
+      figure: "16",
+      measure: "a refused key: mention → the thread's notice (Claude through its preset, the provider answering 401)",
+      samples: pv.refused.length,
+      median: r3(rm),
+      p99: r3(pct(pv.refused, 99)),
+      unit: "ms",
+      baseline: `${fmt(Number(r3(wm)))} ms: mention → reply with a working key, same agent`,
+      ratio: r3(rm / wm),
+      target: "≤ 2×",
+      met: rm / wm <= 2,
+    });
+  } else {
+    rows.push(failed("16", "a refused key: mention → notice", provider.error));
   }
 
   rows.sort((a, b) => Number.parseFloat(a.figure) - Number.parseFloat(b.figure) || a.figure.localeCompare(b.figure));

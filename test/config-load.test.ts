@@ -269,3 +269,10 @@ test("an nsec given in config never appears in log output", () => {
   assert.ok(!out.includes(nsec), out);
   assert.ok(!out.includes("tok-123"), out);
 });
+
+test("the owner equal to the agent's own key is an error naming both keys", () => {
+  const lines = problemsOf(`identity:\n  secret_key: ${nsec}\n  owner: ${nip19.npubEncode(hex)}\nrelay:\n  url: ws://127.0.0.1:7777\n`);
+  assert.deepEqual(lines, [
+    `t.yaml:3:10: identity.owner: the owner is the agent's own key (${nip19.npubEncode(hex)}, from identity.secret_key): the agent never answers itself, so it would answer nobody; set identity.owner to your own npub`,
+  ]);
+});

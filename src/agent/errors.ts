@@ -3,6 +3,7 @@
  * what went wrong in words an operator can act on; the turn module posts them (short
  * form) in the thread and the log keeps the details.
  */
+import type { ProviderError } from "./provider-error.js";
 
 /** The agent could not be started or did not complete the ACP handshake. */
 export class AgentStartError extends Error {
@@ -95,6 +96,8 @@ export class CircuitOpenError extends Error {
 /** A session-level ACP request (session/new, set_mode, prompt) was refused by the agent. */
 export class AgentProtocolError extends Error {
   override name = "AgentProtocolError";
+  /** For a refused prompt: the model provider's failure the agent reported, by class (./provider-error.ts). */
+  provider?: ProviderError;
   constructor(
     readonly command: string,
     readonly step: string,

@@ -22,3 +22,4 @@ export * from "./errors.js";
 export { SessionUsage, type TurnUsage } from "./usage.js";
 export { offeredSettings } from "./session-settings.js";
 export { presetInstall, type PresetInstall } from "./preset-install.js";
+export { classifyProviderError, resetOf, type ProviderError, type ProviderErrorClass } from "./provider-error.js";

@@ -252,6 +252,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
           standingContext: opts.standingContext,
           mode: this.o.mode,
           ...(this.sessionSettings.get(proc) ?? { model: this.o.model, effort: this.o.effort }),
+          servedModel: this.o.provider?.model,
           initialMessage: this.o.initialMessage,
           title: opts.title,
           previousSessionId: opts.previousSessionId,

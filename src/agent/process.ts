@@ -139,6 +139,8 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   private expectedExit = false;
   private initialized = false;
   private readonly tail: string[] = [];
+  /** stderr lines kept in `tail` so far, all told: a turn marks where its own lines begin. */
+  private tailCount = 0;
   private connection!: acp.ClientConnection;
   private readonly log: Logger;
 
@@ -195,6 +197,17 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   /** Last stderr lines, scrubbed. */
   stderrTail(): string {
     return this.tail.join("\n");
+  }
+
+  /** A mark for `stderrSince`. */
+  stderrMark(): number {
+    return this.tailCount;
+  }
+
+  /** The stderr lines (of the last kept) written since `mark`, scrubbed. */
+  stderrSince(mark: number): string {
+    const n = Math.min(this.tail.length, this.tailCount - mark);
+    return n > 0 ? this.tail.slice(this.tail.length - n).join("\n") : "";
   }
 
   /** Spawns the agent and completes `initialize`; rejects with AgentStartError. */
@@ -370,6 +383,7 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
       const line = scrubSecret(scrub(raw), this.opts.secretForms ?? []);
       if (!line.trim()) return;
       this.tail.push(line.slice(0, 2000));
+      this.tailCount++;
       if (this.tail.length > max) this.tail.shift();
       // The proxy's lines (or what claims to be one) are logged under the daemon's own
       // `proxy.log`, one throttle key for all of them: the agent chooses their `evt`s.

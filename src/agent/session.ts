@@ -58,6 +58,12 @@ export interface SessionOptions {
   /** `agent.model` / `agent.effort`: selected after session/new (see session-settings.ts). */
   model?: string;
   effort?: string;
+  /**
+   * `agent.provider.model`: the model the provider serves, whatever alias the agent shows for
+   * it (Claude's "opus" maps to it). It is the session's model in logs, status and usage, and
+   * the agent's own cost figure — priced from its vendor's table by that alias — is dropped.
+   */
+  servedModel?: string;
   /** `agent.initial_message`: a brand-new session's first prompt, before the first turn's own. */
   initialMessage?: string;
   /** A title for the session: `session/set_title` when offered, else `_meta.sessionTitle` on session/new. */
@@ -85,6 +91,8 @@ export class AgentSession {
   turns = 0;
   /** The model the session runs, when the agent says (usage is counted per model). */
   model: string | undefined;
+  /** The agent's cost figure cannot be trusted (a provider's model it does not know): reported as unknown. */
+  costUnknown = false;
   /** The running turn's state (last activity, for the status page); undefined when idle. */
   get current(): TurnControl | undefined {
     return this.turn;
@@ -205,7 +213,8 @@ export class AgentSession {
     if (titleByRequest) {
       await guard("session/set_title", () => proc.agent.request(acp.methods.agent.session.setTitle, { sessionId: id, title: opts.title! }));
     }
-    const model = applied.model ?? currentModel(setup);
+    const shown = applied.model ?? currentModel(setup);
+    const model = opts.servedModel ?? shown;
     log.info(
       {
         evt: "agent.session_open",
@@ -216,6 +225,7 @@ export class AgentSession {
         standing_context: via,
         mode: opts.mode,
         model,
+        agent_model: shown !== model ? shown : undefined,
         effort: applied.effort,
         title: opts.title ? (titleByRequest ? "set_title" : "meta") : undefined,
       },
@@ -233,6 +243,7 @@ export class AgentSession {
       opts.initialMessage,
     );
     session.model = model;
+    session.costUnknown = opts.servedModel !== undefined;
     return session;
   }
 
@@ -314,7 +325,8 @@ export class AgentSession {
     this.log.debug({ evt: "agent.turn_start", sessionId: this.sessionId, agent_pid: this.proc.pid }, "prompt sent");
     try {
       const result = await turn.run(blocks);
-      const turnUsage = this.usage.of(result);
+      const counted = this.usage.of(result);
+      const turnUsage = counted && this.costUnknown ? { ...counted, cost: undefined } : counted;
       this.log.info(
         {
           evt: "agent.turn_end",

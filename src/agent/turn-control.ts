@@ -9,6 +9,7 @@
 import * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Logger } from "../base/log.js";
 import { AgentCrashedError, AgentProtocolError } from "./errors.js";
+import { classifyProviderError } from "./provider-error.js";
 import type { AgentProcess } from "./process.js";
 import { answer, decidePermission, type AskOwner, type PermissionPolicy } from "./permissions.js";
 import { TurnState } from "./turn-state.js";
@@ -213,6 +214,7 @@ export class TurnControl {
 
   async run(prompt: acp.ContentBlock[]): Promise<TurnResult> {
     this.armIdle();
+    const stderrMark = this.proc.stderrMark();
     this.maxTimer = setTimeout(() => this.stop("max_turn"), this.limits.maxTurnMs);
     const request = this.proc.agent.request(acp.methods.agent.session.prompt, { sessionId: this.sessionId, prompt });
     request.catch(() => {}); // settled below; avoid an unhandled rejection when the exit wins
@@ -231,7 +233,9 @@ export class TurnControl {
       }
       // A rejected prompt right before the exit is the exit's doing: wait briefly to tell which.
       if (outcome.kind === "error" && !(await this.proc.lost())) {
-        throw new AgentProtocolError(this.proc.displayCommand, "session/prompt", outcome.err);
+        const e = new AgentProtocolError(this.proc.displayCommand, "session/prompt", outcome.err);
+        e.provider = classifyProviderError(outcome.err, this.proc.stderrSince(stderrMark));
+        throw e;
       }
       await this.proc.exited;
       await this.chain;

@@ -65,6 +65,7 @@ export const HEADLINES: Readonly<Record<string, string>> = {
   "queue.turn_resumed": "resumed a turn left running (by this daemon before a restart, or by another daemon of the fleet)",
   "queue.turn_failed": "turn failed for good; the thread gets a notice",
   "queue.turn_retry": "turn failed; retrying after a backoff",
+  "turn.held": "the scope waits for the model provider's limit to reset",
 };
 
 /** The headline for a fields-only call: the table's, else the event name itself. */

@@ -444,6 +444,14 @@ function validate(
     }
     config.heartbeat.prompt_file = file;
   }
+  if (secretKey && config.identity.owner === pubkeyOf(secretKey)) {
+    const keyFrom = config.identity.secret_key_file !== undefined ? "identity.secret_key_file" : "identity.secret_key";
+    at(
+      nodeAt(doc, ["identity", "owner"])?.range?.[0],
+      ["identity", "owner"],
+      `the owner is the agent's own key (${nip19.npubEncode(config.identity.owner)}, from ${keyFrom}): the agent never answers itself, so it would answer nobody; set identity.owner to your own npub`,
+    );
+  }
   if (!config.identity.owner) warn(["identity"], "no owner set: owner-only channels answer nobody and control commands are disabled");
   const deadline = hookDeadlineProblem(config);
   if (deadline)

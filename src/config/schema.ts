@@ -418,6 +418,9 @@ const queue = z.strictObject({
   max_attempts: z.number().int().min(1).max(20).default(3).describe("attempts per turn before a failure notice; default 3"),
   retry_base: duration("retry_base", "5s"),
   retry_max: duration("retry_max", "5m"),
+  hold_max: duration("hold_max", "12h").describe(
+    "the longest a scope waits for a model provider's usage limit to reset (the mention is answered after); default 12h",
+  ),
   scope_cap: z
     .number()
     .int()

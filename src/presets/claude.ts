@@ -32,6 +32,7 @@ export const claude: Preset = {
       // A daemon: no update checks, no telemetry, no side traffic besides the model API.
       DISABLE_AUTOUPDATER: "1",
       DISABLE_TELEMETRY: "1",
+      CLAUDE_CODE_MAX_RETRIES: "2",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     };
     // As root, Claude refuses to start a session that may skip permissions unless told it is sandboxed.

@@ -50,6 +50,8 @@ export interface SchedulerOptions {
   totalCap?: number;
   /** Attempts per turn including the first; default 3. */
   maxAttempts?: number;
+  /** The longest a turn is held for a provider's limit (`queue.hold_max`); default 12 h. */
+  holdMaxMs?: number;
   /** Retry delay after attempt n: min(maxMs, baseMs · factor^(n−1)); default 5 s then 5 min. */
   backoff?: TurnRetryPacing;
   /** On a shared backend: look for work at least this often even without an arrival here. Default 1 s. */
@@ -109,6 +111,9 @@ export interface TurnRetryPacing {
 /** 5 s, then 5 min: a blip is retried at once, a real outage is not hammered. */
 export const DEFAULT_TURN_RETRY: TurnRetryPacing = { baseMs: 5_000, factor: 60, maxMs: 300_000 };
 
+/** `queue.hold_max`'s default: a provider's daily limit resets within it. */
+export const DEFAULT_HOLD_MAX_MS = 12 * 3_600_000;
+
 /** The figures `depth()` reports; the backend is asked at most this often after a change. */
 const FIGURES_EVERY_MS = 200;
 /** Accepted events (without their text) this daemon keeps at hand for `storedEvent` (an edit's target). */
@@ -138,6 +143,8 @@ export class Scheduler {
   /** Writes for a turn (replies, its end), in order; the scope is looked at again after them. */
   private readonly writes = new Map<number, Promise<unknown>>();
   private readonly events = new BoundedMap<string, Event>(EVENT_CACHE);
+  /** Scopes whose turn waits for a provider's limit to reset (`hold`), until when: for `/status`. */
+  private readonly holds = new Map<string, { channel: string; until: number }>();
   /** Per scope this daemon has run (the most recent ones): the rotation count its session was made under. */
   private readonly rotationSeen = new BoundedMap<string, number>(EVENT_CACHE);
   private readonly refusals: RefusalCoalescer;
@@ -168,6 +175,7 @@ export class Scheduler {
       scopeCap: 500,
       totalCap: 10_000,
       maxAttempts: 3,
+      holdMaxMs: DEFAULT_HOLD_MAX_MS,
       backoff: DEFAULT_TURN_RETRY,
       pollMs: 1_000,
       ...opts,
@@ -366,6 +374,40 @@ export class Scheduler {
   }
 
   /**
+   * The provider's limit stopped the turn until `until` (Unix ms): it runs again then, not
+   * counted as an attempt, never later than `holdMaxMs` from now. The turn stays queued in
+   * the backend like a retry (so `!cancel` ends it, and a restart keeps it); new events of
+   * the scope wait behind it. Returns when it runs again, or undefined when it was not
+   * running here.
+   */
+  hold(turnId: number, until: number, reason: string): number | undefined {
+    const r = this.finish(turnId);
+    if (!r) return undefined;
+    if (r.cancelled) {
+      this.kick();
+      return undefined;
+    }
+    const now = Date.now();
+    const at = Math.min(Math.max(until, now), now + this.o.holdMaxMs);
+    this.holds.set(r.scope.key, { channel: r.scope.channel, until: at });
+    this.o.logger.warn({
+      evt: "turn.held",
+      turn: turnId,
+      scope: r.scope.key,
+      until: new Date(at).toISOString(),
+      error: reason,
+    });
+    this.endTurn(r, { state: "queued", error: reason, retryInMs: at - now, recovered: false, attempts: r.attempts - 1 });
+    return at;
+  }
+
+  /** Scopes held for a provider's limit, and until when (Unix ms). */
+  heldScopes(): Array<{ scope: string; channel: string; until: number }> {
+    const now = Date.now();
+    return [...this.holds].filter(([, h]) => h.until > now).map(([scope, h]) => ({ scope, ...h }));
+  }
+
+  /**
    * `!cancel`: ends the target's waiting events, pending retries and running turns as
    * cancelled. A thread given in thread mode names one scope; no thread (a top-level
    * command) means every scope of the channel. Returns this daemon's running turns among
@@ -381,6 +423,7 @@ export class Scheduler {
           ? [scopeKey(target.channel, target.thread)]
           : undefined;
     const { running, ended } = await this.o.backend.cancelScopes(target.channel, keys);
+    for (const [k, h] of this.holds) if (h.channel === target.channel && (!keys || keys.includes(k))) this.holds.delete(k);
     const mine: number[] = [];
     for (const id of running) {
       const r = this.byTurn.get(id)?.running;
@@ -485,7 +528,7 @@ export class Scheduler {
   /** The turn's end, written after its other writes; then `after`, and the scope is looked at again. */
   private endTurn(
     r: Running & { held: Held },
-    end: { state: TurnState; error: string | null; retryInMs?: number; recovered?: boolean },
+    end: { state: TurnState; error: string | null; retryInMs?: number; recovered?: boolean; attempts?: number },
     after?: () => Promise<void>,
   ): void {
     const update: TurnUpdate = { id: r.turnId, attempts: r.attempts, recovered: end.recovered ?? r.recovered, ...end };
@@ -671,6 +714,7 @@ export class Scheduler {
       if (!batch) return;
       await this.followRotation(h.scope);
       h.running = { turnId: batch.turnId, attempts: batch.attempt, recovered: batch.recovered };
+      this.holds.delete(h.scope.key);
       this.byTurn.set(batch.turnId, h);
       this.ready.push(batch);
     } finally {

@@ -15,7 +15,8 @@ import { TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
 import type { AttachmentResolver } from "../prompt/attachments.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../buzz/directory.js";
-import { reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
+import { message, PROGRESS_TAG, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
+import { holdNotice, providerStep } from "./provider-failure.js";
 import { Answers, anchorOf } from "./answers.js";
 import { turnAsking } from "./asking.js";
 import { QuestionDesk } from "./questions.js";
@@ -25,7 +26,7 @@ import { InflightPublishes } from "./inflight.js";
 import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
 import type { PromptBlock, TurnPublisher } from "./ports.js";
 import type { Enforce } from "../config/enforce.js";
-import { runTurn, type TurnOutcome } from "./run.js";
+import { requesters, runTurn, type TurnOutcome } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
 import { slotHooks, slotPreTool, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
@@ -40,7 +41,7 @@ export interface DispatcherDeps {
   pool: AgentPool;
   link: LinkServer;
   /** The queue's side of a turn: its end, its replies, mid-turn messages handed back, an edit's target. */
-  scheduler: Pick<Scheduler, "complete" | "fail" | "recordReply" | "leaveRunning" | "storedEvent">;
+  scheduler: Pick<Scheduler, "complete" | "fail" | "hold" | "recordReply" | "leaveRunning" | "storedEvent">;
   relay: RelayPort;
   out: TurnPublisher;
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
@@ -463,6 +464,20 @@ export class TurnDispatcher {
       },
       "turn ended",
     );
+    if (outcome.status === "failed" && outcome.provider && outcome.published.length === 0) {
+      const p = outcome.provider;
+      const step = providerStep(p, this.d.config());
+      log.warn(
+        { evt: "turn.provider_error", class: p.class, until: p.until ? new Date(p.until).toISOString() : undefined, detail: p.detail },
+        `the model provider failed the turn (${p.class})`,
+      );
+      if (step.kind === "final") return void this.d.scheduler.fail(batch.turnId, step.reason, { retry: false });
+      if (step.kind === "hold") {
+        const until = this.d.scheduler.hold(batch.turnId, step.until, `held for the provider's limit: ${p.detail}`);
+        if (until !== undefined) void this.holdNotice(batch, holdNotice(until, step.guessed), log);
+        return;
+      }
+    }
     if (outcome.status === "failed") {
       // A failed turn that already replied in its one thread is not retried: the reply is
       // the answer, marked ⚠️. A batch from several threads may have answered only some of
@@ -473,6 +488,17 @@ export class TurnDispatcher {
         this.answers.markFailed(batch.events, batch.scope.channel);
       } else this.d.scheduler.fail(batch.turnId, outcome.reason, { retry }); // final → postFailure
     } else this.d.scheduler.complete(batch.turnId);
+  }
+
+  /** The one notice of a held turn, in its thread, to the people who asked; marked as no answer. */
+  private async holdNotice(batch: Batch, text: string, log: Logger): Promise<void> {
+    const anchor = this.anchorOf(batch.events);
+    const ev = message(batch.scope.channel, text, {
+      thread: replyRefFor(anchor),
+      mentions: requesters({ triggers: batch.events }),
+      extraTags: [[...PROGRESS_TAG]],
+    });
+    await this.d.out.publish(ev).catch((err: unknown) => log.warn({ evt: "turn.hold_notice_failed", err: String(err) }));
   }
 
   /** The standing context of a session in `channel` (a mention's turn or a heartbeat). */

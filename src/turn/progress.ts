@@ -6,7 +6,9 @@
  * deleted when the turn ends (the answer, or the failure notice, then stands alone). The
  * edits are low-priority frames: dropped rather than queued when the frame budget is short.
  * The note is marked as no answer, so a turn that runs again after a crash does not take
- * it for its reply.
+ * it for its reply. A turn that has heard nothing from the model yet (no text, thought, tool
+ * call, plan or usage) gets no note: it is not working on anything, and a provider that
+ * refuses the key should end it with its own notice alone (docs/agents.md).
  */
 import type * as acp from "@agentclientprotocol/sdk/unstable";
 import type { Event } from "nostr-tools";
@@ -32,6 +34,16 @@ export interface ProgressNoteOptions {
   logger: Logger;
 }
 
+/** Session updates that mean the model has answered during the turn. */
+const MODEL_UPDATES = new Set<string>([
+  "agent_message_chunk",
+  "agent_thought_chunk",
+  "tool_call",
+  "tool_call_update",
+  "plan",
+  "usage_update",
+]);
+
 export class ProgressNote {
   private timer: NodeJS.Timeout | undefined;
   private editTimer: NodeJS.Timeout | undefined;
@@ -41,19 +53,28 @@ export class ProgressNote {
   private shown: string | undefined;
   private lastEdit = 0;
   private ended = false;
+  /** The model answered something this turn. */
+  private heard = false;
+  /** The delay passed before the model answered anything: post on its first word. */
+  private due = false;
 
   constructor(private readonly o: ProgressNoteOptions) {}
 
   start(): void {
     if (this.o.afterMs === false || this.timer) return;
     this.timer = setTimeout(() => {
-      this.posting = this.post();
+      if (this.heard) this.posting = this.post();
+      else this.due = true;
     }, this.o.afterMs);
     this.timer.unref();
   }
 
   /** A session update of the turn: a tool call's title is what the agent is doing now. */
   observe(update: acp.SessionUpdate): void {
+    if (!this.heard && MODEL_UPDATES.has(update.sessionUpdate)) {
+      this.heard = true;
+      if (this.due && !this.ended) this.posting = this.post();
+    }
     if (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update") return;
     const title = update.title?.trim();
     if (!title) return;

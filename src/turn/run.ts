@@ -7,6 +7,7 @@
  * while the turn runs, so a fallback can never double a tool reply.
  */
 import type { Event } from "nostr-tools";
+import { AgentProtocolError, type ProviderError } from "../agent/index.js";
 import type { Logger } from "../base/log.js";
 import { message, messageParts, PROGRESS_TAG, type ThreadRef } from "../nostr/events.js";
 import { MENTION_CAP } from "../contract/limits.js";
@@ -65,7 +66,7 @@ export interface TurnPorts {
 
 export type TurnOutcome =
   | { status: "answered"; published: string[]; via: "tool" | "fallback" | "notice" | "silent" }
-  | { status: "failed"; reason: string; published: string[] }
+  | { status: "failed"; reason: string; published: string[]; provider?: ProviderError }
   | { status: "cancelled"; published: string[] };
 
 class TurnFailed extends Error {
@@ -190,7 +191,8 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
     signals.stopTyping();
     const reason = err instanceof Error ? err.message : String(err);
     log.warn({ evt: "turn.error", err: reason }, "turn failed");
-    return { status: "failed", reason, published: published() };
+    const provider = err instanceof AgentProtocolError ? err.provider : undefined;
+    return { status: "failed", reason, published: published(), ...(provider ? { provider } : {}) };
   }
 }
 

@@ -132,3 +132,17 @@ test("no note for a turn that ends before the delay, or with progress off", asyn
     assert.deepEqual([...r.published, ...r.signals], [], `afterMs ${afterMs}: nothing published`);
   }
 });
+
+test("no note while the model has said nothing (a refused key, a provider that never answers); posted at its first word after the delay", async () => {
+  const r = recorder();
+  const note = new ProgressNote({ afterMs: 20, channel: "ch", thread, out: r.out, redact: (t) => t, logger: silentLogger() });
+  note.start();
+  // Past the delay with nothing from the model: an update of the session's own (not the model's) changes nothing.
+  await sleep(120);
+  note.observe({ sessionUpdate: "available_commands_update", availableCommands: [] });
+  assert.equal(r.published.length, 0, "no note before the model answered");
+  note.observe({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Looking" } });
+  await waitFor(() => r.published.length === 1, { what: "the note at the model's first word" });
+  assert.equal(r.published[0]!.content, "Still working on this…");
+  await note.finish();
+});

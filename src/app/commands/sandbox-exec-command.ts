@@ -44,6 +44,14 @@ export function main(argv: string[]): Promise<number> {
       try {
         for (const s of await forwardInside(f.port, f.socket)) s.unref();
       } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === "EACCES" || code === "EPERM") {
+          // A port below 1024 needs a capability the sandbox drops: the agent starts without it.
+          process.stderr.write(
+            `buzz-bridge sandbox-exec: warning: loopback port ${f.port} is not carried into the sandbox (${code}: ports below 1024 need a capability the sandbox drops); the agent cannot reach 127.0.0.1:${f.port}; give the service a port of 1024 or above to reach it from the sandbox\n`,
+          );
+          continue;
+        }
         process.stderr.write(`buzz-bridge sandbox-exec: cannot listen on loopback port ${f.port}: ${(err as Error).message}\n`);
         return 2;
       }

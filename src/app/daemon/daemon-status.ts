@@ -185,6 +185,7 @@ export function statusSnapshot(p: DaemonParts): StatusSnapshot {
     })),
     circuit: p.pool.circuit.state,
     usage: p.usage.snapshot(),
+    held: p.scheduler.heldScopes(),
     ...(fleet ? { fleet } : {}),
   };
 }

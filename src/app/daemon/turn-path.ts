@@ -104,6 +104,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     sessionScope: cfg.agent.session_scope,
     maxConcurrent: cfg.agent.max_concurrent,
     maxAttempts: cfg.queue.max_attempts,
+    holdMaxMs: cfg.queue.hold_max,
     scopeCap: cfg.queue.scope_cap,
     // Second retry waits retry_max: 5 s then 5 min by default, as the Rust bridge does.
     backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },

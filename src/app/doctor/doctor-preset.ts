@@ -19,6 +19,24 @@ import { LinkServer } from "../../link/server.js";
 import { presetFor, type Preset } from "../../presets/index.js";
 import type { CheckResult } from "./doctor-result.js";
 import { startProbeModel } from "./probe-model.js";
+import { providerCheck } from "./doctor-provider.js";
+
+/**
+ * A HOME of doctor's own for the agents it starts, removed after: an agent writes its
+ * settings, sessions and caches under HOME (Claude's ~/.claude*, Codex's ~/.codex/sessions),
+ * and doctor never writes into the operator's. The XDG directories follow it.
+ */
+export function throwawayHome(): { env: Record<string, string>; dispose(): void } {
+  const home = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-home-"));
+  const env = {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, ".config"),
+    XDG_DATA_HOME: join(home, ".local", "share"),
+    XDG_STATE_HOME: join(home, ".local", "state"),
+    XDG_CACHE_HOME: join(home, ".cache"),
+  };
+  return { env, dispose: () => rmSync(home, { recursive: true, force: true }) };
+}
 
 /** The model name the probe hands an agent when the config names none. */
 const PROBE_MODEL = "buzz-bridge-probe";
@@ -37,7 +55,11 @@ export async function presetChecks(loaded: LoadedConfig, timeoutMs: number): Pro
         summary: `${preset.title}: ${install.path}${install.version ? ` (${install.version})` : ""}`,
       }
     : { name: "agent install", mark: "fail", summary: `${command} (the ${preset.name} preset) is not installed: ${preset.install}` };
-  return [installed, keyCheck(preset, env), install.path ? await toolsCheck(loaded, preset, timeoutMs) : skip("agent install")];
+  const [provider, tools] = await Promise.all([
+    providerCheck(cfg, preset, env, timeoutMs),
+    install.path ? toolsCheck(loaded, preset, timeoutMs) : skip("agent install"),
+  ]);
+  return [installed, keyCheck(preset, env), provider, tools];
 }
 
 function skip(because: string): CheckResult {
@@ -67,6 +89,7 @@ async function toolsCheck(loaded: LoadedConfig, preset: Preset, timeoutMs: numbe
   const cfg = loaded.config.agent;
   const dir = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-"));
   const probe = await startProbeModel();
+  const home = throwawayHome();
   const link = new LinkServer({ socketPath: join(dir, "link.sock"), logger: silentLogger() });
   let pool: AgentPool | undefined;
   const bound = Math.max(60_000, timeoutMs * 4);
@@ -85,7 +108,7 @@ async function toolsCheck(loaded: LoadedConfig, preset: Preset, timeoutMs: numbe
       {
         ...cfg,
         ...resolveAgentCommand(cfg),
-        env: { ...cfg.env, ...placeholders },
+        env: { ...cfg.env, ...placeholders, ...home.env },
         provider: { base_url: probe.url, model: cfg.provider?.model ?? cfg.model ?? PROBE_MODEL },
         model: undefined,
         effort: undefined,
@@ -115,6 +138,7 @@ async function toolsCheck(loaded: LoadedConfig, preset: Preset, timeoutMs: numbe
     await link.stop().catch(() => undefined);
     await probe.close();
     rmSync(dir, { recursive: true, force: true });
+    home.dispose();
   }
   return toolsResult(
     preset,

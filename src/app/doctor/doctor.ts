@@ -37,7 +37,7 @@ import { stateChecks } from "./doctor-state.js";
 import { describeProcess, type StateDirSource } from "./doctor-service.js";
 import { existsSync } from "node:fs";
 import { sandboxCheck } from "./doctor-sandbox.js";
-import { presetChecks } from "./doctor-preset.js";
+import { presetChecks, throwawayHome } from "./doctor-preset.js";
 import type { CheckResult, Mark } from "./doctor-result.js";
 import { relayInfoCheck } from "./doctor-relay-info.js";
 import { mentionableCheck } from "./doctor-mentionable.js";
@@ -308,11 +308,12 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
   const env = agentEnvironment({ configured: cfg.env, secret: loaded.secretKey }).env;
   const missing = agentCommandProblem(po.command, env.PATH ?? process.env.PATH ?? "");
   if (missing) return { name: "agent", mark: "fail", summary: missing };
+  const home = throwawayHome();
   const probe = await bounded(timeoutMs + 2000, `agent '${shown}'`, () =>
     probeAgent({
       command: po.command,
       args: po.args,
-      env: po.env,
+      env: { ...po.env, ...home.env },
       mode: po.mode,
       model: po.model,
       effort: po.effort,
@@ -322,7 +323,7 @@ async function agentCheck(loaded: LoadedConfig, timeoutMs: number): Promise<Chec
       initTimeoutMs: timeoutMs,
       secret: loaded.secretKey,
     }),
-  );
+  ).finally(() => home.dispose());
   if (!probe.ok) {
     const [first, ...rest] = probe.error.split("\n");
     return { name: "agent", mark: "fail", summary: first!, details: rest.filter((l) => l.trim() !== "") };

@@ -82,6 +82,8 @@ export interface StatusSnapshot {
   };
   /** Fleet mode only: this daemon's id, the scopes it holds the lease of, the fleet's waiting mentions. */
   fleet?: { daemon: string; scopes: string[]; queued: number };
+  /** Scopes waiting for the model provider's limit to reset (docs/agents.md "When the provider fails"), until when (Unix ms). */
+  held?: Array<{ scope: string; channel: string; until: number }>;
 }
 
 /** Seconds between automatic reloads. */
@@ -318,7 +320,17 @@ function statusSections(s: StatusSnapshot): string {
       )
     : "";
 
-  return [about, channels, turns, waits, recent, denials, agents, usage, fleet].join("\n");
+  const held = s.held?.length
+    ? table(
+        "Held for the model provider's limit (answered when it resets; !cancel ends the wait)",
+        ["channel", "scope", "until"],
+        s.held.map((h) => [channelCell(h.channel), thread(h.scope), esc(iso(h.until))]),
+        "no scope is held",
+        "held",
+      )
+    : "";
+
+  return [about, channels, turns, waits, held, recent, denials, agents, usage, fleet].join("\n");
 }
 
 function page(now: number, sections: string): string {
@@ -445,5 +457,6 @@ export function statusJson(s: StatusSnapshot): unknown {
       })),
     },
     fleet: s.fleet ? { daemon: s.fleet.daemon, scopes: s.fleet.scopes, queued: s.fleet.queued } : null,
+    held: (s.held ?? []).map((h) => ({ scope: h.scope, channel: h.channel, until: new Date(h.until).toISOString() })),
   };
 }
