@@ -2,13 +2,18 @@
  * Living within the relay's frame quota (docs/protocol.md, "Limits"): a burst of mentions
  * costs the daemon no refused frame on a relay enforcing Buzz's quota, every mention is
  * answered once in its own thread, and a relay stricter than it says still gets every reply.
+ *
+ * The burst and the refused-reply tests share one world on Buzz's own limits, one frame
+ * proxy and one daemon (daemon starts are what this file spends most on), made by whichever
+ * of them runs first; each uses channels of its own and counts the proxy's frames and the
+ * daemon's log lines from its own start, so it passes alone and in either order.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { FrameBudget } from "../src/relay/frame-budget.js";
-import { startFrameProxy, type FrameProxy } from "../kit/frame-proxy.js";
-import { World } from "../kit/world.js";
+import { startFrameProxy, type FrameProxy, type Intercept } from "../kit/frame-proxy.js";
+import { World, type DaemonProc } from "../kit/world.js";
 import { waitFor } from "../kit/wait.js";
 import { nip11Document, type DevRelay } from "../src/devrelay/index.js";
 
@@ -23,16 +28,40 @@ after(async () => {
   for (const c of cleanup.reverse()) await c();
 });
 
-async function burstWorld(relayLimits?: Parameters<typeof World.create>[0]): Promise<{ w: World; proxy: FrameProxy; channels: string[] }> {
+async function burstWorld(
+  relayLimits?: Parameters<typeof World.create>[0],
+  intercept?: Intercept,
+): Promise<{ w: World; proxy: FrameProxy; channels: string[] }> {
   const w = await World.create(relayLimits);
   const channels: string[] = [];
   for (let i = 0; i < 20; i++) channels.push(await w.addChannel({ name: `burst-${i}`, members: [w.agent, w.owner] }));
-  const proxy = await startFrameProxy(w.relay.url);
+  const proxy = await startFrameProxy(w.relay.url, { intercept });
   cleanup.push(
     () => w.close(),
     () => proxy.close(),
   );
   return { w, proxy, channels };
+}
+
+interface SharedWorld {
+  w: World;
+  proxy: FrameProxy;
+  channels: string[];
+  d: DaemonProc;
+  /** What the proxy answers in the relay's place (the refused-reply test sets it); forwarded when it returns false. */
+  intercept: { fn?: Intercept };
+}
+
+let shared: Promise<SharedWorld> | undefined;
+/** The world on Buzz's own limits, its proxy and its daemon, started once for the tests that share them. */
+function sharedWorld(): Promise<SharedWorld> {
+  shared ??= (async () => {
+    const intercept: SharedWorld["intercept"] = {};
+    const { w, proxy, channels } = await burstWorld(undefined, (f, answer) => intercept.fn?.(f, answer) ?? false);
+    const d = await w.startDaemon({ relay: { url: proxy.url }, agent: { max_concurrent: 4 } });
+    return { w, proxy, channels, d, intercept };
+  })();
+  return shared;
 }
 
 /** Each mention's turn ended, and then it has exactly one reply in its own thread (World.waitReply). */
@@ -41,14 +70,18 @@ async function everyMentionAnsweredOnce(w: World, mentions: Event[]): Promise<vo
 }
 
 test("a burst of 20 owner mentions in 20 channels costs no refused frame and each is answered once", async () => {
-  const { w, proxy, channels } = await burstWorld();
-  await w.startDaemon({ relay: { url: proxy.url }, agent: { max_concurrent: 4 } });
+  const { w, proxy, channels } = await sharedWorld();
+  const sentFrom = proxy.sent.length;
+  const refusedFrom = proxy.refused.length;
   const mentions = await Promise.all(channels.map((ch, i) => w.owner.post(`@agent burst ${i}`, { channel: ch })));
   await everyMentionAnsweredOnce(w, mentions);
   // ✅ is each turn's last frame (typing stops before it): once all are stored, nothing is on its way.
   for (const ev of mentions) await w.waitReaction(ev, "✅", 60_000);
-  assert.deepEqual(proxy.refused, [], "the relay refused none of the daemon's frames");
-  const sentIds = proxy.sent.filter((f) => f.type === "EVENT" && f.kind === 9).map((f) => f.id);
+  assert.deepEqual(proxy.refused.slice(refusedFrom), [], "the relay refused none of the daemon's frames");
+  const sentIds = proxy.sent
+    .slice(sentFrom)
+    .filter((f) => f.type === "EVENT" && f.kind === 9)
+    .map((f) => f.id);
   assert.equal(new Set(sentIds).size, 20, "20 replies went out");
 });
 
@@ -82,35 +115,35 @@ test("the frame budget serves replies before reactions and drops typing when sho
 });
 
 test("a rate-limited answer without a retry hint, and a refusal for a reason nobody knows: logged, backed off, one reply per mention", async () => {
-  const w = await World.create();
+  const { w, d, intercept } = await sharedWorld();
+  // Channels of this test's own: the burst's channels are not refused.
+  const mine = [await w.addChannel({ name: "refused-first", members: [w.agent, w.owner] })];
   const second = await w.addChannel({ name: "second", members: [w.agent, w.owner] });
+  mine.push(second);
+  const from = d.logs.length;
   const refused: string[] = [];
   // The first reply is answered `rate-limited` with no hint; the next one with an unknown reason.
-  const proxy = await startFrameProxy(w.relay.url, {
-    intercept: (f, answer) => {
-      const ev = f[0] === "EVENT" ? (f[1] as { id: string; kind: number; pubkey: string }) : undefined;
-      if (ev?.kind !== 9 || ev.pubkey !== w.agent.pk || refused.length >= 2 || refused.includes(ev.id)) return false;
-      answer(["OK", ev.id, false, refused.length === 0 ? "rate-limited: slow down" : "mystery: the relay will not say why"]);
-      refused.push(ev.id);
-      return true;
-    },
-  });
-  cleanup.push(
-    () => w.close(),
-    () => proxy.close(),
-  );
-  const d = await w.startDaemon({ relay: { url: proxy.url } });
-  const first = await w.owner.post("@agent first one");
+  intercept.fn = (f, answer) => {
+    const ev = f[0] === "EVENT" ? (f[1] as { id: string; kind: number; pubkey: string; tags: string[][] }) : undefined;
+    if (ev?.kind !== 9 || ev.pubkey !== w.agent.pk || refused.length >= 2 || refused.includes(ev.id)) return false;
+    if (!ev.tags.some((t) => t[0] === "h" && mine.includes(t[1]!))) return false;
+    answer(["OK", ev.id, false, refused.length === 0 ? "rate-limited: slow down" : "mystery: the relay will not say why"]);
+    refused.push(ev.id);
+    return true;
+  };
+  const first = await w.owner.post("@agent first one", { channel: mine[0] });
   // Each: its turn ended (every retry of the refused reply is over), then exactly one reply.
   await w.waitReply(first, 60_000);
   const other = await w.owner.post("@agent second one", { channel: second });
   await w.waitReply(other, 60_000);
   assert.equal(refused.length, 2, "both refusals happened");
-  const limited = d.logs.find((l) => l.evt === "relay.rate_limited");
+  intercept.fn = undefined;
+  const logs = d.logs.slice(from);
+  const limited = logs.find((l) => l.evt === "relay.rate_limited");
   assert.ok(limited, "the hint-less rate limit was logged");
   assert.ok((limited.pause_ms as number) >= 1000, "and backed off");
   assert.ok(
-    d.logs.some((l) => String(l.reason ?? "").includes("mystery")),
+    logs.some((l) => String(l.reason ?? "").includes("mystery")),
     "the unknown refusal was logged with the relay's reason",
   );
   assert.equal(d.proc.exitCode, null, "no crash");
