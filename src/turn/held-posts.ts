@@ -2,7 +2,7 @@
  * Posts held for a gate's approval (`mcp.servers.<name>.hold_replies`, docs/configuration.md):
  * the agent's send_message calls of one turn wait here until the `stop: wait` gate allows the
  * turn to end, then go out in the order they were made; a wait that is cancelled or given up
- * drops them (docs/architecture.md §3).
+ * drops them (docs/how-it-works.md, stop gates).
  */
 export class HeldPosts {
   private readonly queue: Array<() => Promise<unknown>> = [];
