@@ -48,9 +48,36 @@ test("errors name the file and the key", () => {
 
 test("manifestFromConfig keeps only the channel's servers, in config order", () => {
   const servers = {
-    a: { command: "a", args: [], env: {}, prefix: true, stop: "reprompt" as const, on_error: "allow" as const, timeout: 600_000 },
-    b: { command: "b", args: [], env: {}, prefix: false, stop: "wait" as const, on_error: "object" as const, timeout: 600_000 },
-    c: { command: "c", args: [], env: {}, prefix: true, stop: "reprompt" as const, on_error: "allow" as const, timeout: 600_000 },
+    a: {
+      command: "a",
+      args: [],
+      env: {},
+      prefix: true,
+      stop: "reprompt" as const,
+      on_error: "allow" as const,
+      timeout: 600_000,
+      hold_replies: false,
+    },
+    b: {
+      command: "b",
+      args: [],
+      env: {},
+      prefix: false,
+      stop: "wait" as const,
+      on_error: "object" as const,
+      timeout: 600_000,
+      hold_replies: false,
+    },
+    c: {
+      command: "c",
+      args: [],
+      env: {},
+      prefix: true,
+      stop: "reprompt" as const,
+      on_error: "allow" as const,
+      timeout: 600_000,
+      hold_replies: false,
+    },
   };
   const m = manifestFromConfig({ servers, hook_deadline: 2000, list_timeout: 15000 }, ["c", "a"]);
   assert.deepEqual(

@@ -289,12 +289,28 @@ const mcpServer = z.strictObject({
   timeout: duration("timeout", DEFAULT_MCP_TIMEOUT).describe(
     `how long one tool call may take (progress notifications restart the clock); then it is cancelled and the agent gets an error naming this key; default ${DEFAULT_MCP_TIMEOUT}`,
   ),
+  hold_replies: z
+    .boolean()
+    .default(false)
+    .describe(
+      "true on a stop: wait server: the agent's send_message posts are held until this gate allows the turn to end, then posted in order; dropped with one notice when the wait is cancelled or given up; default false",
+    ),
 });
 /** A server's `on_error` when the config leaves it out: a `stop: wait` gate (a human approval) fails closed. */
 export function defaultOnError(stop: "reprompt" | "wait"): "allow" | "object" {
   return stop === "wait" ? "object" : "allow";
 }
-const mcpServerResolved = mcpServer.transform((s) => ({ ...s, on_error: s.on_error ?? defaultOnError(s.stop) }));
+const mcpServerResolved = mcpServer
+  .superRefine((s, ctx) => {
+    if (s.hold_replies && s.stop !== "wait")
+      ctx.addIssue({
+        code: "custom",
+        path: ["hold_replies"],
+        message:
+          "hold_replies: true holds the agent's posts until this server approves, which only a stop: wait server does; set stop: wait on it, or remove hold_replies",
+      });
+  })
+  .transform((s) => ({ ...s, on_error: s.on_error ?? defaultOnError(s.stop) }));
 export type McpServerConfig = z.output<typeof mcpServerResolved>;
 
 const mcp = z.strictObject({

@@ -9,7 +9,8 @@ import { BUZZ_LINK_ARGS, BUZZ_TOOL_ARGS, type BuzzToolArgs, type BuzzToolName } 
 
 /** Implemented by the daemon per session, scoped to its channel (see createBuzzTools). */
 export interface BuzzToolHandlers {
-  sendMessage(a: BuzzToolArgs["send_message"]): Promise<{ event_id: string }>;
+  /** `queued` (and an empty event_id): held for a gate's approval (`hold_replies`), not posted yet. */
+  sendMessage(a: BuzzToolArgs["send_message"]): Promise<{ event_id: string; queued?: string }>;
   addReaction(a: BuzzToolArgs["add_reaction"]): Promise<{ event_id: string }>;
   getMessages(a: BuzzToolArgs["get_messages"]): Promise<unknown>;
   getThread(a: BuzzToolArgs["get_thread"]): Promise<unknown>;

@@ -85,6 +85,11 @@ export interface TurnBinding {
   admitMessage?(): { ok: true } | { ok: false; max: number };
   /** Why the turn was stopped (the owner's `!cancel`, a deletion, shutdown), once it was: nothing more is posted for it. */
   stopped?(): string | undefined;
+  /**
+   * Holds a send_message's publish for a gate's approval (`hold_replies`): returns what the
+   * agent is told, or undefined when the turn's posts are not held.
+   */
+  hold?(post: () => Promise<unknown>): string | undefined;
 }
 
 /** Pauses between tries while the relay is away: 1 s growing to 5 s (the client reconnects on its own pacing). */
@@ -258,32 +263,36 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
         throw new BuzzToolError(tooManyMessages(admitted.max));
       }
       let files: Awaited<ReturnType<typeof uploadFiles>> = [];
-      const sent = await publish(
-        async () => {
-          const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
-          const target = replyTo ? await inChannel(replyTo, "reply_to event") : undefined;
-          const thread = target ? replyRefFor(target, opts.placement?.()) : undefined;
-          // A reply names the person it answers (a p tag): that is what puts it in their
-          // Mentions feed and notifications in Buzz Desktop (docs/protocol.md §4).
-          const asker = target && target.pubkey !== opts.self ? [target.pubkey] : [];
-          const mentions = [...asker, ...(a.mentions ?? [])];
-          files = await uploadFiles(a.files ?? []);
-          // NIP-92: the files' urls are in the text too, for clients that do not read imeta.
-          const content = files.length ? `${a.content}\n\n${files.map((f) => f.url).join("\n")}` : a.content;
-          // A progress note is marked on the wire: the turn and a later restart tell it from the answer by that mark.
-          const extraTags = a.progress ? [[...PROGRESS_TAG]] : undefined;
-          const parts = messageParts(
-            channel,
-            content,
-            { thread, mentions, extraTags, forumPost: opts.forum?.() },
-            opts.relay.contentLimit?.(),
-          );
-          parts[parts.length - 1]!.tags.push(...files.map((f) => imetaTag(f)));
-          return parts;
-        },
-        "message",
-        turn,
-      );
+      const templates = async () => {
+        const replyTo = a.reply_to ?? opts.defaultReplyTo?.();
+        const target = replyTo ? await inChannel(replyTo, "reply_to event") : undefined;
+        const thread = target ? replyRefFor(target, opts.placement?.()) : undefined;
+        // A reply names the person it answers (a p tag): that is what puts it in their
+        // Mentions feed and notifications in Buzz Desktop (docs/protocol.md §4).
+        const asker = target && target.pubkey !== opts.self ? [target.pubkey] : [];
+        const mentions = [...asker, ...(a.mentions ?? [])];
+        files = await uploadFiles(a.files ?? []);
+        // NIP-92: the files' urls are in the text too, for clients that do not read imeta.
+        const content = files.length ? `${a.content}\n\n${files.map((f) => f.url).join("\n")}` : a.content;
+        // A progress note is marked on the wire: the turn and a later restart tell it from the answer by that mark.
+        const extraTags = a.progress ? [[...PROGRESS_TAG]] : undefined;
+        const parts = messageParts(
+          channel,
+          content,
+          { thread, mentions, extraTags, forumPost: opts.forum?.() },
+          opts.relay.contentLimit?.(),
+        );
+        parts[parts.length - 1]!.tags.push(...files.map((f) => imetaTag(f)));
+        return parts;
+      };
+      // Held for a gate's approval: published (bound to the same turn) once the gate allows
+      // the turn to end. The call itself is over now, so the turn does not wait on it as in flight.
+      const queued = turn?.hold?.(() => publish(templates, "message", turn));
+      if (queued) {
+        turn!.release();
+        return { event_id: "", queued };
+      }
+      const sent = await publish(templates, "message", turn);
       return files.length
         ? { ...sent, attachments: files.map((f) => ({ name: f.name, url: f.url, sha256: f.sha256, size: f.size })) }
         : sent;

@@ -32,6 +32,7 @@ import { slotHooks, slotPreTool, ScopeSessions, spentBudget, type ScopeSession, 
 import { EMOJI } from "./signals.js";
 import type { TurnStatus, WorkStatusBoard } from "./work-status.js";
 import { waitGatesOf } from "./stop-gates.js";
+import { HeldPosts } from "./held-posts.js";
 import { manifestFromConfig } from "../contract/manifest.js";
 
 export interface DispatcherDeps {
@@ -310,7 +311,9 @@ export class TurnDispatcher {
       const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
       // A batch may answer more messages at once than replies.max_per_turn: one each, at least.
       const messages = { sent: 0, max: Math.max(cfg.replies.max_per_turn, batch.events.length) };
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over, messages, stopped: signal };
+      // Posts wait for a hold_replies gate only where the bridge itself learns that the gate allowed.
+      const heldPosts = this.d.enforce === "bridge" && ss.holdGates.length > 0 ? new HeldPosts(ss.holdGates) : undefined;
+      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over, messages, stopped: signal, held: heldPosts };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
@@ -392,6 +395,7 @@ export class TurnDispatcher {
           out: this.answers.publisherFor(batch.turnId),
           logger: log,
           published,
+          held: heldPosts,
           settled: () => inflight.settled(),
           signal,
           onGateWait: (gates) => (running.info.gateWait = gates ? { gates, since: Date.now() } : undefined),

@@ -14,6 +14,7 @@ import { MENTION_CAP } from "../contract/limits.js";
 import type { AgentTurnResult, PromptBlock, TextBlock, TurnAgent, TurnHooks, TurnPublisher } from "./ports.js";
 import { TurnSignals } from "./signals.js";
 import { enforceStopGates, type StopMode, type WaitGate } from "./stop-gates.js";
+import type { HeldPosts } from "./held-posts.js";
 
 import type { Enforce } from "../config/enforce.js";
 import type { ReplyFallbackMode } from "../config/schema.js";
@@ -62,6 +63,8 @@ export interface TurnPorts {
   pendingInjection?: { take(): string | undefined; set(text: string): void };
   /** A `stop: wait` gate was found not running (once per gate and turn), for metrics. */
   onGateDown?(gate: string): void;
+  /** The turn's send_message posts held for a `hold_replies` gate: posted once it allows the turn to end. */
+  held?: Pick<HeldPosts, "gates" | "size" | "flush" | "drop">;
 }
 
 export type TurnOutcome =
@@ -91,11 +94,20 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
   };
   const published = () => [...ports.published];
   let gaveUpOnGate = false;
+  // Held posts that will not go out: logged, and the sentence the turn's one notice adds ("" when none).
+  const dropHeld = (reason: string): string => {
+    const n = ports.held?.drop() ?? 0;
+    if (n === 0) return "";
+    log.info({ evt: "gate.hold_dropped", count: n, gates: ports.held!.gates, reason }, "held posts dropped: the gate never approved them");
+    return ` The ${n === 1 ? "message" : `${n} messages`} the agent wrote in this turn, held for the approval of gate ${names(ports.held!.gates)}, ${n === 1 ? "was" : "were"} not posted.`;
+  };
   try {
     let result = await ports.agent.prompt([...injected(), ...spec.blocks], ports.signal);
     await afterCompaction(result, ports, log);
     if (ports.signal.aborted || result.stopReason === "cancelled") {
       if (result.timedOut) throw new TurnFailed(timeoutReason(result.timedOut));
+      const dropped = dropHeld(String(ports.signal.reason ?? "cancelled"));
+      if (dropped && ports.signal.reason !== "shutdown") await notice(ports, spec, `Cancelled.${dropped}`).catch(() => {});
       cancelledSignal(signals, ports.signal);
       return { status: "cancelled", published: published() };
     }
@@ -144,44 +156,56 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
       ports.onGateWait?.(undefined);
       if (gate.kind === "cancelled") {
         // A gate that never allowed never ends ✅: the owner's stop while waiting says so once.
-        if (gate.objectors?.length && ports.signal.reason !== "shutdown")
+        const dropped = dropHeld(String(ports.signal.reason ?? "cancelled"));
+        if (ports.signal.reason !== "shutdown" && (gate.objectors?.length || dropped))
           await notice(
             ports,
             spec,
-            `Cancelled while waiting for gate ${names(gate.objectors)}: it never allowed this turn to end, so its answer is not approved.`,
+            gate.objectors?.length
+              ? `Cancelled while waiting for gate ${names(gate.objectors)}: it never allowed this turn to end, so its answer is not approved.${dropped}`
+              : `Cancelled.${dropped}`,
           ).catch(() => {});
         cancelledSignal(signals, ports.signal);
         return { status: "cancelled", published: published() };
       }
       if (gate.kind === "budget-exhausted") {
+        // A hold gate that objected in the last round never approved the held posts.
+        const holding = gate.waiting.some((g) => ports.held?.gates.includes(g));
+        const dropped = holding ? dropHeld("budget-exhausted") : "";
         await notice(
           ports,
           spec,
-          `The turn ended although gate ${names(gate.objectors)} still objects (${gate.rounds} re-prompt${gate.rounds === 1 ? "" : "s"} used, the limit).`,
+          `The turn ended although gate ${names(gate.objectors)} still objects (${gate.rounds} re-prompt${gate.rounds === 1 ? "" : "s"} used, the limit).${dropped}`,
         );
       } else if (gate.kind === "wait-timeout") {
         gaveUpOnGate = true;
         await notice(
           ports,
           spec,
-          `Gave up waiting for gate ${names(gate.objectors)} to allow the turn to end (waited the configured maximum).`,
+          `Gave up waiting for gate ${names(gate.objectors)} to allow the turn to end (waited the configured maximum).${dropHeld("wait-timeout")}`,
         );
       } else if (gate.kind === "unreachable") {
         gaveUpOnGate = true;
         await notice(
           ports,
           spec,
-          `Stopped waiting for gate ${names(gate.objectors)}: it can no longer be reached (the agent session ended).`,
+          `Stopped waiting for gate ${names(gate.objectors)}: it can no longer be reached (the agent session ended).${dropHeld("unreachable")}`,
         );
+      } else if (gate.unasked && ports.held?.size) {
+        // The turn stopped for another reason than end_turn (a spent budget): no gate was asked, none approved.
+        await notice(ports, spec, `The turn ended (${result.stopReason}) before its gates were asked.${dropHeld(result.stopReason)}`);
       }
     }
     if (result.timedOut) throw new TurnFailed(timeoutReason(result.timedOut));
+    if (ports.held?.size) await flushHeld(ports.held, log);
 
     const via = await replyIfSilent(result, spec, ports);
     // A `stop: wait` gate that never allowed (wait_max, or it could no longer be reached): ⚠️, never ✅.
     signals.finished(!gaveUpOnGate);
     return { status: "answered", published: published(), via };
   } catch (err) {
+    // The failure notice (or the cancellation) is the turn's one word; the held posts are only logged.
+    dropHeld(ports.signal.aborted ? String(ports.signal.reason ?? "cancelled") : "failed");
     if (ports.signal.aborted) {
       cancelledSignal(signals, ports.signal);
       return { status: "cancelled", published: published() };
@@ -194,6 +218,17 @@ export async function runTurn(spec: TurnSpec, ports: TurnPorts): Promise<TurnOut
     const provider = err instanceof AgentProtocolError ? err.provider : undefined;
     return { status: "failed", reason, published: published(), ...(provider ? { provider } : {}) };
   }
+}
+
+/** The held posts, now that their gate approved: in order, each once the one before it is in. */
+async function flushHeld(held: NonNullable<TurnPorts["held"]>, log: Logger): Promise<void> {
+  const n = held.size;
+  try {
+    await held.flush();
+  } catch (err) {
+    throw new TurnFailed(`a message held for gate approval could not be posted: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  log.info({ evt: "gate.hold_released", count: n, gates: held.gates }, "held posts published after the gate approved");
 }
 
 async function afterCompaction(result: AgentTurnResult, ports: TurnPorts, log: Logger): Promise<void> {

@@ -23,6 +23,7 @@ import type { InflightPublishes } from "./inflight.js";
 import type { MidTurnSession } from "./mid-turn.js";
 import type { TurnHooks } from "./ports.js";
 import { openSlot, type SlotSession } from "./mcp-slot.js";
+import type { HeldPosts } from "./held-posts.js";
 
 /** How long a turn's end waits for a lazily started proxy before gates are skipped. */
 const PROXY_CONNECT_WAIT_MS = 3000;
@@ -55,6 +56,8 @@ interface TurnBinding {
   over?: AbortSignal;
   /** The turn's own signal: aborted when it is stopped (`owner`: a `!cancel` or a deletion; `shutdown`). */
   stopped: AbortSignal;
+  /** The turn's send_message posts wait here for a `hold_replies` gate's approval; absent: posted at once. */
+  held?: HeldPosts;
 }
 
 /** What a tool call of a stopped turn is told. */
@@ -70,6 +73,8 @@ export interface ScopeSession {
   hookServers: number;
   /** The session's servers with `pre_tool`, and whether any of them blocks (docs/agents.md). */
   preTool: { any: boolean; block: boolean };
+  /** The session's `hold_replies` servers: its turns' posts wait for their approval. */
+  holdGates: string[];
   /** Turns (mentions' batches) this session has run, for agent.max_turns_per_session. */
   turns: number;
   prompt: PromptSession;
@@ -158,6 +163,7 @@ export class ScopeSessions {
             return { ok: true };
           },
           stopped: () => (cur.stopped.aborted ? stopReason(cur.stopped.reason) : undefined),
+          hold: cur.held && ((post) => cur.held!.add(post)),
           release: () => {
             if (released) return;
             released = true;
@@ -201,6 +207,7 @@ export class ScopeSessions {
         session,
         slot,
         hookServers: manifest.servers.length,
+        holdGates: manifest.servers.filter((s) => cfg.mcp.servers[s.name]?.hold_replies).map((s) => s.name),
         preTool: { any: manifest.servers.some((s) => s.pre_tool), block: manifest.servers.some((s) => s.pre_tool === "block") },
         turns: 0,
         prompt: new PromptSession(standing, standingDelivered),

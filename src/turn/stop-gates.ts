@@ -60,8 +60,10 @@ export function waitGatesOf(servers: Array<{ name: string; stop: StopMode; on_er
 }
 
 export type StopGateOutcome =
-  | { kind: "allowed"; result: AgentTurnResult; rounds: number }
-  | { kind: "budget-exhausted"; result: AgentTurnResult; rounds: number; objectors: string[] }
+  /** `unasked`: the turn stopped for another reason than end_turn, so no gate was asked. */
+  | { kind: "allowed"; result: AgentTurnResult; rounds: number; unasked?: boolean }
+  /** `waiting`: the `stop: wait` gates that objected in the last round too (they never allowed). */
+  | { kind: "budget-exhausted"; result: AgentTurnResult; rounds: number; objectors: string[]; waiting: string[] }
   | { kind: "wait-timeout"; result: AgentTurnResult; rounds: number; objectors: string[] }
   /** The proxy stopped answering for the gates being waited on (the agent session died). */
   | { kind: "unreachable"; result: AgentTurnResult; rounds: number; objectors: string[] }
@@ -121,7 +123,7 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
   };
   for (;;) {
     if (o.signal.aborted) return { kind: "cancelled", result, rounds };
-    if (result.stopReason !== "end_turn") return { kind: "allowed", result, rounds };
+    if (result.stopReason !== "end_turn") return { kind: "allowed", result, rounds, unasked: true };
     const fan = withAbsentGates(await o.hooks.runHook("_Stop"), o.waitGates ?? []);
     round++;
     reportDown(fan);
@@ -136,7 +138,8 @@ export async function enforceStopGates(first: AgentTurnResult, o: StopGateOption
     const reprompters = objecting.filter((s) => (o.stopModes[s.name] ?? "reprompt") === "reprompt");
     if (reprompters.length > 0) {
       if (rounds >= o.maxRejections) {
-        return { kind: "budget-exhausted", result, rounds, objectors: reprompters.map((s) => s.name) };
+        const waiting = objecting.filter((s) => o.stopModes[s.name] === "wait").map((s) => s.name);
+        return { kind: "budget-exhausted", result, rounds, objectors: reprompters.map((s) => s.name), waiting };
       }
       rounds++;
       o.onReprompt?.();
