@@ -9,8 +9,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World } from "../kit/world.js";
@@ -19,7 +18,6 @@ import { TITLE_SECRETS } from "./fixtures/title-secrets.js";
 
 let w: World;
 let full: string;
-const dir = mkdtempSync(join(tmpdir(), "bb-titles-"));
 const seen = new Map<string, Event[]>();
 
 before(async () => {
@@ -36,13 +34,11 @@ before(async () => {
   }
   await w.startDaemon({ progress: { after: "1s" }, channels: [{ id: w.channel }, { id: full, tool_titles: "full" }] });
 });
-after(async () => {
-  await w.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => w.close());
 
 const corpusFile = () => {
-  const file = join(dir, "corpus.json");
+  // In the world's directory: the sandboxed agent has it bound in, not the host's temp dir.
+  const file = join(w.dir, "corpus.json");
   writeFileSync(file, JSON.stringify(TITLE_SECRETS.map((c) => ({ title: c.title, kind: "execute" }))));
   return file;
 };
@@ -70,7 +66,7 @@ test("by default members see the tool's kind only: no argument text, no secret o
 });
 
 test("a file tool shows its file, a secret-shaped path not even that", { timeout: 120_000 }, async () => {
-  const file = join(dir, "edits.json");
+  const file = join(w.dir, "edits.json");
   writeFileSync(
     file,
     JSON.stringify([
