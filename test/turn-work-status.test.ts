@@ -45,7 +45,7 @@ test("the board: working at once, tool changes at most every 5 s, at most 20 ent
   const board = new WorkStatusBoard({ publish: (t) => out.push({ t, at: now }), redact: { privateDirs: [STATE] }, now: () => now });
   const body = (i: number) => JSON.parse(out[i]!.t.content) as Record<string, any>;
 
-  const a = board.begin("ch-1", { turnId: "7", model: "opus" });
+  const a = board.begin("ch-1", { turnId: "7", model: "opus", titles: "full" });
   assert.equal(out.length, 1, "the channel starts working: published at once");
   assert.deepEqual(out[0]!.t.tags, [
     ["h", "ch-1"],
@@ -72,7 +72,7 @@ test("the board: working at once, tool changes at most every 5 s, at most 20 ent
   assert.equal(acts.at(-1)!.kind, "message");
   assert.equal(acts.at(-1)!.title, "Writing a reply", "streamed text is never shown");
 
-  const b = board.begin("ch-1", { turnId: "8", model: "opus" });
+  const b = board.begin("ch-1", { turnId: "8", model: "opus", titles: "full" });
   a.end("complete");
   assert.equal(out.length, 2, "another turn still runs: no clear");
   b.end("error", "failed");

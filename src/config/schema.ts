@@ -357,6 +357,7 @@ const policyShape = {
   mid_turn: MidTurn,
   participation: Participation,
   work_status: z.enum(["on", "off"]),
+  tool_titles: z.enum(["brief", "full"]),
   reply_placement: z.enum(["thread", "flat"]),
 };
 
@@ -380,6 +381,11 @@ const defaults = z.strictObject({
     .default("on")
     .describe(
       "on (default): publish the agent's work status (NIP-AW kind 30181: status, model, redacted tool titles) for the channel's members while a turn runs; off: never",
+    ),
+  tool_titles: policyShape.tool_titles
+    .default("brief")
+    .describe(
+      "what members see of a tool call in the work status and the \"still working\" note — brief (default): its kind and name only (shell, fetch, send_message; a file tool's file unless secret-shaped), no argument text; full: the agent's whole title, through the redactor",
     ),
   reply_placement: policyShape.reply_placement
     .default("thread")
@@ -425,6 +431,7 @@ const channel = z.strictObject({
   mid_turn: policyShape.mid_turn.optional(),
   participation: policyShape.participation.optional(),
   work_status: policyShape.work_status.optional(),
+  tool_titles: policyShape.tool_titles.optional(),
   reply_placement: policyShape.reply_placement.optional(),
   agent: channelAgent.optional().describe("agent.sandbox / agent.network for this channel, stricter than agent's only"),
 });
@@ -810,6 +817,7 @@ export function policyFor(cfg: Config, channelId: string): Policy & { explicit: 
     mid_turn: pick("mid_turn", d.mid_turn),
     participation: pick("participation", d.participation),
     work_status: pick("work_status", d.work_status),
+    tool_titles: pick("tool_titles", d.tool_titles),
     reply_placement: pick("reply_placement", d.reply_placement),
     explicit,
   };

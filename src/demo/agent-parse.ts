@@ -64,6 +64,8 @@ interface Directives {
   slowMs?: number;
   /** Spend this long in two reported tool calls before answering. */
   busyMs?: number;
+  /** `#titles <file>`: the tool calls #busy reports instead of its two (a JSON array of {title, kind?, locations?}). */
+  titlesFile?: string;
   /** Pad the reply to at least this many characters (numbered filler lines). */
   longChars?: number;
   /** `#stderr <text>`: the rest of the line, written to stderr. */
@@ -135,6 +137,7 @@ function parseDirectives(text: string): Directives {
   const has = (word: string) => new RegExp(`(^|\\s)#${word}(?=\\s|$)`, "i").test(text);
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
   const busy = /(?:^|\s)#busy\s+(\d+)/i.exec(text);
+  const titles = /(?:^|\s)#titles\s+(\S+)/i.exec(text);
   const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);
   const burst = /(?:^|\s)#burst\s+(\d+)(?:\s+(\d+))?/i.exec(text);
   const stderr = /(?:^|\s)#stderr (.+)$/im.exec(text);
@@ -177,6 +180,7 @@ function parseDirectives(text: string): Directives {
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
     slowMs: slow ? Number(slow[1]) : undefined,
     busyMs: busy ? Number(busy[1]) : undefined,
+    titlesFile: titles?.[1],
     longChars: long ? Number(long[1]) : undefined,
     burst: burst ? { count: Number(burst[1]), chars: Number(burst[2] ?? 0) } : undefined,
     stderr: stderr?.[1],

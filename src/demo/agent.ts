@@ -36,6 +36,8 @@
  *   #slow <ms>            wait that long before answering (cancellable)
  *   #busy <ms>            spend that long in two tool calls (updates only: "Running npm
  *                         test with API_KEY=…", then "Reading build.log"), then answer
+ *   #titles <file>        with #busy: report the tool calls in that JSON file instead
+ *                         ([{ title, kind?, locations? }], kind defaulting to execute)
  *   #long <chars>         pad the reply with numbered filler lines to at least that length
  *   #stderr <text>        write <text> (the rest of the line) to its stderr
  *   #burst <n> [<chars>]  call send_message n times at once (each `burst i/n`, padded to
@@ -81,7 +83,7 @@
  * Streamable HTTP client, sending the entry's headers).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
@@ -380,9 +382,13 @@ export async function runDemoAgent(
     if (d.replyFirst) await callTool("send_message", { content: `A first answer, before the rest. ${summary(parsed)}` });
     if (d.busyMs !== undefined) {
       // Two tool calls the bridge's "still working" note names (the first carries a secret it must redact).
-      const steps = ["Running npm test with API_KEY=sk-demo-0123456789abcdefghij", "Reading build.log"];
-      for (const [i, title] of steps.entries()) {
-        await up({ sessionUpdate: "tool_call", toolCallId: `busy-${i}`, title, kind: "execute", status: "in_progress" });
+      type Step = { title: string; kind?: acp.ToolKind; locations?: acp.ToolCallLocation[] };
+      const steps: Step[] = d.titlesFile
+        ? (JSON.parse(readFileSync(d.titlesFile, "utf8")) as Step[])
+        : [{ title: "Running npm test with API_KEY=sk-demo-0123456789abcdefghij" }, { title: "Reading build.log" }];
+      for (const [i, step] of steps.entries()) {
+        const call = { toolCallId: `busy-${i}`, title: step.title, kind: step.kind ?? "execute", locations: step.locations };
+        await up({ sessionUpdate: "tool_call", ...call, status: "in_progress" });
         await sleep(d.busyMs / steps.length, turn.signal);
         await up({ sessionUpdate: "tool_call_update", toolCallId: `busy-${i}`, status: "completed" });
         if (turn.signal.aborted) return cancelled();

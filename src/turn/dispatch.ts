@@ -305,7 +305,8 @@ export class TurnDispatcher {
       held = ss;
       running.session = ss.session;
       model = ss.session.model;
-      if (policy.work_status === "on") status = this.d.workStatus?.begin(channel.id, { turnId: String(batch.turnId), model });
+      if (policy.work_status === "on")
+        status = this.d.workStatus?.begin(channel.id, { turnId: String(batch.turnId), model, titles: policy.tool_titles });
       const inflight = new InflightPublishes();
       // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
       const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
@@ -344,6 +345,7 @@ export class TurnDispatcher {
         thread,
         out: this.d.out,
         redact: this.d.redactTitle ?? (() => "a tool"),
+        titles: policy.tool_titles,
         logger: log,
       });
       note.start();

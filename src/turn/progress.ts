@@ -1,7 +1,8 @@
 /**
  * "Still working" (docs/conversations.md "Still working"): when a turn runs past
  * `progress.after`, the thread gets one short note naming what the agent is doing — its
- * last tool call's title, redacted (redact-title.ts) and capped — edited in place (kind
+ * last tool call (by default its kind and name only, the whole title with `tool_titles: full`:
+ * public-title.ts), redacted (redact-title.ts) and capped — edited in place (kind
  * 40003) as the turn goes on, at most once per 15 s and only when the title changed, and
  * deleted when the turn ends (the answer, or the failure notice, then stands alone). The
  * edits are low-priority frames: dropped rather than queued when the frame budget is short.
@@ -17,6 +18,7 @@ import { nowSec } from "../base/time.js";
 import { message, PROGRESS_TAG, type ThreadRef } from "../nostr/events.js";
 import { KIND } from "../nostr/kinds.js";
 import type { TurnPublisher } from "./ports.js";
+import { publicTitle, type ToolTitles } from "./public-title.js";
 
 /** Edits of one note at most this often. */
 export const PROGRESS_EDIT_EVERY_MS = 15_000;
@@ -30,6 +32,8 @@ export interface ProgressNoteOptions {
   out: TurnPublisher;
   /** What a title may show the channel. */
   redact(title: string): string;
+  /** The channel's `tool_titles`; default brief. */
+  titles?: ToolTitles;
   editEveryMs?: number;
   logger: Logger;
 }
@@ -76,9 +80,9 @@ export class ProgressNote {
       if (this.due && !this.ended) this.posting = this.post();
     }
     if (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update") return;
-    const title = update.title?.trim();
+    const title = publicTitle(update, this.o.titles ?? "brief", this.o.redact);
     if (!title) return;
-    this.title = this.o.redact(title);
+    this.title = title;
     if (this.note) this.scheduleEdit();
   }
 

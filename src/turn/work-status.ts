@@ -4,6 +4,8 @@
  * so people see it without reading logs. One addressable snapshot per channel: `working`
  * with the model, the turn and at most 20 redacted tool titles while turns run, replaced by
  * a `complete` or `error` snapshot with no activity when the channel's last turn ends.
+ * A tool's entry is its kind and name unless the channel opts in to full titles
+ * (`tool_titles`, public-title.ts).
  *
  * Cadence (NIP-AW's publisher behaviour): at once when a channel starts working and when it
  * stops, otherwise at most once every 5 s per channel. Snapshots are queued behind replies
@@ -15,16 +17,16 @@ import type { Logger } from "../base/log.js";
 import { KIND } from "../nostr/kinds.js";
 import { nowSec } from "../base/time.js";
 import { redactTitle, type RedactOptions } from "./redact-title.js";
+import { publicTitle, type ToolCallView, type ToolTitles } from "./public-title.js";
 
 /** NIP-AW's reference bounds. */
 const MAX_ACTIVITY = 20;
 const REPUBLISH_MS = 5000;
 
 /** The part of an ACP session update the status reads (tool calls and streamed text). */
-export interface StatusUpdate {
+export interface StatusUpdate extends ToolCallView {
   sessionUpdate: string;
   toolCallId?: string;
-  title?: string | null;
   status?: string | null;
 }
 
@@ -39,6 +41,7 @@ interface TurnEntry {
   turnId: string;
   model: string | undefined;
   startedAt: string;
+  titles: ToolTitles;
   tools: Map<string, Activity>;
   message: Activity | undefined;
 }
@@ -83,10 +86,17 @@ export class WorkStatusBoard {
   }
 
   /** A turn starts in `channel`: the channel's status says so at once if it was idle. */
-  begin(channel: string, turn: { turnId: string; model?: string }): TurnStatus {
+  begin(channel: string, turn: { turnId: string; model?: string; titles?: ToolTitles }): TurnStatus {
     let ch = this.channels.get(channel);
     if (!ch) this.channels.set(channel, (ch = { turns: new Map(), lastAt: 0, timer: undefined, head: undefined }));
-    const entry: TurnEntry = { turnId: turn.turnId, model: turn.model, startedAt: iso(this.now()), tools: new Map(), message: undefined };
+    const entry: TurnEntry = {
+      turnId: turn.turnId,
+      model: turn.model,
+      startedAt: iso(this.now()),
+      titles: turn.titles ?? "brief",
+      tools: new Map(),
+      message: undefined,
+    };
     const wasIdle = ch.turns.size === 0;
     ch.turns.set(turn.turnId, entry);
     ch.head = entry;
@@ -128,7 +138,7 @@ export class WorkStatusBoard {
     if (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") {
       if (!u.toolCallId) return false;
       const prev = entry.tools.get(u.toolCallId);
-      const title = u.title ? redactTitle(u.title, this.o.redact) : prev?.title;
+      const title = publicTitle(u, entry.titles, (t) => redactTitle(t, this.o.redact)) ?? prev?.title;
       const done = u.status === "completed" || u.status === "failed";
       const status: Activity["status"] = done ? "complete" : (prev?.status ?? "running");
       if (!title) return false;

@@ -36,6 +36,7 @@ test("posted after the delay naming the redacted title; one edit per interval wi
     channel: "ch",
     thread,
     out: r.out,
+    titles: "full",
     redact: (t) => t.replace("secret", "[redacted]"),
     editEveryMs: 150,
     logger: silentLogger(),
@@ -68,6 +69,7 @@ test("one edit per interval: titles arriving at different moments are edited in 
       channel: "ch",
       thread,
       editEveryMs: 100,
+      titles: "full",
       redact: (t) => t,
       logger: silentLogger(),
       out: {
@@ -124,7 +126,7 @@ test("one edit per interval: titles arriving at different moments are edited in 
 test("no note for a turn that ends before the delay, or with progress off", async () => {
   for (const afterMs of [50, false] as const) {
     const r = recorder();
-    const note = new ProgressNote({ afterMs, channel: "ch", thread, out: r.out, redact: (t) => t, logger: silentLogger() });
+    const note = new ProgressNote({ afterMs, channel: "ch", thread, out: r.out, titles: "full", redact: (t) => t, logger: silentLogger() });
     note.start();
     note.observe(tool("quick"));
     await note.finish();

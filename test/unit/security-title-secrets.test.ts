@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import type { EventTemplate } from "nostr-tools";
 import { redactTitle } from "../../src/turn/redact-title.js";
 import { WorkStatusBoard } from "../../src/turn/work-status.js";
+import { publicTitle } from "../../src/turn/public-title.js";
 import { TITLE_PLAIN, TITLE_SECRETS } from "../fixtures/title-secrets.js";
 
 const opts = { privateDirs: ["/var/lib/buzz-bridge"] };
@@ -28,11 +29,27 @@ describe("secrets in public tool titles", () => {
     for (const t of TITLE_PLAIN) assert.equal(redactTitle(t, opts), t);
   });
 
+  test("by default a title shows the tool's kind and name only, a file tool its file unless secret-shaped", () => {
+    const r = (t: string) => redactTitle(t, opts);
+    const brief = (u: Parameters<typeof publicTitle>[0]) => publicTitle(u, "brief", r);
+    assert.equal(brief({ title: "mysql -u root -pS3cret db", kind: "execute" }), "shell");
+    assert.equal(brief({ title: "curl -u bob:tok https://x", kind: "fetch" }), "fetch");
+    assert.equal(brief({ title: "send_message", kind: "other" }), "send_message");
+    assert.equal(brief({ title: "ghp_abcdefghijklmnopqrstuvwxyz0123", kind: "other" }), "[redacted]");
+    assert.equal(brief({ title: "do things with X=1", kind: "other" }), "tool");
+    assert.equal(brief({ title: "Edit src/x.ts", kind: "edit", locations: [{ path: "/work/app/src/x.ts" }] }), "edit x.ts");
+    assert.equal(brief({ title: "Read secret", kind: "read", locations: [{ path: "/home/u/.ssh/id_ed25519" }] }), "read");
+    assert.equal(brief({ title: "Read", kind: "read", locations: [{ path: "/srv/app/.env.production" }] }), "read");
+    assert.equal(brief({ title: "Read", kind: "read", locations: [{ path: "/var/lib/buzz-bridge/keys/x.ts" }] }), "read x.ts");
+    assert.equal(brief({ status: "completed" } as never), undefined, "a status-only update keeps the title shown");
+    assert.equal(publicTitle({ title: "mysql -pS3cret", kind: "execute" }, "full", r), "mysql -p[redacted]");
+  });
+
   test("a stranger reading the work status (30181) sees none of the corpus's secrets", () => {
     const out: EventTemplate[] = [];
     let now = 1_000_000;
     const board = new WorkStatusBoard({ publish: (t) => out.push(t), redact: opts, now: () => now });
-    const turn = board.begin("ch-1", { turnId: "1" });
+    const turn = board.begin("ch-1", { turnId: "1", titles: "full" });
     TITLE_SECRETS.forEach((c, i) => {
       now += 10_000;
       turn.update({ sessionUpdate: "tool_call", toolCallId: `c${i}`, title: c.title, status: "in_progress" });
