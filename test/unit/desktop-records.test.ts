@@ -3,7 +3,8 @@
  * directory entry built from every respond_to config survives older Desktops' strict parse
  * and never says `nobody`; the read-merge keeps fields others own and replaces malformed
  * records; the profile merge attaches the NIP-OA tag; bad profile input is a config error
- * naming the key; the dev relay seats and refuses as Buzz's relay does.
+ * naming the key; the dev relay seats and refuses as Buzz's relay does; doctor names what the
+ * entry on the relay lacks against the config (a refused or unpublished entry).
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";

@@ -2,7 +2,8 @@
  * `doctor`'s `mentionable` line: per configured channel, who can @-mention the agent from
  * Buzz Desktop and what is missing, by Desktop's rules (buzz/desktop-view.ts) applied to the
  * records as they stand on the relay, never to what the daemon meant to write
- * (docs/protocol.md "Buzz Desktop"). Informational: it never fails doctor.
+ * (docs/protocol.md "Buzz Desktop"), and whether the directory entry there is the one this
+ * config writes (what a refused publish leaves behind). Informational: it never fails doctor.
  */
 import type { Event } from "nostr-tools";
 import type { Filter } from "nostr-tools/filter";
