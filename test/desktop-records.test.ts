@@ -10,7 +10,9 @@
  *   (its entry follows the membership change);
  * - one profile and one entry per agent; a reload republishes; `register` publishes the
  *   owner's 30177 (d = agent) and refuses the agent's key, a key that is not the owner and a
- *   config naming none; release builds then offer A (attested) and not B.
+ *   config naming none; release builds then offer A (attested) and not B;
+ * - a relay that refuses A's entry and its seat (a frame proxy answers OK false): refusals
+ *   logged, A still answers a mention exactly once, and doctor says what is missing and why.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -19,20 +21,37 @@ import { join } from "node:path";
 import { nip19, type Event } from "nostr-tools";
 import { stringify } from "yaml";
 import { World, type Person } from "../kit/world.js";
+import { startFrameProxy } from "../kit/frame-proxy.js";
 import { teamAgents, teamShared } from "./fixtures/team.js";
 import { runCli } from "./fixtures/cli.js";
 import { desktopOffers, nipOaOwner, strictParseProblems } from "./fixtures/desktop.js";
 
-const worlds: World[] = [];
+const cleanup: (() => Promise<void>)[] = [];
 after(async () => {
-  for (const w of worlds) await w.close();
+  for (const c of cleanup.reverse()) await c();
 });
 
 test("Desktop offers each agent of a team to exactly whom its channels answer, from the records on the relay", {
   timeout: 240_000,
 }, async () => {
   const w = await World.create({ channelName: "team-room" });
-  worlds.push(w);
+  // The daemon and doctor reach the relay through a proxy that, once `refusing` is set, answers
+  // OK false for agent A's directory entry and seats in the relay's place.
+  let refusing = false;
+  const refused: number[] = [];
+  const proxy = await startFrameProxy(w.relay.url, {
+    intercept: (f, answer) => {
+      const ev = f[0] === "EVENT" ? (f[1] as { id: string; kind: number; pubkey: string }) : undefined;
+      if (!refusing || ev?.pubkey !== w.agent.pk || (ev.kind !== 10100 && ev.kind !== 9000)) return false;
+      refused.push(ev.kind);
+      answer(["OK", ev.id, false, "blocked: this relay takes no agent records"]);
+      return true;
+    },
+  });
+  cleanup.push(
+    () => w.close(),
+    () => proxy.close(),
+  );
   const [a, b] = await teamAgents(w, 1);
   const people = [w.owner.pk, w.teammate.pk, w.stranger.pk];
   const releases = await w.relay.createChannel({ name: "releases", type: "stream", members: people });
@@ -61,8 +80,8 @@ test("Desktop offers each agent of a team to exactly whom its channels answer, f
   assert.equal(nipOaOwner(a!.pk, { tags: [authTag] } as Event), w.owner.pk, "the attest output verifies for the agent");
   assert.ok(!attest.stdout.includes(w.owner.nsec) && !attest.stderr.includes(w.owner.nsec), "the owner's key is never printed");
 
-  const configOf = (stranger: boolean) => ({
-    ...teamShared(w, { relay: { presence: false } }),
+  const configOf = (stranger: boolean, more: { id: string; respond_to: string }[] = []) => ({
+    ...teamShared(w, { relay: { presence: false, url: proxy.url } }),
     agents: [
       {
         identity: {
@@ -74,6 +93,7 @@ test("Desktop offers each agent of a team to exactly whom its channels answer, f
           { id: releases, respond_to: "allowlist", allow: stranger ? [w.teammate.npub, w.stranger.npub] : [w.teammate.npub] },
           { id: lobby, respond_to: "owner-only" },
           { id: vault, respond_to: "owner-only" },
+          ...more,
         ],
       },
       { identity: { secret_key: b!.nsec }, channels: [{ id: "*", respond_to: "anyone" }] },
@@ -219,4 +239,54 @@ test("Desktop offers each agent of a team to exactly whom its channels answer, f
   assert.match(doc.stdout, /#floor: anyone in the channel \(anyone\) — ok/);
   assert.match(doc.stdout, /release builds: owner record by npub1\S+ — ok/);
   assert.match(doc.stdout, /release builds: the profile carries no owner \(NIP-OA\) tag/);
+  assert.match(doc.stdout, /directory entry: as this config writes it — ok/);
+
+  // A relay that refuses A's entry and its seat: a reload adds #den (A seated bot by an admin)
+  // and #yard (open, A not a member); the entry naming #den and the seat in #yard are refused.
+  refusing = true;
+  const den = await w.relay.createChannel({ name: "den", type: "stream", members: people });
+  const yard = await w.relay.createChannel({ name: "yard", type: "stream", members: people });
+  await w.relay.addMember(den, a!.pk, "bot");
+  await logged(a!.pk, "relay.channel_joined", (l) => l.channel === den);
+  const reloadAt = d.logs.length;
+  const since = (l: Record<string, unknown>) => d.logs.indexOf(l) >= reloadAt;
+  writeFileSync(
+    file,
+    stringify(
+      configOf(true, [
+        { id: den, respond_to: "owner-only" },
+        { id: yard, respond_to: "owner-only" },
+      ]),
+    ),
+  );
+  d.proc.kill("SIGHUP");
+  const dirRefused = await logged(a!.pk, "directory.refused", since);
+  assert.match(String(dirRefused.reason), /takes no agent records/, "the relay's reason is logged");
+  const seatRefused = await logged(a!.pk, "channel.seat_refused", (l) => since(l) && l.channel === yard);
+  assert.match(String(seatRefused.reason), /takes no agent records/);
+  assert.deepEqual(
+    [...refused].sort((x, y) => x - y),
+    [9000, 10100],
+    "the relay was asked for the entry and the seat once each",
+  );
+  const standing = JSON.parse((await records(w.owner, a!.pk, den)).entry!.content);
+  assert.ok(!standing.channel_ids.includes(den), "the entry on the relay is the earlier one");
+  const yardRoster = (await records(w.owner, a!.pk, yard)).roster;
+  assert.ok(!yardRoster?.tags.some((t) => t[0] === "p" && t[1] === a!.pk), "A has no seat in #yard");
+
+  // Still answering: the owner's mention in #den gets exactly one reply.
+  const ask = await w.owner.post("@Builder are you there?", { channel: den });
+  await w.waitReply(ask);
+  assert.equal(d.proc.exitCode, null);
+
+  // doctor shows both refusals from the records as they stand.
+  const after2 = await runCli(["doctor", "-c", file]);
+  assert.match(after2.stdout, /#den: owner, .+ — ok; not in the directory entry on the relay \(older Desktop builds leave it out\)/);
+  assert.match(
+    after2.stdout,
+    new RegExp(
+      `directory entry: the relay's is not what this config writes \\(it does not list #den, #${yard}\\) — .*the relay refused it \\(directory\\.refused`,
+    ),
+  );
+  assert.match(after2.stdout, new RegExp(`#${yard}: nobody: the agent is not a member; a member must add it with role bot`));
 });

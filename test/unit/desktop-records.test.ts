@@ -3,7 +3,8 @@
  * directory entry built from every respond_to config survives older Desktops' strict parse
  * and never says `nobody`; the read-merge keeps fields others own and replaces malformed
  * records; the profile merge attaches the NIP-OA tag; bad profile input is a config error
- * naming the key; the dev relay seats and refuses as Buzz's relay does.
+ * naming the key; the dev relay seats and refuses as Buzz's relay does; doctor names what the
+ * entry on the relay lacks against the config (a refused or unpublished entry).
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -231,4 +232,46 @@ test("doctor's reading of Desktop: a member seat, a DM, no entry and a release b
   const owned = desktopAgent(agentPk, { profile, entry, managed: [managed] });
   assert.equal(owned.owner, OWNER);
   assert.deepEqual(desktopAudience(owned, { type: "stream", role: "bot" }, "release"), { who: "list", keys: [OWNER] });
+});
+
+test("doctor's mentionable line names what the relay's entry lacks against the config, and why (a refused or unpublished entry)", async () => {
+  const { matchFilters } = await import("nostr-tools/filter");
+  const { mentionableCheck } = await import("../../src/app/doctor/doctor-mentionable.js");
+  const [one, two] = ["11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"];
+  const loaded = load(`channels:\n  - id: ${one}\n    respond_to: anyone\n  - id: ${two}\n    respond_to: owner-only\n`);
+  const found = [one, two].map((id, i) => ({
+    id,
+    name: `ch${i + 1}`,
+    about: "",
+    type: "stream" as const,
+    archived: false,
+    members: [agentPk],
+  }));
+  const reader = (events: Event[]) => ({ query: async (filters: object[]) => events.filter((e) => matchFilters(filters as never, e)) });
+  const lines = async (events: Event[]) => (await mentionableCheck(reader(events), loaded, found)).details ?? [];
+
+  const none = await lines([]);
+  assert.ok(
+    none.some((l) => /^directory entry: none on the relay — .*the relay refused it \(directory\.refused/.test(l)),
+    none.join("\n"),
+  );
+  // The entry the relay kept when it refused the daemon's next one: it lists one channel, allowlist.
+  const stale = signed(10100, JSON.stringify({ respond_to: "allowlist", respond_to_allowlist: [OWNER], channel_ids: [one] }));
+  const older = await lines([stale]);
+  assert.ok(
+    older.includes(
+      `directory entry: the relay's is not what this config writes (it does not list #ch2; respond_to allowlist where the config writes anyone) — the daemon has not published it since (is it running?) or the relay refused it (directory.refused in the daemon's log says why)`,
+    ),
+    older.join("\n"),
+  );
+  assert.ok(
+    older.some(
+      (l) => l.startsWith("#ch2: ") && l.endsWith("; not in the directory entry on the relay (older Desktop builds leave it out)"),
+    ),
+  );
+  assert.ok(!older.some((l) => l.startsWith("#ch1: ") && l.includes("not in the directory entry")));
+  const current = signed(10100, JSON.stringify({ respond_to: "anyone", respond_to_allowlist: [], channel_ids: [one, two] }));
+  assert.ok((await lines([current])).includes("directory entry: as this config writes it — ok"));
+  const off = load(`  directory: off\nchannels:\n  - id: ${one}\n`);
+  assert.ok(!((await mentionableCheck(reader([]), off, found)).details ?? []).some((l) => l.startsWith("directory entry")));
 });
