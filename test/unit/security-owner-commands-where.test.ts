@@ -70,7 +70,7 @@ function world(config: Record<string, unknown>, o: { channelActive?: boolean } =
         return true;
       },
       scopeOf: (_e, ch) => ({ key: ch, channel: ch }) as never,
-      runningTurn: () => "turn-1",
+      runningTurn: () => 1,
       joinRunning: (_t, _id, join) => void join(),
     },
     dispatcher: { canTake: () => true, take: (_t, e) => void reached.push(`steered:${e.content}`) },
