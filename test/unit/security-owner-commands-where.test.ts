@@ -14,7 +14,7 @@ import { ControlExecutor, type ControlTarget } from "../../src/gate/control.js";
 import { KIND } from "../../src/nostr/kinds.js";
 import { agent, CHANNEL, DM, captureLogger, fromWire, makeConfig, mention, owner } from "../../kit/queue-helpers.js";
 
-function world(config: Record<string, unknown>, o: { channelActive?: boolean } = {}) {
+function world(config: Record<string, unknown>, o: { channelActive?: boolean; threadActive?: string } = {}) {
   const { logger, lines } = captureLogger("debug");
   const published: EventTemplate[] = [];
   const publish = async (t: EventTemplate) => {
@@ -48,7 +48,11 @@ function world(config: Record<string, unknown>, o: { channelActive?: boolean } =
     handled: (id) => handled.has(id),
     verify: (e) => verifyEvent(e),
     participation: {
-      active: { isThreadActive: () => false, isChannelActive: (ch) => !!o.channelActive && ch === CHANNEL, rebuilding: undefined },
+      active: {
+        isThreadActive: (r, ch) => ch === CHANNEL && r === o.threadActive,
+        isChannelActive: (ch) => !!o.channelActive && ch === CHANNEL,
+        rebuilding: undefined,
+      },
       isAgent: async () => false,
     },
   };
@@ -78,7 +82,7 @@ function world(config: Record<string, unknown>, o: { channelActive?: boolean } =
       edit: async (e: Event) => void reached.push(`edited:${e.content}`),
       delete: async () => undefined,
     } as never,
-    active: { mark: () => undefined, isThreadActive: () => false },
+    active: { mark: () => undefined, isThreadActive: (r, ch) => ch === CHANNEL && r === o.threadActive },
     self: agent.pk,
     local: { noteSeen: () => undefined, markAccepted: (id: string) => void handled.add(id) },
     owner: () => owner.pk,
@@ -89,8 +93,8 @@ function world(config: Record<string, unknown>, o: { channelActive?: boolean } =
   return { intake, cancelled, reached, outcomes, lines, handled, shutdowns: () => shutdowns };
 }
 
-function assertCancelled(w: ReturnType<typeof world>, channel: string) {
-  assert.deepEqual(w.cancelled, [{ channel }]);
+function assertCancelled(w: ReturnType<typeof world>, channel: string, thread?: string) {
+  assert.deepEqual(w.cancelled, [thread ? { channel, thread } : { channel }]);
   const outcomes = w.outcomes();
   assert.equal(outcomes.length, 1, JSON.stringify(outcomes));
   assert.equal(outcomes[0].type, "control.cancel");
@@ -137,6 +141,13 @@ describe("the owner's command while a turn runs, wherever it arrives", () => {
     const w = world({ defaults: { respond_to: "owner-only", participation: "channel" } }, { channelActive: true });
     await w.intake.handle(fromWire(mention(owner, "!cancel", { mention: false })));
     assertCancelled(w, CHANNEL);
+  });
+
+  test("a reply tagging no one in the thread the agent is in (participation: thread): !cancel cancels that thread", async () => {
+    const root = fromWire(mention(owner, "@agent deploy it"));
+    const w = world({ defaults: { respond_to: "owner-only", participation: "thread" } }, { threadActive: root.id });
+    await w.intake.handle(fromWire(mention(owner, "!cancel", { mention: false, tags: [["e", root.id, "", "root"]] })));
+    assertCancelled(w, CHANNEL, root.id);
   });
 
   test("an edit whose new text is not exactly a command is an ordinary edit", async () => {
