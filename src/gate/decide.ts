@@ -149,11 +149,33 @@ function deny(reason: DropReason, channel: ChannelInfo, policy: ChannelPolicy, s
  */
 export function controlCommandOf(ev: Event, self: string, inActiveThread?: (root: string) => boolean): ControlCommand | undefined {
   if (ev.kind !== KIND.message) return undefined;
-  const text = ev.content.trim() as ControlCommand;
-  if (!CONTROL_COMMANDS.includes(text)) return undefined;
+  const text = commandText(ev);
+  if (!text) return undefined;
   if (ev.tags.some((t) => t[0] === "p" && t[1]?.toLowerCase() === self)) return text;
   const root = threadRootOf(ev);
   return root !== ev.id && inActiveThread?.(root) ? text : undefined;
+}
+
+/** The command `ev`'s exact trimmed text is, whatever its kind and whoever wrote it. */
+function commandText(ev: Pick<Event, "content">): ControlCommand | undefined {
+  const text = ev.content.trim() as ControlCommand;
+  return CONTROL_COMMANDS.includes(text) ? text : undefined;
+}
+
+/**
+ * The owner's command in a message addressed to the agent without naming it: one that names
+ * no one in a DM, in a channel that needs no mention, or in a channel the agent is active in
+ * under `participation: channel` — the places where the same text would reach the agent as
+ * a message of its own (docs/security.md).
+ */
+function unnamedOwnerCommand(ev: Event, ctx: GateContext, channel: ChannelInfo, policy: ChannelPolicy): ControlCommand | undefined {
+  if (ctx.owner === undefined || ev.pubkey !== ctx.owner || ev.kind !== KIND.message) return undefined;
+  if (ev.tags.some((t) => t[0] === "p")) return undefined;
+  const addressed =
+    channel.type === "dm" ||
+    !policy.require_mention ||
+    (policy.participation === "channel" && threadRootOf(ev) === ev.id && ctx.participation?.active.isChannelActive(channel.id) === true);
+  return addressed ? commandText(ev) : undefined;
 }
 
 /**
@@ -221,6 +243,13 @@ export function decide(
     const amend = ev.kind === KIND.edit ? "edit" : "delete";
     const targets = amend === "edit" ? [editTarget(ev)].filter((t): t is string => !!t) : deletionTargets(ev);
     const known = targets.filter((t) => ctx.handled(t));
+    // The owner's edit of a message the agent took, to a command's exact text: the command,
+    // never the running turn's corrected text.
+    const command = amend === "edit" && known.length && ev.pubkey === ctx.owner ? commandText(ev) : undefined;
+    if (command) {
+      if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
+      return { action: "control", command, channel };
+    }
     if (known.length) {
       if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
       return { action: "amend", amend, targets: known, channel, policy };
@@ -233,7 +262,9 @@ export function decide(
   // Before the policy: the owner can always stop or inspect the agent, even in a channel
   // set to `nobody`. From anyone else the same text is ordinary chat.
   const active = ctx.participation?.active;
-  const command = ownerCommandOf(ev, ctx.self, ctx.owner, active && ((root) => active.isThreadActive(root, channelId)));
+  const command =
+    ownerCommandOf(ev, ctx.self, ctx.owner, active && ((root) => active.isThreadActive(root, channelId))) ??
+    unnamedOwnerCommand(ev, ctx, channel, policy);
   if (command) {
     if (!ctx.verify(ev)) return deny("bad-signature", channel, policy);
     return { action: "control", command, channel };
