@@ -208,6 +208,13 @@ export class QuestionDesk {
     return out;
   }
 
+  /** Logs, once per event, a reply that is not taken as the answer and why. */
+  private ignoreOnce(w: Waiter, target: Asked, ev: Event, reason: "command" | "not-the-answerer" | "bad-signature"): void {
+    if (w.ignored.has(ev.id)) return;
+    w.ignored.add(ev.id);
+    this.d.logger.info({ evt: "question.answer_ignored", card: target.card.id, event: ev.id, author: npub(ev.pubkey), reason });
+  }
+
   /** Reads answers (the relay's, and what the subscription delivered) into the questions still open. */
   private async collect(w: Waiter, ctx: AskContext): Promise<void> {
     const open = w.asked.filter((a) => !a.answer);
@@ -227,29 +234,11 @@ export class QuestionDesk {
       // A control command is the gate's (the owner's `!cancel` runs there), never an answer;
       // a reply in the question's thread counts as addressed to the agent.
       if (controlCommandOf(ev, this.d.self, () => true)) {
-        if (!w.ignored.has(ev.id)) {
-          w.ignored.add(ev.id);
-          this.d.logger.info({
-            evt: "question.answer_ignored",
-            card: target.card.id,
-            event: ev.id,
-            author: npub(ev.pubkey),
-            reason: "command",
-          });
-        }
+        this.ignoreOnce(w, target, ev, "command");
         continue;
       }
       if (ev.pubkey !== ctx.answerer || !this.d.verify(ev)) {
-        if (!w.ignored.has(ev.id)) {
-          w.ignored.add(ev.id);
-          this.d.logger.info({
-            evt: "question.answer_ignored",
-            card: target.card.id,
-            event: ev.id,
-            author: npub(ev.pubkey),
-            reason: ev.pubkey !== ctx.answerer ? "not-the-answerer" : "bad-signature",
-          });
-        }
+        this.ignoreOnce(w, target, ev, ev.pubkey !== ctx.answerer ? "not-the-answerer" : "bad-signature");
         continue;
       }
       const answer = readAnswer(ev, target, !!ctx.reactions);
