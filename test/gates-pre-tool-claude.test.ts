@@ -74,8 +74,15 @@ test("claude: the gate blocks Claude's own Bash call (no file); the model gets t
   assert.equal(denied.length, 1, "exactly one permission request, answered by the gate");
   assert.equal(denied[0]!.verdict, "denied");
 
-  const bash = api.requests.flatMap((r) => r.toolResults).filter((x) => x.callId.startsWith("call_read_"));
-  assert.equal(bash.length, 1, "the model's next request carries the Bash call's result, once");
+  // Each request to the model carries the whole conversation so far, so the Bash call's result
+  // comes again in every later request: counted by call, there must be exactly one.
+  const results = api.requests.flatMap((r) => r.toolResults).filter((x) => x.callId.startsWith("call_read_"));
+  const bash = [...new Map(results.map((x) => [x.callId, x])).values()];
+  assert.equal(bash.length, 1, "the model's next request carries the Bash call's result: one call, one result");
+  assert.ok(
+    results.every((x) => x.text === bash[0]!.text),
+    "every later request repeats the same result",
+  );
   assert.match(bash[0]!.text, /refused|rejected|denied/i, "Claude told the model the call was refused");
   assert.ok(reply!.content.startsWith(REPLY), `the reply came through send_message: ${reply!.content}`);
   assert.ok(reply!.content.includes(bash[0]!.text.trim().slice(0, 40)), "the reply quotes what Claude was told");

@@ -14,6 +14,7 @@ export const HEADLINES: Readonly<Record<string, string>> = {
   "gate.down": "a stop: wait gate is not running",
   "gate.workflow_wake": "a workflow of the owner woke the agent (signed by the relay's key)",
   hook: "hook fan-out finished",
+  "hook.pre_tool": "a tool call was put to the pre-tool gates",
   "instance.beacon_failed": "could not announce this daemon on the relay",
   "instance.conflict": "another daemon of this identity is running",
   "intake.paused": "the state store cannot be written: not taking events until it can",
@@ -50,6 +51,7 @@ export const HEADLINES: Readonly<Record<string, string>> = {
   "question.answered": "the agent's question was answered (or closed unanswered)",
   "question.asked": "the agent asked a question in the thread",
   "queue.cancelled": "queued and running work cancelled",
+  "relay.disconnected": "the relay connection closed; reconnecting",
   "relay.nip11_problem": "the relay's NIP-11 document is missing, malformed or untrue; defaults used",
   "relay.rotated": "replaced the relay connection before its lifetime ended",
   "relay.self_changed": "the relay announces a new signing key (NIP-11 self)",
@@ -66,6 +68,7 @@ export const HEADLINES: Readonly<Record<string, string>> = {
   "queue.turn_failed": "turn failed for good; the thread gets a notice",
   "queue.turn_retry": "turn failed; retrying after a backoff",
   "turn.held": "the scope waits for the model provider's limit to reset",
+  "turn.hold_notice_failed": "could not post the notice that the scope waits for the provider's limit",
 };
 
 /** The headline for a fields-only call: the table's, else the event name itself. */
