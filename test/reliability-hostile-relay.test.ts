@@ -104,17 +104,28 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
   assert.equal(d.proc.exitCode, null, "the daemon is still running");
   assert.equal(d.proc.signalCode, null);
   // What the daemon did, as the relay saw it (its log could be forged through an agent's stderr): nothing at all.
-  // Only what any running daemon publishes (its presence, kind 20001, and its instance beacon,
-  // kind 30078 `buzz-bridge:instance:…`, docs/architecture.md §1), and one 🔒 for the stranger,
+  // Only what any running daemon publishes (its presence, kind 20001, its instance beacon,
+  // kind 30078 `buzz-bridge:instance:…`, docs/architecture.md §1, and at start its profile,
+  // kind 0, and directory entry, kind 10100, docs/protocol.md §10), and one 🔒 for the stranger,
   // whose events were really signed (on_denied: react, once an hour per author): nothing for
   // anything forged.
   const beacon = (e: Event) => e.kind === KIND.appData && e.tags.some((t) => t[0] === "d" && t[1]?.startsWith("buzz-bridge:instance:"));
-  const answers = () => hostile.published().filter((e) => e.kind !== 20001 && !beacon(e));
+  const atStart = (e: Event) => e.kind === KIND.profile || e.kind === KIND.agentDirectory;
+  const answers = () => hostile.published().filter((e) => e.kind !== 20001 && !beacon(e) && !atStart(e));
   const flood = answers();
   assert.deepEqual(
     flood.map((e) => `${e.kind}:${e.content}`),
     ["7:🔒"],
     "no reply, no typing, no reaction but one lock for the flood, and the forged !shutdown did nothing",
+  );
+  assert.deepEqual(
+    hostile
+      .published()
+      .filter(atStart)
+      .map((e) => e.kind)
+      .sort((a, b) => a - b),
+    [KIND.profile, KIND.agentDirectory],
+    "the start's profile and directory entry, once each: nothing forged made the daemon publish them again",
   );
   assert.equal(flood[0]!.tags.find((t) => t[0] === "p")?.[1], w.stranger.pk, "the lock goes to the stranger who really signed");
 
