@@ -88,6 +88,9 @@ test("one edit per interval: titles arriving at different moments are edited in 
       }
     };
     note.start();
+    // The model is heard before the delay ends, so the note is posted when the delay ends (20).
+    await until(10);
+    note.observe(tool("first"));
     await until(20);
     const titles: [number, string][] = [
       [30, "a"],
