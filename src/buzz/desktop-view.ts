@@ -8,6 +8,7 @@ import type { Event } from "nostr-tools";
 import { KIND } from "../nostr/kinds.js";
 import { tagValue } from "../base/tags.js";
 import { parseAuthTag, verifyAttestation } from "../config/nip-oa.js";
+import { parseObject } from "../nostr/agent-records.js";
 import { verifySignature } from "../nostr/verify.js";
 
 export interface DesktopAgent {
@@ -19,16 +20,6 @@ export interface DesktopAgent {
   attestedBy?: string;
   respondTo?: string;
   allowlist: string[];
-}
-
-function parse(ev: Event | undefined): Record<string, unknown> | undefined {
-  if (!ev) return undefined;
-  try {
-    const v = JSON.parse(ev.content) as unknown;
-    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 const strings = (v: unknown): string[] =>
@@ -51,7 +42,7 @@ export function desktopAgent(agent: string, r: { profile?: Event; entry?: Event;
     .filter((e) => e.kind === KIND.managedAgent && e.pubkey === attestedBy && tagValue(e, "d") === agent && verifySignature(e))
     .sort((a, b) => b.created_at - a.created_at)[0];
   if (trusted) {
-    const c = parse(trusted) ?? {};
+    const c = parseObject(trusted, "managed agent record").obj;
     return {
       source: "30177",
       owner: attestedBy,
@@ -60,13 +51,13 @@ export function desktopAgent(agent: string, r: { profile?: Event; entry?: Event;
       allowlist: strings(c.respond_to_allowlist),
     };
   }
-  const c = parse(r.entry);
+  const c = parseObject(r.entry, "directory entry").obj;
   if (!r.entry) return { source: "none", attestedBy, allowlist: [] };
   return {
     source: "10100",
     attestedBy,
-    respondTo: typeof c?.respond_to === "string" ? c.respond_to : undefined,
-    allowlist: strings(c?.respond_to_allowlist),
+    respondTo: typeof c.respond_to === "string" ? c.respond_to : undefined,
+    allowlist: strings(c.respond_to_allowlist),
   };
 }
 

@@ -43,7 +43,8 @@ export interface Merged {
 
 type Obj = Record<string, unknown>;
 
-function parseObject(ev: Event | undefined, what: string): { obj: Obj; problems: string[] } {
+/** A record's content as a JSON object (`{}` with the problems when it is not one). */
+export function parseObject(ev: Event | undefined, what: string): { obj: Obj; problems: string[] } {
   if (!ev) return { obj: {}, problems: [] };
   let v: unknown;
   try {
