@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { startFakeLlm, type FakeLlm } from "./fixtures/fake-llm.js";
-import { claudeAgentAcpBin } from "./fixtures/claude-code.js";
+import { claudeAgentAcpBin, offlineClaudeEnv } from "./fixtures/claude-code.js";
 import { waitFor } from "../kit/wait.js";
 import { imeta, PNG, upload } from "./fixtures/media.js";
 
@@ -44,17 +44,7 @@ before(async () => {
     agent: {
       command: claudeAgentAcpBin(),
       args: [],
-      env: {
-        ANTHROPIC_BASE_URL: api.url,
-        ANTHROPIC_API_KEY: "test",
-        IS_SANDBOX: "1",
-        ENABLE_TOOL_SEARCH: "false",
-        HOME: home,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        DISABLE_TELEMETRY: "1",
-        DISABLE_AUTOUPDATER: "1",
-        NO_PROXY: "127.0.0.1,localhost",
-      },
+      env: { ...offlineClaudeEnv(api.url), HOME: home },
       model: "haiku",
       idle_timeout: "60s",
     },

@@ -34,6 +34,10 @@ export const claude: Preset = {
       DISABLE_TELEMETRY: "1",
       CLAUDE_CODE_MAX_RETRIES: "2",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      // After each turn the adapter asks the model for a predicted follow-up prompt, with the
+      // turn's whole conversation and every tool: a model request per mention that no Buzz
+      // client shows, billed to the user, and a second run of the turn's first tool call.
+      CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION: "false",
     };
     // As root, Claude refuses to start a session that may skip permissions unless told it is sandboxed.
     if (i.root) env.IS_SANDBOX = "1";
