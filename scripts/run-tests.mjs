@@ -5,7 +5,12 @@
 //   test/*.test.ts       the process tier: real daemons, relays, agents and servers
 // `npm test` runs both. TEST_FILTER=substring narrows the run to matching file names.
 //
-// Order: the runner starts files in the order given, two at a time. Files that took longest
+// Four files at a time (TEST_CONCURRENCY to change it): a process-tier file spends most of
+// its wall time waiting on what it tests (a retry's backoff, a hold, a daemon's patience
+// window, an agent's own retries), so two at a time left the two cores idle much of the run;
+// four keep them busy (docs/testing.md, "Suite cost": 28 min at two, 13 at four).
+//
+// Order: the runner starts files in the order given. Files that took longest
 // in the last run on this checkout start first, so that both slots end together instead of
 // one long file running alone at the end (longest first is the classic rule for that). The
 // times are measured, never kept by hand: each run records every file's time in
@@ -63,7 +68,7 @@ const args = [
   "--import",
   "./scripts/unit-tier-guard.mjs",
   "--test",
-  "--test-concurrency=2",
+  `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 4}`,
   "--test-reporter=spec",
   "--test-reporter-destination=stdout",
   "--test-reporter=./scripts/file-times-reporter.mjs",

@@ -48,14 +48,10 @@ for (const transport of TRANSPORTS) {
       assert.ok(names.includes("good_pid"));
       assert.ok(names.includes("garbage_ok"), "garbage on stdout does not sink a working server");
       assert.ok(!names.some((n) => n.startsWith("exits_") || n.startsWith("missing_")));
-      const logs = p.logs();
-      const exits = logs.find((l) => l.evt === "proxy.server_failed" && l.server === "exits");
-      assert.match(String(exits?.stderr), /missing configuration FOO_TOKEN/);
-      assert.ok(logs.some((l) => l.evt === "proxy.server_failed" && l.server === "missing"));
-      assert.ok(
-        logs.some((l) => l.evt === "proxy.server_error" && l.server === "garbage"),
-        "garbage lines are logged",
-      );
+      const exits = await p.waitLog((l) => l.evt === "proxy.server_failed" && l.server === "exits");
+      assert.match(String(exits.stderr), /missing configuration FOO_TOKEN/);
+      await p.waitLog((l) => l.evt === "proxy.server_failed" && l.server === "missing");
+      await p.waitLog((l) => l.evt === "proxy.server_error" && l.server === "garbage"); // garbage lines are logged
     });
 
     test("invalid downstream tool names are made valid, never dropped silently", async () => {
@@ -86,7 +82,7 @@ for (const transport of TRANSPORTS) {
     test("tools/list answers after list_timeout without it, and says which server it gave up on", async () => {
       const names = (await p.client.listTools()).tools.map((t) => t.name);
       assert.ok(!names.some((n) => n.startsWith("silent_")));
-      const timeout = p.logs().find((l) => l.evt === "proxy.list_timeout");
+      const timeout = await p.waitLog((l) => l.evt === "proxy.list_timeout");
       assert.deepEqual(timeout?.waiting, ["silent"]);
       const r = await p.call("silent_anything");
       assert.equal(r.isError, true);
