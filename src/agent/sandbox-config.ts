@@ -25,6 +25,9 @@ export function sandboxFor(loaded: LoadedConfig, logger?: Logger): AgentSandbox 
       stateDir: cfg.state_dir,
       install,
       loopbackPorts: configuredLoopbackPorts(loaded),
+      team: loaded.team?.exposed.length
+        ? { exposed: loaded.team.exposed, allowUnsandboxed: cfg.team?.allow_unsandboxed ?? false }
+        : undefined,
     },
     logger,
   );

@@ -4,6 +4,8 @@
  * launcher (bwrap and its arguments), the channel's HOME and the environment changes.
  *
  *   auto        bubblewrap when it works here; else one warning and agents run unsandboxed
+ *               (in a team, where that agent could read the other identities' keys: a
+ *               start-up failure, unless `team.allow_unsandboxed` accepts it)
  *   bubblewrap  bubblewrap or nothing: start-up fails naming what to install or enable
  *   off         no sandbox
  *
@@ -69,6 +71,13 @@ export interface SandboxPolicy {
   slirp4netns?: string;
   /** Host loopback ports sandboxed processes may still reach (loopback.ts); never the daemon's own HTTP port. */
   loopbackPorts?: number[];
+  /**
+   * In a team of two or more: what this identity's agent could read of the others' were it
+   * unsandboxed (their keys, the config, the team's state), and whether the operator accepted
+   * that (`team.allow_unsandboxed`). `auto` without a working bubblewrap then refuses to
+   * start, as `off` in a team is a config error (config/load.ts).
+   */
+  team?: { exposed: string[]; allowUnsandboxed: boolean };
 }
 
 /** How one process is launched: prefix the agent command with `command args`, lay `env` over its environment. */
@@ -150,7 +159,7 @@ export class AgentSandbox {
       if (modes.includes("bubblewrap")) {
         throw new SandboxError(`agent.sandbox is bubblewrap but ${probe.reason}: ${BUBBLEWRAP_ADVICE}`);
       }
-      this.warnUnavailable(probe.reason);
+      this.unsandboxedFallback(probe.reason);
       return false;
     }
     const on = this.policy.mode !== "off";
@@ -179,12 +188,20 @@ export class AgentSandbox {
     );
   }
 
-  private warnUnavailable(reason: string): void {
+  /** `auto` without a working bubblewrap: agents run unsandboxed, warned once; in a team only when accepted. */
+  private unsandboxedFallback(reason: string): void {
+    const team = this.policy.team;
+    if (team && !team.allowUnsandboxed)
+      throw new SandboxError(
+        `agent.sandbox is auto and ${reason}: in this team an unsandboxed agent could read ${team.exposed.join(", ")}. ${BUBBLEWRAP_ADVICE}; or set agent.sandbox: bubblewrap to require it, or team.allow_unsandboxed: true to accept that`,
+      );
     if (this.warned) return;
     this.warned = true;
     this.log.warn(
       { evt: "agent.sandbox", state: "unavailable", reason, advice: BUBBLEWRAP_ADVICE },
-      `agent.sandbox is auto and ${reason}: agents run WITHOUT a sandbox`,
+      team
+        ? `agent.sandbox is auto and ${reason}: agents run WITHOUT a sandbox, and can read ${team.exposed.join(", ")} (team.allow_unsandboxed: true)`
+        : `agent.sandbox is auto and ${reason}: agents run WITHOUT a sandbox`,
     );
   }
 
@@ -197,7 +214,7 @@ export class AgentSandbox {
     const probe = this.probe;
     if (!probe.ok) {
       if (mode === "bubblewrap") throw new SandboxError(`agent.sandbox is bubblewrap but ${probe.reason}: ${BUBBLEWRAP_ADVICE}`);
-      this.warnUnavailable(probe.reason);
+      this.unsandboxedFallback(probe.reason);
       return { sandboxed: false, network: "host" };
     }
     if (network === "off") return { sandboxed: true, network: "none" };

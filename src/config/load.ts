@@ -51,7 +51,14 @@ export interface LoadedConfig {
    * In a config with `agents:`: this agent's id, its entry, the daemon's state directory, and
    * what of the team its sandbox must hide besides its own files (bridgePaths).
    */
-  team?: { id: string; index: number; stateDir: string; hide: Array<{ label: string; path: string }> };
+  team?: {
+    id: string;
+    index: number;
+    stateDir: string;
+    hide: Array<{ label: string; path: string }>;
+    /** What this entry's agent could read of the team's were it unsandboxed; empty for a team of one. */
+    exposed: string[];
+  };
 }
 
 type PathPart = string | number;
@@ -256,7 +263,7 @@ function loadMembers(doc: Document, lc: LineCounter, text: string, file: string,
       const stateDir = join(teamStateDir, "agents", id);
       loaded.config.state_dir = stateDir;
       if (!member.hasIn(["agent", "cwd"])) loaded.config.agent.cwd = join(stateDir, "work", "{channel}");
-      loaded.team = { id, index: i, stateDir: teamStateDir, hide: [] };
+      loaded.team = { id, index: i, stateDir: teamStateDir, hide: [], exposed: [] };
       members.push(loaded);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
@@ -295,7 +302,7 @@ function unsandboxedInTeam(
   problem: (offset: number | undefined, path: string, message: string) => ConfigProblem,
   problems: ConfigProblem[],
 ): void {
-  if (m.config.agent.sandbox !== "off" || members.length < 2) return;
+  if (members.length < 2) return;
   const i = m.team!.index;
   const others = members.filter((o) => o !== m);
   const keys = others.map((o) =>
@@ -304,6 +311,9 @@ function unsandboxedInTeam(
       : `agents[${o.team!.index}]'s key (written in ${m.file})`,
   );
   const readable = [...keys, `the config ${m.file}`, `the team's state directory ${m.team!.stateDir} (every agent's queue.db)`];
+  // `auto` finds out only at start whether bubblewrap works here (agent/sandbox-plan.ts).
+  m.team!.exposed = readable;
+  if (m.config.agent.sandbox !== "off") return;
   if (m.config.team?.allow_unsandboxed) {
     m.warnings.push(
       `${m.file}: agents[${i}] runs unsandboxed (agent.sandbox: off, team.allow_unsandboxed: true): its agent can read ${readable.join(", ")}`,

@@ -100,6 +100,14 @@ export async function sandboxCheck(loaded: LoadedConfig, timeoutMs: number): Pro
   if (!probe.ok) {
     if (asked.includes("bubblewrap"))
       return { name, mark: "fail", summary: `agent.sandbox is bubblewrap but ${probe.reason}`, details: [`to fix: ${BUBBLEWRAP_ADVICE}`] };
+    const team = sandbox.policy.team;
+    if (team && !team.allowUnsandboxed)
+      return {
+        name,
+        mark: "fail",
+        summary: `agent.sandbox is auto but ${probe.reason}: in this team an unsandboxed agent could read ${team.exposed.join(", ")}, so run refuses to start`,
+        details: [`to fix: ${BUBBLEWRAP_ADVICE}; or accept it with team.allow_unsandboxed: true`],
+      };
     return {
       name,
       mark: "ok",

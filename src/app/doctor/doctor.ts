@@ -29,6 +29,7 @@ import { SCHEMA_VERSION, SqliteStore } from "../../queue/sqlite-store.js";
 import { silentLogger } from "../../base/log.js";
 import { cliPath } from "../../base/cli-path.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
+import { SandboxError } from "../../agent/sandbox-plan.js";
 import type { ChildSpec } from "../../proxy/line-transport.js";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -390,7 +391,16 @@ interface SandboxRoom {
 /** The sandbox a turn's proxy (and so its servers) runs in, for a scratch channel; undefined when agents run unsandboxed. */
 async function sandboxRoom(loaded: LoadedConfig): Promise<SandboxRoom | undefined> {
   const configured = sandboxFor(loaded);
-  if (!configured.effective().sandboxed) return undefined;
+  // A sandbox that cannot be had is the sandbox line's failure (doctor-sandbox.ts); the MCP check runs unsandboxed.
+  const sandboxed = (() => {
+    try {
+      return configured.effective().sandboxed;
+    } catch (err) {
+      if (err instanceof SandboxError) return false;
+      throw err;
+    }
+  })();
+  if (!sandboxed) return undefined;
   const scratch = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-mcp-"));
   // The sandbox's own files go to the scratch directory: doctor creates nothing in state_dir.
   const sandbox = new AgentSandbox({ ...configured.policy, stateDir: scratch }, undefined, () => configured.probe);
