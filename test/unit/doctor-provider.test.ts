@@ -95,3 +95,31 @@ test("✗ a key variable set but empty; no key at all", async () => {
   const none = await providerCheck(agent("http://127.0.0.1:1"), claude, {}, 5000);
   assert.match(none.summary, /none of ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN, ANTHROPIC_AUTH_TOKEN is set/);
 });
+
+test("gemini: ✓ from Gemini's models list or a one-token generateContent, with the key in x-goog-api-key; ✗ naming the variable when Gemini answers 400 API_KEY_INVALID", async () => {
+  const gemini = presetFor("gemini")!;
+  const gkey = { GEMINI_API_KEY: "AIza-test" };
+  const listed = await startFakeLlm({ models: ["gemini-2.5-pro", "gemini-2.5-flash"] });
+  const r1 = await providerCheck(agent(listed.url, "gemini-2.5-flash"), gemini, gkey, 5000);
+  assert.deepEqual([r1.mark, r1.summary], ["ok", `${listed.url} (key GEMINI_API_KEY) lists the model 'gemini-2.5-flash'`]);
+  const unknown = await providerCheck(agent(listed.url, "gemini-9"), gemini, gkey, 5000);
+  assert.deepEqual(unknown.details, ["offered: gemini-2.5-pro, gemini-2.5-flash"]);
+  await listed.close();
+
+  const bare = await startFakeLlm();
+  const r2 = await providerCheck(agent(bare.url, "gemini-gateway-model"), gemini, gkey, 5000);
+  assert.deepEqual([r2.mark, r2.summary], ["ok", `${bare.url} (key GEMINI_API_KEY) answered with the model 'gemini-gateway-model'`]);
+  const [req] = bare.requests;
+  assert.equal(req?.path, "/v1beta/models/gemini-gateway-model:generateContent", "where Gemini CLI sends it");
+  assert.equal(req?.headers["x-goog-api-key"], "AIza-test", "with the agent's key, as Gemini CLI sends it");
+  await bare.close();
+
+  const refused = await startFakeLlm({ fail: providerFailure("gemini", "auth") });
+  const r3 = await providerCheck(agent(refused.url, "gemini-2.5-flash"), gemini, gkey, 5000);
+  assert.equal(r3.mark, "fail");
+  assert.equal(
+    r3.summary,
+    `${refused.url} (key GEMINI_API_KEY) refused the key: 400 API key not valid. Please pass a valid API key.; check GEMINI_API_KEY`,
+  );
+  await refused.close();
+});

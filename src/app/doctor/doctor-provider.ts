@@ -1,7 +1,7 @@
 /**
  * `doctor`'s `provider` line (docs/agents.md "Doctor"): one cheap authenticated request to the
  * model provider with exactly the key, base URL and model the agent gets — the models list
- * (Anthropic's and OpenAI's `GET …/models`), or a one-token request where a gateway has no
+ * (Anthropic's, OpenAI's and Gemini's `GET …/models`), or a one-token request where a gateway has no
  * list — and a verdict naming the key's variable and the cause: key refused, nothing
  * listening, model unknown, TLS, an HTML page, a hang, a 200 carrying an error, an empty key.
  */
@@ -15,10 +15,11 @@ const VENDOR_BASE: Partial<Record<NonNullable<Preset["wire"]>, string>> = {
   anthropic: "https://api.anthropic.com",
   "openai-responses": "https://api.openai.com/v1",
   "openai-chat": "https://api.openai.com/v1",
+  gemini: "https://generativelanguage.googleapis.com",
 };
 
 interface Target {
-  wire: "anthropic" | "openai";
+  wire: "anthropic" | "openai" | "gemini";
   base: string;
   keyVar: string;
   key: string;
@@ -32,12 +33,11 @@ export async function providerCheck(
   timeoutMs: number,
 ): Promise<CheckResult> {
   const name = "provider";
-  if (!preset.wire || preset.wire === "gemini")
-    return { name, mark: "skip", summary: `the ${preset.name} preset's provider is not asked by doctor` };
+  if (!preset.wire) return { name, mark: "skip", summary: `the ${preset.name} preset's provider is not asked by doctor` };
   const base = cfg.provider?.base_url ?? VENDOR_BASE[preset.wire];
   if (!base) return { name, mark: "skip", summary: "no base URL to ask" };
   // The variable the agent reads its key from: with agent.provider, codex and the OpenAI-style presets read OPENAI_API_KEY.
-  const keys = cfg.provider && preset.wire !== "anthropic" ? ["OPENAI_API_KEY", ...preset.keys] : preset.keys;
+  const keys = cfg.provider && preset.wire.startsWith("openai") ? ["OPENAI_API_KEY", ...preset.keys] : preset.keys;
   const emptyVar = keys.find((k) => k in env && env[k]!.trim() === "");
   const keyVar = keys.find((k) => (env[k] ?? "").trim() !== "");
   if (!keyVar)
@@ -49,7 +49,7 @@ export async function providerCheck(
         : `no key to ask ${base} with (none of ${keys.join(", ")} is set)`,
     };
   const t: Target = {
-    wire: preset.wire === "anthropic" ? "anthropic" : "openai",
+    wire: preset.wire === "anthropic" || preset.wire === "gemini" ? preset.wire : "openai",
     base: trimBase(base),
     keyVar,
     key: env[keyVar]!.trim(),
@@ -64,13 +64,14 @@ export async function providerCheck(
 
 function headers(t: Target): Record<string, string> {
   if (t.wire === "openai") return { authorization: `Bearer ${t.key}`, "content-type": "application/json" };
+  if (t.wire === "gemini") return { "x-goog-api-key": t.key, "content-type": "application/json" };
   // An OAuth token (CLAUDE_CODE_OAUTH_TOKEN, ANTHROPIC_AUTH_TOKEN) goes as a bearer token, a key as x-api-key.
   const auth: Record<string, string> = t.keyVar === "ANTHROPIC_API_KEY" ? { "x-api-key": t.key } : { authorization: `Bearer ${t.key}` };
   return { ...auth, "anthropic-version": "2023-06-01", "content-type": "application/json" };
 }
 
-/** The API's root the agent appends its paths to: Claude adds /v1, Codex's base carries it. */
-const apiRoot = (t: Target) => (t.wire === "anthropic" ? `${t.base}/v1` : t.base);
+/** The API's root the agent appends its paths to: Claude adds /v1, Gemini CLI /v1beta, Codex's base carries it. */
+const apiRoot = (t: Target) => (t.wire === "anthropic" ? `${t.base}/v1` : t.wire === "gemini" ? `${t.base}/v1beta` : t.base);
 
 async function ask(t: Target, timeoutMs: number): Promise<CheckResult> {
   const signal = AbortSignal.timeout(timeoutMs);
@@ -92,8 +93,11 @@ async function ask(t: Target, timeoutMs: number): Promise<CheckResult> {
   const body =
     t.wire === "anthropic"
       ? { model: t.model, max_tokens: 1, messages: [{ role: "user", content: "ping" }] }
-      : { model: t.model, max_output_tokens: 16, input: "ping" };
-  const path = t.wire === "anthropic" ? "/messages" : "/responses";
+      : t.wire === "gemini"
+        ? { contents: [{ role: "user", parts: [{ text: "ping" }] }], generationConfig: { maxOutputTokens: 1 } }
+        : { model: t.model, max_output_tokens: 16, input: "ping" };
+  const path =
+    t.wire === "anthropic" ? "/messages" : t.wire === "gemini" ? `/models/${encodeURIComponent(t.model)}:generateContent` : "/responses";
   const one = await answer(
     await fetch(`${apiRoot(t)}${path}`, { method: "POST", headers: headers(t), body: JSON.stringify(body), signal }),
   );
@@ -135,7 +139,9 @@ async function answer(res: Response): Promise<Answer> {
     return { status: res.status, problem: `answered ${res.status} with a body that is not JSON: ${text.slice(0, 120)}` };
   }
   const said = errorOf(body);
-  if (res.status === 401 || res.status === 403) return { status: res.status, refused: `${res.status}${said ? ` ${said}` : ""}` };
+  // Gemini's API answers a bad key 400 INVALID_ARGUMENT, its reason API_KEY_INVALID.
+  const badKey = res.status === 400 && /API_KEY_INVALID|API key not valid/i.test(text);
+  if (res.status === 401 || res.status === 403 || badKey) return { status: res.status, refused: `${res.status}${said ? ` ${said}` : ""}` };
   if (!res.ok) return { status: res.status, problem: `answered ${res.status}${said ? `: ${said}` : ""}` };
   if (said) return { status: res.status, problem: `answered 200 with an error: ${said}` };
   return { status: res.status, body };
@@ -151,10 +157,13 @@ function errorOf(body: unknown): string | undefined {
   return typeof m === "string" ? m : JSON.stringify(e).slice(0, 200);
 }
 
+/** The ids of a models list: Anthropic's and OpenAI's `data[].id`, Gemini's `models[].name` without its `models/`. */
 function modelIds(body: unknown): string[] | undefined {
-  const data = body && typeof body === "object" ? (body as { data?: unknown }).data : undefined;
-  if (!Array.isArray(data)) return undefined;
-  return data.map((m) => String((m as { id?: unknown }).id ?? "")).filter(Boolean);
+  const o = body && typeof body === "object" ? (body as { data?: unknown; models?: unknown }) : {};
+  if (Array.isArray(o.data)) return o.data.map((m) => String((m as { id?: unknown }).id ?? "")).filter(Boolean);
+  if (Array.isArray(o.models))
+    return o.models.map((m) => String((m as { name?: unknown }).name ?? "").replace(/^models\//, "")).filter(Boolean);
+  return undefined;
 }
 
 function networkCause(err: unknown, timeoutMs: number): string {
