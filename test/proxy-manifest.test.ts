@@ -37,13 +37,35 @@ test("a manifest file reads like the config's mcp section, in config order", () 
 test("errors name the file and the key", () => {
   assert.throws(
     () => loadManifestFile(file("typo.yaml", "servers:\n  ci: { comand: x }\n")),
-    (e: Error) => e instanceof ManifestError && e.message.includes("typo.yaml") && e.message.includes("servers.ci"),
+    (e: Error) =>
+      e instanceof ManifestError &&
+      e.message ===
+        "typo.yaml:2:7: servers.ci.command: required key is missing\ntypo.yaml:2:9: servers.ci.comand: unknown key 'comand'".replaceAll(
+          "typo.yaml",
+          join(dir, "typo.yaml"),
+        ),
   );
   assert.throws(
     () => loadManifestFile(file("yaml.yaml", "servers: [\n")),
     (e: Error) => /yaml\.yaml:\d+:\d+/.test(e.message),
   );
   assert.throws(() => loadManifestFile(join(dir, "missing.yaml")), /missing\.yaml: cannot read/);
+});
+
+test("the config's mcp section copies into a manifest file as is, and is checked by the same rules", () => {
+  const m = loadManifestFile(
+    file(
+      "section.yaml",
+      "servers:\n  gate: { command: gate-mcp, stop: wait, hold_replies: true, pre_tool: block }\ntransport: auto\npre_tool_deadline: 3s\n",
+    ),
+  );
+  assert.equal(m.servers[0]!.on_error, "object", "a stop: wait server fails closed unless it says otherwise");
+  assert.equal(m.servers[0]!.pre_tool, "block");
+  assert.equal(m.pre_tool_deadline, 3000);
+  assert.throws(
+    () => loadManifestFile(file("hold.yaml", "servers:\n  dev: { command: dev-mcp, hold_replies: true }\n")),
+    /hold\.yaml:2:\d+: servers\.dev\.hold_replies: hold_replies: true holds the agent's posts until this server approves/,
+  );
 });
 
 test("manifestFromConfig keeps only the channel's servers, in config order", () => {
@@ -92,5 +114,5 @@ test("mcp-proxy with a bad manifest exits 1 naming the file", () => {
     timeout: 20_000,
   });
   assert.equal(r.status, 1);
-  assert.match(r.stderr, /bad\.yaml: servers\.x\.command/);
+  assert.match(r.stderr, /bad\.yaml:2:\d+: servers\.x\.command: /);
 });

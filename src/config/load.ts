@@ -177,7 +177,8 @@ export interface LoadedTeam {
 /** The team's config warnings, each once: a shared key's warning is every agent's. */
 export const teamWarnings = (team: LoadedTeam): string[] => [...new Set(team.members.flatMap((m) => m.warnings))];
 
-export function loadTeamText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedTeam {
+/** The YAML document of `text`, or its syntax errors thrown as problems; `at` adds a problem at a node. */
+function parseYaml(text: string, file: string) {
   const lc = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
   const problems: ConfigProblem[] = [];
@@ -189,7 +190,25 @@ export function loadTeamText(text: string, file: string, env: NodeJS.ProcessEnv 
   for (const p of explainYamlErrors(text, doc.errors, (o) => lc.linePos(o))) problems.push({ file, path: "", ...p });
   for (const e of doc.warnings) at(e.pos[0], [], e.message.split("\n")[0]!);
   if (doc.errors.length) throw new ConfigError(sortProblems(problems));
+  return { doc, lc, problems, at };
+}
 
+/**
+ * A YAML file holding one section of the config (the proxy's `--manifest` is an `mcp`
+ * section), checked with that section's schema; problems are reported as the config's are.
+ */
+export function loadSectionText<S extends z.ZodType>(text: string, file: string, schema: S): z.output<S> {
+  const { doc, problems, at } = parseYaml(text, file);
+  const result = schema.safeParse(doc.toJS() ?? {});
+  if (!result.success) {
+    for (const issue of result.error.issues) locateIssue(doc, issue, at);
+    throw new ConfigError(sortProblems(withMissingColons(problems, text, file)));
+  }
+  return result.data;
+}
+
+export function loadTeamText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedTeam {
+  const { doc, lc, problems, at } = parseYaml(text, file);
   interpolate(doc, env, at);
   const agentsNode = doc.get("agents", true);
   if (agentsNode === undefined) {

@@ -313,10 +313,14 @@ const mcpServerResolved = mcpServer
   .transform((s) => ({ ...s, on_error: s.on_error ?? defaultOnError(s.stop) }));
 export type McpServerConfig = z.output<typeof mcpServerResolved>;
 
-const mcp = z.strictObject({
+/** Server names: letters, digits and `-` (they become tool-name prefixes). */
+export const SERVER_NAME_PATTERN = /^[A-Za-z0-9-]+$/;
+
+/** The config's `mcp` section; a proxy's `--manifest` file has this shape too (proxy/manifest.ts). */
+export const mcpSchema = z.strictObject({
   servers: z
     .record(
-      z.string().regex(/^[A-Za-z0-9-]+$/, {
+      z.string().regex(SERVER_NAME_PATTERN, {
         message:
           "server names use letters, digits and - only ('_' separates a server's name from its tools' names in the proxy, and '__' is the agent's own separator)",
       }),
@@ -628,7 +632,7 @@ export const configSchema = z.strictObject({
   identity,
   relay,
   agent: agent.prefault({}),
-  mcp: mcp.prefault({}),
+  mcp: mcpSchema.prefault({}),
   gates: gates.prefault({}),
   defaults: defaults.prefault({}),
   channels: z.array(channel).default([{ id: "*" }]),

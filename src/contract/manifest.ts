@@ -5,7 +5,7 @@
  * form (`--manifest`) is read in proxy/manifest.ts.
  */
 import { z } from "zod";
-import { DEFAULT_MCP_TIMEOUT, type McpServerConfig } from "../config/schema.js";
+import { DEFAULT_MCP_TIMEOUT, SERVER_NAME_PATTERN, type McpServerConfig } from "../config/schema.js";
 import { parseDuration } from "../config/duration.js";
 
 /** A tool call's timeout when the server sets none (config `mcp.servers.<name>.timeout`). */
@@ -48,9 +48,6 @@ export interface ProxyManifest {
    */
   message_max_bytes?: number;
 }
-
-/** Server names: letters, digits and `-` (they become tool-name prefixes). */
-export const SERVER_NAME_PATTERN = /^[A-Za-z0-9-]+$/;
 
 /** The JSON form sent over the link (already in ms, already filtered to the channel). */
 export const manifestWire = z.object({

@@ -4,10 +4,26 @@
  * the daemon's hook requests.
  */
 import { connect, type Socket } from "node:net";
-import { createMessageConnection, SocketMessageReader, SocketMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
 import type { HookFanout } from "../contract/hooks.js";
 import { manifestWire, type ProxyManifest } from "../contract/manifest.js";
-import { BuzzCall, Hello, HookRan, LinkError, RunHook, type BuzzToolName, type RunHookParams } from "./protocol.js";
+import {
+  BuzzCall,
+  BuzzCallResult,
+  Hello,
+  HelloResult,
+  HookRan,
+  isTimeout,
+  LinkError,
+  asLinkError,
+  LinkPeer,
+  NO_LINK_TIMEOUT_MS,
+  RunHook,
+  type BuzzCallParams,
+  type BuzzToolName,
+  type HelloParams,
+  type HookRanParams,
+  type RunHookParams,
+} from "./protocol.js";
 
 /** How long the proxy waits for the daemon's socket and hello answer (default 10 s: the daemon is local). */
 const LINK_CONNECT_TIMEOUT_MS = 10_000;
@@ -27,12 +43,17 @@ class HookSlot {
 }
 
 export class LinkClient {
+  private readonly closeHandlers: (() => void)[] = [];
+
   private constructor(
-    private readonly conn: MessageConnection,
-    private readonly socket: Socket,
+    private readonly peer: LinkPeer,
     readonly manifest: ProxyManifest,
     private readonly hooks: HookSlot,
-  ) {}
+  ) {
+    peer.onclose = () => {
+      for (const h of this.closeHandlers) h();
+    };
+  }
 
   static async connect(socketPath: string, token: string, timeoutMs = LINK_CONNECT_TIMEOUT_MS): Promise<LinkClient> {
     const socket = await new Promise<Socket>((resolve, reject) => {
@@ -50,37 +71,42 @@ export class LinkClient {
         reject(new LinkError(`link ${socketPath}: ${err.message}`));
       });
     });
-    const conn = createMessageConnection(new SocketMessageReader(socket), new SocketMessageWriter(socket));
+    const peer = new LinkPeer();
     const hooks = new HookSlot();
-    conn.onRequest(RunHook, (p) => hooks.run(p));
-    conn.listen();
+    // A HookFanout as a plain object: the SDK types a result with an index signature.
+    peer.setRequestHandler(RunHook, async (r) => ({ ...(await hooks.run(r.params)) }));
+    await peer.open(socket);
     let hello;
     try {
-      const timer = new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new LinkError(`link ${socketPath}: no hello answer within ${timeoutMs} ms`)), timeoutMs).unref(),
-      );
-      hello = await Promise.race([conn.sendRequest(Hello, { token, pid: process.pid }), timer]);
+      const params: HelloParams = { token, pid: process.pid };
+      hello = await peer.request({ method: Hello.shape.method.value, params }, HelloResult, { timeout: timeoutMs });
     } catch (err) {
-      conn.dispose();
-      socket.destroy();
-      throw new LinkError(`link refused: ${(err as Error).message}`);
+      await peer.close();
+      const why = isTimeout(err) ? `link ${socketPath}: no hello answer within ${timeoutMs} ms` : asLinkError(err).message;
+      throw new LinkError(`link refused: ${why}`);
     }
     const manifest = manifestWire.safeParse(hello.manifest);
     if (!manifest.success) {
-      conn.dispose();
-      socket.destroy();
+      await peer.close();
       throw new LinkError(`link sent an invalid manifest: ${manifest.error.message}`);
     }
-    return new LinkClient(conn, socket, manifest.data, hooks);
+    return new LinkClient(peer, manifest.data, hooks);
   }
 
-  callBuzzTool(tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> {
-    return this.conn.sendRequest(BuzzCall, { tool, args });
+  async callBuzzTool(tool: BuzzToolName, args: Record<string, unknown>): Promise<unknown> {
+    const params: BuzzCallParams = { tool, args };
+    try {
+      const r = await this.peer.request({ method: BuzzCall.shape.method.value, params }, BuzzCallResult, { timeout: NO_LINK_TIMEOUT_MS });
+      return r.value;
+    } catch (err) {
+      throw asLinkError(err);
+    }
   }
 
   /** Tells the daemon a merged hook ran (its /metrics count every fan-out). */
   hookRan(f: Pick<HookFanout, "verdict" | "ms">, hook: string): void {
-    void this.conn.sendNotification(HookRan, { hook, verdict: f.verdict, ms: f.ms }).catch(() => undefined);
+    const params: HookRanParams = { hook, verdict: f.verdict, ms: f.ms };
+    void this.peer.notification({ method: HookRan.shape.method.value, params }).catch(() => undefined);
   }
 
   onRunHook(handler: (p: RunHookParams) => Promise<HookFanout>): void {
@@ -88,11 +114,12 @@ export class LinkClient {
   }
 
   onClose(handler: () => void): void {
-    this.conn.onClose(handler);
+    this.closeHandlers.push(handler);
   }
 
+  /** Closes the link from this end; onClose handlers are for a daemon that went away. */
   close(): void {
-    this.conn.dispose();
-    this.socket.destroy();
+    this.closeHandlers.length = 0;
+    void this.peer.close();
   }
 }

@@ -13,19 +13,26 @@ import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import {
-  createMessageConnection,
-  ResponseError,
-  SocketMessageReader,
-  SocketMessageWriter,
-  type MessageConnection,
-} from "vscode-jsonrpc/node";
 import { BUZZ_LINK_ARGS } from "../contract/buzz-tools.js";
 import { checkBuzzCall, dispatchBuzzTool, type BuzzToolHandlers } from "./buzz-call.js";
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
 import type { Logger } from "../base/log.js";
-import { BuzzCall, Hello, HookRan, LINK_ENV, LINK_TOKEN_ENV, LinkError, LinkErrorCode, RunHook } from "./protocol.js";
+import {
+  BuzzCall,
+  Hello,
+  HookRan,
+  isTimeout,
+  LINK_ENV,
+  LINK_TOKEN_ENV,
+  LinkError,
+  asLinkError,
+  LinkErrorCode,
+  LinkPeer,
+  RunHook,
+  RunHookResult,
+  type RunHookParams,
+} from "./protocol.js";
 
 export type { BuzzToolHandlers } from "./buzz-call.js";
 
@@ -58,7 +65,7 @@ interface Entry {
   key: string;
   manifest: ProxyManifest;
   tools: BuzzToolHandlers;
-  conn?: MessageConnection;
+  conn?: LinkPeer;
   /** Waiting for a proxy to say hello (whenConnected); woken by the hello or unregister. */
   waiters: Set<() => void>;
 }
@@ -155,7 +162,7 @@ export class LinkServer {
   }
 
   async stop(): Promise<void> {
-    for (const e of this.sessions.values()) e.conn?.dispose();
+    for (const e of this.sessions.values()) hangUp(e);
     for (const s of this.sockets) s.destroy();
     for (const s of this.own) s.close();
     this.own.clear();
@@ -202,8 +209,7 @@ export class LinkServer {
       },
       unregister: () => {
         this.sessions.delete(id);
-        entry.conn?.dispose();
-        entry.conn = undefined;
+        hangUp(entry);
         wakeAll(entry);
         if (own) {
           this.own.delete(own.server);
@@ -218,22 +224,12 @@ export class LinkServer {
         const deadline =
           name === "_PreToolUse" ? (entry.manifest.pre_tool_deadline ?? DEFAULT_PRE_TOOL_DEADLINE_MS) : entry.manifest.hook_deadline;
         const limit = deadline + HOOK_LINK_SLACK_MS;
-        let timer: NodeJS.Timeout | undefined;
+        const params: RunHookParams = { name, servers: opts?.servers, ...(opts?.args ? { args: opts.args } : {}) };
         try {
-          return await Promise.race([
-            conn.sendRequest(RunHook, { name, servers: opts?.servers, ...(opts?.args ? { args: opts.args } : {}) }),
-            new Promise<never>((_, reject) => {
-              timer = setTimeout(
-                () => reject(new LinkError(`session ${entry.key}: proxy gave no ${name} answer within ${limit} ms`)),
-                limit,
-              );
-            }),
-          ]);
+          return await conn.request({ method: RunHook.shape.method.value, params }, RunHookResult, { timeout: limit });
         } catch (err) {
-          if (err instanceof LinkError) throw err;
-          throw new LinkError(`session ${entry.key}: ${name} over the link failed: ${(err as Error).message}`);
-        } finally {
-          clearTimeout(timer);
+          if (isTimeout(err)) throw new LinkError(`session ${entry.key}: proxy gave no ${name} answer within ${limit} ms`);
+          throw new LinkError(`session ${entry.key}: ${name} over the link failed: ${asLinkError(err).message}`);
         }
       },
     };
@@ -243,8 +239,7 @@ export class LinkServer {
   private accept(socket: Socket, only?: string): void {
     this.sockets.add(socket);
     socket.on("close", () => this.sockets.delete(socket));
-    socket.on("error", () => {});
-    const conn = createMessageConnection(new SocketMessageReader(socket), new SocketMessageWriter(socket));
+    const conn = new LinkPeer();
     let entry: Entry | undefined;
     const log = this.opts.logger;
     const helloTimer = setTimeout(() => {
@@ -255,54 +250,61 @@ export class LinkServer {
     }, HELLO_TIMEOUT_MS);
     helloTimer.unref();
 
-    conn.onRequest(Hello, (p) => {
+    conn.setRequestHandler(Hello, ({ params: p }) => {
       const presented = typeof p?.token === "string" ? digest(p.token) : undefined;
       const found = presented !== undefined && (only === undefined || presented === only) ? this.sessions.get(presented) : undefined;
       if (!found) {
         log.warn({ evt: "link.refused", reason: "unknown or revoked token", proxy_pid: p?.pid });
         setTimeout(() => socket.destroy(), 50);
-        return new ResponseError(LinkErrorCode.Unauthorized, "link refused: unknown or revoked token");
+        throw new LinkError("link refused: unknown or revoked token", LinkErrorCode.Unauthorized);
       }
       clearTimeout(helloTimer);
       entry = found;
       // A proxy restarted by the agent replaces the old connection.
-      if (found.conn && found.conn !== conn) found.conn.dispose();
+      if (found.conn !== conn) hangUp(found);
       found.conn = conn;
-      log.info({ evt: "link.connected", session: found.key, proxy_pid: p.pid }); // `pid` is the daemon's own
+      log.info({ evt: "link.connected", session: found.key, proxy_pid: p?.pid }); // `pid` is the daemon's own
       wakeAll(found);
       return { manifest: found.manifest };
     });
 
-    conn.onNotification(HookRan, (p) => {
+    conn.setNotificationHandler(HookRan, ({ params: p }) => {
       if (entry && this.isLive(entry)) this.hookRan(p ?? {});
     });
 
-    conn.onRequest(BuzzCall, async (p) => {
+    conn.setRequestHandler(BuzzCall, async ({ params: p }) => {
       if (!entry || !this.isLive(entry))
-        return new ResponseError(LinkErrorCode.Unauthorized, "link refused: say hello with a valid token first");
+        throw new LinkError("link refused: say hello with a valid token first", LinkErrorCode.Unauthorized);
       const call = checkBuzzCall(p?.tool, p?.args, BUZZ_LINK_ARGS);
-      if ("error" in call) return new ResponseError(LinkErrorCode.ToolFailed, call.error);
+      if ("error" in call) throw new LinkError(call.error, LinkErrorCode.ToolFailed);
       try {
-        return await dispatchBuzzTool(entry.tools, call.tool, call.args);
+        return { value: await dispatchBuzzTool(entry.tools, call.tool, call.args) };
       } catch (err) {
         log.warn({ evt: "link.tool_failed", session: entry.key, tool: call.tool, error: (err as Error).message });
-        return new ResponseError(LinkErrorCode.ToolFailed, (err as Error).message);
+        throw new LinkError((err as Error).message, LinkErrorCode.ToolFailed);
       }
     });
 
-    conn.onClose(() => {
+    conn.onclose = () => {
       if (entry && entry.conn === conn) {
         entry.conn = undefined;
         log.info({ evt: "link.disconnected", session: entry.key });
       }
-    });
-    conn.listen();
+    };
+    void conn.open(socket);
   }
 
   private isLive(entry: Entry): boolean {
     for (const e of this.sessions.values()) if (e === entry) return true;
     return false;
   }
+}
+
+/** Closes the session's connection from this end: detached first, so only a proxy that went away logs link.disconnected. */
+function hangUp(entry: Entry): void {
+  const conn = entry.conn;
+  entry.conn = undefined;
+  void conn?.close();
 }
 
 function wakeAll(entry: Entry): void {

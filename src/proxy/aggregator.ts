@@ -48,7 +48,7 @@ import { routeRequestsDirectly } from "./fast-path.js";
 import { runHookFanout } from "./hooks.js";
 import type { ProxyManifest } from "./manifest.js";
 import { exposedName, isHookName } from "./naming.js";
-import { LineTransport } from "./line-transport.js";
+import { LineTransport } from "../base/line-transport.js";
 import { AgentPassThrough, type MessageSink, type RawRoute } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
 import { CALL_HOOKS, PRE_TOOL_HOOK, ToolGates, type GatedCall } from "./tool-gates.js";

@@ -8,7 +8,7 @@ import { createLogger, PROXY_LOGGER_NAME } from "../../base/log.js";
 import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
 import { LinkClient } from "../../link/client.js";
 import { LINK_ENV, LINK_TOKEN_ENV } from "../../contract/proxy-entry.js";
-import { FastStdioServerTransport } from "../../proxy/line-transport.js";
+import { StreamTransport } from "../../base/line-transport.js";
 import {
   DEFAULT_HOOK_DEADLINE_MS,
   DEFAULT_LIST_TIMEOUT_MS,
@@ -69,7 +69,7 @@ export function main(argv: string[]): Promise<number> {
     if (!link && !file) logger.warn({ evt: "proxy.no_servers", msg: "no link and no --manifest: serving no tools" });
 
     const proxy = new AggregatingProxy({ manifest, logger, link });
-    const transport = new FastStdioServerTransport();
+    const transport = new StreamTransport();
     let stopping: Promise<void> | undefined;
     const stop = (why: string) => {
       stopping ??= (async () => {
