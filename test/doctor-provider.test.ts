@@ -28,14 +28,14 @@ after(async () => {
 
 const PATH = `${join(REPO, "node_modules", ".bin")}:${process.env.PATH ?? ""}`;
 
-function doctor(): Promise<{ code: number | null; out: string }> {
+function doctor(base = api.url): Promise<{ code: number | null; out: string }> {
   const config = w.writeConfig(
     {
       agent: {
         command: undefined,
         args: undefined,
         preset: "claude",
-        provider: { base_url: api.url, model: "claude-gateway-model" },
+        provider: { base_url: base, model: "claude-gateway-model" },
         env: { ANTHROPIC_API_KEY: "sk-operator" },
       },
     },
@@ -59,7 +59,12 @@ test("doctor: ✓ provider with the model, exit 0, and the operator's HOME untou
   timeout: 300_000,
 }, async () => {
   const good = await doctor();
-  assert.match(line(good.out, "provider"), /^✓ provider\s+.*answered with the model 'claude-gateway-model'/);
+  // Agents run sandboxed on a network of their own here (.ci/run installs bubblewrap and slirp4netns):
+  // the provider is asked from there, through the loopback port the base URL names.
+  assert.match(
+    line(good.out, "provider"),
+    /^✓ provider\s+.*answered with the model 'claude-gateway-model' \(asked from the agent's sandbox: a network of its own/,
+  );
   assert.equal(good.code, 0, good.out);
   assert.ok(
     api.requests.some((r) => r.headers["x-api-key"] === "sk-operator" && r.model === "claude-gateway-model"),
@@ -72,4 +77,23 @@ test("doctor: ✓ provider with the model, exit 0, and the operator's HOME untou
   assert.match(line(bad.out, "provider"), /^✗ provider\s+.*refused the key: 401 invalid x-api-key; check ANTHROPIC_API_KEY/);
   assert.equal(bad.code, 1);
   assert.deepEqual(readdirSync(home), []);
+});
+
+test("doctor asks the provider from the agent's network: a gateway the host reaches but the agent's sandbox does not is ✗, nothing listening", {
+  timeout: 300_000,
+}, async () => {
+  // All of 127/8 is the host's loopback; the sandbox's network carries in only the
+  // 127.0.0.1/localhost ports the config names, so 127.0.0.2 is out of the agent's reach.
+  const elsewhere = await startFakeLlm({}, "127.0.0.2");
+  try {
+    const r = await doctor(elsewhere.url);
+    assert.match(
+      line(r.out, "provider"),
+      /^✗ provider\s+.*nothing listening there \(connection refused\) \(asked from the agent's sandbox/,
+    );
+    assert.equal(r.code, 1);
+    assert.equal(elsewhere.requests.length, 0, "the host's view (which reaches it) was not taken for the agent's");
+  } finally {
+    await elsewhere.close();
+  }
 });

@@ -8,8 +8,10 @@
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { AgentPool, agentEnvironment, poolOptionsFromConfig, presetInstall } from "../../agent/index.js";
+import { cliPath } from "../../base/cli-path.js";
 import { silentLogger } from "../../base/log.js";
 import { resolveAgentCommand } from "../../config/agent-command.js";
 import type { LoadedConfig } from "../../config/load.js";
@@ -20,6 +22,7 @@ import { presetFor, type Preset } from "../../presets/index.js";
 import type { CheckResult } from "./doctor-result.js";
 import { startProbeModel } from "./probe-model.js";
 import { providerCheck } from "./doctor-provider.js";
+import { inAgentsNetwork } from "./doctor-sandbox.js";
 
 /**
  * A HOME of doctor's own for the agents it starts, removed after: an agent writes its
@@ -56,11 +59,54 @@ export async function presetChecks(loaded: LoadedConfig, timeoutMs: number): Pro
       }
     : { name: "agent install", mark: "fail", summary: `${command} (the ${preset.name} preset) is not installed: ${preset.install}` };
   const [provider, tools] = await Promise.all([
-    providerCheck(cfg, preset, env, timeoutMs),
+    providerFromAgentsNetwork(loaded, preset, env, timeoutMs),
     install.path ? toolsCheck(loaded, preset, timeoutMs) : skip("agent install"),
   ]);
   return [installed, keyCheck(preset, env), provider, tools];
 }
+
+/**
+ * The provider asked from where the agent asks it: inside its sandbox when it gets a network
+ * of its own there (a base URL the host reaches may be out of the agent's reach, a loopback
+ * port the config does not name, say), else from here. The same check either way: doctor's
+ * own built module, run by the sandbox's node.
+ */
+async function providerFromAgentsNetwork(
+  loaded: LoadedConfig,
+  preset: Preset,
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<CheckResult> {
+  const cfg = loaded.config.agent;
+  const agentCfg = { provider: cfg.provider, model: cfg.model };
+  const dist = dirname(cliPath());
+  const argv = [
+    process.execPath,
+    "-e",
+    PROVIDER_SCRIPT,
+    pathToFileURL(join(dist, "app", "doctor", "doctor-provider.js")).href,
+    pathToFileURL(join(dist, "presets", "index.js")).href,
+    JSON.stringify({ agent: agentCfg, preset: preset.name, timeoutMs }),
+  ];
+  let inside: Awaited<ReturnType<typeof inAgentsNetwork>>;
+  try {
+    inside = await inAgentsNetwork(loaded, argv, env, timeoutMs + 5000);
+  } catch (err) {
+    return { name: "provider", mark: "fail", summary: `could not be asked from the agent's sandbox: ${(err as Error).message}` };
+  }
+  if (!inside) return providerCheck(cfg, preset, env, timeoutMs);
+  const r = JSON.parse(inside.stdout) as CheckResult;
+  return { ...r, summary: `${r.summary} (asked from the agent's sandbox: ${inside.words})` };
+}
+
+/** Runs in the agent's sandbox: argv[1] the provider check's module, argv[2] the presets', argv[3] what to ask. */
+const PROVIDER_SCRIPT = `
+const [checkUrl, presetsUrl, what] = process.argv.slice(1);
+const t = JSON.parse(what);
+Promise.all([import(checkUrl), import(presetsUrl)])
+  .then(([c, p]) => c.providerCheck(t.agent, p.presetFor(t.preset), process.env, t.timeoutMs))
+  .then((r) => process.stdout.write(JSON.stringify(r)), (e) => { process.stderr.write(String(e && e.message || e)); process.exit(1); });
+`;
 
 function skip(because: string): CheckResult {
   return { name: "agent tools", mark: "skip", summary: `skipped: the ${because} check failed` };

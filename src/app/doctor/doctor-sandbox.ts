@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { AgentSandbox, agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { bridgePaths, sandboxFor } from "../../agent/sandbox-config.js";
-import type { SandboxLaunch } from "../../agent/sandbox-plan.js";
+import { SandboxError, type SandboxLaunch } from "../../agent/sandbox-plan.js";
 import { SLIRP4NETNS_ADVICE, spawnWithPrivateNetwork } from "../../agent/sandbox-net.js";
 import type { CheckResult } from "./doctor-result.js";
 
@@ -49,6 +49,49 @@ const NETWORK_WORDS = {
   private: "a network of its own (slirp4netns): outbound only",
   host: "the host's network",
 } as const;
+
+/**
+ * Runs `argv` in the sandbox a channel's agent gets, on the network it gets there (a network
+ * of its own or none, with the loopback ports the config carries in), in a scratch state
+ * directory; resolves to its stdout and that network. Undefined where an agent would use the
+ * host's network (unsandboxed, or no network of its own here): there the host's view is the
+ * agent's.
+ */
+export async function inAgentsNetwork(
+  loaded: LoadedConfig,
+  argv: string[],
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ stdout: string; network: keyof typeof NETWORK_WORDS; words: string } | undefined> {
+  const configured = sandboxFor(loaded);
+  let network: keyof typeof NETWORK_WORDS;
+  try {
+    const e = configured.effective();
+    if (!e.sandboxed || e.network === "host") return undefined;
+    network = e.network;
+  } catch (err) {
+    if (err instanceof SandboxError) return undefined; // the sandbox line says why
+    throw err;
+  }
+  const scratch = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-net-"));
+  const sandbox = new AgentSandbox(
+    { ...configured.policy, stateDir: scratch },
+    undefined,
+    () => configured.probe,
+    () => configured.slirp,
+  );
+  try {
+    await sandbox.start();
+    const cwd = join(scratch, "cwd");
+    mkdirSync(cwd);
+    const launch = sandbox.launch({ channel: { id: "doctor-network", name: "doctor-network" }, cwd, env })!;
+    const stdout = await runLaunched(launch, argv, { ...env, ...launch.env }, timeoutMs);
+    return { stdout, network, words: NETWORK_WORDS[network] };
+  } finally {
+    sandbox.close();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
 
 /** Runs `argv` through the sandbox launch (its private network first, when it has one); resolves to stdout. */
 function runLaunched(launch: SandboxLaunch, argv: string[], env: Record<string, string>, timeoutMs: number): Promise<string> {
