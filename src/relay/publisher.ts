@@ -19,7 +19,7 @@ import type { RelayClient } from "./client.js";
 import { publishConfirmed } from "./confirm.js";
 import type { PublishOutcome, PublishStatus } from "./outcome.js";
 
-export interface PublishOptions {
+export interface PublishCallOptions {
   /** Runs between signing and publishing; a throw publishes nothing. */
   beforePublish?(ev: Event): Promise<void>;
   /** One attempt, no confirmation read: a signal the next one replaces. */
@@ -47,14 +47,14 @@ export class Publisher {
   }
 
   /** Signs `t`, runs `beforePublish`, publishes; the signed event comes back with its outcome. */
-  async send(t: EventTemplate, opts: PublishOptions = {}): Promise<{ event: VerifiedEvent; outcome: PublishOutcome }> {
+  async send(t: EventTemplate, opts: PublishCallOptions = {}): Promise<{ event: VerifiedEvent; outcome: PublishOutcome }> {
     const event = this.sign(t);
     await opts.beforePublish?.(event);
     return { event, outcome: await this.publish(event, opts) };
   }
 
   /** Publishes an event signed already (the buzz tools re-send the same event through a relay outage). */
-  async publish(ev: Event, opts: Pick<PublishOptions, "once"> = {}): Promise<PublishOutcome> {
+  async publish(ev: Event, opts: Pick<PublishCallOptions, "once"> = {}): Promise<PublishOutcome> {
     const { relay, logger } = this.o;
     const outcome = opts.once
       ? await relay.publish(ev, { attempts: 1 })
