@@ -15,6 +15,7 @@ import { nip44 } from "nostr-tools";
 import { useFleet } from "./fixtures/fleet.js";
 import { World } from "../kit/world.js";
 import { ask, assertAnsweredOnce } from "../kit/channel-oracle.js";
+import { Publisher } from "../src/relay/publisher.js";
 import { beaconTemplate, InstanceBeacon, type InstanceInfo } from "../src/buzz/instance.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { nowSec } from "../src/base/time.js";
@@ -76,6 +77,7 @@ test("a daemon that stops within the second it started leaves a stopped beacon: 
   for (let i = 0; i < 8; i++) {
     const beacon = new InstanceBeacon({
       relay,
+      publisher: new Publisher({ relay, logger: createLogger({ level: "silent" }) }),
       secretKey: w.agent.sk,
       pubkey: w.agent.pk,
       instance: randomUUID(),

@@ -15,7 +15,8 @@ import { finalizeEvent, generateSecretKey, getPublicKey, type Event, type EventT
 import { startDevRelay, type DevRelay } from "../src/devrelay/index.js";
 import { RawClient } from "../kit/raw-client.js";
 import { createLogger } from "../src/base/log.js";
-import { LinkServer, createBuzzTools, type RelayPort, type LinkSession } from "../src/link/index.js";
+import type { RelayPort } from "../src/relay/port.js";
+import { LinkServer, createBuzzTools, type LinkSession } from "../src/link/index.js";
 import { message } from "../src/nostr/events.js";
 import { BUZZ_TOOL_ARGS, BUZZ_TOOL_NAMES, type BuzzToolName } from "../src/contract/buzz-tools.js";
 import { Ajv } from "ajv";

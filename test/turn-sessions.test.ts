@@ -15,7 +15,8 @@ import type { AcquireOptions, AgentPool, AgentSession, McpSlotContext } from "..
 import { silentLogger } from "../src/base/log.js";
 import { loadConfigText } from "../src/config/load.js";
 import { LinkClient } from "../src/link/client.js";
-import { LinkServer, type RelayPort } from "../src/link/index.js";
+import { LinkServer } from "../src/link/index.js";
+import type { RelayPort } from "../src/relay/port.js";
 import type { StandingInput } from "../src/prompt/index.js";
 import type { ChannelInfo } from "../src/buzz/directory.js";
 import { InflightPublishes } from "../src/turn/inflight.js";

@@ -29,6 +29,7 @@ import { KIND } from "../nostr/kinds.js";
 import { verifySignature } from "../nostr/verify.js";
 import type { RelayClient } from "../relay/client.js";
 import { isSuccess } from "../relay/outcome.js";
+import type { Publisher } from "../relay/publisher.js";
 
 /** A beacon is re-published this often. */
 export const REFRESH_MS = 30_000;
@@ -63,7 +64,9 @@ export class InstanceConflictError extends Error {
 }
 
 export interface InstanceBeaconOptions {
-  relay: Pick<RelayClient, "send" | "query" | "watch">;
+  relay: Pick<RelayClient, "query" | "watch">;
+  /** The daemon's publisher (relay/publisher.ts): the beacon is published like everything else. */
+  publisher: Pick<Publisher, "send">;
   secretKey: Uint8Array;
   pubkey: string;
   /** This daemon's instance id (kept in its state directory). */
@@ -157,7 +160,7 @@ export class InstanceBeacon {
     // A refresh still on its way would otherwise land after "stopped" and say "running" again.
     if (this.refreshing) await Promise.race([this.refreshing, bounded]);
     if (!this.published) return;
-    await Promise.race([this.o.relay.send(this.template("stopped")).catch(() => undefined), bounded]);
+    await Promise.race([this.o.publisher.send(this.template("stopped")).catch(() => undefined), bounded]);
   }
 
   private refuseIfOther(others: Seen[]): void {
@@ -276,7 +279,7 @@ export class InstanceBeacon {
   /** Publishes this instance's beacon; false (logged) when the relay refused it. */
   private async announce(): Promise<boolean> {
     if (this.lost) return false;
-    const { outcome } = await this.o.relay.send(this.template("running"));
+    const { outcome } = await this.o.publisher.send(this.template("running"));
     if (isSuccess(outcome)) {
       this.published = true;
       return true;

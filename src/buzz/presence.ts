@@ -4,8 +4,8 @@
  * it is the first thing dropped when the frame budget is short or the relay asks the
  * identity to hold back (docs/protocol.md §7).
  */
-import type { EventTemplate } from "nostr-tools";
 import type { RelayClient } from "../relay/client.js";
+import type { Publisher } from "../relay/publisher.js";
 import { presence } from "../nostr/events.js";
 
 /** Buzz keeps presence for 180 s (three missed 60 s heartbeats); one every 60 s keeps it alive. */
@@ -15,13 +15,12 @@ export class Presence {
   private timer?: NodeJS.Timeout;
 
   constructor(
-    private readonly relay: Pick<RelayClient, "send" | "state">,
-    /** Fire-and-forget publishing of the "online" signal (the daemon counts its outcome). */
-    private readonly signal: (t: EventTemplate) => void,
+    private readonly relay: Pick<RelayClient, "state">,
+    private readonly publisher: Pick<Publisher, "send">,
   ) {}
 
   start(): void {
-    const announce = () => this.signal(presence("online"));
+    const announce = () => void this.publisher.send(presence("online"), { once: true }).catch(() => undefined);
     announce();
     this.timer = setInterval(announce, PRESENCE_INTERVAL_MS);
     this.timer.unref();
@@ -37,7 +36,7 @@ export class Presence {
   async offline(): Promise<void> {
     if (this.relay.state !== "subscribed") return;
     await Promise.race([
-      this.relay.send(presence("offline"), { attempts: 1 }).catch(() => undefined),
+      this.publisher.send(presence("offline"), { once: true }).catch(() => undefined),
       new Promise((r) => setTimeout(r, 1000).unref()),
     ]);
   }

@@ -1,6 +1,6 @@
 /**
- * The built-in buzz tools, daemon side: sign and publish through the daemon's relay
- * connection, strictly inside the session's channel. Anything that points outside it
+ * The built-in buzz tools, daemon side: sign and publish through the daemon's one publisher
+ * (relay/publisher.ts: counted and logged like every publish), strictly inside the session's channel. Anything that points outside it
  * (a reply_to, a reaction target, a thread) is refused with a message saying so.
  *
  * A relay outage is waited out, not reported: a read or a publish that fails because the
@@ -9,7 +9,7 @@
  * "fetch failed" three seconds into an outage would give up and post its error instead of
  * its answer.
  */
-import type { Event, EventTemplate, Filter } from "nostr-tools";
+import type { Event, EventTemplate } from "nostr-tools";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import { channelOf, messageParts, PROGRESS_TAG, reaction, replyRefFor, threadRootOf, type ReplyPlacement } from "../nostr/events.js";
 import { imetaTag } from "../nostr/imeta.js";
@@ -21,17 +21,7 @@ import { tagValue, tagValues } from "../base/tags.js";
 import { Backoff, sleep } from "../base/backoff.js";
 import type { Logger } from "../base/log.js";
 import { isRelayOutage } from "../relay/errors.js";
-
-/** The little the buzz tools need of a relay client; the daemon plugs in the real one. */
-export interface RelayPort {
-  sign(t: EventTemplate): Event;
-  publish(ev: Event): Promise<{ status: string; reason?: string }>;
-  query(filters: Filter[]): Promise<Event[]>;
-  /** Stores a file in the relay's media store (buzz/media-upload.ts); absent: replies carry no files. */
-  upload?(bytes: Uint8Array, type: string): Promise<{ url: string; sha256: string; size: number; type: string }>;
-  /** The relay's content limit (its NIP-11): longer messages go out as parts. Default Buzz's 256 KB. */
-  contentLimit?(): number;
-}
+import type { RelayPort } from "../relay/port.js";
 
 /** The channel's messages as the tools read them: chat, and a forum's posts and comments. */
 const MESSAGE_KINDS = [KIND.message, ...FORUM_KINDS];

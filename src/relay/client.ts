@@ -49,7 +49,7 @@ import { KIND } from "../nostr/kinds.js";
 import { LogThrottle } from "../base/log-throttle.js";
 import type { PublishOutcome } from "./outcome.js";
 import { publishWithRetry, type PublishOptions } from "./publish.js";
-import { publishConfirmed, storedAmong } from "./confirm.js";
+import { storedAmong } from "./confirm.js";
 import { initCrypto, signEvent, verifySignature } from "../nostr/verify.js";
 import { nowSec } from "../base/time.js";
 
@@ -367,11 +367,6 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   /** Publishes a signed event over the WebSocket, retrying only what can succeed later. */
   publish(ev: Event, opts?: PublishOptions): Promise<PublishOutcome> {
     return publishWithRetry(() => this.conn, ev, { ...this.opts.publish, ...opts }, this.log);
-  }
-
-  /** Publishes; when the `OK` was lost, asks the relay whether it stored the event after all (confirm.ts). */
-  publishConfirmed(ev: Event): Promise<PublishOutcome> {
-    return publishConfirmed(this, ev, this.log);
   }
 
   /** Which of `ids` the relay has, asked again after `settleMs` (a publish timeout) when none is found yet (confirm.ts). */

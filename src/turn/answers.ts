@@ -8,7 +8,7 @@
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { tagValue } from "../base/tags.js";
-import type { RelayPort } from "../link/index.js";
+import type { RelayPort } from "../relay/port.js";
 import type { Batch } from "../queue/index.js";
 import { answeredBy, isAnswer, reaction, replyRefFor, threadRootOf, type ReplyPlacement } from "../nostr/events.js";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";

@@ -17,7 +17,7 @@ import { createHash } from "node:crypto";
 import type { Event } from "nostr-tools";
 import type { Logger } from "../base/log.js";
 import { npub } from "../config/keys.js";
-import type { RelayPort } from "../link/index.js";
+import type { RelayPort } from "../relay/port.js";
 import { questionCard, readCard, readCardAnswer, type CardAnswer, type CardQuestion } from "../nostr/cards.js";
 import { message, QUESTION_TAG, reactionTarget, type ThreadRef } from "../nostr/events.js";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";

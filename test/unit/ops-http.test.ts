@@ -86,7 +86,6 @@ test("/metrics is Prometheus text counting gate decisions, turns and the rest", 
   metrics.hookFanout("_Stop", "object", 0.2);
   metrics.relayState("connecting");
   metrics.relayState("subscribed");
-  metrics.publishOutcome("ok");
 
   const res = await fetch(`${h.url}/metrics`);
   assert.equal(res.status, 200);
@@ -103,7 +102,6 @@ test("/metrics is Prometheus text counting gate decisions, turns and the rest", 
   assert.match(text, /^buzz_bridge_proxy_hook_fanouts_total\{hook="_Stop",verdict="object"\} 1$/m);
   assert.match(text, /^buzz_bridge_relay_state\{state="connecting"\} 0$/m);
   assert.match(text, /^buzz_bridge_relay_state\{state="subscribed"\} 1$/m);
-  assert.match(text, /^buzz_bridge_publish_total\{status="ok"\} 1$/m);
   // Default process metrics come along, so stock Node dashboards work.
   assert.match(text, /^process_cpu_user_seconds_total /m);
   // Every metric is documented.

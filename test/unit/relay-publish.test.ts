@@ -2,6 +2,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { client, collector, identity, mention, relayWith } from "../fixtures/relay-helpers.js";
 import { presence, typing } from "../../src/nostr/events.js";
+import { Publisher } from "../../src/relay/publisher.js";
+import { silentLogger } from "../../src/base/log.js";
 
 const bridge = identity();
 const alice = identity();
@@ -103,14 +105,17 @@ test("a publish whose OK was lost is confirmed with the relay by id: stored coun
   await bot.start();
   assert.equal(await bot.waitAuthenticated(10_000), true);
 
+  const counted: string[] = [];
+  const publisher = new Publisher({ relay: bot, logger: silentLogger(), onDone: (kind, status) => counted.push(`${kind} ${status}`) });
   relay.setSwallowOk(true);
   const stored = bot.sign(mention(mine, alice.pk, "stored, OK lost"));
-  const confirmed = await bot.publishConfirmed(stored);
+  const confirmed = await publisher.publish(stored);
   assert.equal(confirmed.status, "duplicate");
   assert.equal(confirmed.reason, "stored before the OK timed out");
   // Refused by the relay and its OK swallowed too: nothing stored, so the timeout stands.
-  const lost = await bot.publishConfirmed(bot.sign(mention(theirs, alice.pk, "refused, OK lost")));
+  const lost = await publisher.publish(bot.sign(mention(theirs, alice.pk, "refused, OK lost")));
   assert.equal(lost.status, "timeout");
+  assert.deepEqual(counted, ["9 duplicate", "9 timeout"], "each publish counted once, by its confirmed outcome");
   relay.setSwallowOk(false);
 
   const unknown = "0".repeat(64);

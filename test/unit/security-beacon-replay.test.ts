@@ -52,6 +52,7 @@ async function running(r: ReturnType<typeof relay>) {
   const lost: InstanceInfo[] = [];
   const b = new InstanceBeacon({
     relay: r.port as never,
+    publisher: r.port as never,
     secretKey: sk,
     pubkey: pk,
     instance: "this-instance",

@@ -37,7 +37,8 @@ import { Presence } from "../../buzz/presence.js";
 import { AgentRecords } from "../../buzz/agent-records.js";
 import type { TurnDispatcher } from "../../turn/dispatch.js";
 import type { Intake } from "../../turn/intake.js";
-import { relayPublisher } from "../../turn/publisher.js";
+import { turnPublisher } from "../../turn/publisher.js";
+import { Publisher } from "../../relay/publisher.js";
 import { readiness, RecentDenials, statusSnapshot, type DaemonParts, type LastReload } from "./daemon-status.js";
 import { startHttp, type ReadyReport } from "../http/http.js";
 import { Metrics } from "../http/metrics.js";
@@ -117,6 +118,7 @@ export class Daemon {
   private yielded = false;
   private sandbox?: AgentSandbox;
   private presence?: Presence;
+  private publisher!: Publisher;
   /** The profile, directory entry and bot seats Buzz Desktop reads (buzz/agent-records.ts). */
   records?: AgentRecords;
   private heartbeat?: Heartbeat;
@@ -202,7 +204,13 @@ export class Daemon {
     this.follower = new ChannelFollower(relay, this.directory, configSelector(cfg));
     this.profiles = new ProfileCache(relay);
     const channels = new FreshChannels(this.directory);
-    const out = relayPublisher(relay, { onOutcome: (status) => this.metrics.publishOutcome(status), logger: log });
+    // Every publish of this daemon leaves through it: counted by kind and outcome, logged as publish.done.
+    const publisher = (this.publisher = new Publisher({
+      relay,
+      logger: log,
+      onDone: (kind, status) => this.metrics.published(kind, status),
+    }));
+    const out = turnPublisher(publisher, log);
 
     this.link = new LinkServer({
       socketPath: join(cfg.state_dir, "link.sock"),
@@ -245,6 +253,7 @@ export class Daemon {
       titleRedaction: redaction,
       pubkey,
       relay,
+      publisher,
       directory: this.directory,
       profiles: this.profiles,
       channels,
@@ -261,7 +270,7 @@ export class Daemon {
       pump: () => this.pump(),
       stopping: () => this.stopping,
       shutdown: () => this.resolveShutdown("!shutdown"),
-      workStatus: workStatusBoard(relay, redaction, (status) => this.metrics.publishOutcome(status)),
+      workStatus: workStatusBoard(publisher, redaction),
       teammates: this.o.teammates,
       logger: log,
     });
@@ -288,11 +297,12 @@ export class Daemon {
     await scheduler.start();
     this.pool.start();
     this.stopPruning = keepPruned([backend, this.store], log);
-    this.presence = new Presence(relay, out.signal);
+    this.presence = new Presence(relay, publisher);
     await relay.start();
     // One daemon per identity: before it listens anywhere (docs/architecture.md §1).
     const beacon = (this.beacon = new InstanceBeacon({
       relay,
+      publisher,
       secretKey,
       pubkey,
       instance: instanceId(cfg.state_dir),
@@ -354,7 +364,7 @@ export class Daemon {
    */
   private startRecords(): void {
     const records = (this.records = new AgentRecords({
-      relay: this.relay,
+      relay: { query: (f) => this.relay.query(f), send: (t) => this.publisher.send(t) },
       pubkey: this.pubkey,
       config: () => this.config,
       teamId: this.o.loaded.team?.id,

@@ -17,6 +17,7 @@ import { LoopGuard } from "../../gate/loop-guard.js";
 import type { LinkServer } from "../../link/index.js";
 import { Scheduler, type FinalFailure, type QueueBackend, type QueueRefusal, type SqliteStore } from "../../queue/index.js";
 import type { RelayClient } from "../../relay/client.js";
+import type { Publisher } from "../../relay/publisher.js";
 import type { ChannelDirectory } from "../../buzz/directory.js";
 import type { FreshChannels } from "../../buzz/fresh-channel.js";
 import { KIND } from "../../nostr/kinds.js";
@@ -48,6 +49,8 @@ export interface TurnPathParts {
   titleRedaction: RedactOptions;
   pubkey: string;
   relay: RelayClient;
+  /** The daemon's one publisher: the agent's own messages and reactions leave through it too. */
+  publisher: Publisher;
   directory: ChannelDirectory;
   profiles: ProfileCache;
   channels: FreshChannels;
@@ -124,8 +127,8 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     link: p.link,
     scheduler,
     relay: {
-      sign: (t) => relay.sign(t),
-      publish: (ev) => relay.publishConfirmed(ev),
+      sign: (t) => p.publisher.sign(t),
+      publish: (ev) => p.publisher.publish(ev),
       query: (f) => relay.query(f),
       upload: (bytes, type) => uploadBlob({ relayOrigin: relay.http.origin, key: (t) => relay.sign(t) }, bytes, type),
       contentLimit: () => relay.contentLimit(),

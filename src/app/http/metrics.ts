@@ -26,7 +26,7 @@
  * | proxy_hook_duration_seconds | histogram | hook | time to the merged hook answer (deadline ≈ 2 s) |
  * | relay_reconnects_total | counter | | WebSocket reconnect attempts |
  * | relay_state | gauge | state | 1 for the connection's current state, 0 for the others |
- * | publish_total | counter | status | publishes by outcome (ok, refused, rate_limited, timeout, …) |
+ * | publish_total | counter | kind, status | every event the daemon published (relay/publisher.ts), by Nostr kind and outcome: accepted, duplicate (the relay had it: also a success), refused, timeout, disconnected, dropped (a signal left out while the relay held the identity back) |
  * | relay_frames_total | counter | outcome | the identity's frame quota as this daemon spends it (relay/frame-budget.ts): `sent` (frames and HTTP calls that took a slot), `waited` (of those, the ones that waited for a slot), `signal_dropped` (typing and presence left out for want of room) |
  * | signature_checks_total | counter | result | Schnorr verifications done (valid / invalid): only events acted on |
  * | tokens_total | counter | channel, model, direction | tokens the agent reported per turn (direction in / out) |
@@ -40,6 +40,7 @@
  * names, so stock Node dashboards work unchanged.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { PublishStatus } from "../../relay/outcome.js";
 
 const PREFIX = "buzz_bridge_";
 
@@ -125,7 +126,7 @@ export class Metrics {
   private readonly hookDuration: Histogram<"hook">;
   private readonly relayReconnects: Counter;
   private readonly relayStateGauge: Gauge<"state">;
-  private readonly publishes: Counter<"status">;
+  private readonly publishes: Counter<"kind" | "status">;
   private readonly signatureChecks: Counter<"result">;
   private readonly tokens: Counter<"channel" | "model" | "direction">;
   private readonly cost: Counter<"channel" | "model" | "currency">;
@@ -233,8 +234,8 @@ export class Metrics {
     });
     this.publishes = new Counter({
       name: `${PREFIX}publish_total`,
-      help: "Events published to the relay, by outcome (ok, refused, rate_limited, timeout, ...).",
-      labelNames: ["status"],
+      help: "Events published to the relay, by kind and outcome (accepted, duplicate, refused, timeout, disconnected, dropped).",
+      labelNames: ["kind", "status"],
       registers,
     });
     this.signatureChecks = new Counter({
@@ -394,9 +395,9 @@ export class Metrics {
     for (const s of this.relayStatesSeen) this.relayStateGauge.set({ state: s }, s === state ? 1 : 0);
   }
 
-  /** A publish finished with `status` (`ok`, or the refusal class). */
-  publishOutcome(status: string): void {
-    this.publishes.inc({ status });
+  /** A publish of an event of `kind` finished with `status` (relay/outcome.ts). */
+  published(kind: number, status: PublishStatus): void {
+    this.publishes.inc({ kind: String(kind), status });
   }
 
   /**

@@ -1,0 +1,16 @@
+/**
+ * The little a turn and the agent's buzz tools (link/buzz-tools.ts) need of the relay:
+ * reads, and publishes through the daemon's one publisher (publisher.ts). The daemon plugs
+ * in the real ones; tests plug in a socket of their own.
+ */
+import type { Event, EventTemplate, Filter } from "nostr-tools";
+
+export interface RelayPort {
+  sign(t: EventTemplate): Event;
+  publish(ev: Event): Promise<{ status: string; reason?: string }>;
+  query(filters: Filter[]): Promise<Event[]>;
+  /** Stores a file in the relay's media store (buzz/media-upload.ts); absent: replies carry no files. */
+  upload?(bytes: Uint8Array, type: string): Promise<{ url: string; sha256: string; size: number; type: string }>;
+  /** The relay's content limit (its NIP-11): longer messages go out as parts. Default Buzz's 256 KB. */
+  contentLimit?(): number;
+}
