@@ -11,7 +11,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
-import { readBody, readRequest, wireOf, writeAnswer } from "../src/app/doctor/model-wire.js";
+import { readJsonBody, readRequest, wireOf, writeAnswer } from "../src/app/doctor/model-wire.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { REPO, World } from "../kit/world.js";
 import { waitFor } from "../kit/wait.js";
@@ -31,7 +31,7 @@ export async function benchProvider(): Promise<ProviderBench> {
   let n = 0;
   const server = createServer((req, res) => {
     const route = wireOf(req.method, req.url);
-    void readBody(req).then(
+    void readJsonBody(req).then(
       (body) => {
         if (refuse) {
           res.writeHead(401, { "content-type": "application/json" });

@@ -12,6 +12,7 @@ import { createHash } from "node:crypto";
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
+import { BodyTooLargeError, readBody } from "../base/http-body.js";
 import { blossomHeader } from "../nostr/blossom.js";
 import { nip98Header, type SigningKey } from "../nostr/nip98.js";
 import { isNonPublic, MediaHostPolicy, NonPublicAddressError, publicOnlyLookup } from "./media-guard.js";
@@ -168,36 +169,28 @@ export class MediaFetcher {
   }
 
   /** The response body, refused when it passes `maxBytes` (announced or actual) or the deadline. */
-  private body(res: IncomingMessage, maxBytes: number, deadline: number): Promise<Buffer> {
-    return new Promise<Buffer>((resolve, reject) => {
-      const announced = Number(res.headers["content-length"]);
-      if (Number.isFinite(announced) && announced > maxBytes) {
-        res.destroy();
-        return reject(new Refused("too-large", `the server announced ${announced} bytes, more than the ${maxBytes} allowed`));
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on("data", (c: Buffer) => {
-        size += c.length;
-        if (size > maxBytes) {
-          res.destroy(new Refused("too-large", `more than the ${maxBytes} bytes allowed`));
-          return;
-        }
-        chunks.push(c);
-      });
-      res.once("end", () => resolve(Buffer.concat(chunks)));
-      res.once("error", reject);
-      res.once("close", () => {
-        if (!res.complete) reject(new Refused("network", "the connection closed before the whole file arrived"));
-      });
-      // The request's own bounds (get) end with its head; the body gets the rest of the deadline.
-      const timer = setTimeout(
-        () => res.destroy(new Refused("timeout", `not complete within ${Math.round(this.timeoutMs / 1000)} s`)),
-        Math.max(0, deadline - Date.now()),
-      );
-      timer.unref();
-      res.once("close", () => clearTimeout(timer));
-    });
+  private async body(res: IncomingMessage, maxBytes: number, deadline: number): Promise<Buffer> {
+    // The request's own bounds (get) end with its head; the body gets the rest of the deadline.
+    const timer = setTimeout(
+      () => res.destroy(new Refused("timeout", `not complete within ${Math.round(this.timeoutMs / 1000)} s`)),
+      Math.max(0, deadline - Date.now()),
+    );
+    timer.unref();
+    try {
+      return await readBody(res, maxBytes);
+    } catch (err) {
+      if (err instanceof BodyTooLargeError)
+        throw new Refused(
+          "too-large",
+          err.announced === undefined
+            ? `more than the ${maxBytes} bytes allowed`
+            : `the server announced ${err.announced} bytes, more than the ${maxBytes} allowed`,
+        );
+      if (!(err instanceof Refused) && !res.complete) throw new Refused("network", "the connection closed before the whole file arrived");
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**

@@ -446,7 +446,7 @@ const queue = z.strictObject({
   retry_base: duration("retry_base", "5s"),
   retry_max: duration("retry_max", "5m"),
   hold_max: duration("hold_max", "12h").describe(
-    "the longest a scope waits for a model provider's usage limit to reset (the mention is answered after); default 12h",
+    "the longest a mention waits for a model provider's usage limit to reset, its holds together from the first (then it is tried once more, and fails with a notice if the limit still holds); default 12h",
   ),
   scope_cap: z
     .number()

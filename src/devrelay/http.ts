@@ -13,6 +13,7 @@ import { DevRelayAdminError } from "./errors.js";
 import type { Nip98Guard } from "./nip98.js";
 import { rateLimited } from "./connection.js";
 import { RateLimiter } from "../base/rate-limit.js";
+import { readBody } from "../base/http-body.js";
 import { filterReason } from "./rules.js";
 import { handleMedia, isMediaRoute } from "./media.js";
 import type { MediaStore } from "./media-store.js";
@@ -119,24 +120,6 @@ async function admin(req: IncomingMessage, res: ServerResponse, op: string, body
     if (err instanceof DevRelayAdminError) return json(res, 400, { error: `admin: ${err.message}` });
     throw err;
   }
-}
-
-function readBody(req: IncomingMessage, MAX_BODY: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        reject(new Error(`body larger than ${MAX_BODY} bytes`));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
 }
 
 function json(res: ServerResponse, status: number, value: unknown, type = "application/json"): void {

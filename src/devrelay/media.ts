@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Event } from "nostr-tools";
 import { KIND } from "../nostr/kinds.js";
 import { nowSec } from "../base/time.js";
+import { readBody } from "../base/http-body.js";
 import { tagValue, tagValues } from "../base/tags.js";
 import type { Directory } from "./channels.js";
 import { verifyReason } from "./crypto.js";
@@ -120,24 +121,6 @@ function authorize(req: IncomingMessage, body: Buffer, action: "get" | "upload",
 function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
-}
-
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > max) {
-        reject(new Error(`blob larger than ${max} bytes`));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {

@@ -28,6 +28,7 @@
  * left open would hold its place among the requests at once for good.
  */
 import { hostAllowed } from "../base/host-check.js";
+import { BodyTooLargeError, readBody } from "../base/http-body.js";
 import { randomBytes, randomUUID, createHash, timingSafeEqual } from "node:crypto";
 import { chmodSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
@@ -233,9 +234,14 @@ export class HttpEndpoint {
       if (this.inFlight >= this.limits.maxInFlight + NOTICE_HEADROOM) return busy();
       this.inFlight++;
       res.once("close", () => this.inFlight--);
-      const text = await readBody(req, this.limits.maxBodyBytes);
-      if (text === undefined)
+      let text: string;
+      try {
+        // Drained, so the agent reads the 413 before the connection closes.
+        text = (await readBody(req, this.limits.maxBodyBytes, { rest: "drain" })).toString("utf8");
+      } catch (err) {
+        if (!(err instanceof BodyTooLargeError)) throw err;
         return this.refuse(res, 413, "too large", `request body above ${this.limits.maxBodyBytes} bytes`, b, { close: true });
+      }
       try {
         body = JSON.parse(text);
       } catch {
@@ -402,26 +408,4 @@ export class HttpEndpoint {
     if (!res.headersSent) res.writeHead(500, { "Content-Type": "application/json" });
     res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32603, message: "internal error in the MCP endpoint" }, id: null }));
   }
-}
-
-/** The body as text, or undefined when it grows past `max` bytes (the rest is not read). */
-function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
-  const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > max) return Promise.resolve(undefined);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) {
-        req.removeAllListeners("data");
-        req.resume();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once("end", () => resolve(Buffer.concat(chunks, size).toString("utf8")));
-    req.once("error", reject);
-  });
 }

@@ -62,6 +62,12 @@ export interface TurnRecord {
   /** The turn was left running by a daemon that stopped: this attempt is its recovery. */
   recovered: boolean;
   error: string | null;
+  /**
+   * Unix ms, by the daemon's clock, when a provider's limit first held the turn (Scheduler.hold);
+   * null while it never was. Kept across its holds, retries and restarts: `queue.hold_max` bounds
+   * the holds together.
+   */
+  held_since: number | null;
 }
 
 /** A turn's new state. `retryInMs` (queued only): due that long from now by the backend's clock; otherwise due at once. */
@@ -72,6 +78,8 @@ export interface TurnUpdate {
   recovered: boolean;
   error: string | null;
   retryInMs?: number;
+  /** The turn's first hold (TurnRecord.held_since): written once, kept by every later update. */
+  heldSince?: number;
 }
 
 /**

@@ -83,6 +83,11 @@ CREATE TABLE ${S}.daemons (
       version: 2,
       sql: `ALTER TABLE ${S}.events ADD COLUMN joined_after integer;`,
     },
+    {
+      // When a provider's limit first held a turn (Unix ms), so queue.hold_max bounds its holds together.
+      version: 3,
+      sql: `ALTER TABLE ${S}.turns ADD COLUMN held_since bigint;`,
+    },
   ];
 }
 

@@ -73,6 +73,7 @@ interface TurnRow {
   trigger_ids: string[];
   recovered: number;
   error: string | null;
+  held_since: string | null;
 }
 
 export class PostgresStore implements QueueBackend {
@@ -343,9 +344,9 @@ export class PostgresStore implements QueueBackend {
     return this.tx(async (c) => {
       const r = await c.query(
         `UPDATE ${this.s}.turns SET state = $1, attempts = $2, next_attempt_at = CASE WHEN $1 = 'queued' THEN ${NOW_MS} + $3::bigint ELSE 0 END,
-           recovered = $4, error = $5, updated_at = $6
+           recovered = $4, error = $5, updated_at = $6, held_since = coalesce(held_since, $10::bigint)
          WHERE id = $7 AND state = $8 AND EXISTS (SELECT 1 FROM ${this.s}.scopes s WHERE s.key = ${this.s}.turns.scope AND s.holder = $9)`,
-        [t.state, t.attempts, t.retryInMs ?? 0, t.recovered ? 1 : 0, t.error, Date.now(), t.id, from, holder],
+        [t.state, t.attempts, t.retryInMs ?? 0, t.recovered ? 1 : 0, t.error, Date.now(), t.id, from, holder, t.heldSince ?? null],
       );
       if (!r.rowCount) return false;
       if (FINAL.includes(t.state)) await c.query(`UPDATE ${this.s}.events SET state = $1 WHERE turn_id = $2`, [t.state, t.id]);
@@ -617,5 +618,6 @@ function toTurn(row: TurnRow): TurnRecord {
     trigger_ids: row.trigger_ids,
     recovered: row.recovered === 1,
     error: row.error,
+    held_since: row.held_since === null ? null : Number(row.held_since),
   };
 }

@@ -28,6 +28,7 @@ import { Backoff, sleep } from "../base/backoff.js";
 import { BoundedMap } from "../base/bounded-map.js";
 import type { Logger } from "../base/log.js";
 import { tagValue } from "../base/tags.js";
+import { formatDuration } from "../config/duration.js";
 import { KIND } from "../nostr/kinds.js";
 import type { DaemonInfo, QueueBackend, QueueDepth, TurnRecord, TurnState, TurnUpdate } from "./backend.js";
 import { STATE_RETENTION_MS } from "./backend.js";
@@ -50,7 +51,7 @@ export interface SchedulerOptions {
   totalCap?: number;
   /** Attempts per turn including the first; default 3. */
   maxAttempts?: number;
-  /** The longest a turn is held for a provider's limit (`queue.hold_max`); default 12 h. */
+  /** The longest a turn is held for a provider's limit (`queue.hold_max`), its holds together; default 12 h. */
   holdMaxMs?: number;
   /** Retry delay after attempt n: min(maxMs, baseMs · factor^(n−1)); default 5 s then 5 min. */
   backoff?: TurnRetryPacing;
@@ -123,6 +124,8 @@ interface Running {
   turnId: number;
   attempts: number;
   recovered: boolean;
+  /** When a provider's limit first held the turn (Unix ms), if it ever did: `hold` counts hold_max from it. */
+  heldSince?: number;
   /** Ended in the backend (`!cancel`, its message deleted): the slot is held until the agent side reports the end. */
   cancelled?: boolean;
 }
@@ -364,21 +367,29 @@ export class Scheduler {
       this.endTurn(r, { state: "queued", error, retryInMs: delay, recovered: false });
       return "retry";
     }
+    this.failFinally(r, error);
+    return "failed";
+  }
+
+  /** Ends a turn as failed for good; the failure notice follows its last write. */
+  private failFinally(r: Running & { scope: Scope; held: Held }, error: string): void {
+    const turnId = r.turnId;
     this.o.logger.error({ evt: "queue.turn_failed", turn: turnId, scope: r.scope.key, attempts: r.attempts, error });
     this.endTurn(r, { state: "failed", error }, () =>
       this.notifyFailure(turnId, r.scope, error, r.attempts).catch((err: unknown) =>
         this.warnFailed(`failure notice of turn ${turnId}`, err),
       ),
     );
-    return "failed";
   }
 
   /**
    * The provider's limit stopped the turn until `until` (Unix ms): it runs again then, not
-   * counted as an attempt, never later than `holdMaxMs` from now. The turn stays queued in
-   * the backend like a retry (so `!cancel` ends it, and a restart keeps it); new events of
-   * the scope wait behind it. Returns when it runs again, or undefined when it was not
-   * running here.
+   * counted as an attempt. The turn stays queued in the backend like a retry (so `!cancel`
+   * ends it, and a restart keeps it); new events of the scope wait behind it. Its holds
+   * together last at most `holdMaxMs` from the first (a provider that names a fresh reset at
+   * every try would otherwise hold it for ever): it runs again by then at the latest, and a
+   * limit after that fails it for good, with the failure notice. Returns when it runs
+   * again; undefined when it failed so, or was not running here.
    */
   hold(turnId: number, until: number, reason: string): number | undefined {
     const r = this.finish(turnId);
@@ -388,7 +399,15 @@ export class Scheduler {
       return undefined;
     }
     const now = Date.now();
-    const at = Math.min(Math.max(until, now), now + this.o.holdMaxMs);
+    const since = r.heldSince ?? now;
+    const end = since + this.o.holdMaxMs;
+    if (now >= end) {
+      const error = `the model provider's limit still held after queue.hold_max (${formatDuration(this.o.holdMaxMs)}) of waiting (${reason})`;
+      this.holds.delete(r.scope.key);
+      this.failFinally(r, error);
+      return undefined;
+    }
+    const at = Math.min(Math.max(until, now), end);
     this.holds.set(r.scope.key, { channel: r.scope.channel, until: at });
     this.o.logger.warn({
       evt: "turn.held",
@@ -397,7 +416,7 @@ export class Scheduler {
       until: new Date(at).toISOString(),
       error: reason,
     });
-    this.endTurn(r, { state: "queued", error: reason, retryInMs: at - now, recovered: false, attempts: r.attempts - 1 });
+    this.endTurn(r, { state: "queued", error: reason, retryInMs: at - now, recovered: false, attempts: r.attempts - 1, heldSince: since });
     return at;
   }
 
@@ -528,7 +547,7 @@ export class Scheduler {
   /** The turn's end, written after its other writes; then `after`, and the scope is looked at again. */
   private endTurn(
     r: Running & { held: Held },
-    end: { state: TurnState; error: string | null; retryInMs?: number; recovered?: boolean; attempts?: number },
+    end: { state: TurnState; error: string | null; retryInMs?: number; recovered?: boolean; attempts?: number; heldSince?: number },
     after?: () => Promise<void>,
   ): void {
     const update: TurnUpdate = { id: r.turnId, attempts: r.attempts, recovered: end.recovered ?? r.recovered, ...end };
@@ -713,7 +732,12 @@ export class Scheduler {
       }
       if (!batch) return;
       await this.followRotation(h.scope);
-      h.running = { turnId: batch.turnId, attempts: batch.attempt, recovered: batch.recovered };
+      h.running = {
+        turnId: batch.turnId,
+        attempts: batch.attempt,
+        recovered: batch.recovered,
+        heldSince: work.turn?.held_since ?? undefined,
+      };
       this.holds.delete(h.scope.key);
       this.byTurn.set(batch.turnId, h);
       this.ready.push(batch);

@@ -79,7 +79,8 @@ CREATE TABLE IF NOT EXISTS turns (
   trigger_ids TEXT NOT NULL DEFAULT '[]',
   recovered INTEGER NOT NULL DEFAULT 0,
   error TEXT,
-  updated_at INTEGER NOT NULL
+  updated_at INTEGER NOT NULL,
+  held_since INTEGER
 );
 CREATE INDEX IF NOT EXISTS turns_open ON turns (state);
 CREATE TABLE IF NOT EXISTS cursors (channel TEXT PRIMARY KEY, created_at INTEGER NOT NULL);
@@ -188,6 +189,8 @@ export class SqliteStore implements QueueBackend {
     // Added without a version bump: an older buzz-bridge reading this file ignores the column.
     const columns = (this.db.prepare("PRAGMA table_info(events)").all() as { name: string }[]).map((c) => c.name);
     if (!columns.includes("joined_after")) this.db.exec("ALTER TABLE events ADD COLUMN joined_after INTEGER");
+    const turnColumns = (this.db.prepare("PRAGMA table_info(turns)").all() as { name: string }[]).map((c) => c.name);
+    if (!turnColumns.includes("held_since")) this.db.exec("ALTER TABLE turns ADD COLUMN held_since INTEGER");
     // Written only when it changes: a daemon restarted on a full disk still opens its queue.
     if (found !== SCHEMA_VERSION)
       this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)").run(String(SCHEMA_VERSION));
@@ -236,7 +239,7 @@ export class SqliteStore implements QueueBackend {
       ),
       getTurn: db.prepare<[number], TurnRow>("SELECT * FROM turns WHERE id = ?"),
       updateTurn: db.prepare(
-        "UPDATE turns SET state = ?, attempts = ?, next_attempt_at = ?, recovered = ?, error = ?, updated_at = ? WHERE id = ? AND state = ?",
+        "UPDATE turns SET state = ?, attempts = ?, next_attempt_at = ?, recovered = ?, error = ?, updated_at = ?, held_since = coalesce(held_since, ?) WHERE id = ? AND state = ?",
       ),
       endEvents: db.prepare("UPDATE events SET state = ? WHERE turn_id = ?"),
       setJoined: db.prepare("UPDATE events SET joined_after = ? WHERE id = ?"),
@@ -372,7 +375,17 @@ export class SqliteStore implements QueueBackend {
   async updateTurn(from: TurnState, t: TurnUpdate, _holder: string): Promise<boolean> {
     return this.db.transaction(() => {
       const dueAt = t.state === "queued" ? this.now() + (t.retryInMs ?? 0) : 0;
-      const r = this.stmt.updateTurn.run(t.state, t.attempts, dueAt, t.recovered ? 1 : 0, t.error, Date.now(), t.id, from);
+      const r = this.stmt.updateTurn.run(
+        t.state,
+        t.attempts,
+        dueAt,
+        t.recovered ? 1 : 0,
+        t.error,
+        Date.now(),
+        t.heldSince ?? null,
+        t.id,
+        from,
+      );
       if (r.changes === 0) return false;
       if (FINAL.includes(t.state)) this.stmt.endEvents.run(t.state, t.id);
       return true;

@@ -43,7 +43,7 @@ export interface DispatcherDeps {
   pool: AgentPool;
   link: LinkServer;
   /** The queue's side of a turn: its end, its replies, mid-turn messages handed back, an edit's target. */
-  scheduler: Pick<Scheduler, "complete" | "fail" | "hold" | "recordReply" | "leaveRunning" | "storedEvent">;
+  scheduler: Pick<Scheduler, "complete" | "fail" | "hold" | "recordReply" | "leaveRunning" | "storedEvent" | "shared">;
   relay: RelayPort;
   out: TurnPublisher;
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
@@ -123,7 +123,7 @@ export class TurnDispatcher {
       logger: d.logger,
     });
     this.running = new RunningTurns(d.pool);
-    this.questions = new QuestionDesk({ self: d.self, relay: d.relay, out: d.out, verify: d.verify, logger: d.logger });
+    this.questions = new QuestionDesk({ self: d.self, relay: d.relay, out: d.out, verify: d.verify, logger: d.logger, queue: d.scheduler });
     const storedEvent = (id: string) => d.scheduler.storedEvent(id);
     const recordReply = (turnId: number, id: string) => d.scheduler.recordReply(turnId, id);
     this.answers = new Answers({

@@ -34,11 +34,9 @@ export interface IntakeOptions {
   dispatcher: Pick<TurnDispatcher, "canTake" | "take">;
   amendments: Pick<Amendments, "edit" | "delete">;
   /** Answers to the agents' waiting questions (turn/questions.ts) are taken there, never queued as mentions. */
-  questions?: { offer(ev: Event, o: { fleet?: boolean; timeoutMs?: number }): boolean };
-  /** `questions.timeout`, for how long another daemon of a fleet may wait on a question. */
+  questions?: { offer(ev: Event, o: { timeoutMs?: number }): boolean };
+  /** `questions.timeout`, for how long another daemon may wait on a question. */
   questionTimeout?: () => number;
-  /** Several daemons share the queue (PostgreSQL): another may be the one waiting on a question. */
-  fleet?: boolean;
   /** The conversations the agent is in (gate/participation.ts): marked by its mentions and its own messages. */
   active?: Pick<ActiveConversations, "mark"> & Partial<Pick<ActiveConversations, "isThreadActive">>;
   /** The agent's own pubkey. */
@@ -122,7 +120,7 @@ export class Intake {
     try {
       // The owner's command comes before anything else reads the event: `!cancel` typed as
       // the reply to the agent's question stops the turn, it is not the answer "!cancel".
-      if (!this.ownerCommand(ev) && o.questions?.offer(ev, { fleet: o.fleet, timeoutMs: o.questionTimeout?.() })) {
+      if (!this.ownerCommand(ev) && o.questions?.offer(ev, { timeoutMs: o.questionTimeout?.() })) {
         const channel = channelOf(ev);
         if (channel) o.local.noteSeen(channel, ev.created_at);
         return true;

@@ -26,6 +26,7 @@ import { sleep } from "../base/backoff.js";
 import { BoundedMap } from "../base/bounded-map.js";
 import { textAnswer } from "./question-form.js";
 import { controlCommandOf } from "../gate/decide.js";
+import type { Scheduler } from "../queue/index.js";
 import type { TurnPublisher } from "./ports.js";
 
 /** How often a waiting question asks the relay for answers. */
@@ -39,6 +40,8 @@ export interface QuestionDeskDeps {
   /** Schnorr check of an answer before it counts. */
   verify(ev: Event): boolean;
   logger: Logger;
+  /** Whether other daemons share the queue (its backend says): then a question of ours may be one that another daemon waits on. */
+  queue: Pick<Scheduler, "shared">;
   pollMs?: number;
 }
 
@@ -97,14 +100,17 @@ export class QuestionDesk {
   /**
    * An event the relay delivered that answers a waiting question (a 44301 on its card, a
    * reply to or reaction on its plain message): taken here, never queued as a mention.
+   * `timeoutMs` (`questions.timeout`): how long another daemon may wait on a question of ours.
    */
-  offer(ev: Event, o: { fleet?: boolean; timeoutMs?: number } = {}): boolean {
+  offer(ev: Event, o: { timeoutMs?: number } = {}): boolean {
     const answerShaped =
       ev.kind === KIND.questionAnswer || ev.kind === KIND.reaction || ev.kind === KIND.message || FORUM_KINDS.includes(ev.kind);
     if (!answerShaped) return false;
+    // Only one daemon uses a queue that is not shared: every question of ours waits here, or nowhere.
+    const othersMayAsk = this.d.queue.shared;
     if (ev.pubkey === this.d.self) {
-      // A plain question of ours: in a fleet, the daemon whose turn asked it may be another.
-      if (o.fleet && ev.tags.some((t) => t[0] === QUESTION_TAG[0] && t[1] === QUESTION_TAG[1]))
+      // A plain question of ours: the daemon whose turn asked it may be another.
+      if (othersMayAsk && ev.tags.some((t) => t[0] === QUESTION_TAG[0] && t[1] === QUESTION_TAG[1]))
         this.asked.set(ev.id, ev.created_at * 1000 + (o.timeoutMs ?? 0));
       return false;
     }
@@ -115,11 +121,11 @@ export class QuestionDesk {
       w.wake();
       return true;
     }
-    // A reply to a question another daemon of the fleet waits on: that daemon reads it from
-    // the relay, so this one must not queue it as a new request.
+    // A reply to a question another daemon waits on: that daemon reads it from the relay, so
+    // this one must not queue it as a new request.
     const parent = replyParent(ev);
     const until = parent === undefined ? undefined : this.asked.get(parent);
-    return o.fleet === true && until !== undefined && Date.now() <= until && ev.kind !== KIND.questionAnswer;
+    return othersMayAsk && until !== undefined && Date.now() <= until && ev.kind !== KIND.questionAnswer;
   }
 
   /** Asks `questions` in the thread and waits; one answer per question, cancel for those that got none. */

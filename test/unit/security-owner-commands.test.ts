@@ -37,6 +37,7 @@ function world() {
     out: { publish, signal: () => undefined },
     verify: (e) => verifyEvent(e),
     logger,
+    queue: { shared: false },
     pollMs: 50,
   });
   const turn = new AbortController();

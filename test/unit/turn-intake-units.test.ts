@@ -3,7 +3,8 @@
  * mention is queued (a denied one never is: it gets its 🔒 and nothing else), an accepted
  * one is logged once, a message for a running turn joins it or waits, and edits and
  * deletions reach the amendments — after the queue's accept of their target is written. An
- * answer to a waiting question goes to the question, never to the gate. While the state
+ * answer to a waiting question goes to the question, never to the gate, and so does a reply
+ * to a question of ours that another daemon sharing the queue may wait on. While the state
  * store cannot be written, intake pauses: events wait undecided, in order, the first is
  * tried again on a growing pause (the test's mock clock), at most 10,000 wait, and closing
  * says how many were not handled. The gate, queue, dispatcher and amendments are small
@@ -13,6 +14,8 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
 import { decisionLabel, Intake, type IntakeOptions } from "../../src/turn/intake.js";
+import { QuestionDesk } from "../../src/turn/questions.js";
+import { QUESTION_TAG } from "../../src/nostr/events.js";
 import type { Decision } from "../../src/gate/index.js";
 import type { ChannelInfo } from "../../src/buzz/directory.js";
 import { captureLogger } from "../../kit/queue-helpers.js";
@@ -44,7 +47,6 @@ function intake(
     act?: () => Promise<void>;
     questions?: IntakeOptions["questions"];
     questionTimeout?: () => number;
-    fleet?: boolean;
     self?: string;
     active?: boolean;
   } = {},
@@ -87,7 +89,6 @@ function intake(
     },
     questions: o.questions,
     questionTimeout: o.questionTimeout,
-    fleet: o.fleet,
     active: o.active ? { mark: (root, ch) => void calls.push(`mark ${root} ${ch}`) } : undefined,
     self: o.self,
     owner: () => OWNER,
@@ -391,13 +392,40 @@ describe("answers to a waiting question", () => {
   test("an answer is taken by the waiting question, never decided or queued; its channel's cursor moves past it", async () => {
     const offered: unknown[] = [];
     const { intake: i, calls } = intake(accept(), {
-      fleet: true,
       questionTimeout: () => 30_000,
       questions: { offer: (e, o) => (offered.push([e.id, o]), true) },
     });
     await i.handle(ev("ans", "a".repeat(64), { tags: [["h", "ch"]] }));
-    assert.deepEqual(offered, [["ans", { fleet: true, timeoutMs: 30_000 }]]);
+    assert.deepEqual(offered, [["ans", { timeoutMs: 30_000 }]]);
     assert.deepEqual(calls, ["received ans", "seen ch 100"]);
+  });
+
+  test("a reply to a plain question of ours that no question here waits on: taken when other daemons share the queue (one of them may wait on it), decided as a mention when none do", async () => {
+    const self = "c".repeat(64);
+    const at = Math.floor(Date.now() / 1000);
+    for (const shared of [true, false]) {
+      const desk = new QuestionDesk({
+        self,
+        relay: { query: async () => [] } as never,
+        out: { publish: async () => undefined as never, signal: () => undefined },
+        verify: () => true,
+        logger: captureLogger().logger,
+        queue: { shared },
+      });
+      const { intake: i, calls } = intake(accept(), { questions: desk, questionTimeout: () => 60_000, self });
+      await i.handle(ev("q1", self, { created_at: at, tags: [["h", "ch"], [...QUESTION_TAG]] }));
+      await i.handle(
+        ev("r1", "a".repeat(64), {
+          created_at: at,
+          tags: [
+            ["h", "ch"],
+            ["e", "q1", "", "reply"],
+          ],
+        }),
+      );
+      assert.equal(calls.includes("accept r1 ch"), !shared, shared ? "shared: not queued" : "one daemon: queued as a mention");
+      assert.equal(calls.includes("decided r1 accept"), !shared);
+    }
   });
 
   test("an event no question waits for is decided as usual", async () => {

@@ -246,7 +246,6 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     amendments,
     questions: dispatcher.questions,
     questionTimeout: () => p.config().questions.timeout,
-    fleet: cfg.state.backend === "postgres",
     active,
     self: pubkey,
     local,

@@ -13,6 +13,7 @@
  * stream); a request with `stream: false` (or gemini's :generateContent) gets one JSON body.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { readBody } from "../../base/http-body.js";
 import type { Wire } from "../../presets/index.js";
 
 /** One model request, reduced to what a stand-in model decides on. */
@@ -134,21 +135,17 @@ export function readRequest(route: { wire: Wire; model?: string; stream?: boolea
   }
 }
 
-/** Reads and parses a JSON request body; rejects with a message for a body that is not JSON. */
-export function readBody(req: IncomingMessage): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (c: string) => (raw += c));
-    req.on("error", reject);
-    req.on("end", () => {
-      try {
-        resolve(JSON.parse(raw || "{}"));
-      } catch (err) {
-        reject(new Error(`the request body is not JSON: ${(err as Error).message}`));
-      }
-    });
-  });
+/** The largest request body read: far above an agent's prompt with its tools and a few images. */
+const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+
+/** Reads and parses a JSON request body; rejects with a message for a body that is not JSON, or larger than MAX_REQUEST_BYTES. */
+export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  const raw = (await readBody(req, MAX_REQUEST_BYTES)).toString("utf8");
+  try {
+    return JSON.parse(raw || "{}");
+  } catch (err) {
+    throw new Error(`the request body is not JSON: ${(err as Error).message}`);
+  }
 }
 
 /** Answers in the request's API, streamed when it asked for a stream. */

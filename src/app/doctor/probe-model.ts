@@ -5,7 +5,7 @@
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { readBody, readRequest, wireOf, writeAnswer, type WireRequest } from "./model-wire.js";
+import { readJsonBody, readRequest, wireOf, writeAnswer, type WireRequest } from "./model-wire.js";
 
 export interface ProbeModel {
   /** `http://127.0.0.1:PORT/v1`: every preset's base-URL setting reaches its API's paths under it. */
@@ -19,7 +19,7 @@ export async function startProbeModel(): Promise<ProbeModel> {
   let n = 0;
   const server = createServer((req, res) => {
     const route = wireOf(req.method, req.url);
-    void readBody(req).then(
+    void readJsonBody(req).then(
       (body) => {
         if (!route) {
           // Token counting and the like: an answer every agent seen accepts.
@@ -31,9 +31,9 @@ export async function startProbeModel(): Promise<ProbeModel> {
         requests.push(r);
         writeAnswer(res, r, { text: "The probe model answers: ok.", usage: { input: 1, output: 1 } }, `probe_${++n}`);
       },
-      () => {
+      (err: Error) => {
         res.writeHead(400, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { message: "the request body is not JSON" } }));
+        res.end(JSON.stringify({ error: { message: err.message } }));
       },
     );
   });
