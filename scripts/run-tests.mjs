@@ -82,7 +82,17 @@ const args = [
 // write (a daemon run as nobody) is skipped silently by Node; agents never see the variable,
 // their environment is an allow-list (src/agent/env.ts).
 const env = { ...process.env, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? resolve("node_modules/.cache/buzz-bridge/v8") };
-const child = spawn(process.execPath, args, { stdio: "inherit", env });
+// In a process group of its own, so that stopping the run (Ctrl-C, a CI timeout's SIGTERM)
+// stops every test file and the daemons, agents and servers they started, none left behind.
+const child = spawn(process.execPath, args, { stdio: "inherit", env, detached: true });
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
+  process.on(signal, () => {
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      /* the group has ended */
+    }
+  });
 child.on("exit", (code, signal) => {
   const measured = readTimes(timesOut);
   rmSync(timesOut, { force: true });
