@@ -222,7 +222,7 @@ function midTurnReport(text: string, receivedAt: number, steered: DemoSession["s
 
 /**
  * What #blocks reports: each image or embedded file the prompt carried (type, size, the
- * start of its sha256, a text file's first line), then each line of the prompt's
+ * start of its sha256, a text file's first line and its uri), then each line of the prompt's
  * attachment listings, so a test sees what reached the agent and what was refused and why.
  */
 function blocksReport(prompt: acp.ContentBlock[], text: string): string[] {
@@ -235,7 +235,9 @@ function blocksReport(prompt: acp.ContentBlock[], text: string): string[] {
       );
     } else if (b.type === "resource" && "text" in b.resource) {
       const first = b.resource.text.split("\n")[0]!.slice(0, 80);
-      lines.push(`block: resource ${b.resource.mimeType ?? "?"} ${b.resource.text.length} chars first line ${JSON.stringify(first)}`);
+      lines.push(
+        `block: resource ${b.resource.mimeType ?? "?"} ${b.resource.text.length} chars first line ${JSON.stringify(first)} uri ${b.resource.uri}`,
+      );
     }
   }
   if (!lines.length) lines.push("block: none");
