@@ -22,6 +22,7 @@ const LAYERS = [
   ["agent", "queue", "gate", "prompt", "link"], // the steps of a mention's path
   ["proxy"], // the MCP proxy (uses link/'s client)
   ["turn"], // a turn: joins agent, queue, prompt and link
+  ["intake"], // the front door: relay event → gate → queue, owner commands, amendments
   ["devrelay", "demo"], // programs of their own on the layers below
   ["app"], // the top: the daemon's wiring, doctor, the HTTP surface, every subcommand
 ];

@@ -31,7 +31,7 @@ export default {
     "src/gate/decide.ts",
     "src/gate/policy.ts",
     // relay → gate → queue: what is accepted, queued and joined to a running turn.
-    "src/turn/intake.ts",
+    "src/intake/intake.ts",
     // What a turn still has to answer, and the failure notice when it cannot.
     "src/turn/answers.ts",
     // Bridge-side stop gates and the proxy's hook fan-out and merge.

@@ -33,7 +33,7 @@ test("the source tree has no import cycle and no import that points up a layer",
   assert.match(out, /no dependency violations found/);
 });
 
-test("an upward import, a cycle, a folder outside the layers and app/'s room rules are each refused by name", async () => {
+test("an upward import (also turn/ into intake/), a cycle, a folder outside the layers and app/'s room rules are each refused by name", async () => {
   const dir = mkdtempSync(join(tmpdir(), "bb-layers-"));
   try {
     const file = (path: string, text: string) => {
@@ -47,6 +47,10 @@ test("an upward import, a cycle, a folder outside the layers and app/'s room rul
     // relay ↔ gate: gate may use relay, but relay using gate closes a cycle (and points up).
     file("src/relay/client.ts", 'import { decide } from "../gate/gate.js";\nexport const client = () => decide;\n');
     file("src/gate/gate.ts", 'import { client } from "../relay/client.js";\nexport const decide = () => client;\n');
+    // intake/ is the front door above turn/: it hands events to the turn, and a turn reaching
+    // back into it points up.
+    file("src/intake/intake.ts", 'import { log } from "../base/log.js";\nexport const intake = log;\n');
+    file("src/turn/dispatch.ts", 'import { intake } from "../intake/intake.js";\nexport const dispatch = intake;\n');
     file("src/extras/thing.ts", 'import { log } from "../base/log.js";\nexport const thing = log;\n');
     // app/'s rooms: the HTTP surface reaching up into the daemon's wiring, doctor importing
     // the daemon itself, and a file left in app/ outside every room.
@@ -58,6 +62,7 @@ test("an upward import, a cycle, a folder outside the layers and app/'s room rul
     assert.match(out, /layer-base: src\/base\/log\.ts → src\/app\/daemon\/daemon\.ts/);
     assert.match(out, /layer-relay: src\/relay\/client\.ts → src\/gate\/gate\.ts/);
     assert.match(out, /no-circular: src\/(relay\/client|gate\/gate)\.ts/);
+    assert.match(out, /layer-turn: src\/turn\/dispatch\.ts → src\/intake\/intake\.ts/);
     assert.match(out, /src-in-layers: src\/extras\/thing\.ts/);
     assert.match(out, /app-room-http: src\/app\/http\/metrics\.ts → src\/app\/daemon\/daemon\.ts/);
     assert.match(out, /doctor-not-daemon: src\/app\/doctor\/doctor\.ts → src\/app\/daemon\/daemon\.ts/);

@@ -9,7 +9,7 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { Amendments } from "../src/turn/amend.js";
+import { Amendments } from "../src/intake/amend.js";
 import { owner, teammate, CHANNEL, mention, fromWire, tempDir, captureLogger } from "../kit/queue-helpers.js";
 import { postgresOrSkip, type PgServer } from "../kit/postgres.js";
 import { place, type BackendName, type Place, type Queue } from "./fixtures/queue-harness.js";

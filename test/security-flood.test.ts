@@ -16,7 +16,8 @@ import { finalizeEvent, generateSecretKey, getPublicKey, type Event } from "nost
 import { startDevRelay } from "../src/devrelay/index.js";
 import { silentLogger } from "../src/base/log.js";
 import type { RelayPort } from "../src/relay/port.js";
-import { LinkServer, createBuzzTools } from "../src/link/index.js";
+import { LinkServer } from "../src/link/index.js";
+import { createBuzzTools } from "../src/turn/buzz-tools.js";
 import { LinkClient } from "../src/link/client.js";
 import { RawClient } from "../kit/raw-client.js";
 import { World, type DaemonProc } from "../kit/world.js";

@@ -5,8 +5,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { rotationScope } from "../../src/turn/control-actions.js";
-import { decisionLabel } from "../../src/turn/intake.js";
+import { rotationScope } from "../../src/intake/control-actions.js";
+import { decisionLabel } from "../../src/intake/intake.js";
 import { FreshChannels } from "../../src/buzz/fresh-channel.js";
 import { RecentDenials } from "../../src/app/daemon/daemon-status.js";
 import type { ChannelInfo } from "../../src/buzz/directory.js";

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { finalizeEvent, type Event, type EventTemplate } from "nostr-tools";
 import { answeredBy, message, replyRefFor, threadRootOf } from "../../src/nostr/events.js";
 import { KIND } from "../../src/nostr/kinds.js";
-import { createBuzzTools } from "../../src/link/buzz-tools.js";
+import { createBuzzTools } from "../../src/turn/buzz-tools.js";
 import { TurnSignals } from "../../src/turn/signals.js";
 import { matchFilter } from "nostr-tools/filter";
 import { Answers } from "../../src/turn/answers.js";

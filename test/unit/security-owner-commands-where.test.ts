@@ -8,7 +8,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { finalizeEvent, verifyEvent, type Event, type EventTemplate } from "nostr-tools";
-import { Intake } from "../../src/turn/intake.js";
+import { Intake } from "../../src/intake/intake.js";
 import { decide, type GateContext } from "../../src/gate/decide.js";
 import { ControlExecutor, type ControlTarget } from "../../src/gate/control.js";
 import { KIND } from "../../src/nostr/kinds.js";

@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { finalizeEvent, verifyEvent, type Event, type EventTemplate } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";
-import { Intake } from "../../src/turn/intake.js";
+import { Intake } from "../../src/intake/intake.js";
 import { QuestionDesk } from "../../src/turn/questions.js";
 import { decide, type GateContext } from "../../src/gate/decide.js";
 import { ControlExecutor, type ControlTarget } from "../../src/gate/control.js";

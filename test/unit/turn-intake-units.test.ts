@@ -1,5 +1,5 @@
 /**
- * src/turn/intake.ts in process: relay → gate → queue for one event. Only an accepted
+ * src/intake/intake.ts in process: relay → gate → queue for one event. Only an accepted
  * mention is queued (a denied one never is: it gets its 🔒 and nothing else), an accepted
  * one is logged once, a message for a running turn joins it or waits, and edits and
  * deletions reach the amendments — after the queue's accept of their target is written. An
@@ -13,7 +13,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Event } from "nostr-tools";
-import { decisionLabel, Intake, type IntakeOptions } from "../../src/turn/intake.js";
+import { decisionLabel, Intake, type IntakeOptions } from "../../src/intake/intake.js";
 import { QuestionDesk } from "../../src/turn/questions.js";
 import { QUESTION_TAG } from "../../src/nostr/events.js";
 import type { Decision } from "../../src/gate/index.js";

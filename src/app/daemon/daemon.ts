@@ -36,7 +36,7 @@ import { verifyStats } from "../../nostr/verify.js";
 import { Presence } from "../../buzz/presence.js";
 import { AgentRecords } from "../../buzz/agent-records.js";
 import type { TurnDispatcher } from "../../turn/dispatch.js";
-import type { Intake } from "../../turn/intake.js";
+import type { Intake } from "../../intake/intake.js";
 import { turnPublisher } from "../../turn/publisher.js";
 import { Publisher } from "../../relay/publisher.js";
 import { readiness, RecentDenials, statusSnapshot, type DaemonParts, type LastReload } from "./daemon-status.js";

@@ -25,8 +25,8 @@ import { storeUnavailable, type StoreUnavailable } from "../queue/errors.js";
 import type { Scheduler } from "../queue/scheduler.js";
 import type { SqliteStore } from "../queue/sqlite-store.js";
 import type { Amendments } from "./amend.js";
-import type { TurnDispatcher } from "./dispatch.js";
-import { midTurnHow } from "./mid-turn.js";
+import type { TurnDispatcher } from "../turn/dispatch.js";
+import { midTurnHow } from "../turn/mid-turn.js";
 
 export interface IntakeOptions {
   gate: Pick<Gate, "decide" | "recheck" | "act">;

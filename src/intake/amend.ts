@@ -28,8 +28,8 @@ import type { QueueBackend } from "../queue/backend.js";
 import type { Scheduler } from "../queue/scheduler.js";
 import { parseScopeKey } from "../queue/scope.js";
 import { KIND } from "../nostr/kinds.js";
-import { EMOJI } from "./signals.js";
-import type { TurnPublisher } from "./ports.js";
+import { EMOJI } from "../turn/signals.js";
+import type { TurnPublisher } from "../turn/ports.js";
 
 export interface AmendDeps {
   store: Pick<QueueBackend, "event" | "turn" | "replaceQueuedContent">;

@@ -6,7 +6,7 @@
 import type { ControlActions, ControlTarget, StatusFigures } from "../gate/control.js";
 import type { Scheduler } from "../queue/scheduler.js";
 import { scopeKey } from "../queue/scope.js";
-import type { TurnDispatcher } from "./dispatch.js";
+import type { TurnDispatcher } from "../turn/dispatch.js";
 
 export interface ControlActionsOptions {
   /**

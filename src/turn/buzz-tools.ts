@@ -15,7 +15,7 @@ import { channelOf, messageParts, PROGRESS_TAG, reaction, replyRefFor, threadRoo
 import { imetaTag } from "../nostr/imeta.js";
 import { DEFAULT_MESSAGE_LIMIT } from "../contract/buzz-tools.js";
 import { contentTooLong, tooManyMessages } from "../contract/limits.js";
-import type { BuzzToolHandlers } from "./buzz-call.js";
+import type { BuzzToolHandlers } from "../link/index.js";
 import type { BuzzToolArgs } from "../contract/buzz-tools.js";
 import { tagValue, tagValues } from "../base/tags.js";
 import { Backoff, sleep } from "../base/backoff.js";
