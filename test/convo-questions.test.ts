@@ -114,6 +114,24 @@ test("!cancel ends a turn that waits for an answer", async () => {
   assert.ok(!replies.some((m) => /question: /.test(m.content)), "the cancelled turn did not go on to answer");
 });
 
+test("!cancel as a reply to the agent's question message is the owner's command, not the answer: the turn is cancelled with its 40099", async () => {
+  const ev = await w.owner.post("@agent #ask");
+  const { text } = await questionOf(ev);
+  const cmd = await w.owner.post("!cancel", { replyTo: text });
+  const [outcome] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [cmd.id] }, (e) => e.length > 0);
+  assert.ok(outcome, "the command's outcome is published");
+  await d.waitLog((l) => l.evt === "turn.end" && l.status === "cancelled" && (l.events as string[]).includes(ev.id));
+  await w.waitReaction(ev, "⚠️");
+  assert.ok(
+    !d.logs.some((l) => l.evt === "question.answered" && JSON.stringify(l).includes("!cancel")),
+    "!cancel was not taken as the question's answer",
+  );
+  const next = await w.owner.post("@agent still there?", { replyTo: ev });
+  await w.waitReplies(next);
+  const replies = await w.query({ kinds: [KIND.message], authors: [w.agent.pk], "#e": [ev.id] });
+  assert.ok(!replies.some((m) => /question: /.test(m.content)), "the cancelled turn did not go on to report an answer");
+});
+
 test("a question survives a daemon restart: the answer given meanwhile reaches the agent, from the same card", async () => {
   await d.stop();
   const before = await w.startDaemon(config("5m"));
