@@ -28,3 +28,19 @@ export function hookDeadlineProblem(cfg: Pick<Config, "gates" | "agent" | "mcp">
       : "gates.enforce is agent";
   return `${cfg.mcp.hook_deadline} ms is not below buzz-agent's own ${AGENT_HOOK_TIMEOUT_MS} ms wait for a hook answer (${how}): the agent would give up before the merged _Stop arrives and end the turn ungated; set it below 2.5s (the default is 2s)`;
 }
+
+/**
+ * Why a `hold_replies` server cannot hold anything with this config, or undefined: posts are
+ * held until the bridge sees the gate allow the turn to end, which it sees only when it
+ * enforces the stop gates itself. Elsewhere the posts would go out unheld, the opposite of
+ * what the key asks.
+ */
+export function holdRepliesProblem(cfg: Pick<Config, "gates" | "agent" | "mcp">, server: string): string | undefined {
+  const enforce = resolveEnforce(cfg);
+  if (enforce === "bridge" || !cfg.mcp.servers[server]?.hold_replies) return undefined;
+  const how =
+    cfg.gates.enforce === "auto"
+      ? "gates.enforce is auto and the agent is buzz-agent, so the agent runs the gates"
+      : `gates.enforce is ${enforce}`;
+  return `hold_replies: true holds the agent's posts until the bridge sees this gate allow the turn to end, but ${how}: its posts would go out unheld; set gates.enforce: bridge, or remove hold_replies`;
+}

@@ -12,7 +12,7 @@ import * as nip19 from "nostr-tools/nip19";
 import { configSchema, crossCheck, policyFor, type Config } from "./schema.js";
 import { DAEMON_KEYS, agentId, doubleAnswers, memberDocument, sharedByTwo, type MemberView } from "./agents.js";
 import { KeyError, parseSecretKey, pubkeyOf } from "./keys.js";
-import { hookDeadlineProblem } from "./enforce.js";
+import { holdRepliesProblem, hookDeadlineProblem } from "./enforce.js";
 import { resolvePaths } from "./paths.js";
 import { explainYamlErrors, missingColons } from "./yaml-errors.js";
 import { resolveAttestation } from "./attestation.js";
@@ -489,6 +489,10 @@ function validate(
       ["mcp", "hook_deadline"],
       deadline,
     );
+  for (const name of Object.keys(config.mcp.servers)) {
+    const held = holdRepliesProblem(config, name);
+    if (held) at(nodeAt(doc, ["mcp", "servers", name, "hold_replies"])?.range?.[0], ["mcp", "servers", name, "hold_replies"], held);
+  }
 
   if (problems.length || !secretKey) throw new ConfigError(sortProblems(problems));
 

@@ -29,3 +29,26 @@ test("hold_replies on a stop: wait server is taken; left out it is false", () =>
   assert.equal(load("      stop: wait\n      hold_replies: true\n").config.mcp.servers.approval!.hold_replies, true);
   assert.equal(load("      stop: wait\n").config.mcp.servers.approval!.hold_replies, false);
 });
+
+test("hold_replies where the bridge does not enforce the stop gates (gates.enforce agent or off, auto with buzz-agent) is refused: the posts would go out unheld", () => {
+  const wait = "      stop: wait\n      hold_replies: true\n";
+  for (const [gates, agent, how] of [
+    ["gates:\n  enforce: agent\n", "", /gates\.enforce is agent/],
+    ["gates:\n  enforce: off\n", "", /gates\.enforce is off/],
+    ["", "buzz-agent", /gates\.enforce is auto and the agent is buzz-agent/],
+  ] as const) {
+    const text = `${head.replace("command: demo", `command: ${agent || "demo"}`)}${gates}mcp:\n  servers:\n    approval:\n      command: gate\n${wait}`;
+    assert.throws(
+      () => loadConfigText(text, "t.yaml", {}),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError, String(err));
+        assert.match(err.message, /t\.yaml:\d+:\d+: mcp\.servers\.approval\.hold_replies/);
+        assert.match(err.message, how);
+        assert.match(err.message, /set gates\.enforce: bridge, or remove hold_replies/);
+        return true;
+      },
+    );
+  }
+  const bridge = `${head}gates:\n  enforce: bridge\nmcp:\n  servers:\n    approval:\n      command: gate\n${wait}`;
+  assert.equal(loadConfigText(bridge, "t.yaml", {}).config.mcp.servers.approval!.hold_replies, true);
+});
