@@ -7,8 +7,12 @@
  *     over HTTP gets it), and through the daemon's HTTP endpoint (bench/mcp-http-server.mjs:
  *     the daemon's aggregator and endpoint from dist/, in a process of their own), each with
  *     the MCP SDK's own client for that transport, as agents use them; and the same HTTP
- *     client against a process that answers every request at once (the HTTP floor: what
- *     the client and the transport cost before any server does any work).
+ *     client against a process that answers every request at once over SSE, as the SDK's
+ *     server does by default (the HTTP floor: what the client and the transport cost before
+ *     any server does any work), the same answering with one JSON body (the floor of a JSON
+ *     answer), and a process that hands each call to server-everything over a pipe and
+ *     answers its result as one JSON body, with no checks of any kind (the forwarding floor:
+ *     the least any HTTP slot with a real server behind it can cost).
  *   - memory per session: SESSIONS sessions each way, each with one MCP server (the gate
  *     fixture) and a client that has made calls. stdio: the proxies' own PSS (one process per
  *     session); HTTP: the PSS the serving process grows by, per session, after full GCs.
@@ -47,22 +51,51 @@ c.on("exit", (code) => process.exit(code ?? 0));
 `;
 
 /**
- * The HTTP floor: a process that answers every MCP request over Streamable HTTP at once
- * (initialize, then each tools/call with the echo's text) and does nothing else. What the
- * agent's HTTP client and the transport cost before any server does any work.
+ * The HTTP floors, one process each, printing its port: every MCP request over Streamable
+ * HTTP is answered (initialize, then each tools/call with the echo's text) and nothing else
+ * is done. `sse` and `json` answer at once, as an SSE stream or as one JSON body: what the
+ * agent's HTTP client and the transport cost before any server does any work. `forward`
+ * hands each tools/call to server-everything (argv[1]) over its stdin and answers with its
+ * result as one JSON body: the least a slot with a real server behind it can cost.
  */
 const HTTP_FLOOR = `
 const { createServer } = require("node:http");
+const kind = process.argv[1];
+const answer = (res, id, result) => {
+  const msg = JSON.stringify({ jsonrpc: "2.0", id, result });
+  if (kind === "sse") {
+    res.writeHead(200, { "content-type": "text/event-stream", "mcp-session-id": "floor" });
+    res.end("event: message\\ndata: " + msg + "\\n\\n");
+  } else {
+    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(msg), "mcp-session-id": "floor" });
+    res.end(msg);
+  }
+};
+const waiting = new Map();
+let down;
+if (kind === "forward") {
+  down = require("node:child_process").spawn(process.argv[2], ["stdio"], { stdio: ["pipe", "pipe", "ignore"] });
+  require("node:readline").createInterface({ input: down.stdout }).on("line", (line) => {
+    const m = JSON.parse(line);
+    waiting.get(m.id)?.(m.result);
+    waiting.delete(m.id);
+  });
+  const send = (m) => down.stdin.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\\n");
+  waiting.set(0, () => send({ method: "notifications/initialized" }));
+  send({ id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "floor", version: "0" } } });
+}
+let seq = 0;
 const s = createServer((req, res) => {
   if (req.method !== "POST") { res.writeHead(405).end(); return; }
   let b = ""; req.on("data", (c) => (b += c)); req.on("end", () => {
     const m = JSON.parse(b);
     if (m.id === undefined) { res.writeHead(202).end(); return; }
-    const result = m.method === "initialize"
-      ? { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "floor", version: "0" } }
-      : { content: [{ type: "text", text: "Echo: " + m.params.arguments.message }] };
-    res.writeHead(200, { "content-type": "text/event-stream", "mcp-session-id": "floor" });
-    res.end("event: message\\ndata: " + JSON.stringify({ jsonrpc: "2.0", id: m.id, result }) + "\\n\\n");
+    if (m.method === "initialize")
+      return answer(res, m.id, { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "floor", version: "0" } });
+    if (!down) return answer(res, m.id, { content: [{ type: "text", text: "Echo: " + m.params.arguments.message }] });
+    const id = ++seq;
+    waiting.set(id, (result) => answer(res, m.id, result));
+    down.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: m.params }) + "\\n");
   });
 });
 s.on("connection", (c) => c.setNoDelay(true));
@@ -136,8 +169,12 @@ export interface McpHttpBench {
   copier_ms: number[];
   proxy_ms: number[];
   http_ms: number[];
-  /** The same HTTP client against a server that answers at once (the HTTP floor). */
+  /** The same HTTP client against a server that answers at once over SSE (the HTTP floor). */
   http_floor_ms: number[];
+  /** The same, answered as one JSON body. */
+  http_floor_json_ms: number[];
+  /** The same client against a server that forwards each call to server-everything, with no checks (the forwarding floor). */
+  http_forward_ms: number[];
   sessions: number;
   /** PSS of each session's mcp-proxy process. */
   stdio_pss_kib: number[];
@@ -158,32 +195,43 @@ export async function benchMcpHttp(): Promise<McpHttpBench> {
     const http = await slot.session([
       { name: "everything", command: EVERYTHING, args: ["stdio"], env: {}, prefix: true, stop: "reprompt", on_error: "allow" },
     ]);
-    const floorProc = spawn(process.execPath, ["-e", HTTP_FLOOR], { stdio: ["ignore", "pipe", "inherit"] });
-    closers.push(async () => void floorProc.kill());
-    const floorPort = Number((await createInterface({ input: floorProc.stdout! })[Symbol.asyncIterator]().next()).value);
-    const floor = new Client({ name: "bench", version: "0" });
-    await floor.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${floorPort}/mcp`)));
+    const floorClient = async (kind: "sse" | "json" | "forward"): Promise<Client> => {
+      const proc = spawn(process.execPath, ["-e", HTTP_FLOOR, kind, EVERYTHING], { stdio: ["ignore", "pipe", "inherit"] });
+      closers.push(async () => void proc.kill());
+      const port = Number((await createInterface({ input: proc.stdout! })[Symbol.asyncIterator]().next()).value);
+      const client = new Client({ name: "bench", version: "0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+      closers.push(() => client.close());
+      return client;
+    };
+    const floor = await floorClient("sse");
+    const floorJson = await floorClient("json");
+    const forward = await floorClient("forward");
     closers.push(
       () => direct.close(),
       () => copier.close(),
       () => proxied.close(),
       () => http.close(),
-      () => floor.close(),
     );
     await proxied.listTools();
     await http.listTools();
-    const d: number[] = [];
-    const c: number[] = [];
-    const p: number[] = [];
-    const h: number[] = [];
-    const f: number[] = [];
-    const rounds = 4;
+    const ways: Array<[Client, string, number[]]> = [
+      [direct, "echo", []],
+      [copier, "echo", []],
+      [proxied, "everything_echo", []],
+      [http, "everything_echo", []],
+      [floor, "echo", []],
+      [floorJson, "echo", []],
+      [forward, "echo", []],
+    ];
+    const [d, c, p, h, f, fj, fw] = ways.map((w) => w[2]) as [number[], number[], number[], number[], number[], number[], number[]];
+    // Each round starts one further along, so no way always follows the same other one.
+    const rounds = 8;
     for (let r = 0; r < rounds; r++) {
-      d.push(...(await timeCalls(direct, "echo", CALLS / rounds)));
-      c.push(...(await timeCalls(copier, "echo", CALLS / rounds)));
-      p.push(...(await timeCalls(proxied, "everything_echo", CALLS / rounds)));
-      h.push(...(await timeCalls(http, "everything_echo", CALLS / rounds)));
-      f.push(...(await timeCalls(floor, "echo", CALLS / rounds)));
+      for (let k = 0; k < ways.length; k++) {
+        const [client, tool, out] = ways[(k + r) % ways.length]!;
+        out.push(...(await timeCalls(client, tool, CALLS / rounds, WARMUP / 4)));
+      }
     }
 
     // Memory per session: stdio proxies' own PSS; the HTTP process's growth per session.
@@ -212,6 +260,8 @@ export async function benchMcpHttp(): Promise<McpHttpBench> {
       proxy_ms: p.map(r3),
       http_ms: h.map(r3),
       http_floor_ms: f.map(r3),
+      http_floor_json_ms: fj.map(r3),
+      http_forward_ms: fw.map(r3),
       sessions: SESSIONS,
       stdio_pss_kib: stdioPssKib,
       http_pss_base_kib: base,
@@ -229,7 +279,7 @@ runIfMain(import.meta.url, benchMcpHttp, (r) => {
   const perHttp = (r.http_pss_after_kib - r.http_pss_base_kib) / r.sessions / 1024;
   const perStdio = r.stdio_pss_kib.reduce((a, b) => a + b, 0) / r.stdio_pss_kib.length / 1024;
   console.log(
-    `tools/call median: direct ${med(r.direct_ms)} ms, copier ${med(r.copier_ms)} ms, stdio proxy ${med(r.proxy_ms)} ms, HTTP ${med(r.http_ms)} ms, HTTP floor ${med(r.http_floor_ms)} ms`,
+    `tools/call median: direct ${med(r.direct_ms)} ms, copier ${med(r.copier_ms)} ms, stdio proxy ${med(r.proxy_ms)} ms, HTTP ${med(r.http_ms)} ms, HTTP floor ${med(r.http_floor_ms)} ms (JSON ${med(r.http_floor_json_ms)} ms, forwarding ${med(r.http_forward_ms)} ms)`,
   );
   console.log(`per session PSS: stdio proxy ${perStdio.toFixed(1)} MiB, HTTP ${perHttp.toFixed(2)} MiB`);
 });

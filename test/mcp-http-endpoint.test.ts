@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { request } from "node:http";
+import { Agent, request } from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
@@ -137,6 +137,76 @@ test("a token replayed from another session, no token, a foreign Host and anothe
 
   assert.equal(textOf(await shell(a, "still A")), "shell: still A");
   assert.equal(textOf(await shell(b, "still B")), "shell: still B");
+});
+
+test("on a connection that has shown the token, another token or a foreign Host is still refused, and the token is served again", async () => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const sockets = new Set<unknown>();
+  const send = (headers: Record<string, string>) =>
+    new Promise<number>((resolve, reject) => {
+      const req = request(
+        b.endpoint.url,
+        {
+          agent,
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...mcpSession(b), ...headers },
+        },
+        (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.on("socket", (socket) => sockets.add(socket));
+      req.on("error", reject);
+      req.end(JSON.stringify({ jsonrpc: "2.0", id: `same-${++ids}`, method: "tools/list" }));
+    });
+  try {
+    assert.equal(await send(b.headers), 200, "the session's token");
+    assert.equal(await send(a.headers), 401, "another session's token on the same connection");
+    assert.equal(await send({ authorization: `${b.headers.Authorization} ` }), 200, "the same token, written differently");
+    assert.equal(await send({ authorization: "Bearer not-a-token" }), 401, "a made-up token on the same connection");
+    assert.equal(await send({ ...b.headers, host: "evil.example" }), 403, "a foreign Host on the same connection");
+    assert.equal(await send(b.headers), 200, "the session's token again");
+    assert.equal(sockets.size, 1, "all on one connection");
+  } finally {
+    agent.destroy();
+  }
+});
+
+test("a tool call is answered as one JSON body; a call that reports progress is answered on an SSE stream, progress first", async () => {
+  const headers = { ...a.headers, ...mcpSession(a) };
+  const plain = await fetch(a.endpoint.url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: "plain-1", method: "tools/call", params: { name: "shell", arguments: { text: "json" } } }),
+  });
+  assert.equal(plain.status, 200);
+  assert.equal(plain.headers.get("content-type"), "application/json");
+  assert.deepEqual(await plain.json(), { jsonrpc: "2.0", id: "plain-1", result: { content: [{ type: "text", text: "shell: json" }] } });
+
+  const progressed = await fetch(a.endpoint.url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: "progress-1",
+      method: "tools/call",
+      params: { name: "sleep", arguments: { ms: 40 }, _meta: { progressToken: "p-1" } },
+    }),
+  });
+  assert.equal(progressed.headers.get("content-type"), "text/event-stream");
+  const events = (await progressed.text())
+    .split("\n\n")
+    .filter((e) => e.trim() !== "")
+    .map((e) => JSON.parse(e.replace(/^event: message\ndata: /, "")) as { method?: string; id?: string; params?: { progress?: number } });
+  assert.deepEqual(
+    events.map((e) => e.method ?? `answer ${e.id}`),
+    ["notifications/progress", "notifications/progress", "notifications/progress", "notifications/progress", "answer progress-1"],
+  );
+  assert.deepEqual(
+    events.slice(0, 4).map((e) => e.params?.progress),
+    [1, 2, 3, 4],
+  );
 });
 
 test("after its session ends, the endpoint refuses the session's token; a new session there gets a new one", async () => {

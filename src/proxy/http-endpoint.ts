@@ -32,7 +32,7 @@ import { BodyTooLargeError, readBody } from "../base/http-body.js";
 import { randomBytes, randomUUID, createHash, timingSafeEqual } from "node:crypto";
 import { chmodSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../base/log.js";
@@ -68,7 +68,10 @@ const MCP_PATH = "/mcp";
 /** POSTs beyond maxInFlight whose bodies may be read at once: notifications (a cancellation) while the requests are at their limit. */
 const NOTICE_HEADROOM = 8;
 
-const SSE_HEADERS = { "Content-Type": "text/event-stream", "Cache-Control": "no-cache, no-transform" };
+const answerHeaders = (sessionId: string) => ({
+  jsonHeaders: ["Content-Type", "application/json", "mcp-session-id", sessionId],
+  sseHeaders: ["Content-Type", "text/event-stream", "Cache-Control", "no-cache, no-transform", "mcp-session-id", sessionId],
+});
 
 type JsonRpcId = string | number;
 const isId = (id: unknown): id is JsonRpcId => typeof id === "string" || typeof id === "number";
@@ -88,6 +91,9 @@ interface McpSession {
   pending: Map<JsonRpcId, ServerResponse>;
   /** Every request's open response, either path: what a cancellation ends. */
   streams: Map<JsonRpcId, ServerResponse>;
+  /** The headers of the fast path's answers (one JSON body, or an SSE stream), made once its id is known. */
+  jsonHeaders: string[];
+  sseHeaders: string[];
 }
 
 interface Bound {
@@ -95,6 +101,13 @@ interface Bound {
   digest: Buffer;
   aggregator: Aggregator;
   transports: Map<string, McpSession>;
+  /**
+   * The Authorization header each connection has shown the token with, under this binding:
+   * an agent's client sends the same header with every request on its connection, so a
+   * request that repeats it is compared with what that connection itself sent (no secret's
+   * timing to expose) instead of hashed again. A new binding starts with none.
+   */
+  proven: WeakMap<Socket, string>;
 }
 
 const digest = (token: string) => createHash("sha256").update(token).digest();
@@ -113,6 +126,8 @@ export class HttpEndpoint {
   private readonly rate: RateLimiter;
   private readonly throttle: LogThrottle;
   private closed = false;
+  /** The last Host header found to name this endpoint: an agent sends the same one with every request. */
+  private knownHost?: string;
 
   private constructor(
     private readonly servers: HttpServer[],
@@ -181,7 +196,7 @@ export class HttpEndpoint {
   bind(session: { key: string; aggregator: Aggregator }): Record<string, string> {
     this.unbind();
     const token = randomBytes(32).toString("base64url");
-    this.bound = { key: session.key, digest: digest(token), aggregator: session.aggregator, transports: new Map() };
+    this.bound = { key: session.key, digest: digest(token), aggregator: session.aggregator, transports: new Map(), proven: new WeakMap() };
     return { Authorization: `Bearer ${token}` };
   }
 
@@ -213,8 +228,11 @@ export class HttpEndpoint {
     const path = (req.url ?? "").split("?")[0];
     if (path !== MCP_PATH) return this.refuse(res, 404, "path", `no MCP endpoint at ${path}; it is ${MCP_PATH}`);
     const host = req.headers.host;
-    if (!hostAllowed(host, { names: SLOT_HOST_NAMES, port: this.port }))
-      return this.refuse(res, 403, "host", `Host ${String(host)} is not this endpoint's loopback address`);
+    if (host === undefined || host !== this.knownHost) {
+      if (!hostAllowed(host, { names: SLOT_HOST_NAMES, port: this.port }))
+        return this.refuse(res, 403, "host", `Host ${String(host)} is not this endpoint's loopback address`);
+      this.knownHost = host;
+    }
     const b = this.bound;
     if (!b || !this.authorized(req, b)) {
       res.setHeader("WWW-Authenticate", 'Bearer realm="buzz-bridge"');
@@ -233,7 +251,11 @@ export class HttpEndpoint {
     if (req.method === "POST") {
       if (this.inFlight >= this.limits.maxInFlight + NOTICE_HEADROOM) return busy();
       this.inFlight++;
-      res.once("close", () => this.inFlight--);
+      let request = false;
+      res.once("close", () => {
+        this.inFlight--;
+        if (request) this.requests--;
+      });
       let text: string;
       try {
         // Drained, so the agent reads the 413 before the connection closes.
@@ -250,7 +272,7 @@ export class HttpEndpoint {
       if (requestIds(body).length > 0) {
         if (this.requests >= this.limits.maxInFlight) return busy();
         this.requests++;
-        res.once("close", () => this.requests--);
+        request = true;
       }
     }
     const sid = req.headers["mcp-session-id"];
@@ -271,9 +293,11 @@ export class HttpEndpoint {
 
   /**
    * The hot path, as the stdio proxy's: a tools/call the raw pass-through can take (a
-   * downstream tool whose server is up) is handed to it here, and its answer (and any
-   * progress) written on this request's own SSE stream, without the SDK transport's
-   * per-request conversion to web streams and schema checks. Anything else, and any request
+   * downstream tool whose server is up) is handed to it here, and its answer written on this
+   * request's own response, without the SDK transport's per-request conversion to web
+   * streams and schema checks: as one JSON body when nothing comes before it (Streamable
+   * HTTP lets the server answer a request either way, and the client that sent both types
+   * in Accept must take either), as an SSE stream when progress comes first. Anything else, and any request
    * the SDK would refuse (its Accept or protocol version), takes the SDK's path. Cancelling
    * (a notification) arrives through the SDK and reaches the same pass-through.
    */
@@ -320,16 +344,20 @@ export class HttpEndpoint {
       if (!res || res.writableEnded) continue;
       session.streams.delete(id as JsonRpcId);
       session.pending.delete(id as JsonRpcId);
-      if (!res.headersSent) res.writeHead(200, { ...SSE_HEADERS, "mcp-session-id": session.transport.sessionId ?? "" });
+      if (!res.headersSent) res.writeHead(200, session.sseHeaders);
       res.end();
     }
   }
 
   private authorized(req: IncomingMessage, b: Bound): boolean {
     const header = req.headers.authorization;
-    if (typeof header !== "string" || !header.startsWith("Bearer ")) return false;
+    if (typeof header !== "string") return false;
+    if (b.proven.get(req.socket) === header) return true;
+    if (!header.startsWith("Bearer ")) return false;
     const presented = digest(header.slice("Bearer ".length).trim());
-    return timingSafeEqual(presented, b.digest);
+    if (!timingSafeEqual(presented, b.digest)) return false;
+    b.proven.set(req.socket, header);
+    return true;
   }
 
   /** A new MCP session (an initialize): one upstream connection of the session's aggregator. */
@@ -337,6 +365,7 @@ export class HttpEndpoint {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
+        Object.assign(session, answerHeaders(id));
         b.transports.set(id, session);
         for (const [old, t] of b.transports) {
           if (b.transports.size <= this.limits.maxMcpSessions) break;
@@ -347,7 +376,7 @@ export class HttpEndpoint {
       },
       onsessionclosed: (id) => void b.transports.delete(id),
     });
-    const session: McpSession = { transport, pending: new Map(), streams: new Map() };
+    const session: McpSession = { transport, pending: new Map(), streams: new Map(), ...answerHeaders("") };
     transport.onclose = () => {
       const id = transport.sessionId;
       if (id && b.transports.get(id) === session) b.transports.delete(id);
@@ -364,10 +393,17 @@ export class HttpEndpoint {
           const options = related === undefined ? undefined : { relatedRequestId: related };
           return void transport.send(message as JSONRPCMessage, options).catch(() => {});
         }
-        if (!res.headersSent) res.writeHead(200, { ...SSE_HEADERS, "mcp-session-id": transport.sessionId ?? "" });
+        if (answer) session.pending.delete(key!);
+        // An answer with nothing before it goes as one JSON body, which the agent's client
+        // reads whole instead of through an SSE parser; a stream is opened only for progress.
+        if (answer && !res.headersSent) {
+          const text = JSON.stringify(message);
+          res.writeHead(200, [...session.jsonHeaders, "Content-Length", String(Buffer.byteLength(text))]);
+          return void res.end(text);
+        }
+        if (!res.headersSent) res.writeHead(200, session.sseHeaders);
         const frame = `event: message\ndata: ${JSON.stringify(message)}\n\n`;
         if (!answer) return void res.write(frame);
-        session.pending.delete(key!);
         res.end(frame);
       },
     };
