@@ -50,13 +50,13 @@ test("the relay is away mid-turn and comes back: the answer is on the relay once
   assert.ok(answer, "the answer is on the relay");
   const done = d.logs.filter((l) => l.evt === "publish.done" && l.id === answer.id);
   assert.equal(done.length, 1, "the answer was published through the daemon's publisher once");
-  assert.ok(
-    done[0]!.status === "accepted" || done[0]!.status === "duplicate",
-    `the answer's publish ended ${String(done[0]!.status)}`,
-  );
+  assert.ok(done[0]!.status === "accepted" || done[0]!.status === "duplicate", `the answer's publish ended ${String(done[0]!.status)}`);
   const took = (done[0]!.time as number) - resumedAt;
   t.diagnostic(`the answer reached the relay ${took} ms after it came back (bound ${DOCUMENTED_BOUND_MS} ms)`);
-  assert.ok(took <= DOCUMENTED_BOUND_MS, `the answer reached the relay ${took} ms after it came back, over the documented ${DOCUMENTED_BOUND_MS} ms`);
+  assert.ok(
+    took <= DOCUMENTED_BOUND_MS,
+    `the answer reached the relay ${took} ms after it came back, over the documented ${DOCUMENTED_BOUND_MS} ms`,
+  );
   const back = d.logs.find((l) => l.evt === "link.relay_back");
   assert.equal(back?.ok, true, "the tool call's wait ended with the relay answering");
 });
