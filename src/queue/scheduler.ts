@@ -24,7 +24,8 @@
  * read when a batch is prepared, so a burst costs rows, not memory.
  */
 import type { Event } from "nostr-tools";
-import { Backoff, sleep } from "../base/backoff.js";
+import { Backoff } from "../base/backoff.js";
+import { retry } from "../base/retry.js";
 import { BoundedMap } from "../base/bounded-map.js";
 import type { Logger } from "../base/log.js";
 import { tagValue } from "../base/tags.js";
@@ -592,19 +593,13 @@ export class Scheduler {
    * which resumes the turn from what was stored; on SQLite until it succeeds.
    */
   private async persist(turnId: number, write: () => Promise<unknown>): Promise<void> {
-    const deadline = Date.now() + this.o.backend.leaseMs;
-    const pace = new Backoff({ baseMs: 100, capMs: this.shared ? 2_000 : 30_000, jitter: 0 });
-    for (;;) {
-      try {
-        await write();
-        return;
-      } catch (err) {
-        const delay = pace.next();
-        if (this.closed || Date.now() + delay > deadline) throw err;
-        this.o.logger.warn({ evt: "queue.store_write_retry", turn: turnId, err: errText(err), retry_ms: delay });
-        await sleep(delay);
-      }
-    }
+    await retry(write, {
+      backoff: { baseMs: 100, capMs: this.shared ? 2_000 : 30_000, jitter: 0 },
+      deadline: Date.now() + this.o.backend.leaseMs,
+      retryable: () => !this.closed,
+      onRetry: (_attempt, err, delay) =>
+        this.o.logger.warn({ evt: "queue.store_write_retry", turn: turnId, err: errText(err), retry_ms: delay }),
+    });
   }
 
   /** Wakes the loop now (coalesced: one pass at a time, one more if woken during it). */

@@ -42,8 +42,9 @@ import {
   type ChannelSubscription,
 } from "../nostr/filters.js";
 import { RelayHttp, type RelayHttpOptions } from "./http.js";
-import { RelayHttpError, RelayQueryError } from "./errors.js";
-import { sleep } from "../base/backoff.js";
+import { isRelayOutage, RelayHttpError, RelayQueryError } from "./errors.js";
+import { retry } from "../base/retry.js";
+import { OUTAGE_PAUSE_CAP_MS, waiting, type OutageWait } from "./outage.js";
 import { eventShapeProblem } from "../nostr/validate.js";
 import { KIND } from "../nostr/kinds.js";
 import { LogThrottle } from "../base/log-throttle.js";
@@ -383,12 +384,13 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   /**
    * Reads stored events: over Buzz's HTTP bridge (`POST /query`) where the relay has one, else
    * over the WebSocket. A relay whose `/query` answers 404 (any plain NIP-01/NIP-29 relay) is
-   * switched to WebSocket reads for good, with one info line saying so.
+   * switched to WebSocket reads for good, with one info line saying so. `wait`: an outage is
+   * waited out until it ends (outage.ts).
    */
-  async query(filters: Filter[]): Promise<Event[]> {
+  async query(filters: Filter[], wait?: OutageWait): Promise<Event[]> {
     if (!this.readsOverSocket) {
       try {
-        return await this.http.query(filters);
+        return await this.http.query(filters, wait);
       } catch (err) {
         if (!(err instanceof RelayHttpError) || err.status !== 404) throw err;
         this.readsOverSocket = true;
@@ -398,7 +400,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
         );
       }
     }
-    return this.socketQuery(filters);
+    return this.socketQuery(filters, wait);
   }
 
   async count(filters: Filter[]): Promise<number> {
@@ -406,18 +408,20 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     return this.http.count(filters);
   }
 
-  /** A WebSocket read; a `rate-limited` refusal is waited out and tried again (three times). */
-  private async socketQuery(filters: Filter[]): Promise<Event[]> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const events = await this.conn.query(filters);
-        return events.filter((e) => eventShapeProblem(e) === undefined);
-      } catch (err) {
-        const rateLimited = err instanceof RelayQueryError && /rate-limited/.test(err.message);
-        if (!rateLimited || attempt >= 3) throw err;
-        await sleep(Math.max(this.conn.rateLimitedFor, 1000));
-      }
-    }
+  /**
+   * A WebSocket read; a `rate-limited` refusal is waited out and tried again (three tries in
+   * all). `wait`: a lost or missing connection is tried again until it ends (outage.ts).
+   */
+  private socketQuery(filters: Filter[], wait?: OutageWait): Promise<Event[]> {
+    const rateLimited = (err: unknown) => err instanceof RelayQueryError && /rate-limited/.test(err.message);
+    return retry(async () => (await this.conn.query(filters)).filter((e) => eventShapeProblem(e) === undefined), {
+      backoff: { baseMs: 1000, capMs: OUTAGE_PAUSE_CAP_MS },
+      retryable: (err, attempt) => (rateLimited(err) ? attempt < 3 : isRelayOutage(err) && waiting(wait)),
+      delayMs: (err) => (rateLimited(err) ? Math.max(this.conn.rateLimitedFor, 1000) : undefined),
+      onRetry: (_attempt, err) => {
+        if (!rateLimited(err)) wait?.onOutage?.((err as Error).message);
+      },
+    });
   }
 
   /** The resubscribe floor: durable cursor, else last handled, else start time; minus the skew. */

@@ -9,19 +9,21 @@ import type { Filter } from "nostr-tools/filter";
 import { sleep } from "../base/backoff.js";
 import type { Logger } from "../base/log.js";
 import type { PublishOutcome } from "./outcome.js";
+import type { OutageWait } from "./outage.js";
 
 /** The two things of the relay client this needs. */
 export interface PublishAndQuery {
-  publish(ev: Event): Promise<PublishOutcome>;
+  publish(ev: Event, opts?: { wait?: OutageWait }): Promise<PublishOutcome>;
   query(filters: Filter[]): Promise<Event[]>;
 }
 
 /**
  * Publishes and, when the outcome is uncertain, asks the relay whether it stored the event:
  * if so the outcome is `duplicate` (a success), with the reason saying which `OK` was lost.
+ * `wait` is the publish's (an outage waited out first); the question is asked once after it.
  */
-export async function publishConfirmed(relay: PublishAndQuery, ev: Event, log: Logger): Promise<PublishOutcome> {
-  const outcome = await relay.publish(ev);
+export async function publishConfirmed(relay: PublishAndQuery, ev: Event, log: Logger, wait?: OutageWait): Promise<PublishOutcome> {
+  const outcome = await relay.publish(ev, wait && { wait });
   if (outcome.status !== "timeout" && outcome.status !== "disconnected") return outcome;
   const stored = await relay.query([{ ids: [ev.id], limit: 1 }]).catch(() => []);
   if (!stored.some((e) => e.id === ev.id)) return outcome;

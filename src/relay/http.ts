@@ -11,7 +11,9 @@ import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
 import { httpOrigin } from "./auth.js";
-import { Backoff, retryAfterMs, sleep } from "../base/backoff.js";
+import { retryAfterMs, sleep } from "../base/backoff.js";
+import { retry } from "../base/retry.js";
+import { OUTAGE_PAUSE_CAP_MS, waiting, type OutageWait } from "./outage.js";
 import { RelayHttpError } from "./errors.js";
 import { nip98Header } from "../nostr/nip98.js";
 import { eventShapeProblem } from "../nostr/validate.js";
@@ -46,8 +48,8 @@ export class RelayHttp {
   }
 
   /** `POST /query`: events matching any filter; malformed entries are dropped. */
-  async query(filters: Filter[]): Promise<Event[]> {
-    const out = await this.post("/query", filters);
+  async query(filters: Filter[], wait?: OutageWait): Promise<Event[]> {
+    const out = await this.post("/query", filters, wait);
     if (!Array.isArray(out)) throw new RelayHttpError(this.origin + "/query", 200, "response is not a JSON array");
     return out.filter((e): e is Event => eventShapeProblem(e) === undefined);
   }
@@ -59,14 +61,18 @@ export class RelayHttp {
     return out.count;
   }
 
-  /** POSTs `payload` as JSON; the NIP-98 payload hash covers exactly these bytes. */
-  async post(path: string, payload: unknown): Promise<unknown> {
+  /**
+   * POSTs `payload` as JSON; the NIP-98 payload hash covers exactly these bytes. `wait`: an
+   * outage (no answer, a 5xx or 429) is tried again past the attempts until it ends (outage.ts).
+   */
+  async post(path: string, payload: unknown, wait?: OutageWait): Promise<unknown> {
     const url = this.origin + path;
     const body = Buffer.from(JSON.stringify(payload));
     const attempts = Math.max(1, this.opts.attempts ?? 4);
-    const backoff = new Backoff({ baseMs: this.opts.retryBaseMs ?? 500, capMs: 30_000 });
-    let lastErr: RelayHttpError | undefined;
-    for (let i = 1; i <= attempts; i++) {
+    // The failure of the last try, and whether it may pass (every other throw is final).
+    let failed: { err: RelayHttpError; retryable: boolean; limited: boolean; text: string } | undefined;
+    const once = async (): Promise<unknown> => {
+      failed = undefined;
       const held = this.opts.gate?.remaining ?? 0;
       if (held > 0) await sleep(held);
       await this.opts.budget?.acquire("durable");
@@ -87,19 +93,37 @@ export class RelayHttp {
         if (status) throw new RelayHttpError(url, status, `body is not JSON: ${text.slice(0, 120)}`);
         text = (err as Error).message;
       }
-      lastErr = new RelayHttpError(url, status, errorMessage(text));
-      const retryable = status === 0 || status === 429 || status >= 500;
       const limited = status === 429 && /rate-limited/.test(text);
       // The same bucket as the sockets: they wait too (the gate's pause is the wait below).
       if (limited && this.opts.gate) this.opts.gate.hold(errorMessage(text));
-      if (!retryable || i === attempts) break;
-      const wait = limited && this.opts.gate ? this.opts.gate.remaining : Math.min(30_000, retryAfterMs(text) ?? backoff.next());
-      this.metrics.retries++;
-      this.log.info({ evt: "relay.http_retry", path, status, wait_ms: wait, attempt: i }, "relay HTTP call will be retried");
-      await sleep(wait);
+      failed = {
+        err: new RelayHttpError(url, status, errorMessage(text)),
+        retryable: status === 0 || status === 429 || status >= 500,
+        limited,
+        text,
+      };
+      throw failed.err;
+    };
+    try {
+      return await retry(once, {
+        backoff: { baseMs: this.opts.retryBaseMs ?? 500, capMs: wait ? OUTAGE_PAUSE_CAP_MS : 30_000 },
+        retryable: (err, attempt) => !!failed && failed.err === err && failed.retryable && (attempt < attempts || waiting(wait)),
+        // The relay's own pause when it gave one; else the backoff's.
+        delayMs: () => {
+          if (failed!.limited && this.opts.gate) return this.opts.gate.remaining;
+          const hint = retryAfterMs(failed!.text);
+          return hint === undefined ? undefined : Math.min(30_000, hint);
+        },
+        onRetry: (attempt, _err, wait_ms) => {
+          this.metrics.retries++;
+          this.log.info({ evt: "relay.http_retry", path, status: failed!.err.status, wait_ms, attempt }, "relay HTTP call will be retried");
+          if (attempt >= attempts) wait?.onOutage?.(failed!.err.message);
+        },
+      });
+    } catch (err) {
+      if (failed?.err === err) this.metrics.failures++;
+      throw err;
     }
-    this.metrics.failures++;
-    throw lastErr!;
   }
 }
 

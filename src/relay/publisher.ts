@@ -9,7 +9,8 @@
  * publish with retry (relay/publish.ts) → when the `OK` was lost, ask the relay whether it
  * stored the event (relay/confirm.ts) → count and log. Its deadline is the relay client's:
  * `relay.publish_timeout` per attempt, four attempts, a rate limit waited out for at most
- * 10 min. A `once` publish (typing, presence, fire-and-forget signals) is one attempt and
+ * 10 min; an agent's buzz tool call adds its turn as a `wait` (relay/outage.ts), and the
+ * relay client keeps trying through an outage until that turn is over. A `once` publish (typing, presence, fire-and-forget signals) is one attempt and
  * never confirmed: the next one replaces it.
  */
 import type { Event, EventTemplate, VerifiedEvent } from "nostr-tools";
@@ -18,12 +19,15 @@ import { KIND } from "../nostr/kinds.js";
 import type { RelayClient } from "./client.js";
 import { publishConfirmed } from "./confirm.js";
 import type { PublishOutcome, PublishStatus } from "./outcome.js";
+import type { OutageWait } from "./outage.js";
 
 export interface PublishCallOptions {
   /** Runs between signing and publishing; a throw publishes nothing. */
   beforePublish?(ev: Event): Promise<void>;
   /** One attempt, no confirmation read: a signal the next one replaces. */
   once?: boolean;
+  /** Wait out a relay outage until this ends (relay/outage.ts); default none. */
+  wait?: OutageWait;
 }
 
 export interface PublisherOptions {
@@ -53,12 +57,12 @@ export class Publisher {
     return { event, outcome: await this.publish(event, opts) };
   }
 
-  /** Publishes an event signed already (the buzz tools re-send the same event through a relay outage). */
-  async publish(ev: Event, opts: Pick<PublishCallOptions, "once"> = {}): Promise<PublishOutcome> {
+  /** Publishes an event signed already (the buzz tools sign first: a reply's id is known before it goes). */
+  async publish(ev: Event, opts: Pick<PublishCallOptions, "once" | "wait"> = {}): Promise<PublishOutcome> {
     const { relay, logger } = this.o;
     const outcome = opts.once
       ? await relay.publish(ev, { attempts: 1 })
-      : await publishConfirmed({ publish: (e) => relay.publish(e), query: (f) => relay.query(f) }, ev, logger);
+      : await publishConfirmed({ publish: (e, o) => relay.publish(e, o), query: (f) => relay.query(f) }, ev, logger, opts.wait);
     this.o.onDone?.(ev.kind, outcome.status);
     const line = {
       evt: "publish.done",

@@ -5,9 +5,9 @@
  *
  * A relay outage is waited out, not reported: a read or a publish that fails because the
  * relay cannot be reached is tried again (the same signed event, which the relay takes
- * once) until it goes through or the turn that asked is over (`turnOver`). An agent told
- * "fetch failed" three seconds into an outage would give up and post its error instead of
- * its answer.
+ * once) until it goes through or the turn that asked is over (`turnOver`). The relay client
+ * does the trying (relay/outage.ts); the turn is its limit. An agent told "fetch failed"
+ * three seconds into an outage would give up and post its error instead of its answer.
  */
 import type { Event, EventTemplate } from "nostr-tools";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
@@ -18,10 +18,10 @@ import { contentTooLong, tooManyMessages } from "../contract/limits.js";
 import type { BuzzToolHandlers } from "../link/index.js";
 import type { BuzzToolArgs } from "../contract/buzz-tools.js";
 import { tagValue, tagValues } from "../base/tags.js";
-import { Backoff, sleep } from "../base/backoff.js";
 import type { Logger } from "../base/log.js";
 import { isRelayOutage } from "../relay/errors.js";
 import type { RelayPort } from "../relay/port.js";
+import type { OutageWait } from "../relay/outage.js";
 
 /** The channel's messages as the tools read them: chat, and a forum's posts and comments. */
 const MESSAGE_KINDS = [KIND.message, ...FORUM_KINDS];
@@ -82,9 +82,6 @@ export interface TurnBinding {
   hold?(post: () => Promise<unknown>): string | undefined;
 }
 
-/** Pauses between tries while the relay is away: 1 s growing to 5 s (the client reconnects on its own pacing). */
-const OUTAGE_RETRY = { baseMs: 1000, capMs: 5000 };
-
 const OK_STATUSES = new Set(["accepted", "duplicate"]);
 /** Publish outcomes that mean the relay was not there to answer. */
 const OUTAGE_STATUSES = new Set(["disconnected", "timeout"]);
@@ -116,55 +113,55 @@ export function createBuzzTools(opts: BuzzToolsOptions): BuzzToolHandlers {
     return { ok: true };
   };
 
-  /** Runs `op` until it stops failing for an outage (`outage`), or the turn is over. */
-  const throughOutage = async <T>(
-    what: string,
-    op: () => Promise<T>,
-    outage: (r: { ok: T } | { err: unknown }) => string | undefined,
-  ): Promise<T> => {
-    const over = opts.turnOver?.();
-    const backoff = new Backoff(OUTAGE_RETRY);
-    const started = Date.now();
-    let waiting = false;
-    for (;;) {
-      const r = await op().then(
-        (ok) => ({ ok }),
-        (err: unknown) => ({ err }),
-      );
-      const reason = outage(r);
-      if (!reason || !over || over.aborted) {
-        if (waiting)
-          opts.logger?.info(
-            { evt: "link.relay_back", tool: what, waited_ms: Date.now() - started, ok: !reason },
-            reason ? "gave up waiting for the relay: the turn is over" : "the relay answered again",
-          );
-        if ("err" in r)
-          throw reason && waiting ? new BuzzToolError(`${what}: the relay was unreachable until the turn ended (${reason})`) : r.err;
-        return r.ok;
-      }
-      if (!waiting)
+  /**
+   * The wait a call may spend on a relay outage: its turn (`turnOver`), kept by the relay
+   * client's own retries. `link.relay_wait` and `link.relay_back` bracket the wait.
+   */
+  const outageWait = (tool: string) => {
+    const until = opts.turnOver?.();
+    let since: number | undefined;
+    const wait: OutageWait | undefined = until && {
+      until,
+      onOutage: (reason) => {
+        if (since !== undefined) return;
+        since = Date.now();
         opts.logger?.warn(
-          { evt: "link.relay_wait", tool: what, reason },
+          { evt: "link.relay_wait", tool, reason },
           "the relay cannot be reached; the tool call waits for it (bounded by the turn)",
         );
-      waiting = true;
-      await sleep(backoff.next(), over);
-    }
+      },
+    };
+    /** The call is over: `reason` when it ended on an outage still. */
+    const over = (reason: string | undefined) => {
+      if (since === undefined) return;
+      opts.logger?.info(
+        { evt: "link.relay_back", tool, waited_ms: Date.now() - since, ok: !reason },
+        reason ? "gave up waiting for the relay: the turn is over" : "the relay answered again",
+      );
+    };
+    return { wait, over, waited: () => since !== undefined };
   };
 
   const relay: Pick<RelayPort, "query"> & { publish(ev: Event): Promise<{ status: string; reason?: string }> } = {
-    query: (filters) =>
-      throughOutage(
-        "read",
-        () => opts.relay.query(filters),
-        (r) => ("err" in r && isRelayOutage(r.err) ? (r.err as Error).message : undefined),
-      ),
-    publish: (ev) =>
-      throughOutage(
-        "publish",
-        () => opts.relay.publish(ev),
-        (r) => ("ok" in r && OUTAGE_STATUSES.has(r.ok.status) ? `${r.ok.status}${r.ok.reason ? `: ${r.ok.reason}` : ""}` : undefined),
-      ),
+    async query(filters) {
+      const w = outageWait("read");
+      try {
+        const events = await opts.relay.query(filters, w.wait);
+        w.over(undefined);
+        return events;
+      } catch (err) {
+        const reason = isRelayOutage(err) ? (err as Error).message : undefined;
+        w.over(reason);
+        if (reason && w.waited()) throw new BuzzToolError(`read: the relay was unreachable until the turn ended (${reason})`);
+        throw err;
+      }
+    },
+    async publish(ev) {
+      const w = outageWait("publish");
+      const out = await opts.relay.publish(ev, w.wait);
+      w.over(OUTAGE_STATUSES.has(out.status) ? `${out.status}${out.reason ? `: ${out.reason}` : ""}` : undefined);
+      return out;
+    },
   };
 
   /** Fetches an event and proves it belongs to this channel. */

@@ -5,7 +5,7 @@
  * a lease period it gives up (the turn fails and is retried), since in a fleet another
  * daemon may hold the scope by then. A lost lease gives up at once.
  */
-import { Backoff, sleep } from "../base/backoff.js";
+import { retry } from "../base/retry.js";
 import type { Logger } from "../base/log.js";
 import { LeaseLostError } from "../queue/errors.js";
 import { FLEET_LEASE_MS } from "../queue/pg-leases.js";
@@ -14,16 +14,13 @@ export function recordReplyDurably(
   record: (turnId: number, eventId: string) => Promise<void>,
   log: Logger,
 ): (turnId: number, eventId: string) => Promise<void> {
-  return async (turnId, eventId) => {
-    // One lease period: past it another daemon may hold the scope.
-    const deadline = Date.now() + FLEET_LEASE_MS;
-    const backoff = new Backoff({ baseMs: 250, capMs: 5000, jitter: 0 });
-    for (;;) {
-      try {
-        return await record(turnId, eventId);
-      } catch (err) {
-        const delay = backoff.next();
-        if (err instanceof LeaseLostError || Date.now() + delay > deadline) throw err;
+  return (turnId, eventId) =>
+    retry(() => record(turnId, eventId), {
+      backoff: { baseMs: 250, capMs: 5000, jitter: 0 },
+      // One lease period: past it another daemon may hold the scope.
+      deadline: Date.now() + FLEET_LEASE_MS,
+      retryable: (err) => !(err instanceof LeaseLostError),
+      onRetry: (_attempt, err, delay) =>
         log.warn(
           {
             evt: "state.record_retry",
@@ -33,9 +30,6 @@ export function recordReplyDurably(
             retry_ms: delay,
           },
           "cannot record the reply before publishing it; waiting for the state store",
-        );
-        await sleep(delay);
-      }
-    }
-  };
+        ),
+    });
 }

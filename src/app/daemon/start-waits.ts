@@ -5,7 +5,7 @@
  * of exiting; a stop signal (`signal`) ends the wait, and a refusal that waiting cannot
  * change ends the start.
  */
-import { Backoff, sleep } from "../../base/backoff.js";
+import { retry } from "../../base/retry.js";
 import type { Logger } from "../../base/log.js";
 import { npub } from "../../config/keys.js";
 import { PostgresStore } from "../../queue/pg-store.js";
@@ -23,8 +23,6 @@ export class StartAbortedError extends Error {
   }
 }
 
-const startBackoff = () => new Backoff({ baseMs: 1000, capMs: 30_000, jitter: 0 });
-
 /**
  * Tries `attempt` until it succeeds. A failure `fatal` accepts is thrown as it is; any other
  * is reported through `onRetry` with the delay before the next try. An abort, seen before or
@@ -34,18 +32,16 @@ async function untilUp<T>(
   attempt: () => Promise<T>,
   o: { signal: AbortSignal; fatal?: (err: unknown) => boolean; onRetry: (err: unknown, delayMs: number) => void },
 ): Promise<T> {
-  const backoff = startBackoff();
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (err) {
-      if (o.fatal?.(err)) throw err;
-      if (o.signal.aborted) throw new StartAbortedError(err);
-      const delay = backoff.next();
-      o.onRetry(err, delay);
-      await sleep(delay, o.signal);
-      if (o.signal.aborted) throw new StartAbortedError(err);
-    }
+  try {
+    return await retry(attempt, {
+      backoff: { baseMs: 1000, capMs: 30_000, jitter: 0 },
+      signal: o.signal,
+      retryable: (err) => !o.fatal?.(err),
+      onRetry: (_attempt, err, delay) => o.onRetry(err, delay),
+    });
+  } catch (err) {
+    if (o.signal.aborted && !o.fatal?.(err)) throw new StartAbortedError(err);
+    throw err;
   }
 }
 

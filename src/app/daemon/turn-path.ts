@@ -128,8 +128,8 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     scheduler,
     relay: {
       sign: (t) => p.publisher.sign(t),
-      publish: (ev) => p.publisher.publish(ev),
-      query: (f) => relay.query(f),
+      publish: (ev, wait) => p.publisher.publish(ev, { wait }),
+      query: (f, wait) => relay.query(f, wait),
       upload: (bytes, type) => uploadBlob({ relayOrigin: relay.http.origin, key: (t) => relay.sign(t) }, bytes, type),
       contentLimit: () => relay.contentLimit(),
     },
