@@ -33,7 +33,7 @@ export default {
     // relay → gate → queue: what is accepted, queued and joined to a running turn.
     "src/intake/intake.ts",
     // What a turn still has to answer, and the failure notice when it cannot.
-    "src/turn/answers.ts",
+    "src/turn/published-answers.ts",
     // Bridge-side stop gates and the proxy's hook fan-out and merge.
     "src/turn/stop-gates.ts",
     "src/proxy/hooks.ts",

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { directBuzzTools, type BuzzToolHandlers } from "../src/link/buzz-call.js";
-import { fileReadingPort } from "../src/proxy/buzz-tools.js";
+import { fileReadingPort } from "../src/proxy/buzz-tool-listing.js";
 import { sandboxedAttachmentReader } from "../src/proxy/attachment-reader.js";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";

@@ -17,7 +17,7 @@ import { startDevRelay } from "../src/devrelay/index.js";
 import { silentLogger } from "../src/base/log.js";
 import type { RelayPort } from "../src/relay/port.js";
 import { LinkServer } from "../src/link/index.js";
-import { createBuzzTools } from "../src/turn/buzz-tools.js";
+import { createBuzzTools } from "../src/turn/buzz-tool-handlers.js";
 import { LinkClient } from "../src/link/client.js";
 import { RawClient } from "../kit/raw-client.js";
 import { World, type DaemonProc } from "../kit/world.js";

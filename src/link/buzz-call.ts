@@ -5,9 +5,9 @@
  * session's handlers run it; every error message is one the agent can act on.
  */
 import type { z } from "zod";
-import { BUZZ_LINK_ARGS, BUZZ_TOOL_ARGS, type BuzzToolArgs, type BuzzToolName } from "../contract/buzz-tools.js";
+import { BUZZ_LINK_ARGS, BUZZ_TOOL_ARGS, type BuzzToolArgs, type BuzzToolName } from "../contract/buzz-tool-schemas.js";
 
-/** Implemented by the daemon per session, scoped to its channel (createBuzzTools, turn/buzz-tools.ts). */
+/** Implemented by the daemon per session, scoped to its channel (createBuzzTools, turn/buzz-tool-handlers.ts). */
 export interface BuzzToolHandlers {
   /** `queued` (and an empty event_id): held for a gate's approval (`hold_replies`), not posted yet. */
   sendMessage(a: BuzzToolArgs["send_message"]): Promise<{ event_id: string; queued?: string }>;

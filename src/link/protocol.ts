@@ -15,11 +15,11 @@ import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { ErrorCode, McpError, type Notification, type Request, type Result } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { SocketTransport } from "../base/line-transport.js";
-import type { BuzzToolName } from "../contract/buzz-tools.js";
+import type { BuzzToolName } from "../contract/buzz-tool-schemas.js";
 import type { HookFanout } from "../contract/hooks.js";
 
 export { LINK_ENV, LINK_TOKEN_ENV } from "../contract/proxy-entry.js";
-export type { BuzzToolName } from "../contract/buzz-tools.js";
+export type { BuzzToolName } from "../contract/buzz-tool-schemas.js";
 
 // Types, not interfaces: the SDK's Request takes params as an object with an index signature.
 export type HelloParams = {

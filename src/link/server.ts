@@ -13,7 +13,7 @@ import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { BUZZ_LINK_ARGS } from "../contract/buzz-tools.js";
+import { BUZZ_LINK_ARGS } from "../contract/buzz-tool-schemas.js";
 import { checkBuzzCall, dispatchBuzzTool, type BuzzToolHandlers } from "./buzz-call.js";
 import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";

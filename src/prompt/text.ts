@@ -138,7 +138,7 @@ export function cutForPrompt(text: string, eventId: string, max = MAX_MESSAGE_CH
 /**
  * `text` on one line: control characters and line breaks collapse to spaces; capped in
  * length. Plain text, not PromptText: `inline` puts it into a prompt, or `fence` with the
- * rest of a listing (prompt/attachments.ts).
+ * rest of a listing (prompt/attachment-listing.ts).
  */
 export function oneLine(text: string, max: number): string {
   const flat = text

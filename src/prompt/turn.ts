@@ -34,7 +34,7 @@ import {
   type AttachmentResolver,
   type MediaCapabilities,
   type ResolvedAttachment,
-} from "./attachments.js";
+} from "./attachment-listing.js";
 import { imetaOf } from "../nostr/imeta.js";
 import { buildStanding, channelLines, type StandingInput } from "./standing.js";
 import { settingsOf, type PromptSession, type SessionSettings } from "./session.js";

@@ -40,7 +40,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../base/log.js";
 import type { HookFanout } from "../contract/hooks.js";
-import { BUZZ_TOOLS, callBuzzTool, isBuzzTool, type BuzzToolPort } from "./buzz-tools.js";
+import { BUZZ_TOOLS, callBuzzTool, isBuzzTool, type BuzzToolPort } from "./buzz-tool-listing.js";
 import { buildCatalog, type Catalog } from "./catalog.js";
 import { errorResult } from "./call-errors.js";
 import { Downstream, type DownstreamWrap } from "./downstream.js";

@@ -2,7 +2,7 @@
  * send_message's attachments over the daemon's HTTP slot. The daemon never opens a path an
  * agent names (docs/conversations.md "Attachments"): the path is the agent's, seen through
  * its sandbox, and the daemon can read the key. So the files are read as the stdio proxy
- * reads them, where the agent's files are: by a short-lived reader (attachments-main.ts)
+ * reads them, where the agent's files are: by a short-lived reader (attachment-reader-main.ts)
  * started the way the session's MCP servers are, in the agent's sandbox and working
  * directory, which hands back their bytes. One process per send_message that attaches
  * something; none for one that does not.
@@ -11,10 +11,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { spawnWithPrivateNetwork, type PrivateNetwork } from "../agent/sandbox-net.js";
 import { sandboxSetupFailed } from "../agent/sandbox.js";
-import { MAX_REPLY_ATTACHMENTS } from "../contract/buzz-tools.js";
+import { MAX_REPLY_ATTACHMENTS } from "../contract/buzz-tool-schemas.js";
 import { downstreamEnv } from "./env.js";
 
-const MAIN = fileURLToPath(new URL("./attachments-main.js", import.meta.url));
+const MAIN = fileURLToPath(new URL("./attachment-reader-main.js", import.meta.url));
 
 export interface AttachmentReaderOptions {
   /** Puts a command into the agent's sandbox, in the session's working directory (identity when unsandboxed). */

@@ -13,7 +13,7 @@ import type { HookFanout } from "../contract/hooks.js";
 import { directBuzzTools, type BuzzToolHandlers } from "../link/buzz-call.js";
 import { Aggregator } from "./aggregator.js";
 import { sandboxedAttachmentReader } from "./attachment-reader.js";
-import { DEFAULT_ATTACHMENT_MAX_BYTES } from "./attachments.js";
+import { DEFAULT_ATTACHMENT_MAX_BYTES } from "./attachment-files.js";
 import { downstreamEnv } from "./env.js";
 import type { HttpEndpoint } from "./http-endpoint.js";
 import type { ProxyManifest } from "./manifest.js";

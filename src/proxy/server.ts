@@ -7,7 +7,7 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Logger } from "../base/log.js";
 import type { LinkClient } from "../link/client.js";
-import { fileReadingPort } from "./buzz-tools.js";
+import { fileReadingPort } from "./buzz-tool-listing.js";
 import { Aggregator } from "./aggregator.js";
 import type { Downstream } from "./downstream.js";
 import type { ProxyManifest } from "./manifest.js";

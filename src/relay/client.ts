@@ -8,7 +8,7 @@
  * limits shape the frame budget and the size replies are split at, its connection lifetime
  * makes the client replace its socket before the relay's deadline (lifetime.ts), and its
  * `self` is the only key whose workflow output may wake the agent. The identity's sockets
- * and its HTTP bridge share one frame budget and one rate-limit gate, as Buzz counts them
+ * and its HTTP bridge share one frame budget and one rate-limit pause, as Buzz counts them
  * in one bucket per key (docs/protocol.md §7).
  *
  * Events reach `on('event')` de-duplicated, shape- and id-checked and scoped to what we asked
@@ -24,7 +24,7 @@ import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
 import { newConnectionMetrics, RelayConnection, type ConnectionOptions, type ConnectionState } from "./connection.js";
 import { BUZZ_FRAME_QUOTA, FrameBudget, type FrameQuota } from "./frame-budget.js";
-import { RateGate } from "./rate-gate.js";
+import { RatePause } from "./rate-pause.js";
 import { RelayInfoSource } from "./nip11.js";
 import { LifetimePlanner } from "./lifetime.js";
 import { ShortLives } from "./short-lives.js";
@@ -125,7 +125,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   /** The socket in use; replaced before the relay's connection lifetime ends. */
   private conn: RelayConnection;
   private readonly budget: FrameBudget;
-  private readonly gate: RateGate;
+  private readonly gate: RatePause;
   private readonly connMetrics = newConnectionMetrics();
   /** Sockets the relay ends within moments are paced, while there is a frame quota to spare (short-lives.ts). */
   private readonly shortLives: ShortLives;
@@ -165,7 +165,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.configuredQuota = q === undefined ? BUZZ_FRAME_QUOTA : q;
     this.budget = new FrameBudget(shareOf(this.configuredQuota, opts.frameShare ?? 1));
     this.shortLives = new ShortLives(this.log, () => this.budget.current !== null);
-    this.gate = new RateGate(opts.connection?.defaultRateLimitMs);
+    this.gate = new RatePause(opts.connection?.defaultRateLimitMs);
     this.relayInfo = new RelayInfoSource({ url: opts.url, logger: this.log });
     this.relayInfo.onChange = (info) => this.adapt(info);
     this.planner = new LifetimePlanner({

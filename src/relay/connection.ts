@@ -4,7 +4,7 @@
  * with jittered backoff, ping/pong liveness, `rate-limited: … retry in Ns` honoured (from an
  * `OK false`, a `CLOSED` or a `NOTICE`), and publishes that await `OK`. Subscriptions are
  * registered as filter *functions* so every (re)send carries a fresh `since`. The frame
- * budget and the rate-limit gate may be shared with the identity's other sockets and its
+ * budget and the rate-limit pause may be shared with the identity's other sockets and its
  * HTTP bridge (Buzz counts them in one bucket). A socket the relay closes cleanly after a
  * working session (its connection lifetime) is replaced at once, not after a backoff; a
  * planned replacement is `recycle()` (at a quiet moment) or `retire()` (once its
@@ -26,7 +26,7 @@ import { LogThrottle } from "../base/log-throttle.js";
 import { DISCONNECTED, OkWaiters } from "./ok-waiters.js";
 import { outcomeFromOk, type PublishOutcome } from "./outcome.js";
 import { FrameBudget, priorityOfKind, type FramePriority, type FrameQuota, BUZZ_FRAME_QUOTA } from "./frame-budget.js";
-import { RateGate } from "./rate-gate.js";
+import { RatePause } from "./rate-pause.js";
 import { killNow, replyFaultFor } from "./faults.js";
 import { RelayQueryError } from "./errors.js";
 import { signEvent } from "../nostr/verify.js";
@@ -59,8 +59,8 @@ export interface ConnectionOptions {
   frameQuota?: FrameQuota | null;
   /** A budget shared with the identity's other sockets and its HTTP calls; the owner stops it. */
   budget?: FrameBudget;
-  /** A rate-limit gate shared likewise. */
-  gate?: RateGate;
+  /** A rate-limit pause shared likewise. */
+  gate?: RatePause;
   /** Counters shared across the sockets a client replaces one by one. */
   metrics?: ConnectionMetrics;
   /** The pacing of sockets the relay ends within moments, shared by the client's sockets (short-lives.ts). */
@@ -159,7 +159,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
   private readonly eventsInFlight = new Set<string>();
   /** Test-only (./faults.ts): OKs to drop as if lost on the wire. */
   private swallowOk = new Set<string>();
-  private readonly gate: RateGate;
+  private readonly gate: RatePause;
   private readonly ownsGate: boolean;
   readonly budget: FrameBudget;
   private readonly ownsBudget: boolean;
@@ -187,7 +187,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     this.backoff = new Backoff(opts.backoff);
     this.metrics = opts.metrics ?? newConnectionMetrics();
     this.ownsGate = !opts.gate;
-    this.gate = opts.gate ?? new RateGate(opts.defaultRateLimitMs);
+    this.gate = opts.gate ?? new RatePause(opts.defaultRateLimitMs);
     this.ownsBudget = !opts.budget;
     this.budget = opts.budget ?? new FrameBudget(opts.frameQuota === undefined ? BUZZ_FRAME_QUOTA : opts.frameQuota);
   }

@@ -13,7 +13,7 @@
  *            the window free for replies still to come
  *   signal   typing and presence: sent only while half the window is free, else dropped
  *
- * A `rate-limited` answer from the relay still pauses sending (RateGate): this budget only
+ * A `rate-limited` answer from the relay still pauses sending (RatePause): this budget only
  * keeps us from earning one.
  */
 export type FramePriority = "control" | "durable" | "reaction" | "signal";

@@ -18,7 +18,7 @@ import { RelayHttpError } from "./errors.js";
 import { nip98Header } from "../nostr/nip98.js";
 import { eventShapeProblem } from "../nostr/validate.js";
 import type { FrameBudget } from "./frame-budget.js";
-import type { RateGate } from "./rate-gate.js";
+import type { RatePause } from "./rate-pause.js";
 
 export interface RelayHttpOptions {
   /** The relay's WebSocket URL; the HTTP origin is derived from it (ws→http, wss→https). */
@@ -33,8 +33,8 @@ export interface RelayHttpOptions {
   timeoutMs?: number;
   /** The identity's shared frame budget; every call takes a slot. */
   budget?: FrameBudget;
-  /** The identity's shared rate-limit gate. */
-  gate?: RateGate;
+  /** The identity's shared rate-limit pause. */
+  gate?: RatePause;
 }
 
 export class RelayHttp {

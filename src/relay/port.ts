@@ -1,5 +1,5 @@
 /**
- * The little a turn and the agent's buzz tools (turn/buzz-tools.ts) need of the relay:
+ * The little a turn and the agent's buzz tools (turn/buzz-tool-handlers.ts) need of the relay:
  * reads, and publishes through the daemon's one publisher (publisher.ts). The daemon plugs
  * in the real ones; tests plug in a socket of their own.
  */

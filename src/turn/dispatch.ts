@@ -2,7 +2,7 @@
  * Turns a queued batch into a turn: finds (or opens) the scope's agent session with its
  * proxy link (`sessions.ts`), builds the prompt, runs the turn (`run.ts`) and reports the
  * outcome to the queue. A heartbeat turn (`heartbeat-turn.ts`) is started here too. The
- * turns in flight are kept in `running.ts`, what each has answered in `answers.ts`.
+ * turns in flight are kept in `running.ts`, what each has answered in `published-answers.ts`.
  */
 import type { Event } from "nostr-tools";
 import type { AgentPool, TurnUsage } from "../agent/index.js";
@@ -13,12 +13,12 @@ import { policyFor } from "../config/schema.js";
 import type { LinkServer } from "../link/index.js";
 import type { RelayPort } from "../relay/port.js";
 import { TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
-import type { AttachmentResolver } from "../prompt/attachments.js";
+import type { AttachmentResolver } from "../prompt/attachment-listing.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../buzz/directory.js";
 import { message, PROGRESS_TAG, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
 import { holdNotice, providerStep } from "./provider-failure.js";
-import { Answers, anchorOf } from "./answers.js";
+import { Answers, anchorOf } from "./published-answers.js";
 import { turnAsking } from "./asking.js";
 import { QuestionDesk } from "./questions.js";
 import { ProgressNote } from "./progress.js";
@@ -49,7 +49,7 @@ export interface DispatcherDeps {
   /** The channel as the turn should see it (name, description, type); may re-read metadata. */
   channel(id: string): ChannelInfo | undefined | Promise<ChannelInfo | undefined>;
   displayName(pubkey: string): Promise<string | undefined>;
-  /** Downloads the files the turn's messages attach (turn/attachments.ts); without it they are only listed. */
+  /** Downloads the files the turn's messages attach (turn/attachment-downloads.ts); without it they are only listed. */
   attachments?: AttachmentResolver;
   /** Display names of several pubkeys in one look-up (a prompt's people). */
   displayNames(pubkeys: string[]): Promise<ReadonlyMap<string, string | undefined>>;

@@ -15,7 +15,7 @@ import type { Logger } from "../base/log.js";
 import type { Config } from "../config/schema.js";
 import { isolationFor, policyFor } from "../config/schema.js";
 import { manifestFromConfig, type LinkServer } from "../link/index.js";
-import { createBuzzTools } from "./buzz-tools.js";
+import { createBuzzTools } from "./buzz-tool-handlers.js";
 import type { RelayPort } from "../relay/port.js";
 import { buildStanding, PromptSession, type StandingInput } from "../prompt/index.js";
 import type { ChannelInfo } from "../buzz/directory.js";

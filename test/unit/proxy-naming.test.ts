@@ -71,7 +71,7 @@ test("downstream env: allow-list plus configured env, never keys or the link tok
 test("the catalog caps the union at 128 tools, keeping hooks and built-ins, and merges hooks", async () => {
   const { buildCatalog } = await import("../../src/proxy/catalog.js");
   const { Downstream } = await import("../../src/proxy/downstream.js");
-  const { BUZZ_TOOLS } = await import("../../src/proxy/buzz-tools.js");
+  const { BUZZ_TOOLS } = await import("../../src/proxy/buzz-tool-listing.js");
   const { silentLogger } = await import("../../src/base/log.js");
   const logger = silentLogger();
   const mk = (name: string, tools: string[], prefix = true) => {
@@ -107,7 +107,7 @@ test("the catalog caps the union at 128 tools, keeping hooks and built-ins, and 
 test("the catalog returns what the naming rules changed, in the order met: renamed tools, invalid hooks, dropped tools", async () => {
   const { buildCatalog } = await import("../../src/proxy/catalog.js");
   const { Downstream } = await import("../../src/proxy/downstream.js");
-  const { BUZZ_TOOLS } = await import("../../src/proxy/buzz-tools.js");
+  const { BUZZ_TOOLS } = await import("../../src/proxy/buzz-tool-listing.js");
   const { silentLogger } = await import("../../src/base/log.js");
   const logger = silentLogger();
   const mk = (name: string, tools: string[]) => {

@@ -10,10 +10,10 @@ import assert from "node:assert/strict";
 import { finalizeEvent, type Event, type EventTemplate } from "nostr-tools";
 import { answeredBy, message, replyRefFor, threadRootOf } from "../../src/nostr/events.js";
 import { KIND } from "../../src/nostr/kinds.js";
-import { createBuzzTools } from "../../src/turn/buzz-tools.js";
+import { createBuzzTools } from "../../src/turn/buzz-tool-handlers.js";
 import { TurnSignals } from "../../src/turn/signals.js";
 import { matchFilter } from "nostr-tools/filter";
-import { Answers } from "../../src/turn/answers.js";
+import { Answers } from "../../src/turn/published-answers.js";
 import type { Batch } from "../../src/queue/index.js";
 import { agent, teammate, CHANNEL, mention, fromWire, captureLogger } from "../../kit/queue-helpers.js";
 

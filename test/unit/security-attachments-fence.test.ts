@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { promptToClaude } from "@agentclientprotocol/claude-agent-acp/dist/acp-agent.js";
 import { startDevRelay, type DevRelay } from "../../src/devrelay/index.js";
 import { MediaFetcher } from "../../src/buzz/media-fetch.js";
-import { TurnAttachments } from "../../src/turn/attachments.js";
+import { TurnAttachments } from "../../src/turn/attachment-downloads.js";
 import { TurnPromptBuilder } from "../../src/prompt/turn.js";
 import { PromptSession } from "../../src/prompt/session.js";
 import { scopeOf } from "../../src/queue/scope.js";

@@ -1,5 +1,5 @@
 /**
- * src/turn/answers.ts in process: what a turn that ran before still has to answer (asked of
+ * src/turn/published-answers.ts in process: what a turn that ran before still has to answer (asked of
  * the relay, since a reply can land without being recorded), how what a turn publishes is
  * recorded, and the failure notices of a turn that failed for good — one per thread still
  * without an answer. The relay and the publisher are small in-process stand-ins.
@@ -7,7 +7,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { finalizeEvent, generateSecretKey, getPublicKey, type Event, type EventTemplate, type Filter } from "nostr-tools";
-import { Answers, anchorOf } from "../../src/turn/answers.js";
+import { Answers, anchorOf } from "../../src/turn/published-answers.js";
 import type { Batch } from "../../src/queue/index.js";
 import { KIND } from "../../src/nostr/kinds.js";
 import { message, replyRefFor, threadRootOf } from "../../src/nostr/events.js";

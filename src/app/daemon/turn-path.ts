@@ -27,7 +27,7 @@ import { verifyWake } from "../../nostr/workflow.js";
 import { Amendments } from "../../intake/amend.js";
 import { controlActions } from "../../intake/control-actions.js";
 import { TurnDispatcher } from "../../turn/dispatch.js";
-import { TurnAttachments } from "../../turn/attachments.js";
+import { TurnAttachments } from "../../turn/attachment-downloads.js";
 import { redactTitle, type RedactOptions } from "../../turn/redact-title.js";
 import { MediaFetcher } from "../../buzz/media-fetch.js";
 import { uploadBlob } from "../../buzz/media-upload.js";

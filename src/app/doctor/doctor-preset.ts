@@ -15,7 +15,7 @@ import { cliPath } from "../../base/cli-path.js";
 import { silentLogger } from "../../base/log.js";
 import { resolveAgentCommand } from "../../config/agent-command.js";
 import type { LoadedConfig } from "../../config/load.js";
-import { BUZZ_TOOL_NAMES } from "../../contract/buzz-tools.js";
+import { BUZZ_TOOL_NAMES } from "../../contract/buzz-tool-schemas.js";
 import { PROXY_SERVER_NAME } from "../../contract/proxy-entry.js";
 import { LinkServer } from "../../link/server.js";
 import { presetFor, type Preset } from "../../presets/index.js";

@@ -13,7 +13,7 @@ import { npub } from "../../config/keys.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { channelSelected, policyFor, type Config } from "../../config/schema.js";
 import { startDevRelay, type DevRelay } from "../../devrelay/index.js";
-import { BUZZ_TOOLS } from "../../contract/buzz-tools.js";
+import { BUZZ_TOOLS } from "../../contract/buzz-tool-schemas.js";
 import { buildCatalog } from "../../proxy/catalog.js";
 import { Downstream } from "../../proxy/downstream.js";
 import { manifestFromConfig } from "../../contract/manifest.js";

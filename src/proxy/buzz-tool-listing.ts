@@ -5,9 +5,9 @@
  * everything to the session's channel.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { BUZZ_TOOL_NAMES, type BuzzToolName } from "../contract/buzz-tools.js";
+import { BUZZ_TOOL_NAMES, type BuzzToolName } from "../contract/buzz-tool-schemas.js";
 import { contentTooLong } from "../contract/limits.js";
-import { readAttachments } from "./attachments.js";
+import { readAttachments } from "./attachment-files.js";
 import { errorResult } from "./call-errors.js";
 
 /** Where a built-in tool call goes: the link client, or the daemon's own handlers. Errors carry the message the agent reads. */
@@ -16,7 +16,7 @@ export interface BuzzToolPort {
 }
 
 /** Listed as the contract generates them from the daemon's argument schemas. */
-export { BUZZ_TOOLS } from "../contract/buzz-tools.js";
+export { BUZZ_TOOLS } from "../contract/buzz-tool-schemas.js";
 
 const NAMES = new Set<string>(BUZZ_TOOL_NAMES);
 

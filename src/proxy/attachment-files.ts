@@ -1,6 +1,6 @@
 /**
  * send_message's `attachments` (paths) read into `files` (bytes), where the agent's files
- * are: in the stdio proxy, which the agent started (buzz-tools.ts), or for the daemon's
+ * are: in the stdio proxy, which the agent started (buzz-tool-listing.ts), or for the daemon's
  * HTTP slot in a short-lived reader run in the agent's sandbox (attachment-reader.ts). The
  * daemon itself never opens a path an agent names.
  */

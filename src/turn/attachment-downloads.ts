@@ -17,7 +17,7 @@ import { formatBytes } from "../config/size.js";
 import type { MediaFetcher } from "../buzz/media-fetch.js";
 import { attachmentClass, imageTypeOf, textOf } from "../buzz/media-sniff.js";
 import { imetaOf, type Imeta } from "../nostr/imeta.js";
-import type { AttachmentOutcome, AttachmentResolver, MediaCapabilities, ResolvedAttachment } from "../prompt/attachments.js";
+import type { AttachmentOutcome, AttachmentResolver, MediaCapabilities, ResolvedAttachment } from "../prompt/attachment-listing.js";
 
 /** Text files are read whole into the prompt: beyond this they would crowd out the rest. */
 export const MAX_TEXT_BYTES = 256 * 1024;

@@ -1,7 +1,7 @@
 /**
  * The built-in buzz tools as both sides of the link see them: their names, the zod schemas
  * the daemon validates their arguments with (link/server.ts), and the JSON Schemas the proxy
- * lists to the agent (proxy/buzz-tools.ts), generated from those same zod schemas so the
+ * lists to the agent (proxy/buzz-tool-listing.ts), generated from those same zod schemas so the
  * agent is shown what the daemon accepts. Part of the daemon↔proxy contract.
  *
  * Two limits of JSON Schema, both on the lenient side (the daemon refuses these with a

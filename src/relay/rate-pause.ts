@@ -7,7 +7,7 @@
  */
 import { retryAfterMs } from "../base/backoff.js";
 
-export class RateGate {
+export class RatePause {
   private until = 0;
   private deferred = new Map<string, () => void>();
   private timer: NodeJS.Timeout | undefined;

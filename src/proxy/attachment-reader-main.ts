@@ -4,7 +4,7 @@
  * argument, already checked), stdout `{ "files": [...] }` or `{ "error": "..." }`. It reads
  * what the agent itself could read, nothing more.
  */
-import { readAttachments } from "./attachments.js";
+import { readAttachments } from "./attachment-files.js";
 
 const chunks: Buffer[] = [];
 for await (const chunk of process.stdin) chunks.push(chunk as Buffer);

@@ -3,7 +3,7 @@
  * is listed — name, type, size, url — with what became of it: given to the agent below as
  * an image or a text file, or not, and why. Names, descriptions, types, sizes and urls are
  * all written by the poster, so the listing goes inside the untrusted fence. The files
- * given below carry only what the bridge made of them (src/turn/attachments.ts): their uri
+ * given below carry only what the bridge made of them (src/turn/attachment-downloads.ts): their uri
  * is `attachment://<sha256>`, their type the one their bytes show.
  */
 import type { Event } from "nostr-tools";
