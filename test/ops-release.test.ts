@@ -2,8 +2,9 @@
  * The release as a user gets it: `npm pack` of this checkout, then `npm install -g` of the
  * tarball into an empty prefix on a machine with only Node (24, and 22 at its minimum
  * 22.13 where .ci/run names one in BUZZ_BRIDGE_NODE22), then `buzz-bridge --version` and
- * `buzz-bridge demo` from that prefix. No native module may need building (SQLite is
- * node:sqlite), and no agent CLI rides along as a runtime dependency.
+ * `buzz-bridge demo` from that prefix, and the README's quick start walked with that
+ * `buzz-bridge` alone on PATH. No native module may need building (SQLite is node:sqlite),
+ * and no agent CLI rides along as a runtime dependency.
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -13,6 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { REPO } from "../kit/world.js";
 import { needs } from "./fixtures/ci.js";
+import { walkQuickStart } from "./fixtures/quickstart.js";
 
 const VERSION = (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string }).version;
 /** Agent CLIs the presets start: the operator installs the one they use, the package never brings them. */
@@ -119,6 +121,20 @@ for (const [label, node, need] of [
     ])
       assert.ok(demo.stdout.includes(line), `${line}\n${demo.stdout}`);
     assert.doesNotMatch(demo.stderr, /ExperimentalWarning|NODE_MODULE_VERSION/);
+  });
+
+  test(`${label}: the README's quick start, steps 2 to 6, from the installed package alone`, {
+    skip: need?.skip ?? false,
+    timeout: 600_000,
+  }, async () => {
+    need?.assertPresent();
+    const prefix = join(tmp, `prefix-${label.split(" ")[1]}`);
+    assert.ok(existsSync(join(prefix, "bin", "buzz-bridge")), "installed by the test before");
+    const home = join(prefix, "quickstart-home");
+    mkdirSync(home, { recursive: true });
+    const env = { ...machineEnv, ...npmEnv, PATH: `${join(prefix, "bin")}:${dirname(node)}:${npmBin}:/usr/bin:/bin`, TMPDIR: home };
+    // Outside the checkout, so nothing of it is on the way.
+    await walkQuickStart({ home, env, cwd: home });
   });
 }
 
