@@ -58,7 +58,8 @@ test("a member's words planted in an attachment's url and type reach the agent o
   const block = report.split("\n").find((l) => l.startsWith("block: resource"));
   assert.ok(block, report);
   assert.equal(block, `block: resource text/plain ${LOG.length} chars first line "build failed at step 3" uri attachment://${log.sha256}`);
-  const listed = report.split("\n").find((l) => l.startsWith("listed: 1."));
+  // The planted words are in this message's listing, inside the fence (earlier messages' listings come before it).
+  const listed = report.split("\n").find((l) => l.startsWith("listed: ") && l.includes(planted));
   assert.ok(listed?.includes("given to you below as a text file"), report);
 });
 
