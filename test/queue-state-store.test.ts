@@ -170,7 +170,8 @@ for (const name of BACKENDS) {
     });
 
     t("a failed turn is retried after its backoff with what it published known, then gives up with one failure notice", async (p) => {
-      const q = await p.open({ backoff: { baseMs: 150, factor: 2, maxMs: 300 } });
+      // A backoff long enough that the first retry is still waiting when the depth is read, on a loaded machine too.
+      const q = await p.open({ backoff: { baseMs: 1000, factor: 2, maxMs: 2000 } });
       const ev = fromWire(mention(owner, "flaky"));
       await q.scheduler.accept(ev, CHANNEL);
       let b = await q.next();
@@ -187,7 +188,7 @@ for (const name of BACKENDS) {
       await q.idle();
       assert.deepEqual(
         q.lines.filter((l) => l.evt === "queue.turn_retry").map((l) => l.retry_in_ms),
-        [150, 300],
+        [1000, 2000],
         "paced by the backoff",
       );
       assert.equal(q.failures.length, 1);
