@@ -106,16 +106,32 @@ async function collect(pid: number): Promise<void> {
   await sleep(1000);
 }
 
-/** The V8 heap's committed size by space (its `/metrics`), in MiB: new (the young generation) and the rest. */
-async function heapSpacesMiB(metricsUrl: string): Promise<{ new_space: number; other_spaces: number }> {
+/**
+ * The V8 heap's committed size by space (its `/metrics`), in MiB: new (the young generation),
+ * old, code, trusted (bytecode and other data V8 keeps apart from the JS objects), large
+ * objects, and all spaces but new together.
+ */
+async function heapSpacesMiB(metricsUrl: string): Promise<{
+  new_space: number;
+  old_space: number;
+  code_space: number;
+  trusted_space: number;
+  large_object: number;
+  other_spaces: number;
+}> {
   const text = await (await fetch(metricsUrl)).text();
-  let young = 0;
-  let rest = 0;
-  for (const m of text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)/gm)) {
-    if (m[1] === "new") young += Number(m[2]);
-    else rest += Number(m[2]);
-  }
-  return { new_space: round(young / 1048576), other_spaces: round(rest / 1048576) };
+  const by: Record<string, number> = {};
+  for (const m of text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)/gm)) by[m[1]!] = Number(m[2]);
+  const mib = (...spaces: string[]) => round(spaces.reduce((n, s) => n + (by[s] ?? 0), 0) / 1048576);
+  const rest = Object.keys(by).filter((s) => s !== "new");
+  return {
+    new_space: mib("new"),
+    old_space: mib("old"),
+    code_space: mib("code", "code_large_object"),
+    trusted_space: mib("trusted", "trusted_large_object", "shared_trusted", "shared_trusted_large_object"),
+    large_object: mib("large_object", "new_large_object", "shared_large_object"),
+    other_spaces: mib(...rest),
+  };
 }
 
 /** The daemon's V8 heap in use (its `/metrics`), to tell a leak from RSS headroom. */
@@ -141,13 +157,18 @@ export interface BusyResult {
   daemon_rss_idle_after_gc_mib: number;
   daemon_rss_after_events_after_gc_mib: number;
   daemon_heap_used_idle_mib: number;
-  /** The idle RSS (as is) split: pages of the node executable, of other files (libc, SQLite's addon), anonymous memory. */
+  /** The idle RSS (as is) split: pages of the node executable, of other files (libc, libstdc++), anonymous memory. */
   daemon_rss_idle_node_binary_mib: number;
   daemon_rss_idle_other_files_mib: number;
   daemon_rss_idle_anonymous_mib: number;
   /** Of the anonymous memory: V8's young generation and its other spaces (committed), and the rest (native: malloc). */
   daemon_v8_new_space_idle_mib: number;
   daemon_v8_other_spaces_idle_mib: number;
+  /** The other spaces, the main ones on their own: old, code, trusted, large objects. */
+  daemon_v8_old_space_idle_mib: number;
+  daemon_v8_code_space_idle_mib: number;
+  daemon_v8_trusted_space_idle_mib: number;
+  daemon_v8_large_object_idle_mib: number;
   daemon_rss_idle_native_mib: number;
   daemon_heap_used_after_mib: number;
   subscriber_rss_idle_mib: number;
@@ -373,6 +394,10 @@ export async function benchBusy(mode: "denied" | "participation" = "denied"): Pr
       daemon_rss_idle_anonymous_mib: idleMap.anonymous,
       daemon_v8_new_space_idle_mib: idleSpaces.new_space,
       daemon_v8_other_spaces_idle_mib: idleSpaces.other_spaces,
+      daemon_v8_old_space_idle_mib: idleSpaces.old_space,
+      daemon_v8_code_space_idle_mib: idleSpaces.code_space,
+      daemon_v8_trusted_space_idle_mib: idleSpaces.trusted_space,
+      daemon_v8_large_object_idle_mib: idleSpaces.large_object,
       daemon_rss_idle_native_mib: round(idleMap.anonymous - idleSpaces.new_space - idleSpaces.other_spaces),
       daemon_heap_used_after_mib: heapAfter,
       subscriber_rss_idle_mib: subIdle,

@@ -12,6 +12,7 @@ import { nodeRefusal } from "./base/node-version.js";
 import { PACKAGE_VERSION, versionLine } from "./base/version.js";
 import { PROXY_SUBCOMMAND } from "./contract/proxy-entry.js";
 import { applyDaemonV8Settings } from "./app/http/v8-memory.js";
+import { applyDaemonMallocTuning } from "./app/http/malloc-tuning.js";
 
 export interface Command {
   summary: string;
@@ -22,7 +23,14 @@ export interface Command {
 }
 
 const commands: Record<string, Command> = {
-  run: { summary: "run the daemon", load: () => import("./app/commands/run-command.js"), prepare: () => void applyDaemonV8Settings() },
+  run: {
+    summary: "run the daemon",
+    load: () => import("./app/commands/run-command.js"),
+    prepare: () => {
+      applyDaemonMallocTuning(); // first: it may re-execute the process
+      applyDaemonV8Settings();
+    },
+  },
   check: { summary: "validate the config and print the effective settings", load: () => import("./app/commands/check-command.js") },
   doctor: { summary: "live self-check of relay, channels, agent and MCP servers", load: () => import("./app/commands/doctor-command.js") },
   agents: { summary: "the agent presets, which are installed, what each needs", load: () => import("./app/commands/agents-command.js") },

@@ -8,7 +8,7 @@
 import { retry } from "../../base/retry.js";
 import type { Logger } from "../../base/log.js";
 import { npub } from "../../config/keys.js";
-import { PostgresStore } from "../../queue/pg-store.js";
+import type { PostgresStore } from "../../queue/pg-store.js";
 import { QueueStoreError, StateRefusedError } from "../../queue/errors.js";
 import { refusalAdvice } from "../../relay/auth-advice.js";
 import type { ChannelInfo } from "../../buzz/directory.js";
@@ -91,6 +91,8 @@ export async function openFleetStoreAtStart(o: {
   signal: AbortSignal;
   logger: Logger;
 }): Promise<PostgresStore> {
+  // Loaded only here: a daemon on SQLite never loads the PostgreSQL client (bench figure 7).
+  const { PostgresStore } = await import("../../queue/pg-store.js");
   const store = await untilUp(() => PostgresStore.open({ url: o.url, identity: o.pubkey, schema: o.schema }), {
     signal: o.signal,
     fatal: (err) => !(err instanceof QueueStoreError) || err instanceof StateRefusedError,
