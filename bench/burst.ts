@@ -81,8 +81,8 @@ async function runBurst(wire: string[], dir: string) {
     sessionScope: config.agent.session_scope,
     maxConcurrent: config.agent.max_concurrent,
     confirmPublished: async (ids) => ids,
-    onRefused: (r) => void (refused += r.events.length),
   });
+  scheduler.on("refused", (r) => void (refused += r.events.length));
   const before = heapMiB();
   let accepted = 0;
   for (const s of wire) {

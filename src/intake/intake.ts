@@ -18,7 +18,6 @@ import { npub } from "../config/keys.js";
 import { channelOf, threadRootOf } from "../nostr/events.js";
 import { FORUM_KINDS, KIND } from "../nostr/kinds.js";
 import type { ActiveConversations } from "../gate/participation.js";
-import type { MidTurnMode } from "../config/schema.js";
 import type { Decision, Gate } from "../gate/index.js";
 import { ownerCommandOf } from "../gate/decide.js";
 import { storeUnavailable, type StoreUnavailable } from "../queue/errors.js";
@@ -26,7 +25,7 @@ import type { Scheduler } from "../queue/scheduler.js";
 import type { SqliteStore } from "../queue/sqlite-store.js";
 import type { Amendments } from "./amend.js";
 import type { TurnDispatcher } from "../turn/dispatch.js";
-import { midTurnHow } from "../turn/mid-turn.js";
+import { joinMidTurn } from "./mid-turn-join.js";
 
 export interface IntakeOptions {
   gate: Pick<Gate, "decide" | "recheck" | "act">;
@@ -267,7 +266,7 @@ export class Intake {
     // Also for an event the queue had (a replay, or in a fleet another daemon stored it
     // first): the daemon running the scope's turn may be this one, and only a waiting
     // event joins, once.
-    this.midTurn(ev, o.scheduler.scopeOf(ev, channel).key, decision.policy.mid_turn);
+    joinMidTurn(o, ev, o.scheduler.scopeOf(ev, channel).key, decision.policy.mid_turn);
   }
 
   /**
@@ -281,30 +280,5 @@ export class Intake {
     if (ev.kind !== KIND.message && !FORUM_KINDS.includes(ev.kind)) return;
     if (decision.action !== "accept" && ev.pubkey !== this.o.self) return;
     active.mark(threadRootOf(ev), channelOf(ev));
-  }
-
-  /**
-   * An accepted event whose scope has a turn running: under `mid_turn` steer/interrupt it
-   * joins that turn in the queue (durably) and goes to the agent now; otherwise it waits
-   * for the next turn, as every queued event does.
-   */
-  midTurn(ev: Event, scope: string, mode: MidTurnMode): void {
-    const turnId = this.o.scheduler.runningTurn(scope);
-    if (turnId === undefined) return;
-    const how = midTurnHow(mode, ev.pubkey === this.o.owner());
-    const dispatcher = this.o.dispatcher;
-    if (!how || !dispatcher.canTake(turnId, ev)) {
-      this.o.logger.debug(
-        { evt: "queue.mid_turn_queued", event: ev.id, turn: turnId, mode },
-        "message arrived mid-turn; it waits for the next turn",
-      );
-      return;
-    }
-    const at = Date.now();
-    this.o.scheduler.joinRunning(turnId, ev.id, () => {
-      if (!dispatcher.canTake(turnId, ev)) return false;
-      dispatcher.take(turnId, ev, how, at);
-      return true;
-    });
   }
 }

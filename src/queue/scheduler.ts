@@ -5,8 +5,13 @@
  * mid-turn steer), `agent.max_concurrent` turns at once, the scope with the oldest waiting
  * work first, caps per scope and in all whose refusals are announced, retries with backoff,
  * and a failure notice when a turn gives up. Every accepted event ends answered (complete),
- * failed with a notice (onFinalFailure), cancelled by the owner (cancel), refused with a
- * notice (onRefused) or deleted by its author (dropWaiting) — never silently gone.
+ * failed with a notice (`failed`), cancelled by the owner (cancel), refused with a notice
+ * (`refused`) or deleted by its author (dropWaiting) — never silently gone.
+ *
+ * The scheduler calls nothing above it: what it has to tell is emitted (SchedulerEvents) for
+ * whoever built it to act on, and what a batch's turn must do first (end a rotated scope's
+ * session) travels on the batch. The one question it asks, whether the relay stored a reply,
+ * is a port (`confirmPublished`) answered by the relay.
  *
  * A loop of passes does the work: each claims scopes with work while slots are free (a
  * scope is run only while its lease is held; on SQLite every lease is always this daemon's),
@@ -18,11 +23,12 @@
  * daemon's previous process — resumes its unfinished turn as a recovered retry; the replies
  * recorded for it are first confirmed with the relay, so what was published is not published
  * again. A daemon that cannot renew its leases for most of a lease period stops its turns
- * (`onLost`): by then another daemon may hold them.
+ * (`lost`): by then another daemon may hold them.
  *
  * Only scope keys and turn ids are held in memory; event bodies stay in the backend and are
  * read when a batch is prepared, so a burst costs rows, not memory.
  */
+import { EventEmitter } from "node:events";
 import type { Event } from "nostr-tools";
 import { Backoff } from "../base/backoff.js";
 import { retry } from "../base/retry.js";
@@ -58,21 +64,24 @@ export interface SchedulerOptions {
   backoff?: TurnRetryPacing;
   /** On a shared backend: look for work at least this often even without an arrival here. Default 1 s. */
   pollMs?: number;
-  /** Which of these event ids the relay has (the recorded replies of a turn about to run again). */
-  confirmPublished(ids: string[]): Promise<string[]>;
-  /** Events refused by a cap (announced by the daemon that accepted the event that crossed it). */
-  onRefused?(r: Refusal): void;
-  /** A turn failed for good: post a failure notice that mentions the requesters. */
-  onFinalFailure?(f: FinalFailure): void;
-  /** Batches are ready: call `next()`. */
-  onWake?(): void;
   /**
-   * The scope was rotated (`!rotate`, possibly through another daemon) since this daemon
-   * last ran it: end its agent session here before the next turn. Awaited.
+   * Which of these event ids the relay has (the recorded replies of a turn about to run
+   * again). A port, not an event: the scheduler needs the answer before it changes the turn
+   * (a relay that cannot answer leaves the turn for the next pass), and the relay answers it.
    */
-  onRotate?(scopeKey: string): Promise<void>;
+  confirmPublished(ids: string[]): Promise<string[]>;
+}
+
+/** What a Scheduler emits, checked by tsc on emit/on/once/off. The daemon's turn path acts on them. */
+export interface SchedulerEvents {
+  /** Batches are ready: call `next()`. */
+  ready: [];
+  /** A turn failed for good: post a failure notice that mentions the requesters. */
+  failed: [failure: FinalFailure];
+  /** Events refused by a cap (announced by the daemon that accepted the event that crossed it), coalesced per scope and reason. */
+  refused: [refusal: Refusal];
   /** These running turns must stop: their scope is no longer ours, or the owner cancelled them elsewhere. */
-  onLost?(turnIds: number[]): void;
+  lost: [turnIds: number[]];
 }
 
 export interface Batch {
@@ -92,6 +101,11 @@ export interface Batch {
    * the turn has one.
    */
   unansweredJoins: Event[];
+  /**
+   * The scope was rotated (`!rotate`, possibly through another daemon) since this daemon
+   * last ran it: its agent session here ends before this turn opens one.
+   */
+  rotated: boolean;
 }
 
 export interface FinalFailure {
@@ -129,6 +143,8 @@ interface Running {
   heldSince?: number;
   /** Ended in the backend (`!cancel`, its message deleted): the slot is held until the agent side reports the end. */
   cancelled?: boolean;
+  /** The scope's rotation count its batch was prepared under: seen by this daemon once the batch is handed out. */
+  rotation: number;
 }
 
 interface Held {
@@ -140,7 +156,7 @@ interface Held {
 
 const NO_FIGURES: QueueDepth = { queued: 0, retrying: 0, running: 0, scopes: 0, byChannel: new Map() };
 
-export class Scheduler {
+export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly held = new Map<string, Held>();
   private readonly byTurn = new Map<number, Held>();
   private readonly ready: Batch[] = [];
@@ -155,8 +171,7 @@ export class Scheduler {
   private readonly retryDelay: Backoff;
   /** Paces the next pass after a failed one (the backend away, a full disk). */
   private readonly passRetry = new Backoff({ baseMs: 500, capMs: 30_000, jitter: 0 });
-  private readonly o: Required<Omit<SchedulerOptions, "onFinalFailure" | "onWake" | "onLost" | "onRefused" | "onRotate">> &
-    SchedulerOptions;
+  private readonly o: Required<SchedulerOptions>;
   private loop?: Promise<void>;
   private again = false;
   private started = false;
@@ -174,6 +189,7 @@ export class Scheduler {
   private acceptedSince = 0;
 
   constructor(opts: SchedulerOptions) {
+    super();
     this.o = {
       batchSize: 50,
       scopeCap: 500,
@@ -184,7 +200,7 @@ export class Scheduler {
       pollMs: 1_000,
       ...opts,
     };
-    this.refusals = new RefusalCoalescer(opts.logger, opts.onRefused);
+    this.refusals = new RefusalCoalescer(opts.logger, (r) => this.emit("refused", r));
     // No jitter: a turn's retry time is shown in its log line.
     const b = this.o.backoff;
     this.retryDelay = new Backoff({ baseMs: b.baseMs, factor: b.factor, capMs: b.maxMs, jitter: 0 });
@@ -234,11 +250,18 @@ export class Scheduler {
     return r.fresh;
   }
 
-  /** The next prepared batch, or null. One ended meanwhile (`!cancel`, its message deleted) is dropped, its slot freed. */
+  /**
+   * The next prepared batch, or null. One ended meanwhile (`!cancel`, its message deleted) is
+   * dropped, its slot freed. The batch's rotation counts as seen once it is handed out: one
+   * dropped before that carries its rotation to the scope's next batch here.
+   */
   next(): Batch | null {
     for (let b = this.ready.shift(); b; b = this.ready.shift()) {
       const r = this.byTurn.get(b.turnId)?.running;
-      if (r?.turnId === b.turnId && !r.cancelled) return b;
+      if (r?.turnId === b.turnId && !r.cancelled) {
+        this.rotationSeen.set(b.scope.key, r.rotation);
+        return b;
+      }
       if (r?.turnId === b.turnId) {
         this.finish(b.turnId);
         this.kick();
@@ -285,7 +308,8 @@ export class Scheduler {
    * lease, then `deliver` hands it to the agent (so a restart replays the turn with it,
    * exactly once). The turn may end while the join is written (deliver says false): the
    * event waits again, written before the turn's end, which is queued behind this write and
-   * would otherwise end the event with it.
+   * would otherwise end the event with it. So `deliver` is a step of this one call, run
+   * among the turn's writes, not an event: its answer decides the next write.
    */
   joinRunning(turnId: number, eventId: string, deliver: () => boolean): void {
     const r = this.byTurn.get(turnId)?.running;
@@ -353,7 +377,7 @@ export class Scheduler {
   /**
    * The turn failed. Retried after a backoff while attempts remain (`retry: false` for
    * failures a retry cannot fix, and never a recovered turn); otherwise final, reported
-   * through onFinalFailure.
+   * as `failed`.
    */
   fail(turnId: number, error: string, opts: { retry?: boolean } = {}): "retry" | "failed" | "ignored" {
     const r = this.finish(turnId);
@@ -563,7 +587,7 @@ export class Scheduler {
   private async notifyFailure(turnId: number, scope: Scope, error: string, attempts: number): Promise<void> {
     const events = (await this.o.backend.eventsOfTurn(turnId)).map((e) => e.event);
     const publishedReplyIds = (await this.o.backend.turn(turnId))?.reply_ids ?? [];
-    this.o.onFinalFailure?.({ turnId, scope, events, error, attempts, publishedReplyIds });
+    this.emit("failed", { turnId, scope, events, error, attempts, publishedReplyIds });
   }
 
   /**
@@ -660,7 +684,7 @@ export class Scheduler {
       await backend.release(daemon.id, h.scope.key);
     }
     this.figuresChanged();
-    if (this.ready.length) this.o.onWake?.();
+    if (this.ready.length) this.emit("ready");
   }
 
   private async renew(now: number): Promise<void> {
@@ -696,7 +720,7 @@ export class Scheduler {
       for (let i = this.ready.length - 1; i >= 0; i--) if (this.ready[i]!.scope.key === k) this.ready.splice(i, 1);
       this.o.logger.warn({ evt: "queue.scope_lost", scope: k, why });
     }
-    if (stop.length) this.o.onLost?.(stop);
+    if (stop.length) this.emit("lost", stop);
   }
 
   /** Prepares a claimed scope's next batch: its open turn (a due retry, or one left running), else its waiting events. */
@@ -726,12 +750,16 @@ export class Scheduler {
         }
       }
       if (!batch) return;
-      await this.followRotation(h.scope);
+      const rotation = await this.o.backend.rotationEpoch(h.scope.key, h.scope.channel);
+      const seen = this.rotationSeen.get(h.scope.key);
+      // Never run here before: there is no session of it to end.
+      batch.rotated = seen !== undefined && seen !== rotation;
       h.running = {
         turnId: batch.turnId,
         attempts: batch.attempt,
         recovered: batch.recovered,
         heldSince: work.turn?.held_since ?? undefined,
+        rotation,
       };
       this.holds.delete(h.scope.key);
       this.byTurn.set(batch.turnId, h);
@@ -739,15 +767,6 @@ export class Scheduler {
     } finally {
       h.busy = false;
     }
-  }
-
-  /** Ends this daemon's session of the scope when it was rotated since (see onRotate). */
-  private async followRotation(scope: Scope): Promise<void> {
-    const epoch = await this.o.backend.rotationEpoch(scope.key, scope.channel);
-    const seen = this.rotationSeen.get(scope.key);
-    this.rotationSeen.set(scope.key, epoch);
-    // Never run here before: there is no session of it to end.
-    if (seen !== undefined && seen !== epoch) await this.o.onRotate?.(scope.key);
   }
 
   /**
@@ -799,7 +818,7 @@ export class Scheduler {
     }
     // Messages steered in after the last reply the relay has: they still need an answer.
     const unansweredJoins = stored.filter((e) => e.joined_after !== null && e.joined_after >= publishedReplyIds.length).map((e) => e.event);
-    return { turnId, scope: h.scope, events, attempt, recovered, publishedReplyIds, unansweredJoins };
+    return { turnId, scope: h.scope, events, attempt, recovered, publishedReplyIds, unansweredJoins, rotated: false };
   }
 
   /** A retry comes due later: a pass then (the soonest one wins). */

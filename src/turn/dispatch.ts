@@ -198,7 +198,7 @@ export class TurnDispatcher {
     this.sessions.closeAll();
   }
 
-  /** The failure notices of a turn that failed for good (the queue's onFinalFailure); see Answers.postFailure. */
+  /** The failure notices of a turn that failed for good (the queue's `failed`); see Answers.postFailure. */
   postFailure(events: Event[], error: string, channel: string): Promise<void> {
     return this.answers.postFailure(events, error, channel, policyFor(this.d.config(), channel).reply_placement);
   }
@@ -246,6 +246,9 @@ export class TurnDispatcher {
   }
 
   private async run(whole: Batch, running: RunningEntry, mid: MidTurnInbox, joined: string[]): Promise<void> {
+    // `!rotate` reached the scope (possibly through another daemon) since this daemon last
+    // ran it: the old session ends before the turn opens one.
+    if (whole.rotated) await this.sessions.rotate((k) => k === whole.scope.key);
     const started = Date.now();
     const signal = running.abort.signal;
     const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });

@@ -113,7 +113,7 @@ export class Answers {
   }
 
   /**
-   * The notices (and ⚠️) posted when a turn fails for good (the queue's onFinalFailure): one
+   * The notices (and ⚠️) posted when a turn fails for good (the queue's `failed` event): one
    * in each thread of the batch that has no answer yet, under its last message, naming its
    * askers. Mentions an earlier attempt answered get nothing more. A batch from more threads
    * than MAX_NOTICE_THREADS gets one notice under its last message naming everyone instead.

@@ -41,10 +41,10 @@ async function schedule(backend: SqliteStore, o: Partial<SchedulerOptions> = {})
     pollMs: 50,
     backoff: { baseMs: 200, factor: 1, maxMs: 200 },
     confirmPublished: async (x) => x,
-    onWake: () => {
-      for (let b = s.next(); b; b = s.next()) batches.push(b);
-    },
     ...o,
+  });
+  s.on("ready", () => {
+    for (let b = s.next(); b; b = s.next()) batches.push(b);
   });
   await s.start();
   return { s, batches, lines };
@@ -97,14 +97,9 @@ test("a running scope with new arrivals does not take the only free slot: anothe
 });
 
 test("the pump is woken only when a batch is ready", async () => {
-  let s: Scheduler | undefined;
   const wakes: (Batch | null)[] = [];
-  const q = await (await place("sqlite", { dir: tmp.dir })).open({
-    onWake: () => {
-      wakes.push(s ? s.next() : null);
-    },
-  });
-  s = q.scheduler;
+  const q = await (await place("sqlite", { dir: tmp.dir })).open({ pull: true });
+  q.scheduler.on("ready", () => wakes.push(q.scheduler.next()));
   const a = fromWire(mention(owner, "a", { created_at: 100 }));
   await q.scheduler.accept(a, CHANNEL);
   await q.idle();

@@ -161,6 +161,7 @@ describe("a flat answer after a restart", () => {
       recovered: true,
       publishedReplyIds: [],
       unansweredJoins: [],
+      rotated: false,
     }) as never;
   const CH = CHANNEL;
 

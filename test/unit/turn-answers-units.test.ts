@@ -79,6 +79,7 @@ const batch = (events: Event[], over: Partial<Batch> = {}): Batch => ({
   recovered: false,
   publishedReplyIds: [],
   unansweredJoins: [],
+  rotated: false,
   ...over,
 });
 

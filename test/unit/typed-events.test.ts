@@ -8,9 +8,10 @@ import { generateSecretKey, type Event } from "nostr-tools/pure";
 import { CrashBreaker, type CircuitChange } from "../../src/agent/circuit.js";
 import type { AgentPool, AgentProcess } from "../../src/agent/index.js";
 import { RelayConnection, type ConnectionState } from "../../src/relay/index.js";
+import type { Scheduler } from "../../src/queue/index.js";
 
 /** Never called: compiled only, by `npm test`'s type check of the tests. */
-function typeChecks(conn: RelayConnection, pool: AgentPool, proc: AgentProcess, breaker: CrashBreaker): void {
+function typeChecks(conn: RelayConnection, pool: AgentPool, proc: AgentProcess, breaker: CrashBreaker, queue: Scheduler): void {
   // Listeners are inferred from the event map and may use the payload's fields.
   conn.on("event", (subId, ev) => void [subId.length, ev.kind]);
   conn.on("state", (state, prev) => void [state satisfies ConnectionState, prev satisfies ConnectionState]);
@@ -20,6 +21,10 @@ function typeChecks(conn: RelayConnection, pool: AgentPool, proc: AgentProcess, 
   pool.on("rotate", (r) => void r.reason.length);
   proc.once("exit", (e) => void [e.code, e.signal, e.expected]);
   breaker.on("change", (c) => void [c.state satisfies "open" | "closed", c.until, c.crashes]);
+  queue.on("ready", () => void queue.next()?.rotated);
+  queue.on("failed", (f) => void [f.turnId, f.scope.channel, f.events.length, f.error.length, f.attempts, f.publishedReplyIds.length]);
+  queue.on("refused", (r) => void [r.scope.length, r.channel.length, r.reason satisfies "scope-cap" | "queue-full", r.events.length]);
+  queue.on("lost", (turnIds) => void turnIds.map((id) => id + 1));
 
   // @ts-expect-error misspelt event name
   conn.on("evnet", () => {});
@@ -45,6 +50,14 @@ function typeChecks(conn: RelayConnection, pool: AgentPool, proc: AgentProcess, 
   breaker.on("change", (c: { state: "half-open" }) => void c);
   // @ts-expect-error misspelt event name
   breaker.emit("chnage", { state: "open", until: 1, crashes: 3 });
+  // @ts-expect-error the scheduler has no `wake` event (it is `ready`)
+  queue.on("wake", () => {});
+  // @ts-expect-error `lost` gives turn ids, not scope keys
+  queue.on("lost", (keys: string[]) => void keys);
+  // @ts-expect-error `failed` needs the FinalFailure
+  queue.emit("failed");
+  // @ts-expect-error `ready` carries nothing: the batches are taken with next()
+  queue.emit("ready", 1);
 }
 void typeChecks;
 

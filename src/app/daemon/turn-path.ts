@@ -15,7 +15,7 @@ import { ControlExecutor, DeniedReporter, Gate, SiblingCheck, type GateContext }
 import { ActiveConversations, agentCheck, isAgentProfile } from "../../gate/participation.js";
 import { LoopGuard } from "../../gate/loop-guard.js";
 import type { LinkServer } from "../../link/index.js";
-import { Scheduler, type FinalFailure, type QueueBackend, type QueueRefusal, type SqliteStore } from "../../queue/index.js";
+import { Scheduler, type QueueBackend, type SqliteStore } from "../../queue/index.js";
 import type { RelayClient } from "../../relay/client.js";
 import type { Publisher } from "../../relay/publisher.js";
 import type { ChannelDirectory } from "../../buzz/directory.js";
@@ -33,6 +33,7 @@ import { MediaFetcher } from "../../buzz/media-fetch.js";
 import { uploadBlob } from "../../buzz/media-upload.js";
 import { recordReplyDurably } from "../../turn/reply-record.js";
 import { decisionLabel, Intake } from "../../intake/intake.js";
+import { joinMidTurn } from "../../intake/mid-turn-join.js";
 import type { TurnPublisher } from "../../turn/ports.js";
 import { refusalNotice } from "../../intake/refusal-notice.js";
 import type { RecentDenials } from "./daemon-status.js";
@@ -93,8 +94,6 @@ export interface TurnPath {
 export function buildTurnPath(p: TurnPathParts): TurnPath {
   const { start: cfg, pubkey, relay, backend, local, out, logger: log } = p;
   const agentKey = agentDisplay(cfg.agent);
-  // Built below; the scheduler's callbacks run only after it is.
-  let dispatcher: TurnDispatcher;
 
   const scheduler = new Scheduler({
     backend,
@@ -113,13 +112,8 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     backoff: { baseMs: cfg.queue.retry_base, factor: Math.max(1, cfg.queue.retry_max / cfg.queue.retry_base), maxMs: cfg.queue.retry_max },
     logger: log,
     confirmPublished: (ids) => relay.storedAmong(ids, p.config().relay.publish_timeout),
-    onWake: p.pump,
-    onFinalFailure: (f: FinalFailure) => void dispatcher.postFailure(f.events, f.error, f.scope.channel),
-    onRefused: (r: QueueRefusal) => void out.publish(refusalNotice(r)),
-    onLost: (turnIds) => dispatcher.cancelTurns(turnIds),
-    onRotate: async (key) => void (await dispatcher.rotate((k) => k === key)),
   });
-  dispatcher = new TurnDispatcher({
+  const dispatcher = new TurnDispatcher({
     config: p.config,
     self: pubkey,
     owner: cfg.identity.owner,
@@ -169,13 +163,19 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     },
     workStatus: p.workStatus,
   });
+  // What the queue tells (scheduler.ts, SchedulerEvents); it runs no pass before the daemon starts it.
+  scheduler.on("ready", p.pump);
+  scheduler.on("failed", (f) => void dispatcher.postFailure(f.events, f.error, f.scope.channel));
+  scheduler.on("refused", (r) => void out.publish(refusalNotice(r)));
+  scheduler.on("lost", (turnIds) => dispatcher.cancelTurns(turnIds));
 
+  const owner = () => p.config().identity.owner;
   const amendments = new Amendments({
     store: backend,
     scheduler,
     cancelTurns: (ids) => void dispatcher.cancelTurns(ids),
     retract: (scope, id, author) => dispatcher.retract(scope, id, author),
-    midTurn: (ev, scope, mode) => intake.midTurn(ev, scope, mode),
+    midTurn: (ev, scope, mode) => joinMidTurn({ scheduler, dispatcher, owner, logger: log }, ev, scope, mode),
     ownReactions: (id) => relay.query([{ kinds: [KIND.reaction], authors: [pubkey], "#e": [id], limit: 20 }]),
     out,
     logger: log,
@@ -249,7 +249,7 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     active,
     self: pubkey,
     local,
-    owner: () => p.config().identity.owner,
+    owner,
     stopping: p.stopping,
     onReceived: (ev) => p.metrics.eventReceived(ev.kind),
     onDecided: (ev, d) => {
