@@ -9,14 +9,14 @@ import type { AgentPool, TurnUsage } from "../agent/index.js";
 import { addUsage } from "../agent/usage.js";
 import type { Logger } from "../base/log.js";
 import type { Config } from "../config/schema.js";
-import { policyFor } from "../config/schema.js";
+import { policyFor, type Policy } from "../config/schema.js";
 import type { LinkServer } from "../link/index.js";
 import type { RelayPort } from "../relay/port.js";
 import { TurnPromptBuilder, type StandingInput } from "../prompt/index.js";
 import type { AttachmentResolver } from "../prompt/attachment-listing.js";
 import type { Batch, Scheduler } from "../queue/index.js";
 import type { ChannelInfo } from "../buzz/directory.js";
-import { message, PROGRESS_TAG, reaction, replyRefFor, threadRootOf } from "../nostr/events.js";
+import { message, PROGRESS_TAG, reaction, replyRefFor, threadRootOf, type ThreadRef } from "../nostr/events.js";
 import { holdNotice, providerStep } from "./provider-failure.js";
 import { Answers, anchorOf } from "./published-answers.js";
 import { turnAsking } from "./asking.js";
@@ -27,7 +27,7 @@ import { InflightPublishes } from "./inflight.js";
 import { MidTurnInbox, type MidTurnHow, type SteerMethod } from "./mid-turn.js";
 import type { PromptBlock, TurnPublisher } from "./ports.js";
 import type { Enforce } from "../config/enforce.js";
-import { requesters, runTurn, type TurnOutcome } from "./run.js";
+import { requesters, runTurn, type TurnOutcome, type TurnSpec } from "./run.js";
 import { RunningTurns, type RunningEntry, type RunningTurn } from "./running.js";
 import { slotHooks, slotPreTool, ScopeSessions, spentBudget, type ScopeSession, type SessionIdStore } from "./sessions.js";
 import { EMOJI } from "./signals.js";
@@ -35,6 +35,39 @@ import type { TurnStatus, WorkStatusBoard } from "./work-status.js";
 import { waitGatesOf } from "./stop-gates.js";
 import { HeldPosts } from "./held-posts.js";
 import { manifestFromConfig } from "../contract/manifest.js";
+
+/** Where a turn happens and who is in it, as the turn shows them to the agent. */
+export interface TurnDirectory {
+  /** The channel as the turn should see it (name, description, type); may re-read metadata. */
+  channel(id: string): ChannelInfo | undefined | Promise<ChannelInfo | undefined>;
+  displayName(pubkey: string): Promise<string | undefined>;
+  /** Display names of several pubkeys in one look-up (a prompt's people). */
+  displayNames(pubkeys: string[]): Promise<ReadonlyMap<string, string | undefined>>;
+}
+
+/** What a turn writes down durably (in the queue's store), so a restart or another daemon of the fleet knows it. */
+export interface TurnLedger {
+  /**
+   * Called with each reply's id after signing and before publishing: whoever runs the turn
+   * again after a crash (this daemon restarted, or another of the fleet) then knows to ask
+   * the relay about it. Fails when this daemon no longer holds the scope: not published.
+   */
+  recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
+  /** Of these mentions, those never given 👀 before, claimed now (durably, by the queue): 👀 once per mention. */
+  claimSeen?(eventIds: string[]): Promise<string[]>;
+}
+
+/** What turns report, for metrics and the status page; each optional. */
+export interface TurnReports {
+  /** A turn's outcome, for metrics and the status page's recent turns. */
+  turnEnded?(outcome: TurnOutcome["status"], seconds: number, turn: TurnEnded): void;
+  /** A mid-turn message reached the agent, `seconds` after it was accepted. */
+  midTurnDelivered?(method: SteerMethod, seconds: number): void;
+  /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
+  usage?(channel: string, model: string | undefined, usage: TurnUsage): void;
+  /** A `stop: wait` gate was not running when `_Stop` was due (once per gate and turn), for metrics. */
+  gateDown?(gate: string): void;
+}
 
 export interface DispatcherDeps {
   config: () => Config;
@@ -46,13 +79,11 @@ export interface DispatcherDeps {
   scheduler: Pick<Scheduler, "complete" | "fail" | "hold" | "recordReply" | "leaveRunning" | "storedEvent" | "shared">;
   relay: RelayPort;
   out: TurnPublisher;
-  /** The channel as the turn should see it (name, description, type); may re-read metadata. */
-  channel(id: string): ChannelInfo | undefined | Promise<ChannelInfo | undefined>;
-  displayName(pubkey: string): Promise<string | undefined>;
+  directory: TurnDirectory;
+  ledger: TurnLedger;
+  reports: TurnReports;
   /** Downloads the files the turn's messages attach (turn/attachment-downloads.ts); without it they are only listed. */
   attachments?: AttachmentResolver;
-  /** Display names of several pubkeys in one look-up (a prompt's people). */
-  displayNames(pubkeys: string[]): Promise<ReadonlyMap<string, string | undefined>>;
   enforce: Enforce;
   /** Schnorr check, for answers to the agents' questions. */
   verify(ev: Event): boolean;
@@ -60,25 +91,9 @@ export interface DispatcherDeps {
   redactTitle?(title: string): string;
   /** Where a scope's agent session id is kept across restarts (the queue's store). */
   sessions?: SessionIdStore;
-  logger: Logger;
-  /**
-   * Called with each reply's id after signing and before publishing: whoever runs the turn
-   * again after a crash (this daemon restarted, or another of the fleet) then knows to ask
-   * the relay about it. Fails when this daemon no longer holds the scope: not published.
-   */
-  recordBeforePublish?(turnId: number, eventId: string): Promise<void>;
-  /** Of these mentions, those never given 👀 before, claimed now (durably, by the queue): 👀 once per mention. */
-  claimSeen?(eventIds: string[]): Promise<string[]>;
-  /** Turn outcome hook for metrics and the status page's recent turns. */
-  onTurnEnd?(outcome: TurnOutcome["status"], seconds: number, turn: TurnEnded): void;
-  /** A mid-turn message reached the agent, `seconds` after it was accepted. */
-  onMidTurnDelivered?(method: SteerMethod, seconds: number): void;
-  /** The turn's usage as the agent reported it (none reported: not called), for metrics. */
-  onUsage?(channel: string, model: string | undefined, usage: TurnUsage): void;
   /** The channels' public work status (NIP-AW), for channels with `work_status: on`. */
   workStatus?: WorkStatusBoard;
-  /** A `stop: wait` gate was not running when `_Stop` was due (once per gate and turn), for metrics. */
-  onGateDown?(gate: string): void;
+  logger: Logger;
 }
 
 /** An ended turn as the status page lists it: where, who asked, and what it cost. */
@@ -92,6 +107,51 @@ export interface TurnEnded {
   reason?: string;
   model?: string;
   usage?: TurnUsage;
+}
+
+/** A batch's turn as run() takes it through prepare, execute and settle. */
+interface TurnRun {
+  /** The batch as the queue handed it out. */
+  whole: Batch;
+  running: RunningEntry;
+  mid: MidTurnInbox;
+  /** The messages that joined the turn mid-way and reached the agent: the turn answers them too. */
+  joined: string[];
+  log: Logger;
+  /** The config as the turn started. */
+  cfg: Config;
+  started: number;
+}
+
+/** A turn ready for the agent: what it answers, where, and with what standing context. */
+interface PreparedTurn extends TurnRun {
+  /** The part of the batch still unanswered. */
+  batch: Batch;
+  anchor: Event;
+  thread: ThreadRef;
+  channel: ChannelInfo;
+  policy: Policy;
+  standing: StandingInput;
+}
+
+/** What the agent's run left for settle. Filled as the turn goes: a prompt adds its usage. */
+interface TurnRan {
+  outcome: TurnOutcome;
+  /** False for a failure a retry cannot fix (the agent breaker open). */
+  retry: boolean;
+  usage?: TurnUsage;
+  model?: string;
+  /** Why the session ends after this turn (its budget spent), if it does. */
+  rotateFor?: string;
+  note?: ProgressNote;
+  status?: TurnStatus;
+  /** The session the turn held. */
+  held?: ScopeSession;
+}
+
+/** The turn's messages by id, here and in its turn.end line: which mention a turn answers, in the log. */
+function turnEvents(t: TurnRun): string[] {
+  return [...t.whole.events.map((e) => e.id), ...t.joined];
 }
 
 export class TurnDispatcher {
@@ -108,7 +168,7 @@ export class TurnDispatcher {
     this.builder = new TurnPromptBuilder({
       self: d.self,
       query: (f) => d.relay.query(f),
-      displayNames: (pks) => d.displayNames(pks),
+      displayNames: (pks) => d.directory.displayNames(pks),
       attachments: d.attachments,
       logger: d.logger,
     });
@@ -119,7 +179,7 @@ export class TurnDispatcher {
       link: d.link,
       relay: d.relay,
       ids: d.sessions,
-      recordBeforePublish: d.recordBeforePublish,
+      recordBeforePublish: d.ledger.recordBeforePublish,
       logger: d.logger,
     });
     this.running = new RunningTurns(d.pool);
@@ -132,7 +192,7 @@ export class TurnDispatcher {
       out: d.out,
       storedEvent,
       recordReply,
-      recordBeforePublish: d.recordBeforePublish,
+      recordBeforePublish: d.ledger.recordBeforePublish,
       logger: d.logger,
     });
   }
@@ -235,82 +295,82 @@ export class TurnDispatcher {
           joined.push(ev.id);
         }
         const ids = fresh.map((ev) => ev.id);
-        const first = this.d.claimSeen ? this.d.claimSeen(ids).catch(() => ids) : Promise.resolve(ids);
+        const claimSeen = this.d.ledger.claimSeen;
+        const first = claimSeen ? claimSeen(ids).catch(() => ids) : Promise.resolve(ids);
         void first.then((seen) => {
           for (const ev of fresh) if (seen.includes(ev.id)) this.d.out.signal(reaction(ev, EMOJI.seen, batch.scope.channel));
         });
-        for (const ms of waited) this.d.onMidTurnDelivered?.(method, ms / 1000);
+        for (const ms of waited) this.d.reports.midTurnDelivered?.(method, ms / 1000);
       },
       logger: log,
     });
   }
 
+  /** A batch's turn: prepared, run by the agent, settled with the queue. */
   private async run(whole: Batch, running: RunningEntry, mid: MidTurnInbox, joined: string[]): Promise<void> {
     // `!rotate` reached the scope (possibly through another daemon) since this daemon last
     // ran it: the old session ends before the turn opens one.
     if (whole.rotated) await this.sessions.rotate((k) => k === whole.scope.key);
-    const started = Date.now();
-    const signal = running.abort.signal;
     const log = this.d.logger.child({ turn: whole.turnId, scope: whole.scope.key });
-    const cfg = this.d.config();
-    const end = (outcome: TurnOutcome["status"], extra: Pick<TurnEnded, "reason" | "model" | "usage"> = {}) =>
-      this.d.onTurnEnd?.(outcome, (Date.now() - started) / 1000, {
-        turnId: whole.turnId,
-        channel: whole.scope.channel,
-        thread: threadRootOf(this.anchorOf(whole.events)),
-        requesters: [...new Set(whole.events.map((e) => e.pubkey))].filter((pk) => pk !== this.d.self),
-        ...extra,
-      });
-    // The turn's messages by id, here and in its turn.end line: which mention a turn answers, in the log.
-    const events = () => [...whole.events.map((e) => e.id), ...joined];
-    log.info({ evt: "turn.start", events: events(), attempt: whole.attempt }, "turn started");
+    const turn: TurnRun = { whole, running, mid, joined, log, cfg: this.d.config(), started: Date.now() };
+    log.info({ evt: "turn.start", events: turnEvents(turn), attempt: whole.attempt }, "turn started");
+    const prepared = await this.prepare(turn);
+    if (!prepared) return;
+    await this.settle(prepared, await this.execute(prepared));
+  }
 
+  /**
+   * What the turn answers and where: the mentions an earlier attempt left unanswered, their
+   * thread, the channel and the session's standing context. Undefined when the turn ended
+   * here (all answered, or the channel is no longer ours).
+   */
+  private async prepare(t: TurnRun): Promise<PreparedTurn | undefined> {
+    const { whole, mid, log, cfg } = t;
     const batch = await this.answers.unanswered(whole, log);
     if (batch.events.length === 0) {
       // The agent answered before the process stopped; running it again would answer twice.
       log.info(
-        { evt: "turn.already_answered", replies: batch.publishedReplyIds, events: events() },
+        { evt: "turn.already_answered", replies: batch.publishedReplyIds, events: turnEvents(t) },
         "turn had already replied before the restart; not re-run",
       );
       await mid.close(true);
       this.d.scheduler.complete(batch.turnId);
-      return end("answered");
+      this.ended(t, "answered");
+      return undefined;
     }
     const anchor = this.anchorOf(batch.events);
     const thread = replyRefFor(anchor, policyFor(cfg, batch.scope.channel).reply_placement);
-    const channel = await this.d.channel(batch.scope.channel);
+    const channel = await this.d.directory.channel(batch.scope.channel);
     if (!channel) {
       await mid.close(true);
-      this.finish(
-        batch,
-        { status: "failed", reason: `the bridge is no longer a member of channel ${batch.scope.channel}`, published: [] },
-        log,
-        false,
-        { events: events() },
-      );
-      return end("failed", { reason: `the bridge is no longer a member of channel ${batch.scope.channel}` });
+      const reason = `the bridge is no longer a member of channel ${batch.scope.channel}`;
+      this.finish(batch, { status: "failed", reason, published: [] }, log, false, { events: turnEvents(t) });
+      this.ended(t, "failed", { reason });
+      return undefined;
     }
     const policy = policyFor(cfg, channel.id);
     const standing = await this.standingFor(cfg, channel, policy.team_instructions);
+    return { ...t, batch, anchor, thread, channel, policy, standing };
+  }
 
-    let outcome: TurnOutcome;
-    let retry = true;
+  /**
+   * Opens (or finds) the scope's session and runs the turn in it. A session that cannot
+   * open, or fails during the turn, fails the turn and is not reused.
+   */
+  private async execute(p: PreparedTurn): Promise<TurnRan> {
+    const { batch, channel, policy, cfg, log, running, mid } = p;
+    const signal = running.abort.signal;
+    const ran: Omit<TurnRan, "outcome"> = { retry: true };
     // Recorded durably as it grows: a retry after a crash must know the thread was answered.
     const published = this.answers.recorded(batch.turnId);
-    let usage: TurnUsage | undefined;
-    let model: string | undefined;
-    let rotateFor: string | undefined;
-    let note: ProgressNote | undefined;
-    let status: TurnStatus | undefined;
     const turnOver = new AbortController();
-    let held: ScopeSession | undefined;
     try {
-      const ss = await this.sessions.open(batch.scope, channel, standing, log);
-      held = ss;
+      const ss = await this.sessions.open(batch.scope, channel, p.standing, log);
+      ran.held = ss;
       running.session = ss.session;
-      model = ss.session.model;
+      const model = (ran.model = ss.session.model);
       if (policy.work_status === "on")
-        status = this.d.workStatus?.begin(channel.id, { turnId: String(batch.turnId), model, titles: policy.tool_titles });
+        ran.status = this.d.workStatus?.begin(channel.id, { turnId: String(batch.turnId), model, titles: policy.tool_titles });
       const inflight = new InflightPublishes();
       // A tool call waiting out a relay outage waits no longer than the turn (docs/architecture.md §4).
       const over = AbortSignal.any([signal, turnOver.signal, AbortSignal.timeout(cfg.agent.max_turn)]);
@@ -318,108 +378,74 @@ export class TurnDispatcher {
       const messages = { sent: 0, max: Math.max(cfg.replies.max_per_turn, batch.events.length) };
       // Posts wait for a hold_replies gate only where the bridge itself learns that the gate allowed.
       const heldPosts = this.d.enforce === "bridge" && ss.holdGates.length > 0 ? new HeldPosts(ss.holdGates) : undefined;
-      ss.current = { turnId: batch.turnId, published, anchor: anchor.id, inflight, over, messages, stopped: signal, held: heldPosts };
+      ss.current = { turnId: batch.turnId, published, anchor: p.anchor.id, inflight, over, messages, stopped: signal, held: heldPosts };
       const blocks = (await this.builder.build(ss.prompt, {
         scope: batch.scope,
         channelType: channel.type,
         events: batch.events,
-        anchor,
-        standing,
+        anchor: p.anchor,
+        standing: p.standing,
         history: policy.history,
         media: ss.session.media,
       })) as PromptBlock[];
       ss.prompt.markDelivered(batch.events.map((e) => e.id));
-      const asking = turnAsking(this.questions, {
-        channel: channel.id,
-        // A question waits for its answer in the asked message's thread, also where answers
-        // are flat: people answer it there, and a restart finds it there.
-        thread: { root: thread.root, parent: thread.parent, ...(thread.forum ? { forum: true } : {}) },
-        owner: this.d.owner,
-        requester: anchor.pubkey,
-        answeredBy: cfg.questions.answered_by,
-        firstEvent: firstOf(batch.events).id,
-        questionTimeoutMs: cfg.questions.timeout,
-        permissionTimeoutMs: cfg.agent.permission_timeout,
-        shuttingDown: () => signal.aborted && signal.reason === "shutdown",
-        logger: log,
-      });
-      note = new ProgressNote({
+      const asking = this.askingFor(p);
+      const note = (ran.note = new ProgressNote({
         afterMs: cfg.progress.after,
         channel: channel.id,
-        thread,
+        thread: p.thread,
         out: this.d.out,
         redact: this.d.redactTitle ?? (() => "a tool"),
         titles: policy.tool_titles,
         logger: log,
-      });
+      }));
       note.start();
-      const progress = note;
+      const status = ran.status;
       const prompt = async (b: PromptBlock[], _s: AbortSignal | undefined) => {
         const r = await ss.session.prompt(b, {
           ...asking,
           ...(ss.preTool.any ? { preTool: slotPreTool(ss.slot, ss.preTool.block, log) } : {}),
           onUpdate: (u) => {
-            progress.observe(u);
+            note.observe(u);
             status?.update(u);
           },
         });
-        usage = addUsage(usage, r.turnUsage);
-        rotateFor = spentBudget(r.stopReason) ?? rotateFor;
+        ran.usage = addUsage(ran.usage, r.turnUsage);
+        ran.rotateFor = spentBudget(r.stopReason) ?? ran.rotateFor;
         return { stopReason: r.stopReason, finalText: r.finalText, compacted: r.compacted, timedOut: r.timedOut, updates: r.updates };
       };
-      outcome = await runTurn(
-        {
-          turnId: String(batch.turnId),
-          channel: channel.id,
-          thread,
-          triggers: batch.events,
-          blocks,
-          replyFallback: policy.reply_fallback,
-          maxReplyBytes: cfg.replies.max_bytes,
-          typing: cfg.relay.typing,
-          firstSeen: this.d.claimSeen,
-          contentLimit: this.d.relay.contentLimit?.(),
-          enforce: this.d.enforce,
-          gates: {
-            maxRejections: cfg.gates.max_rejections,
-            waitPollMs: cfg.gates.wait_poll,
-            waitMaxMs: cfg.gates.wait_max,
-            stopModes: Object.fromEntries(Object.entries(cfg.mcp.servers).map(([n, s]) => [n, s.stop])),
-            waitGates: waitGatesOf(manifestFromConfig(cfg.mcp, policy.mcp).servers),
-          },
+      const outcome = await runTurn(this.turnSpec(p, blocks), {
+        agent: {
+          prompt: (b, s) =>
+            mid.prompt(
+              b,
+              (blocks) => prompt(blocks, s),
+              () => signal.aborted,
+            ),
         },
-        {
-          agent: {
-            prompt: (b, s) =>
-              mid.prompt(
-                b,
-                (blocks) => prompt(blocks, s),
-                () => signal.aborted,
-              ),
+        hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? slotHooks(ss.slot, log) : undefined,
+        out: this.answers.publisherFor(batch.turnId),
+        logger: log,
+        published,
+        held: heldPosts,
+        settled: () => inflight.settled(),
+        signal,
+        onGateWait: (gates) => (running.info.gateWait = gates ? { gates, since: Date.now() } : undefined),
+        onGateDown: (gate) => this.d.reports.gateDown?.(gate),
+        pendingInjection: {
+          take: () => {
+            const t = ss.injection;
+            ss.injection = undefined;
+            return t;
           },
-          hooks: this.d.enforce === "bridge" && ss.hookServers > 0 ? slotHooks(ss.slot, log) : undefined,
-          out: this.answers.publisherFor(batch.turnId),
-          logger: log,
-          published,
-          held: heldPosts,
-          settled: () => inflight.settled(),
-          signal,
-          onGateWait: (gates) => (running.info.gateWait = gates ? { gates, since: Date.now() } : undefined),
-          onGateDown: (gate) => this.d.onGateDown?.(gate),
-          pendingInjection: {
-            take: () => {
-              const t = ss.injection;
-              ss.injection = undefined;
-              return t;
-            },
-            set: (t) => (ss.injection = t),
-          },
+          set: (t) => (ss.injection = t),
         },
-      );
+      });
       ss.current = undefined;
       turnOver.abort();
       for (const id of published) ss.prompt.markDelivered([id]);
-      rotateFor = this.sessions.turnDone(ss, rotateFor, cfg.agent.max_turns_per_session);
+      ran.rotateFor = this.sessions.turnDone(ss, ran.rotateFor, cfg.agent.max_turns_per_session);
+      return Object.assign(ran, { outcome });
     } catch (err) {
       // The breaker open (now, or by this very failure): a retry within its window cannot
       // succeed, so the thread hears at once what happened instead of after the retry wait.
@@ -427,21 +453,78 @@ export class TurnDispatcher {
       const reason = circuit?.message ?? (err instanceof Error ? err.message : String(err));
       log.warn({ evt: "turn.start_failed", err: err instanceof Error ? err.message : String(err) }, "could not start the turn");
       turnOver.abort();
-      outcome = { status: "failed", reason, published: [...published] };
-      if (circuit) retry = false;
+      const outcome: TurnOutcome = { status: "failed", reason, published: [...published] };
+      if (circuit) ran.retry = false;
       // A session that failed to open or crashed is not reused.
       await this.sessions.rotate((k) => k === batch.scope.key);
+      return Object.assign(ran, { outcome });
     }
-    held?.session.unhold();
-    status?.end(outcome.status === "failed" ? "error" : "complete", outcome.status === "answered" ? undefined : outcome.status);
-    await note?.finish();
+  }
+
+  /** What runTurn needs to know of the turn: where it answers, what it says first, and the config's bounds. */
+  private turnSpec(p: PreparedTurn, blocks: PromptBlock[]): TurnSpec {
+    const { batch, channel, policy, cfg } = p;
+    return {
+      turnId: String(batch.turnId),
+      channel: channel.id,
+      thread: p.thread,
+      triggers: batch.events,
+      blocks,
+      replyFallback: policy.reply_fallback,
+      maxReplyBytes: cfg.replies.max_bytes,
+      typing: cfg.relay.typing,
+      firstSeen: this.d.ledger.claimSeen,
+      contentLimit: this.d.relay.contentLimit?.(),
+      enforce: this.d.enforce,
+      gates: {
+        maxRejections: cfg.gates.max_rejections,
+        waitPollMs: cfg.gates.wait_poll,
+        waitMaxMs: cfg.gates.wait_max,
+        stopModes: Object.fromEntries(Object.entries(cfg.mcp.servers).map(([n, s]) => [n, s.stop])),
+        waitGates: waitGatesOf(manifestFromConfig(cfg.mcp, policy.mcp).servers),
+      },
+    };
+  }
+
+  /** How the turn's agent asks people (questions, the owner's permission), through the question desk. */
+  private askingFor(p: PreparedTurn): ReturnType<typeof turnAsking> {
+    const { cfg, log } = p;
+    const signal = p.running.abort.signal;
+    return turnAsking(this.questions, {
+      channel: p.channel.id,
+      // A question waits for its answer in the asked message's thread, also where answers
+      // are flat: people answer it there, and a restart finds it there.
+      thread: { root: p.thread.root, parent: p.thread.parent, ...(p.thread.forum ? { forum: true } : {}) },
+      owner: this.d.owner,
+      requester: p.anchor.pubkey,
+      answeredBy: cfg.questions.answered_by,
+      firstEvent: firstOf(p.batch.events).id,
+      questionTimeoutMs: cfg.questions.timeout,
+      permissionTimeoutMs: cfg.agent.permission_timeout,
+      shuttingDown: () => signal.aborted && signal.reason === "shutdown",
+      logger: log,
+    });
+  }
+
+  /**
+   * After the agent: the session, work status and progress note let go, mid-turn messages
+   * it never took handed back, the session ended if due, and the outcome told to the queue
+   * (a shutdown leaves the turn running in the store, to run again after the restart).
+   */
+  private async settle(p: PreparedTurn, ran: TurnRan): Promise<void> {
+    const { batch, log, mid } = p;
+    const signal = p.running.abort.signal;
+    const { outcome } = ran;
+    ran.held?.session.unhold();
+    ran.status?.end(outcome.status === "failed" ? "error" : "complete", outcome.status === "answered" ? undefined : outcome.status);
+    await ran.note?.finish();
     // Mid-turn messages never given to the agent wait for the next turn; a cancelled turn
     // ended them (owner), a shutdown leaves them in the turn to run again after the restart.
     await mid.close(!signal.aborted);
-    if (usage) this.d.onUsage?.(channel.id, model, usage);
+    if (ran.usage) this.d.reports.usage?.(p.channel.id, ran.model, ran.usage);
     // The session ends after its turn budget, or when the agent ran out of context or
     // requests: the next mention in the scope starts a fresh session.
-    await this.sessions.rotateIfDue(batch.scope.key, rotateFor);
+    await this.sessions.rotateIfDue(batch.scope.key, ran.rotateFor);
     if (signal.aborted && signal.reason === "shutdown") {
       // Left running in the store: the next start re-queues it (its one retry), nothing is lost.
       log.info(
@@ -450,8 +533,20 @@ export class TurnDispatcher {
       );
       return;
     }
-    this.finish(batch, outcome, log, retry, { model, usage, events: events() });
-    end(outcome.status, { reason: outcome.status === "failed" ? outcome.reason : undefined, model, usage });
+    this.finish(batch, outcome, log, ran.retry, { model: ran.model, usage: ran.usage, events: turnEvents(p) });
+    this.ended(p, outcome.status, { reason: outcome.status === "failed" ? outcome.reason : undefined, model: ran.model, usage: ran.usage });
+  }
+
+  /** The turn's end for metrics and the status page's recent turns. */
+  private ended(t: TurnRun, outcome: TurnOutcome["status"], extra: Pick<TurnEnded, "reason" | "model" | "usage"> = {}): void {
+    const { whole } = t;
+    this.d.reports.turnEnded?.(outcome, (Date.now() - t.started) / 1000, {
+      turnId: whole.turnId,
+      channel: whole.scope.channel,
+      thread: threadRootOf(this.anchorOf(whole.events)),
+      requesters: [...new Set(whole.events.map((e) => e.pubkey))].filter((pk) => pk !== this.d.self),
+      ...extra,
+    });
   }
 
   private finish(
@@ -517,7 +612,7 @@ export class TurnDispatcher {
       channel: { id: channel.id, name: channel.name, about: channel.about },
       persona: cfg.agent.persona,
       teamInstructions,
-      owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.displayName(this.d.owner) } : undefined,
+      owner: this.d.owner ? { pubkey: this.d.owner, name: await this.d.directory.displayName(this.d.owner) } : undefined,
     };
   }
 
@@ -529,9 +624,9 @@ export class TurnDispatcher {
     const deps = {
       config: this.d.config,
       sessions: this.sessions,
-      channel: (id: string) => this.d.channel(id),
+      channel: (id: string) => this.d.directory.channel(id),
       standing: this.standingFor.bind(this),
-      onUsage: this.d.onUsage,
+      onUsage: this.d.reports.usage,
       logger: this.d.logger,
     };
     const info = { scope: heartbeatScope(channelId), channel: channelId };

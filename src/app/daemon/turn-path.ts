@@ -128,8 +128,27 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       contentLimit: () => relay.contentLimit(),
     },
     out,
-    channel: (id) => p.channels.get(id),
-    displayName: async (pk) => (await p.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
+    directory: {
+      channel: (id) => p.channels.get(id),
+      displayName: async (pk) => (await p.profiles.resolve([pk]).catch(() => new Map())).get(pk)?.displayName,
+      displayNames: async (pks) => new Map([...(await p.profiles.resolve(pks)).values()].map((x) => [x.pubkey, x.displayName])),
+    },
+    ledger: {
+      recordBeforePublish: recordReplyDurably((turnId, id) => scheduler.recordBeforePublish(turnId, id), log),
+      claimSeen: (ids) => backend.claimFirst(ids.map((id) => `seen:${id}`)).then((keys) => keys.map((k) => k.slice("seen:".length))),
+    },
+    reports: {
+      turnEnded: (status, seconds, turn) => {
+        p.metrics.turnEnded(status, seconds);
+        p.recentTurns.add(status, seconds, turn);
+      },
+      midTurnDelivered: (method, seconds) => p.metrics.midTurnDelivered(method, seconds),
+      gateDown: (gate) => p.metrics.gateDown(gate),
+      usage: (channel, model, usage) => {
+        p.metrics.turnUsage(channel, model, usage);
+        p.usage.add(channel, model, usage);
+      },
+    },
     attachments: new TurnAttachments({
       fetcher: new MediaFetcher({
         relayOrigin: relay.http.origin,
@@ -139,7 +158,6 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       config: () => p.config().attachments,
       logger: log,
     }),
-    displayNames: async (pks) => new Map([...(await p.profiles.resolve(pks)).values()].map((x) => [x.pubkey, x.displayName])),
     enforce: p.enforce,
     verify: verifySignature,
     redactTitle: (t) => redactTitle(t, p.titleRedaction),
@@ -148,20 +166,8 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
       save: (scope, id) => local.saveSession(scope, agentKey, id),
       forget: (scope) => local.forgetSession(scope),
     },
-    recordBeforePublish: recordReplyDurably((turnId, id) => scheduler.recordBeforePublish(turnId, id), log),
-    claimSeen: (ids) => backend.claimFirst(ids.map((id) => `seen:${id}`)).then((keys) => keys.map((k) => k.slice("seen:".length))),
-    logger: log,
-    onTurnEnd: (status, seconds, turn) => {
-      p.metrics.turnEnded(status, seconds);
-      p.recentTurns.add(status, seconds, turn);
-    },
-    onMidTurnDelivered: (method, seconds) => p.metrics.midTurnDelivered(method, seconds),
-    onGateDown: (gate) => p.metrics.gateDown(gate),
-    onUsage: (channel, model, usage) => {
-      p.metrics.turnUsage(channel, model, usage);
-      p.usage.add(channel, model, usage);
-    },
     workStatus: p.workStatus,
+    logger: log,
   });
   // What the queue tells (scheduler.ts, SchedulerEvents); it runs no pass before the daemon starts it.
   scheduler.on("ready", p.pump);
