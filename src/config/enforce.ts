@@ -22,11 +22,7 @@ export function resolveEnforce(cfg: Pick<Config, "gates" | "agent">): Enforce {
 /** Why `mcp.hook_deadline` is unusable with this config, or undefined when it is fine. */
 export function hookDeadlineProblem(cfg: Pick<Config, "gates" | "agent" | "mcp">): string | undefined {
   if (resolveEnforce(cfg) !== "agent" || cfg.mcp.hook_deadline < AGENT_HOOK_TIMEOUT_MS) return undefined;
-  const how =
-    cfg.gates.enforce === "auto"
-      ? "gates.enforce is auto and the agent is buzz-agent, so the agent calls the hooks"
-      : "gates.enforce is agent";
-  return `${cfg.mcp.hook_deadline} ms is not below buzz-agent's own ${AGENT_HOOK_TIMEOUT_MS} ms wait for a hook answer (${how}): the agent would give up before the merged _Stop arrives and end the turn ungated; set it below 2.5s (the default is 2s)`;
+  return `${cfg.mcp.hook_deadline} ms is not below buzz-agent's own ${AGENT_HOOK_TIMEOUT_MS} ms wait for a hook answer (${notTheBridge(cfg)}): the agent would give up before the merged _Stop arrives and end the turn ungated; set it below 2.5s (the default is 2s)`;
 }
 
 /**
@@ -36,11 +32,13 @@ export function hookDeadlineProblem(cfg: Pick<Config, "gates" | "agent" | "mcp">
  * what the key asks.
  */
 export function holdRepliesProblem(cfg: Pick<Config, "gates" | "agent" | "mcp">, server: string): string | undefined {
-  const enforce = resolveEnforce(cfg);
-  if (enforce === "bridge" || !cfg.mcp.servers[server]?.hold_replies) return undefined;
-  const how =
-    cfg.gates.enforce === "auto"
-      ? "gates.enforce is auto and the agent is buzz-agent, so the agent runs the gates"
-      : `gates.enforce is ${enforce}`;
-  return `hold_replies: true holds the agent's posts until the bridge sees this gate allow the turn to end, but ${how}: its posts would go out unheld; set gates.enforce: bridge, or remove hold_replies`;
+  if (resolveEnforce(cfg) === "bridge" || !cfg.mcp.servers[server]?.hold_replies) return undefined;
+  return `hold_replies: true holds the agent's posts until the bridge sees this gate allow the turn to end, but ${notTheBridge(cfg)}: its posts would go out unheld; set gates.enforce: bridge, or remove hold_replies`;
+}
+
+/** Why the bridge does not enforce the stop gates with this config, for a refusal's words. */
+function notTheBridge(cfg: Pick<Config, "gates" | "agent">): string {
+  return cfg.gates.enforce === "auto"
+    ? "gates.enforce is auto and the agent is buzz-agent, so the agent calls the hooks"
+    : `gates.enforce is ${resolveEnforce(cfg)}`;
 }
