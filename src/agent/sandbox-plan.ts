@@ -225,6 +225,19 @@ export class AgentSandbox {
     return { sandboxed: true, network: "host" };
   }
 
+  /**
+   * `effective()`, or undefined where the sandbox the config asks for cannot be had here
+   * (its SandboxError is the start-up's, and doctor's sandbox line's, to report).
+   */
+  attainable(ch: ChannelIsolation = {}): { sandboxed: boolean; network: SandboxNetwork } | undefined {
+    try {
+      return this.effective(ch);
+    } catch (err) {
+      if (err instanceof SandboxError) return undefined;
+      throw err;
+    }
+  }
+
   /** Processes with the same key are interchangeable: the warm spare serves any acquire with its key. */
   key(channel: ChannelRef, cwd: string, ch: ChannelIsolation = {}): string {
     const e = this.effective(ch);

@@ -29,7 +29,6 @@ import { SCHEMA_VERSION, SqliteStore } from "../../queue/sqlite-store.js";
 import { silentLogger } from "../../base/log.js";
 import { cliPath } from "../../base/cli-path.js";
 import { sandboxFor } from "../../agent/sandbox-config.js";
-import { SandboxError } from "../../agent/sandbox-plan.js";
 import type { ChildSpec } from "../../proxy/line-transport.js";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -392,15 +391,7 @@ interface SandboxRoom {
 async function sandboxRoom(loaded: LoadedConfig): Promise<SandboxRoom | undefined> {
   const configured = sandboxFor(loaded);
   // A sandbox that cannot be had is the sandbox line's failure (doctor-sandbox.ts); the MCP check runs unsandboxed.
-  const sandboxed = (() => {
-    try {
-      return configured.effective().sandboxed;
-    } catch (err) {
-      if (err instanceof SandboxError) return false;
-      throw err;
-    }
-  })();
-  if (!sandboxed) return undefined;
+  if (!configured.attainable()?.sandboxed) return undefined;
   const scratch = mkdtempSync(join(tmpdir(), "buzz-bridge-doctor-mcp-"));
   // The sandbox's own files go to the scratch directory: doctor creates nothing in state_dir.
   const sandbox = new AgentSandbox({ ...configured.policy, stateDir: scratch }, undefined, () => configured.probe);
