@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { nip19 } from "nostr-tools";
 import { stringify } from "yaml";
 import { KIND } from "../src/nostr/kinds.js";
+import { message, reaction, replyRefFor } from "../src/nostr/events.js";
 import { CLI, REPO, World } from "../kit/world.js";
 import { waitFor } from "../kit/wait.js";
 import { runCli } from "./fixtures/cli.js";
@@ -187,6 +188,42 @@ test("demo --keep prints post commands that work as printed, and its feed shows 
   assert.doesNotMatch(demo.out().split("Live from")[1]!, /What is this room for/, "the scripted part is not replayed into the feed");
   demo.proc.kill("SIGINT");
   assert.equal(await demo.exited, 0, demo.err().slice(-2000));
+});
+
+test("a mention, its reply and their reactions from one second, posted before tail starts, print in the order they happened, the reply in the asker's thread", async () => {
+  // created_at counts seconds, and a relay orders one second's events by id: a turn that ended
+  // within the second it began in could print its reply before the mention, as "↳ thread 1a2b3c4d".
+  const at = Math.floor(Date.now() / 1000) - 5;
+  const room = await w.addChannel({ name: "one-second", members: [w.owner, w.agent] });
+  const owner = await w.owner.relay();
+  const agent = await w.agent.relay();
+  const sent = async (c: typeof owner, t: { kind: number; content: string; tags: string[][] }) => {
+    const { event, outcome } = await c.send({ ...t, created_at: at });
+    assert.equal(outcome.status, "accepted", outcome.reason);
+    return event;
+  };
+  const mention = await sent(owner, message(room, "@agent what changed in one second?", { mentions: [w.agent.pk] }));
+  await sent(agent, reaction(mention, "👀", room));
+  await sent(agent, message(room, "Everything, quickly.", { mentions: [w.owner.pk], thread: replyRefFor(mention) }));
+  await sent(agent, reaction(mention, "✅", room));
+  const tail = run([CLI, "tail", "-c", w.writeConfig({}, "one-second.yaml"), "--channel", "one-second"]);
+  await tail.until(/reacted ✅ to .*$/m);
+  const lines = tail.out().trim().split("\n");
+  const agent_ = /^\S+ #one-second {2}(\S+) reacted 👀/m.exec(tail.out())?.[1] ?? "(no 👀 line)";
+  const shown = lines.map((l) => l.replace(/^\d\d:\d\d:\d\d #one-second/, "").replace(/ {2}→ .*$/, ""));
+  // The mention comes first; what follows it in the same second has no order but its references.
+  assert.equal(shown[0], "  olivia: @agent what changed in one second?", tail.out());
+  assert.deepEqual(
+    shown.slice(1).sort(),
+    [
+      ` ↳ olivia's thread  ${agent_}: Everything, quickly.`,
+      `  ${agent_} reacted 👀 to olivia: "@agent what changed in one second?"`,
+      `  ${agent_} reacted ✅ to olivia: "@agent what changed in one second?"`,
+    ].sort(),
+    tail.out(),
+  );
+  tail.proc.kill("SIGINT");
+  assert.equal(await tail.exited, 0);
 });
 
 test("dev-relay --help points at docs/dev-relay.md for the seed format and the admin API", async () => {

@@ -103,10 +103,35 @@ class TailFormatter {
   }
 }
 
+/** What an event is printed after when both are in one replay: a reaction's target, a reply's thread root. */
+const printedAfter = (ev: Event): string | undefined =>
+  ev.kind === KIND.reaction ? reactionTarget(ev) : ev.kind === KIND.message ? threadRootOf(ev) : undefined;
+
+/**
+ * The order to print a replay in: oldest first. `created_at` counts seconds, so a mention, the
+ * reply to it and the reactions on it often share one, and within a second a relay orders by
+ * id (NIP-01), not by arrival. So the relay's newest-first order is reversed (right where a
+ * relay keeps arrival order), and no event comes before the message it replies in the thread
+ * of or reacts to when that message is in the replay too (else the reply reads
+ * "↳ thread 1a2b3c4d" where "olivia's thread" was meant).
+ */
+export function replayOrder(events: readonly Event[]): Event[] {
+  const byTime = [...events].reverse().sort((a, b) => a.created_at - b.created_at);
+  const pending = new Map(byTime.map((ev) => [ev.id, ev]));
+  const out: Event[] = [];
+  for (const ev of byTime) {
+    // The event and what it waits on, newest first; each taken once, so a cycle of forged refs ends.
+    const chain: Event[] = [];
+    for (let e: Event | undefined = ev; e && pending.delete(e.id); e = pending.get(printedAfter(e) ?? "")) chain.push(e);
+    out.push(...chain.reverse());
+  }
+  return out;
+}
+
 /**
  * Subscribes `client` to the channels (every message, not only mentions) and writes a line
  * per event until `stop` resolves. What the relay replays from before the subscription is
- * printed oldest first (relays replay newest first), or skipped with `skipReplay` (the demo
+ * printed oldest first (`replayOrder`), or skipped with `skipReplay` (the demo
  * has printed its transcript already); live events follow in arrival order.
  *
  * With `follow`, the channel set follows the identity's memberships as they change: it starts
@@ -133,7 +158,7 @@ export async function followChannels(
   const flush = () => {
     const held = replay ?? [];
     replay = undefined;
-    if (!o.skipReplay) for (const ev of held.sort((a, b) => a.created_at - b.created_at)) print(ev);
+    if (!o.skipReplay) for (const ev of replayOrder(held)) print(ev);
   };
   const onEvent = (ev: Event, ctx: EventContext) => {
     if (replay && !ctx.live) return void replay.push(ev);
