@@ -83,7 +83,8 @@ export class LinkClient {
     } catch (err) {
       await peer.close();
       const why = isTimeout(err) ? `link ${socketPath}: no hello answer within ${timeoutMs} ms` : asLinkError(err).message;
-      throw new LinkError(`link refused: ${why}`);
+      // The daemon's refusals say "link refused: …" themselves.
+      throw new LinkError(why.startsWith("link refused: ") ? why : `link refused: ${why}`);
     }
     const manifest = manifestWire.safeParse(hello.manifest);
     if (!manifest.success) {
