@@ -51,10 +51,9 @@ test("register, connect with the token, fetch the manifest; a revoked token is r
     await assert.rejects(s.runHook("_PostCompact"), { message: "session k: _PostCompact over the link failed: no servers answer" });
     client.close();
     s.unregister();
-    await assert.rejects(
-      LinkClient.connect(s.env.BUZZ_BRIDGE_LINK!, s.env.BUZZ_BRIDGE_LINK_TOKEN!),
-      { message: "link refused: unknown or revoked token" },
-    );
+    await assert.rejects(LinkClient.connect(s.env.BUZZ_BRIDGE_LINK!, s.env.BUZZ_BRIDGE_LINK_TOKEN!), {
+      message: "link refused: unknown or revoked token",
+    });
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
