@@ -99,7 +99,7 @@ test("the client reads the dev relay's document (self, limits, lifetime, quota) 
   assert.ok(c.relayInfo.previousSelves.has(old), "the old key is remembered as stale");
 });
 
-test("missing, not JSON, or lying: Buzz's defaults, one warning naming the problem, and the bridge keeps working", async () => {
+test("missing, not JSON, too large, or lying: Buzz's defaults, one warning naming the problem, and the bridge keeps working", async () => {
   const bot = identity();
   const alice = identity();
   const relay = await relayWith([bot, alice]);
@@ -108,6 +108,7 @@ test("missing, not JSON, or lying: Buzz's defaults, one warning naming the probl
   const cases: { name: string; set: Parameters<typeof relay.setNip11>[0]; problem: RegExp }[] = [
     { name: "missing", set: { status: 404, raw: "not found" }, problem: /no NIP-11 document .*HTTP 404/ },
     { name: "not JSON", set: { raw: "<html>hello</html>" }, problem: /not JSON/ },
+    { name: "too large", set: { raw: `{"name":"${"x".repeat(2 * 1024 * 1024)}"}` }, problem: /(larger|more) than the 1048576/ },
     {
       name: "lying",
       set: { document: { self: "not-a-key", limitation: { max_content_length: 0, max_message_length: 0 } } },

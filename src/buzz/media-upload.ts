@@ -7,6 +7,10 @@
 import { createHash } from "node:crypto";
 import { blossomHeader } from "../nostr/blossom.js";
 import { nip98Header, type SigningKey } from "../nostr/nip98.js";
+import { readResponseText } from "../base/http-body.js";
+
+/** An upload's answer is a blob descriptor (BUD-02), a few hundred bytes; an error page a few KiB. */
+const ANSWER_MAX_BYTES = 64 * 1024;
 
 export interface BlobDescriptor {
   url: string;
@@ -44,7 +48,12 @@ export async function uploadBlob(o: UploadOptions, bytes: Uint8Array, type: stri
   } catch (err) {
     throw new MediaUploadError(`upload to ${url} failed: ${(err as Error).message}`);
   }
-  const text = await res.text();
+  let text: string;
+  try {
+    text = await readResponseText(res, ANSWER_MAX_BYTES);
+  } catch (err) {
+    throw new MediaUploadError(`the relay's upload answer (HTTP ${res.status}) could not be read: ${(err as Error).message}`);
+  }
   if (!res.ok) throw new MediaUploadError(`the relay refused the upload (HTTP ${res.status}): ${text.slice(0, 200)}`);
   let d: Partial<BlobDescriptor>;
   try {

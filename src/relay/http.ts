@@ -15,6 +15,13 @@ import { retryAfterMs, sleep } from "../base/backoff.js";
 import { retry } from "../base/retry.js";
 import { OUTAGE_PAUSE_CAP_MS, waiting, type OutageWait } from "./outage.js";
 import { RelayHttpError } from "./errors.js";
+import { BodyTooLargeError, readResponseText } from "../base/http-body.js";
+
+/**
+ * The most of an answer read: a `/query` asks for a bounded number of events (256 KiB of content
+ * at most each, on Buzz); more than this is a relay answering endlessly, refused, not retried.
+ */
+const ANSWER_MAX_BYTES = 64 * 1024 * 1024;
 import { nip98Header } from "../nostr/nip98.js";
 import { eventShapeProblem } from "../nostr/validate.js";
 import type { FrameBudget } from "./frame-budget.js";
@@ -87,9 +94,10 @@ export class RelayHttp {
           signal: AbortSignal.timeout(this.opts.timeoutMs ?? 15_000),
         });
         status = res.status;
-        text = await res.text();
+        text = await readResponseText(res, ANSWER_MAX_BYTES);
         if (res.ok) return text ? JSON.parse(text) : null;
       } catch (err) {
+        if (err instanceof BodyTooLargeError) throw new RelayHttpError(url, status, `answer too large: ${err.message}`);
         if (status) throw new RelayHttpError(url, status, `body is not JSON: ${text.slice(0, 120)}`);
         text = (err as Error).message;
       }

@@ -11,6 +11,10 @@ import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
 import { defaultRelayInfo, parseRelayInfo, type RelayInfo } from "../nostr/nip11.js";
 import { httpOrigin } from "./auth.js";
+import { readResponseText } from "../base/http-body.js";
+
+/** A NIP-11 document is a page of JSON; one larger than this is not read on (a relay answering endlessly). */
+const NIP11_MAX_BYTES = 1024 * 1024;
 
 export interface RelayInfoOptions {
   /** The relay's WebSocket URL; the document is at its HTTP origin. */
@@ -65,7 +69,7 @@ export class RelayInfoSource {
         headers: { accept: "application/nostr+json" },
         signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5000),
       });
-      const text = await res.text();
+      const text = await readResponseText(res, NIP11_MAX_BYTES);
       if (!res.ok) next = defaultRelayInfo(`no NIP-11 document at ${url} (HTTP ${res.status}); using Buzz's default limits, no relay key`);
       else {
         let doc: unknown;

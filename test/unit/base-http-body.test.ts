@@ -3,13 +3,15 @@
  * a body within the limit arrives whole; one whose Content-Length announces more is refused
  * before it is read, one that grows past the limit as it arrives at that chunk; drained, the
  * server still answers 413 on the connection, destroyed (the default) the connection is
- * dropped; a client that goes away mid-body rejects with the stream's own error.
+ * dropped; a client that goes away mid-body rejects with the stream's own error. A `fetch`
+ * answer is read the same way: whole up to the limit, refused by its Content-Length or at the
+ * chunk that passes it when it would never end.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, request, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { BodyTooLargeError, readBody, type ReadBodyOptions } from "../../src/base/http-body.js";
+import { BodyTooLargeError, readBody, readResponseText, type ReadBodyOptions } from "../../src/base/http-body.js";
 import { waitFor } from "../../kit/wait.js";
 
 const LIMIT = 1024;
@@ -104,4 +106,35 @@ test("a client that goes away mid-body: the reader rejects with the stream's err
   const o = await waitFor(() => outcomes[0], { what: "the reader's end" });
   assert.ok("error" in o, "rejected");
   assert.ok(!(o.error instanceof BodyTooLargeError), o.error.message);
+});
+
+test("a fetch answer: read whole up to the limit; refused by its Content-Length, or at the chunk that passes the limit of one that never ends", async () => {
+  const answers = createServer((req, res) => {
+    if (req.url === "/small") return void res.end("a".repeat(LIMIT));
+    if (req.url === "/announced") {
+      res.writeHead(200, { "content-length": String(10 * LIMIT) });
+      return void res.end("a".repeat(10 * LIMIT));
+    }
+    // Endless: a chunk whenever the socket takes one, until the client goes away.
+    const more = () => {
+      while (!res.destroyed && res.write(bytes(256)));
+      if (!res.destroyed) res.once("drain", more);
+    };
+    res.on("close", () => res.removeAllListeners("drain"));
+    more();
+  });
+  await new Promise<void>((resolve) => answers.listen(0, "127.0.0.1", resolve));
+  const at = (path: string) => fetch(`http://127.0.0.1:${(answers.address() as AddressInfo).port}${path}`);
+  try {
+    assert.equal((await readResponseText(await at("/small"), LIMIT)).length, LIMIT);
+    await assert.rejects(readResponseText(await at("/announced"), LIMIT), {
+      message: `the body is announced as ${10 * LIMIT} bytes, more than the ${LIMIT} allowed`,
+    });
+    await assert.rejects(readResponseText(await at("/endless"), LIMIT), {
+      message: `the body is larger than the ${LIMIT} bytes allowed`,
+    });
+  } finally {
+    answers.closeAllConnections();
+    answers.close();
+  }
 });

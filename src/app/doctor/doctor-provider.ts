@@ -9,6 +9,10 @@ import type { Config } from "../../config/schema.js";
 import type { Preset } from "../../presets/index.js";
 import { trimBase } from "../../presets/types.js";
 import type { CheckResult } from "./doctor-result.js";
+import { readResponseText } from "../../base/http-body.js";
+
+/** A models list (a gateway's with every model it routes runs to megabytes), or a one-token answer: below this. */
+const ANSWER_MAX_BYTES = 16 * 1024 * 1024;
 
 /** Where each API lives when no agent.provider names a gateway. */
 const VENDOR_BASE: Partial<Record<NonNullable<Preset["wire"]>, string>> = {
@@ -125,7 +129,7 @@ interface Answer {
 }
 
 async function answer(res: Response): Promise<Answer> {
-  const text = await res.text();
+  const text = await readResponseText(res, ANSWER_MAX_BYTES);
   const type = res.headers.get("content-type") ?? "";
   if (/html/i.test(type) || /^\s*<(!doctype|html)/i.test(text))
     return {
