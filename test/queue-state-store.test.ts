@@ -129,7 +129,9 @@ for (const name of BACKENDS) {
     });
 
     t("the scope cap: past it the oldest waiting mentions are refused, each logged, with one coalesced notice", async (p) => {
-      const q = await p.open({ sessionScope: "channel", scopeCap: 5, maxConcurrent: 1 });
+      // The burst is gathered until 2 s pass without a refusal: the eight arrivals are a burst
+      // on a loaded machine too (100 ms of quiet, the default, can pass between two of them there).
+      const q = await p.open({ sessionScope: "channel", scopeCap: 5, maxConcurrent: 1, refusalNotice: { quietMs: 2_000, maxMs: 20_000 } });
       const first = fromWire(mention(owner, "running", { created_at: 400 }));
       await q.scheduler.accept(first, CHANNEL);
       const running = await q.next();

@@ -6,11 +6,14 @@
  */
 import type { Logger } from "../base/log.js";
 import { npub } from "../config/keys.js";
-import { Coalescer } from "../relay/coalesce.js";
+import { Coalescer, type CoalesceOptions } from "../relay/coalesce.js";
 
-/** A burst of refusals ends after this much quiet, or is announced this long after its first at the latest. */
-const NOTICE_QUIET_MS = 100;
-const NOTICE_MAX_MS = 1_000;
+/**
+ * How a burst of refusals is gathered into one notice: it ends after `quietMs` with no refusal
+ * (default 100 ms), or is announced `maxMs` after its first at the latest (default 1 s), so a
+ * burst is one post per scope and reason while nobody waits long to hear of it.
+ */
+export const DEFAULT_NOTICE_TIMING: CoalesceOptions = { quietMs: 100, maxMs: 1_000 };
 
 export type RefusalReason = "scope-cap" | "queue-full";
 
@@ -29,12 +32,15 @@ export interface Refusal {
 
 export class RefusalCoalescer {
   private pending = new Map<string, Refusal>();
-  private readonly burst = new Coalescer(() => this.flush(), { quietMs: NOTICE_QUIET_MS, maxMs: NOTICE_MAX_MS });
+  private readonly burst: Coalescer;
 
   constructor(
     private readonly logger: Logger,
     private readonly notify: ((r: Refusal) => void) | undefined,
-  ) {}
+    timing: CoalesceOptions = DEFAULT_NOTICE_TIMING,
+  ) {
+    this.burst = new Coalescer(() => this.flush(), timing);
+  }
 
   add(scope: string, channel: string, reason: RefusalReason, ev: RefusedEvent): void {
     this.logger.warn({ evt: "queue.refused", reason, scope, channel, event: ev.id, author: npub(ev.author) });

@@ -39,7 +39,8 @@ import { formatDuration } from "../config/duration.js";
 import { KIND } from "../nostr/kinds.js";
 import type { DaemonInfo, QueueBackend, QueueDepth, TurnRecord, TurnState, TurnUpdate } from "./backend.js";
 import { STATE_RETENTION_MS } from "./backend.js";
-import { RefusalCoalescer, type Refusal } from "./refusals.js";
+import { DEFAULT_NOTICE_TIMING, RefusalCoalescer, type Refusal } from "./refusals.js";
+import type { CoalesceOptions } from "../relay/coalesce.js";
 import { parseScopeKey, scopeKey, scopeOf, type Scope, type SessionScope } from "./scope.js";
 
 export interface SchedulerOptions {
@@ -62,6 +63,8 @@ export interface SchedulerOptions {
   holdMaxMs?: number;
   /** Retry delay after attempt n: min(maxMs, baseMs · factor^(n−1)); default 5 s then 5 min. */
   backoff?: TurnRetryPacing;
+  /** How refusals are gathered into one `refused` per scope and reason; default: 100 ms of quiet, 1 s at most (refusals.ts). */
+  refusalNotice?: CoalesceOptions;
   /** On a shared backend: look for work at least this often even without an arrival here. Default 1 s. */
   pollMs?: number;
   /**
@@ -198,9 +201,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       holdMaxMs: DEFAULT_HOLD_MAX_MS,
       backoff: DEFAULT_TURN_RETRY,
       pollMs: 1_000,
+      refusalNotice: DEFAULT_NOTICE_TIMING,
       ...opts,
     };
-    this.refusals = new RefusalCoalescer(opts.logger, (r) => this.emit("refused", r));
+    this.refusals = new RefusalCoalescer(opts.logger, (r) => this.emit("refused", r), this.o.refusalNotice);
     // No jitter: a turn's retry time is shown in its log line.
     const b = this.o.backoff;
     this.retryDelay = new Backoff({ baseMs: b.baseMs, factor: b.factor, capMs: b.maxMs, jitter: 0 });
