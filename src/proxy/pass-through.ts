@@ -83,7 +83,22 @@ export class RawCalls {
       const out = handlers.progress ? { ...rest, progressToken: id } : rest;
       if (Object.keys(out).length > 0) sent._meta = out;
     }
-    if (!this.out.sendLine(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: sent }))) return undefined;
+    return this.send(id, tool, JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: sent }), handlers);
+  }
+
+  /**
+   * call() with arguments already serialized (a gate's input, made once for every gate),
+   * and no _meta; the same message as call() would send.
+   */
+  callWithArguments(tool: string, argumentsJson: string, handlers: RawCallHandlers): string | undefined {
+    if (!this.open) return undefined;
+    const id = ID_PREFIX + ++this.seq;
+    const line = `{"jsonrpc":"2.0","id":"${id}","method":"tools/call","params":{"name":${JSON.stringify(tool)},"arguments":${argumentsJson}}}`;
+    return this.send(id, tool, line, handlers);
+  }
+
+  private send(id: string, tool: string, line: string, handlers: RawCallHandlers): string | undefined {
+    if (!this.out.sendLine(line)) return undefined;
     const call: RawCall = { id, tool, handlers };
     this.calls.set(id, call);
     this.arm(call);
