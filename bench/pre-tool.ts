@@ -4,7 +4,8 @@
  * answer `_PreToolUse` at once with "" (allow), against the same call with no gate, all in
  * the same run. Targets (bench/README.md): 1 gate ≤ 1.5× no gate at the median, 5 gates ≤ 2×:
  * the gates are asked concurrently over their already-open sessions, nothing is spawned or
- * listed per call. Build first; run alone: `node --import tsx bench/pre-tool.ts`.
+ * listed per call. Each proxy is warmed up first and the timed calls are interleaved.
+ * Build first; run alone: `node --import tsx bench/pre-tool.ts`.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,20 +21,28 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli.js");
 const GATE = join(ROOT, "test", "fixtures", "gate-server.mjs");
 const CALLS = Number(process.env.BENCH_PRE_TOOL_CALLS ?? 300);
-const WARMUP = 20;
+/**
+ * Calls before any is timed, on each proxy. Every proxy and gate server is a fresh process
+ * whose per-call path V8 has yet to optimize: with 20, a gate server still ran its SDK code
+ * cold through most of the 300 timed calls (about 3× its warm CPU per call), and the five
+ * gates' warm-up, not their per-call cost, was what the 5-gate figure measured.
+ */
+const WARMUP = 500;
+/** The timed calls come in rounds, each proxy in turn (one further along each round), so the machine's load falls on all three alike. */
+const ROUNDS = 10;
 
 export interface PreToolResult {
   /** Per-call ms, keyed by the number of gates (0 = none). */
   calls: Record<string, number[]>;
 }
 
-async function timeCalls(client: Client, n: number): Promise<number[]> {
+async function timeCalls(client: Client, n: number, warm: number): Promise<number[]> {
   const out: number[] = [];
-  for (let i = 0; i < n + WARMUP; i++) {
+  for (let i = 0; i < n + warm; i++) {
     const t0 = performance.now();
     const r = await client.request({ method: "tools/call", params: { name: "echo", arguments: { text: "hi" } } }, CallToolResultSchema);
     if (r.isError) throw new Error(`pre-tool bench: echo answered isError: ${JSON.stringify(r.content).slice(0, 200)}`);
-    if (i >= WARMUP) out.push(performance.now() - t0);
+    if (i >= warm) out.push(performance.now() - t0);
   }
   return out;
 }
@@ -67,8 +76,16 @@ export async function benchPreTool(): Promise<PreToolResult> {
     return client;
   };
   try {
-    const calls: Record<string, number[]> = {};
-    for (const n of [0, 1, 5]) calls[String(n)] = await timeCalls(await proxy(n), CALLS);
+    const ways: Array<[string, Client]> = [];
+    for (const n of [0, 1, 5]) ways.push([String(n), await proxy(n)]);
+    for (const [, client] of ways) await timeCalls(client, 0, WARMUP);
+    const calls: Record<string, number[]> = Object.fromEntries(ways.map(([n]) => [n, []]));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (let k = 0; k < ways.length; k++) {
+        const [n, client] = ways[(k + r) % ways.length]!;
+        calls[n]!.push(...(await timeCalls(client, Math.ceil(CALLS / ROUNDS), 5)));
+      }
+    }
     return { calls };
   } finally {
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));

@@ -194,13 +194,28 @@ export class Aggregator {
     return pass;
   }
 
-  /** A downstream tool whose server is up takes the raw path (./pass-through.ts); anything else the SDK's. */
+  /**
+   * A downstream tool whose server is up takes the raw path (./pass-through.ts); anything else
+   * the SDK's. With gates, the raw path holds the call for gatedCall, the one check both paths
+   * and both transports share.
+   */
   readonly rawRoute: RawRoute = (name) => {
-    // With gates every call is asked first, on the one path both transports share (callTool).
-    if (!this.isReady || this.toolGates.active) return undefined;
+    if (!this.isReady) return undefined;
     const route = this.getCatalog().routes.get(name);
     const raw = route?.ds.rawCalls();
-    return raw && { raw, tool: route!.tool };
+    if (!raw) return undefined;
+    if (!this.toolGates.active) return { raw, tool: route!.tool };
+    const { ds, tool } = route!;
+    return {
+      raw,
+      tool,
+      // The server went away after the route was chosen: ds.call reports its state.
+      gate: (args, send) =>
+        this.gatedCall(
+          { tool: name, server: ds.name, arguments: args ?? {} },
+          () => send() ?? ds.call(tool, args as Record<string, unknown>, {}),
+        ),
+    };
   };
 
   async stop(): Promise<void> {

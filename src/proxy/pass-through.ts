@@ -6,13 +6,14 @@
  * zod guard on every response, a promise chain on each side. A pass-through needs none
  * of it: it maps the agent's request id to one of its own, renames the tool, and maps
  * the answer back. Everything else (hooks, built-in tools, calls to a server that is
- * down, resources, prompts) still goes through the SDK.
+ * down, resources, prompts) still goes through the SDK. With pre-tool gates, a call is
+ * held here while the gates are asked (the route's `gate`), then sent the same way.
  *
  * What the SDK did for these calls is kept: progress (the caller's token is swapped for
  * ours and back), cancellation both ways, the per-server timeout (reset by progress),
  * downstream JSON-RPC errors and crashes turned into isError results.
  */
-import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, type CallToolResult, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
 
 /** Writes one JSON-RPC message as a line; false when the connection is gone. */
@@ -82,7 +83,22 @@ export class RawCalls {
       const out = handlers.progress ? { ...rest, progressToken: id } : rest;
       if (Object.keys(out).length > 0) sent._meta = out;
     }
-    if (!this.out.sendLine(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: sent }))) return undefined;
+    return this.send(id, tool, JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: sent }), handlers);
+  }
+
+  /**
+   * call() with arguments already serialized (a gate's input, made once for every gate),
+   * and no _meta; the same message as call() would send.
+   */
+  callWithArguments(tool: string, argumentsJson: string, handlers: RawCallHandlers): string | undefined {
+    if (!this.open) return undefined;
+    const id = ID_PREFIX + ++this.seq;
+    const line = `{"jsonrpc":"2.0","id":"${id}","method":"tools/call","params":{"name":${JSON.stringify(tool)},"arguments":${argumentsJson}}}`;
+    return this.send(id, tool, line, handlers);
+  }
+
+  private send(id: string, tool: string, line: string, handlers: RawCallHandlers): string | undefined {
+    if (!this.out.sendLine(line)) return undefined;
     const call: RawCall = { id, tool, handlers };
     this.calls.set(id, call);
     this.arm(call);
@@ -163,12 +179,31 @@ export class RawCalls {
   }
 }
 
-/** Where an exposed tool name leads, when that server can take a raw call now. */
-export type RawRoute = (name: string) => { raw: RawCalls; tool: string } | undefined;
+/**
+ * Runs a call after the pre-tool gates allow it (proxy/tool-gates.ts): `send` makes the call,
+ * or gives undefined when the connection has gone since the route was chosen (the gate then
+ * has the call made another way). Its promise rejects when the agent cancelled the call.
+ */
+export type GatedSend = (args: unknown, send: () => Promise<CallToolResult> | undefined) => Promise<CallToolResult>;
+
+/** Where an exposed tool name leads, when that server can take a raw call now; `gate` when the call is to be asked first. */
+export type RawRoute = (name: string) => { raw: RawCalls; tool: string; gate?: GatedSend } | undefined;
+
+/** The agent cancelled a gated call before its answer: nothing is sent back (MCP: a cancelled request gets no response). */
+class Cancelled extends Error {}
+
+interface InFlight {
+  raw: RawCalls;
+  /** Our id downstream, once the call is sent (a gated call is first asked). */
+  id?: string;
+  cancelled?: boolean;
+  /** Ends a gated call's wait for its answer when the agent cancels it. */
+  abandon?: (err: Cancelled) => void;
+}
 
 /** The agent's side: its tools/call that can go raw, and its cancellations of them. */
 export class AgentPassThrough {
-  private readonly inFlight = new Map<string | number, { raw: RawCalls; id: string }>();
+  private readonly inFlight = new Map<string | number, InFlight>();
 
   constructor(
     private readonly upstream: MessageSink,
@@ -184,7 +219,9 @@ export class AgentPassThrough {
       const entry = requestId === undefined ? undefined : this.inFlight.get(requestId);
       if (!entry) return false;
       this.inFlight.delete(requestId!);
-      entry.raw.cancel(entry.id, m.params?.reason);
+      entry.cancelled = true;
+      if (entry.id !== undefined) entry.raw.cancel(entry.id, m.params?.reason);
+      entry.abandon?.(new Cancelled());
       return true;
     }
     return false;
@@ -195,19 +232,48 @@ export class AgentPassThrough {
     const target = this.route(params.name);
     if (!target) return false;
     const token = (params._meta as { progressToken?: unknown } | undefined)?.progressToken;
-    const id = target.raw.call(target.tool, params, {
-      done: (result) => {
-        if (this.inFlight.get(upId)?.id === id) this.inFlight.delete(upId);
-        this.upstream.sendMessage({ jsonrpc: "2.0", id: upId, result });
+    const progress =
+      typeof token === "string" || typeof token === "number"
+        ? (p: Record<string, unknown>) =>
+            this.upstream.sendMessage({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } }, upId)
+        : undefined;
+    const answer = (entry: InFlight, result: CallToolResult) => {
+      if (this.inFlight.get(upId) === entry) this.inFlight.delete(upId);
+      this.upstream.sendMessage({ jsonrpc: "2.0", id: upId, result });
+    };
+    if (!target.gate) {
+      const entry: InFlight = { raw: target.raw };
+      entry.id = target.raw.call(target.tool, params, { done: (result) => answer(entry, result), progress });
+      if (entry.id === undefined) return false;
+      this.inFlight.set(upId, entry);
+      return true;
+    }
+    const entry: InFlight = { raw: target.raw };
+    this.inFlight.set(upId, entry);
+    const send = (): Promise<CallToolResult> | undefined => {
+      if (entry.cancelled) return Promise.reject(new Cancelled());
+      let done!: (result: CallToolResult) => void;
+      const answered = new Promise<CallToolResult>((resolve, reject) => {
+        done = resolve;
+        entry.abandon = reject;
+      });
+      entry.id = target.raw.call(target.tool, params, { done, progress });
+      return entry.id === undefined ? undefined : answered;
+    };
+    target.gate(params.arguments, send).then(
+      (result) => {
+        if (!entry.cancelled) answer(entry, result);
       },
-      progress:
-        typeof token === "string" || typeof token === "number"
-          ? (p) =>
-              this.upstream.sendMessage({ jsonrpc: "2.0", method: "notifications/progress", params: { ...p, progressToken: token } }, upId)
-          : undefined,
-    });
-    if (id === undefined) return false;
-    this.inFlight.set(upId, { raw: target.raw, id });
+      (err: unknown) => {
+        if (entry.cancelled || err instanceof Cancelled) return;
+        if (this.inFlight.get(upId) === entry) this.inFlight.delete(upId);
+        this.upstream.sendMessage({
+          jsonrpc: "2.0",
+          id: upId,
+          error: { code: ErrorCode.InternalError, message: (err as Error)?.message ?? String(err) },
+        });
+      },
+    );
     return true;
   }
 }

@@ -74,16 +74,15 @@ export class ToolGates {
       logger: Logger;
       hookRan?(fanout: HookFanout, hook: string): void;
     },
-  ) {}
-
-  private get gates(): Downstream[] {
-    return this.opts.downstreams.filter((d) => d.cfg.pre_tool !== undefined);
+  ) {
+    this.gates = opts.downstreams.filter((d) => d.cfg.pre_tool !== undefined);
+    this.active = this.gates.length > 0;
   }
 
-  /** Any server has `pre_tool`: every call is asked (and cannot take the raw path). */
-  get active(): boolean {
-    return this.opts.downstreams.some((d) => d.cfg.pre_tool !== undefined);
-  }
+  /** The servers with `pre_tool` (a session's servers are fixed when it starts). */
+  private readonly gates: Downstream[];
+  /** Any server has `pre_tool`: every call is asked first. */
+  readonly active: boolean;
 
   /** Asks every gate at once; never throws. */
   async before(call: GatedCall): Promise<PreToolDecision> {
@@ -142,7 +141,7 @@ export class ToolGates {
     const gates = this.gates.filter((d) => d.tools.some((t) => t.name === POST_TOOL_HOOK));
     if (gates.length === 0) return "";
     const shown = result.content?.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join("\n") ?? "";
-    const input = { ...gateInput(call), result: cut(shown, MAX_POST_RESULT_BYTES), is_error: result.isError === true };
+    const input = withFields(gateInput(call), { result: cut(shown, MAX_POST_RESULT_BYTES), is_error: result.isError === true });
     const servers = await this.ask(POST_TOOL_HOOK, gates, input, (ds, outcome, ms): ServerAnswer => {
       const mode = ds.cfg.pre_tool!;
       if ("error" in outcome) return { name: ds.name, mode, ms, verdict: "skipped", text: "", error: outcome.error };
@@ -162,79 +161,108 @@ export class ToolGates {
 
   /**
    * One hook on each gate, all at once, under one deadline; every failure is an outcome.
-   * Gates are asked over their already-open sessions: nothing is spawned or listed per call.
+   * Gates are asked over their already-open sessions: nothing is spawned or listed per call,
+   * and the input is serialized once for all of them. Callbacks, one timer: this runs on
+   * every tool call.
    */
-  private async ask(
+  private ask(
     hook: string,
     gates: Downstream[],
-    input: Record<string, unknown> | { error: string },
+    input: GateInput | { error: string },
     judge: (ds: Downstream, outcome: { text: string } | { error: string }, ms: number) => ServerAnswer,
   ): Promise<ServerAnswer[]> {
+    if (gates.length === 0) return Promise.resolve([]);
     const deadlineMs = this.opts.deadlineMs;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), deadlineMs);
-    });
-    const one = async (ds: Downstream): Promise<ServerAnswer> => {
-      const t0 = Date.now();
-      const fail = (error: string) => judge(ds, { error }, Date.now() - t0);
-      if ("error" in input) return fail(input.error as string);
-      if (ds.state !== "ready") return fail(`not running${ds.lastError ? `: ${ds.lastError.slice(0, 300)}` : ""}`);
-      if (!ds.tools.some((t) => t.name === hook)) return fail(`it lists no ${hook} tool`);
-      const abort = new AbortController();
-      const outcome = await Promise.race([
-        callHook(ds, hook, input, abort.signal).then(
-          (r) => ({ r }),
-          (e: unknown) => ({ e }),
-        ),
-        deadline,
-      ]);
-      if (outcome === "timeout") {
-        // The late answer is discarded; cancelling tells the slow gate to stop working on it.
-        abort.abort();
-        return fail(`no answer within ${deadlineMs} ms (mcp.pre_tool_deadline)`);
+    const t0 = Date.now();
+    return new Promise((resolve) => {
+      const answers: ServerAnswer[] = new Array(gates.length);
+      const cancels: ((() => void) | undefined)[] = new Array(gates.length);
+      let left = gates.length;
+      const settle = (i: number, outcome: { text: string } | { error: string }) => {
+        if (answers[i]) return;
+        answers[i] = judge(gates[i]!, outcome, Date.now() - t0);
+        if (--left > 0) return;
+        clearTimeout(timer);
+        resolve(answers);
+      };
+      const timer = setTimeout(() => {
+        for (let i = 0; i < gates.length; i++) {
+          if (answers[i]) continue;
+          // The late answer is discarded; cancelling tells the slow gate to stop working on it.
+          cancels[i]?.();
+          settle(i, { error: `no answer within ${deadlineMs} ms (mcp.pre_tool_deadline)` });
+        }
+      }, deadlineMs);
+      for (let i = 0; i < gates.length; i++) {
+        const ds = gates[i]!;
+        if ("error" in input) settle(i, input);
+        else if (ds.state !== "ready") settle(i, { error: `not running${ds.lastError ? `: ${ds.lastError.slice(0, 300)}` : ""}` });
+        else if (!ds.tools.some((t) => t.name === hook)) settle(i, { error: `it lists no ${hook} tool` });
+        else
+          cancels[i] = callHook(
+            ds,
+            hook,
+            input,
+            (r) => {
+              const { text, hasText } = textOf(r);
+              if (r.isError) settle(i, { error: `${hook} answered with an error: ${cut(text || "no text", 300)}` });
+              else if (!hasText) settle(i, { error: `${hook} answered with no text block` });
+              else settle(i, { text: cut(text, MAX_HOOK_TEXT_BYTES) });
+            },
+            (e) => settle(i, { error: (e as Error)?.message ?? String(e) }),
+          );
       }
-      if ("e" in outcome) return fail((outcome.e as Error)?.message ?? String(outcome.e));
-      const { text, hasText } = textOf(outcome.r);
-      if (outcome.r.isError) return fail(`${hook} answered with an error: ${cut(text || "no text", 300)}`);
-      if (!hasText) return fail(`${hook} answered with no text block`);
-      return judge(ds, { text: cut(text, MAX_HOOK_TEXT_BYTES) }, Date.now() - t0);
-    };
-    const answers = await Promise.all(gates.map(one));
-    clearTimeout(timer);
-    return answers;
+    });
   }
+}
+
+/** A gate's input, as sent: the object, and its JSON made once for every gate. */
+interface GateInput {
+  value: Record<string, unknown>;
+  json: string;
 }
 
 /**
  * One hook call on the pass-through when the gate's server can take one (no SDK request
- * machinery: this runs on every tool call), else through its Client.
+ * machinery: this runs on every tool call), else through its Client. Returns how to cancel it.
  */
-function callHook(ds: Downstream, hook: string, input: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+function callHook(
+  ds: Downstream,
+  hook: string,
+  input: GateInput,
+  done: (r: CallToolResult) => void,
+  failed: (e: unknown) => void,
+): () => void {
   const raw = ds.rawCalls();
-  if (!raw) return ds.call(hook, input, { signal });
-  return new Promise((resolve, reject) => {
-    const id = raw.call(hook, { arguments: input }, { done: resolve });
-    if (id === undefined) {
-      ds.call(hook, input, { signal }).then(resolve, reject);
-      return;
-    }
-    signal.addEventListener("abort", () => raw.cancel(id, "past mcp.pre_tool_deadline"), { once: true });
-  });
+  const id = raw?.callWithArguments(hook, input.json, { done });
+  if (id !== undefined) return () => raw!.cancel(id, "past mcp.pre_tool_deadline");
+  const abort = new AbortController();
+  ds.call(hook, input.value, { signal: abort.signal }).then(done, failed);
+  return () => abort.abort();
 }
 
 /** What a gate is sent; arguments too large to send are an error for every gate (block fails closed). */
-function gateInput(call: GatedCall): Record<string, unknown> | { error: string } {
-  const bytes = Buffer.byteLength(JSON.stringify(call.arguments ?? {}) ?? "null", "utf8");
+function gateInput(call: GatedCall): GateInput | { error: string } {
+  const args = JSON.stringify(call.arguments ?? {}) ?? "null";
+  const bytes = Buffer.byteLength(args, "utf8");
   if (bytes > MAX_GATED_ARGUMENT_BYTES)
     return { error: `the call's arguments (${bytes} bytes as JSON) are over the ${MAX_GATED_ARGUMENT_BYTES} bytes a gate is sent` };
-  return {
+  const value = {
     tool: call.tool,
     server: call.server,
     arguments: call.arguments ?? {},
     title: call.title ?? call.tool,
     kind: call.kind ?? "other",
   };
+  // The same object as JSON, its arguments' JSON (already made for the size check) spliced in.
+  const json = `{"tool":${JSON.stringify(value.tool)},"server":${JSON.stringify(value.server)},"arguments":${args},"title":${JSON.stringify(value.title)},"kind":${JSON.stringify(value.kind)}}`;
+  return { value, json };
+}
+
+/** A gate input with more fields, in the object and in its JSON. */
+function withFields(input: GateInput | { error: string }, more: Record<string, unknown>): GateInput | { error: string } {
+  if ("error" in input) return input;
+  return { value: { ...input.value, ...more }, json: `${input.json.slice(0, -1)},${JSON.stringify(more).slice(1)}` };
 }
 
 function cut(text: string, bytes: number): string {

@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { AgentPassThrough, RawCalls } from "../../src/proxy/pass-through.js";
+import { AgentPassThrough, RawCalls, type GatedSend } from "../../src/proxy/pass-through.js";
 import { mcpErrorText } from "../../src/proxy/call-errors.js";
 import { sleep } from "../../kit/wait.js";
 
@@ -69,6 +69,56 @@ test("a cancelled call tells the server and drops its late answer", () => {
   assert.deepEqual(down.lines[1], { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "user" } });
   assert.equal(raw.take({ jsonrpc: "2.0", id, result: { content: [] } } as JSONRPCMessage), true, "consumed");
   assert.equal(up.lines.length, 0, "nothing reaches the agent after its cancel");
+  assert.equal(raw.size, 0);
+});
+
+test("a gated call is sent only once its gate allows, and a cancel while it is asked or running ends it unanswered", async () => {
+  const down = sink();
+  const up = sink();
+  const raw = new RawCalls(down, "dev");
+  const asked: { args: unknown; allow: () => void; outcome?: Promise<unknown> }[] = [];
+  const gate: GatedSend = (args, send) =>
+    new Promise<void>((allow) => asked.push({ args, allow })).then(() => {
+      const sent = send();
+      assert.ok(sent, "the connection is open");
+      asked.at(-1)!.outcome = sent.then(
+        () => "answered",
+        () => "abandoned",
+      );
+      return sent;
+    });
+  const agent = new AgentPassThrough(up, () => ({ raw, tool: "run", gate }));
+  const call = (id: string) =>
+    agent.take({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "x", arguments: { n: id } } } as JSONRPCMessage);
+  const cancel = (id: string) =>
+    agent.take({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "user" } } as JSONRPCMessage);
+
+  assert.equal(call("a"), true);
+  assert.deepEqual(asked[0]!.args, { n: "a" }, "the gate is asked with the call's arguments");
+  assert.equal(down.lines.length, 0, "nothing is sent while the gate is asked");
+  asked[0]!.allow();
+  await sleep(0);
+  assert.equal(down.lines[0]!.params.name, "run");
+  raw.take({ jsonrpc: "2.0", id: down.lines[0]!.id, result: { content: [] } } as JSONRPCMessage);
+  await sleep(0);
+  assert.deepEqual(up.lines[0], { jsonrpc: "2.0", id: "a", result: { content: [] } });
+
+  call("b");
+  assert.equal(cancel("b"), true, "a call held for its gate is the pass-through's to cancel");
+  asked[1]!.allow();
+  await sleep(0);
+  assert.equal(down.lines.length, 1, "cancelled while asked: never sent");
+
+  call("c");
+  asked[2]!.allow();
+  await sleep(0);
+  const sent = down.lines[1]!;
+  cancel("c");
+  assert.deepEqual(down.lines[2], { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: sent.id, reason: "user" } });
+  assert.equal(await asked[2]!.outcome, "abandoned", "the gate's wait for the answer ends");
+  raw.take({ jsonrpc: "2.0", id: sent.id, result: { content: [] } } as JSONRPCMessage);
+  await sleep(0);
+  assert.equal(up.lines.length, 1, "no answer for b or c reaches the agent");
   assert.equal(raw.size, 0);
 });
 
