@@ -108,8 +108,8 @@ function pssKib(pid: number): number {
   return Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? Number.NaN);
 }
 
-/** The HTTP slot's process: one JSON command per line (bench/mcp-http-server.mjs). */
-class SlotServer {
+/** The HTTP slot's process: one JSON command per line (bench/mcp-http-server.mjs). Figure 2g serves its HTTP sessions from it too. */
+export class SlotServer {
   private readonly lines: AsyncIterator<string>;
   constructor(readonly child: ChildProcess) {
     this.lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
