@@ -32,8 +32,12 @@ const CALLS = Number(process.env.BENCH_PRE_TOOL_CALLS ?? 300);
  * gates' warm-up, not their per-call cost, was what the 5-gate figure measured.
  */
 const WARMUP = 500;
-/** The timed calls come in rounds, each slot in turn (one further along each round), so the machine's load falls on all six alike. */
-const ROUNDS = 10;
+/**
+ * The timed calls come in rounds, each slot in turn (one further along each round), so the
+ * machine's load falls on all six alike: 30 rounds of 10 calls, as short as ten rounds of
+ * three slots were, where a load burst of a few seconds fell on one or two slots' blocks.
+ */
+const ROUNDS = 30;
 const GATE_COUNTS = [0, 1, 5] as const;
 
 export interface PreToolResult {
