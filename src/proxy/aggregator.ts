@@ -15,7 +15,7 @@
  * re-validates the request and the result with zod on every call, which forwarding does
  * not need.
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
@@ -142,6 +142,8 @@ export class Aggregator {
    * that takes calls itself (the HTTP endpoint's fast path).
    */
   async serve(transport: Transport, sink?: MessageSink): Promise<AgentPassThrough> {
+    // Loaded with the first connection (it brings ajv): an idle daemon does not hold it (bench figure 7).
+    const { Server } = await import("@modelcontextprotocol/sdk/server/index.js");
     const server = new Server(
       { name: "buzz-bridge", version: PROXY_VERSION },
       { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } },

@@ -33,7 +33,7 @@ import { randomBytes, randomUUID, createHash, timingSafeEqual } from "node:crypt
 import { chmodSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../base/log.js";
 import { LogThrottle } from "../base/log-throttle.js";
@@ -362,6 +362,8 @@ export class HttpEndpoint {
 
   /** A new MCP session (an initialize): one upstream connection of the session's aggregator. */
   private async connect(b: Bound): Promise<StreamableHTTPServerTransport> {
+    // Loaded with the first MCP session (it brings Hono's request adapter): an idle daemon does not hold it (bench figure 7).
+    const { StreamableHTTPServerTransport } = await import("@modelcontextprotocol/sdk/server/streamableHttp.js");
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
