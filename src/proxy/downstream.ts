@@ -35,7 +35,8 @@ import { Backoff } from "../base/backoff.js";
  * server, not with the daemon: a daemon whose sessions never start one never holds it
  * (bench figure 7).
  */
-const loadClient = () => import("@modelcontextprotocol/sdk/client/index.js");
+let clientModule: Promise<typeof import("@modelcontextprotocol/sdk/client/index.js")> | undefined;
+const loadClient = () => (clientModule ??= import("@modelcontextprotocol/sdk/client/index.js"));
 
 export type DownstreamState = "starting" | "ready" | "down" | "stopped";
 

@@ -41,6 +41,13 @@ import { RateLimiter } from "../base/rate-limit.js";
 import type { Aggregator } from "./aggregator.js";
 import type { AgentPassThrough, MessageSink } from "./pass-through.js";
 
+/**
+ * The SDK's server transport (with Hono's request adapter) loads with the first MCP
+ * session, not with the daemon: an idle daemon does not hold it (bench figure 7).
+ */
+let transportModule: Promise<typeof import("@modelcontextprotocol/sdk/server/streamableHttp.js")> | undefined;
+const loadTransport = () => (transportModule ??= import("@modelcontextprotocol/sdk/server/streamableHttp.js"));
+
 export interface EndpointLimits {
   /** Largest POST body read (bytes); the stdio proxy's line limit is larger, but this memory is the daemon's. */
   maxBodyBytes: number;
@@ -362,8 +369,7 @@ export class HttpEndpoint {
 
   /** A new MCP session (an initialize): one upstream connection of the session's aggregator. */
   private async connect(b: Bound): Promise<StreamableHTTPServerTransport> {
-    // Loaded with the first MCP session (it brings Hono's request adapter): an idle daemon does not hold it (bench figure 7).
-    const { StreamableHTTPServerTransport } = await import("@modelcontextprotocol/sdk/server/streamableHttp.js");
+    const { StreamableHTTPServerTransport } = await loadTransport();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
