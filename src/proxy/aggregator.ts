@@ -15,7 +15,7 @@
  * re-validates the request and the result with zod on every call, which forwarding does
  * not need.
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
@@ -93,6 +93,13 @@ export interface AggregatorOptions {
 
 type ListKind = "tools" | "resources" | "prompts";
 
+/**
+ * The SDK's server (with its JSON-schema validator, ajv) loads with the first connection,
+ * not with the daemon: an idle daemon does not hold it (bench figure 7).
+ */
+let serverModule: Promise<typeof import("@modelcontextprotocol/sdk/server/index.js")> | undefined;
+const loadServer = () => (serverModule ??= import("@modelcontextprotocol/sdk/server/index.js"));
+
 export class Aggregator {
   readonly downstreams: Downstream[];
   private catalog?: Catalog;
@@ -142,6 +149,7 @@ export class Aggregator {
    * that takes calls itself (the HTTP endpoint's fast path).
    */
   async serve(transport: Transport, sink?: MessageSink): Promise<AgentPassThrough> {
+    const { Server } = await loadServer();
     const server = new Server(
       { name: "buzz-bridge", version: PROXY_VERSION },
       { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } },

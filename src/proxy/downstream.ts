@@ -4,7 +4,7 @@
  * crashes or misses two hook deadlines in a row. While it is down its last known tool
  * list is kept, so calls to it fail fast with a clear message instead of "unknown tool".
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
   ErrorCode,
@@ -29,6 +29,14 @@ import { errorResult, exitedDuring, refused, timedOut } from "./call-errors.js";
 import { RawCalls } from "./pass-through.js";
 import { PROXY_VERSION } from "./version.js";
 import { Backoff } from "../base/backoff.js";
+
+/**
+ * The SDK's client (with its JSON-schema validator, ajv) loads with the first downstream
+ * server, not with the daemon: a daemon whose sessions never start one never holds it
+ * (bench figure 7).
+ */
+let clientModule: Promise<typeof import("@modelcontextprotocol/sdk/client/index.js")> | undefined;
+const loadClient = () => (clientModule ??= import("@modelcontextprotocol/sdk/client/index.js"));
 
 export type DownstreamState = "starting" | "ready" | "down" | "stopped";
 
@@ -124,6 +132,8 @@ export class Downstream {
   private async launch(): Promise<void> {
     const gen = ++this.generation;
     this.state = "starting";
+    const { Client } = await loadClient();
+    if (gen !== this.generation || (this.state as DownstreamState) === "stopped") return;
     const log = this.opts.logger;
     let spec: ChildSpec = { command: this.cfg.command, args: this.cfg.args, env: downstreamEnv(this.cfg.env), cwd: this.cfg.cwd };
     try {

@@ -33,13 +33,20 @@ import { randomBytes, randomUUID, createHash, timingSafeEqual } from "node:crypt
 import { chmodSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../base/log.js";
 import { LogThrottle } from "../base/log-throttle.js";
 import { RateLimiter } from "../base/rate-limit.js";
 import type { Aggregator } from "./aggregator.js";
 import type { AgentPassThrough, MessageSink } from "./pass-through.js";
+
+/**
+ * The SDK's server transport (with Hono's request adapter) loads with the first MCP
+ * session, not with the daemon: an idle daemon does not hold it (bench figure 7).
+ */
+let transportModule: Promise<typeof import("@modelcontextprotocol/sdk/server/streamableHttp.js")> | undefined;
+const loadTransport = () => (transportModule ??= import("@modelcontextprotocol/sdk/server/streamableHttp.js"));
 
 export interface EndpointLimits {
   /** Largest POST body read (bytes); the stdio proxy's line limit is larger, but this memory is the daemon's. */
@@ -362,6 +369,7 @@ export class HttpEndpoint {
 
   /** A new MCP session (an initialize): one upstream connection of the session's aggregator. */
   private async connect(b: Bound): Promise<StreamableHTTPServerTransport> {
+    const { StreamableHTTPServerTransport } = await loadTransport();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {

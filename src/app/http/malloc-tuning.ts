@@ -1,14 +1,19 @@
 /**
- * glibc's allocator setting for the daemon (`buzz-bridge run`): allocations above 128 KiB
- * are mapped and unmapped on their own (`glibc.malloc.mmap_threshold=131072`), as glibc
- * does until a large block is freed.
+ * glibc's allocator setting for the daemon (`buzz-bridge run`): allocations of 32 KiB and
+ * more are mapped and unmapped on their own (`glibc.malloc.mmap_threshold=32768`), so
+ * what they held goes back to the system when they are freed.
  *
- * By default glibc raises that threshold to the size of the largest mapped block freed so
- * far, and its trim threshold to twice that. V8 compiles the signature checker's hot wasm
- * functions (nostr-wasm's secp256k1) on its worker threads with zones of several MiB;
- * once such a zone is freed, blocks of up to ~7 MiB come from the worker threads' malloc
- * arenas instead, and what those arenas free is kept rather than returned: an idle
- * daemon held ~23 MiB of freed memory this way (bench figure 7, docs in bench/README.md).
+ * By default glibc maps only blocks of 128 KiB and more, and raises that threshold to the
+ * size of the largest mapped block freed so far, and its trim threshold to twice that. V8
+ * compiles the signature checker's hot wasm functions (nostr-wasm's secp256k1) on its
+ * worker threads with zones of several MiB; once such a zone is freed, blocks of up to
+ * ~7 MiB come from the worker threads' malloc arenas instead, and what those arenas free is
+ * kept rather than returned: an idle daemon held ~23 MiB of freed memory this way. With
+ * the threshold at 128 KiB the arenas still kept ~10 MiB of blocks between 32 and 128 KiB
+ * that start-up had freed, free but not at the top of an arena, so never trimmed; mapped
+ * on their own, they are returned when freed. The price is a system call for each such
+ * block: bench figure 6 reports the daemon's CPU with it, and figure 7 and
+ * bench/README.md where the idle memory goes.
  *
  * glibc reads its tunables only when a process starts, so the daemon re-executes itself
  * once (`process.execve`: the same process id, argv and node flags) with the setting in
@@ -18,7 +23,7 @@
  * where node has no `process.execve` (before Node 22.15). musl ignores GLIBC_TUNABLES.
  */
 
-export const DAEMON_MALLOC_TUNABLE = "glibc.malloc.mmap_threshold=131072";
+export const DAEMON_MALLOC_TUNABLE = "glibc.malloc.mmap_threshold=32768";
 
 /** Set on the re-executed process: GLIBC_TUNABLES as the daemon was given it ("" for unset). */
 export const GIVEN_TUNABLES_ENV = "BUZZ_BRIDGE_GIVEN_GLIBC_TUNABLES";
