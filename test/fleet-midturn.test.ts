@@ -15,6 +15,7 @@ import type { World, DaemonProc } from "../kit/world.js";
 import { useFleet } from "./fixtures/fleet.js";
 import { PG_SCHEMA } from "../src/queue/pg-migrations.js";
 import { KIND } from "../src/nostr/kinds.js";
+import { waitFor } from "../kit/wait.js";
 
 let w: World;
 let url: string;
@@ -83,7 +84,14 @@ test("a message posted mid-turn in a thread held by one daemon of two reaches th
   const line = await holder.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(second.id));
   assert.equal(line.method, "cancel-merge");
   assert.deepEqual(mentions(other, "turn.steered", second.id), [], "the daemon not holding the thread did not steer it");
-  const turns = await turnsWith(second.id);
+  // The turn's end is logged, then recorded in the database: read it once it is no longer running.
+  const turns = await waitFor(
+    async () => {
+      const found = await turnsWith(second.id);
+      return found.some((t) => t.state === "running") ? undefined : found;
+    },
+    { timeoutMs: 20_000, what: "the turn recorded as ended" },
+  );
   assert.equal(turns.length, 1, "the mid-turn message is a trigger of exactly one turn");
   assert.deepEqual(turns[0]!.trigger_ids, [root.id, second.id], "it joined the running turn of the thread");
   assert.equal(turns[0]!.state, "done");
