@@ -68,14 +68,16 @@ test("the agent whose queue it is takes it over: queue, HOMEs and default workin
 });
 
 test("an agent working elsewhere (agent.cwd of its own) leaves the old working directories where they are", async () => {
-  const dir = await singleAgentDir(pk[0]);
-  const { logger } = captureLogger();
-  adoptSingleAgentState(team(dir, "    agent:\n      cwd: /srv/elsewhere/{channel}\n"), logger);
-  const own = join(dir, "agents", id[0]!);
-  assert.equal(SqliteStore.identityIn(own), pk[0]);
-  assert.ok(existsSync(join(own, "homes", "c1", "notes")), "HOMEs move all the same");
-  assert.equal(readFileSync(join(dir, "work", "c1", "draft.md"), "utf8"), "work in channel c1");
-  assert.equal(existsSync(join(own, "work")), false);
+  for (const cwd of ["/srv/elsewhere/{channel}", "{own}/checkout/{channel}"]) {
+    const dir = await singleAgentDir(pk[0]);
+    const own = join(dir, "agents", id[0]!);
+    const { logger } = captureLogger();
+    adoptSingleAgentState(team(dir, `    agent:\n      cwd: ${cwd.replace("{own}", own)}\n`), logger);
+    assert.equal(SqliteStore.identityIn(own), pk[0]);
+    assert.ok(existsSync(join(own, "homes", "c1", "notes")), "HOMEs move all the same");
+    assert.equal(readFileSync(join(dir, "work", "c1", "draft.md"), "utf8"), "work in channel c1", cwd);
+    assert.equal(existsSync(join(own, "work")), false, cwd);
+  }
 });
 
 test("a queue of none of the team's agents, or one that does not say whose it is, stays and the warning says why", async () => {
