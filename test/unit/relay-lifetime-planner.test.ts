@@ -154,6 +154,10 @@ test("without room in the budget: no second socket; a busy socket is cut at its 
   await tick(10_000);
   assert.deepEqual(quiet.h.first.done, ["recycle"], "once");
   assert.deepEqual(quiet.p.metrics, { makeBeforeBreak: 0, quietBreak: 1, successorFailed: 0 });
+  assert.deepEqual(
+    quiet.h.lines.filter((l) => l.evt === "relay.rotated").map((l) => [l.method, l.lifetime_ms]),
+    [["quiet-break", 60_000]],
+  );
   quiet.p.stop();
 
   const busy = planner({ free: 3 - 1 });
@@ -230,7 +234,7 @@ test("a new lifetime replans; the same one, or another socket authenticating, ch
   assert.equal(stopped.h.spawned.length, 0, "stopped before its moment: nothing");
   withPending.p.stop();
   assert.deepEqual(pending.done, ["stop"], "a successor on its way is stopped with the planner");
-  pending.emit("state", "subscribed");
+  pending.emit("state", "stopped"); // as a stopped socket says
   await tick(20_000);
   assert.equal(withPending.h.current, withPending.h.first, "and never adopted");
   assert.deepEqual(withPending.h.first.done, [], "the socket is left to the client");
@@ -248,4 +252,62 @@ test("a socket already replaced by the client when its moment comes is left alon
   assert.deepEqual(reconnected.done, []);
   assert.equal(p.metrics.quietBreak, 0);
   p.stop();
+});
+
+test("a successor subscribed at once takes over at once", async () => {
+  const { p, h } = planner();
+  p.setLifetime(60_000);
+  await tick(48_000);
+  assert.equal(h.spawned.length, 1);
+  assert.equal(h.current, h.spawned[0], "adopted without waiting for a state change");
+  assert.deepEqual(h.first.done, ["retire 12000"]);
+  p.stop();
+});
+
+test("a socket the client replaced or lost in the meantime is not the planner's: no successor, no cut", async () => {
+  // Replaced (the client reconnected on its own) or closed (no longer open) when its moment comes.
+  for (const change of ["replaced", "closed"] as const) {
+    const { p, h } = planner();
+    p.setLifetime(60_000);
+    await tick(47_000);
+    if (change === "replaced") {
+      const reconnected = new FakeSocket();
+      reconnected.authenticated = false;
+      h.current = reconnected;
+    } else h.first.openedAt = undefined;
+    await tick(1000);
+    assert.deepEqual(h.spawned, [], `${change}: no second socket`);
+    assert.deepEqual(h.first.done, [], `${change}: nothing done to it`);
+    p.stop();
+  }
+
+  // Replaced while its successor was connecting: the successor is stopped, not adopted.
+  const racing = planner({ successor: connecting });
+  racing.p.setLifetime(60_000);
+  await tick(48_000);
+  const reconnected = new FakeSocket();
+  racing.h.current = reconnected;
+  racing.h.spawned[0]!.emit("state", "subscribed");
+  await settle();
+  assert.equal(racing.h.current, reconnected, "the client's own socket stays");
+  assert.deepEqual(racing.h.spawned[0]!.done, ["stop"]);
+  assert.deepEqual(racing.p.metrics, { makeBeforeBreak: 0, quietBreak: 0, successorFailed: 0 });
+  racing.p.stop();
+
+  // Waiting for a quiet moment: replaced, closed or the planner stopped before it comes.
+  for (const change of ["replaced", "closed", "stopped"] as const) {
+    const { p, h } = planner({ free: 0 });
+    h.first.busy = true;
+    p.setLifetime(60_000);
+    await tick(48_000);
+    if (change === "replaced") h.current = new FakeSocket();
+    else if (change === "closed") h.first.openedAt = undefined;
+    else p.stop();
+    h.first.busy = false;
+    h.first.emit("idle");
+    await tick(12_000);
+    assert.deepEqual(h.first.done, [], `${change}: not cut`);
+    assert.equal(p.metrics.quietBreak, 0, change);
+    p.stop();
+  }
 });
