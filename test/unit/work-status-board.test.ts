@@ -5,12 +5,11 @@
  * tool titles, and cleared when the channel's last turn ends. What channel members see of it
  * through a daemon and a relay: test/turn-work-status.test.ts.
  */
-import { test } from "node:test";
+import { mock, test } from "node:test";
 import assert from "node:assert/strict";
 import type { EventTemplate } from "nostr-tools";
 import { redactTitle } from "../../src/turn/redact-title.js";
 import { WorkStatusBoard } from "../../src/turn/work-status.js";
-import { waitFor } from "../../kit/wait.js";
 import { KIND } from "../../src/nostr/kinds.js";
 
 const STATE = "/var/lib/buzz-bridge";
@@ -33,7 +32,10 @@ test("tool titles lose state-dir paths, secrets and URL credentials, and are cut
   assert.ok(long.endsWith("…"));
 });
 
-test("the board: working at once, tool changes at most every 5 s, at most 20 entries, cleared when the channel's last turn ends", async () => {
+test("the board: working at once, tool changes at most every 5 s, at most 20 entries, cleared when the channel's last turn ends", (t) => {
+  // The board's own 5 s timer on node:test's mock clock, moved with the board's `now`.
+  mock.timers.enable({ apis: ["setTimeout"] });
+  t.after(() => mock.timers.reset());
   const out: { t: EventTemplate; at: number }[] = [];
   let now = 1_000_000;
   const board = new WorkStatusBoard({ publish: (t) => out.push({ t, at: now }), redact: { privateDirs: [STATE] }, now: () => now });
@@ -54,8 +56,11 @@ test("the board: working at once, tool changes at most every 5 s, at most 20 ent
     a.update({ sessionUpdate: "tool_call", toolCallId: `c${i}`, title: `Read ${STATE}/work/f${i}.ts`, status: "in_progress" });
   a.update({ sessionUpdate: "agent_message_chunk" });
   assert.equal(out.length, 1, "no second snapshot within 5 s");
-  now += 5000;
-  await waitFor(() => out.length >= 2, { timeoutMs: 10_000, what: "the snapshot the board's 5 s timer publishes" });
+  now += 4999;
+  mock.timers.tick(4999);
+  assert.equal(out.length, 1, "not before 5 s");
+  now += 1;
+  mock.timers.tick(1);
   assert.equal(out.length, 2, "one snapshot after 5 s carries every change");
   const acts = body(1).activity as { title: string; kind: string; status: string }[];
   assert.equal(acts.length, 20, "at most 20 activity entries");
