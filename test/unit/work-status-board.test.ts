@@ -80,3 +80,102 @@ test("the board: working at once, tool changes at most every 5 s, at most 20 ent
   assert.deepEqual(body(2).activity, []);
   assert.ok(out[2]!.t.created_at > out[1]!.t.created_at, "each snapshot is newer than the one before (the relay keeps the newest)");
 });
+
+test("each snapshot in full: NIP-AW's fields, each tool once in its newest state, the latest running turn heading it", (t) => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  t.after(() => mock.timers.reset());
+  const start = Date.parse("2026-12-07T10:00:00.000Z");
+  const at = (ms: number) => new Date(start + ms).toISOString();
+  let now = start;
+  const out: EventTemplate[] = [];
+  const board = new WorkStatusBoard({ publish: (e) => out.push(e), redact: { privateDirs: [STATE] }, now: () => now });
+  const body = (i: number) => JSON.parse(out[i]!.content) as Record<string, unknown>;
+  const head = { v: 1, source: "buzz-bridge" };
+
+  const a = board.begin("ch", { turnId: "1", model: "opus", titles: "full" });
+  assert.deepEqual(body(0), {
+    ...head,
+    status: "working",
+    model: "opus",
+    turnId: "1",
+    turnStartedAt: at(0),
+    activity: [],
+    updatedAt: at(0),
+  });
+  now += 1000;
+  a.update({ sessionUpdate: "tool_call", toolCallId: "c1", title: "Read notes.md", status: "in_progress" });
+  now += 1000;
+  a.update({ sessionUpdate: "agent_message_chunk" });
+  a.update({ sessionUpdate: "agent_message_chunk" });
+  now += 1000;
+  a.update({ sessionUpdate: "tool_call_update", toolCallId: "c1", status: "completed" }); // no title: it keeps its own
+  a.update({ sessionUpdate: "tool_call_update", toolCallId: "c1", status: "completed" }); // nothing new
+  a.update({ sessionUpdate: "tool_call", toolCallId: "c2", title: "Run tests" });
+  a.update({ sessionUpdate: "tool_call", title: "no id" });
+  a.update({ sessionUpdate: "plan" });
+  now += 2000;
+  mock.timers.tick(4000); // 5 s after the first snapshot
+  assert.equal(out.length, 2);
+  assert.deepEqual(body(1), {
+    ...head,
+    status: "working",
+    model: "opus",
+    turnId: "1",
+    turnStartedAt: at(0),
+    activity: [
+      { at: at(2000), kind: "message", title: "Writing a reply", status: "complete" },
+      { at: at(3000), kind: "tool", title: "Read notes.md", status: "complete" },
+      { at: at(3000), kind: "tool", title: "Run tests", status: "running" },
+    ],
+    updatedAt: at(5000),
+  });
+
+  // A second turn in the channel heads the snapshot while it runs; when it ends, the first heads it again.
+  const b = board.begin("ch", { turnId: "2", model: "sonnet" });
+  now += 5000;
+  mock.timers.tick(5000);
+  assert.equal(out.length, 3);
+  assert.deepEqual([body(2).model, body(2).turnId, body(2).turnStartedAt], ["sonnet", "2", at(5000)]);
+  b.end("complete");
+  b.end("error");
+  now += 5000;
+  mock.timers.tick(5000);
+  assert.equal(out.length, 4);
+  assert.deepEqual([body(3).status, body(3).model, body(3).turnId], ["working", "opus", "1"]);
+  a.end("error", "refused");
+  assert.deepEqual(body(4), {
+    ...head,
+    status: "error",
+    model: "opus",
+    turnId: "1",
+    turnStartedAt: at(0),
+    completedAt: at(15000),
+    stopReason: "refused",
+    activity: [],
+    updatedAt: at(15000),
+  });
+  a.update({ sessionUpdate: "tool_call", toolCallId: "c3", title: "late" });
+  a.end("complete");
+  mock.timers.tick(10_000);
+  assert.equal(out.length, 5, "nothing after the channel's last turn ended");
+
+  // Another channel: its own snapshot; a turn ended without a stop reason carries none.
+  const c = board.begin("other", { turnId: "3" });
+  c.end("complete");
+  assert.deepEqual(body(6), {
+    ...head,
+    status: "complete",
+    turnId: "3",
+    turnStartedAt: at(15000),
+    completedAt: at(15000),
+    activity: [],
+    updatedAt: at(15000),
+  });
+  assert.deepEqual(out[6]!.tags, [
+    ["h", "other"],
+    ["d", "other"],
+  ]);
+  const stamps = out.filter((e) => e.tags[0]![1] === "ch").map((e) => e.created_at);
+  for (let i = 1; i < stamps.length; i++) assert.ok(stamps[i]! > stamps[i - 1]!, "each snapshot of a channel newer than the one before");
+  assert.equal(board.metrics.published, out.length);
+});
