@@ -179,3 +179,64 @@ test("each snapshot in full: NIP-AW's fields, each tool once in its newest state
   for (let i = 1; i < stamps.length; i++) assert.ok(stamps[i]! > stamps[i - 1]!, "each snapshot of a channel newer than the one before");
   assert.equal(board.metrics.published, out.length);
 });
+
+test("only a change is published: an update with nothing new publishes nothing, one with news after a quiet 5 s publishes at once", (t) => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  t.after(() => mock.timers.reset());
+  let now = Date.parse("2026-12-07T10:00:00.000Z");
+  const out: EventTemplate[] = [];
+  const board = new WorkStatusBoard({ publish: (e) => out.push(e), redact: { privateDirs: [STATE] }, now: () => now });
+  const activity = () => JSON.parse(out.at(-1)!.content).activity as { title: string; kind: string; status: string }[];
+  const a = board.begin("ch", { turnId: "1", titles: "full" });
+  assert.equal(out.length, 1);
+  assert.ok(out[0]!.created_at >= Math.floor(Date.now() / 1000) - 1, "created_at is the time of publishing");
+  now += 5000; // exactly 5 s: a change goes out at once
+  const nothingNew = [
+    { sessionUpdate: "tool_call", title: "no id" },
+    { sessionUpdate: "tool_call", toolCallId: "c0" }, // no title
+    { sessionUpdate: "plan" },
+  ];
+  for (const u of nothingNew) a.update(u);
+  mock.timers.tick(10_000);
+  assert.equal(out.length, 1, "nothing new: nothing published");
+  a.update({ sessionUpdate: "tool_call", toolCallId: "c1", title: "Build", status: "in_progress" });
+  assert.equal(out.length, 2, "news after a quiet 5 s: at once");
+  now += 6000;
+  a.update({ sessionUpdate: "tool_call_update", toolCallId: "c1", title: "Build", status: "in_progress" });
+  mock.timers.tick(10_000);
+  assert.equal(out.length, 2, "the same tool in the same state: nothing published");
+  a.update({ sessionUpdate: "tool_call_update", toolCallId: "c1", title: "Build release", status: "in_progress" });
+  assert.deepEqual(
+    activity().map((x) => x.title),
+    ["Build release"],
+    "a new title for the same tool: published",
+  );
+  now += 6000;
+  a.update({ sessionUpdate: "agent_message_chunk" });
+  assert.equal(out.length, 4, "the model starts writing: published");
+  now += 6000;
+  a.update({ sessionUpdate: "agent_message_chunk" });
+  mock.timers.tick(10_000);
+  assert.equal(out.length, 4, "still writing: nothing new");
+  a.update({ sessionUpdate: "tool_call_update", toolCallId: "c1", status: "failed" });
+  assert.deepEqual(
+    activity().map((x) => [x.title, x.status]),
+    [
+      ["Writing a reply", "complete"],
+      ["Build release", "complete"],
+    ],
+    "a failed tool is done too",
+  );
+  a.end("complete");
+
+  // 25 tools and no text: the newest 20.
+  const b = board.begin("ch", { turnId: "2", titles: "full" });
+  for (let i = 0; i < 25; i++) b.update({ sessionUpdate: "tool_call", toolCallId: `t${i}`, title: `step ${i}` });
+  now += 5000;
+  mock.timers.tick(5000);
+  assert.deepEqual(
+    activity().map((x) => x.title),
+    Array.from({ length: 20 }, (_, i) => `step ${i + 5}`),
+  );
+  b.end("complete");
+});
