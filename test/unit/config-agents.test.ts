@@ -6,6 +6,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
 import { ConfigError, loadConfigText, loadTeamText } from "../../src/config/load.js";
@@ -169,4 +171,65 @@ test("team.max_concurrent belongs to a team: in a config of one agent it is an e
     {},
   );
   assert.equal(team.members[0]!.config.team?.max_concurrent, 2);
+});
+
+test("a team problem points at the entry's own key: its identity, its agent.cwd, its channels", () => {
+  const problems = problemsOf(
+    `${shared}agents:\n  - identity:\n      secret_key: ${nsec[0]}\n    agent:\n      cwd: /srv/work\n  - identity:\n      secret_key: ${nsec[0]}\n    agent:\n      cwd: /srv/work\n`,
+  );
+  // Lines 16–19: the second entry's identity, its key, agent:, and its cwd.
+  assert.deepEqual(
+    problems.map((p) => p.split(": ")[0]),
+    ["/etc/bb/team.yaml:17:7", "/etc/bb/team.yaml:19:12"],
+    problems.join("\n"),
+  );
+  const both = problemsOf(
+    `${shared}agents:\n  - identity:\n      secret_key: ${nsec[0]}\n    channels:\n      - id: "${CH[0]}"\n        require_mention: false\n  - identity:\n      secret_key: ${nsec[1]}\n    channels:\n      - id: "${CH[0]}"\n        participation: channel\n`,
+  );
+  assert.equal(both.length, 1, both.join("\n"));
+  assert.match(both[0]!, /^\/etc\/bb\/team\.yaml:20:7: /, "at the second entry's channels");
+});
+
+test("every channel (*) answered unmentioned by two agents is refused; by one of them, or per channel, it is a team", () => {
+  const star = (a: string, b: string) =>
+    `${shared}agents:\n  - identity:\n      secret_key: ${nsec[0]}\n    channels:\n      - id: "*"\n${a}  - identity:\n      secret_key: ${nsec[1]}\n    channels:\n      - id: "*"\n${b}`;
+  const unmentioned = "        require_mention: false\n";
+  const both = problemsOf(star(unmentioned, unmentioned));
+  assert.equal(both.length, 1, both.join("\n"));
+  assert.match(
+    both[0]!,
+    /agents\[0\] and agents\[1\] would both answer every message in channel \(every channel both are in\) that mentions neither/,
+  );
+  assert.equal(loadTeamText(star(unmentioned, ""), "/etc/bb/team.yaml", {}).members.length, 2, "only one answers unmentioned");
+  // Each channel by its own rule: agent 0 answers unmentioned in CH[0] only, agent 1 in CH[1] only.
+  const perChannel = `${shared}agents:\n  - identity:\n      secret_key: ${nsec[0]}\n    channels:\n      - id: "${CH[0]}"\n        require_mention: false\n      - id: "${CH[1]}"\n  - identity:\n      secret_key: ${nsec[1]}\n    channels:\n      - id: "${CH[1]}"\n        require_mention: false\n`;
+  assert.equal(loadTeamText(perChannel, "/etc/bb/team.yaml", {}).members.length, 2);
+});
+
+test("an entry's mapping is laid over the shared one key by key, the first shared key too; one of a pair replaces the other, keys of no pair stay", () => {
+  const hb = join(mkdtempSync(join(tmpdir(), "bb-team-hb-")), "heartbeat.txt");
+  writeFileSync(hb, "the entry's words\n");
+  const team = loadTeamText(
+    `${shared}heartbeat:\n  every: 1h\n  channel: "${CH[0]}"\n  prompt: shared words\nagents:\n  - identity:\n      secret_key: ${nsec[0]}\n    relay:\n      presence: false\n    heartbeat:\n      every: 2h\n  - identity:\n      secret_key: ${nsec[1]}\n    heartbeat:\n      prompt_file: ${hb}\n`,
+    "/etc/bb/team.yaml",
+    {},
+  );
+  const [a, b] = team.members.map((m) => m.config);
+  assert.equal(a!.relay.url, "ws://127.0.0.1:7777", "the shared relay (the first key) keeps its url");
+  assert.equal(a!.relay.presence, false);
+  assert.deepEqual(
+    [a!.heartbeat?.prompt, a!.heartbeat?.prompt_file],
+    ["shared words", undefined],
+    "no key of the pair in the entry: the shared one stays",
+  );
+  assert.deepEqual(
+    [b!.heartbeat?.prompt, b!.heartbeat?.prompt_file],
+    ["the entry's words", hb],
+    "the entry's file replaces the shared text",
+  );
+  // identity: an entry's auth_tag_file replaces a shared auth_tag (else: "give at most one").
+  const tagged = problemsOf(
+    `${shared.replace("identity:\n", "identity:\n  auth_tag: not-a-tag\n")}agents:\n  - identity:\n      secret_key: ${nsec[0]}\n      auth_tag_file: /nonexistent/tag.json\n`,
+  );
+  assert.ok(!tagged.some((p) => p.includes("give at most one")), tagged.join("\n"));
 });
