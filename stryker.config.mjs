@@ -52,6 +52,28 @@ export default {
     ...["markAccepted", "isAccepted", "markDenied"].map((m) => span("src/queue/sqlite-store.ts", `  ${m}(`)),
     // A write that meets someone's lock on the queue file: waits once, then fails at once.
     "src/queue/lock-patience.ts",
+    // What the bridge knows of its channels (type, members, joins and leaves).
+    "src/buzz/directory.ts",
+    // The refusal a denied author sees, once per window.
+    "src/gate/denied.ts",
+    // A team's config: each entry over the shared keys, what two agents may not share.
+    "src/config/agents.ts",
+    // A team's agents started, stopped and left stopped by a reload or their owner (the
+    // in-process team starts real daemons: its two decisions, not its HTTP plumbing).
+    span("src/app/daemon/team.ts", "  private async add("),
+    span("src/app/daemon/team.ts", "  async reload("),
+    // A single agent's queue moved into a team's state_dir.
+    "src/app/daemon/team-state.ts",
+    // Attachments: no private address, no signed auth off the relay's media path.
+    "src/buzz/media-guard.ts",
+    // The agent's questions to the channel and the answers it takes.
+    "src/turn/questions.ts",
+    // The "still working" note, its edits and its deletion.
+    "src/turn/progress.ts",
+    // Sockets replaced before the relay's connection lifetime ends.
+    "src/relay/lifetime.ts",
+    // The public work status (NIP-AW).
+    "src/turn/work-status.ts",
   ],
   // The sandbox's instrumented sources and these tests are compiled to JavaScript once
   // (tsconfig.mutate.json), so each test file starts as plain node, not through tsx: per
@@ -75,9 +97,25 @@ export default {
       ".stryker-build/test/unit/queue-pass-units.test.js",
       ".stryker-build/test/unit/queue-scheduler-units.test.js",
       ".stryker-build/test/queue-lock-patience.test.js",
+      ".stryker-build/test/unit/relay-directory.test.js",
+      ".stryker-build/test/unit/relay-units.test.js",
+      ".stryker-build/test/unit/gate-participation.test.js",
+      ".stryker-build/test/unit/gate-loop-guard.test.js",
+      ".stryker-build/test/unit/config-agents.test.js",
+      ".stryker-build/test/unit/security-team-sandbox.test.js",
+      ".stryker-build/test/unit/team-units.test.js",
+      ".stryker-build/test/unit/team-state.test.js",
+      ".stryker-build/test/unit/media-guard.test.js",
+      ".stryker-build/test/unit/security-owner-commands.test.js",
+      ".stryker-build/test/unit/progress-note.test.js",
+      ".stryker-build/test/unit/relay-lifetime-planner.test.js",
+      ".stryker-build/test/unit/work-status-board.test.js",
+      ".stryker-build/test/unit/security-title-secrets.test.js",
     ],
-    // Each test file runs on its own; node:test writes TAP when its output is not a terminal.
-    nodeArgs: ["-r", "{{hookFile}}", "{{testFile}}"],
+    // Each test file runs on its own, writing TAP: node:test's default reporter is `spec`
+    // even into a pipe (Node 24), and without TAP a failing file reaches Stryker only as its
+    // exit code, which it reports as an error instead of a killed mutant.
+    nodeArgs: ["-r", "{{hookFile}}", "--test-reporter=tap", "{{testFile}}"],
     forceBail: true,
   },
   checkers: ["typescript"],

@@ -227,3 +227,79 @@ describe("on_denied", () => {
     assert.equal(published.length, 6);
   });
 });
+
+describe("what a refused author sees, reason by reason", () => {
+  const general = DIRECTORY[CHANNEL]!;
+  const refusal = (reason: string, o: { onDenied?: "react" | "reply"; level?: "debug" | "info"; action?: "deny" | "drop" } = {}) =>
+    ({
+      action: o.action ?? "deny",
+      reason,
+      level: o.level ?? "info",
+      channel: general,
+      policy: o.onDenied ? { on_denied: o.onDenied } : undefined,
+    }) as unknown as Refusal;
+  const reporter = (o: { now?: () => number; claimOnce?: (key: string) => Promise<boolean> } = {}) => {
+    const { logger, lines } = captureLogger();
+    const published: EventTemplate[] = [];
+    const r = new DeniedReporter({ logger, publish: async (t) => void published.push(t), verify: verifyEvent, ...o });
+    return { r, lines, published };
+  };
+
+  test("each reason's reply says what to do; a reaction is the lock", async () => {
+    const texts: Record<string, string> = {
+      "not-owner": "🔒 I only take requests from my owner in this channel.",
+      "not-allowlisted": "🔒 I only take requests from this channel's allowlist; ask my owner to add you.",
+      nobody: "🔒 I don't take requests in this channel.",
+    };
+    for (const [reason, text] of Object.entries(texts)) {
+      const { r, published } = reporter();
+      await r.report(fromWire(mention(stranger, "help")), refusal(reason, { onDenied: "reply" }));
+      assert.deepEqual(
+        published.map((p) => p.content),
+        [text],
+        reason,
+      );
+    }
+    const { r, published } = reporter();
+    await r.report(fromWire(mention(stranger, "help")), refusal("not-owner", { onDenied: "react" }));
+    assert.deepEqual(
+      published.map((p) => p.content),
+      ["🔒"],
+    );
+  });
+
+  test("no answer without a policy that asks for one, nor for a refused workflow wake; a drop logs at its own level", async () => {
+    const { r, published, lines } = reporter();
+    await r.report(fromWire(mention(stranger, "help")), refusal("not-owner"));
+    await r.report(fromWire(mention(stranger, "wake")), refusal("workflow-not-owner", { onDenied: "reply" }));
+    await r.report(fromWire(mention(stranger, "chatter")), refusal("no-mention", { action: "drop", level: "debug" }));
+    assert.deepEqual(published, []);
+    assert.deepEqual(
+      lines.filter((l) => l.evt === "gate.denied").map((l) => [l.reason, l.level]),
+      [
+        ["not-owner", "info"],
+        ["workflow-not-owner", "info"],
+        ["no-mention", "debug"],
+      ],
+    );
+  });
+
+  test("once per author and channel per window, on a real clock's numbers; in a fleet each author's answer is claimed on its own", async () => {
+    let now = Date.parse("2026-12-07T10:00:00Z");
+    const { r, published } = reporter({ now: () => now });
+    const ask = (who = stranger) => r.report(fromWire(mention(who, "help")), refusal("not-owner", { onDenied: "reply" }));
+    await ask();
+    now += 1000;
+    await ask();
+    assert.equal(published.length, 1, "a second ask a second later: no second answer");
+    now += 3_600_000 - 1000;
+    await ask();
+    assert.equal(published.length, 2, "an hour after the first answer: answered again");
+
+    const claimed = new Set<string>();
+    const fleet = reporter({ claimOnce: async (key) => !claimed.has(key) && Boolean(claimed.add(key)) });
+    for (const who of [stranger, teammate])
+      await fleet.r.report(fromWire(mention(who, "help")), refusal("not-owner", { onDenied: "reply" }));
+    assert.equal(fleet.published.length, 2, "two authors, two claims, two answers");
+  });
+});

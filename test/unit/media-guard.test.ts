@@ -79,6 +79,9 @@ const PRIVATE_FORMS = [
   "::7f00:1", // IPv4-compatible, hex
   "::a9fe:a9fe",
   "::ffff:0:7f00:1", // IPv4-translated (RFC 2765)
+  "::ffff:0:192.168.10.20", // translated, dotted, several digits in each part
+  "::ffff:0:127.0.0.1%eth0", // with a zone
+  "::5", // IPv4-compatible form of 0.0.0.5
   "2002:7f00:1::", // 6to4 of 127.0.0.1
   "2002:a00:1::1", // 6to4 of 10.0.0.1
   "2130706433", // decimal
@@ -91,7 +94,16 @@ const PRIVATE_FORMS = [
   "::1",
   "::",
 ];
-const PUBLIC_FORMS = ["8.8.8.8", "::ffff:8.8.8.8", "::ffff:808:808", "2606:4700:4700::1111", "2002:808:808::1"];
+const PUBLIC_FORMS = [
+  "8.8.8.8",
+  "::ffff:8.8.8.8",
+  "::ffff:808:808",
+  "::ffff:0:8.8.8.8",
+  "::ffff:0:93.184.216.34", // translated, several digits in each part
+  "::ffff:0:93.184.216.34%eth0", // a zone is no part of the address
+  "2606:4700:4700::1111",
+  "2002:808:808::1",
+];
 
 describe("the private-address guard takes every textual form", () => {
   it("isNonPublic: each form of a private address is private, public ones stay public", () => {
@@ -111,11 +123,55 @@ describe("the private-address guard takes every textual form", () => {
       if (!(err instanceof NonPublicAddressError)) assert.match(err.message, /ENOTFOUND|EAI_|getaddrinfo/, `${a}: ${err.message}`);
     }
     assert.equal(await look("8.8.8.8"), null, "a public address passes");
+    const refused = await look("127.0.0.1");
+    assert.ok(refused instanceof NonPublicAddressError);
+    assert.equal(refused.name, "NonPublicAddressError");
+    assert.equal(refused.message, "127.0.0.1 resolves to 127.0.0.1, which is not a public address");
+  });
+
+  it("the look-up answers as asked: every address with all, else the first with its family", async () => {
+    const all = await new Promise<unknown[]>((resolve) =>
+      publicOnlyLookup("8.8.8.8", { all: true }, ((_e: Error | null, a: LookupAddress[]) => resolve([a])) as never),
+    );
+    assert.deepEqual(all, [[{ address: "8.8.8.8", family: 4 }]]);
+    const one = await new Promise<unknown[]>((resolve) =>
+      publicOnlyLookup("8.8.8.8", {}, ((_e: Error | null, a: string, f: number) => resolve([a, f])) as never),
+    );
+    assert.deepEqual(one, ["8.8.8.8", 4]);
   });
 
   it("a URL naming a private address in any form is refused unless the operator listed it", () => {
     const policy = new MediaHostPolicy("http://relay.example", []);
     for (const host of ["2130706433", "0177.0.0.1", "0x7f.1", "0", "127.0.0.1.", "[::ffff:127.0.0.1]", "[::127.0.0.1]", "[::ffff:7f00:1]"])
       assert.deepEqual(policy.verdict(new URL(`http://${host}/x.png`)), { allowed: false }, host);
+  });
+});
+
+describe("attachments.allow_hosts: which URLs may be fetched, and under which rule", () => {
+  it("a name allows any port of it, case and spaces aside, and must resolve to public addresses; host:port allows that port only", () => {
+    const policy = new MediaHostPolicy("https://relay.example", [" Files.Example.COM ", "cdn.example:8443"]);
+    const name = { allowed: true, via: "allowed", publicOnly: true };
+    assert.deepEqual(policy.verdict(new URL("https://files.example.com/a.png")), name);
+    assert.deepEqual(policy.verdict(new URL("http://FILES.example.com:8080/a.png")), name);
+    assert.deepEqual(policy.verdict(new URL("https://cdn.example:8443/a.png")), name);
+    assert.deepEqual(policy.verdict(new URL("https://cdn.example/a.png")), { allowed: false });
+    assert.deepEqual(policy.verdict(new URL("https://cdn.example:9443/a.png")), { allowed: false });
+    assert.deepEqual(policy.verdict(new URL("ftp://files.example.com/a.png")), { allowed: false }, "http and https only");
+  });
+
+  it("an address the operator wrote is reachable as written, private or not", () => {
+    const policy = new MediaHostPolicy("https://relay.example", ["10.0.0.7", "[fd00::7]"]);
+    for (const url of ["http://10.0.0.7/a.png", "http://[fd00::7]:8080/a.png"])
+      assert.deepEqual(policy.verdict(new URL(url)), { allowed: true, via: "allowed", publicOnly: false }, url);
+  });
+
+  it("only the relay's own origin is the relay: another host's /media/ path is not, and gets no authorization", () => {
+    const policy = new MediaHostPolicy("https://relay.example", ["files.example.com"]);
+    assert.deepEqual(policy.verdict(new URL("https://relay.example/media/a.png")), { allowed: true, via: "relay", publicOnly: false });
+    assert.deepEqual(policy.verdict(new URL("https://elsewhere.example/media/a.png")), { allowed: false });
+    assert.deepEqual(policy.verdict(new URL("https://files.example.com/media/a.png")), { allowed: true, via: "allowed", publicOnly: true });
+    assert.equal(policy.isRelay(new URL("https://relay.example/files/a.png")), true);
+    assert.equal(policy.isRelay(new URL("https://relay.example:8443/media/a.png")), false);
+    assert.equal(policy.isRelay(new URL("https://files.example.com/media/a.png")), false);
   });
 });

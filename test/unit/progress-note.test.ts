@@ -151,3 +151,139 @@ test("no note while the model has said nothing (a refused key, a provider that n
   assert.equal(r.published[0]!.content, "Still working on this…");
   await note.finish();
 });
+
+test("the note is a reply in the turn's thread marked as progress; its edits and its deletion name the note and the channel", async () => {
+  const r = recorder();
+  const note = new ProgressNote({
+    afterMs: 20,
+    channel: "ch",
+    thread,
+    out: r.out,
+    titles: "full",
+    redact: (t) => t,
+    editEveryMs: 10,
+    logger: silentLogger(),
+  });
+  note.start();
+  note.observe(tool("first"));
+  await waitFor(() => r.published.length === 1, { what: "the note" });
+  const posted = r.published[0]!;
+  assert.equal(posted.kind, KIND.message);
+  assert.deepEqual(
+    posted.tags.filter((t) => t[0] === "h" || t[0] === "e" || t[0] === "buzz"),
+    [
+      ["h", "ch"],
+      ["e", thread.root, "", "reply"],
+      ["buzz", "progress"],
+    ],
+  );
+  const id = finalizeEvent({ ...posted, tags: posted.tags.map((x) => [...x]) }, sk).id;
+  // A tool call's update with a new title is what the agent does now.
+  note.observe({ sessionUpdate: "tool_call_update", toolCallId: "first", title: "second" });
+  await waitFor(() => r.signals.length === 1, { what: "the edit" });
+  assert.deepEqual(r.signals[0]!.tags, [
+    ["h", "ch"],
+    ["e", id],
+  ]);
+  assert.equal(r.signals[0]!.content, "Still working on this — now: second");
+  await note.finish();
+  const del = r.published[1]!;
+  assert.equal(del.kind, KIND.deletion);
+  assert.equal(del.content, "");
+  assert.deepEqual(del.tags, [
+    ["e", id],
+    ["k", String(KIND.message)],
+    ["h", "ch"],
+  ]);
+});
+
+test("an update without a title keeps the note's; a title that changes back before its edit is due edits nothing", async () => {
+  const r = recorder();
+  const note = new ProgressNote({
+    afterMs: 20,
+    channel: "ch",
+    thread,
+    out: r.out,
+    titles: "full",
+    redact: (t) => t,
+    editEveryMs: 150,
+    logger: silentLogger(),
+  });
+  note.start();
+  note.observe(tool("build"));
+  await waitFor(() => r.published.length === 1, { what: "the note" });
+  note.observe(tool("lint"));
+  note.observe(tool("build"));
+  note.observe({ sessionUpdate: "tool_call_update", toolCallId: "build", status: "completed" });
+  await sleep(300); // past the edit interval: an edit would have been sent
+  assert.equal(r.signals.length, 0, "the note still says what the agent does: no edit");
+  note.observe({ sessionUpdate: "tool_call_update", toolCallId: "x", status: "in_progress" });
+  note.observe(tool("test"));
+  await waitFor(() => r.signals.length === 1, { what: "the edit" });
+  assert.equal(r.signals[0]!.content, "Still working on this — now: test");
+  await note.finish();
+});
+
+test("any sign of the model is its first word (thought, tool call, its update, plan, usage); nothing comes after the end", async () => {
+  const signs = [
+    { sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "hmm" } },
+    { sessionUpdate: "tool_call_update", toolCallId: "t1", status: "in_progress" },
+    { sessionUpdate: "plan", entries: [] },
+    { sessionUpdate: "usage_update", used: 10, size: 1000 },
+  ] as const;
+  for (const sign of signs) {
+    const r = recorder();
+    const note = new ProgressNote({ afterMs: 20, channel: "ch", thread, out: r.out, redact: (t) => t, logger: silentLogger() });
+    note.start();
+    await sleep(60);
+    note.observe(sign as never);
+    await waitFor(() => r.published.length === 1, { what: `the note at ${sign.sessionUpdate}` });
+    await note.finish();
+  }
+  // The delay passed with the model silent, then the turn ended: its late first word posts nothing.
+  const r = recorder();
+  const late = new ProgressNote({ afterMs: 20, channel: "ch", thread, out: r.out, redact: (t) => t, logger: silentLogger() });
+  late.start();
+  await sleep(60);
+  await late.finish();
+  late.observe({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Done" } });
+  await sleep(60);
+  assert.deepEqual(r.published, [], "no note after the end");
+});
+
+test("a turn that ends while its note is on its way: the note is deleted and never edited after", async () => {
+  const published: EventTemplate[] = [];
+  const signals: EventTemplate[] = [];
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const note = new ProgressNote({
+    afterMs: 10,
+    channel: "ch",
+    thread,
+    titles: "full",
+    redact: (t) => t,
+    editEveryMs: 10,
+    logger: silentLogger(),
+    out: {
+      publish: async (t: EventTemplate) => {
+        published.push(t);
+        if (t.kind === KIND.message) await held;
+        return finalizeEvent({ ...t, tags: t.tags.map((x) => [...x]) }, sk);
+      },
+      signal: (t: EventTemplate) => void signals.push(t),
+    },
+  });
+  note.start();
+  note.observe(tool("one"));
+  await waitFor(() => published.length === 1, { what: "the note on its way" });
+  note.observe(tool("two")); // changed while the note is on its way
+  const finished = note.finish();
+  release();
+  await finished;
+  assert.deepEqual(
+    published.map((t) => t.kind),
+    [KIND.message, KIND.deletion],
+  );
+  await sleep(60);
+  assert.deepEqual(signals, [], "no edit of a deleted note");
+});
