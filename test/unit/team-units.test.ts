@@ -155,7 +155,7 @@ test("an agent its owner stops (!shutdown) stops alone, stays stopped on a reloa
   let ended: string | undefined;
   void team.ended.then((why) => (ended = why));
 
-  await ownerClient.send(mention(w.channel, agents[1]!.pk, "!shutdown"));
+  const { event: first } = await ownerClient.send(mention(w.channel, agents[1]!.pk, "!shutdown"));
   await waitFor(() => team.ids.length === 1, { what: "agent 1 to stop" });
   assert.deepEqual(team.ids, [id(0)]);
   assert.deepEqual(
@@ -177,10 +177,19 @@ test("an agent its owner stops (!shutdown) stops alone, stays stopped on a reloa
   w.write(agents.slice(0, 2), { http: false });
   await team.reload();
   assert.deepEqual(team.ids, [id(0), id(1)], "listed again after being dropped: started");
+  // Its owner's next command is for the agent once it listens again (its second start).
+  await waitFor(() => lines.filter((l) => l.evt === "daemon.started" && l.agent === id(1)).length === 2, {
+    what: "agent 1 listening again",
+  });
 
   await ownerClient.send(mention(w.channel, agents[0]!.pk, "!shutdown"));
-  await ownerClient.send(mention(w.channel, agents[1]!.pk, "!shutdown"));
-  await waitFor(() => ended !== undefined, { what: "the team to end with its last agent" });
+  // A second command, not the first one again: the same text and tags in the same second would be the same event.
+  const again = mention(w.channel, agents[1]!.pk, "!shutdown");
+  await ownerClient.send({ ...again, created_at: Math.max(again.created_at, first.created_at + 1) });
+  await waitFor(() => ended !== undefined, {
+    what: () =>
+      `the team to end with its last agent; running: ${team.ids.join(", ")}; lines: ${JSON.stringify(lines.filter((l) => /control|gate|drop|shutdown|stopped|started/.test(String(l.evt))).map((l) => [l.agent, l.evt, l.reason ?? l.msg]))}`,
+  });
   assert.equal(ended, "!shutdown");
   assert.deepEqual(team.ids, []);
   await team.stop();
