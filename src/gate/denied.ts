@@ -62,6 +62,8 @@ export class DeniedReporter {
   private readonly forgedLog: LogThrottle;
   /** Answers claimed or being claimed and not yet published: a stopping daemon waits for them (settled). */
   private readonly inFlight = new Set<Promise<void>>();
+  /** The daemon is stopping: no new claim (see `close`). */
+  private closing = false;
 
   constructor(private readonly opts: DeniedReporterOptions) {
     this.forgedLog = new LogThrottle(opts.logger, { perWindow: 20, summaryEvt: "gate.denied_suppressed", ...opts.forgedLogLimit });
@@ -92,7 +94,7 @@ export class DeniedReporter {
     else if (reason === "bad-signature") this.forgedLog.log("info", "bad-signature", line);
     else this.opts.logger.info(line);
 
-    if (!answer) return undefined;
+    if (!answer || this.closing) return undefined;
     const template = answer.template;
     const claimed = this.opts.claimOnce ? this.opts.claimOnce(`denied:${answer.key}`, this.windowMs) : Promise.resolve(true);
     const done = claimed
@@ -115,6 +117,15 @@ export class DeniedReporter {
    */
   async settled(): Promise<void> {
     await Promise.allSettled([...this.inFlight]);
+  }
+
+  /**
+   * A stopping daemon claims no more answers: one claimed after its wait for `settled` began
+   * would be published, if at all, past the stop of its relay client, and the fleet's others,
+   * having lost the claim, would never post it. Refusals are still logged; the others answer.
+   */
+  close(): void {
+    this.closing = true;
   }
 
   private answerFor(ev: Event, decision: Refusal): { template: EventTemplate; key: string } | undefined {

@@ -111,6 +111,7 @@ export class Daemon {
   private profiles!: ProfileCache;
   private intake!: Intake;
   private answersSettled?: () => Promise<void>;
+  private closeAnswers?: () => void;
   private http?: { url: string; close(): Promise<void> };
   private stateLock?: StateLock;
   private beacon?: InstanceBeacon;
@@ -279,6 +280,7 @@ export class Daemon {
     this.gateContext = path.gateContext;
     this.intake = path.intake;
     this.answersSettled = path.answersSettled;
+    this.closeAnswers = path.closeAnswers;
 
     relay.on("event", (ev) => void this.intake.handle(ev));
     relay.on("state", (s) => this.metrics.relayState(s));
@@ -541,6 +543,7 @@ export class Daemon {
     this.stopping = true;
     this.intake?.close();
     this.scheduler?.stopClaiming();
+    this.closeAnswers?.();
     this.log.info({ evt: "daemon.stopping", in_flight: this.dispatcher?.inFlight ?? 0 }, "shutting down");
     this.presence?.stop();
     this.stopPruning?.();

@@ -89,6 +89,8 @@ export interface TurnPath {
   active: ActiveConversations;
   /** Resolves once the gate's answers under way (a claimed 🔒) are published: a stop waits for it. */
   answersSettled: () => Promise<void>;
+  /** No more answers claimed (the daemon is stopping); those claimed still go out (answersSettled). */
+  closeAnswers: () => void;
 }
 
 export function buildTurnPath(p: TurnPathParts): TurnPath {
@@ -264,5 +266,13 @@ export function buildTurnPath(p: TurnPathParts): TurnPath {
     },
     logger: log,
   });
-  return { scheduler, dispatcher, gateContext, intake, active, answersSettled: () => reporter.settled() };
+  return {
+    scheduler,
+    dispatcher,
+    gateContext,
+    intake,
+    active,
+    answersSettled: () => reporter.settled(),
+    closeAnswers: () => reporter.close(),
+  };
 }
