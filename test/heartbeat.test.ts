@@ -91,6 +91,7 @@ test("a tick is skipped while a mention's turn runs, and heartbeats resume once 
 });
 
 test("queued mentions go first: while a mention waits for its turn, ticks are skipped as queued", async () => {
+  // Posted in one second, they run in the order they arrived: the second waits the first's 5 s.
   const first = await w.owner.post("@agent #slow 5000 first job");
   const second = await w.owner.post("@agent second job");
   await d.waitLog((l) => l.evt === "gate.accepted" && l.event === second.id);

@@ -128,6 +128,26 @@ for (const name of BACKENDS) {
       await q.close();
     });
 
+    t("two mentions from one second wait for a slot: the one that arrived first runs first, whatever their ids", async (p) => {
+      const q = await p.open({ maxConcurrent: 1 });
+      const busy = fromWire(mention(owner, "busy", { created_at: 50 }));
+      await q.scheduler.accept(busy, CHANNEL);
+      const running = await q.next();
+      const pair = [fromWire(mention(owner, "x", { created_at: 100 })), fromWire(mention(owner, "y", { created_at: 100 }))];
+      // The one with the greater id arrives first: an order by id would run the other first.
+      const [early, late] = pair.sort((a, b) => (a.id > b.id ? -1 : 1));
+      await q.scheduler.accept(early!, CHANNEL);
+      await new Promise((r) => setTimeout(r, 5));
+      await q.scheduler.accept(late!, CHANNEL);
+      await q.idle();
+      q.scheduler.complete(running.turnId);
+      const first = await q.next();
+      assert.deepEqual(ids(first.events), [early!.id]);
+      q.scheduler.complete(first.turnId);
+      assert.deepEqual(ids((await q.next()).events), [late!.id]);
+      await q.close();
+    });
+
     t("the scope cap: past it the oldest waiting mentions are refused, each logged, with one coalesced notice", async (p) => {
       // The burst is gathered until 2 s pass without a refusal: the eight arrivals are a burst
       // on a loaded machine too (100 ms of quiet, the default, can pass between two of them there).

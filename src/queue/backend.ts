@@ -164,7 +164,9 @@ export interface QueueBackend {
   // Scope leases.
   /**
    * Takes up to `limit` scopes with work that `holder` may run now (nobody else holds them,
-   * or their lease expired), oldest waiting work first, leaving out `busy` (scopes whose turn
+   * or their lease expired), oldest waiting work first — by `created_at`, and within one
+   * second (its resolution) in the order the events were accepted, so two mentions posted in
+   * the same second are answered in the order they arrived —, leaving out `busy` (scopes whose turn
    * runs here or whose writes are still on their way). A scope `holder` already holds is
    * returned again while it has work.
    */

@@ -79,7 +79,8 @@ export class FleetLeases {
            AND (EXISTS (SELECT 1 FROM ${this.s}.events e WHERE e.scope = c.key AND e.state = 'waiting')
              OR EXISTS (SELECT 1 FROM ${this.s}.turns t WHERE t.scope = c.key AND (t.state = 'running' OR (t.state = 'queued' AND t.next_attempt_at <= ${NOW_MS}))))
            AND NOT EXISTS (SELECT 1 FROM ${this.s}.turns q WHERE q.scope = c.key AND q.state = 'queued' AND q.next_attempt_at > ${NOW_MS})
-         ORDER BY (SELECT min(e.created_at) FROM ${this.s}.events e WHERE e.scope = c.key AND e.state IN ('waiting', 'in_turn')) NULLS LAST, c.key
+         ORDER BY (SELECT min(e.created_at) FROM ${this.s}.events e WHERE e.scope = c.key AND e.state IN ('waiting', 'in_turn')) NULLS LAST,
+           (SELECT min(e.accepted_at) FROM ${this.s}.events e WHERE e.scope = c.key AND e.state IN ('waiting', 'in_turn')), c.key
          LIMIT $2
          FOR UPDATE SKIP LOCKED
        ),

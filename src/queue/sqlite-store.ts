@@ -221,11 +221,12 @@ export class SqliteStore implements QueueBackend {
            SELECT scope FROM events WHERE state = 'waiting'
            UNION SELECT scope FROM turns WHERE state = 'running' OR (state = 'queued' AND next_attempt_at <= :now))
          SELECT w.scope AS key,
-           (SELECT min(e.created_at) FROM events e WHERE e.scope = w.scope AND e.state IN ('waiting', 'in_turn')) AS oldest
+           (SELECT min(e.created_at) FROM events e WHERE e.scope = w.scope AND e.state IN ('waiting', 'in_turn')) AS oldest,
+           (SELECT min(e.accepted_at) FROM events e WHERE e.scope = w.scope AND e.state IN ('waiting', 'in_turn')) AS first_in
          FROM work w
          WHERE NOT EXISTS (SELECT 1 FROM turns q WHERE q.scope = w.scope AND q.state = 'queued' AND q.next_attempt_at > :now)
            AND w.scope NOT IN (SELECT value FROM json_each(:busy))
-         ORDER BY oldest IS NULL, oldest, key LIMIT :limit`,
+         ORDER BY oldest IS NULL, oldest, first_in, key LIMIT :limit`,
       ),
       nextDue: db.prepare<{ now: number; busy: string }, { at: number | null }>(
         `SELECT min(next_attempt_at) AS at FROM turns
