@@ -1,6 +1,6 @@
 /**
- * The one reader of a whole HTTP body — a request a server got (`readBody`), or a response
- * `fetch` got (`readResponseText`) — bounded in size: a body whose Content-Length announces more than the limit is refused
+ * The one reader of a whole HTTP body — a request a server got, or an answer the daemon's
+ * requests got (http-request.ts, media-fetch.ts) — bounded in size: a body whose Content-Length announces more than the limit is refused
  * before a byte is read, and one that turns out longer as it arrives is refused at the
  * chunk that passes the limit, never held whole.
  */
@@ -53,31 +53,4 @@ export async function readBody(msg: IncomingMessage, maxBytes: number, o: ReadBo
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, size);
-}
-
-/**
- * A `fetch` response's whole body as text, at most `maxBytes`: BodyTooLargeError past it, the
- * rest of the body cancelled (so a relay or provider that answers endlessly costs no memory).
- */
-export async function readResponseText(res: Response, maxBytes: number): Promise<string> {
-  const announced = Number(res.headers.get("content-length") ?? Number.NaN);
-  if (Number.isFinite(announced) && announced > maxBytes) {
-    await res.body?.cancel().catch(() => undefined);
-    throw new BodyTooLargeError(maxBytes, announced);
-  }
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw new BodyTooLargeError(maxBytes);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks, size).toString("utf8");
 }

@@ -7,7 +7,8 @@
 import { createHash } from "node:crypto";
 import { blossomHeader } from "../nostr/blossom.js";
 import { nip98Header, type SigningKey } from "../nostr/nip98.js";
-import { readResponseText } from "../base/http-body.js";
+import { BodyTooLargeError } from "../base/http-body.js";
+import { httpRequest, type HttpAnswer } from "../base/http-request.js";
 
 /** An upload's answer is a blob descriptor (BUD-02), a few hundred bytes; an error page a few KiB. */
 const ANSWER_MAX_BYTES = 64 * 1024;
@@ -35,25 +36,22 @@ export async function uploadBlob(o: UploadOptions, bytes: Uint8Array, type: stri
   const url = `${o.relayOrigin}/upload`;
   const sha256 = createHash("sha256").update(bytes).digest("hex");
   const put = (authorization: string) =>
-    fetch(url, {
+    httpRequest(url, {
       method: "PUT",
       headers: { authorization, "content-type": type, "x-sha-256": sha256 },
       body: bytes,
-      signal: AbortSignal.timeout(o.timeoutMs ?? 60_000),
+      timeoutMs: o.timeoutMs ?? 60_000,
+      maxBytes: ANSWER_MAX_BYTES,
     });
-  let res: Response;
+  let res: HttpAnswer;
   try {
     res = await put(blossomHeader("upload", sha256, o.key, new URL(url).host));
     if (res.status === 401) res = await put(nip98Header(url, "PUT", bytes, o.key));
   } catch (err) {
+    if (err instanceof BodyTooLargeError) throw new MediaUploadError(`the relay's answer to the upload is too large: ${err.message}`);
     throw new MediaUploadError(`upload to ${url} failed: ${(err as Error).message}`);
   }
-  let text: string;
-  try {
-    text = await readResponseText(res, ANSWER_MAX_BYTES);
-  } catch (err) {
-    throw new MediaUploadError(`the relay's upload answer (HTTP ${res.status}) could not be read: ${(err as Error).message}`);
-  }
+  const text = res.text;
   if (!res.ok) throw new MediaUploadError(`the relay refused the upload (HTTP ${res.status}): ${text.slice(0, 200)}`);
   let d: Partial<BlobDescriptor>;
   try {

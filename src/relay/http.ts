@@ -15,7 +15,8 @@ import { retryAfterMs, sleep } from "../base/backoff.js";
 import { retry } from "../base/retry.js";
 import { OUTAGE_PAUSE_CAP_MS, waiting, type OutageWait } from "./outage.js";
 import { RelayHttpError } from "./errors.js";
-import { BodyTooLargeError, readResponseText } from "../base/http-body.js";
+import { BodyTooLargeError } from "../base/http-body.js";
+import { httpRequest } from "../base/http-request.js";
 
 /**
  * The most of an answer read: a `/query` asks for a bounded number of events (256 KiB of content
@@ -87,14 +88,15 @@ export class RelayHttp {
       let status = 0;
       let text = "";
       try {
-        const res = await fetch(url, {
+        const res = await httpRequest(url, {
           method: "POST",
           headers: { "content-type": "application/json", authorization: nip98Header(url, "POST", body, this.opts.secretKey) },
           body,
-          signal: AbortSignal.timeout(this.opts.timeoutMs ?? 15_000),
+          timeoutMs: this.opts.timeoutMs ?? 15_000,
+          maxBytes: ANSWER_MAX_BYTES,
         });
         status = res.status;
-        text = await readResponseText(res, ANSWER_MAX_BYTES);
+        text = res.text;
         if (res.ok) return text ? JSON.parse(text) : null;
       } catch (err) {
         if (err instanceof BodyTooLargeError) throw new RelayHttpError(url, status, `answer too large: ${err.message}`);

@@ -11,7 +11,7 @@ import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
 import { defaultRelayInfo, parseRelayInfo, type RelayInfo } from "../nostr/nip11.js";
 import { httpOrigin } from "./auth.js";
-import { readResponseText } from "../base/http-body.js";
+import { httpRequest } from "../base/http-request.js";
 
 /** A NIP-11 document is a page of JSON; one larger than this is not read on (a relay answering endlessly). */
 const NIP11_MAX_BYTES = 1024 * 1024;
@@ -65,11 +65,12 @@ export class RelayInfoSource {
     this.metrics.reads++;
     let next: RelayInfo;
     try {
-      const res = await fetch(url, {
+      const res = await httpRequest(url, {
         headers: { accept: "application/nostr+json" },
-        signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5000),
+        timeoutMs: this.opts.timeoutMs ?? 5000,
+        maxBytes: NIP11_MAX_BYTES,
       });
-      const text = await readResponseText(res, NIP11_MAX_BYTES);
+      const text = res.text;
       if (!res.ok) next = defaultRelayInfo(`no NIP-11 document at ${url} (HTTP ${res.status}); using Buzz's default limits, no relay key`);
       else {
         let doc: unknown;

@@ -3,15 +3,17 @@
  * a body within the limit arrives whole; one whose Content-Length announces more is refused
  * before it is read, one that grows past the limit as it arrives at that chunk; drained, the
  * server still answers 413 on the connection, destroyed (the default) the connection is
- * dropped; a client that goes away mid-body rejects with the stream's own error. A `fetch`
- * answer is read the same way: whole up to the limit, refused by its Content-Length or at the
- * chunk that passes it when it would never end.
+ * dropped; a client that goes away mid-body rejects with the stream's own error. The daemon's
+ * requests (src/base/http-request.ts) read their answers the same way: whole up to the limit,
+ * refused by its Content-Length or at the chunk that passes it when it would never end, and
+ * bounded in time as a whole, a server that stops mid-answer included.
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, request, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { BodyTooLargeError, readBody, readResponseText, type ReadBodyOptions } from "../../src/base/http-body.js";
+import { BodyTooLargeError, readBody, type ReadBodyOptions } from "../../src/base/http-body.js";
+import { httpRequest } from "../../src/base/http-request.js";
 import { waitFor } from "../../kit/wait.js";
 
 const LIMIT = 1024;
@@ -108,13 +110,15 @@ test("a client that goes away mid-body: the reader rejects with the stream's err
   assert.ok(!(o.error instanceof BodyTooLargeError), o.error.message);
 });
 
-test("a fetch answer: read whole up to the limit; refused by its Content-Length, or at the chunk that passes the limit of one that never ends", async () => {
+test("a request's answer: read whole up to the limit with its status; refused by its Content-Length, at the chunk that passes the limit of one that never ends, or at the deadline of one that stalls", async () => {
   const answers = createServer((req, res) => {
-    if (req.url === "/small") return void res.end("a".repeat(LIMIT));
+    if (req.url === "/small") return void res.writeHead(404).end("a".repeat(LIMIT));
+    if (req.url === "/echo") return void req.pipe(res);
     if (req.url === "/announced") {
       res.writeHead(200, { "content-length": String(10 * LIMIT) });
       return void res.end("a".repeat(10 * LIMIT));
     }
+    if (req.url === "/stalls") return void res.writeHead(200).write("a");
     // Endless: a chunk whenever the socket takes one, until the client goes away.
     const more = () => {
       while (!res.destroyed && res.write(bytes(256)));
@@ -124,17 +128,28 @@ test("a fetch answer: read whole up to the limit; refused by its Content-Length,
     more();
   });
   await new Promise<void>((resolve) => answers.listen(0, "127.0.0.1", resolve));
-  const at = (path: string) => fetch(`http://127.0.0.1:${(answers.address() as AddressInfo).port}${path}`);
+  const answersPort = (answers.address() as AddressInfo).port;
+  const at = (path: string, o: { body?: string; timeoutMs?: number } = {}) =>
+    httpRequest(`http://127.0.0.1:${answersPort}${path}`, {
+      method: o.body === undefined ? "GET" : "POST",
+      body: o.body,
+      timeoutMs: o.timeoutMs ?? 10_000,
+      maxBytes: LIMIT,
+    });
   try {
-    assert.equal((await readResponseText(await at("/small"), LIMIT)).length, LIMIT);
-    await assert.rejects(readResponseText(await at("/announced"), LIMIT), {
+    const small = await at("/small");
+    assert.deepEqual([small.status, small.ok, small.text.length], [404, false, LIMIT]);
+    const echo = await at("/echo", { body: "hé" });
+    assert.deepEqual([echo.status, echo.ok, echo.text], [200, true, "hé"]);
+    await assert.rejects(at("/announced"), {
       message: `the body is announced as ${10 * LIMIT} bytes, more than the ${LIMIT} allowed`,
     });
-    await assert.rejects(readResponseText(await at("/endless"), LIMIT), {
-      message: `the body is larger than the ${LIMIT} bytes allowed`,
-    });
+    await assert.rejects(at("/endless"), { message: `the body is larger than the ${LIMIT} bytes allowed` });
+    await assert.rejects(at("/stalls", { timeoutMs: 300 }), { name: "TimeoutError", message: /within 300 ms/ });
   } finally {
     answers.closeAllConnections();
     answers.close();
   }
+  await new Promise((resolve) => answers.once("close", resolve));
+  await assert.rejects(at("/small"), { code: "ECONNREFUSED" }, "nothing listens there any more");
 });

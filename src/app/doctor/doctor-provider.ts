@@ -9,7 +9,7 @@ import type { Config } from "../../config/schema.js";
 import type { Preset } from "../../presets/index.js";
 import { trimBase } from "../../presets/types.js";
 import type { CheckResult } from "./doctor-result.js";
-import { readResponseText } from "../../base/http-body.js";
+import { httpRequest, type HttpAnswer } from "../../base/http-request.js";
 
 /** A models list (a gateway's with every model it routes runs to megabytes), or a one-token answer: below this. */
 const ANSWER_MAX_BYTES = 16 * 1024 * 1024;
@@ -78,8 +78,17 @@ function headers(t: Target): Record<string, string> {
 const apiRoot = (t: Target) => (t.wire === "anthropic" ? `${t.base}/v1` : t.wire === "gemini" ? `${t.base}/v1beta` : t.base);
 
 async function ask(t: Target, timeoutMs: number): Promise<CheckResult> {
-  const signal = AbortSignal.timeout(timeoutMs);
-  const list = await answer(await fetch(`${apiRoot(t)}/models`, { headers: headers(t), signal }));
+  // One deadline for both requests, as the agent's first call would have.
+  const until = Date.now() + timeoutMs;
+  const send = (path: string, body?: string) =>
+    httpRequest(`${apiRoot(t)}${path}`, {
+      method: body === undefined ? "GET" : "POST",
+      headers: headers(t),
+      body,
+      timeoutMs: Math.max(1, until - Date.now()),
+      maxBytes: ANSWER_MAX_BYTES,
+    });
+  const list = answer(await send("/models"));
   const where = `${t.base} (key ${t.keyVar})`;
   const fail = (summary: string, details?: string[]): CheckResult => ({ name: "provider", mark: "fail", summary, details });
   if (list.refused) return fail(`${where} refused the key: ${list.refused}; check ${t.keyVar}`);
@@ -102,9 +111,7 @@ async function ask(t: Target, timeoutMs: number): Promise<CheckResult> {
         : { model: t.model, max_output_tokens: 16, input: "ping" };
   const path =
     t.wire === "anthropic" ? "/messages" : t.wire === "gemini" ? `/models/${encodeURIComponent(t.model)}:generateContent` : "/responses";
-  const one = await answer(
-    await fetch(`${apiRoot(t)}${path}`, { method: "POST", headers: headers(t), body: JSON.stringify(body), signal }),
-  );
+  const one = answer(await send(path, JSON.stringify(body)));
   if (one.refused) return fail(`${where} refused the key: ${one.refused}; check ${t.keyVar}`);
   if (one.status === 404 || /model/i.test(one.problem ?? "")) return fail(`${where} does not know the model '${t.model}': ${one.problem}`);
   if (one.problem) return fail(`${where}: ${one.problem}`);
@@ -128,9 +135,9 @@ interface Answer {
   problem?: string;
 }
 
-async function answer(res: Response): Promise<Answer> {
-  const text = await readResponseText(res, ANSWER_MAX_BYTES);
-  const type = res.headers.get("content-type") ?? "";
+function answer(res: HttpAnswer): Answer {
+  const text = res.text;
+  const type = res.headers["content-type"] ?? "";
   if (/html/i.test(type) || /^\s*<(!doctype|html)/i.test(text))
     return {
       status: res.status,
@@ -171,12 +178,11 @@ function modelIds(body: unknown): string[] | undefined {
 }
 
 function networkCause(err: unknown, timeoutMs: number): string {
-  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e.name === "TimeoutError" || e.name === "AbortError") return `no answer within ${Math.round(timeoutMs / 1000)} s (it hangs)`;
-  const code = e.cause?.code ?? "";
+  const e = err as { name?: string; message?: string; code?: string };
+  if (e.name === "TimeoutError") return `no answer within ${Math.round(timeoutMs / 1000)} s (it hangs)`;
+  const code = e.code ?? "";
   if (code === "ECONNREFUSED") return "nothing listening there (connection refused)";
   if (code === "ENOTFOUND" || code === "EAI_AGAIN") return `the host is not found (${code})`;
-  if (/CERT|TLS|SSL|ERR_SSL/i.test(code) || /certificate|TLS|SSL/i.test(e.cause?.message ?? ""))
-    return `TLS failed: ${e.cause?.message ?? code}`;
-  return `${e.cause?.message ?? e.message ?? String(err)}${code ? ` (${code})` : ""}`;
+  if (/CERT|TLS|SSL|ERR_SSL/i.test(code) || /certificate|TLS|SSL/i.test(e.message ?? "")) return `TLS failed: ${e.message ?? code}`;
+  return `${e.message ?? String(err)}${code && !(e.message ?? "").includes(code) ? ` (${code})` : ""}`;
 }
