@@ -12,10 +12,7 @@ import {
   Hello,
   HelloResult,
   HookRan,
-  isTimeout,
   LinkError,
-  asLinkError,
-  LinkPeer,
   NO_LINK_TIMEOUT_MS,
   RunHook,
   type BuzzCallParams,
@@ -24,6 +21,7 @@ import {
   type HookRanParams,
   type RunHookParams,
 } from "./protocol.js";
+import { asLinkError, isTimeout, LinkPeer } from "./peer.js";
 
 /** How long the proxy waits for the daemon's socket and hello answer (default 10 s: the daemon is local). */
 const LINK_CONNECT_TIMEOUT_MS = 10_000;

@@ -1,6 +1,7 @@
 /**
  * The daemon↔proxy link's messages, over a unix socket: JSON-RPC as MCP frames it (one
- * message a line, base/line-transport.ts), run on both ends by the MCP SDK's Protocol.
+ * message a line, base/line-transport.ts), run on both ends by the MCP SDK's Protocol
+ * (peer.ts, which the daemon loads with its first link connection).
  * The proxy opens the connection and says hello with its session token; after that
  * either side may call the other: the proxy forwards buzz tool calls, the daemon asks
  * for a merged hook run.
@@ -9,12 +10,7 @@
  * proxy is the agent's to run. What the proxy receives comes from the daemon that gave
  * it its token (the manifest is still checked, contract/manifest.ts).
  */
-import { constants } from "node:buffer";
-import type { Socket } from "node:net";
-import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { ErrorCode, McpError, type Notification, type Request, type Result } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { SocketTransport } from "../base/line-transport.js";
 import type { BuzzToolName } from "../contract/buzz-tool-schemas.js";
 import type { HookFanout } from "../contract/hooks.js";
 
@@ -90,47 +86,7 @@ export class LinkError extends Error {
 }
 
 /**
- * The largest line either end reads: as long as a string can be. A send_message's
- * attachments cross the link as bytes, up to `attachments.max_bytes` (at most 1 GiB) each.
- */
-const LINK_MAX_MESSAGE_BYTES = constants.MAX_STRING_LENGTH;
-
-/**
- * One end of the link. Nothing to negotiate: both ends are this program, the daemon
- * having started the agent that started the proxy.
- */
-export class LinkPeer extends Protocol<Request, Notification, Result> {
-  protected assertCapabilityForMethod(): void {}
-  protected assertNotificationCapability(): void {}
-  protected assertRequestHandlerCapability(): void {}
-  protected assertTaskCapability(): void {}
-  protected assertTaskHandlerCapability(): void {}
-
-  /** Starts speaking on a connected socket; closing the peer destroys it. */
-  open(socket: Socket): Promise<void> {
-    return this.connect(new SocketTransport(socket, LINK_MAX_MESSAGE_BYTES));
-  }
-}
-
-/**
  * A buzz tool call waits as long as its handler works (a relay that is away is waited
  * for until the turn is over): the largest delay a Node timer takes, about 24 days.
  */
 export const NO_LINK_TIMEOUT_MS = 2 ** 31 - 1;
-
-export function isTimeout(err: unknown): boolean {
-  return err instanceof McpError && err.code === ErrorCode.RequestTimeout;
-}
-
-/**
- * The other end's error in its own words: the SDK's McpError puts `MCP error <code>: `
- * before the message it received.
- */
-export function asLinkError(err: unknown): LinkError {
-  if (err instanceof LinkError) return err;
-  if (err instanceof McpError) {
-    const prefix = `MCP error ${err.code}: `;
-    return new LinkError(err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message, err.code);
-  }
-  return new LinkError((err as Error)?.message ?? String(err));
-}

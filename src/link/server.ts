@@ -22,17 +22,19 @@ import {
   BuzzCall,
   Hello,
   HookRan,
-  isTimeout,
   LINK_ENV,
   LINK_TOKEN_ENV,
   LinkError,
-  asLinkError,
   LinkErrorCode,
-  LinkPeer,
   RunHook,
   RunHookResult,
   type RunHookParams,
 } from "./protocol.js";
+import type { LinkPeer } from "./peer.js";
+
+/** The SDK's protocol, loaded with the first connection (peer.ts says why), once. */
+let peerModule: Promise<typeof import("./peer.js")> | undefined;
+const loadPeer = () => (peerModule ??= import("./peer.js"));
 
 export type { BuzzToolHandlers } from "./buzz-call.js";
 
@@ -228,6 +230,8 @@ export class LinkServer {
         try {
           return await conn.request({ method: RunHook.shape.method.value, params }, RunHookResult, { timeout: limit });
         } catch (err) {
+          // A connection exists, so its module is loaded.
+          const { isTimeout, asLinkError } = await loadPeer();
           if (isTimeout(err)) throw new LinkError(`session ${entry.key}: proxy gave no ${name} answer within ${limit} ms`);
           throw new LinkError(`session ${entry.key}: ${name} over the link failed: ${asLinkError(err).message}`);
         }
@@ -239,7 +243,23 @@ export class LinkServer {
   private accept(socket: Socket, only?: string): void {
     this.sockets.add(socket);
     socket.on("close", () => this.sockets.delete(socket));
-    const conn = new LinkPeer();
+    // What the proxy sends meanwhile waits in the socket, read once the transport is open;
+    // a reset meanwhile only closes it.
+    const early = () => undefined;
+    socket.on("error", early);
+    loadPeer().then(
+      ({ LinkPeer }) => {
+        socket.off("error", early);
+        if (!socket.destroyed) this.speak(socket, new LinkPeer(), only);
+      },
+      (err: unknown) => {
+        this.opts.logger.warn({ evt: "link.refused", reason: `the link's protocol could not be loaded: ${(err as Error).message}` });
+        socket.destroy();
+      },
+    );
+  }
+
+  private speak(socket: Socket, conn: LinkPeer, only: string | undefined): void {
     let entry: Entry | undefined;
     const log = this.opts.logger;
     const helloTimer = setTimeout(() => {

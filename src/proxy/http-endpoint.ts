@@ -34,7 +34,7 @@ import { chmodSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../base/log.js";
 import { LogThrottle } from "../base/log-throttle.js";
 import { RateLimiter } from "../base/rate-limit.js";
@@ -42,11 +42,16 @@ import type { Aggregator } from "./aggregator.js";
 import type { AgentPassThrough, MessageSink } from "./pass-through.js";
 
 /**
- * The SDK's server transport (with Hono's request adapter) loads with the first MCP
- * session, not with the daemon: an idle daemon does not hold it (bench figure 7).
+ * The SDK's server transport (with Hono's request adapter) and its types' schemas load with
+ * the first MCP session's initialize, not with the daemon: an idle daemon does not hold them
+ * (bench figure 7). `sdkTypes` is set once loaded: every session was made after it was.
  */
 let transportModule: Promise<typeof import("@modelcontextprotocol/sdk/server/streamableHttp.js")> | undefined;
 const loadTransport = () => (transportModule ??= import("@modelcontextprotocol/sdk/server/streamableHttp.js"));
+type SdkTypes = typeof import("@modelcontextprotocol/sdk/types.js");
+let typesModule: Promise<SdkTypes> | undefined;
+let sdkTypes: SdkTypes | undefined;
+const loadTypes = () => (typesModule ??= import("@modelcontextprotocol/sdk/types.js").then((m) => (sdkTypes = m)));
 
 export interface EndpointLimits {
   /** Largest POST body read (bytes); the stdio proxy's line limit is larger, but this memory is the daemon's. */
@@ -284,7 +289,7 @@ export class HttpEndpoint {
     }
     const sid = req.headers["mcp-session-id"];
     if (typeof sid !== "string") {
-      if (req.method !== "POST" || !isInitializeRequest(body))
+      if (req.method !== "POST" || !(await loadTypes()).isInitializeRequest(body))
         return this.refuse(res, 400, "mcp session", "Bad Request: no Mcp-Session-Id; send initialize first", b);
       return (await this.connect(b)).handleRequest(req, res, body);
     }
@@ -318,7 +323,7 @@ export class HttpEndpoint {
     const accept = req.headers.accept ?? "";
     if (!accept.includes("application/json") || !accept.includes("text/event-stream")) return false;
     const version = req.headers["mcp-protocol-version"];
-    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) return false;
+    if (version !== undefined && !sdkTypes?.SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) return false;
     session.pending.set(id, res);
     res.once("close", () => {
       if (session.pending.get(id) === res) session.pending.delete(id);

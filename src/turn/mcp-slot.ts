@@ -15,7 +15,14 @@ import type { HookFanout } from "../contract/hooks.js";
 import type { ProxyManifest } from "../contract/manifest.js";
 import type { BuzzToolHandlers, LinkServer } from "../link/index.js";
 import { HttpEndpoint } from "../proxy/http-endpoint.js";
-import { openHttpSlot } from "../proxy/http-session.js";
+
+/**
+ * The HTTP slot's half of the proxy (the aggregator, its downstream servers' client, the
+ * pass-through: the MCP SDK's types among them) loads with the first HTTP slot, not with the
+ * daemon: an idle daemon does not hold it (bench figure 7).
+ */
+let httpSessionModule: Promise<typeof import("../proxy/http-session.js")> | undefined;
+const loadHttpSession = () => (httpSessionModule ??= import("../proxy/http-session.js"));
 
 export type McpTransport = "auto" | "stdio" | "http";
 
@@ -57,6 +64,7 @@ export interface OpenSlotOptions {
 /** Opens the session's slot on its process: what `session/new` gets, and the slot the turn uses. */
 export async function openSlot(o: OpenSlotOptions, ctx: McpSlotContext): Promise<{ slot: McpSlot; session: SlotSession }> {
   if (chooseTransport(o.transport, ctx) === "http") {
+    const { openHttpSlot } = await loadHttpSession();
     const http = openHttpSlot({
       endpoint: ctx.endpoint as HttpEndpoint,
       key: o.key,
