@@ -49,6 +49,11 @@ const toolTitles = (evs: Event[]) =>
     .filter((a) => a.kind === "tool")
     .map((a) => a.title);
 const notes = (evs: Event[]) => evs.filter((e) => e.kind !== KIND.workStatus && /Still working/.test(e.content)).map((e) => e.content);
+/**
+ * Without the agent's reply: a tool call too (send_message, a bare tool name, shown as such),
+ * which on a slow machine the board or the note may be published during.
+ */
+const corpus = (shown: string[]) => shown.filter((t) => t !== "send_message" && !t.endsWith("now: send_message"));
 const leaks = (evs: Event[]) => {
   const text = evs.map((e) => e.content).join("\n");
   return TITLE_SECRETS.filter((c) => c.secrets.some((s) => text.includes(s))).map((c) => c.form);
@@ -60,8 +65,8 @@ test("by default members see the tool's kind only: no argument text, no secret o
   const evs = seen.get(w.channel)!;
   const titles = toolTitles(evs);
   assert.ok(titles.length > 0, `the stranger saw the work status with tools (${evs.length} events)`);
-  assert.deepEqual([...new Set(titles)], ["shell"], "every tool shown as its kind");
-  assert.deepEqual(notes(evs), ["Still working on this — now: shell"]);
+  assert.deepEqual([...new Set(corpus(titles))], ["shell"], "every tool of the corpus shown as its kind");
+  assert.deepEqual(corpus(notes(evs)), ["Still working on this — now: shell"]);
   assert.deepEqual(leaks(evs), []);
 });
 
@@ -78,8 +83,8 @@ test("a file tool shows its file, a secret-shaped path not even that", { timeout
   const asked = await w.owner.post(`@agent #busy 12000 #titles ${file} edit them`);
   await w.waitReaction(asked, "✅", 90_000);
   const evs = seen.get(w.channel)!.slice(before);
-  assert.deepEqual(notes(evs), ["Still working on this — now: edit x.ts"]);
-  const titles = new Set(toolTitles(evs));
+  assert.deepEqual(corpus(notes(evs)), ["Still working on this — now: edit x.ts"]);
+  const titles = new Set(corpus(toolTitles(evs)));
   assert.ok(titles.has("edit x.ts") && [...titles].every((t) => t === "edit x.ts" || t === "edit"), [...titles].join(", "));
   assert.ok(!evs.some((e) => /\.env|API_KEY/.test(e.content)), "neither the secret-shaped path nor the argument text");
 });
@@ -94,7 +99,7 @@ test("tool_titles: full shows whole titles, and still none of the corpus's secre
     titles.every((t) => t !== "shell"),
     "whole titles, not the kind",
   );
-  assert.equal(notes(evs).length, 1);
+  assert.equal(corpus(notes(evs)).length, 1);
   assert.ok(
     TITLE_SECRETS.some((c) => notes(evs)[0]!.includes(c.title.split(" ")[0]!)),
     `the note names the command: ${notes(evs)[0]}`,
