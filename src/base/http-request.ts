@@ -9,7 +9,7 @@
  */
 import { request as plainRequest, type IncomingHttpHeaders } from "node:http";
 import { request as tlsRequest } from "node:https";
-import { readBody } from "./http-body.js";
+import { BodyTooLargeError, readBody } from "./http-body.js";
 
 export interface HttpRequestOptions {
   /** Default GET. */
@@ -18,7 +18,7 @@ export interface HttpRequestOptions {
   body?: Uint8Array | string;
   /** For the whole exchange, the answer's last byte included; past it: a `TimeoutError`. */
   timeoutMs: number;
-  /** The most of an answer read: `BodyTooLargeError` past it (http-body.ts), the connection dropped. */
+  /** The most of an answer read: `AnswerTooLargeError` past it (a `BodyTooLargeError`), the connection dropped. */
   maxBytes: number;
 }
 
@@ -35,6 +35,16 @@ export class HttpTimeoutError extends Error {
   override name = "TimeoutError";
   constructor(url: string, ms: number) {
     super(`no whole answer from ${url} within ${ms} ms`);
+  }
+}
+
+/** An answer past `maxBytes` (the body reader's refusal), with the status it came with. */
+export class AnswerTooLargeError extends BodyTooLargeError {
+  constructor(
+    readonly status: number,
+    refused: BodyTooLargeError,
+  ) {
+    super(refused.limit, refused.announced);
   }
 }
 
@@ -62,11 +72,14 @@ export function httpRequest(url: string, o: HttpRequestOptions): Promise<HttpAns
     req.once("response", (res) => {
       // The response's errors (a reset, the deadline's destroy) reach readBody through the stream.
       res.once("error", () => undefined);
-      readBody(res, o.maxBytes).then((buf) => {
-        clearTimeout(timer);
-        const status = res.statusCode ?? 0;
-        resolve({ status, ok: status >= 200 && status < 300, headers: res.headers, text: buf.toString("utf8") });
-      }, fail);
+      const status = res.statusCode ?? 0;
+      readBody(res, o.maxBytes).then(
+        (buf) => {
+          clearTimeout(timer);
+          resolve({ status, ok: status >= 200 && status < 300, headers: res.headers, text: buf.toString("utf8") });
+        },
+        (err: Error) => fail(err instanceof BodyTooLargeError ? new AnswerTooLargeError(status, err) : err),
+      );
     });
     req.end(o.body);
   });

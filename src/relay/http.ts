@@ -15,8 +15,7 @@ import { retryAfterMs, sleep } from "../base/backoff.js";
 import { retry } from "../base/retry.js";
 import { OUTAGE_PAUSE_CAP_MS, waiting, type OutageWait } from "./outage.js";
 import { RelayHttpError } from "./errors.js";
-import { BodyTooLargeError } from "../base/http-body.js";
-import { httpRequest } from "../base/http-request.js";
+import { AnswerTooLargeError, httpRequest } from "../base/http-request.js";
 
 /**
  * The most of an answer read: a `/query` asks for a bounded number of events (256 KiB of content
@@ -99,7 +98,7 @@ export class RelayHttp {
         text = res.text;
         if (res.ok) return text ? JSON.parse(text) : null;
       } catch (err) {
-        if (err instanceof BodyTooLargeError) throw new RelayHttpError(url, status, `answer too large: ${err.message}`);
+        if (err instanceof AnswerTooLargeError) throw new RelayHttpError(url, err.status, `answer too large: ${err.message}`);
         if (status) throw new RelayHttpError(url, status, `body is not JSON: ${text.slice(0, 120)}`);
         text = (err as Error).message;
       }
