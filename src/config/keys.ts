@@ -3,9 +3,9 @@
  * (docs/protocol.md §6); people write npub1… as often as hex, so both are accepted here and
  * normalised once. NIP-19 decoding is nostr-tools', never hand-rolled.
  */
+import { createECDH } from "node:crypto";
 // Subpath imports: the package root also loads NIP-04/NIP-44 encryption, which nothing here uses.
 import * as nip19 from "nostr-tools/nip19";
-import { getPublicKey } from "nostr-tools/pure";
 import { hexToBytes, bytesToHex } from "nostr-tools/utils";
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
@@ -33,8 +33,17 @@ export function parsePubkey(text: string): string {
   throw new KeyError("expected npub1… or 64 hex characters");
 }
 
-/** nsec1… or 64-hex → secret key bytes; the error never echoes the input. */
+/**
+ * nsec1… or 64-hex → secret key bytes; the error never echoes the input. A secret outside
+ * secp256k1's 1 … n−1 is refused here, where the caller can say where it came from.
+ */
 export function parseSecretKey(text: string): Uint8Array {
+  const key = decodeSecretKey(text);
+  pubkeyOf(key);
+  return key;
+}
+
+function decodeSecretKey(text: string): Uint8Array {
   const t = text.trim();
   if (HEX64.test(t)) return hexToBytes(t.toLowerCase());
   if (t.startsWith("nsec1")) {
@@ -53,8 +62,23 @@ export function npub(hex: string): string {
   return nip19.npubEncode(hex);
 }
 
+/**
+ * The BIP-340 public key of `secret` as 64 hex: the x coordinate of secret·G on secp256k1,
+ * computed by Node's OpenSSL. nostr-tools' pure-JavaScript `getPublicKey` would give the
+ * same key, but its first call builds a table of multiples of G and runs hot enough for V8
+ * to compile it: 11–13 MiB more resident memory in a daemon that derives one key at start
+ * (bench/README.md, figure 7). Throws a KeyError for a secret outside 1 … n−1.
+ */
 export function pubkeyOf(secret: Uint8Array): string {
-  return getPublicKey(secret);
+  const ecdh = createECDH("secp256k1");
+  try {
+    ecdh.setPrivateKey(secret);
+  } catch {
+    throw new KeyError(
+      "not a usable secret key: as a number it must be from 1 to the secp256k1 group order minus 1; `buzz-bridge keygen` makes one",
+    );
+  }
+  return ecdh.getPublicKey("hex", "compressed").slice(2);
 }
 
 export { bytesToHex };

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
-import { generateSecretKey, getPublicKey } from "nostr-tools/pure";
+import { generateSecretKey } from "nostr-tools/pure";
 import type { Event } from "nostr-tools";
 import { bytesToHex, hexToBytes } from "nostr-tools/utils";
 import { WebSocketServer } from "ws";
@@ -27,6 +27,7 @@ import { loadSeed, parseSeed, type SeedInput } from "./seed.js";
 import { MemoryStore, type EventStore } from "./store.js";
 import { MediaStore } from "./media-store.js";
 import { SqliteStore } from "./sqlite-store.js";
+import { pubkeyOf } from "../config/keys.js";
 
 export { loadSeed } from "./seed.js";
 export { SeedError, DevRelayAdminError } from "./errors.js";
@@ -131,7 +132,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
   }
   const secret = hexToBytes(secretHex);
   const limits = resolveLimits({ limits: seed?.limits }, { limits: opts.limits, noLimits: opts.noLimits });
-  const core = new RelayCore(store, new Directory(), secret, getPublicKey(secret), limits);
+  const core = new RelayCore(store, new Directory(), secret, pubkeyOf(secret), limits);
   const admin = new ChannelAdmin(core);
   core.onSeat = (channel, pubkey, role) => admin.addMember(channel, pubkey, role);
   const seeded = seed ? admin.applySeed(seed).map((c) => ({ id: c.id, name: c.name })) : [];
@@ -187,7 +188,7 @@ export async function startDevRelay(opts: DevRelayOptions = {}): Promise<DevRela
     async rotateKey() {
       const next = generateSecretKey();
       store.setMeta(RELAY_SECRET_META, bytesToHex(next));
-      core.rotateKey(next, getPublicKey(next));
+      core.rotateKey(next, pubkeyOf(next));
       admin.republishState();
       relay.dropAll();
       return core.relayPubkey;

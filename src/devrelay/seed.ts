@@ -6,10 +6,9 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { getPublicKey } from "nostr-tools/pure";
 import { parse } from "yaml";
 import { z } from "zod";
-import { parsePubkey, parseSecretKey } from "../config/keys.js";
+import { parsePubkey, parseSecretKey, pubkeyOf } from "../config/keys.js";
 import { SeedError } from "./errors.js";
 import { seedLimitsSchema } from "./limits.js";
 import { CHANNEL_TYPES } from "../buzz/directory.js";
@@ -145,7 +144,7 @@ export function parseSeed(raw: unknown, origin = "<seed>", baseDir = process.cwd
       if (m.pubkey !== undefined) return { pubkey: parsePubkey(m.pubkey) };
       const text = m.nsec ?? readFileSync(resolve(baseDir, m.key_file!), "utf8");
       const secretKey = parseSecretKey(text);
-      return { pubkey: getPublicKey(secretKey), secretKey };
+      return { pubkey: pubkeyOf(secretKey), secretKey };
     } catch (err) {
       const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       problems.push(`${where}: ${m.key_file !== undefined ? `key_file ${resolve(baseDir, m.key_file)}: ` : ""}${why}`);

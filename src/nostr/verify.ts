@@ -7,6 +7,7 @@
 import * as pure from "nostr-tools/pure";
 import * as wasm from "nostr-tools/wasm";
 import type { Event, EventTemplate, VerifiedEvent } from "nostr-tools";
+import { eventHash } from "./validate.js";
 
 let wasmReady = false;
 let loading: Promise<boolean> | undefined;
@@ -48,7 +49,7 @@ export function verifySignature(ev: Event): boolean {
 export function signatureProblem(ev: Event): "id" | "signature" | undefined {
   if (verifies(ev)) return undefined;
   try {
-    return pure.getEventHash(ev) === ev.id ? "signature" : "id";
+    return eventHash(ev) === ev.id ? "signature" : "id";
   } catch {
     return "id";
   }

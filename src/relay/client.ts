@@ -18,7 +18,6 @@
  */
 import { EventEmitter } from "node:events";
 import type { Event, EventTemplate, VerifiedEvent } from "nostr-tools";
-import { getPublicKey } from "nostr-tools/pure";
 import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
@@ -53,6 +52,7 @@ import { publishWithRetry, type PublishOptions } from "./publish.js";
 import { storedAmong } from "./confirm.js";
 import { initCrypto, signEvent, verifySignature } from "../nostr/verify.js";
 import { nowSec } from "../base/time.js";
+import { pubkeyOf } from "../config/keys.js";
 
 /** Supplies the resubscribe cursor from durable state (the queue's store); unix seconds. */
 interface CursorProvider {
@@ -156,7 +156,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   constructor(private readonly opts: RelayClientOptions) {
     super();
-    this.pubkey = getPublicKey(opts.secretKey);
+    this.pubkey = pubkeyOf(opts.secretKey);
     this.log = opts.logger ?? silentLogger();
     this.throttle = new LogThrottle(this.log, { summaryEvt: "relay.log_suppressed" });
     this.dedupe = new TwoGenerationDedupe(opts.dedupeCapacity);

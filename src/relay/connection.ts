@@ -13,7 +13,6 @@
 import { EventEmitter } from "node:events";
 import WebSocket from "ws";
 import type { Event } from "nostr-tools";
-import { getPublicKey } from "nostr-tools/pure";
 import type { Filter } from "nostr-tools/filter";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
@@ -29,6 +28,7 @@ import { FrameBudget, priorityOfKind, type FramePriority, type FrameQuota, BUZZ_
 import { RatePause } from "./rate-pause.js";
 import { killNow, replyFaultFor } from "./faults.js";
 import { RelayQueryError } from "./errors.js";
+import { pubkeyOf } from "../config/keys.js";
 import { signEvent } from "../nostr/verify.js";
 import { refusalAdvice } from "./auth-advice.js";
 
@@ -557,7 +557,7 @@ export class RelayConnection extends EventEmitter<ConnectionEvents> {
     this.metrics.authRefused++;
     this.lastAuthError = reason;
     // The message names the fix (for a membership refusal: the npub the relay admin must add).
-    this.log.error({ evt: "relay.auth_refused", reason }, refusalAdvice(reason, getPublicKey(this.opts.secretKey)));
+    this.log.error({ evt: "relay.auth_refused", reason }, refusalAdvice(reason, pubkeyOf(this.opts.secretKey)));
     this.emit("auth-failed", reason);
     this.ws?.close(); // Buzz keeps a failed auth sticky per connection: only a new one can succeed
     return false;

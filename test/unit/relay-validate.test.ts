@@ -5,8 +5,8 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { generateSecretKey, getPublicKey, type Event } from "nostr-tools";
-import { eventShapeFault, eventShapeProblem, KIND_MAX } from "../../src/nostr/validate.js";
+import { generateSecretKey, getEventHash, getPublicKey, type Event } from "nostr-tools";
+import { eventHash, eventShapeFault, eventShapeProblem, KIND_MAX } from "../../src/nostr/validate.js";
 import { shapeReason } from "../../src/devrelay/rules.js";
 import { startDevRelay, type DevRelay } from "../../src/devrelay/index.js";
 import { RawClient, sign } from "../../kit/raw-client.js";
@@ -66,4 +66,19 @@ test("the other fields: both sides find the same fault first", () => {
     assert.equal(eventShapeProblem(bad), problem);
   }
   assert.equal(eventShapeFault([ev]), "object");
+});
+
+test("an event's id is NIP-01's hash of it, as nostr-tools computes it: multi-byte content, escapes and tags included", () => {
+  const contents = ["plain", "über 🐝 — 日本語", 'quotes " and \\ and\nnewlines\tand \u0001', ""];
+  for (const content of contents) {
+    const tags = [
+      ["h", "général"],
+      ["e", "a".repeat(64), "", "reply"],
+    ];
+    const ev = wire(sign({ kind: 9, tags, content }, sk));
+    assert.equal(eventHash(ev), getEventHash(ev), JSON.stringify(content));
+    assert.equal(eventShapeProblem(ev), undefined, JSON.stringify(content));
+    const altered = { ...ev, content: `${content}!` };
+    assert.equal(eventShapeProblem(altered), "id does not match content", JSON.stringify(content));
+  }
 });

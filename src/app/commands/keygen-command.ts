@@ -8,8 +8,9 @@
 import { closeSync, fchownSync, openSync, rmSync, writeSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import * as nip19 from "nostr-tools/nip19";
-import { generateSecretKey, getPublicKey } from "nostr-tools/pure";
+import { generateSecretKey } from "nostr-tools/pure";
 import { parseCommandArgs, UsageError, withUsage } from "../../base/args.js";
+import { pubkeyOf } from "../../config/keys.js";
 
 const HELP = `usage: buzz-bridge keygen [--out FILE] [--owner USER[:GROUP]] [--mode 0600|0400]
 
@@ -58,7 +59,7 @@ export function main(argv: string[]): Promise<number> {
     const owner = ownerText ? parseOwner(ownerText) : undefined;
 
     const sk = generateSecretKey();
-    const pk = getPublicKey(sk);
+    const pk = pubkeyOf(sk);
     const nsec = nip19.nsecEncode(sk);
     if (out) {
       let fd: number;
