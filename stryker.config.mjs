@@ -98,6 +98,7 @@ export default {
       ".stryker-build/test/unit/queue-scheduler-units.test.js",
       ".stryker-build/test/queue-lock-patience.test.js",
       ".stryker-build/test/unit/relay-directory.test.js",
+      ".stryker-build/test/unit/directory-rules.test.js",
       ".stryker-build/test/unit/relay-units.test.js",
       ".stryker-build/test/unit/gate-participation.test.js",
       ".stryker-build/test/unit/gate-loop-guard.test.js",

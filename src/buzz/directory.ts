@@ -88,14 +88,17 @@ export function channelInfoOf(id: string, meta: Event | undefined, members?: Eve
   };
 }
 
-/** Newest event per `d` tag (addressable events may arrive in any order and several versions). */
+/**
+ * Newest event per `d` tag: addressable events may arrive in any order and several versions;
+ * of two from one second the one with the lower id counts (NIP-01), whatever the order.
+ */
 function newestByD(events: Event[], kind: number): Map<string, Event> {
   const out = new Map<string, Event>();
   for (const ev of events) {
     const d = tagValue(ev, "d");
     if (ev.kind !== kind || !d) continue;
     const prev = out.get(d);
-    if (!prev || ev.created_at > prev.created_at) out.set(d, ev);
+    if (!prev || ev.created_at > prev.created_at || (ev.created_at === prev.created_at && ev.id < prev.id)) out.set(d, ev);
   }
   return out;
 }
