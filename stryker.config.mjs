@@ -108,6 +108,7 @@ export default {
       ".stryker-build/test/unit/team-state.test.js",
       ".stryker-build/test/unit/media-guard.test.js",
       ".stryker-build/test/unit/security-owner-commands.test.js",
+      ".stryker-build/test/unit/question-desk.test.js",
       ".stryker-build/test/unit/progress-note.test.js",
       ".stryker-build/test/unit/relay-lifetime-planner.test.js",
       ".stryker-build/test/unit/work-status-board.test.js",
