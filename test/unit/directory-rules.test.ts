@@ -24,6 +24,7 @@ import {
 import type { MembershipChange } from "../../src/relay/client.js";
 import { FORUM_KINDS, KIND } from "../../src/nostr/kinds.js";
 import { captureLogger } from "../../kit/queue-helpers.js";
+import { waitFor } from "../../kit/wait.js";
 
 const relayKey = getPublicKey(generateSecretKey());
 const self = getPublicKey(generateSecretKey());
@@ -69,10 +70,14 @@ function storedRelay() {
   const stored: Event[] = [];
   const asked: Filter[][] = [];
   let refuse: Error | undefined;
+  let hold: Promise<void> | undefined;
   const source: DirectorySource = {
     pubkey: self,
     query: async (filters) => {
       asked.push(filters);
+      const held = hold;
+      hold = undefined;
+      if (held) await held;
       if (refuse) {
         const err = refuse;
         refuse = undefined;
@@ -88,6 +93,12 @@ function storedRelay() {
     stored,
     asked,
     refuseNextQuery: (err: Error) => (refuse = err),
+    /** The next query waits until the returned function is called. */
+    holdNextQuery: () => {
+      let release!: () => void;
+      hold = new Promise<void>((r) => (release = r));
+      return release;
+    },
     notify: (c: MembershipChange) => bus.emit("membership", c),
     listeners: () => bus.listenerCount("membership"),
   };
@@ -159,6 +170,7 @@ test("the members and the bots of a channel are its member list's, each once; a 
     { name: "ops", about: "incidents", type: "stream", archived: false },
   );
   assert.deepEqual(channelInfoOf(id, undefined), { id, name: "unknown", about: "", type: "unknown", archived: false, members: undefined });
+  assert.deepEqual(channelInfoOf(id, undefined, list).bots, [bot], "a member list without metadata still seats its bots");
   assert.equal("bots" in channelInfoOf(id, metadata(id, [["name", "ops"]])), false, "no member list, no bots to say");
   const named = channelInfoOf(id, metadata(id, []));
   assert.deepEqual([named.name, named.about], ["unknown", ""], "metadata without name or about");
@@ -415,17 +427,56 @@ test("no channels, no metadata query; more than 500 are asked for in filters of 
   const r = storedRelay();
   const dir = new ChannelDirectory(r.source);
   assert.deepEqual(await dir.discover(), []);
-  assert.equal(r.asked.length, 1, "the member lists only");
-  const ids = Array.from({ length: 1_100 }, () => channelId());
+  assert.deepEqual([...r.asked], [[{ kinds: [KIND.groupMembers], "#p": [self] }]], "the member lists naming the identity, and nothing more");
+  const ids = Array.from({ length: 1_000 }, () => channelId());
   for (const id of ids) r.stored.push(metadata(id, [["name", id.slice(-4)]]), memberList(id, [["p", self]]));
   const found = await new ChannelDirectory(r.source).discover();
-  assert.equal(found.length, 1_100);
+  assert.equal(found.length, 1_000);
   assert.deepEqual(
     r.asked.at(-1)!.map((f) => f["#d"]!.length),
-    [500, 500, 100],
+    [500, 500],
+    "no empty filter after the last 500",
   );
   assert.deepEqual(
     r.asked.at(-1)!.flatMap((f) => f["#d"]),
     ids,
+  );
+});
+
+test("a configured channel unknown to a relay that keeps state for the identity's other channels is a warning naming them", async () => {
+  const r = storedRelay();
+  const general = channel(r, [["name", "general"]]);
+  const { logger, lines } = captureLogger();
+  const dir = new ChannelDirectory(r.source, logger);
+  await dir.discover();
+  const typo = channelId();
+  assert.deepEqual(
+    (await dir.adopt([typo])).map((c) => c.id),
+    [typo],
+  );
+  const line = lines.find((l) => l.evt === "relay.channel_state_unknown");
+  assert.equal(line?.level, "warn");
+  assert.equal(
+    line?.msg,
+    `the relay knows no channel ${typo} (no name, no members) though it keeps state for this identity's other channels: check the UUID in the config — \`buzz-bridge doctor\` lists the identity's channels: #general (${general}); listening in it anyway`,
+  );
+});
+
+test("a second notification for a channel while the first one's look-up runs joins it once", async () => {
+  const r = storedRelay();
+  const dir = new ChannelDirectory(r.source).attach();
+  await dir.discover();
+  const joined = events(dir, "joined");
+  const id = channel(r, [["name", "twice"]]);
+  const release = r.holdNextQuery();
+  const first = dir.apply(change("added", id, T0 + 10));
+  await waitFor(() => r.asked.length === 2, { what: "the first look-up to be asked" });
+  // The second notification's batch looks the channel up again and joins it first.
+  await dir.apply(change("added", id, T0 + 20));
+  release();
+  await first;
+  assert.deepEqual(
+    joined.map(([c, since]) => [(c as ChannelInfo).id, since]),
+    [[id, T0 + 20]],
   );
 });
