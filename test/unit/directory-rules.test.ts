@@ -427,7 +427,11 @@ test("no channels, no metadata query; more than 500 are asked for in filters of 
   const r = storedRelay();
   const dir = new ChannelDirectory(r.source);
   assert.deepEqual(await dir.discover(), []);
-  assert.deepEqual([...r.asked], [[{ kinds: [KIND.groupMembers], "#p": [self] }]], "the member lists naming the identity, and nothing more");
+  assert.deepEqual(
+    [...r.asked],
+    [[{ kinds: [KIND.groupMembers], "#p": [self] }]],
+    "the member lists naming the identity, and nothing more",
+  );
   const ids = Array.from({ length: 1_000 }, () => channelId());
   for (const id of ids) r.stored.push(metadata(id, [["name", id.slice(-4)]]), memberList(id, [["p", self]]));
   const found = await new ChannelDirectory(r.source).discover();
