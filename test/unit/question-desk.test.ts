@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { finalizeEvent, verifyEvent, type Event, type EventTemplate } from "nostr-tools";
 import { matchFilter, type Filter } from "nostr-tools/filter";
 import { elicitationKey, plainQuestion, QuestionDesk, type AskContext } from "../../src/turn/questions.js";
-import { cardAnswer, readCard, type CardAnswer, type CardQuestion } from "../../src/nostr/cards.js";
+import { cardAnswer, questionCard, readCard, type CardAnswer, type CardQuestion } from "../../src/nostr/cards.js";
 import { KIND } from "../../src/nostr/kinds.js";
 import { agent, CHANNEL, captureLogger, owner, stranger, type Person } from "../../kit/queue-helpers.js";
 import { waitFor } from "../../kit/wait.js";
@@ -34,13 +34,14 @@ const REGIONS: CardQuestion = {
   options: [{ label: "eu", description: "Frankfurt" }, { label: "us" }, { label: "ap" }],
 };
 
-function world(o: { shared?: boolean; refuseCards?: boolean; relayDown?: boolean } = {}) {
+function world(o: { shared?: boolean; refuseCards?: boolean; refuseTexts?: boolean; relayDown?: boolean; pollMs?: number } = {}) {
   const relay: Event[] = [];
   const { logger, lines } = captureLogger("debug");
   const signals: EventTemplate[] = [];
   let down = o.relayDown ?? false;
   const publish = async (t: EventTemplate) => {
     if (o.refuseCards && t.kind === KIND.questionCard) return null;
+    if (o.refuseTexts && t.kind === KIND.message) return null;
     const ev = finalizeEvent({ ...t, created_at: t.created_at || now() }, agent.sk);
     relay.push(ev);
     return ev;
@@ -58,7 +59,7 @@ function world(o: { shared?: boolean; refuseCards?: boolean; relayDown?: boolean
     verify: (e) => verifyEvent(e),
     logger,
     queue: { shared: o.shared ?? false },
-    pollMs: 30,
+    pollMs: o.pollMs ?? 30,
   });
   const root = post(owner, { kind: KIND.message, content: "@agent ship it", tags: [["h", CHANNEL]] });
   relay.push(root);
@@ -184,6 +185,7 @@ test("the plain form of a permission question and of one with no options", () =>
 
 test("the answerer's card answer, numbers or words in reply to the plain message: each question its own answer", async () => {
   const w = world();
+  const started = Date.now();
   const q = await asking(w, [DEPLOY, REGIONS]);
   w.put(owner, cardAnswer(q.cards[0]!, { action: "accept", answer: "No" }, CHANNEL));
   w.put(owner, { kind: KIND.message, content: "1, 3", tags: replyTo(w, q.texts[1]!) });
@@ -199,7 +201,11 @@ test("the answerer's card answer, numbers or words in reply to the plain message
       [q.cards[1]!.id, "accept", owner.npub, "text"],
     ].sort(),
   );
-  assert.ok(taken.every((l) => typeof l.waited_ms === "number" && l.waited_ms >= 0));
+  const waited = Date.now() - started + 1000; // the card's time is whole seconds
+  assert.ok(
+    taken.every((l) => typeof l.waited_ms === "number" && l.waited_ms >= 0 && l.waited_ms <= waited),
+    "waited_ms is the time since the card",
+  );
   assert.deepEqual(w.signals, [], "an answered question is not closed");
 });
 
@@ -207,27 +213,26 @@ test("a reply's parent is its reply-marked e tag, else its last e; the first ans
   const w = world();
   const q = await asking(w, [DEPLOY]);
   const t = now();
-  // Unmarked e tags: the last one is the parent. A later "1" and an earlier "2": the earlier counts.
-  w.put(owner, {
-    kind: KIND.message,
-    content: "1",
-    created_at: t + 1,
-    tags: [
-      ["h", CHANNEL],
-      ["e", w.root.id],
-      ["e", q.texts[0]!.id],
-    ],
-  });
-  w.put(owner, {
-    kind: KIND.message,
-    content: "2",
-    created_at: t,
-    tags: [
-      ["h", CHANNEL],
-      ["e", w.root.id],
-      ["e", q.texts[0]!.id],
-    ],
-  });
+  // Unmarked e tags (a mention after them): the last e is the parent. A later "1" and an
+  // earlier "2", the later with the lower id: the earlier counts, whatever the ids say.
+  const unmarked = (content: string, at: number, i: number) =>
+    post(owner, {
+      kind: KIND.message,
+      content,
+      created_at: at,
+      tags: [
+        ["h", CHANNEL],
+        ["e", w.root.id],
+        ["e", q.cards[0]!.id],
+        ["e", q.texts[0]!.id],
+        ["p", agent.pk],
+        ["client", String(i)],
+      ],
+    });
+  const earlier = unmarked("2", t, 0);
+  let later = unmarked("1", t + 1, 0);
+  for (let i = 1; later.id > earlier.id; i++) later = unmarked("1", t + 1, i);
+  w.relay.push(later, earlier);
   assert.deepEqual(await q.answers, [{ action: "accept", answer: "No" }]);
 
   const w2 = world();
@@ -244,6 +249,20 @@ test("a reply's parent is its reply-marked e tag, else its last e; the first ans
   });
   w2.put(owner, { kind: KIND.message, content: "decline", tags: replyTo(w2, q2.texts[0]!) });
   assert.deepEqual(await q2.answers, [{ action: "decline" }]);
+
+  const w3 = world();
+  const q3 = await asking(w3, [DEPLOY]);
+  // Marked tags in any order (NIP-10): the reply-marked one before the root.
+  w3.put(owner, {
+    kind: KIND.message,
+    content: "no",
+    tags: [
+      ["h", CHANNEL],
+      ["e", q3.texts[0]!.id, "", "reply"],
+      ["e", w3.root.id, "", "root"],
+    ],
+  });
+  assert.deepEqual(await q3.answers, [{ action: "accept", answer: "No" }]);
 });
 
 test("a permission question takes 👍 and 👎 (and +, -, ✅, ❌) on its plain message; another question does not", async () => {
@@ -278,7 +297,7 @@ test("a permission question takes 👍 and 👎 (and +, -, ✅, ❌) on its plai
   }
   const w = world();
   const q = await asking(w, [DEPLOY]);
-  w.put(owner, {
+  const thumb = w.put(owner, {
     kind: KIND.reaction,
     content: "👍",
     tags: [
@@ -286,6 +305,7 @@ test("a permission question takes 👍 and 👎 (and +, -, ✅, ❌) on its plai
       ["e", q.texts[0]!.id],
     ],
   });
+  w.desk.offer(thumb); // the subscription delivers it too
   await waitFor(() => w.queries.length >= 4, { what: "a few polls" });
   assert.equal(w.lines.filter((l) => l.evt === "question.answered").length, 0, "a reaction answers only a permission question");
   assert.ok(!w.queries.at(-1)!.some((f) => f.kinds?.includes(KIND.reaction)), "nor is it asked for");
@@ -328,6 +348,8 @@ test("no answer in time: the question is cancelled and its plain message closed,
     cancelled.map((l) => [l.card, l.by]),
     [[q.cards[1]!.id, "timeout"]],
   );
+  const waited = cancelled[0]!.waited_ms as number;
+  assert.ok(waited >= 0 && waited <= Date.now() - started, `waited_ms ${waited} is the time the ask waited`);
   assert.deepEqual(w.signals, [
     {
       kind: KIND.edit,
@@ -339,6 +361,15 @@ test("no answer in time: the question is cancelled and its plain message closed,
       ],
     },
   ]);
+
+  // A daemon that is stopping leaves a cancelled question open, never one whose time is up.
+  const w2 = world();
+  const q2 = await asking(w2, [DEPLOY], { timeoutMs: 1000, closeWhenCancelled: () => false });
+  assert.deepEqual(await q2.answers, [{ action: "cancel" }]);
+  assert.deepEqual(
+    w2.signals.map((e) => e.content),
+    [`${q2.texts[0]!.content}\n\n(Closed: no answer in time.)`],
+  );
 });
 
 test("a cancelled turn's question is closed as no longer needed, unless the daemon is stopping and the turn will ask again", async () => {
@@ -398,6 +429,74 @@ test("asked again after a restart, the question is found in the thread with an a
   await anew;
 });
 
+test("after a restart each question found keeps its own plain message", { timeout: 30_000 }, async () => {
+  const w = world();
+  const first = await asking(w, [DEPLOY, REGIONS], { closeWhenCancelled: () => false });
+  w.turn.abort();
+  await first.answers;
+  const again = w.desk.ask([DEPLOY, REGIONS], w.ctx({ signal: new AbortController().signal }));
+  w.put(owner, { kind: KIND.message, content: "3", tags: replyTo(w, first.texts[1]!) });
+  w.put(owner, cardAnswer(first.cards[0]!, { action: "decline" }, CHANNEL));
+  assert.deepEqual(await again, [{ action: "decline" }, { action: "accept", answer: ["ap"] }]);
+  assert.equal(w.cards().length, 2, "no second card");
+});
+
+/** A card of this identity's from an earlier run of the turn `key`, `age` seconds old. */
+function earlierCard(w: ReturnType<typeof world>, q: CardQuestion, age: number): Event {
+  const ev = post(agent, { ...questionCard(CHANNEL, q, "k1", [["e", w.root.id, "", "root"]], owner.pk), created_at: now() - age });
+  w.relay.push(ev);
+  return ev;
+}
+
+test("the time to answer counts from the first card, one found after a restart included", { timeout: 30_000 }, async () => {
+  const w = world();
+  earlierCard(w, DEPLOY, 58);
+  const answers = await w.desk.ask([DEPLOY, REGIONS], w.ctx({ timeoutMs: 60_000 }));
+  assert.deepEqual(answers, [{ action: "cancel" }, { action: "cancel" }]);
+  assert.deepEqual(
+    w.lines.filter((l) => l.evt === "question.answered").map((l) => l.by),
+    ["timeout", "timeout"],
+  );
+  assert.equal(w.cards().length, 2, "the found card and the new one");
+});
+
+test("only this identity's cards and plain messages are its questions: another's card with the same key, or a message pointing at our card, is not", {
+  timeout: 30_000,
+}, async () => {
+  const w = world();
+  const impostor = post(stranger, { ...questionCard(CHANNEL, DEPLOY, "k1", [["e", w.root.id, "", "root"]], owner.pk) });
+  w.relay.push(impostor);
+  const pending = w.desk.ask([DEPLOY], w.ctx());
+  const mine = await waitFor(() => w.cards().find((c) => c.pubkey === agent.pk), { what: "the desk's own card" });
+  w.put(owner, cardAnswer(mine, { action: "accept", answer: "Yes" }, CHANNEL));
+  assert.deepEqual(await pending, [{ action: "accept", answer: "Yes" }]);
+
+  // Our card from an earlier run whose plain message never made it; someone else's message
+  // points at the card as if it were that message.
+  const w2 = world();
+  const card = earlierCard(w2, DEPLOY, 58);
+  const fake = post(stranger, {
+    kind: KIND.message,
+    content: "Question from the agent: Deploy to production?",
+    tags: [
+      ["h", CHANNEL],
+      ["e", w2.root.id, "", "root"],
+      ["q", card.id],
+      ["buzz", "question"],
+    ],
+  });
+  w2.relay.push(fake);
+  const waiting = w2.desk.ask([DEPLOY], w2.ctx({ timeoutMs: 60_000 }));
+  await waitFor(() => w2.queries.length >= 3, { what: "the first poll" });
+  assert.deepEqual(w2.queries.at(-1), [{ kinds: [KIND.questionAnswer], "#e": [card.id] }], "only the card's answers are asked for");
+  w2.put(owner, { kind: KIND.message, content: "1", tags: replyTo(w2, fake) });
+  // A reply to the card itself is no card answer; with no plain message, nothing else answers.
+  w2.desk.offer(post(owner, { kind: KIND.message, content: "1", tags: replyTo(w2, card) }));
+  assert.deepEqual(await waiting, [{ action: "cancel" }]);
+  assert.deepEqual(w2.signals, [], "nothing to close: the question has no plain message of ours");
+  assert.equal(w2.lines.find((l) => l.evt === "question.answered")?.by, "timeout");
+});
+
 test("a relay that cannot be read: the question is posted anyway and waits; a card the relay refuses fails the ask", async () => {
   const w = world({ relayDown: true });
   const q = await asking(w, [DEPLOY]);
@@ -421,6 +520,69 @@ test("offer: an answer to a waiting question is taken from the queue and wakes t
   assert.equal(w.desk.offer(post(owner, { kind: KIND.profile, content: "{}", tags: [["e", q.cards[0]!.id]] })), false, "not answer-shaped");
 });
 
+test("offer, while a question waits: every kind an answer comes as is taken, and nothing else, nor a message that only quotes the card", async () => {
+  const w = world();
+  const q = await asking(w, [DEPLOY, REGIONS], { reactions: true });
+  const offered = (t: Partial<EventTemplate> & { kind: number }) => w.desk.offer(post(owner, t));
+  assert.equal(offered({ kind: KIND.profile, content: "{}", tags: [["e", q.cards[0]!.id]] }), false, "not answer-shaped");
+  assert.equal(
+    offered({
+      kind: KIND.message,
+      content: "@agent what did you ask here?",
+      tags: [
+        ["h", CHANNEL],
+        ["e", w.root.id, "", "root"],
+        ["q", q.cards[0]!.id],
+      ],
+    }),
+    false,
+    "a message quoting the card is a request of its own",
+  );
+  const party = {
+    kind: KIND.reaction,
+    content: "🎉",
+    tags: [
+      ["h", CHANNEL],
+      ["e", q.texts[0]!.id],
+    ],
+  };
+  assert.equal(offered(party), true, "a reaction on the plain message");
+  assert.equal(offered({ kind: KIND.forumComment, content: "3", tags: replyTo(w, q.texts[1]!) }), true, "a forum comment");
+  assert.equal(offered(cardAnswer(q.cards[0]!, { action: "decline" }, CHANNEL)), true, "a card answer");
+  assert.deepEqual(await q.answers, [{ action: "decline" }, { action: "accept", answer: ["ap"] }]);
+});
+
+test("the wait sleeps until an answer arrives or the turn is cancelled, not until the next poll", { timeout: 30_000 }, async () => {
+  const w = world({ pollMs: 3_600_000 });
+  const q = await asking(w, [DEPLOY]);
+  assert.equal(w.desk.offer(post(owner, { kind: KIND.message, content: "1", tags: replyTo(w, q.texts[0]!) })), true);
+  assert.deepEqual(await q.answers, [{ action: "accept", answer: "Yes" }]);
+
+  const w2 = world({ pollMs: 3_600_000 });
+  const q2 = await asking(w2, [DEPLOY]);
+  w2.turn.abort();
+  assert.deepEqual(await q2.answers, [{ action: "cancel" }]);
+});
+
+test("two questions: an answer on one card answers that question only, and each poll asks only for the questions still open", async () => {
+  const w = world();
+  const q = await asking(w, [DEPLOY, REGIONS]);
+  w.put(owner, cardAnswer(q.cards[1]!, { action: "accept", answer: ["us"] }, CHANNEL));
+  await waitFor(() => w.lines.some((l) => l.evt === "question.answered"), { what: "the card answer read" });
+  assert.equal(w.lines.find((l) => l.evt === "question.answered")?.card, q.cards[1]!.id);
+  const polls = w.queries.length;
+  await waitFor(() => w.queries.length > polls, { what: "the next poll" });
+  assert.deepEqual(w.queries.at(-1), [
+    { kinds: [KIND.questionAnswer], "#e": [q.cards[0]!.id] },
+    { kinds: [KIND.message, KIND.forumPost, KIND.forumComment], "#e": [q.texts[0]!.id] },
+  ]);
+  w.put(owner, { kind: KIND.message, content: "1", tags: replyTo(w, q.texts[0]!) });
+  assert.deepEqual(await q.answers, [
+    { action: "accept", answer: "Yes" },
+    { action: "accept", answer: ["us"] },
+  ]);
+});
+
 test("offer, in a fleet: a reply to a question another daemon waits on is not queued here, while the question may be answered", () => {
   const w = world({ shared: true });
   const question = post(agent, {
@@ -432,6 +594,24 @@ test("offer, in a fleet: a reply to a question another daemon waits on is not qu
     ],
   });
   const plain = post(agent, { kind: KIND.message, content: "done", tags: [["h", CHANNEL]] });
+  // The agent's "still working" note, and a message of its with the hashtag #question: they ask nothing.
+  const note = post(agent, {
+    kind: KIND.message,
+    content: "still working",
+    tags: [
+      ["h", CHANNEL],
+      ["buzz", "progress"],
+    ],
+  });
+  const hashtag = post(agent, {
+    kind: KIND.message,
+    content: "#question of the day",
+    tags: [
+      ["h", CHANNEL],
+      ["t", "question"],
+    ],
+  });
+  for (const ev of [note, hashtag]) w.desk.offer(ev, { timeoutMs: 60_000 });
   assert.equal(w.desk.offer(question, { timeoutMs: 60_000 }), false, "the agent's own message is never an answer");
   w.desk.offer(plain, { timeoutMs: 60_000 });
   const reply = (to: Event, kind: number = KIND.message) =>
@@ -445,6 +625,8 @@ test("offer, in a fleet: a reply to a question another daemon waits on is not qu
     });
   assert.equal(w.desk.offer(reply(question)), true);
   assert.equal(w.desk.offer(reply(plain)), false, "a reply to a message that asked nothing");
+  assert.equal(w.desk.offer(reply(note)), false, "a reply to the progress note");
+  assert.equal(w.desk.offer(reply(hashtag)), false, "a reply to a message tagged #question");
   assert.equal(w.desk.offer(reply(question, KIND.questionAnswer)), false, "a card answer is read from the relay by the daemon that waits");
   const expired = post(agent, {
     kind: KIND.message,
