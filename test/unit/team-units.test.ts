@@ -8,11 +8,12 @@
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { nip19 } from "nostr-tools";
 import { Team } from "../../src/app/daemon/team.js";
+import { StateLock } from "../../src/app/daemon/state-lock.js";
 import { loadTeam } from "../../src/config/load.js";
 import { client, identity, mention, relayWith, type Identity } from "../fixtures/relay-helpers.js";
 import { captureLogger, tempDir } from "../../kit/queue-helpers.js";
@@ -94,7 +95,12 @@ test("the team's endpoint shows every agent: /status.json lists them, /readyz ha
   const metrics = (await get(`${url}/metrics`)).text;
   for (const i of [0, 1])
     assert.match(metrics, new RegExp(`^buzz_bridge_[a-z_]+\\{[^}]*agent="${id(i)}"[^}]*\\} `, "m"), `agent ${i}'s series`);
-  assert.equal(metrics.match(/^process_resident_memory_bytes /gm)?.length, 1, "the process's memory once, without an agent label");
+  assert.deepEqual(
+    metrics.match(/^process_resident_memory_bytes\b.*$/gm)?.map((l) => l.split(" ")[0]),
+    ["process_resident_memory_bytes"],
+    "the process's memory once, without an agent label",
+  );
+  for (const i of [0, 1]) assert.equal(team.daemon(id(i))!.httpUrl, undefined, `agent ${i} serves no endpoint of its own`);
 
   await team.stop();
   await assert.rejects(fetch(`${url}/healthz`), "the endpoint is closed");
@@ -192,5 +198,29 @@ test("an agent its owner stops (!shutdown) stops alone, stays stopped on a reloa
   });
   assert.equal(ended, "!shutdown");
   assert.deepEqual(team.ids, []);
+  await team.stop();
+});
+
+test("an agent newly listed that cannot start is reported, and the others go on; a later reload starts it", async () => {
+  const w = await world();
+  w.write(agents.slice(0, 2), { http: false });
+  const { team, lines } = await started(w.file);
+  w.write(agents, { http: false });
+  // Someone else holds the new agent's state_dir.
+  const stateDir = loadTeam(w.file).members[2]!.config.state_dir;
+  mkdirSync(stateDir, { recursive: true });
+  const held = StateLock.acquire(stateDir);
+  await team.reload();
+  assert.deepEqual(team.ids, [id(0), id(1)], "the others run on, without it");
+  const failed = lines.filter((l) => l.evt === "team.agent_failed");
+  assert.deepEqual(
+    failed.map((l) => l.agent),
+    [id(2)],
+  );
+  assert.match(failed[0]!.msg, new RegExp(`^agent ${id(2)} could not start: state_dir .* is in use by another buzz-bridge daemon`));
+  assert.match(String(failed[0]!.err), /is in use by another buzz-bridge daemon/);
+  held.release();
+  await team.reload();
+  assert.deepEqual(team.ids, [id(0), id(1), id(2)]);
   await team.stop();
 });
