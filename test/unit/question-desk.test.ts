@@ -276,14 +276,27 @@ test("a permission question takes 👍 and 👎 (and +, -, ✅, ❌) on its plai
   ] as const) {
     const w = world();
     const q = await asking(w, [DEPLOY], { reactions: true });
+    // Before the answer: another emoji on the plain message, and a 👍 on the card, not on it.
     w.put(owner, {
       kind: KIND.reaction,
       content: "🎉",
+      created_at: now() - 1,
       tags: [
         ["h", CHANNEL],
         ["e", q.texts[0]!.id],
       ],
     });
+    w.desk.offer(
+      post(owner, {
+        kind: KIND.reaction,
+        content: "👍",
+        created_at: now() - 1,
+        tags: [
+          ["h", CHANNEL],
+          ["e", q.cards[0]!.id],
+        ],
+      }),
+    );
     w.put(owner, {
       kind: KIND.reaction,
       content: ` ${emoji} `,
@@ -450,7 +463,7 @@ function earlierCard(w: ReturnType<typeof world>, q: CardQuestion, age: number):
 
 test("the time to answer counts from the first card, one found after a restart included", { timeout: 30_000 }, async () => {
   const w = world();
-  earlierCard(w, DEPLOY, 58);
+  earlierCard(w, DEPLOY, 59);
   const answers = await w.desk.ask([DEPLOY, REGIONS], w.ctx({ timeoutMs: 60_000 }));
   assert.deepEqual(answers, [{ action: "cancel" }, { action: "cancel" }]);
   assert.deepEqual(
