@@ -7,8 +7,8 @@
  */
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { generateSecretKey, getPublicKey, nip19 } from "nostr-tools";
@@ -106,6 +106,22 @@ describe("doctor", { concurrency: 2 }, () => {
     assert.match(r.out, /processes: sees \d+ \(its own pid namespace\), not the daemon's/);
     assert.match(r.out, /all checks passed/);
     assert.doesNotMatch(r.out, /nsec1/, "no secret in the output");
+  });
+
+  test("bubblewrap failing to set a sandbox up once (its loopback error under load): doctor tries again at once, as the daemon does, and reports the sandbox ✓", async () => {
+    const dir = join(w.dir, "flaky-bwrap");
+    mkdirSync(dir, { recursive: true });
+    const mark = join(dir, "failed-once");
+    const real = execFileSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8" }).trim();
+    // The first sandbox with a network of its own fails the way bubblewrap does on some kernels under load.
+    writeFileSync(
+      join(dir, "bwrap"),
+      `#!/bin/sh\nfor a in "$@"; do\n  if [ "$a" = "--unshare-net" ] && [ ! -e ${mark} ]; then\n    : > ${mark}\n    echo "bwrap: loopback: Failed RTM_NEWADDR: No child processes" >&2\n    exit 1\n  fi\ndone\nexec ${real} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const r = await doctor({ state_dir: join(w.dir, "state-flaky") }, "flaky-bwrap", [], { PATH: `${dir}:${process.env.PATH}` });
+    assert.ok(existsSync(mark), "the first sandbox did fail");
+    expectLine(r, "sandbox", /^✓ .*bubblewrap .*: agents run sandboxed; network on/);
   });
 
   test("wrong relay URL, missing agent command, broken MCP server, bad tool names: each ✗ with its reason; exit 1", async () => {

@@ -9,7 +9,7 @@ import { createServer, type AddressInfo } from "node:net";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AgentSandbox, agentEnvironment, BUBBLEWRAP_ADVICE } from "../../agent/index.js";
+import { AgentSandbox, agentEnvironment, BUBBLEWRAP_ADVICE, sandboxSetupFailed } from "../../agent/index.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { bridgePaths, sandboxFor } from "../../agent/sandbox-config.js";
 import type { SandboxLaunch } from "../../agent/sandbox-plan.js";
@@ -87,8 +87,33 @@ export async function inAgentsNetwork(
   }
 }
 
-/** Runs `argv` through the sandbox launch (its private network first, when it has one); resolves to stdout. */
-function runLaunched(launch: SandboxLaunch, argv: string[], env: Record<string, string>, timeoutMs: number): Promise<string> {
+/** A launched command that failed, with its stderr. */
+class LaunchFailed extends Error {
+  constructor(
+    readonly stderr: string,
+    code: number | null,
+    why?: string,
+  ) {
+    super(why ?? (stderr || `exit ${code}`).trim().split("\n")[0]);
+  }
+}
+
+/**
+ * Runs `argv` through the sandbox launch (its private network first, when it has one);
+ * resolves to stdout. Bubblewrap's own failure to set the sandbox up is tried once more at
+ * once, as the daemon does for an agent (`sandboxSetupFailed`: its loopback setup fails now
+ * and then under load), so doctor reports the sandbox a turn would get.
+ */
+async function runLaunched(launch: SandboxLaunch, argv: string[], env: Record<string, string>, timeoutMs: number): Promise<string> {
+  try {
+    return await runLaunchedOnce(launch, argv, env, timeoutMs);
+  } catch (err) {
+    if (!(err instanceof LaunchFailed) || !sandboxSetupFailed(err.stderr)) throw err;
+    return runLaunchedOnce(launch, argv, env, timeoutMs);
+  }
+}
+
+function runLaunchedOnce(launch: SandboxLaunch, argv: string[], env: Record<string, string>, timeoutMs: number): Promise<string> {
   const opts = { env };
   const { child, ready } = launch.network
     ? spawnWithPrivateNetwork(launch.command, [...launch.args, ...argv], launch.network, opts)
@@ -102,10 +127,11 @@ function runLaunched(launch: SandboxLaunch, argv: string[], env: Record<string, 
       child.kill("SIGKILL");
       reject(new Error(`no answer within ${timeoutMs} ms`));
     }, timeoutMs);
+    // Its private network not set up: what bubblewrap said comes with the close.
+    let notReady: Error | undefined;
     ready.catch((err: Error) => {
-      clearTimeout(timer);
+      notReady = err;
       child.kill("SIGKILL");
-      reject(err);
     });
     child.once("error", (err) => {
       clearTimeout(timer);
@@ -113,8 +139,9 @@ function runLaunched(launch: SandboxLaunch, argv: string[], env: Record<string, 
     });
     child.once("close", (code) => {
       clearTimeout(timer);
-      if (code === 0) resolve(stdout);
-      else reject(new Error(`${(stderr || `exit ${code}`).trim().split("\n")[0]}`));
+      if (notReady) reject(new LaunchFailed(stderr, code, notReady.message));
+      else if (code === 0) resolve(stdout);
+      else reject(new LaunchFailed(stderr, code));
     });
   });
 }
