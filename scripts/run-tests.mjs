@@ -18,10 +18,10 @@
 // clone, CI) uses test/test-times.json, the record of a whole run committed with the tests
 // (`npm run test:times` refreshes it). A file missing from both only costs wall time, never
 // a result: tests do not depend on order. At the end the 20 slowest files are printed.
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 
 const UNIT = "test/unit";
 const CACHE = "node_modules/.cache/buzz-bridge/test-times.json";
@@ -81,7 +81,14 @@ const args = [
 // once instead of every time (about a fifth of a daemon's start-up CPU). A cache it cannot
 // write (a daemon run as nobody) is skipped silently by Node; agents never see the variable,
 // their environment is an allow-list (src/agent/env.ts).
-const env = { ...process.env, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? resolve("node_modules/.cache/buzz-bridge/v8") };
+// BUZZ_TEST_TROUBLE_DIR: where the test world notes each daemon's agent crashes and failed
+// starts by test file (kit/world.ts), printed below under a failed file.
+const troubleDir = mkdtempSync(join(tmpdir(), "buzz-bridge-test-trouble-"));
+const env = {
+  ...process.env,
+  NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? resolve("node_modules/.cache/buzz-bridge/v8"),
+  BUZZ_TEST_TROUBLE_DIR: troubleDir,
+};
 // In a process group of its own, so that stopping the run (Ctrl-C, a CI timeout's SIGTERM)
 // stops every test file and the daemons, agents and servers they started, none left behind.
 const child = spawn(process.execPath, args, { stdio: "inherit", env, detached: true });
@@ -94,8 +101,11 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
     }
   });
 child.on("exit", (code, signal) => {
-  const measured = readTimes(timesOut);
+  const report = readTimes(timesOut);
   rmSync(timesOut, { force: true });
+  const measured = report.seconds ?? {};
+  printTrouble(report.failed ?? []);
+  rmSync(troubleDir, { recursive: true, force: true });
   const slowest = Object.entries(measured)
     .sort((a, b) => b[1] - a[1])
     .slice(0, 20);
@@ -110,6 +120,29 @@ child.on("exit", (code, signal) => {
   }
   process.exit(code ?? (signal ? 1 : 0));
 });
+
+/**
+ * Under each failed test file, what its daemons' agents did wrong (crashes with their exit
+ * and stderr, failed starts, the circuit breaker): a test refused by the breaker shows only
+ * "crashed 3 times", and the daemon's log is gone with its world. A failure in a fixture
+ * (test/fixtures/*.ts) is shown with the test files that name that fixture.
+ */
+function printTrouble(failed) {
+  const testFiles = new Set();
+  for (const f of failed) {
+    if (f.endsWith(".test.ts")) testFiles.add(f);
+    else for (const t of files) if (readFileSync(t, "utf8").includes(`/${basename(f, ".ts")}.js`)) testFiles.add(t);
+  }
+  for (const f of testFiles) {
+    const path = join(troubleDir, `${basename(f)}.jsonl`);
+    if (!existsSync(path)) continue;
+    console.log(`\nwhat the agents of ${f}'s daemons did wrong (agent.crash, agent.start_failed, agent.spare_failed, agent.circuit):`);
+    for (const line of readFileSync(path, "utf8").split("\n").filter(Boolean)) {
+      const { level, time, pid, msg, ...rest } = JSON.parse(line);
+      console.log(`  ${new Date(time).toISOString().slice(11, 23)} daemon ${pid} ${JSON.stringify(rest)}`);
+    }
+  }
+}
 
 function sortedByName(times) {
   return Object.fromEntries(Object.entries(times).sort((a, b) => (a[0] < b[0] ? -1 : 1)));
