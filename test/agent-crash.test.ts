@@ -2,10 +2,13 @@
 // respawn; the circuit breaker opens after 3 crashes and closes again.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { AgentCrashedError, CircuitOpenError } from "../src/agent/index.js";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { AgentCrashedError, AgentStartError, CircuitOpenError } from "../src/agent/index.js";
+import { CLI } from "../kit/world.js";
 import { poolFixture } from "./fixtures/agent-helpers.js";
 
-const { pool, acquire, ask } = poolFixture();
+const { pool, acquire, ask, tmp } = poolFixture();
 
 describe("agent crashes", () => {
   it("a crash mid-turn fails the turn with AgentCrashedError; the next turn gets a new process", async () => {
@@ -44,6 +47,26 @@ describe("agent crashes", () => {
     assert.deepEqual(states, ["open", "closed"]);
     const s = await acquire(p, "next");
     assert.equal((await s.prompt(ask("#final-only back"))).stopReason, "end_turn");
+  });
+
+  it("an agent that started before and then fails to start three times in a row: the refusal says so, with the last failure, not that it crashed", async () => {
+    const broken = join(tmp.dir, "broken-now");
+    const p = pool({
+      command: "sh",
+      // Starts the demo agent until the file exists, then exits at once the way a lost credential would.
+      args: ["-c", `if [ -e ${broken} ]; then echo "no credentials" >&2; exit 3; fi; exec "${process.execPath}" "${CLI}" demo-agent`],
+      circuit: { backoffBaseMs: 10 },
+    });
+    const s = await acquire(p, "before");
+    assert.equal((await s.prompt(ask("#final-only hello"))).stopReason, "end_turn");
+    writeFileSync(broken, "");
+    for (let i = 0; i < 3; i++) await assert.rejects(acquire(p, `after${i}`), AgentStartError);
+    await assert.rejects(acquire(p, "next"), (e: unknown) => {
+      assert.ok(e instanceof CircuitOpenError, String(e));
+      assert.match(e.message, /failed to start 3 times in a row \(the last: exited at once \(code 3\)[^)]*\); not trying again until/);
+      assert.doesNotMatch(e.message, /crashed/);
+      return true;
+    });
   });
 
   it("a command that cannot start counts towards the breaker too", async () => {

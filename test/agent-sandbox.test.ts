@@ -20,14 +20,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo, type Server } from "node:net";
 import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, REPO, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
 import { ConfigError, loadConfigText } from "../src/config/load.js";
-import { AgentPool, AgentSandbox, channelDirName } from "../src/agent/index.js";
+import { AgentPool, AgentSandbox, AgentStartError, channelDirName } from "../src/agent/index.js";
 import { demoPoolOptions } from "./fixtures/agent-helpers.js";
 import { captureLogger } from "../kit/queue-helpers.js";
 import { waitFor } from "../kit/wait.js";
@@ -442,11 +442,12 @@ test("the warm spare is sandboxed for the channel that last opened a session: a 
   }
 });
 
-test("a sandbox that fails to set up once (bubblewrap's loopback error) is tried again at once: the session opens, the failure is logged", async () => {
+/** A pool whose bubblewrap fails its first `fails` sandboxes with its loopback error (test/fixtures/flaky-bwrap.sh). */
+function flakyBwrapPool(fails: number) {
   const root = mkdtempSync(join("/var/tmp", "bb-flaky-bwrap-"));
   const state = join(root, "state");
   mkdirSync(state);
-  const mark = join(root, "failed-once");
+  const mark = join(root, "failures");
   const { logger, lines } = captureLogger("info");
   const sandbox = new AgentSandbox({
     mode: "bubblewrap",
@@ -460,18 +461,63 @@ test("a sandbox that fails to set up once (bubblewrap's loopback error) is tried
     bwrap: join(REPO, "test", "fixtures", "flaky-bwrap.sh"),
   });
   // The agent's environment is what bubblewrap is started with.
-  const pool = new AgentPool(demoPoolOptions(root, { sandbox, linkRoot: join(state, "link"), logger, env: { FLAKY_BWRAP_MARK: mark } }));
+  const env = { FLAKY_BWRAP_MARK: mark, FLAKY_BWRAP_FAILS: String(fails) };
+  const pool = new AgentPool(demoPoolOptions(root, { sandbox, linkRoot: join(state, "link"), logger, env }));
+  pool.start();
+  return {
+    pool,
+    lines,
+    shown: () => (existsSync(mark) ? readFileSync(mark, "utf8").split("\n").filter(Boolean).length : 0),
+    close: async () => {
+      await pool.close();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+test("a sandbox that fails to set up three times in a row (bubblewrap's loopback error in a burst under load) is tried again: the session opens, each failure at warn, none counted by the breaker", async () => {
+  const f = flakyBwrapPool(3);
   try {
-    pool.start();
-    const s = await pool.acquire("alpha/t1", { channel: { id: "alpha", name: "alpha" }, mcpEnv: {} });
-    assert.ok(s.alive, "the session opened on the second try");
-    assert.ok(existsSync(mark), "the first sandbox did fail");
-    const failed = lines.filter((l) => l.evt === "agent.start_failed");
-    assert.equal(failed.length, 1, "the failure is logged once");
+    const s = await f.pool.acquire("alpha/t1", { channel: { id: "alpha", name: "alpha" }, mcpEnv: {} });
+    assert.ok(s.alive, "the session opened on the fourth try");
+    assert.equal(f.shown(), 3, "three sandboxes did fail");
+    const failed = f.lines.filter((l) => l.evt === "agent.start_failed");
+    assert.deepEqual(
+      failed.map((l) => [l.level, l.attempt]),
+      [
+        ["warn", 1],
+        ["warn", 2],
+        ["warn", 3],
+      ],
+      "each failure logged once, at warn, with its try",
+    );
     assert.match(String(failed[0]!.stderr), /bwrap: loopback: Failed RTM_NEWADDR/);
-    assert.equal(pool.circuit.state, "closed");
+    assert.ok(
+      failed.every((l) => Number(l.retry_ms) >= 200 && Number(l.retry_ms) <= 2400),
+      `the pauses: ${failed.map((l) => l.retry_ms)}`,
+    );
+    assert.deepEqual(f.pool.circuit, { state: "closed", until: undefined, crashes: 0 }, "nothing counted against the agent");
   } finally {
-    await pool.close();
-    rmSync(root, { recursive: true, force: true });
+    await f.close();
+  }
+});
+
+test("a sandbox that never sets up: the start fails after five tries, at error once, and counts once towards the breaker", async () => {
+  const f = flakyBwrapPool(1000);
+  try {
+    await assert.rejects(
+      f.pool.acquire("alpha/t1", { channel: { id: "alpha", name: "alpha" }, mcpEnv: {} }),
+      (e: unknown) => e instanceof AgentStartError && /bwrap: loopback: Failed RTM_NEWADDR/.test(e.stderrTail),
+    );
+    assert.equal(f.shown(), 5, "five tries");
+    const failed = f.lines.filter((l) => l.evt === "agent.start_failed");
+    assert.deepEqual(
+      failed.map((l) => l.level),
+      ["warn", "warn", "warn", "warn", "error"],
+      "four tried again at warn, the last at error",
+    );
+    assert.equal(f.pool.circuit.crashes, 1, "one failure to start");
+  } finally {
+    await f.close();
   }
 });

@@ -67,6 +67,11 @@ export class CrashBreaker extends EventEmitter<CrashBreakerEvents> {
     return this.recent.length;
   }
 
+  /** Whether every failure counted now is a failure to start (no crash among them). */
+  get onlyStartFailures(): boolean {
+    return this.recentCrashes > 0 && this.recent.every((c) => c.start);
+  }
+
   /** A crash, or (`start`) a failure to start. */
   record(o: { start?: boolean } = {}): void {
     const now = Date.now();

@@ -74,7 +74,9 @@ export class AgentCrashedError extends Error {
  * Too many crashes in a short time: the pool refuses to start agents for a while. When no
  * process ever got through start-up, that is what the message says ("never started", with
  * the last start failure), not "crashed": a missing API key or a bad argument is a setup
- * problem, not a flaky agent.
+ * problem, not a flaky agent. When agents did start before but the failures that opened it
+ * are all failures to start, it says that ("failed to start N times in a row", with the
+ * last), not "crashed": what broke is the start (a sandbox, a command, its files).
  */
 export class CircuitOpenError extends Error {
   override name = "CircuitOpenError";
@@ -82,13 +84,16 @@ export class CircuitOpenError extends Error {
     readonly command: string,
     readonly until: number,
     readonly crashes: number,
-    readonly history: { neverStarted?: boolean; lastStartFailure?: string } = {},
+    readonly history: { neverStarted?: boolean; onlyStartFailures?: boolean; lastStartFailure?: string } = {},
   ) {
     const until_ = `not trying again until ${new Date(until).toISOString().slice(11, 19)} UTC (circuit breaker open)`;
+    const last = history.lastStartFailure ? `, the last: ${history.lastStartFailure}` : "";
     super(
       history.neverStarted
-        ? `agent '${command}' never started (${crashes} attempts${history.lastStartFailure ? `, the last: ${history.lastStartFailure}` : ""}); ${until_}`
-        : `agent '${command}' crashed ${crashes} times in a short time; ${until_}`,
+        ? `agent '${command}' never started (${crashes} attempts${last}); ${until_}`
+        : history.onlyStartFailures
+          ? `agent '${command}' failed to start ${crashes} times in a row${last ? ` (${last.slice(2)})` : ""}; ${until_}`
+          : `agent '${command}' crashed ${crashes} times in a short time; ${until_}`,
     );
   }
 }

@@ -16,7 +16,7 @@ export { agentEnvironment } from "./env.js";
 export { channelDirName, channelSlug, type ChannelRef } from "./cwd.js";
 export { migrateChannelDirs, migrateChannelDirsLogged, type DirMigration } from "./dir-migration.js";
 export { AgentSandbox } from "./sandbox-plan.js";
-export { probeBubblewrap, sandboxSetupFailed, BUBBLEWRAP_ADVICE } from "./sandbox.js";
+export { probeBubblewrap, retrySandboxSetup, BUBBLEWRAP_ADVICE } from "./sandbox.js";
 export { probeAgent } from "./probe.js";
 export * from "./errors.js";
 export { SessionUsage, type TurnUsage } from "./usage.js";

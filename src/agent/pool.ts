@@ -28,7 +28,7 @@ import { AgentProcess, type ExitInfo } from "./process.js";
 import { AgentSession } from "./session.js";
 import { presetSpawn } from "./preset-spawn.js";
 import { SandboxError, type ChannelIsolation } from "./sandbox-plan.js";
-import { sandboxSetupFailed, type SandboxNetwork } from "./sandbox.js";
+import { retrySandboxSetup, type SandboxNetwork } from "./sandbox.js";
 import type { TurnLimits } from "./turn-control.js";
 import type { AcquireOptions, AgentPoolOptions, McpSlotContext, PoolStats, ProcessEndpoint, ServerCommand } from "./pool-options.js";
 
@@ -335,6 +335,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     if (this.breaker.state !== "open") return undefined;
     return new CircuitOpenError(this.display, this.breaker.until!, this.breaker.recentCrashes, {
       neverStarted: this.started === 0,
+      onlyStartFailures: this.breaker.onlyStartFailures,
       lastStartFailure: this.lastStartFailure,
     });
   }
@@ -418,16 +419,41 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
   }
 
   /**
-   * Starts an agent process; one whose sandbox failed to set up (bubblewrap's own error,
-   * before the agent ran: on some kernels its network namespace setup fails now and then
-   * under load) is tried once more at once. The failure is logged and counted either way.
+   * Starts an agent process. One whose sandbox failed to set up (bubblewrap's own error,
+   * before the agent ran: its loopback setup fails now and then under load) is tried again
+   * (retrySandboxSetup: up to 5 tries within 4 s), each such failure logged at warn. A start
+   * that fails for good is logged at error and counted by the breaker once, whatever the
+   * tries: three in a row open it.
    */
   private async spawn(target: Target | undefined, isSpare: boolean): Promise<AgentProcess> {
     try {
-      return await this.spawnOnce(target, isSpare);
-    } catch (err) {
-      if (!(err instanceof AgentStartError) || !sandboxSetupFailed(err.stderrTail) || this.closed) throw err;
-      return this.spawnOnce(target, isSpare);
+      return await retrySandboxSetup(() => this.spawnOnce(target, isSpare), {
+        stderrOf: (err) => (err instanceof AgentStartError ? err.stderrTail : undefined),
+        stop: () => this.closed,
+        onRetry: (attempt, err, delayMs) => {
+          const e = err as AgentStartError;
+          this.log.warn(
+            {
+              evt: "agent.start_failed",
+              command: this.display,
+              reason: e.reason,
+              stderr: e.stderrTail,
+              attempt,
+              retry_ms: Math.round(delayMs),
+            },
+            `${e.message.split("\n")[0]}; bubblewrap could not set the sandbox up, trying again`,
+          );
+        },
+      });
+    } catch (caught) {
+      const err = caught instanceof SandboxError ? new AgentStartError(this.display, caught.message) : caught;
+      if (err instanceof AgentStartError) {
+        this.lastStartFailure = err.reason;
+        this.log.error({ evt: "agent.start_failed", command: this.display, reason: err.reason, stderr: err.stderrTail }, err.message);
+        // A command that cannot start would otherwise be retried forever.
+        this.breaker.record({ start: true });
+      }
+      throw err;
     }
   }
 
@@ -510,14 +536,7 @@ export class AgentPool extends EventEmitter<AgentPoolEvents> {
     } catch (caught) {
       if (linkDir) rmSync(linkDir, { recursive: true, force: true });
       void endpoint?.close();
-      const err = caught instanceof SandboxError ? new AgentStartError(this.display, caught.message) : caught;
-      if (err instanceof AgentStartError) {
-        this.lastStartFailure = err.reason;
-        this.log.error({ evt: "agent.start_failed", command: this.display, reason: err.reason, stderr: err.stderrTail }, err.message);
-        // A command that cannot start would otherwise be retried forever.
-        this.breaker.record({ start: true });
-      }
-      throw err;
+      throw caught;
     }
   }
 

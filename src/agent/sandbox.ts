@@ -24,6 +24,7 @@
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join, sep } from "node:path";
+import { retry } from "../base/retry.js";
 import { BLOCK_FD, INFO_FD } from "./sandbox-net.js";
 
 export type SandboxMode = "auto" | "bubblewrap" | "off";
@@ -58,12 +59,45 @@ const BASE_MOUNTS = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
 
 /**
  * Whether a process's stderr is bubblewrap's own failure to set up the sandbox (its lines
- * start "bwrap: "), before the command inside ran. On some kernels its network namespace's
- * loopback setup fails now and then under load (`bwrap: loopback: Failed RTM_NEWADDR`):
- * worth one more try at once.
+ * start "bwrap: "), before the command inside ran. Its network namespace's loopback setup
+ * fails now and then under load (`bwrap: loopback: Failed RTM_NEWADDR`, with whatever errno
+ * was left over, often "No child processes"): bubblewrap takes the kernel's answer for
+ * someone else's when its netlink socket was given another port id than its pid, which the
+ * kernel does when it is busy. It passes with time: see retrySandboxSetup.
  */
-export function sandboxSetupFailed(stderr: string): boolean {
+function sandboxSetupFailed(stderr: string): boolean {
   return /^bwrap: /m.test(stderr);
+}
+
+/**
+ * Tries for a sandbox whose setup failed (sandboxSetupFailed), the first included: 5, with
+ * pauses of 250 ms doubling to 2 s (±20 %, so that sandboxes failing together do not come
+ * back together), 3.75 s at most. A loaded machine fails several setups in a row in a burst
+ * (three within 1.7 s were seen beside a second copy of the test suite); counted as failures
+ * to start, three such opened the agent circuit breaker for five minutes.
+ */
+export const SANDBOX_SETUP_RETRY = { attempts: 5, backoff: { baseMs: 250, capMs: 2000, jitter: 0.2 } } as const;
+
+/**
+ * Runs `launch` (something run in a sandbox) and tries it again while it fails with
+ * bubblewrap's own setup error: for an agent's start, the attachment reader and doctor's
+ * sandbox check alike. `stderrOf` finds a failure's stderr (undefined: not a process
+ * failure, never tried again); `stop` ends the tries (a pool closing); `onRetry` is told
+ * of each failure that is tried again, and the pause before it.
+ */
+export function retrySandboxSetup<T>(
+  launch: () => Promise<T>,
+  o: {
+    stderrOf(err: unknown): string | undefined;
+    stop?(): boolean;
+    onRetry?(attempt: number, err: unknown, delayMs: number): void;
+  },
+): Promise<T> {
+  return retry(launch, {
+    ...SANDBOX_SETUP_RETRY,
+    retryable: (err) => sandboxSetupFailed(o.stderrOf(err) ?? "") && !o.stop?.(),
+    onRetry: o.onRetry,
+  });
 }
 
 /** Runs bubblewrap once with the sandbox's namespaces: installed, and allowed by the kernel? */

@@ -10,7 +10,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { spawnWithPrivateNetwork, type PrivateNetwork } from "../agent/sandbox-net.js";
-import { sandboxSetupFailed } from "../agent/sandbox.js";
+import { retrySandboxSetup } from "../agent/sandbox.js";
 import { MAX_REPLY_ATTACHMENTS } from "../contract/buzz-tool-schemas.js";
 import { downstreamEnv } from "./env.js";
 
@@ -36,10 +36,9 @@ export function sandboxedAttachmentReader(o: AttachmentReaderOptions): (args: Re
     const { attachments, ...rest } = args;
     if (!Array.isArray(attachments) || !attachments.length) return rest;
     const input = JSON.stringify({ attachments, maxBytes: o.maxBytes });
-    // A sandbox that failed to set up (bubblewrap's own error, before the reader ran) gets one more try, as an agent's does.
-    const out = await run(o, input, timeoutMs, maxOutput).catch((err: unknown) => {
-      if (err instanceof ReaderExitError && sandboxSetupFailed(err.stderr)) return run(o, input, timeoutMs, maxOutput);
-      throw err;
+    // A sandbox that failed to set up (bubblewrap's own error, before the reader ran) is tried again, as an agent's start is.
+    const out = await retrySandboxSetup(() => run(o, input, timeoutMs, maxOutput), {
+      stderrOf: (err) => (err instanceof ReaderExitError ? err.stderr : undefined),
     });
     let parsed: { files?: unknown; error?: unknown };
     try {

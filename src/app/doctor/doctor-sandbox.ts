@@ -9,7 +9,7 @@ import { createServer, type AddressInfo } from "node:net";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AgentSandbox, agentEnvironment, BUBBLEWRAP_ADVICE, sandboxSetupFailed } from "../../agent/index.js";
+import { AgentSandbox, agentEnvironment, BUBBLEWRAP_ADVICE, retrySandboxSetup } from "../../agent/index.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { bridgePaths, sandboxFor } from "../../agent/sandbox-config.js";
 import type { SandboxLaunch } from "../../agent/sandbox-plan.js";
@@ -100,17 +100,14 @@ class LaunchFailed extends Error {
 
 /**
  * Runs `argv` through the sandbox launch (its private network first, when it has one);
- * resolves to stdout. Bubblewrap's own failure to set the sandbox up is tried once more at
- * once, as the daemon does for an agent (`sandboxSetupFailed`: its loopback setup fails now
- * and then under load), so doctor reports the sandbox a turn would get.
+ * resolves to stdout. Bubblewrap's own failure to set the sandbox up is tried again, as the
+ * daemon does for an agent (retrySandboxSetup: its loopback setup fails now and then under
+ * load), so doctor reports the sandbox a turn would get.
  */
-async function runLaunched(launch: SandboxLaunch, argv: string[], env: Record<string, string>, timeoutMs: number): Promise<string> {
-  try {
-    return await runLaunchedOnce(launch, argv, env, timeoutMs);
-  } catch (err) {
-    if (!(err instanceof LaunchFailed) || !sandboxSetupFailed(err.stderr)) throw err;
-    return runLaunchedOnce(launch, argv, env, timeoutMs);
-  }
+function runLaunched(launch: SandboxLaunch, argv: string[], env: Record<string, string>, timeoutMs: number): Promise<string> {
+  return retrySandboxSetup(() => runLaunchedOnce(launch, argv, env, timeoutMs), {
+    stderrOf: (err) => (err instanceof LaunchFailed ? err.stderr : undefined),
+  });
 }
 
 function runLaunchedOnce(launch: SandboxLaunch, argv: string[], env: Record<string, string>, timeoutMs: number): Promise<string> {
