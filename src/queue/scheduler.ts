@@ -172,6 +172,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly rotationSeen = new BoundedMap<string, number>(EVENT_CACHE);
   private readonly refusals: RefusalCoalescer;
   private readonly retryDelay: Backoff;
+  /**
+   * This daemon's own cancel writes under way (`!cancel`, a deleted trigger): while one is,
+   * a renewal cannot tell which running turns it ended, and takes none of them for ended by
+   * another daemon (renew).
+   */
+  private cancelWrites = 0;
   /** Paces the next pass after a failed one (the backend away, a full disk). */
   private readonly passRetry = new Backoff({ baseMs: 500, capMs: 30_000, jitter: 0 });
   private readonly o: Required<SchedulerOptions>;
@@ -360,9 +366,27 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const r = this.byTurn.get(turnId)?.running;
     if (r?.turnId !== turnId || r.cancelled) return false;
     const update = { id: turnId, state: "cancelled" as const, attempts: r.attempts, recovered: r.recovered, error: reason };
-    if (!(await this.o.backend.updateTurn("running", update, this.o.daemon.id))) return false;
-    if (this.byTurn.get(turnId)?.running === r) r.cancelled = true;
-    return true;
+    return this.cancelWrite(
+      () => this.o.backend.updateTurn("running", update, this.o.daemon.id),
+      (ok) => {
+        if (ok && this.byTurn.get(turnId)?.running === r) r.cancelled = true;
+      },
+    );
+  }
+
+  /**
+   * One of this daemon's cancel writes, then `mark` (the turns it ended here flagged at
+   * once, in the same step): counted in `cancelWrites` meanwhile, for renew.
+   */
+  private async cancelWrite<T>(write: () => Promise<T>, mark: (written: T) => void): Promise<T> {
+    this.cancelWrites++;
+    try {
+      const written = await write();
+      mark(written);
+      return written;
+    } finally {
+      this.cancelWrites--;
+    }
   }
 
   /** The turn ended normally. False when it was not running here (unknown, or ended already). */
@@ -470,15 +494,19 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         : target.thread
           ? [scopeKey(target.channel, target.thread)]
           : undefined;
-    const { running, ended } = await this.o.backend.cancelScopes(target.channel, keys);
-    for (const [k, h] of this.holds) if (h.channel === target.channel && (!keys || keys.includes(k))) this.holds.delete(k);
     const mine: number[] = [];
-    for (const id of running) {
-      const r = this.byTurn.get(id)?.running;
-      if (r?.turnId !== id || r.cancelled) continue;
-      r.cancelled = true;
-      mine.push(id);
-    }
+    const { running, ended } = await this.cancelWrite(
+      () => this.o.backend.cancelScopes(target.channel, keys),
+      (written) => {
+        for (const id of written.running) {
+          const r = this.byTurn.get(id)?.running;
+          if (r?.turnId !== id || r.cancelled) continue;
+          r.cancelled = true;
+          mine.push(id);
+        }
+      },
+    );
+    for (const [k, h] of this.holds) if (h.channel === target.channel && (!keys || keys.includes(k))) this.holds.delete(k);
     if (ended) this.o.logger.info({ evt: "queue.cancelled", channel: target.channel, thread: target.thread ?? null, ended, running });
     this.kick();
     return { runningTurnIds: mine, ended };
@@ -698,9 +726,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       const kept = new Set(await backend.renew(daemon, [...this.held.keys()]));
       this.lastRenewOk = now;
       const lost = [...this.held.keys()].filter((k) => !kept.has(k));
-      // Turns cancelled here already wait for the agent side's end, not for this.
-      const cancelled = await backend.notRunning([...this.byTurn].filter(([, h]) => !h.running?.cancelled).map(([id]) => id));
-      this.drop(lost, cancelled, "taken over by another daemon");
+      // Turns cancelled here already wait for the agent side's end, not for this: also those
+      // cancelled here while the question was out, and, while a cancel of ours is being
+      // written, any (the next renewal, a third of a lease later, asks again).
+      const mine = (id: number) => this.byTurn.get(id)?.running?.cancelled === true;
+      const ended = await backend.notRunning([...this.byTurn.keys()].filter((id) => !mine(id)));
+      const cancelledElsewhere = this.cancelWrites > 0 ? [] : ended.filter((id) => !mine(id));
+      this.drop(lost, cancelledElsewhere, "taken over by another daemon");
       await this.currentDepth();
     } catch (err) {
       this.o.logger.warn({ evt: "queue.lease_renew_failed", err: errText(err) }, "could not renew scope leases");

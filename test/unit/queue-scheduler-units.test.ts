@@ -5,8 +5,10 @@
  * log line and a notice that cannot be posted; `!cancel` in channel mode and its log line;
  * the depth after a deletion; the total cap, counted from half full; stopClaiming; idle;
  * fleetStatus; and a stop: batches never started go back as they were, a notice on its way
- * is still posted, and a stopped queue reads nothing more from its closed store. The
- * contract (queue-state-store.test.ts) covers the same paths end to end on both backends.
+ * is still posted, and a stopped queue reads nothing more from its closed store; a cancel
+ * written here while a renewal asks which turns ended elsewhere never taken for another
+ * daemon's. The contract (queue-state-store.test.ts) covers the same paths end to end on
+ * both backends.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -356,10 +358,8 @@ test("a rotated scope's batch dropped before it was handed out (`!cancel`) leave
   await q.close();
 });
 
-test("on a shared queue fleetStatus names this daemon, the scopes it holds and the waiting count", async () => {
-  // The SQLite file with a finite lease period stands in for a fleet's shared store here.
-  const store = SqliteStore.open(join(tmp.dir, "shared"));
-  const backend = Object.create(store, { leaseMs: { value: 60_000 } }) as SqliteStore;
+/** A started scheduler "fleet-1" over `backend`, every batch it hands out collected in `batches`. */
+async function collecting(backend: SqliteStore, pollMs: number) {
   const { logger } = captureLogger();
   const batches: Batch[] = [];
   const scheduler: Scheduler = new Scheduler({
@@ -368,13 +368,21 @@ test("on a shared queue fleetStatus names this daemon, the scopes it holds and t
     logger,
     sessionScope: "thread",
     maxConcurrent: 4,
-    pollMs: 60_000,
+    pollMs,
     confirmPublished: async (x) => x,
   });
   scheduler.on("ready", () => {
     for (let b = scheduler.next(); b; b = scheduler.next()) batches.push(b);
   });
   await scheduler.start();
+  return { scheduler, batches };
+}
+
+test("on a shared queue fleetStatus names this daemon, the scopes it holds and the waiting count", async () => {
+  // The SQLite file with a finite lease period stands in for a fleet's shared store here.
+  const store = SqliteStore.open(join(tmp.dir, "shared"));
+  const backend = Object.create(store, { leaseMs: { value: 60_000 } }) as SqliteStore;
+  const { scheduler, batches } = await collecting(backend, 60_000);
   const top = fromWire(mention(owner, "work", { created_at: 100 }));
   await scheduler.accept(top, CHANNEL);
   await scheduler.idle();
@@ -415,3 +423,72 @@ test("a stop whose leases cannot be handed back (the shared store gone) logs que
   );
   await store.close();
 });
+
+/** A promise and the function that settles it. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { opened, open };
+}
+
+for (const via of ["its trigger deleted", "!cancel"] as const) {
+  test(`a cancel here (${via}) written while a renewal asks which running turns ended elsewhere is not taken for another daemon's: the turn ends here, once`, async () => {
+    // The SQLite file with a finite lease period stands in for a fleet's shared store, whose
+    // answers a loaded database server gives late: a renewal's question is held until the
+    // cancel's write is in the store, and that write's answer until the renewal has gone on.
+    const store = SqliteStore.open(join(tmp.dir, `cancel-during-renewal-${via === "!cancel" ? "command" : "deleted"}`));
+    let asking: ReturnType<typeof gate> | undefined;
+    let answering: ReturnType<typeof gate> | undefined;
+    let writing: ReturnType<typeof gate> | undefined;
+    let asked = 0;
+    const heldWrite =
+      <A extends unknown[], R>(write: (...a: A) => Promise<R>) =>
+      async (...a: A): Promise<R> => {
+        const written = await write.apply(store, a);
+        await writing?.opened;
+        return written;
+      };
+    const backend = Object.create(store, {
+      leaseMs: { value: 300 },
+      notRunning: {
+        value: async (turnIds: number[]) => {
+          asked++;
+          if (asking && turnIds.length) {
+            asking.open();
+            asking = undefined;
+            await answering!.opened;
+          }
+          return store.notRunning(turnIds);
+        },
+      },
+      updateTurn: { value: heldWrite(store.updateTurn) },
+      cancelScopes: { value: heldWrite(store.cancelScopes) },
+    }) as SqliteStore;
+    const { scheduler, batches } = await collecting(backend, 20);
+    const lost: number[] = [];
+    scheduler.on("lost", (turnIds) => lost.push(...turnIds));
+    const top = fromWire(mention(owner, "work", { created_at: 100 }));
+    await scheduler.accept(top, CHANNEL);
+    const turn = await waitFor(() => batches[0], { what: "the turn" });
+
+    asking = gate();
+    answering = gate();
+    const renewalAsks = asking.opened;
+    await renewalAsks;
+    writing = gate();
+    const cancelled =
+      via === "!cancel"
+        ? scheduler.cancel({ channel: CHANNEL, thread: top.id }).then((c) => c.runningTurnIds)
+        : scheduler.cancelRunning(turn.turnId, "deleted");
+    answering.open();
+    // The renewal has gone on once the next one asks (renewals run one after the other).
+    const after = asked;
+    await waitFor(() => asked > after, { what: "the next renewal" });
+    writing.open();
+    assert.deepEqual(await cancelled, via === "!cancel" ? [turn.turnId] : true, "cancelled here, to be stopped at the agent here");
+    assert.deepEqual(lost, [], "not stopped as if another daemon had ended it");
+    assert.equal(scheduler.complete(turn.turnId), true, "its end reported by the agent side is taken");
+    await scheduler.close();
+    await store.close();
+  });
+}
