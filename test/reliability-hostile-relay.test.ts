@@ -125,7 +125,14 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
       .map((e) => e.kind)
       .sort((a, b) => a - b),
     [KIND.profile, KIND.agentDirectory],
-    "the start's profile and directory entry, once each: nothing forged made the daemon publish them again",
+    // What each publish held, and the daemon's lines that say why it ran (a run beside a second
+    // copy of the suite once saw the directory entry twice).
+    `the start's profile and directory entry, once each: nothing forged made the daemon publish them again; published: ${JSON.stringify(
+      hostile
+        .published()
+        .filter(atStart)
+        .map((e) => ({ kind: e.kind, created_at: e.created_at, content: e.content })),
+    )}; the daemon: ${JSON.stringify(d.logs.filter((l) => /^(profile|directory|relay\.channel)/.test(String(l.evt))))}`,
   );
   assert.equal(flood[0]!.tags.find((t) => t[0] === "p")?.[1], w.stranger.pk, "the lock goes to the stranger who really signed");
 
