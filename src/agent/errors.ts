@@ -87,12 +87,12 @@ export class CircuitOpenError extends Error {
     readonly history: { neverStarted?: boolean; onlyStartFailures?: boolean; lastStartFailure?: string } = {},
   ) {
     const until_ = `not trying again until ${new Date(until).toISOString().slice(11, 19)} UTC (circuit breaker open)`;
-    const last = history.lastStartFailure ? `, the last: ${history.lastStartFailure}` : "";
+    const last = history.lastStartFailure ? `the last: ${history.lastStartFailure}` : undefined;
     super(
       history.neverStarted
-        ? `agent '${command}' never started (${crashes} attempts${last}); ${until_}`
+        ? `agent '${command}' never started (${crashes} attempts${last ? `, ${last}` : ""}); ${until_}`
         : history.onlyStartFailures
-          ? `agent '${command}' failed to start ${crashes} times in a row${last ? ` (${last.slice(2)})` : ""}; ${until_}`
+          ? `agent '${command}' failed to start ${crashes} times in a row${last ? ` (${last})` : ""}; ${until_}`
           : `agent '${command}' crashed ${crashes} times in a short time; ${until_}`,
     );
   }
