@@ -111,7 +111,10 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
   // anything forged.
   const beacon = (e: Event) => e.kind === KIND.appData && e.tags.some((t) => t[0] === "d" && t[1]?.startsWith("buzz-bridge:instance:"));
   const atStart = (e: Event) => e.kind === KIND.profile || e.kind === KIND.agentDirectory;
-  const answers = () => hostile.published().filter((e) => e.kind !== 20001 && !beacon(e) && !atStart(e));
+  // Each event once, as a relay keeps it: a send repeated because its OK came late (the
+  // publisher's retry of the same signed event, docs/architecture.md §4) is one publish.
+  const kept = () => [...new Map(hostile.published().map((e) => [e.id, e])).values()];
+  const answers = () => kept().filter((e) => e.kind !== 20001 && !beacon(e) && !atStart(e));
   const flood = answers();
   assert.deepEqual(
     flood.map((e) => `${e.kind}:${e.content}`),
@@ -119,8 +122,7 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
     "no reply, no typing, no reaction but one lock for the flood, and the forged !shutdown did nothing",
   );
   assert.deepEqual(
-    hostile
-      .published()
+    kept()
       .filter(atStart)
       .map((e) => e.kind)
       .sort((a, b) => a - b),
@@ -131,7 +133,7 @@ test(`${FRAMES} malformed frames and forged events: no crash, nothing published,
       hostile
         .published()
         .filter(atStart)
-        .map((e) => ({ kind: e.kind, created_at: e.created_at, content: e.content })),
+        .map((e) => ({ id: e.id.slice(0, 12), kind: e.kind, created_at: e.created_at, content: e.content })),
     )}; the daemon: ${JSON.stringify(d.logs.filter((l) => /^(profile|directory|relay\.channel)/.test(String(l.evt))))}`,
   );
   assert.equal(flood[0]!.tags.find((t) => t[0] === "p")?.[1], w.stranger.pk, "the lock goes to the stranger who really signed");

@@ -70,6 +70,9 @@ export function entryChannels(cfg: Config, joined: ChannelInfo[]): Pick<ChannelI
   return [...out.values()];
 }
 
+/** What makes the records run: the daemon's start, a config reload, or a change of the agent's channels. */
+export type SyncReason = "start" | "reload" | "membership";
+
 export interface RecordsOptions {
   relay: RecordsRelay;
   pubkey: string;
@@ -94,7 +97,8 @@ const newest = (events: Event[], kind: number, author: string): Event | undefine
 export class AgentRecords {
   readonly status: RecordsStatus = { seats: {} };
   private running?: Promise<void>;
-  private again = false;
+  /** Why the next run goes, asked while one ran: its own reason, so a later membership change is not taken for the start. */
+  private next?: SyncReason;
   /** Channels a seat was asked for already: one attempt per channel per process. */
   private readonly seatTried = new Set<string>();
   /** What the last run left on the relay (profile fields, audience, tag), to skip a run that would change nothing. */
@@ -103,17 +107,18 @@ export class AgentRecords {
   constructor(private readonly o: RecordsOptions) {}
 
   /** Publishes what changed; a call while one runs makes one more run after it. Never throws. */
-  sync(reason: "start" | "reload" | "membership"): Promise<void> {
+  sync(reason: SyncReason): Promise<void> {
     if (this.running) {
-      this.again = true;
+      // A start asked for again stays a start (it reads and publishes whatever it finds); any other reason is checked against what was written.
+      if (this.next !== "start") this.next = reason;
       return this.running;
     }
     this.running = (async () => {
       try {
-        do {
-          this.again = false;
-          await this.once(reason);
-        } while (this.again);
+        for (let r: SyncReason | undefined = reason; r; r = this.next) {
+          this.next = undefined;
+          await this.once(r);
+        }
       } catch (err) {
         this.o.logger.warn(
           { evt: "directory.failed", err: (err as Error).message },
@@ -126,7 +131,7 @@ export class AgentRecords {
     return this.running;
   }
 
-  private async once(reason: string): Promise<void> {
+  private async once(reason: SyncReason): Promise<void> {
     const { relay, pubkey, logger: log } = this.o;
     const cfg = this.o.config();
     const directoryOn = cfg.identity.directory === "on";

@@ -13,7 +13,8 @@ import { ConfigError, loadConfigText } from "../../src/config/load.js";
 import { planReload } from "../../src/config/reload.js";
 import { desktopAgent, desktopAudience } from "../../src/buzz/desktop-view.js";
 import { mergeDirectory, mergeProfile } from "../../src/nostr/agent-records.js";
-import { directoryAudience } from "../../src/buzz/agent-records.js";
+import { AgentRecords, directoryAudience, type RecordsRelay } from "../../src/buzz/agent-records.js";
+import type { ChannelInfo } from "../../src/buzz/directory.js";
 import { signAttestation } from "../../src/config/nip-oa.js";
 import { startDevRelay, type DevRelay } from "../../src/devrelay/index.js";
 import { RelayClient } from "../../src/relay/index.js";
@@ -190,6 +191,56 @@ test("the dev relay seats as Buzz's does: bot self-add in an open channel, refus
   const other = await relay.createChannel({ name: "other", type: "stream", members: [getPublicKey(member)] });
   assert.match((await seat(other, "bot", m)).outcome.reason ?? "", /owner_only/);
   assert.equal((await seat(other, "bot")).outcome.status, "accepted");
+});
+
+test("the agent's channels changing while the start's records are out cost no second read or publish when nothing changed", async () => {
+  const CH = "33333333-3333-4333-8333-333333333333";
+  const { config } = load(`channels:\n  - id: ${CH}\n    respond_to: owner-only\n`);
+  // A relay in process that keeps what it takes and answers reads from it; the first read waits for the test.
+  const kept: Event[] = [];
+  let reads = 0;
+  let releaseRead!: () => void;
+  const readHeld = new Promise<void>((r) => (releaseRead = r));
+  const relay: RecordsRelay = {
+    async query() {
+      if (++reads === 1) await readHeld;
+      return [...kept];
+    },
+    async send(tpl) {
+      const event = finalizeEvent(tpl, agentSk);
+      kept.push(event);
+      return { event, outcome: { status: "accepted" } };
+    },
+  };
+  let joined: ChannelInfo[] = [];
+  const records = new AgentRecords({
+    relay,
+    pubkey: agentPk,
+    config: () => config,
+    joined: () => joined,
+    logger: createLogger({ level: "silent" }),
+  });
+  const start = records.sync("start");
+  // The directory learns the channel (its type, the agent a member) while the start's read is out.
+  joined = [{ id: CH, name: "c", about: "", type: "stream", archived: false, members: [agentPk] }];
+  const membership = records.sync("membership");
+  releaseRead();
+  await Promise.all([start, membership]);
+  assert.deepEqual(
+    kept.map((e) => e.kind),
+    [0, 10100],
+    "one profile and one directory entry: the change left what the entry says as it was",
+  );
+  assert.equal(reads, 1, "the membership change after the start read nothing again");
+  // A change that does alter the entry is published (the channel answers nobody now: no channel in the entry).
+  const { config: quiet } = load(`channels:\n  - id: ${CH}\n    respond_to: nobody\n`);
+  Object.assign(config, quiet);
+  await records.sync("membership");
+  assert.deepEqual(
+    kept.map((e) => e.kind),
+    [0, 10100, 10100],
+  );
+  assert.deepEqual(JSON.parse(kept[2]!.content).channel_ids, []);
 });
 
 test("a reload applies a changed profile or directory switch at once (they are republished), needing no restart", () => {
