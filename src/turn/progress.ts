@@ -75,15 +75,17 @@ export class ProgressNote {
 
   /** A session update of the turn: a tool call's title is what the agent is doing now. */
   observe(update: acp.SessionUpdate): void {
+    // The title first: a note due before the model's first word, posted on it, names the tool call that word is.
+    const title =
+      update.sessionUpdate === "tool_call" || update.sessionUpdate === "tool_call_update"
+        ? publicTitle(update, this.o.titles ?? "brief", this.o.redact)
+        : undefined;
+    if (title) this.title = title;
     if (!this.heard && MODEL_UPDATES.has(update.sessionUpdate)) {
       this.heard = true;
       if (this.due && !this.ended) this.posting = this.post();
     }
-    if (update.sessionUpdate !== "tool_call" && update.sessionUpdate !== "tool_call_update") return;
-    const title = publicTitle(update, this.o.titles ?? "brief", this.o.redact);
-    if (!title) return;
-    this.title = title;
-    if (this.note) this.scheduleEdit();
+    if (title && this.note) this.scheduleEdit();
   }
 
   /** The turn is over: no note, or the note deleted. */

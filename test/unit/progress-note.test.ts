@@ -59,6 +59,29 @@ test("posted after the delay naming the redacted title; one edit per interval wi
   assert.equal(r.published.length, 2, "the note and its deletion");
 });
 
+test("a note due before the model's first word is posted on it, naming the tool call that word is (no edit later)", async () => {
+  const r = recorder();
+  const note = new ProgressNote({
+    afterMs: 20,
+    channel: "ch",
+    thread,
+    out: r.out,
+    titles: "brief",
+    redact: (t) => t,
+    editEveryMs: 60_000,
+    logger: silentLogger(),
+  });
+  note.start();
+  // The delay runs out while the agent has said nothing (a slow start): nothing to post yet.
+  await sleep(60);
+  assert.equal(r.published.length, 0, "no note before the model says anything");
+  note.observe({ sessionUpdate: "tool_call", toolCallId: "t1", title: "Running npm test", kind: "execute" });
+  await waitFor(() => r.published.length === 1, { what: "the note" });
+  assert.equal(r.published[0]!.content, "Still working on this — now: shell", "the first word's tool, by its kind");
+  await note.finish();
+  assert.deepEqual(r.signals, [], "no edit was needed");
+});
+
 test("one edit per interval: titles arriving at different moments are edited in no sooner than the interval after the last edit, each with the newest title", async () => {
   // Mock timers: the interval is a timing rule, so the clock is the test's (docs/testing.md).
   mock.timers.enable({ apis: ["setTimeout", "Date"], now: 0 });
