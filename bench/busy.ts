@@ -304,7 +304,8 @@ export async function benchBusy(mode: "denied" | "participation" = "denied"): Pr
     });
     await whenCalled<void>("the plain subscriber's EOSE", 30_000, (r) => (onReady = r));
 
-    // Idle: the daemon settled with 500 channels subscribed (its warm agent is another process).
+    // Idle: the daemon settled with 500 channels subscribed. No agent runs yet (sandboxed, the warm
+    // spare waits for the channel it will serve); an agent would be a process of its own.
     await sleep(3000);
     const daemonIdle = rssMiB(daemon.pid!);
     // Where it goes: mapped files vs anonymous memory, and how much of the latter V8's heap spaces hold.

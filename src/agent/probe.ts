@@ -7,7 +7,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as acp from "@agentclientprotocol/sdk/unstable";
+import type * as acp from "@agentclientprotocol/sdk/unstable";
+import { acpSdk } from "./acp-sdk.js";
 import { agentEnvironment, secretForms } from "./env.js";
 import { AgentModeError, AgentProtocolError, AgentSettingError } from "./errors.js";
 import { AgentProcess } from "./process.js";
@@ -59,7 +60,7 @@ export async function probeAgent(
     let res: acp.NewSessionResponse | undefined;
     let sessionError: string | undefined;
     try {
-      res = await proc.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+      res = await proc.agent.request(acpSdk().methods.agent.session.new, { cwd, mcpServers: [] });
     } catch (err) {
       const failure = new AgentProtocolError(proc.displayCommand, "session/new", err);
       if (o.mode || preset.model || preset.effort) throw failure;

@@ -13,7 +13,8 @@ import { steeringAdvertised } from "./steering.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { Readable, Writable } from "node:stream";
-import * as acp from "@agentclientprotocol/sdk/unstable";
+import type * as acp from "@agentclientprotocol/sdk/unstable";
+import { acpSdk, loadAcpSdk } from "./acp-sdk.js";
 import type { Logger } from "../base/log.js";
 import { PROXY_LINE_EVT, proxyLogLine, scrub, silentLogger } from "../base/log.js";
 import { LogThrottle, type LogThrottleOptions } from "../base/log-throttle.js";
@@ -212,6 +213,7 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
 
   /** Spawns the agent and completes `initialize`; rejects with AgentStartError. */
   static async start(opts: AgentProcessOptions): Promise<AgentProcess> {
+    await loadAcpSdk();
     const argv = [opts.command, ...(opts.args ?? [])];
     const command = opts.launcher?.command ?? opts.command;
     const args = opts.launcher ? [...opts.launcher.args, ...argv] : argv.slice(1);
@@ -259,7 +261,7 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
       );
     }
     try {
-      await this.agent.request(acp.methods.agent.authenticate, { methodId });
+      await this.agent.request(acpSdk().methods.agent.authenticate, { methodId });
     } catch (err) {
       throw this.startError(`refused authenticate with '${methodId}': ${describeCause(err)}`);
     }
@@ -328,7 +330,7 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
       if (child.pid === undefined) return; // spawn failed; 'error' follows
       this.connect(stdout);
       this.agent
-        .request(acp.methods.agent.initialize, {
+        .request(acpSdk().methods.agent.initialize, {
           protocolVersion: ACP_PROTOCOL_VERSION,
           clientCapabilities: {
             fs: { readTextFile: false, writeTextFile: false },
@@ -420,13 +422,14 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
   }
 
   private connect(stdout: Readable): void {
-    const stream = acp.ndJsonStream(
+    const sdk = acpSdk();
+    const stream = sdk.ndJsonStream(
       Writable.toWeb(this.child.stdin!) as WritableStream<Uint8Array>,
       Readable.toWeb(stdout) as ReadableStream<Uint8Array>,
     );
-    const app = acp
+    const app = sdk
       .client({ name: "buzz-bridge" })
-      .onNotification(acp.methods.client.session.update, ({ params }) => {
+      .onNotification(sdk.methods.client.session.update, ({ params }) => {
         const route = this.routes.get(params.sessionId);
         if (route) route.onUpdate(params);
         else
@@ -435,12 +438,12 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
             "update for no active session",
           );
       })
-      .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) => {
+      .onRequest(sdk.methods.client.session.requestPermission, ({ params, signal }) => {
         const route = this.routes.get(params.sessionId);
         if (!route) return { outcome: { outcome: "cancelled" } };
         return route.onPermission(params, signal);
       })
-      .onRequest(acp.methods.client.elicitation.create, ({ params, signal }) => {
+      .onRequest(sdk.methods.client.elicitation.create, ({ params, signal }) => {
         const sessionId = "sessionId" in params ? params.sessionId : undefined;
         const route = typeof sessionId === "string" ? this.routes.get(sessionId) : undefined;
         if (!route) return { action: "cancel" };
@@ -448,7 +451,7 @@ export class AgentProcess extends EventEmitter<AgentProcessEvents> {
       })
       // We advertised no fs and no terminal; anything else is not ours to serve.
       .onRequest("*", ({ method }) => {
-        throw acp.RequestError.methodNotFound(method);
+        throw sdk.RequestError.methodNotFound(method);
       })
       .onNotification("*", ({ method }) => {
         this.log.debug({ evt: "agent.notification", agent_pid: this.pid, method }, "vendor notification ignored");

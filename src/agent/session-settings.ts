@@ -13,7 +13,8 @@
  *
  * A value the agent does not offer is an AgentSettingError naming what it does offer.
  */
-import * as acp from "@agentclientprotocol/sdk/unstable";
+import type * as acp from "@agentclientprotocol/sdk/unstable";
+import { acpSdk } from "./acp-sdk.js";
 import { AgentSettingError } from "./errors.js";
 import type { AgentProcess } from "./process.js";
 
@@ -101,7 +102,7 @@ export async function applySessionSettings(
   const setOption = async (option: acp.SessionConfigOption, value: string) => {
     if (option.type === "select" && option.currentValue === value) return;
     const res = await guard("session/set_config_option", () =>
-      proc.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: option.id, value }),
+      proc.agent.request(acpSdk().methods.agent.session.setConfigOption, { sessionId, configId: option.id, value }),
     );
     // The answer lists every option again; the model may have changed what effort offers.
     if (Array.isArray(res?.configOptions)) options = res.configOptions;

@@ -5,7 +5,8 @@
  * standing context as an `append` system prompt when the agent supports it, the
  * configured session mode, and turns (see TurnControl).
  */
-import * as acp from "@agentclientprotocol/sdk/unstable";
+import type * as acp from "@agentclientprotocol/sdk/unstable";
+import { acpSdk } from "./acp-sdk.js";
 import type { Logger } from "../base/log.js";
 import { silentLogger } from "../base/log.js";
 import { cliPath } from "../base/cli-path.js";
@@ -155,7 +156,7 @@ export class AgentSession {
       const prev = opts.previousSessionId;
       try {
         if (caps.sessionCapabilities?.resume) {
-          const res = await proc.agent.request(acp.methods.agent.session.resume, {
+          const res = await proc.agent.request(acpSdk().methods.agent.session.resume, {
             sessionId: prev,
             cwd: opts.cwd,
             mcpServers,
@@ -166,7 +167,7 @@ export class AgentSession {
           sessionId = prev;
         } else if (caps.loadSession) {
           // The agent replays history as updates; no route exists yet, so they are dropped.
-          const res = await proc.agent.request(acp.methods.agent.session.load, {
+          const res = await proc.agent.request(acpSdk().methods.agent.session.load, {
             sessionId: prev,
             cwd: opts.cwd,
             mcpServers,
@@ -189,7 +190,7 @@ export class AgentSession {
       // Agents that cannot be asked to set a title may still read it from _meta (the Rust bridge's way).
       const meta = opts.title && !titleByRequest ? { _meta: { sessionTitle: opts.title } } : {};
       const res = await guard("session/new", () =>
-        proc.agent.request(acp.methods.agent.session.new, {
+        proc.agent.request(acpSdk().methods.agent.session.new, {
           cwd: opts.cwd,
           mcpServers,
           ...(systemPrompt ? { systemPrompt } : {}),
@@ -205,13 +206,17 @@ export class AgentSession {
       if (!available.includes(opts.mode)) throw new AgentModeError(proc.displayCommand, opts.mode, available);
       if (modes?.currentModeId !== opts.mode) {
         const id = sessionId;
-        await guard("session/set_mode", () => proc.agent.request(acp.methods.agent.session.setMode, { sessionId: id, modeId: opts.mode! }));
+        await guard("session/set_mode", () =>
+          proc.agent.request(acpSdk().methods.agent.session.setMode, { sessionId: id, modeId: opts.mode! }),
+        );
       }
     }
     const id = sessionId;
     const applied = await applySessionSettings(proc, id, setup, { model: opts.model, effort: opts.effort }, guard);
     if (titleByRequest) {
-      await guard("session/set_title", () => proc.agent.request(acp.methods.agent.session.setTitle, { sessionId: id, title: opts.title! }));
+      await guard("session/set_title", () =>
+        proc.agent.request(acpSdk().methods.agent.session.setTitle, { sessionId: id, title: opts.title! }),
+      );
     }
     const shown = applied.model ?? currentModel(setup);
     const model = opts.servedModel ?? shown;
@@ -405,7 +410,7 @@ export class AgentSession {
   /** `session/cancel` with no turn of ours running: stops a turn the agent started by itself (a steer it took as a new prompt). */
   cancelStray(): void {
     if (this.turn || !this.alive) return;
-    this.proc.agent.notify(acp.methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
+    this.proc.agent.notify(acpSdk().methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
   }
 
   /** Stops routing this session's traffic (the process is the pool's to close). */

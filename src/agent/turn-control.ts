@@ -6,7 +6,8 @@
  * answers open permission requests with `cancelled`, and after `cancel_grace` kills
  * the process if the agent has not stopped.
  */
-import * as acp from "@agentclientprotocol/sdk/unstable";
+import type * as acp from "@agentclientprotocol/sdk/unstable";
+import { acpSdk } from "./acp-sdk.js";
 import type { Logger } from "../base/log.js";
 import { AgentCrashedError, AgentProtocolError } from "./errors.js";
 import { classifyProviderError } from "./provider-error.js";
@@ -199,7 +200,7 @@ export class TurnControl {
     this.log.warn({ evt: "agent.turn_cancel", sessionId: this.sessionId, reason: why, agent_pid: this.proc.pid }, "cancelling turn");
     // session/cancel first, then the answers to open permission and question requests: the
     // agent learns the turn is over before it reads "cancelled" as an answer to act on.
-    this.proc.agent.notify(acp.methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
+    this.proc.agent.notify(acpSdk().methods.agent.session.cancel, { sessionId: this.sessionId }).catch(() => {});
     this.cancelCtl.abort();
     this.graceTimer = setTimeout(() => {
       if (this.finished) return;
@@ -216,7 +217,7 @@ export class TurnControl {
     this.armIdle();
     const stderrMark = this.proc.stderrMark();
     this.maxTimer = setTimeout(() => this.stop("max_turn"), this.limits.maxTurnMs);
-    const request = this.proc.agent.request(acp.methods.agent.session.prompt, { sessionId: this.sessionId, prompt });
+    const request = this.proc.agent.request(acpSdk().methods.agent.session.prompt, { sessionId: this.sessionId, prompt });
     request.catch(() => {}); // settled below; avoid an unhandled rejection when the exit wins
     type Outcome = { kind: "response"; res: acp.PromptResponse } | { kind: "error"; err: unknown } | { kind: "exit" };
     try {
