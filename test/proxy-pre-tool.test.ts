@@ -134,6 +134,11 @@ describe("block gates that cannot answer block; advise gates that cannot are ski
       },
       pre_tool_deadline: "1s",
     });
+    // g-down never starts, so the proxy's first call waits for list_timeout and then goes
+    // ahead with whatever has started; on a loaded machine that can be before the tool server
+    // itself. The call is made once every server that is meant to run has said it is ready.
+    for (const name of ["files", "g-error", "g-image", "g-huge", "g-hang", "g-strange", "a-hang"])
+      await p.waitLog((l) => l.evt === "proxy.server_ready" && l.server === name);
   });
   after(() => p?.close());
 
