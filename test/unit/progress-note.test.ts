@@ -6,7 +6,7 @@
 import { mock, test } from "node:test";
 import assert from "node:assert/strict";
 import { finalizeEvent, generateSecretKey, type EventTemplate } from "nostr-tools";
-import { ProgressNote } from "../../src/turn/progress.js";
+import { ProgressNote, type ProgressNoteOptions } from "../../src/turn/progress.js";
 import { KIND } from "../../src/nostr/kinds.js";
 import { silentLogger } from "../../src/base/log.js";
 import { sleep, waitFor } from "../../kit/wait.js";
@@ -29,17 +29,20 @@ function recorder() {
 
 const tool = (title: string) => ({ sessionUpdate: "tool_call" as const, toolCallId: title, title });
 
+/**
+ * A note in the test thread, its titles passed through as they are and its log silent; each
+ * test gives what it is about (where it publishes, the delay, the interval, how titles show).
+ */
+const noteWith = (o: Pick<ProgressNoteOptions, "out"> & Partial<ProgressNoteOptions>) =>
+  new ProgressNote({ afterMs: 20, channel: "ch", thread, redact: (t) => t, logger: silentLogger(), ...o });
+
 test("posted after the delay naming the redacted title; one edit per interval with the newest title; deleted at the end", async () => {
   const r = recorder();
-  const note = new ProgressNote({
-    afterMs: 20,
-    channel: "ch",
-    thread,
+  const note = noteWith({
     out: r.out,
     titles: "full",
     redact: (t) => t.replace("secret", "[redacted]"),
     editEveryMs: 150,
-    logger: silentLogger(),
   });
   note.start();
   note.observe(tool("cat secret.txt"));
@@ -61,15 +64,10 @@ test("posted after the delay naming the redacted title; one edit per interval wi
 
 test("a note due before the model's first word is posted on it, naming the tool call that word is (no edit later)", async () => {
   const r = recorder();
-  const note = new ProgressNote({
-    afterMs: 20,
-    channel: "ch",
-    thread,
+  const note = noteWith({
     out: r.out,
     titles: "brief",
-    redact: (t) => t,
     editEveryMs: 60_000,
-    logger: silentLogger(),
   });
   note.start();
   // The delay runs out while the agent has said nothing (a slow start): nothing to post yet.
@@ -87,14 +85,9 @@ test("one edit per interval: titles arriving at different moments are edited in 
   mock.timers.enable({ apis: ["setTimeout", "Date"], now: 0 });
   try {
     const sent: { at: number; kind: number; content: string }[] = [];
-    const note = new ProgressNote({
-      afterMs: 20,
-      channel: "ch",
-      thread,
+    const note = noteWith({
       editEveryMs: 100,
       titles: "full",
-      redact: (t) => t,
-      logger: silentLogger(),
       out: {
         publish: async (t: EventTemplate) => {
           sent.push({ at: Date.now(), kind: t.kind, content: t.content });
@@ -152,7 +145,7 @@ test("one edit per interval: titles arriving at different moments are edited in 
 test("no note for a turn that ends before the delay, or with progress off", async () => {
   for (const afterMs of [50, false] as const) {
     const r = recorder();
-    const note = new ProgressNote({ afterMs, channel: "ch", thread, out: r.out, titles: "full", redact: (t) => t, logger: silentLogger() });
+    const note = noteWith({ afterMs, out: r.out, titles: "full" });
     note.start();
     note.observe(tool("quick"));
     await note.finish();
@@ -163,7 +156,7 @@ test("no note for a turn that ends before the delay, or with progress off", asyn
 
 test("no note while the model has said nothing (a refused key, a provider that never answers); posted at its first word after the delay", async () => {
   const r = recorder();
-  const note = new ProgressNote({ afterMs: 20, channel: "ch", thread, out: r.out, redact: (t) => t, logger: silentLogger() });
+  const note = noteWith({ out: r.out });
   note.start();
   // Past the delay with nothing from the model: an update of the session's own (not the model's) changes nothing.
   await sleep(120);
@@ -177,15 +170,10 @@ test("no note while the model has said nothing (a refused key, a provider that n
 
 test("the note is a reply in the turn's thread marked as progress; its edits and its deletion name the note and the channel", async () => {
   const r = recorder();
-  const note = new ProgressNote({
-    afterMs: 20,
-    channel: "ch",
-    thread,
+  const note = noteWith({
     out: r.out,
     titles: "full",
-    redact: (t) => t,
     editEveryMs: 10,
-    logger: silentLogger(),
   });
   note.start();
   note.observe(tool("first"));
@@ -222,15 +210,10 @@ test("the note is a reply in the turn's thread marked as progress; its edits and
 
 test("an update without a title keeps the note's; a title that changes back before its edit is due edits nothing", async () => {
   const r = recorder();
-  const note = new ProgressNote({
-    afterMs: 20,
-    channel: "ch",
-    thread,
+  const note = noteWith({
     out: r.out,
     titles: "full",
-    redact: (t) => t,
     editEveryMs: 150,
-    logger: silentLogger(),
   });
   note.start();
   note.observe(tool("build"));
@@ -256,7 +239,7 @@ test("any sign of the model is its first word (thought, tool call, its update, p
   ] as const;
   for (const sign of signs) {
     const r = recorder();
-    const note = new ProgressNote({ afterMs: 20, channel: "ch", thread, out: r.out, redact: (t) => t, logger: silentLogger() });
+    const note = noteWith({ out: r.out });
     note.start();
     await sleep(60);
     note.observe(sign as never);
@@ -265,7 +248,7 @@ test("any sign of the model is its first word (thought, tool call, its update, p
   }
   // The delay passed with the model silent, then the turn ended: its late first word posts nothing.
   const r = recorder();
-  const late = new ProgressNote({ afterMs: 20, channel: "ch", thread, out: r.out, redact: (t) => t, logger: silentLogger() });
+  const late = noteWith({ out: r.out });
   late.start();
   await sleep(60);
   await late.finish();
@@ -279,14 +262,10 @@ test("a turn that ends while its note is on its way: the note is deleted and nev
   const signals: EventTemplate[] = [];
   let release!: () => void;
   const held = new Promise<void>((r) => (release = r));
-  const note = new ProgressNote({
+  const note = noteWith({
     afterMs: 10,
-    channel: "ch",
-    thread,
     titles: "full",
-    redact: (t) => t,
     editEveryMs: 10,
-    logger: silentLogger(),
     out: {
       publish: async (t: EventTemplate) => {
         published.push(t);
