@@ -152,4 +152,16 @@ describe("agent turns with the demo agent", () => {
     assert.equal(r.killed, false);
     assert.equal(s.alive, true, "an agent that honours cancel keeps its session");
   });
+
+  it("!cancel right behind the prompt, before the agent's first word, stops the turn the same way", async () => {
+    // The moment the mid-turn tests act at: the cancel reaches a new session's agent while it
+    // is still sending its first update (and starting its MCP servers).
+    const s = await shared.acquire("cancel-early", { channel: { id: "general", name: "general" }, mcpEnv: {} });
+    const turn = s.prompt([eventBlock("dave", "#hang")]);
+    assert.equal(shared.cancel("cancel-early"), true);
+    const r = await turn;
+    assert.equal(r.stopReason, "cancelled");
+    assert.equal(r.killed, false, "the agent stopped by itself, not after cancel_grace");
+    assert.equal(s.alive, true);
+  });
 });

@@ -1,7 +1,9 @@
 /**
  * Talking to an agent while it works, through the real daemon: a mention starts a long
- * scripted turn (`#slow`), a second message arrives in the same thread while it runs, and
- * the channel's `mid_turn` decides what happens. The oracle is the relay: exactly one reply
+ * scripted turn, a second message arrives in the same thread while it runs, and the channel's
+ * `mid_turn` decides what happens. A turn the second message should stop is held open until
+ * it is stopped (`#hang`), so nothing depends on how fast the machine is; one that should
+ * end by itself runs a few seconds (`#slow`). The oracle is the relay: exactly one reply
  * per mention in its thread, or exactly one for both when the second was steered into the
  * running turn (nobody gets two replies because their message arrived mid-turn).
  */
@@ -24,6 +26,9 @@ before(async () => {
   ch.queue = await w.addChannel({ name: "queue-room" });
   d = await w.startDaemon({
     defaults: { respond_to: "allowlist", allow: [w.teammate.npub] },
+    // The agent stops when cancelled; on a loaded machine it may take a while to say so, and a
+    // kill after the grace would be another test's behaviour (a failed turn, retried as a batch).
+    agent: { cancel_grace: "60s" },
     channels: [
       { id: ch.steer },
       { id: ch.interrupt, mid_turn: "interrupt" },
@@ -35,10 +40,10 @@ before(async () => {
 });
 after(() => w.close());
 
-/** Starts a long turn in `channel` and resolves once the agent has been prompted with it. */
-async function longTurn(channel: string, ms: number): Promise<Event> {
+/** Starts a turn in `channel` (`#hang`: until stopped; `#slow <ms>`) and resolves once the agent has been prompted with it. */
+async function longTurn(channel: string, how: "#hang" | `#slow ${number}`): Promise<Event> {
   const from = d.logs.length;
-  const first = await w.owner.post(`@agent #slow ${ms} refactor the build`, { channel });
+  const first = await w.owner.post(`@agent ${how} refactor the build`, { channel });
   await d.waitLog((l) => d.logs.indexOf(l) >= from && l.evt === "agent.turn_start");
   return first;
 }
@@ -51,7 +56,7 @@ async function midTurnMessage(who: Person, first: Event, text: string): Promise<
 const exactlyReplies = (first: Event, n: number): Promise<Event[]> => w.waitThread(first, n, { timeoutMs: 30_000 });
 
 test("steer (agent without native steering): the running turn is cancelled and re-prompted with the new message framed as arriving mid-work; one reply covers both", async () => {
-  const first = await longTurn(ch.steer, 20_000);
+  const first = await longTurn(ch.steer, "#hang");
   const second = await midTurnMessage(w.teammate, first, "also use the staging branch");
   const [reply] = await exactlyReplies(first, 1);
   assert.match(reply!.content, /Asked: @agent also use the staging branch/);
@@ -67,7 +72,7 @@ test("steer (agent without native steering): the running turn is cancelled and r
 });
 
 test("interrupt: the new message supersedes the running request; one reply, framed as superseding", async () => {
-  const first = await longTurn(ch.interrupt, 20_000);
+  const first = await longTurn(ch.interrupt, "#hang");
   const second = await midTurnMessage(w.teammate, first, "stop that, just report the version");
   const [reply] = await exactlyReplies(first, 1);
   assert.match(reply!.content, /Asked: @agent stop that, just report the version/);
@@ -76,7 +81,7 @@ test("interrupt: the new message supersedes the running request; one reply, fram
 });
 
 test("owner-interrupt: a teammate's mid-turn message waits for the next turn (its own reply); the owner's interrupts", async () => {
-  const first = await longTurn(ch.ownerInterrupt, 3_000);
+  const first = await longTurn(ch.ownerInterrupt, "#slow 3000");
   const queued = await midTurnMessage(w.teammate, first, "and the changelog please");
   const replies = await exactlyReplies(first, 2);
   assert.ok(
@@ -85,7 +90,7 @@ test("owner-interrupt: a teammate's mid-turn message waits for the next turn (it
   );
   assert.ok(!d.logs.some((l) => (l.evt === "turn.superseded" || l.evt === "turn.steered") && (l.events as string[]).includes(queued.id)));
 
-  const again = await longTurn(ch.ownerInterrupt, 20_000);
+  const again = await longTurn(ch.ownerInterrupt, "#hang");
   const owners = await midTurnMessage(w.owner, again, "cancel that, ship it as is");
   const [reply] = await exactlyReplies(again, 1);
   assert.match(reply!.content, /Asked: @agent cancel that, ship it as is/);
@@ -93,7 +98,7 @@ test("owner-interrupt: a teammate's mid-turn message waits for the next turn (it
 });
 
 test("queue: a mid-turn message waits until the turn ends and gets its own reply", async () => {
-  const first = await longTurn(ch.queue, 3_000);
+  const first = await longTurn(ch.queue, "#slow 3000");
   const second = await midTurnMessage(w.teammate, first, "one more thing");
   const replies = await exactlyReplies(first, 2);
   const forSecond = replies.find((r) => /Asked: @agent one more thing/.test(r.content));
@@ -103,7 +108,7 @@ test("queue: a mid-turn message waits until the turn ends and gets its own reply
 });
 
 test("a restart in the middle of a steer: the steered message was recorded before delivery and is replayed once; one reply in the thread", async () => {
-  const first = await longTurn(ch.steer, 20_000);
+  const first = await longTurn(ch.steer, "#hang");
   // The merged prompt runs long too, so the daemon dies while the steer is under way.
   const second = await midTurnMessage(w.teammate, first, "#slow 20000 also bump the version");
   await d.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(second.id));

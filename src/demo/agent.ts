@@ -348,7 +348,8 @@ export async function runDemoAgent(
     }
     if (d.ignoreCancel) await new Promise(() => {});
     if (d.hang) {
-      await new Promise<void>((r) => turn.signal.addEventListener("abort", () => r(), { once: true }));
+      // A cancel may have come while the thought went out: an abort already fired calls no listener.
+      if (!turn.signal.aborted) await new Promise<void>((r) => turn.signal.addEventListener("abort", () => r(), { once: true }));
       return cancelled();
     }
     if (d.crash) {
