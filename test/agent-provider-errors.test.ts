@@ -154,10 +154,13 @@ for (const a of [CLAUDE, CODEX]) {
     const held = await d.waitLog((l) => l.evt === "turn.held", TURN_MS);
     const until = Date.parse(String(held.until));
     const [notice] = await waitThread(w, ev, "the hold notice", (evs) => evs.some((e) => /limit/.test(e.content)));
-    const hhmm = new Date(until).toISOString().slice(11, 16);
+    // The time in UTC, and its day when that is not the day of the notice (a hold across midnight).
+    const day = new Date(until).toISOString().slice(0, 10);
+    const sameDay = day === new Date(notice!.created_at * 1000).toISOString().slice(0, 10);
+    const at = `${new Date(until).toISOString().slice(11, 16)} UTC${sameDay ? "" : ` on ${day}`}`;
     if (a.preset === "codex") {
       // Codex says when the limit resets (to the minute): the hold lasts until then.
-      assert.equal(notice!.content, `The provider's limit resets at ${hhmm} UTC; I'll answer then.`);
+      assert.equal(notice!.content, `The provider's limit resets at ${at}; I'll answer then.`);
       assert.ok(until >= resetAt.getTime(), "held at least until the reset");
       await w.owner.post("!cancel", { replyTo: ev });
       await d.waitLog((l) => l.evt === "queue.cancelled", TURN_MS);
@@ -173,7 +176,7 @@ for (const a of [CLAUDE, CODEX]) {
       return;
     }
     // Claude passes on the 429 without its reset time: held for queue.retry_max.
-    assert.equal(notice!.content, `The provider's limit is reached and it gave no reset time; I'll try again at ${hhmm} UTC.`);
+    assert.equal(notice!.content, `The provider's limit is reached and it gave no reset time; I'll try again at ${at}.`);
     assert.ok(isProgressNote(notice!), "the notice is not the answer");
     api.script({ fail: undefined });
     const evs = await waitThread(w, ev, "the reply after the hold", (x) => x.some((e) => e.content === REPLY));

@@ -101,4 +101,9 @@ test("what follows: auth is final, naming the provider, the key's variable and d
   assert.deepEqual(providerStep({ class: "overloaded", detail: "" }, cfg), { kind: "retry" });
   assert.equal(keyVariable(cfg, { CLAUDE_CODE_OAUTH_TOKEN: "x" }), "CLAUDE_CODE_OAUTH_TOKEN");
   assert.equal(holdNotice(Date.UTC(2026, 11, 6, 18, 40), false, NOW), "The provider's limit resets at 18:40 UTC; I'll answer then.");
+  // A reset after midnight (UTC) names its day: "00:10 UTC" alone would read as today's, already past.
+  assert.equal(
+    holdNotice(Date.UTC(2026, 11, 7, 0, 10), true, NOW),
+    "The provider's limit is reached and it gave no reset time; I'll try again at 00:10 UTC on 2026-12-07.",
+  );
 });
