@@ -6,8 +6,10 @@ import childProcess from "node:child_process";
 import { syncBuiltinESMExports } from "node:module";
 import { sep } from "node:path";
 
+// The runner says which tier a process serves (BUZZ_TEST_TIER=unit: its shares run many unit
+// files in one process); a unit file run alone is known by its path.
 const file = process.argv[1] ?? "";
-if (file.includes(`${sep}test${sep}unit${sep}`)) {
+if (process.env.BUZZ_TEST_TIER === "unit" || file.includes(`${sep}test${sep}unit${sep}`)) {
   for (const name of ["spawn", "spawnSync", "exec", "execSync", "execFile", "execFileSync", "fork"]) {
     childProcess[name] = () => {
       throw new Error(`${name}: test/unit/ is the in-process tier and starts no process; move this test to test/ (docs/testing.md)`);
