@@ -84,30 +84,47 @@ export function spawnWithPrivateNetwork(
   const block = blockingPipe();
   let child: ChildProcess;
   try {
-    child = spawn(command, args, { ...opts, stdio: ["pipe", "pipe", "pipe", "pipe", block] });
+    child = spawn(command, args, { ...opts, stdio: ["pipe", "pipe", "pipe", "pipe", block.read] });
   } catch (err) {
-    closeSync(block);
+    closeSync(block.write);
     throw err;
+  } finally {
+    closeSync(block.read);
   }
-  const ready = connect(child, net, block);
+  const ready = connect(child, net, block.write);
   // The caller handles a failure; an unobserved rejection must not end the process.
   ready.catch(() => undefined);
   return { child, ready };
 }
 
 /**
- * A blocking descriptor for bubblewrap's `--block-fd`: the pipes Node gives a child beyond
- * stdin, stdout and stderr are non-blocking, and bubblewrap's read of one returns at once,
- * letting the sandbox run before its network is there. A FIFO opened read-write does block
- * the reader until something is written, and the opening does not wait for a peer.
+ * A blocking pipe for bubblewrap's `--block-fd`: the pipes Node gives a child beyond stdin,
+ * stdout and stderr are non-blocking, and bubblewrap's read of one returns at once, letting
+ * the sandbox run before its network is there. A FIFO's two ends, each opened on its own
+ * (blocking), do block the reader until something is written. bubblewrap gets the read end
+ * only and the daemon keeps the write end, so a daemon that dies before the network is there
+ * ends the wait (end of file): the sandbox's command then finds its stdin closed and exits.
+ * A reader holding a write end too would wait for ever, an orphan no one ends. The FIFO is
+ * first opened read-write so that neither open waits for a peer, then closed.
  */
-function blockingPipe(): number {
+function blockingPipe(): { read: number; write: number } {
   const path = join(tmpdir(), `buzz-bridge-block-${process.pid}-${randomUUID()}`);
   const made = spawnSync("mkfifo", ["-m", "600", path], { encoding: "utf8" });
   if (made.status !== 0)
     throw new SandboxNetworkError(`cannot make a FIFO at ${path}: ${(made.stderr || made.error?.message || "").trim()}`);
   try {
-    return openSync(path, "r+");
+    const both = openSync(path, "r+");
+    try {
+      const write = openSync(path, "w");
+      try {
+        return { read: openSync(path, "r"), write };
+      } catch (err) {
+        closeSync(write);
+        throw err;
+      }
+    } finally {
+      closeSync(both);
+    }
   } finally {
     rmSync(path, { force: true });
   }
