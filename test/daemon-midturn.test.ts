@@ -1,14 +1,17 @@
 /**
  * Talking to an agent while it works, through the real daemon: a mention starts a long
  * scripted turn, a second message arrives in the same thread while it runs, and the channel's
- * `mid_turn` decides what happens. A turn the second message should stop is held open until
- * it is stopped (`#hang`), so nothing depends on how fast the machine is; one that should
- * end by itself runs a few seconds (`#slow`). The oracle is the relay: exactly one reply
+ * `mid_turn` decides what happens. Nothing depends on how fast the machine is: a turn the
+ * second message should stop is held open until it is stopped (`#hang`); one that should end
+ * by itself is held until the daemon has put the second message aside, then released by the
+ * test (`#hold`). The oracle is the relay: exactly one reply
  * per mention in its thread, or exactly one for both when the second was steered into the
  * running turn (nobody gets two replies because their message arrived mid-turn).
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc, type Person } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
@@ -40,8 +43,8 @@ before(async () => {
 });
 after(() => w.close());
 
-/** Starts a turn in `channel` (`#hang`: until stopped; `#slow <ms>`) and resolves once the agent has been prompted with it. */
-async function longTurn(channel: string, how: "#hang" | `#slow ${number}`): Promise<Event> {
+/** Starts a turn in `channel` (`#hang`: until stopped; `#hold <file>`: until the file exists) and resolves once the agent has been prompted with it. */
+async function longTurn(channel: string, how: "#hang" | `#hold ${string}`): Promise<Event> {
   const from = d.logs.length;
   const first = await w.owner.post(`@agent ${how} refactor the build`, { channel });
   await d.waitLog((l) => d.logs.indexOf(l) >= from && l.evt === "agent.turn_start");
@@ -50,6 +53,12 @@ async function longTurn(channel: string, how: "#hang" | `#slow ${number}`): Prom
 
 async function midTurnMessage(who: Person, first: Event, text: string): Promise<Event> {
   return who.post(`@agent ${text}`, { replyTo: first, channel: first.tags.find((t) => t[0] === "h")![1] });
+}
+
+/** Waits until the daemon has put `ev` aside for the next turn (it arrived mid-turn), then lets the held turn end. */
+async function putAside(ev: Event, release: string): Promise<void> {
+  await d.waitLog((l) => l.evt === "queue.mid_turn_queued" && l.event === ev.id);
+  writeFileSync(release, "");
 }
 
 /** Exactly `n` agent messages in the thread of `first`, counted once every turn has ended (World.waitThread). */
@@ -81,8 +90,10 @@ test("interrupt: the new message supersedes the running request; one reply, fram
 });
 
 test("owner-interrupt: a teammate's mid-turn message waits for the next turn (its own reply); the owner's interrupts", async () => {
-  const first = await longTurn(ch.ownerInterrupt, "#slow 3000");
+  const release = join(w.dir, "release-owner-interrupt");
+  const first = await longTurn(ch.ownerInterrupt, `#hold ${release}`);
   const queued = await midTurnMessage(w.teammate, first, "and the changelog please");
+  await putAside(queued, release);
   const replies = await exactlyReplies(first, 2);
   assert.ok(
     replies.some((r) => /Asked: @agent and the changelog please/.test(r.content) && !/Framing:/.test(r.content)),
@@ -98,8 +109,10 @@ test("owner-interrupt: a teammate's mid-turn message waits for the next turn (it
 });
 
 test("queue: a mid-turn message waits until the turn ends and gets its own reply", async () => {
-  const first = await longTurn(ch.queue, "#slow 3000");
+  const release = join(w.dir, "release-queue");
+  const first = await longTurn(ch.queue, `#hold ${release}`);
   const second = await midTurnMessage(w.teammate, first, "one more thing");
+  await putAside(second, release);
   const replies = await exactlyReplies(first, 2);
   const forSecond = replies.find((r) => /Asked: @agent one more thing/.test(r.content));
   assert.ok(forSecond, "the queued message was answered");

@@ -1,7 +1,8 @@
 /**
  * Talking to the agent while it works, in a fleet: two daemons of one identity on one
- * PostgreSQL database and the dev relay, both hearing every event. A long scripted turn
- * (`#slow`) runs on whichever daemon took its thread; a message posted in that thread
+ * PostgreSQL database and the dev relay, both hearing every event. A long scripted turn runs
+ * on whichever daemon took its thread (held until something stops it, `#hang`, or until the
+ * test lets it end, `#hold`: nothing depends on the machine's speed); a message posted in that thread
  * mid-turn, an edit and a deletion must reach that running turn or the shared queue —
  * whichever daemon stored or heard them first — and nothing is answered twice. The relay
  * is the oracle (replies per thread, what they say), the database says which turn took
@@ -9,6 +10,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import pg from "pg";
 import type { Event } from "nostr-tools";
 import type { World, DaemonProc } from "../kit/world.js";
@@ -76,7 +79,7 @@ const mentions = (d: DaemonProc, evt: string, id: string) =>
 
 test("a message posted mid-turn in a thread held by one daemon of two reaches that running turn; one reply covers both", async (ctx) => {
   if (fleet.skip) return ctx.skip(fleet.skip);
-  const { root, holder, other } = await longTurn("#slow 20000 refactor the build");
+  const { root, holder, other } = await longTurn("#hang refactor the build");
   const second = await w.teammate.post("@agent also use the staging branch", { replyTo: root, channel: w.channel });
   const [reply] = await exactlyReplies(root, 1);
   assert.match(reply!.content, /Asked: @agent also use the staging branch/);
@@ -101,10 +104,13 @@ test("a message posted mid-turn in a thread held by one daemon of two reaches th
 test("an edit of a queued mention replaces its text in the fleet's queue: the turn that takes it sees the edited text", async (ctx) => {
   if (fleet.skip) return ctx.skip(fleet.skip);
   // mid_turn: queue, so the thread's second message waits for the running turn to end.
-  const { root } = await longTurn("#slow 4000 long job", queueRoom);
+  // The turn is held until the edit is in the queue, then let end: the edit finds the mention still waiting.
+  const release = join(w.dir, "release-fleet-queue");
+  const { root } = await longTurn(`#hold ${release} long job`, queueRoom);
   const queued = await w.teammate.post("@agent deploy to production", { replyTo: root, channel: queueRoom });
   const edit = await w.teammate.edit(queued, "@agent deploy to staging");
   await firstToLog((l) => l.evt === "queue.edited" && l.event === edit.id);
+  writeFileSync(release, "");
   const replies = await exactlyReplies(root, 2);
   const answer = replies.find((r) => /Asked: @agent deploy to/.test(r.content));
   assert.ok(answer, "the queued mention was answered");
@@ -116,7 +122,7 @@ test("an edit of a queued mention replaces its text in the fleet's queue: the tu
 
 test("an edit of a mention whose turn runs on one daemon of two is steered into that turn as a correction; one reply", async (ctx) => {
   if (fleet.skip) return ctx.skip(fleet.skip);
-  const { root, holder, other } = await longTurn("#slow 20000 long job");
+  const { root, holder, other } = await longTurn("#hang long job");
   const edit = await w.owner.edit(root, "@agent #final-only short job instead");
   await holder.waitLog((l) => l.evt === "turn.steered" && (l.events as string[]).includes(edit.id));
   const [reply] = await exactlyReplies(root, 1);
@@ -131,7 +137,7 @@ test("an edit of a mention whose turn runs on one daemon of two is steered into 
 
 test("a deletion of a running turn's only mention stops the turn on the daemon running it; a deleted queued mention gets no turn", async (ctx) => {
   if (fleet.skip) return ctx.skip(fleet.skip);
-  const { root, holder } = await longTurn("#slow 20000 doomed job", queueRoom);
+  const { root, holder } = await longTurn("#hang doomed job", queueRoom);
   const queued = await w.owner.post("@agent and this too", { replyTo: root, channel: queueRoom });
   const dropped = await w.owner.delete(queued);
   await firstToLog((l) => l.evt === "queue.deleted" && l.event === dropped.id);

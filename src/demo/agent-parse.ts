@@ -62,6 +62,8 @@ interface Directives {
   /** Report this usage for the turn: tokens in, tokens out, cost (USD, added to the session's running total). */
   usage?: { inputTokens: number; outputTokens: number; cost: number };
   slowMs?: number;
+  /** `#hold <file>`: wait until that file exists (cancellable), then go on: a test releases the turn when it is ready. */
+  holdFile?: string;
   /** Spend this long in two reported tool calls before answering. */
   busyMs?: number;
   /** `#titles <file>`: the tool calls #busy reports instead of its two (a JSON array of {title, kind?, locations?}). */
@@ -138,6 +140,7 @@ function parseDirectives(text: string): Directives {
   const slow = /(?:^|\s)#slow\s+(\d+)/i.exec(text);
   const busy = /(?:^|\s)#busy\s+(\d+)/i.exec(text);
   const titles = /(?:^|\s)#titles\s+(\S+)/i.exec(text);
+  const hold = /(?:^|\s)#hold\s+(\S+)/i.exec(text);
   const long = /(?:^|\s)#long\s+(\d+)/i.exec(text);
   const burst = /(?:^|\s)#burst\s+(\d+)(?:\s+(\d+))?/i.exec(text);
   const stderr = /(?:^|\s)#stderr (.+)$/im.exec(text);
@@ -179,6 +182,7 @@ function parseDirectives(text: string): Directives {
     maxTurnRequests: has("max-turn-requests"),
     usage: usage ? { inputTokens: Number(usage[1]), outputTokens: Number(usage[2]), cost: Number(usage[3]) } : undefined,
     slowMs: slow ? Number(slow[1]) : undefined,
+    holdFile: hold?.[1],
     busyMs: busy ? Number(busy[1]) : undefined,
     titlesFile: titles?.[1],
     longChars: long ? Number(long[1]) : undefined,

@@ -34,6 +34,8 @@
  *   #reply-first          post an answer first (send_message without progress, before
  *                         #slow), then carry on as asked
  *   #slow <ms>            wait that long before answering (cancellable)
+ *   #hold <file>          wait until that file exists before answering (cancellable;
+ *                         before #slow): the test that wrote the file chose the moment
  *   #busy <ms>            spend that long in two tool calls (updates only: "Running npm
  *                         test with API_KEY=…", then "Reading build.log"), then answer
  *   #titles <file>        with #busy: report the tool calls in that JSON file instead
@@ -83,7 +85,7 @@
  * Streamable HTTP client, sending the entry's headers).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk/unstable";
@@ -396,6 +398,10 @@ export async function runDemoAgent(
         await up({ sessionUpdate: "tool_call_update", toolCallId: `busy-${i}`, status: "completed" });
         if (turn.signal.aborted) return cancelled();
       }
+    }
+    if (d.holdFile !== undefined) {
+      while (!existsSync(d.holdFile) && !turn.signal.aborted) await sleep(25, turn.signal);
+      if (turn.signal.aborted) return cancelled();
     }
     if (d.slowMs !== undefined) {
       await sleep(d.slowMs, turn.signal);
