@@ -12,6 +12,8 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
@@ -62,10 +64,13 @@ test("a stranger's denied message replayed after a restart gets no second 🔒 a
 test("a turn interrupted by a restart runs again without a second 👀 on its mention; answered once", { timeout: 60_000 }, async () => {
   const channel = await w.addChannel({ name: "restart-room" });
   const first = running;
-  const ev = await w.owner.post("@agent #slow 4000 summarise the incident", { channel });
+  // Held past the SIGTERM; let go before the restart, so the turn that runs again can end.
+  const release = join(w.dir, "release-restart");
+  const ev = await w.owner.post(`@agent #hold ${release} summarise the incident`, { channel });
   await w.waitReaction(ev, "👀");
   assert.equal(await first.stop("SIGTERM"), 0);
   assert.equal(first.logs.find((l) => l.evt === "daemon.turns_requeued")?.count, 1, "the turn was left to run again");
+  writeFileSync(release, "");
 
   const again = (running = await w.startDaemon({}, { configFile }));
   await w.waitReaction(ev, "✅", 30_000);

@@ -223,7 +223,9 @@ describe("one daemon behind the forwarder: health, metrics, !status, SIGHUP", ()
   });
 
   test("!status from the owner publishes a 40099 in the thread with in-flight and queue depth; from anyone else, none", async () => {
-    const slow = await w.owner.post("@agent #slow 3000 check CI", { channel: hupChannel });
+    // Held until the test has its answers: the turn is surely in flight when !status is read.
+    const release = join(w.dir, "release-status");
+    const slow = await w.owner.post(`@agent #hold ${release} check CI`, { channel: hupChannel });
     await w.waitReaction(slow, "👀");
     const status = await w.owner.post("!status", { channel: hupChannel, replyTo: slow });
     const [sys] = await w.waitEvents({ kinds: [KIND.system], authors: [w.agent.pk], "#e": [status.id] }, (e) => e.length >= 1);
@@ -235,6 +237,7 @@ describe("one daemon behind the forwarder: health, metrics, !status, SIGHUP", ()
 
     const notOwner = await w.teammate.post("!status", { channel: hupChannel, replyTo: slow });
     await d.waitLog((l) => l.evt === "gate.denied" && l.event === notOwner.id);
+    writeFileSync(release, "");
     await w.waitReply(slow);
     assert.deepEqual(await w.query({ kinds: [KIND.system], "#e": [notOwner.id] }), [], "no 40099 for a non-owner");
   });
@@ -288,12 +291,15 @@ test("SIGTERM mid-turn with a 1s grace: exit 0, the turn re-runs after restart a
   const configFile = w.writeConfig(term, "term.yaml");
   const first = await w.startDaemon({}, { configFile });
   try {
-    const ev = await w.owner.post("@agent #slow 5000 summarise the incident", { channel: termChannel });
+    // Held past the SIGTERM; let go before the restart, so the turn that runs again can end.
+    const release = join(w.dir, "release-term");
+    const ev = await w.owner.post(`@agent #hold ${release} summarise the incident`, { channel: termChannel });
     await w.waitReaction(ev, "👀");
     assert.equal(await first.stop("SIGTERM"), 0);
     const requeued = first.logs.find((l) => l.evt === "daemon.turns_requeued");
     assert.equal(requeued?.count, 1, "the running turn was cancelled and kept for after the restart");
     assert.deepEqual(await replies(ev), [], "no reply from the interrupted turn");
+    writeFileSync(release, "");
 
     const restarted = await w.startDaemon({}, { configFile });
     try {
@@ -316,9 +322,14 @@ test("SIGTERM mid-turn with a long grace: the turn completes before the daemon e
   );
   const dd = await w.startDaemon({}, { configFile });
   t.after(() => dd.stop());
-  const ev = await w.owner.post("@agent #slow 2000 draft the notes", { channel: termChannel });
+  // Held until the daemon is shutting down: the turn ends inside the grace, not before the signal.
+  const release = join(w.dir, "release-grace");
+  const ev = await w.owner.post(`@agent #hold ${release} draft the notes`, { channel: termChannel });
   await w.waitReaction(ev, "👀");
-  assert.equal(await dd.stop("SIGTERM"), 0);
+  const stopped = dd.stop("SIGTERM");
+  await dd.waitLog((l) => l.evt === "daemon.stopping");
+  writeFileSync(release, "");
+  assert.equal(await stopped, 0);
   assert.equal((await replies(ev)).length, 1, "answered before exit");
   assert.ok(!dd.logs.some((l) => l.evt === "daemon.turns_requeued"), "nothing left to re-run");
 });

@@ -5,6 +5,8 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { KIND } from "../src/nostr/kinds.js";
 import { World } from "../kit/world.js";
 
@@ -17,7 +19,9 @@ after(() => w.close());
 test("SIGTERM mid-turn: no ⚠️, the cancel logged with reason shutdown; after restart ✅ stands alone", async () => {
   const file = w.writeConfig({ shutdown_grace: "1s", relay: { presence: false } }, "term.yaml");
   const first = await w.startDaemon({}, { configFile: file });
-  const ev = await w.owner.post("@agent #slow 8000 take your time");
+  // Held past the SIGTERM; let go before the restart, so the turn that runs again can end.
+  const release = join(w.dir, "release-term");
+  const ev = await w.owner.post(`@agent #hold ${release} take your time`);
   await w.waitReaction(ev, "👀");
   assert.equal(await first.stop("SIGTERM"), 0);
   const cancels = first.logs.filter((l) => l.evt === "agent.turn_cancel");
@@ -30,6 +34,7 @@ test("SIGTERM mid-turn: no ⚠️, the cancel logged with reason shutdown; after
     "nothing but 👀 while it waits for the restart",
   );
 
+  writeFileSync(release, "");
   const second = await w.startDaemon({}, { configFile: file });
   await w.waitReply(ev, 60_000);
   await w.waitReaction(ev, "✅");
