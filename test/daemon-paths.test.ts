@@ -6,6 +6,8 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Event } from "nostr-tools";
 import { World, type DaemonProc } from "../kit/world.js";
 import { KIND } from "../src/nostr/kinds.js";
@@ -139,11 +141,14 @@ test("removed from a channel mid-turn: nothing more is posted there, each refuse
   timeout: 60_000,
 }, async () => {
   const mark = d.logs.length;
-  const ev = await w.owner.post("@agent long job #slow 2500", { channel: ch.leaving });
+  // Held until the daemon knows it has left: the turn surely ends (and tries to answer) after the removal.
+  const release = join(w.dir, "release-leaving");
+  const ev = await w.owner.post(`@agent long job #hold ${release}`, { channel: ch.leaving });
   await w.waitReaction(ev, "👀", 20_000);
   await w.relay.removeMember(ch.leaving!, w.agent.pk);
   const removedAt = Math.floor(Date.now() / 1000);
   await d.waitLog((l) => l.evt === "relay.channel_left" && l.channel === ch.leaving, 20_000);
+  writeFileSync(release, "");
   await d.waitLog((l) => l.evt === "turn.end" && (l.events as string[]).includes(ev.id), 30_000);
   // A later mention answered and every turn ended for good (a retry, a failure notice): nothing more can come.
   await w.laterAnswer();

@@ -30,10 +30,13 @@ test("a single agent's interrupted mention is answered once by that agent after 
   const stateDir = join(w.dir, "moving-state");
   const single = w.writeConfig({ state_dir: stateDir, shutdown_grace: "1s", relay: { presence: false } }, "single.yaml");
   const first = await w.startDaemon({}, { configFile: single });
-  const ev = await w.owner.post("@agent #slow 2500 summarise the incident");
+  // Held past the SIGTERM; let go before the team starts, so the turn that runs again can end.
+  const release = join(w.dir, "release-move");
+  const ev = await w.owner.post(`@agent #hold ${release} summarise the incident`);
   await w.waitReaction(ev, "👀");
   assert.equal(await first.stop("SIGTERM"), 0);
   assert.equal(first.logs.find((l) => l.evt === "daemon.turns_requeued")?.count, 1, "the turn was left to run again");
+  writeFileSync(release, "");
   // Older than the replay a fresh queue starts from (its start, less a few seconds): only the moved queue still has it.
   await waitFor(() => Date.now() / 1000 > ev.created_at + 7, { timeoutMs: 15_000, what: "the mention to be older than a fresh replay" });
 
