@@ -23,7 +23,9 @@ const MENTIONS = 60;
 const fleet = useFleet({ channels: Array.from({ length: CHANNELS }, (_, i) => `room-${i}`) });
 
 test(`three daemons, one identity: ${MENTIONS} mentions over ${CHANNELS} channels answered exactly once through a SIGKILL and a restart`, {
-  timeout: 170_000,
+  // A safety net, not a target (the answers are awaited on evidence, within 120 s): idle, a
+  // slow two-core machine takes about 170 s for the whole test.
+  timeout: 300_000,
 }, async (ctx) => {
   if (fleet.skip) return ctx.skip(fleet.skip);
   const { w, channels, server } = fleet;

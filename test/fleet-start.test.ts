@@ -14,6 +14,9 @@ import { KIND } from "../src/nostr/kinds.js";
 import { postgresOrSkip, type PgServer } from "../kit/postgres.js";
 import { sleep } from "../kit/wait.js";
 
+/** A safety net, not a target: two daemon starts and two doctor runs, sized for a slow machine running a second copy of the suite. */
+const TEST_BUDGET_MS = 150_000;
+
 let server: PgServer | undefined;
 let skip: string | undefined;
 let w: World;
@@ -38,7 +41,7 @@ const fleetConfig = (i: number, extra: Record<string, unknown> = {}) => ({
 });
 
 test("a database not reachable yet: the daemon retries with a log line, /readyz 503 and a /status page saying so, then starts when it appears", {
-  timeout: 60_000,
+  timeout: TEST_BUDGET_MS,
 }, async (ctx) => {
   if (skip) return ctx.skip(skip);
   const name = `later_${process.pid}`;
@@ -69,7 +72,7 @@ test("a database not reachable yet: the daemon retries with a log line, /readyz 
 });
 
 test("a daemon of another identity on a fleet's database is refused and exits, saying whose database it is", {
-  timeout: 60_000,
+  timeout: TEST_BUDGET_MS,
 }, async (ctx) => {
   if (skip) return ctx.skip(skip);
   const url = await server!.createDatabase();
@@ -108,7 +111,7 @@ test("a daemon of another identity on a fleet's database is refused and exits, s
 });
 
 test("with edits subscribed, an edit of a mention the fleet accepted is not taken for a new mention by any daemon", {
-  timeout: 60_000,
+  timeout: TEST_BUDGET_MS,
 }, async (ctx) => {
   if (skip) return ctx.skip(skip);
   const url = await server!.createDatabase();
