@@ -94,8 +94,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
       }
   });
 
-/** Runs `node --test` over `args`; resolves with its exit code and its times report. */
 let runs = 0;
+/** Runs `node --test` over `args`; resolves with its exit code and its times report. */
 function runner(args, o = {}) {
   const timesOut = join(tmpdir(), `buzz-bridge-test-times-${process.pid}-${++runs}.json`);
   const reporters = [
@@ -125,7 +125,8 @@ function runner(args, o = {}) {
  * after another in one module graph (`--test-isolation=none`): a file of this tier spends about
  * a CPU-second starting a process and loading its modules, more than most spend on their
  * tests, and their waits (a relay's back-off, a socket's deadline) overlap across the shares.
- * Shares are balanced by the recorded times, longest file first into the lightest share. A
+ * Shares are balanced by the recorded times, longest file first into the lightest share (a
+ * file not yet timed counts as 5 s). A
  * file's top-level hooks would apply to every file of its share: test/unit/shared-process.test.ts
  * keeps them inside a describe. Each share's report is printed whole when it ends.
  */
